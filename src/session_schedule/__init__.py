@@ -1,0 +1,1 @@
+"""session-schedule: durable, session-local reminders for LLM agents."""

@@ -1,0 +1,91 @@
+"""The persistence catalog: every durable event type the project writes, in one registry.
+
+Each durable type registers itself once, at import, right under its declaration, with its name,
+version and strict decoder. The catalog derives the rest — the declaration's qualified name, the
+module and line of the registration (which stands directly under the declaration), and the JSON
+schema — so none of it is written by hand and none of it can drift. Storage uses the catalog to
+decode entries by type and to refuse types it does not know.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from typing import Final, final
+
+import msgspec
+
+Decoder = Callable[[bytes, str], object]
+"""Strictly decode one payload; the ``str`` names the entry in error messages."""
+
+
+@final
+class CatalogEntry(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    """The entry type as written in the log, e.g. ``schedule/change``."""
+    version: int
+    declaration: str
+    """Qualified name of the Python type that declares the payload."""
+    module: str
+    line: int
+    """Line of the registration in ``module``; it stands directly under the declaration."""
+    schema: dict[str, object]
+    """JSON Schema of the payload, generated from the declaration."""
+
+
+@final
+class PersistenceCatalog:
+    """A registry of durable event types, keyed by name."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, CatalogEntry] = {}
+        self._decoders: dict[str, Decoder] = {}
+
+    def register(
+        self, name: str, *, version: int, declaration: object, decode: Decoder
+    ) -> CatalogEntry:
+        """Register the durable type ``name`` declared by ``declaration``.
+
+        Call it at module level, on the line under the declaration: the location is taken from
+        the caller. Raises ``ValueError`` when ``name`` is registered already or when the
+        declaration is not a module-level name of the caller.
+        """
+        if name in self._entries:
+            raise ValueError(f"durable event type {name!r} is registered already")
+        caller = sys._getframe(1)  # noqa: SLF001 - the registration site is the point
+        module = str(caller.f_globals["__name__"])
+        names = [key for key, value in caller.f_globals.items() if value is declaration]
+        if not names:
+            raise ValueError(f"the declaration of {name!r} must be a module-level name")
+        entry = CatalogEntry(
+            name=name,
+            version=version,
+            declaration=f"{module}.{names[0]}",
+            module=module,
+            line=caller.f_lineno,
+            schema=msgspec.json.schema(declaration),
+        )
+        self._entries[name] = entry
+        self._decoders[name] = decode
+        return entry
+
+    def __iter__(self) -> Iterator[CatalogEntry]:
+        return iter(sorted(self._entries.values(), key=lambda entry: entry.name))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def entry(self, name: str) -> CatalogEntry | None:
+        return self._entries.get(name)
+
+    def decoder(self, name: str) -> Decoder | None:
+        """The strict decoder of ``name``, or ``None`` for a type nobody registered."""
+        return self._decoders.get(name)
+
+    def to_json(self) -> bytes:
+        """The catalog as canonical JSON: a list of entries ordered by name."""
+        return msgspec.json.encode(list(self))
+
+
+CATALOG: Final = PersistenceCatalog()
+"""The project's catalog. Importing a module that declares a durable type registers it."""

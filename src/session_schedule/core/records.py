@@ -1,0 +1,134 @@
+"""Durable schedule records (SPEC §1) and the views a tool returns (SPEC §5).
+
+Records are frozen msgspec structs whose wire names are exactly the camelCase names of the
+specification (``afterSeconds``, ``everySeconds``, ``scheduledAt``), tagged by ``kind``. A view is
+a record plus the delivery state derived from a given ``now``; it never enters the log.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.ids import ID_PATTERN, ScheduleId
+from session_schedule.core.instants import Instant, parse_instant
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+MIN_EVERY_SECONDS: Final = 300
+
+CANONICAL_INSTANT_PATTERN: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
+"""The shape of a canonical instant (the calendar itself is checked in code)."""
+
+# Id and instant forms are checked exactly in code (``fullmatch``; a regular expression's ``$``
+# would let a trailing newline through); the schemas still publish the patterns.
+IdField: TypeAlias = Annotated[ScheduleId, msgspec.Meta(extra_json_schema={"pattern": ID_PATTERN})]
+InstantField: TypeAlias = Annotated[
+    str,
+    msgspec.Meta(
+        description="An instant in UTC, canonical form YYYY-MM-DDTHH:MM:SS.sssZ.",
+        extra_json_schema={"pattern": CANONICAL_INSTANT_PATTERN},
+    ),
+]
+PromptField: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
+AfterSecondsField: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
+EverySecondsField: TypeAlias = Annotated[
+    int, msgspec.Meta(ge=MIN_EVERY_SECONDS, le=MAX_SAFE_INTEGER)
+]
+
+RecordKind = Literal["after", "at", "every"]
+ScheduleState = Literal["scheduled", "overdue"]
+DeliveryMode = Literal["session-local"]
+
+
+class _Record(
+    msgspec.Struct,
+    frozen=True,
+    forbid_unknown_fields=True,
+    rename="camel",
+    tag_field="kind",
+):
+    id: IdField
+    prompt: PromptField
+    """The reminder content, trimmed at creation."""
+
+
+class AfterScheduleRecord(_Record, tag="after"):
+    after_seconds: AfterSecondsField
+    """The delay as given at creation."""
+    scheduled_at: InstantField
+    """Creation decision time plus the delay."""
+
+
+class AtScheduleRecord(_Record, tag="at"):
+    scheduled_at: InstantField
+    """The absolute instant the model named, in canonical UTC."""
+
+
+class EveryScheduleRecord(_Record, tag="every"):
+    every_seconds: EverySecondsField
+    """The fixed interval, never below 300 seconds."""
+    scheduled_at: InstantField
+    """The earliest anchor-aligned occurrence not yet dispatched."""
+
+
+OneShotScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord
+ScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord | EveryScheduleRecord
+
+
+def record_target(record: ScheduleRecord) -> Instant:
+    """The record's ``scheduledAt`` as an instant (records hold only canonical instants)."""
+    return parse_instant(record.scheduled_at)
+
+
+# Views: a record's wire fields, then ``state`` and ``deliveryMode``. A view class extends its
+# record class only to share the field declarations; views never enter the log.
+
+
+@final
+class AfterScheduleView(AfterScheduleRecord, tag="after"):
+    state: ScheduleState
+    """``scheduled`` while the target is in the future, ``overdue`` once it has passed."""
+    delivery_mode: DeliveryMode = "session-local"
+    """Delivery never leaves the owning Session."""
+
+
+@final
+class AtScheduleView(AtScheduleRecord, tag="at"):
+    state: ScheduleState
+    delivery_mode: DeliveryMode = "session-local"
+
+
+@final
+class EveryScheduleView(EveryScheduleRecord, tag="every"):
+    state: ScheduleState
+    delivery_mode: DeliveryMode = "session-local"
+
+
+ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView
+
+
+def make_view(record: ScheduleRecord, now: Instant) -> ScheduleView:
+    """The tool view of ``record`` as seen at ``now``."""
+    state: ScheduleState = "scheduled" if record_target(record) > now else "overdue"
+    match record:
+        case AfterScheduleRecord():
+            return AfterScheduleView(
+                id=record.id,
+                prompt=record.prompt,
+                after_seconds=record.after_seconds,
+                scheduled_at=record.scheduled_at,
+                state=state,
+            )
+        case AtScheduleRecord():
+            return AtScheduleView(
+                id=record.id, prompt=record.prompt, scheduled_at=record.scheduled_at, state=state
+            )
+        case EveryScheduleRecord():
+            return EveryScheduleView(
+                id=record.id,
+                prompt=record.prompt,
+                every_seconds=record.every_seconds,
+                scheduled_at=record.scheduled_at,
+                state=state,
+            )
