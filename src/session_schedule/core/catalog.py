@@ -15,6 +15,8 @@ from typing import Final, final
 
 import msgspec
 
+from session_schedule.core.schema import json_schema
+
 Decoder = Callable[[bytes, str], object]
 """Strictly decode one payload; the ``str`` names the entry in error messages."""
 
@@ -52,7 +54,7 @@ class PersistenceCatalog:
         """
         if name in self._entries:
             raise ValueError(f"durable event type {name!r} is registered already")
-        caller = sys._getframe(1)  # noqa: SLF001 - the registration site is the point
+        caller = sys._getframe(1)  # the registration site is the point
         module = str(caller.f_globals["__name__"])
         names = [key for key, value in caller.f_globals.items() if value is declaration]
         if not names:
@@ -63,7 +65,7 @@ class PersistenceCatalog:
             declaration=f"{module}.{names[0]}",
             module=module,
             line=caller.f_lineno,
-            schema=msgspec.json.schema(declaration),
+            schema=json_schema(declaration),
         )
         self._entries[name] = entry
         self._decoders[name] = decode

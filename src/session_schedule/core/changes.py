@@ -9,14 +9,16 @@ canonical byte form of a change. The promise: decoding raises nothing but a
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.ids import ScheduleId, parse_schedule_id
-from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import Instant, format_instant, why_not_canonical
 from session_schedule.core.records import IdField, InstantField, ScheduleRecord
 
 CHANGE_VERSION: Final = 1
@@ -34,21 +36,21 @@ class _Change(
 
 
 @final
-class ScheduleCreateChange(_Change, tag="create"):
+class ScheduleCreateChange(_Change, tag="create", frozen=True):
     """A new active record, stored whole."""
 
     schedule: ScheduleRecord
 
 
 @final
-class ScheduleDeleteChange(_Change, tag="delete"):
+class ScheduleDeleteChange(_Change, tag="delete", frozen=True):
     """The terminal removal of an active record."""
 
     id: IdField
 
 
 @final
-class ScheduleDispatchChange(_Change, tag="dispatch"):
+class ScheduleDispatchChange(_Change, tag="dispatch", frozen=True):
     """A follow-up was synchronously queued for the record.
 
     A one-shot dispatch carries only the id and ends the record. An Every dispatch carries
@@ -89,7 +91,7 @@ def dispatch_change(
 
 
 _ENCODER: Final = msgspec.json.Encoder()
-_DECODER: Final = msgspec.json.Decoder(ScheduleChange)
+_DECODER: Final[msgspec.json.Decoder[ScheduleChange]] = msgspec.json.Decoder(ScheduleChange)
 
 
 def encode_change(change: ScheduleChange) -> bytes:
@@ -99,63 +101,49 @@ def encode_change(change: ScheduleChange) -> bytes:
 
 def corrupt(where: str, problem: str) -> ScheduleError:
     """The ``corrupt_schedule_log`` error for ``problem`` found in the event ``where`` names."""
-    return ScheduleError("corrupt_schedule_log", f"{CHANGE_EVENT_TYPE} {where} is corrupt: {problem}")
+    subject = f"{CHANGE_EVENT_TYPE} {where}" if where else CHANGE_EVENT_TYPE
+    return ScheduleError("corrupt_schedule_log", f"{subject} is corrupt: {problem}")
 
 
-def decode_change(data: bytes | str, *, where: str = "event") -> ScheduleChange:
+def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
     """Strictly decode one ``schedule/change`` payload.
 
     ``where`` names the event in error messages (for example ``"at entry 17"``). Raises
     ``ScheduleError("corrupt_schedule_log", ...)`` — and nothing else — on any deviation.
     """
     try:
-        change = _DECODER.decode(data)
+        return _DECODER.decode(data)
     except msgspec.ValidationError as error:
-        raise corrupt(where, _sentence(str(error))) from None
+        raise corrupt(where, _explain(str(error), lambda: msgspec.json.decode(data))) from None
     except msgspec.DecodeError as error:
         raise corrupt(where, f"malformed JSON ({error})") from None
-    _check_forms(change, where)
-    return change
 
 
-def convert_change(value: object, *, where: str = "event") -> ScheduleChange:
+def convert_change(value: object, *, where: str = "") -> ScheduleChange:
     """Strictly convert an already-parsed JSON value (dicts, lists, str, int …) to a change.
 
     The same rules and the same errors as :func:`decode_change`.
     """
     try:
-        change = msgspec.convert(value, ScheduleChange, strict=True)
+        change: ScheduleChange = msgspec.convert(value, ScheduleChange, strict=True)
     except msgspec.ValidationError as error:
-        raise corrupt(where, _sentence(str(error))) from None
-    _check_forms(change, where)
+        raise corrupt(where, _explain(str(error), lambda: value)) from None
     return change
 
 
-def _sentence(msgspec_message: str) -> str:
-    return msgspec_message[:1].lower() + msgspec_message[1:]
+_PATTERN_FAILURE: Final = re.compile(r"Expected `str` matching regex '.*' - at `(\$[^`]*)`")
 
 
-def _check_forms(change: ScheduleChange, where: str) -> None:
-    """The exact id and instant forms, which the struct types only describe."""
-    match change:
-        case ScheduleCreateChange(schedule=record):
-            _check_id(record.id, "$.schedule.id", where)
-            _check_instant(record.scheduled_at, "$.schedule.scheduledAt", where)
-        case ScheduleDeleteChange(id=schedule_id):
-            _check_id(schedule_id, "$.id", where)
-        case ScheduleDispatchChange(id=schedule_id, accepted_at=accepted_at):
-            _check_id(schedule_id, "$.id", where)
-            if not isinstance(accepted_at, msgspec.UnsetType):
-                _check_instant(accepted_at, "$.acceptedAt", where)
-
-
-def _check_id(text: str, path: str, where: str) -> None:
-    if parse_schedule_id(text) is None:
-        raise corrupt(where, f"expected a schedule id like `sch_1`, got {text!r} - at `{path}`")
-
-
-def _check_instant(text: str, path: str, where: str) -> None:
-    try:
-        parse_instant(text)
-    except ValueError as error:
-        raise corrupt(where, f"{error} - at `{path}`") from None
+def _explain(message: str, document: Callable[[], object]) -> str:
+    """msgspec's message, with a failed id or instant pattern said in words."""
+    failure = _PATTERN_FAILURE.fullmatch(message)
+    if failure is None:
+        return message[:1].lower() + message[1:]
+    path = failure.group(1)
+    value = document()
+    for key in path.split(".")[1:]:
+        value = value[key] if isinstance(value, dict) else None
+    text = str(value)
+    if path.endswith(("scheduledAt", "acceptedAt")):
+        return f"{why_not_canonical(text)} - at `{path}`"
+    return f"expected a schedule id like `sch_1`, got {text!r} - at `{path}`"

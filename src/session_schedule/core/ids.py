@@ -13,14 +13,15 @@ from typing import Final, NewType
 ScheduleId = NewType("ScheduleId", str)
 
 ID_PREFIX: Final = "sch_"
-ID_PATTERN: Final = r"^sch_[1-9][0-9]{0,15}$"
-"""The id form as a JSON-Schema (ECMA-262) pattern."""
-_ID: Final = re.compile(r"sch_[1-9][0-9]{0,15}", re.ASCII)
+ID_PATTERN: Final = r"^sch_[1-9][0-9]{0,15}\Z"
+"""The id form as a ``re.search`` pattern (``\\Z``: a ``$`` would allow a final newline)."""
+SCHEDULE_ID: Final = re.compile(r"sch_[1-9][0-9]{0,15}", re.ASCII)
+"""The id form, for ``fullmatch``."""
 
 
 def parse_schedule_id(text: str) -> ScheduleId | None:
     """The id ``text`` names, or ``None`` when it is not of the id form."""
-    return ScheduleId(text) if _ID.fullmatch(text) else None
+    return ScheduleId(text) if SCHEDULE_ID.fullmatch(text) else None
 
 
 def id_number(schedule_id: ScheduleId) -> int:

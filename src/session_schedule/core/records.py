@@ -12,22 +12,17 @@ from typing import Annotated, Final, Literal, TypeAlias, final
 import msgspec
 
 from session_schedule.core.ids import ID_PATTERN, ScheduleId
-from session_schedule.core.instants import Instant, parse_instant
+from session_schedule.core.instants import CANONICAL_INSTANT_PATTERN, Instant, instant_of_canonical
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 MIN_EVERY_SECONDS: Final = 300
 
-CANONICAL_INSTANT_PATTERN: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
-"""The shape of a canonical instant (the calendar itself is checked in code)."""
-
-# Id and instant forms are checked exactly in code (``fullmatch``; a regular expression's ``$``
-# would let a trailing newline through); the schemas still publish the patterns.
-IdField: TypeAlias = Annotated[ScheduleId, msgspec.Meta(extra_json_schema={"pattern": ID_PATTERN})]
+IdField: TypeAlias = Annotated[ScheduleId, msgspec.Meta(pattern=ID_PATTERN)]
 InstantField: TypeAlias = Annotated[
     str,
     msgspec.Meta(
+        pattern=CANONICAL_INSTANT_PATTERN,
         description="An instant in UTC, canonical form YYYY-MM-DDTHH:MM:SS.sssZ.",
-        extra_json_schema={"pattern": CANONICAL_INSTANT_PATTERN},
     ),
 ]
 PromptField: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
@@ -53,19 +48,19 @@ class _Record(
     """The reminder content, trimmed at creation."""
 
 
-class AfterScheduleRecord(_Record, tag="after"):
+class AfterScheduleRecord(_Record, tag="after", frozen=True):
     after_seconds: AfterSecondsField
     """The delay as given at creation."""
     scheduled_at: InstantField
     """Creation decision time plus the delay."""
 
 
-class AtScheduleRecord(_Record, tag="at"):
+class AtScheduleRecord(_Record, tag="at", frozen=True):
     scheduled_at: InstantField
     """The absolute instant the model named, in canonical UTC."""
 
 
-class EveryScheduleRecord(_Record, tag="every"):
+class EveryScheduleRecord(_Record, tag="every", frozen=True):
     every_seconds: EverySecondsField
     """The fixed interval, never below 300 seconds."""
     scheduled_at: InstantField
@@ -76,9 +71,19 @@ OneShotScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord
 ScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord | EveryScheduleRecord
 
 
+def record_kind(record: ScheduleRecord) -> RecordKind:
+    match record:
+        case AfterScheduleRecord():
+            return "after"
+        case AtScheduleRecord():
+            return "at"
+        case EveryScheduleRecord():
+            return "every"
+
+
 def record_target(record: ScheduleRecord) -> Instant:
     """The record's ``scheduledAt`` as an instant (records hold only canonical instants)."""
-    return parse_instant(record.scheduled_at)
+    return instant_of_canonical(record.scheduled_at)
 
 
 # Views: a record's wire fields, then ``state`` and ``deliveryMode``. A view class extends its
@@ -86,7 +91,7 @@ def record_target(record: ScheduleRecord) -> Instant:
 
 
 @final
-class AfterScheduleView(AfterScheduleRecord, tag="after"):
+class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True):
     state: ScheduleState
     """``scheduled`` while the target is in the future, ``overdue`` once it has passed."""
     delivery_mode: DeliveryMode = "session-local"
@@ -94,13 +99,13 @@ class AfterScheduleView(AfterScheduleRecord, tag="after"):
 
 
 @final
-class AtScheduleView(AtScheduleRecord, tag="at"):
+class AtScheduleView(AtScheduleRecord, tag="at", frozen=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
 
 
 @final
-class EveryScheduleView(EveryScheduleRecord, tag="every"):
+class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
 

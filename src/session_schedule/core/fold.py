@@ -1,0 +1,276 @@
+"""The fold: a Session's ``schedule/change`` events, replayed into the set of active reminders.
+
+Theory of operation
+-------------------
+The log is the only authority (SPEC §4). The fold reads it front to back, one change at a time, in
+O(1) per change, and keeps:
+
+- the **active records**, keyed by id;
+- the **largest id number** used anywhere in the stream, so the allocator (one past it) never
+  reuses an id — not even in a fork, whose inherited history it reads but does not activate;
+- once anyone asks what is due, two **heaps** of active targets (one-shots and Every records),
+  built on that first question and kept up to date from then on. Replaying a log builds none.
+
+Rules
+-----
+Rule 1 — *create* adds a record under an id greater than every id the stream has used (the
+allocator's invariant). Any other id — a reused one, active or ended, inherited or not, or one
+that goes backwards — is corruption. Creation order is therefore id order.
+
+Rule 2 — *delete* ends an active record. Deleting an id that is not active is corruption (the tool
+layer never appends such a delete: deleting a non-active id is a no-op there).
+
+Rule 3 — *dispatch* of a one-shot (``after``, ``at``) carries no ``acceptedAt`` and ends the
+record. A one-shot dispatch with ``acceptedAt`` is corruption.
+
+Rule 4 — *dispatch* of an Every record carries ``acceptedAt`` (the decision time ``D``), which may
+not precede the record's target ``s``. With interval ``i`` the record advances to
+``s + (floor((D - s) / i) + 1) · i``, the first anchor-aligned target after ``D``; when that is past
+``9999-12-31T23:59:59.999Z`` the record ends instead. An Every dispatch without ``acceptedAt`` is
+corruption.
+
+Rule 5 — a **fork** (``seed_length`` > 0) applies only Rule 1's bookkeeping of used ids to the
+first ``seed_length`` entries: the fork keeps the parent's history but none of its active
+reminders, so any later delete or dispatch of an inherited id is corruption.
+
+Invariants: every active record's target is a canonical in-range instant; an id is active at most
+once; the allocator's next id is greater than every id in the stream. A change that breaks a rule
+is rejected with ``corrupt_schedule_log`` and leaves the state exactly as it was.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from typing import Final, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.changes import (
+    ScheduleChange,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    corrupt,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MS_PER_SECOND,
+    Instant,
+    format_instant,
+    instant_of_canonical,
+)
+from session_schedule.core.records import EveryScheduleRecord, ScheduleRecord
+
+
+def next_every_target(target: Instant, decided_at: Instant, every_seconds: int) -> int:
+    """The first anchor-aligned target strictly after ``decided_at`` (``decided_at ≥ target``).
+
+    O(1): ``s + (floor((D - s) / i) + 1) · i``. The result may lie past ``MAX_INSTANT``.
+    """
+    interval = every_seconds * MS_PER_SECOND
+    return target + ((decided_at - target) // interval + 1) * interval
+
+
+def skipped_occurrences(target: Instant, decided_at: Instant, every_seconds: int) -> int:
+    """How many due occurrences before the latest one a dispatch at ``decided_at`` passes over."""
+    return (decided_at - target) // (every_seconds * MS_PER_SECOND)
+
+
+def order_key(record: ScheduleRecord) -> tuple[str, int]:
+    """Target order, then creation order (canonical instants sort as text; ids increase)."""
+    return record.scheduled_at, id_number(record.id)
+
+
+# A heap slot: (scheduledAt, id number, id). A slot is live only while its record is active with
+# exactly that target; stale slots are dropped when they reach the top.
+_Slot: TypeAlias = tuple[str, int, ScheduleId]
+_ID_PREFIX_LENGTH: Final = len("sch_")
+
+
+@final
+class ScheduleFold:
+    """The folded state of one Session's schedule, updated one change at a time.
+
+    ``session`` only names the Session in error messages.
+    """
+
+    def __init__(self, *, session: str = "") -> None:
+        self._session = session
+        self._records: dict[ScheduleId, ScheduleRecord] = {}
+        self._highest_id = 0
+        # Due one-shots take priority over Every batches (SPEC §6), so the two are kept apart.
+        self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, schedule_id: object) -> bool:
+        return schedule_id in self._records
+
+    def get(self, schedule_id: ScheduleId) -> ScheduleRecord | None:
+        return self._records.get(schedule_id)
+
+    def next_id(self) -> ScheduleId:
+        """The id the next create must use: greater than any in the stream."""
+        return make_schedule_id(self._highest_id + 1)
+
+    def ordered(self) -> list[ScheduleRecord]:
+        """The active records in target order, then creation order."""
+        return sorted(self._records.values(), key=order_key)
+
+    def earliest_one_shot(self) -> ScheduleRecord | None:
+        return self._peek(self._indexed()[0])
+
+    def earliest_every(self) -> EveryScheduleRecord | None:
+        record = self._peek(self._indexed()[1])
+        return record if isinstance(record, EveryScheduleRecord) else None
+
+    def everies_due(self, now: Instant) -> list[EveryScheduleRecord]:
+        """The Every records whose target is at or before ``now``, in target then creation order.
+
+        Walks only the heap slots that are due (a heap's due slots form a subtree at its root),
+        so the cost follows the number of due records, not of active ones.
+        """
+        heap = self._indexed()[1]
+        now_text = format_instant(now)
+        due: list[EveryScheduleRecord] = []
+        stack = [0] if heap else []
+        while stack:
+            index = stack.pop()
+            slot = heap[index]
+            if slot[0] > now_text:
+                continue
+            record = self._live(slot)
+            if isinstance(record, EveryScheduleRecord):
+                due.append(record)
+            stack.extend(child for child in (2 * index + 1, 2 * index + 2) if child < len(heap))
+        return sorted(due, key=order_key)
+
+    # -- applying ----------------------------------------------------------------------------
+
+    def apply(self, change: ScheduleChange, *, position: int | None = None) -> None:
+        """Apply one change, or raise ``corrupt_schedule_log`` and change nothing.
+
+        ``position`` (the change's entry position in the Session log) locates it in errors.
+        """
+        # isinstance tests rather than ``match``: replay runs this once per stored change.
+        if isinstance(change, ScheduleCreateChange):
+            record = change.schedule
+            number = int(record.id[_ID_PREFIX_LENGTH:])
+            if number <= self._highest_id:
+                raise self._corrupt(
+                    position,
+                    f"create uses the id {record.id}, but ids must increase and "
+                    f"{make_schedule_id(self._highest_id)} was already used",
+                )
+            self._highest_id = number
+            self._activate(record)
+            return
+        record_or_none = self._records.get(change.id)
+        if record_or_none is None:
+            operation = "delete" if isinstance(change, ScheduleDeleteChange) else "dispatch"
+            raise self._corrupt(position, f"{operation} of {change.id}, which is not active")
+        if isinstance(change, ScheduleDeleteChange):
+            del self._records[change.id]
+        else:
+            self._dispatch(record_or_none, change.accepted_at, position)
+
+    def note_inherited(self, change: ScheduleChange) -> None:
+        """Rule 5: remember the ids an inherited (pre-seed) change uses, and nothing else."""
+        if isinstance(change, ScheduleCreateChange):
+            self._highest_id = max(self._highest_id, id_number(change.schedule.id))
+
+    def _dispatch(
+        self, record: ScheduleRecord, accepted_at: str | msgspec.UnsetType, position: int | None
+    ) -> None:
+        if not isinstance(record, EveryScheduleRecord):
+            if isinstance(accepted_at, str):
+                raise self._corrupt(
+                    position, f"dispatch of one-shot {record.id} carries `acceptedAt`"
+                )
+            del self._records[record.id]
+            return
+        if not isinstance(accepted_at, str):
+            raise self._corrupt(
+                position, f"dispatch of every-record {record.id} lacks `acceptedAt`"
+            )
+        if accepted_at < record.scheduled_at:
+            raise self._corrupt(
+                position,
+                f"dispatch of {record.id} was accepted at {accepted_at}, "
+                f"before its target {record.scheduled_at}",
+            )
+        following = next_every_target(
+            instant_of_canonical(record.scheduled_at),
+            instant_of_canonical(accepted_at),
+            record.every_seconds,
+        )
+        if following > MAX_INSTANT:
+            del self._records[record.id]
+            return
+        self._activate(
+            msgspec.structs.replace(record, scheduled_at=format_instant(Instant(following)))
+        )
+
+    def _corrupt(self, position: int | None, problem: str) -> ScheduleError:
+        where = "" if position is None else f"at entry {position}"
+        if self._session:
+            where = f"{where} of session {self._session}".lstrip()
+        return corrupt(where, problem)
+
+    def _activate(self, record: ScheduleRecord) -> None:
+        self._records[record.id] = record
+        if self._heaps is not None:
+            heapq.heappush(self._heaps[isinstance(record, EveryScheduleRecord)], _slot(record))
+
+    def _indexed(self) -> tuple[list[_Slot], list[_Slot]]:
+        if self._heaps is None:
+            one_shots: list[_Slot] = []
+            everies: list[_Slot] = []
+            for record in self._records.values():
+                (everies if isinstance(record, EveryScheduleRecord) else one_shots).append(
+                    _slot(record)
+                )
+            heapq.heapify(one_shots)
+            heapq.heapify(everies)
+            self._heaps = (one_shots, everies)
+        return self._heaps
+
+    def _live(self, slot: _Slot) -> ScheduleRecord | None:
+        record = self._records.get(slot[2])
+        if record is None or record.scheduled_at != slot[0]:
+            return None
+        return record
+
+    def _peek(self, heap: list[_Slot]) -> ScheduleRecord | None:
+        while heap:
+            record = self._live(heap[0])
+            if record is not None:
+                return record
+            heapq.heappop(heap)
+        return None
+
+
+def _slot(record: ScheduleRecord) -> _Slot:
+    return record.scheduled_at, id_number(record.id), record.id
+
+
+def fold(
+    changes: Iterable[tuple[int, ScheduleChange]], *, seed_length: int = 0, session: str = ""
+) -> ScheduleFold:
+    """Fold a Session's schedule changes, given as ``(entry position, change)`` pairs in order.
+
+    Changes at positions below ``seed_length`` are a fork's inherited history (Rule 5). Raises
+    ``corrupt_schedule_log`` naming the entry of the first change that breaks a rule.
+    """
+    state = ScheduleFold(session=session)
+    for position, change in changes:
+        if position < seed_length:
+            state.note_inherited(change)
+        else:
+            state.apply(change, position=position)
+    return state

@@ -1,0 +1,86 @@
+"""The exact text of a reminder's follow-up turn (SPEC §7, §8 "Framing").
+
+The README reproduces this text word for word. Every line of the frame is produced here; the
+only text that comes from outside is each reminder's prompt, which is embedded as a JSON string
+literal on a single line. JSON escaping turns quotes, backslashes, newlines and tabs into escape
+sequences, and the other Unicode line breaks (NEL, LINE and PARAGRAPH SEPARATOR) are escaped
+too, so no prompt can end its own line or imitate a line of the frame.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from session_schedule.core.due import Delivery, Occurrence
+from session_schedule.core.instants import format_instant
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    EveryScheduleRecord,
+)
+
+FRAME_TITLE: Final = "[session-schedule] Reminder follow-up"
+
+_ONE_SHOT_INTRO: Final = (
+    "A reminder you scheduled earlier in this conversation is due. Act on its prompt now; "
+    "it will not be delivered again."
+)
+
+
+def _batch_intro(count: int) -> str:
+    return (
+        f"Recurring reminders you scheduled earlier in this conversation are due ({count}). "
+        "Act on each prompt now; each keeps recurring until it is deleted."
+    )
+
+
+def frame(delivery: Delivery) -> str:
+    """The follow-up turn's text for ``delivery``."""
+    count = len(delivery.occurrences)
+    intro = _ONE_SHOT_INTRO if delivery.kind == "one-shot" else _batch_intro(count)
+    lines = [
+        FRAME_TITLE,
+        intro,
+        "All times are UTC.",
+        f"decided at: {format_instant(delivery.decided_at)}",
+    ]
+    for number, occurrence in enumerate(delivery.occurrences, start=1):
+        lines.append("")
+        lines.extend(_describe(number, count, occurrence))
+    return "\n".join(lines)
+
+
+def _describe(number: int, count: int, occurrence: Occurrence) -> list[str]:
+    record = occurrence.record
+    match record:
+        case AfterScheduleRecord():
+            rule = f"after ({record.after_seconds} seconds after it was set)"
+        case AtScheduleRecord():
+            rule = "at (a fixed time)"
+        case EveryScheduleRecord():
+            rule = f"every ({record.every_seconds} seconds)"
+    lines = [
+        f"reminder {number} of {count}: {record.id}",
+        f"kind: {rule}",
+        f"due at: {format_instant(occurrence.due_at)}",
+    ]
+    if isinstance(record, EveryScheduleRecord):
+        lines.append(f"skipped occurrences: {occurrence.skipped}")
+    lines.extend(
+        [
+            f"occurrence key: {occurrence.key}",
+            f"prompt: {embed_prompt(record.prompt)}",
+        ]
+    )
+    return lines
+
+
+def embed_prompt(prompt: str) -> str:
+    """``prompt`` as a one-line JSON string literal that cannot forge a line of the frame."""
+    return msgspec.json.encode(prompt).decode().translate(_LINE_BREAKS)
+
+
+# JSON escapes U+0000-U+001F; these are the other characters that end a line for some readers.
+_LINE_BREAKS: Final = {ord(char): f"\\u{ord(char):04x}" for char in "\x85\u2028\u2029"}

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import msgspec
+import pytest
+
+from session_schedule.core.catalog import CATALOG, PersistenceCatalog
+from session_schedule.core.changes import ScheduleChange
+from session_schedule.core.schema import json_schema
+
+
+def test_schedule_change_is_indexed_with_its_derived_location() -> None:
+    entry = CATALOG.entry("schedule/change")
+    assert entry is not None
+    assert entry.version == 1
+    assert entry.declaration == "session_schedule.core.changes.ScheduleChange"
+    module = importlib.import_module(entry.module)
+    source = inspect.getsource(module).splitlines()
+    assert source[entry.line - 2].startswith("ScheduleChange: TypeAlias = ")
+    assert "CATALOG.register(" in source[entry.line - 1]
+    assert entry.schema == json_schema(ScheduleChange)
+    patterns = [value for key, value in _walk(entry.schema) if key == "pattern"]
+    assert patterns
+    assert all(isinstance(p, str) and p.endswith("$") and "\\Z" not in p for p in patterns)
+
+
+def _walk(node: object) -> list[tuple[str, object]]:
+    found: list[tuple[str, object]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found.append((key, value))
+            found.extend(_walk(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_walk(item))
+    return found
+
+
+def test_catalog_decodes_by_type_and_knows_unknown_types() -> None:
+    decode = CATALOG.decoder("schedule/change")
+    assert decode is not None
+    assert decode(b'{"operation":"delete","version":1,"id":"sch_2"}', "at entry 0") is not None
+    assert CATALOG.decoder("no/such-type") is None
+    assert "schedule/change" in CATALOG
+    assert "no/such-type" not in CATALOG
+
+
+def test_catalog_json_lists_entries_by_name() -> None:
+    listed = msgspec.json.decode(CATALOG.to_json())
+    assert isinstance(listed, list)
+    names = [item["name"] for item in listed]
+    assert names == sorted(names)
+    assert "schedule/change" in names
+
+
+Local = int
+LOCAL_ENTRY = None
+
+
+def test_register_refuses_duplicates_and_anonymous_declarations() -> None:
+    catalog = PersistenceCatalog()
+    entry = catalog.register("test/local", version=3, declaration=Local, decode=lambda d, w: d)
+    assert entry.declaration == f"{__name__}.Local"
+    assert entry.module == __name__
+    assert [item.name for item in catalog] == ["test/local"]
+    with pytest.raises(ValueError, match="'test/local' is registered already"):
+        catalog.register("test/local", version=3, declaration=Local, decode=lambda d, w: d)
+    with pytest.raises(ValueError, match="must be a module-level name"):
+        catalog.register("test/other", version=1, declaration=list[bytes], decode=lambda d, w: d)

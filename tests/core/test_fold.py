@@ -1,0 +1,374 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from session_schedule.core.changes import (
+    ScheduleChange,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    create_change,
+    decode_change,
+    delete_change,
+    dispatch_change,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold, fold, next_every_target, skipped_occurrences
+from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
+from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    EveryScheduleRecord,
+    ScheduleRecord,
+)
+
+GOLDEN = Path(__file__).parent / "golden" / "v1.jsonl"
+BASE = parse_instant("2026-11-29T20:00:00.000Z")
+
+
+def at(record_id: str, when: str, prompt: str = "p") -> ScheduleCreateChange:
+    return create_change(
+        AtScheduleRecord(id=ScheduleId(record_id), prompt=prompt, scheduled_at=when)
+    )
+
+
+def every(record_id: str, seconds: int, when: str) -> ScheduleCreateChange:
+    return create_change(
+        EveryScheduleRecord(
+            id=ScheduleId(record_id), prompt="p", every_seconds=seconds, scheduled_at=when
+        )
+    )
+
+
+def numbered(*changes: ScheduleChange) -> list[tuple[int, ScheduleChange]]:
+    return list(enumerate(changes))
+
+
+def test_golden_v1_log_folds_to_the_same_state() -> None:
+    lines = GOLDEN.read_bytes().splitlines()
+    state = fold(
+        (number, decode_change(line, where=f"at entry {number}"))
+        for number, line in enumerate(lines)
+    )
+    assert state.ordered() == [
+        EveryScheduleRecord(
+            id=ScheduleId("sch_3"),
+            prompt="check the build",
+            every_seconds=600,
+            scheduled_at="2026-11-29T20:40:00.000Z",
+        ),
+        EveryScheduleRecord(
+            id=ScheduleId("sch_4"),
+            prompt="drink water 💧",
+            every_seconds=3600,
+            scheduled_at="2026-11-29T22:00:00.000Z",
+        ),
+        AtScheduleRecord(
+            id=ScheduleId("sch_5"), prompt="happy new year", scheduled_at="2027-01-01T00:00:00.000Z"
+        ),
+    ]
+    assert state.next_id() == "sch_6"
+
+
+def test_order_is_target_then_creation() -> None:
+    state = fold(
+        numbered(
+            at("sch_1", "2026-12-02T00:00:00.000Z"),
+            at("sch_2", "2026-12-01T00:00:00.000Z"),
+            every("sch_3", 300, "2026-12-01T00:00:00.000Z"),
+            at("sch_4", "2026-11-30T00:00:00.000Z"),
+        )
+    )
+    assert [record.id for record in state.ordered()] == ["sch_4", "sch_2", "sch_3", "sch_1"]
+    assert len(state) == 4
+    assert "sch_3" in state
+    assert state.get(ScheduleId("sch_9")) is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            [at("sch_1", "2026-12-01T00:00:00.000Z"), at("sch_1", "2026-12-02T00:00:00.000Z")],
+            "schedule/change at entry 1 is corrupt: create uses the id sch_1, but ids must increase "
+            "and sch_1 was already used",
+        ),
+        (
+            [
+                at("sch_1", "2026-12-01T00:00:00.000Z"),
+                delete_change(ScheduleId("sch_1")),
+                at("sch_1", "2026-12-02T00:00:00.000Z"),
+            ],
+            "schedule/change at entry 2 is corrupt: create uses the id sch_1, but ids must increase "
+            "and sch_1 was already used",
+        ),
+        (
+            [delete_change(ScheduleId("sch_1"))],
+            "schedule/change at entry 0 is corrupt: delete of sch_1, which is not active",
+        ),
+        (
+            [
+                at("sch_1", "2026-12-01T00:00:00.000Z"),
+                dispatch_change(ScheduleId("sch_1")),
+                dispatch_change(ScheduleId("sch_1")),
+            ],
+            "schedule/change at entry 2 is corrupt: dispatch of sch_1, which is not active",
+        ),
+        (
+            [
+                at("sch_1", "2026-12-01T00:00:00.000Z"),
+                dispatch_change(ScheduleId("sch_1"), parse_instant("2026-12-01T00:00:00.000Z")),
+            ],
+            "schedule/change at entry 1 is corrupt: dispatch of one-shot sch_1 carries "
+            "`acceptedAt`",
+        ),
+        (
+            [every("sch_1", 300, "2026-12-01T00:00:00.000Z"), dispatch_change(ScheduleId("sch_1"))],
+            "schedule/change at entry 1 is corrupt: dispatch of every-record sch_1 lacks "
+            "`acceptedAt`",
+        ),
+        (
+            [
+                every("sch_1", 300, "2026-12-01T00:00:00.000Z"),
+                dispatch_change(ScheduleId("sch_1"), parse_instant("2026-11-30T23:59:59.999Z")),
+            ],
+            "schedule/change at entry 1 is corrupt: dispatch of sch_1 was accepted at "
+            "2026-11-30T23:59:59.999Z, before its target 2026-12-01T00:00:00.000Z",
+        ),
+    ],
+)
+def test_fold_rejects_changes_that_break_a_rule(
+    changes: list[ScheduleChange], message: str
+) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        fold(numbered(*changes))
+    assert caught.value.code == "corrupt_schedule_log"
+    assert caught.value.message == message
+
+
+def test_a_rejected_change_leaves_the_state_untouched() -> None:
+    state = fold(numbered(every("sch_1", 300, "2026-12-01T00:00:00.000Z")))
+    before = state.ordered()
+    with pytest.raises(ScheduleError):
+        state.apply(dispatch_change(ScheduleId("sch_1"), parse_instant("2026-11-30T00:00:00.000Z")))
+    with pytest.raises(ScheduleError):
+        state.apply(at("sch_1", "2026-12-05T00:00:00.000Z"))
+    assert state.ordered() == before
+    assert state.next_id() == "sch_2"
+
+
+def test_session_name_appears_in_the_location() -> None:
+    with pytest.raises(ScheduleError) as caught:
+        fold(numbered(delete_change(ScheduleId("sch_1"))), session="s_abc")
+    assert caught.value.message == (
+        "schedule/change at entry 0 of session s_abc is corrupt: delete of sch_1, which is not active"
+    )
+
+
+def test_every_dispatch_advances_to_the_first_target_after_the_decision() -> None:
+    state = fold(
+        numbered(
+            every("sch_1", 600, "2026-11-29T20:10:00.000Z"),
+            dispatch_change(ScheduleId("sch_1"), parse_instant("2026-11-29T20:10:00.000Z")),
+        )
+    )
+    record = state.get(ScheduleId("sch_1"))
+    assert record is not None
+    assert record.scheduled_at == "2026-11-29T20:20:00.000Z"
+
+
+def test_every_record_ends_when_its_next_target_leaves_the_range() -> None:
+    state = fold(
+        numbered(
+            every("sch_1", 3600, "9999-12-31T23:00:00.000Z"),
+            dispatch_change(ScheduleId("sch_1"), parse_instant("9999-12-31T23:30:00.000Z")),
+        )
+    )
+    assert len(state) == 0
+    assert state.next_id() == "sch_2"
+
+
+def test_a_fork_knows_inherited_ids_but_activates_none_of_them() -> None:
+    inherited = numbered(
+        at("sch_1", "2026-12-01T00:00:00.000Z"),
+        every("sch_7", 300, "2026-12-01T00:00:00.000Z"),
+        delete_change(ScheduleId("sch_1")),
+    )
+    state = fold(inherited, seed_length=3)
+    assert len(state) == 0
+    assert state.next_id() == "sch_8"
+    with pytest.raises(ScheduleError) as caught:
+        fold([*inherited, (3, dispatch_change(ScheduleId("sch_7"), BASE))], seed_length=3)
+    assert caught.value.message == (
+        "schedule/change at entry 3 is corrupt: dispatch of sch_7, which is not active"
+    )
+    with pytest.raises(ScheduleError) as caught:
+        fold([*inherited, (3, at("sch_7", "2026-12-01T00:00:00.000Z"))], seed_length=3)
+    assert caught.value.message == (
+        "schedule/change at entry 3 is corrupt: create uses the id sch_7, but ids must increase "
+        "and sch_7 was already used"
+    )
+
+
+def test_everies_due_and_earliest_skip_stale_heap_entries() -> None:
+    state = fold(
+        numbered(
+            every("sch_1", 300, "2026-11-29T20:00:00.000Z"),
+            every("sch_2", 300, "2026-11-29T20:00:00.000Z"),
+            every("sch_3", 300, "2026-11-29T21:00:00.000Z"),
+            at("sch_4", "2026-11-29T19:00:00.000Z"),
+            at("sch_5", "2026-11-29T19:30:00.000Z"),
+        )
+    )
+    state.apply(dispatch_change(ScheduleId("sch_1"), BASE))
+    state.apply(delete_change(ScheduleId("sch_4")))
+    due = state.everies_due(Instant(BASE + 300_000))
+    assert [(record.id, record.scheduled_at) for record in due] == [
+        ("sch_2", "2026-11-29T20:00:00.000Z"),
+        ("sch_1", "2026-11-29T20:05:00.000Z"),
+    ]
+    earliest = state.earliest_one_shot()
+    assert earliest is not None
+    assert earliest.id == "sch_5"
+    every_first = state.earliest_every()
+    assert every_first is not None
+    assert every_first.id == "sch_2"
+    assert ScheduleFold().everies_due(BASE) == []
+    assert ScheduleFold().earliest_every() is None
+
+
+# -- The O(1) advance agrees with brute-force enumeration ------------------------------------
+
+
+@given(
+    target=st.integers(min_value=BASE - 10**10, max_value=BASE + 10**10),
+    lateness=st.integers(min_value=0, max_value=10**9),
+    every_seconds=st.integers(min_value=300, max_value=100_000),
+)
+def test_closed_form_advance_agrees_with_enumeration(
+    target: int, lateness: int, every_seconds: int
+) -> None:
+    decided_at = target + lateness
+    occurrences = []
+    occurrence = target
+    while occurrence <= decided_at:
+        occurrences.append(occurrence)
+        occurrence += every_seconds * 1000
+    assert next_every_target(Instant(target), Instant(decided_at), every_seconds) == occurrence
+    assert skipped_occurrences(Instant(target), Instant(decided_at), every_seconds) == (
+        len(occurrences) - 1
+    )
+
+
+# -- The fold agrees with a deliberately naive reference model -------------------------------
+
+
+@dataclass
+class Reference:
+    """The rules of SPEC §4 written as plainly as possible."""
+
+    active: dict[str, ScheduleRecord] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+
+    def apply(self, change: ScheduleChange) -> bool:
+        """Apply ``change``; ``False`` (and no effect) when it breaks a rule."""
+        if isinstance(change, ScheduleCreateChange):
+            record = change.schedule
+            if any(id_number(record.id) <= id_number(used) for used in self.used):
+                return False
+            self.used.add(record.id)
+            self.created.append(record.id)
+            self.active[record.id] = record
+            return True
+        record_or_none = self.active.get(change.id)
+        if record_or_none is None:
+            return False
+        if isinstance(change, ScheduleDeleteChange):
+            del self.active[change.id]
+            return True
+        if not isinstance(record_or_none, EveryScheduleRecord):
+            if isinstance(change.accepted_at, str):
+                return False
+            del self.active[change.id]
+            return True
+        if not isinstance(change.accepted_at, str):
+            return False
+        decided = parse_instant(change.accepted_at)
+        occurrence = parse_instant(record_or_none.scheduled_at)
+        if decided < occurrence:
+            return False
+        while occurrence <= decided:
+            occurrence += record_or_none.every_seconds * 1000
+        if occurrence > MAX_INSTANT:
+            del self.active[change.id]
+        else:
+            self.active[change.id] = EveryScheduleRecord(
+                id=record_or_none.id,
+                prompt=record_or_none.prompt,
+                every_seconds=record_or_none.every_seconds,
+                scheduled_at=format_instant(Instant(occurrence)),
+            )
+        return True
+
+    def ordered(self) -> list[ScheduleRecord]:
+        return sorted(
+            self.active.values(),
+            key=lambda record: (parse_instant(record.scheduled_at), self.created.index(record.id)),
+        )
+
+    def next_id(self) -> str:
+        numbers = [int(schedule_id.removeprefix("sch_")) for schedule_id in self.used]
+        return f"sch_{max(numbers, default=0) + 1}"
+
+
+small_ids = st.integers(min_value=1, max_value=6).map(make_schedule_id)
+near_instants = st.integers(min_value=0, max_value=4 * 3_600_000).map(
+    lambda offset: Instant(BASE + offset)
+)
+near_canonical = near_instants.map(format_instant)
+small_records = st.one_of(
+    st.builds(
+        AfterScheduleRecord,
+        id=small_ids,
+        prompt=st.just("p"),
+        after_seconds=st.integers(1, 10_000),
+        scheduled_at=near_canonical,
+    ),
+    st.builds(AtScheduleRecord, id=small_ids, prompt=st.just("p"), scheduled_at=near_canonical),
+    st.builds(
+        EveryScheduleRecord,
+        id=small_ids,
+        prompt=st.just("p"),
+        every_seconds=st.sampled_from([300, 450, 600, 3600]),
+        scheduled_at=near_canonical,
+    ),
+)
+small_changes = st.one_of(
+    small_records.map(create_change),
+    small_ids.map(delete_change),
+    small_ids.map(dispatch_change),
+    st.builds(dispatch_change, small_ids, near_instants),
+)
+
+
+@given(st.lists(small_changes, max_size=40))
+def test_fold_agrees_with_the_reference_model(changes: list[ScheduleChange]) -> None:
+    state = ScheduleFold()
+    reference = Reference()
+    for change in changes:
+        accepted = reference.apply(change)
+        try:
+            state.apply(change)
+        except ScheduleError as error:
+            assert error.code == "corrupt_schedule_log"
+            assert not accepted
+        else:
+            assert accepted
+        assert state.ordered() == reference.ordered()
+        assert state.next_id() == reference.next_id()

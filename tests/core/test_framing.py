@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from session_schedule.core.changes import create_change
+from session_schedule.core.due import Delivery, Occurrence, plan_delivery
+from session_schedule.core.fold import fold
+from session_schedule.core.framing import FRAME_TITLE, embed_prompt, frame
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import parse_instant
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    EveryScheduleRecord,
+)
+
+
+def test_one_shot_frame_word_for_word() -> None:
+    record = AfterScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt='stretch, then say "done"\nand drink water',
+        after_seconds=90,
+        scheduled_at="2026-11-29T20:01:30.000Z",
+    )
+    delivery = plan_delivery(
+        fold([(0, create_change(record))]), parse_instant("2026-11-29T20:01:30.250Z")
+    )
+    assert delivery is not None
+    assert frame(delivery) == (
+        "[session-schedule] Reminder follow-up\n"
+        "A reminder you scheduled earlier in this conversation is due. Act on its prompt now; "
+        "it will not be delivered again.\n"
+        "All times are UTC.\n"
+        "decided at: 2026-11-29T20:01:30.250Z\n"
+        "\n"
+        "reminder 1 of 1: sch_1\n"
+        "kind: after (90 seconds after it was set)\n"
+        "due at: 2026-11-29T20:01:30.000Z\n"
+        "occurrence key: sch_1@2026-11-29T20:01:30.000Z\n"
+        'prompt: "stretch, then say \\"done\\"\\nand drink water"'
+    )
+
+
+def test_batch_frame_word_for_word() -> None:
+    first = EveryScheduleRecord(
+        id=ScheduleId("sch_2"),
+        prompt="check the build",
+        every_seconds=600,
+        scheduled_at="2026-11-29T20:10:00.000Z",
+    )
+    second = EveryScheduleRecord(
+        id=ScheduleId("sch_5"),
+        prompt="drink water",
+        every_seconds=3600,
+        scheduled_at="2026-11-29T21:00:00.000Z",
+    )
+    delivery = Delivery(
+        kind="batch",
+        decided_at=parse_instant("2026-11-29T21:05:00.000Z"),
+        occurrences=(
+            Occurrence(record=first, due_at=parse_instant("2026-11-29T21:00:00.000Z"), skipped=5),
+            Occurrence(record=second, due_at=parse_instant("2026-11-29T21:00:00.000Z"), skipped=0),
+        ),
+        changes=(),
+    )
+    assert frame(delivery) == (
+        "[session-schedule] Reminder follow-up\n"
+        "Recurring reminders you scheduled earlier in this conversation are due (2). "
+        "Act on each prompt now; each keeps recurring until it is deleted.\n"
+        "All times are UTC.\n"
+        "decided at: 2026-11-29T21:05:00.000Z\n"
+        "\n"
+        "reminder 1 of 2: sch_2\n"
+        "kind: every (600 seconds)\n"
+        "due at: 2026-11-29T21:00:00.000Z\n"
+        "skipped occurrences: 5\n"
+        "occurrence key: sch_2@2026-11-29T20:10:00.000Z\n"
+        'prompt: "check the build"\n'
+        "\n"
+        "reminder 2 of 2: sch_5\n"
+        "kind: every (3600 seconds)\n"
+        "due at: 2026-11-29T21:00:00.000Z\n"
+        "skipped occurrences: 0\n"
+        "occurrence key: sch_5@2026-11-29T21:00:00.000Z\n"
+        'prompt: "drink water"'
+    )
+
+
+def test_at_frame_names_the_kind() -> None:
+    record = AtScheduleRecord(
+        id=ScheduleId("sch_3"), prompt="call Aiko", scheduled_at="2026-12-01T00:00:00.000Z"
+    )
+    delivery = plan_delivery(
+        fold([(0, create_change(record))]), parse_instant("2026-12-01T00:00:00.000Z")
+    )
+    assert delivery is not None
+    assert "kind: at (a fixed time)\n" in frame(delivery)
+
+
+@given(st.text(min_size=1))
+def test_no_prompt_can_forge_a_line_of_the_frame(prompt: str) -> None:
+    record = AtScheduleRecord(
+        id=ScheduleId("sch_1"), prompt=prompt, scheduled_at="2026-12-01T00:00:00.000Z"
+    )
+    delivery = plan_delivery(
+        fold([(0, create_change(record))]), parse_instant("2026-12-01T00:00:00.000Z")
+    )
+    assert delivery is not None
+    lines = frame(delivery).split("\n")
+    assert lines[0] == FRAME_TITLE
+    assert len(lines) == 10
+    assert lines[-1] == f"prompt: {embed_prompt(prompt)}"
+    assert lines[-1].splitlines() == [lines[-1]]
+
+
+def test_unicode_line_breaks_are_escaped() -> None:
+    assert embed_prompt("a\x85b\u2028c\u2029d\x1ce") == '"a\\u0085b\\u2028c\\u2029d\\u001ce"'

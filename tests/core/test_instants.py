@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MIN_INSTANT,
+    Instant,
+    civil_from_days,
+    days_from_civil,
+    format_instant,
+    parse_instant,
+)
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (0, "1970-01-01T00:00:00.000Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+        (MIN_INSTANT, "0001-01-01T00:00:00.000Z"),
+        (MAX_INSTANT, "9999-12-31T23:59:59.999Z"),
+        (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+        (-61_851_600_000_000 + 1_234, "0010-01-01T00:00:01.234Z"),
+    ],
+)
+def test_format_and_parse_known_instants(ms: int, text: str) -> None:
+    assert format_instant(Instant(ms)) == text
+    assert parse_instant(text) == ms
+
+
+@given(st.integers(min_value=MIN_INSTANT, max_value=MAX_INSTANT))
+def test_format_agrees_with_datetime_and_round_trips(ms: int) -> None:
+    expected = EPOCH + dt.timedelta(milliseconds=ms)
+    text = format_instant(Instant(ms))
+    assert text == (
+        f"{expected.year:04d}-{expected.month:02d}-{expected.day:02d}T"
+        f"{expected.hour:02d}:{expected.minute:02d}:{expected.second:02d}."
+        f"{expected.microsecond // 1000:03d}Z"
+    )
+    assert parse_instant(text) == ms
+
+
+@given(st.integers(min_value=-800_000, max_value=3_000_000))
+def test_civil_days_round_trip(days: int) -> None:
+    assert days_from_civil(*civil_from_days(days)) == days
+
+
+@pytest.mark.parametrize("ms", [MIN_INSTANT - 1, MAX_INSTANT + 1])
+def test_format_refuses_out_of_range(ms: int) -> None:
+    with pytest.raises(ValueError, match=r"outside years 0001-9999"):
+        format_instant(Instant(ms))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "2026-01-01T00:00:00Z",
+            "expected an instant of the form YYYY-MM-DDTHH:MM:SS.sssZ, got '2026-01-01T00:00:00Z'",
+        ),
+        (
+            "2026-01-01T00:00:00.000z",
+            "expected an instant of the form YYYY-MM-DDTHH:MM:SS.sssZ, "
+            "got '2026-01-01T00:00:00.000z'",
+        ),
+        (
+            "2026-01-01T00:00:00.000Z\n",
+            "expected an instant of the form YYYY-MM-DDTHH:MM:SS.sssZ, "
+            "got '2026-01-01T00:00:00.000Z\\n'",
+        ),
+        (
+            "2026-01-01T00:00:00.000+00:00",
+            "expected an instant of the form YYYY-MM-DDTHH:MM:SS.sssZ, "
+            "got '2026-01-01T00:00:00.000+00:00'",
+        ),
+        (
+            "２026-01-01T00:00:00.000Z",
+            "expected an instant of the form YYYY-MM-DDTHH:MM:SS.sssZ, "
+            "got '２026-01-01T00:00:00.000Z'",
+        ),
+        ("2025-02-29T00:00:00.000Z", "'2025-02-29T00:00:00.000Z' is not a real calendar date"),
+        ("0000-01-01T00:00:00.000Z", "'0000-01-01T00:00:00.000Z' is not a real calendar date"),
+        ("2026-13-01T00:00:00.000Z", "'2026-13-01T00:00:00.000Z' is not a real calendar date"),
+        ("2026-04-31T00:00:00.000Z", "'2026-04-31T00:00:00.000Z' is not a real calendar date"),
+        ("2026-04-00T00:00:00.000Z", "'2026-04-00T00:00:00.000Z' is not a real calendar date"),
+        ("2026-04-01T24:00:00.000Z", "'2026-04-01T24:00:00.000Z' is not a real time of day"),
+        ("2026-04-01T23:60:00.000Z", "'2026-04-01T23:60:00.000Z' is not a real time of day"),
+        ("2026-04-01T23:59:60.000Z", "'2026-04-01T23:59:60.000Z' is not a real time of day"),
+    ],
+)
+def test_parse_rejects_everything_but_the_canonical_form(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_instant(text)
+    assert str(caught.value) == message
+
+
+def test_leap_years_follow_the_gregorian_rule() -> None:
+    assert parse_instant("2000-02-29T00:00:00.000Z") == 951_782_400_000
+    assert parse_instant("2024-02-29T00:00:00.000Z") > 0
+    with pytest.raises(ValueError, match="not a real calendar date"):
+        parse_instant("1900-02-29T00:00:00.000Z")
