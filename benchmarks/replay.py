@@ -22,6 +22,7 @@ from session_schedule.core.changes import (
     dispatch_change,
     encode_change,
 )
+from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant, parse_instant
@@ -34,60 +35,54 @@ from session_schedule.core.records import (
 BASE = parse_instant("2026-11-29T20:00:00.000Z")
 
 
-def synthetic_log(count: int) -> list[bytes]:
-    """A valid log: creates of all three kinds, then their dispatches and deletes, interleaved.
+PROMPTS = (
+    "Stand up, stretch, and refill your water bottle before the next meeting.",
+    "Check whether the nightly build on main went green and summarise any failures.",
+    "Remind Aiko to send the quarterly report draft to finance by end of day.",
+    "Look at the deploy dashboard and tell me if error rates are above baseline.",
+)
 
-    Roughly a third of the lines are creates; every one-shot is later dispatched or deleted and
-    every Every record is dispatched a few times, so the fold does real work on every line.
+
+def synthetic_log(count: int) -> list[bytes]:
+    """A valid log of realistic changes.
+
+    Every round creates one record of each kind with a realistic prompt, dispatches the one-shot,
+    deletes the ``at`` record, and dispatches the Every record twice (once on time, once after a
+    cold period) before deleting it — so every line makes the fold do real work.
     """
     lines: list[bytes] = []
-    number = 0
-    now = BASE
+    round_number = 0
     while len(lines) < count:
-        now = Instant(now + 1_000)
-        number += 1
-        base_id = number
-        a, b, c = (make_schedule_id(base_id * 3 + k) for k in range(3))
-        target = Instant(now + 60_000)
-        lines.append(
-            encode_change(
-                create_change(
-                    AfterScheduleRecord(
-                        id=a, prompt="stretch", after_seconds=60, scheduled_at=format_instant(target)
-                    )
-                )
-            )
+        round_number += 1
+        now = BASE + round_number * 1_000
+        after_id, at_id, every_id = (make_schedule_id(round_number * 3 + k) for k in range(3))
+        target = format_instant(Instant(now + 60_000))
+        prompt = PROMPTS[round_number % len(PROMPTS)]
+        records = (
+            AfterScheduleRecord(id=after_id, prompt=prompt, after_seconds=60, scheduled_at=target),
+            AtScheduleRecord(id=at_id, prompt=prompt, scheduled_at=target),
+            EveryScheduleRecord(id=every_id, prompt=prompt, every_seconds=300, scheduled_at=target),
         )
-        lines.append(
-            encode_change(
-                create_change(
-                    AtScheduleRecord(id=b, prompt="call", scheduled_at=format_instant(target))
-                )
-            )
-        )
-        lines.append(
-            encode_change(
-                create_change(
-                    EveryScheduleRecord(
-                        id=c, prompt="check", every_seconds=300, scheduled_at=format_instant(target)
-                    )
-                )
-            )
-        )
-        lines.append(encode_change(dispatch_change(a)))
-        lines.append(encode_change(delete_change(b)))
-        lines.append(encode_change(dispatch_change(c, Instant(target + 1_234))))
-        lines.append(encode_change(dispatch_change(c, Instant(target + 900_000))))
-        lines.append(encode_change(delete_change(c)))
+        lines.extend(encode_change(create_change(record)) for record in records)
+        lines.append(encode_change(dispatch_change(after_id)))
+        lines.append(encode_change(delete_change(at_id)))
+        lines.append(encode_change(dispatch_change(every_id, Instant(now + 61_234))))
+        lines.append(encode_change(dispatch_change(every_id, Instant(now + 7_200_000))))
+        lines.append(encode_change(delete_change(every_id)))
     return lines[:count]
 
 
 def strict_replay(lines: list[bytes]) -> int:
+    """Decode and fold every line, as a Session open does: the first bad line raises."""
     state = ScheduleFold()
     apply = state.apply
     for position, line in enumerate(lines):
-        where = f"at entry {position}"
-        apply(decode_change(line, where=where), position=position)
+        try:
+            change = decode_change(line)
+        except ScheduleError as error:
+            # Locating the change costs nothing until something is wrong.
+            raise ScheduleError(error.code, f"at entry {position}: {error.message}") from None
+        apply(change, position=position)
     return len(state)
 
 

@@ -35,7 +35,9 @@ def records(schedule_id: st.SearchStrategy[ScheduleId] = ids) -> st.SearchStrate
             after_seconds=st.integers(min_value=1, max_value=MAX_SAFE_INTEGER),
             scheduled_at=canonical_instants,
         ),
-        st.builds(AtScheduleRecord, id=schedule_id, prompt=prompts, scheduled_at=canonical_instants),
+        st.builds(
+            AtScheduleRecord, id=schedule_id, prompt=prompts, scheduled_at=canonical_instants
+        ),
         st.builds(
             EveryScheduleRecord,
             id=schedule_id,
@@ -54,12 +56,9 @@ changes: st.SearchStrategy[ScheduleChange] = st.one_of(
 )
 
 json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False)
-    | st.text(max_size=30),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=12), children, max_size=5),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+    ),
     max_leaves=20,
 )

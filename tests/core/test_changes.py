@@ -16,6 +16,7 @@ from session_schedule.core.changes import (
     encode_change,
 )
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.ids import ScheduleId
 from session_schedule.core.records import AfterScheduleRecord
 from tests.core.strategies import changes, json_values
 
@@ -31,7 +32,10 @@ def test_create_encodes_to_the_exact_wire_shape() -> None:
     change = ScheduleCreateChange(
         version=1,
         schedule=AfterScheduleRecord(
-            id="sch_1", prompt="stretch", after_seconds=90, scheduled_at="2026-11-29T20:01:30.000Z"
+            id=ScheduleId("sch_1"),
+            prompt="stretch",
+            after_seconds=90,
+            scheduled_at="2026-11-29T20:01:30.000Z",
         ),
     )
     assert encode_change(change) == CREATE_AFTER
@@ -140,7 +144,9 @@ def _corrupt(detail: str) -> str:
         (
             b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
             b'"prompt":"p","scheduledAt":"2026-02-30T20:01:30.000Z"}}',
-            _corrupt("'2026-02-30T20:01:30.000Z' is not a real calendar date - at `$.schedule.scheduledAt`"),
+            _corrupt(
+                "'2026-02-30T20:01:30.000Z' is not a real calendar date - at `$.schedule.scheduledAt`"
+            ),
         ),
         (
             b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_x",'
@@ -165,12 +171,12 @@ def test_decode_rejects_with_a_located_message(line: bytes, message: str) -> Non
 
 def test_every_dispatch_keeps_accepted_at_and_one_shot_dispatch_omits_it() -> None:
     one_shot = decode_change(b'{"operation":"dispatch","version":1,"id":"sch_3"}')
-    assert one_shot == ScheduleDispatchChange(version=1, id="sch_3")
+    assert one_shot == ScheduleDispatchChange(version=1, id=ScheduleId("sch_3"))
     every = decode_change(
         b'{"operation":"dispatch","version":1,"id":"sch_3","acceptedAt":"2026-11-29T20:00:00.000Z"}'
     )
     assert every == ScheduleDispatchChange(
-        version=1, id="sch_3", accepted_at="2026-11-29T20:00:00.000Z"
+        version=1, id=ScheduleId("sch_3"), accepted_at="2026-11-29T20:00:00.000Z"
     )
 
 

@@ -22,12 +22,17 @@ def t(text: str) -> Instant:
 
 def after(record_id: str, when: str) -> AfterScheduleRecord:
     return AfterScheduleRecord(
-        id=ScheduleId(record_id), prompt="p", after_seconds=60, scheduled_at=f"2026-11-29T{when}.000Z"
+        id=ScheduleId(record_id),
+        prompt="p",
+        after_seconds=60,
+        scheduled_at=f"2026-11-29T{when}.000Z",
     )
 
 
 def at(record_id: str, when: str) -> AtScheduleRecord:
-    return AtScheduleRecord(id=ScheduleId(record_id), prompt="p", scheduled_at=f"2026-11-29T{when}.000Z")
+    return AtScheduleRecord(
+        id=ScheduleId(record_id), prompt="p", scheduled_at=f"2026-11-29T{when}.000Z"
+    )
 
 
 def every(record_id: str, when: str, seconds: int = 600) -> EveryScheduleRecord:

@@ -225,6 +225,9 @@ def test_everies_due_and_earliest_skip_stale_heap_entries() -> None:
             at("sch_5", "2026-11-29T19:30:00.000Z"),
         )
     )
+    first = state.earliest_one_shot()
+    assert first is not None
+    assert first.id == "sch_4"
     state.apply(dispatch_change(ScheduleId("sch_1"), BASE))
     state.apply(delete_change(ScheduleId("sch_4")))
     due = state.everies_due(Instant(BASE + 300_000))
@@ -274,7 +277,7 @@ class Reference:
 
     active: dict[str, ScheduleRecord] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)
-    used: set[str] = field(default_factory=set)
+    used: set[ScheduleId] = field(default_factory=set)
 
     def apply(self, change: ScheduleChange) -> bool:
         """Apply ``change``; ``False`` (and no effect) when it breaks a rule."""
@@ -300,7 +303,7 @@ class Reference:
         if not isinstance(change.accepted_at, str):
             return False
         decided = parse_instant(change.accepted_at)
-        occurrence = parse_instant(record_or_none.scheduled_at)
+        occurrence: int = parse_instant(record_or_none.scheduled_at)
         if decided < occurrence:
             return False
         while occurrence <= decided:

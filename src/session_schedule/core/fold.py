@@ -99,6 +99,9 @@ class ScheduleFold:
     def __init__(self, *, session: str = "") -> None:
         self._session = session
         self._records: dict[ScheduleId, ScheduleRecord] = {}
+        # Integer targets of the active Every records, so that an Every dispatch — the commonest
+        # change in a long-lived log — converts only its own ``acceptedAt``.
+        self._every_targets: dict[ScheduleId, int] = {}
         self._highest_id = 0
         # Due one-shots take priority over Every batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
@@ -168,6 +171,8 @@ class ScheduleFold:
                     f"{make_schedule_id(self._highest_id)} was already used",
                 )
             self._highest_id = number
+            if isinstance(record, EveryScheduleRecord):
+                self._every_targets[record.id] = instant_of_canonical(record.scheduled_at)
             self._activate(record)
             return
         record_or_none = self._records.get(change.id)
@@ -176,6 +181,7 @@ class ScheduleFold:
             raise self._corrupt(position, f"{operation} of {change.id}, which is not active")
         if isinstance(change, ScheduleDeleteChange):
             del self._records[change.id]
+            self._every_targets.pop(change.id, None)
         else:
             self._dispatch(record_or_none, change.accepted_at, position)
 
@@ -204,14 +210,15 @@ class ScheduleFold:
                 f"dispatch of {record.id} was accepted at {accepted_at}, "
                 f"before its target {record.scheduled_at}",
             )
+        target = Instant(self._every_targets[record.id])
         following = next_every_target(
-            instant_of_canonical(record.scheduled_at),
-            instant_of_canonical(accepted_at),
-            record.every_seconds,
+            target, instant_of_canonical(accepted_at), record.every_seconds
         )
         if following > MAX_INSTANT:
             del self._records[record.id]
+            del self._every_targets[record.id]
             return
+        self._every_targets[record.id] = following
         self._activate(
             msgspec.structs.replace(record, scheduled_at=format_instant(Instant(following)))
         )

@@ -9,7 +9,7 @@ too, so no prompt can end its own line or imitate a line of the frame.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, assert_never
 
 import msgspec
 
@@ -61,6 +61,8 @@ def _describe(number: int, count: int, occurrence: Occurrence) -> list[str]:
             rule = "at (a fixed time)"
         case EveryScheduleRecord():
             rule = f"every ({record.every_seconds} seconds)"
+        case _:
+            assert_never(record)
     lines = [
         f"reminder {number} of {count}: {record.id}",
         f"kind: {rule}",

@@ -87,19 +87,25 @@ def format_instant(instant: Instant) -> str:
 
     Raises ``ValueError`` when the instant is outside the representable range.
     """
-    if not in_range(instant):
+    if not MIN_INSTANT <= instant <= MAX_INSTANT:
         raise ValueError(f"instant {instant} ms is outside years 0001-9999")
+    # Replay formats one instant per Every dispatch, so this is built from cached pieces rather
+    # than formatted field by field (about a quarter of the cost).
     days, ms_of_day = divmod(instant, MS_PER_DAY)
     seconds, ms = divmod(ms_of_day, MS_PER_SECOND)
     minutes, second = divmod(seconds, 60)
-    hour, minute = divmod(minutes, 60)
-    return f"{_date_text(days)}T{hour:02d}:{minute:02d}:{second:02d}.{ms:03d}Z"
+    return _date_text(days) + _HOUR_MINUTE[minutes] + _SECOND[second] + _MILLISECOND[ms]
 
 
 @lru_cache(maxsize=4096)
 def _date_text(days: int) -> str:
     year, month, day = civil_from_days(days)
-    return f"{year:04d}-{month:02d}-{day:02d}"
+    return f"{year:04d}-{month:02d}-{day:02d}T"
+
+
+_HOUR_MINUTE: Final = tuple(f"{m // 60:02d}:{m % 60:02d}:" for m in range(24 * 60))
+_SECOND: Final = tuple(f"{s:02d}." for s in range(60))
+_MILLISECOND: Final = tuple(f"{ms:03d}Z" for ms in range(1000))
 
 
 def instant_from_fields(

@@ -7,7 +7,7 @@ a record plus the delivery state derived from a given ``now``; it never enters t
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal, TypeAlias, final
+from typing import Annotated, Final, Literal, TypeAlias, assert_never, final
 
 import msgspec
 
@@ -79,6 +79,8 @@ def record_kind(record: ScheduleRecord) -> RecordKind:
             return "at"
         case EveryScheduleRecord():
             return "every"
+        case _:
+            assert_never(record)
 
 
 def record_target(record: ScheduleRecord) -> Instant:
@@ -137,3 +139,5 @@ def make_view(record: ScheduleRecord, now: Instant) -> ScheduleView:
                 scheduled_at=record.scheduled_at,
                 state=state,
             )
+        case _:
+            assert_never(record)

@@ -1,0 +1,237 @@
+"""Create and delete decisions: raw tool arguments in, a change to append (or an error) out.
+
+A decision is a pure function of the arguments a model sent, the folded state and the decision
+time ``now``. The checks of ``schedule_create`` run in SPEC §8's order and the first failure is
+reported: prompt → selector shape → rule value → zone/offset → parse → range → future. Integers
+follow JSON-Schema semantics (``300`` and ``300.0`` are integers; ``true`` and ``"300"`` are not).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Mapping
+from typing import Final, final
+
+import msgspec
+
+from session_schedule.core.changes import (
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    create_change,
+    delete_change,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.ids import ScheduleId, parse_schedule_id
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MS_PER_SECOND,
+    Instant,
+    format_instant,
+)
+from session_schedule.core.records import (
+    MAX_SAFE_INTEGER,
+    MIN_EVERY_SECONDS,
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    EveryScheduleRecord,
+    ScheduleRecord,
+)
+from session_schedule.core.time_input import parse_at
+
+SELECTORS: Final = ("after_seconds", "at", "every_seconds")
+CREATE_KEYS: Final = frozenset({"prompt", *SELECTORS})
+DELETE_KEYS: Final = frozenset({"id"})
+
+DEFAULT_MAX_PROMPT_CHARS: Final = 4_000
+DEFAULT_MAX_ACTIVE: Final = 100
+
+
+@final
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """Guard rails a host may tune; the defaults are documented in the README."""
+
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    """Longest prompt accepted, in characters, after trimming."""
+    max_active: int = DEFAULT_MAX_ACTIVE
+    """Most reminders one Session may have active at once."""
+
+
+def decide_create(
+    arguments: Mapping[str, object],
+    *,
+    now: Instant,
+    state: ScheduleFold,
+    limits: Limits = Limits(),  # noqa: B008 - a frozen value, safe as a default
+) -> ScheduleCreateChange:
+    """The create change for ``arguments`` decided at ``now``, under the next free id.
+
+    Raises ``ScheduleError`` with ``invalid_prompt``, ``invalid_selector``, ``invalid_rule``,
+    ``invalid_time_zone``, ``frequency_too_high``, ``time_out_of_range`` or ``not_future``.
+    """
+    prompt = check_prompt(arguments.get("prompt"), limits.max_prompt_chars)
+    selector = _selector(arguments)
+    value = arguments[selector]
+    schedule_id = state.next_id()
+    record: ScheduleRecord
+    if selector == "after_seconds":
+        seconds = _json_integer(value)
+        if seconds is None or not 0 < seconds <= MAX_SAFE_INTEGER:
+            raise ScheduleError(
+                "invalid_rule",
+                f"after_seconds must be a positive whole number of seconds, got {_show(value)}.",
+            )
+        target = _offset_target(now, seconds)
+        record = AfterScheduleRecord(
+            id=schedule_id,
+            prompt=prompt,
+            after_seconds=seconds,
+            scheduled_at=format_instant(target),
+        )
+    elif selector == "every_seconds":
+        seconds = _json_integer(value)
+        if seconds is None or not -MAX_SAFE_INTEGER <= seconds <= MAX_SAFE_INTEGER:
+            raise ScheduleError(
+                "invalid_rule",
+                f"every_seconds must be a whole number of seconds, got {_show(value)}.",
+            )
+        if seconds < MIN_EVERY_SECONDS:
+            raise ScheduleError(
+                "frequency_too_high",
+                f"every_seconds must be at least {MIN_EVERY_SECONDS} (5 minutes), got {seconds}; "
+                "choose a longer interval.",
+            )
+        target = _offset_target(now, seconds)
+        record = EveryScheduleRecord(
+            id=schedule_id,
+            prompt=prompt,
+            every_seconds=seconds,
+            scheduled_at=format_instant(target),
+        )
+    else:
+        target = parse_at(value)
+        if target <= now:
+            raise ScheduleError(
+                "not_future",
+                f"`at` names {format_instant(target)}, which is not after the current time "
+                f"{format_instant(now)}; choose a time in the future.",
+            )
+        record = AtScheduleRecord(
+            id=schedule_id, prompt=prompt, scheduled_at=format_instant(target)
+        )
+    if len(state) >= limits.max_active:
+        raise ScheduleError(
+            "invalid_rule",
+            f"this session already has {len(state)} active reminders, the most it may have "
+            f"(max_active = {limits.max_active}); delete one before creating another.",
+        )
+    return create_change(record)
+
+
+def decide_delete(
+    arguments: Mapping[str, object], *, state: ScheduleFold
+) -> ScheduleDeleteChange | None:
+    """The delete change for ``arguments``, or ``None`` when the id names no active reminder.
+
+    Raises ``ScheduleError("invalid_selector")`` when the arguments are not ``{"id": <string>}``.
+    """
+    unknown = sorted(set(arguments) - DELETE_KEYS)
+    if unknown:
+        raise ScheduleError(
+            "invalid_selector",
+            f"unknown argument {_names(unknown)}; schedule_delete takes only `id`.",
+        )
+    value = arguments.get("id")
+    if not isinstance(value, str):
+        raise ScheduleError(
+            "invalid_selector",
+            f"`id` must be the id string of a reminder (such as 'sch_1'), got {_show(value)}.",
+        )
+    schedule_id: ScheduleId | None = parse_schedule_id(value)
+    if schedule_id is None or schedule_id not in state:
+        return None
+    return delete_change(schedule_id)
+
+
+def check_prompt(value: object, max_chars: int) -> str:
+    """The trimmed prompt, or ``invalid_prompt`` saying what is wrong with it."""
+    if not isinstance(value, str):
+        raise ScheduleError(
+            "invalid_prompt",
+            f"`prompt` must be a string with the reminder's content, got {_show(value)}.",
+        )
+    prompt = value.strip()
+    if not prompt:
+        raise ScheduleError(
+            "invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do."
+        )
+    if len(prompt) > max_chars:
+        raise ScheduleError(
+            "invalid_prompt",
+            f"`prompt` has {len(prompt)} characters, more than the {max_chars} allowed; "
+            "shorten it.",
+        )
+    for index, char in enumerate(prompt):
+        if char not in "\n\t" and unicodedata.category(char) == "Cc":
+            raise ScheduleError(
+                "invalid_prompt",
+                f"`prompt` contains the control character U+{ord(char):04X} at index {index}; "
+                "only newline and tab are allowed.",
+            )
+    return prompt
+
+
+def _selector(arguments: Mapping[str, object]) -> str:
+    unknown = sorted(set(arguments) - CREATE_KEYS)
+    if unknown:
+        raise ScheduleError(
+            "invalid_selector",
+            f"unknown argument {_names(unknown)}; schedule_create takes `prompt` and exactly one "
+            "of `after_seconds`, `at`, `every_seconds`.",
+        )
+    given = [key for key in SELECTORS if arguments.get(key) is not None]
+    if len(given) != 1:
+        found = "none" if not given else _names(given)
+        raise ScheduleError(
+            "invalid_selector",
+            f"give exactly one of `after_seconds`, `at`, `every_seconds` (found {found}).",
+        )
+    return given[0]
+
+
+def _json_integer(value: object) -> int | None:
+    """``value`` as an integer under JSON-Schema semantics, or ``None`` when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _offset_target(now: Instant, seconds: int) -> Instant:
+    target = now + seconds * MS_PER_SECOND
+    if target > MAX_INSTANT:
+        raise ScheduleError(
+            "time_out_of_range",
+            f"{seconds} seconds from now is past 9999-12-31T23:59:59.999Z, the latest time a "
+            "reminder can have; choose a shorter delay.",
+        )
+    return Instant(target)
+
+
+def _names(keys: list[str]) -> str:
+    return ", ".join(f"`{key}`" for key in keys)
+
+
+def _show(value: object) -> str:
+    """A short, JSON-flavoured rendering of an argument for an error message."""
+    if value is None:
+        return "nothing"
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        text = type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"

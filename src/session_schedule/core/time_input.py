@@ -1,0 +1,423 @@
+"""Time input: the ``at`` selector turned into a canonical instant (SPEC §2, §8).
+
+A model names an absolute time in one of two forms, and both must say which offset or zone they
+mean — nothing here ever falls back to an ambient zone:
+
+* an RFC 3339 §5.6 ``date-time`` string with a UTC offset (:func:`parse_rfc3339`);
+* a local-calendar object ``{date, time, time_zone}`` (:func:`resolve_local`).
+
+Checks run in the order of SPEC §8 — shape, then zone or offset, then the calendar, then the
+range — and every failure is a :class:`ScheduleError` (``invalid_selector``,
+``invalid_time_zone`` or ``time_out_of_range``). Whether the instant is in the future is the
+caller's question: this module has no clock.
+
+Zone data comes only from the bundled ``tzdata`` package, read as package resources, never from
+the host's ``/usr/share/zoneinfo``, so a result does not depend on the machine. A local wall time
+is resolved with ``fold=0`` and ``fold=1`` and each candidate is converted to UTC and back: a wall
+time that no candidate reproduces lies in a gap and is rejected with a message naming the gap; if
+both reproduce it, the wall time is repeated (an overlap) and the earlier instant is taken. All
+arithmetic is on integer epoch milliseconds — Python's arithmetic on aware datetimes is
+wall-clock arithmetic and would be wrong across a transition.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zoneinfo
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from typing import Final
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MIN_INSTANT,
+    MS_PER_DAY,
+    MS_PER_SECOND,
+    Instant,
+    civil_from_days,
+    days_in_month,
+    format_instant,
+    in_range,
+    instant_from_fields,
+)
+
+GEOGRAPHIC_AREAS: Final = frozenset(
+    {
+        "Africa",
+        "America",
+        "Antarctica",
+        "Arctic",
+        "Asia",
+        "Atlantic",
+        "Australia",
+        "Europe",
+        "Indian",
+        "Pacific",
+    }
+)
+"""The first components an IANA zone name may have; ``UTC`` is the one other name accepted."""
+
+_RFC3339: Final = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
+    r"(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))",
+    re.ASCII,
+)
+# Used only to explain a rejection: the date-time part without its offset, and things that look
+# like a numeric offset in another notation ('+0900', '+09', '+09:00:00').
+_RFC3339_DATE_TIME: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?", re.ASCII
+)
+_OFFSET_LOOKALIKE: Final = re.compile(r"[+-][0-9:]*", re.ASCII)
+
+_LOCAL_DATE: Final = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", re.ASCII)
+_LOCAL_TIME: Final = re.compile(
+    r"([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,3}))?)?", re.ASCII
+)
+_LOCAL_KEYS: Final = ("date", "time", "time_zone")
+_LOCAL_EXAMPLES: Final = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
+
+_MS_PER_MINUTE: Final = 60 * MS_PER_SECOND
+_ONE_MS: Final = timedelta(milliseconds=1)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+# Every UTC offset is under a day, so a UTC instant clamped into this band has a local time that
+# a datetime can hold (years 0001-9999). No supported zone changes its offset within two days of
+# either end of the range (the tests check every zone), so the clamped offset is the true one.
+_SAFE_LOW: Final = MIN_INSTANT + MS_PER_DAY
+_SAFE_HIGH: Final = MAX_INSTANT - MS_PER_DAY
+
+_FORMS: Final = (
+    "an RFC 3339 string with a UTC offset, such as '2026-12-01T09:00:00+09:00', "
+    "or an object with the keys `date`, `time` and `time_zone`"
+)
+_DATE_ADVICE: Final = (
+    "use a year from 0001 to 9999, a month from 01 to 12 and a day that exists in that month"
+)
+_TIME_ADVICE: Final = (
+    "use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second)"
+)
+
+
+def parse_at(value: object) -> Instant:
+    """The instant an ``at`` selector names, ``value`` being the JSON-decoded argument.
+
+    A string is read by :func:`parse_rfc3339`; an object must have exactly the string members
+    ``date``, ``time`` and ``time_zone`` and is read by :func:`resolve_local`. Raises
+    :class:`ScheduleError` — ``invalid_selector``, ``invalid_time_zone`` or
+    ``time_out_of_range`` — and nothing else, whatever ``value`` is. The instant may lie in the
+    past: checking that it is in the future is the caller's job.
+    """
+    if isinstance(value, str):
+        return parse_rfc3339(value)
+    if isinstance(value, dict):
+        if value.keys() != set(_LOCAL_KEYS):
+            raise ScheduleError("invalid_selector", _local_keys_message(list(value)))
+        for key in _LOCAL_KEYS:
+            member = value[key]
+            if not isinstance(member, str):
+                raise ScheduleError(
+                    "invalid_selector",
+                    f"`{key}` must be a string, such as {_LOCAL_EXAMPLES[key]!r}, "
+                    f"not {_describe(member)}.",
+                )
+        return resolve_local(value["date"], value["time"], value["time_zone"])
+    raise ScheduleError("invalid_selector", f"`at` must be {_FORMS}, not {_describe(value)}.")
+
+
+def parse_rfc3339(text: str) -> Instant:
+    """The instant an RFC 3339 §5.6 ``date-time`` with a UTC offset names.
+
+    Accepts exactly ``YYYY-MM-DD`` ``T``/``t`` ``HH:MM:SS``, an optional ``.`` and one or more
+    digits, then ``Z``/``z`` or ``±HH:MM`` (``-00:00`` reads as UTC). Fraction digits beyond the
+    millisecond are truncated. Raises :class:`ScheduleError`: ``invalid_time_zone`` for an offset
+    beyond ±23:59, ``time_out_of_range`` when the instant is outside years 0001-9999 in UTC, and
+    ``invalid_selector`` for every other malformation (no offset, another separator or notation,
+    an impossible date or time of day).
+    """
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise ScheduleError("invalid_selector", _rfc3339_shape_message(text))
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    fraction, sign, offset_hours, offset_minutes = match.group(7, 8, 9, 10)
+    offset = 0
+    if sign is not None:
+        if int(offset_hours) > 23 or int(offset_minutes) > 59:
+            raise ScheduleError(
+                "invalid_time_zone",
+                f"{text!r} has the UTC offset '{sign}{offset_hours}:{offset_minutes}', which "
+                "does not exist; use an offset from '-23:59' to '+23:59'.",
+            )
+        offset = (int(offset_hours) * 60 + int(offset_minutes)) * (-1 if sign == "-" else 1)
+    if not _is_real_date(year, month, day):
+        raise ScheduleError(
+            "invalid_selector", f"{text!r} contains an impossible date; {_DATE_ADVICE}."
+        )
+    if not _is_real_time(hour, minute, second):
+        raise ScheduleError(
+            "invalid_selector", f"{text!r} contains an impossible time of day; {_TIME_ADVICE}."
+        )
+    ms = int((fraction or "")[:3].ljust(3, "0"))
+    instant = instant_from_fields(year, month, day, hour, minute, second, ms)
+    instant -= offset * _MS_PER_MINUTE
+    if not in_range(instant):
+        raise _out_of_range(repr(text), instant)
+    return Instant(instant)
+
+
+def resolve_local(date: str, time: str, time_zone: str) -> Instant:
+    """The instant at which the wall clocks of ``time_zone`` show ``date`` and ``time``.
+
+    ``date`` is ``YYYY-MM-DD`` (a real date, years 0001-9999); ``time`` is ``HH:MM``,
+    ``HH:MM:SS`` or ``HH:MM:SS.f`` with 1-3 fraction digits; ``time_zone`` is a name
+    :func:`is_supported_zone` accepts. A repeated wall time (an overlap) resolves to the earlier
+    instant. Raises :class:`ScheduleError`: ``invalid_time_zone`` for the zone,
+    ``invalid_selector`` for a malformed or impossible date or time and for a wall time the zone
+    skips (a gap, named in the message), ``time_out_of_range`` when the instant is outside years
+    0001-9999 in UTC.
+    """
+    zone = load_zone(time_zone)
+    date_match = _LOCAL_DATE.fullmatch(date)
+    if date_match is None:
+        raise ScheduleError(
+            "invalid_selector",
+            f"`date` must have the form YYYY-MM-DD, such as '2026-12-01', not {date!r}.",
+        )
+    year, month, day = (int(group) for group in date_match.groups())
+    if not _is_real_date(year, month, day):
+        raise ScheduleError(
+            "invalid_selector", f"`date` {date!r} is an impossible date; {_DATE_ADVICE}."
+        )
+    time_match = _LOCAL_TIME.fullmatch(time)
+    if time_match is None:
+        raise ScheduleError(
+            "invalid_selector",
+            "`time` must have the form HH:MM, HH:MM:SS or HH:MM:SS.sss (24-hour, 1-3 fraction "
+            f"digits), such as '09:00', not {time!r}.",
+        )
+    hour_text, minute_text, second_text, fraction = time_match.groups()
+    hour, minute, second = int(hour_text), int(minute_text), int(second_text or "0")
+    if not _is_real_time(hour, minute, second):
+        raise ScheduleError(
+            "invalid_selector", f"`time` {time!r} is an impossible time of day; {_TIME_ADVICE}."
+        )
+    ms = int((fraction or "").ljust(3, "0"))
+    wall = instant_from_fields(year, month, day, hour, minute, second, ms)
+    aware = datetime(year, month, day, hour, minute, second, ms * 1_000, tzinfo=zone)
+    # PEP 495: for a repeated wall time fold=0 gives the first offset and fold=1 the second; for
+    # a skipped one each fold gives an offset whose UTC instant shows another wall time.
+    candidates = [wall - _offset_ms(aware.replace(fold=fold).utcoffset()) for fold in (0, 1)]
+    reproducing = [utc for utc in candidates if utc + _offset_at(zone, utc) == wall]
+    if not reproducing:
+        raise ScheduleError(
+            "invalid_selector", _gap_message(f"{date} {time}", time_zone, zone, wall, candidates)
+        )
+    instant = min(reproducing)
+    if not in_range(instant):
+        raise _out_of_range(f"{date} {time} in {time_zone}", instant)
+    return Instant(instant)
+
+
+def supported_zones() -> frozenset[str]:
+    """Every accepted zone name: ``UTC`` and the bundled ``tzdata`` names in a geographic area.
+
+    Backward-compatible links the package still ships (``America/Buenos_Aires``) are included.
+    """
+    return _supported_zones()
+
+
+def is_supported_zone(name: str) -> bool:
+    """Whether ``name`` is exactly (case included) one of :func:`supported_zones`."""
+    return name in _supported_zones()
+
+
+def load_zone(name: str) -> zoneinfo.ZoneInfo:
+    """The zone ``name`` names, read from the bundled ``tzdata`` package (never the host's files).
+
+    The same object is returned for the same name. Raises :class:`ScheduleError`
+    ``invalid_time_zone`` when :func:`is_supported_zone` rejects ``name``.
+    """
+    if name not in _supported_zones():
+        suggestion = _zones_by_folded_name().get(name.casefold())
+        if suggestion is not None:
+            message = (
+                f"{name!r} is not a supported time zone (names are case-sensitive); "
+                f"use {suggestion!r}."
+            )
+        else:
+            message = (
+                f"{name!r} is not a supported time zone; use 'UTC' or an IANA Area/Location "
+                "name such as 'America/New_York' or 'Asia/Tokyo'."
+            )
+        raise ScheduleError("invalid_time_zone", message)
+    return _read_zone(name)
+
+
+def format_local(instant: Instant, zone: zoneinfo.ZoneInfo) -> str:
+    """``instant`` as RFC 3339 in ``zone``'s wall time, e.g. ``2026-12-01T09:00:00.000+09:00``.
+
+    Always a four-digit year, three fraction digits and a ``±HH:MM`` offset, and the text always
+    denotes exactly ``instant`` (it round-trips through :func:`parse_rfc3339`). RFC 3339 offsets
+    are whole minutes, so an offset with seconds (local mean time, before about 1900) is rounded
+    to the minute and the wall time shown moves with it; when the wall time would leave years
+    0001-9999 the canonical UTC form is returned instead. Raises ``ValueError`` when ``instant``
+    is outside the representable range.
+    """
+    if not in_range(instant):
+        raise ValueError(f"instant {instant} ms is outside years 0001-9999")
+    offset = (_offset_at(zone, instant) + _MS_PER_MINUTE // 2) // _MS_PER_MINUTE
+    local = instant + offset * _MS_PER_MINUTE
+    if not in_range(local):
+        return format_instant(instant)
+    days, ms_of_day = divmod(local, MS_PER_DAY)
+    year, month, day = civil_from_days(days)
+    seconds, ms = divmod(ms_of_day, MS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    offset_hours, offset_minutes = divmod(abs(offset), 60)
+    sign = "-" if offset < 0 else "+"
+    return (
+        f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{ms:03d}"
+        f"{sign}{offset_hours:02d}:{offset_minutes:02d}"
+    )
+
+
+@functools.cache
+def _supported_zones() -> frozenset[str]:
+    listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+    geographic = (name for name in listed if name.partition("/")[0] in GEOGRAPHIC_AREAS)
+    return frozenset({"UTC", *geographic})
+
+
+@functools.cache
+def _zones_by_folded_name() -> dict[str, str]:
+    return {name.casefold(): name for name in _supported_zones()}
+
+
+@functools.cache
+def _read_zone(name: str) -> zoneinfo.ZoneInfo:
+    # ZoneInfo(name) would search the host's TZPATH first; from_file on the package resource
+    # pins the data to the bundled tzdata release.
+    resource = resources.files("tzdata").joinpath("zoneinfo")
+    for part in name.split("/"):
+        resource = resource.joinpath(part)
+    with resource.open("rb") as file:
+        return zoneinfo.ZoneInfo.from_file(file, key=name)
+
+
+def _offset_ms(offset: timedelta | None) -> int:
+    # A ZoneInfo always answers with a timedelta; None would mean "unknown", treated as UTC.
+    return (offset or timedelta()) // _ONE_MS
+
+
+def _offset_at(zone: zoneinfo.ZoneInfo, utc: int) -> int:
+    """The UTC offset, in milliseconds, that ``zone`` has at the UTC instant ``utc``."""
+    clamped = min(max(utc, _SAFE_LOW), _SAFE_HIGH)
+    moment = _EPOCH + timedelta(milliseconds=clamped)
+    return _offset_ms(zone.fromutc(moment.replace(tzinfo=zone)).utcoffset())
+
+
+def _gap_message(
+    wall_text: str, zone_name: str, zone: zoneinfo.ZoneInfo, wall: int, candidates: list[int]
+) -> str:
+    # The transition lies between the two candidates: bisect for the first UTC millisecond with
+    # the new offset, then read the wall clock just before and at that instant.
+    low, high = min(candidates), max(candidates)
+    before = _offset_at(zone, low)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _offset_at(zone, middle) == before:
+            low = middle
+        else:
+            high = middle
+    start, end = high + before, high + _offset_at(zone, high)
+    same_day = start // MS_PER_DAY == end // MS_PER_DAY == wall // MS_PER_DAY
+    return (
+        f"{wall_text} does not exist in {zone_name}: the clocks skip from "
+        f"{_wall_clock(start, with_date=not same_day)} to "
+        f"{_wall_clock(end, with_date=not same_day)} (a gap in local time); "
+        "choose a time outside the gap."
+    )
+
+
+def _wall_clock(wall: int, *, with_date: bool) -> str:
+    days, ms_of_day = divmod(wall, MS_PER_DAY)
+    minutes, ms_of_minute = divmod(ms_of_day, _MS_PER_MINUTE)
+    hour, minute = divmod(minutes, 60)
+    # Transitions fall on whole seconds; most on whole minutes, where the seconds are left out.
+    seconds = f":{ms_of_minute // MS_PER_SECOND:02d}" if ms_of_minute else ""
+    year, month, day = civil_from_days(days)
+    date = f"{year:04d}-{month:02d}-{day:02d} " if with_date else ""
+    return f"{date}{hour:02d}:{minute:02d}{seconds}"
+
+
+def _rfc3339_shape_message(text: str) -> str:
+    if _RFC3339_DATE_TIME.fullmatch(text):
+        return (
+            f"{text!r} has no UTC offset; add one such as 'Z' or '+09:00', "
+            "or pass {date, time, time_zone}."
+        )
+    prefix = _RFC3339_DATE_TIME.match(text)
+    if prefix is not None and _OFFSET_LOOKALIKE.fullmatch(text, prefix.end()):
+        return (
+            f"{text!r} has a malformed UTC offset; write it as 'Z', '+HH:MM' or '-HH:MM', "
+            "such as '+09:00'."
+        )
+    return (
+        f"{text!r} is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional "
+        "fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'."
+    )
+
+
+def _local_keys_message(keys: list[object]) -> str:
+    missing = [f"`{key}`" for key in _LOCAL_KEYS if key not in keys]
+    unknown = sorted(repr(key) for key in keys if key not in _LOCAL_KEYS)
+    fixes = []
+    if missing:
+        fixes.append(f"add {_enumerate(missing)}")
+    if unknown:
+        fixes.append(f"remove {_enumerate(unknown)}")
+    return (
+        "the `at` object must have exactly the keys `date`, `time` and `time_zone`; "
+        f"{', and '.join(fixes)}."
+    )
+
+
+def _enumerate(items: list[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _describe(value: object) -> str:
+    """How a JSON value of the wrong type is named in a message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a value of type {type(value).__name__}"
+
+
+def _is_real_date(year: int, month: int, day: int) -> bool:
+    return year >= 1 and 1 <= month <= 12 and 1 <= day <= days_in_month(year, month)
+
+
+def _is_real_time(hour: int, minute: int, second: int) -> bool:
+    return hour <= 23 and minute <= 59 and second <= 59
+
+
+def _out_of_range(subject: str, instant: int) -> ScheduleError:
+    if instant > MAX_INSTANT:
+        bound, direction = f"after {format_instant(MAX_INSTANT)}, the latest", "an earlier"
+    else:
+        bound, direction = f"before {format_instant(MIN_INSTANT)}, the earliest", "a later"
+    return ScheduleError(
+        "time_out_of_range",
+        f"{subject} is {bound} instant Schedule can represent; choose {direction} time.",
+    )
