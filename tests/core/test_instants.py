@@ -81,9 +81,9 @@ def test_format_refuses_out_of_range(ms: int) -> None:
             "got '2026-01-01T00:00:00.000+00:00'",
         ),
         (
-            "２026-01-01T00:00:00.000Z",
+            "\uff12026-01-01T00:00:00.000Z",
             "expected an instant of the form YYYY-MM-DDTHH:MM:SS.sssZ, "
-            "got '２026-01-01T00:00:00.000Z'",
+            "got '\uff12026-01-01T00:00:00.000Z'",
         ),
         ("2025-02-29T00:00:00.000Z", "'2025-02-29T00:00:00.000Z' is not a real calendar date"),
         ("0000-01-01T00:00:00.000Z", "'0000-01-01T00:00:00.000Z' is not a real calendar date"),

@@ -76,7 +76,7 @@ def test_at_stores_the_canonical_utc_target(at: object, expected: str) -> None:
 def test_new_ids_follow_the_largest_id_in_the_stream() -> None:
     state = fold(
         [
-            (0, create(({"prompt": "p", "after_seconds": 5}))),
+            (0, create({"prompt": "p", "after_seconds": 5})),
             (1, delete_change(ScheduleId("sch_1"))),
         ]
     )
