@@ -1,15 +1,10 @@
-"""The ``session-schedule`` program."""
+"""``python -m session_schedule`` runs the ``session-schedule`` command."""
 
 from __future__ import annotations
 
 import sys
 
-
-def main(argv: list[str] | None = None) -> int:
-    del argv
-    print("session-schedule: under construction")
-    return 0
-
+from session_schedule.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())
