@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from session_schedule.cli import resolve, walkthrough
 

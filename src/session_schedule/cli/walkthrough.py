@@ -64,8 +64,8 @@ def run(write: Callable[[str], None]) -> None:
             append(delete)
 
     write("\n3. The durable log so far (schedule/change events, canonical JSON):")
-    for change in log:
-        write(f"   {encode_change(change).decode()}")
+    for logged in log:
+        write(f"   {encode_change(logged).decode()}")
 
     write("\n4. Ninety seconds later the one-shot is due; the follow-up turn reads:")
     _deliver(Instant(START + 90 * MS_PER_SECOND), state, append, write)
