@@ -15,6 +15,12 @@ from typing import Final, final
 
 import msgspec
 
+from session_schedule.core.arguments import (
+    SELECTORS,
+    CreateArguments,
+    DeleteArguments,
+    field_names,
+)
 from session_schedule.core.changes import (
     ScheduleCreateChange,
     ScheduleDeleteChange,
@@ -40,9 +46,8 @@ from session_schedule.core.records import (
 )
 from session_schedule.core.time_input import parse_at
 
-SELECTORS: Final = ("after_seconds", "at", "every_seconds")
-CREATE_KEYS: Final = frozenset({"prompt", *SELECTORS})
-DELETE_KEYS: Final = frozenset({"id"})
+CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
+DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
 
 DEFAULT_MAX_PROMPT_CHARS: Final = 4_000
 DEFAULT_MAX_ACTIVE: Final = 100

@@ -1,0 +1,64 @@
+"""The tool arguments a model sends, as types: the source of the tools' argument schemas.
+
+The create and delete decisions read raw JSON values (so that ``300.0`` can count as an integer
+and every malformation gets its own message), but the names they accept are these types' field
+names, and the schemas the tools publish are generated from these types.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, final
+
+import msgspec
+
+
+@final
+class LocalAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A wall-clock time in a named zone."""
+
+    date: Annotated[
+        str, msgspec.Meta(description="Calendar date, YYYY-MM-DD, such as '2026-12-01'.")
+    ]
+    time: Annotated[
+        str,
+        msgspec.Meta(
+            description="Wall-clock time, 24-hour HH:MM, HH:MM:SS or HH:MM:SS.sss, such as '09:00'."
+        ),
+    ]
+    time_zone: Annotated[
+        str,
+        msgspec.Meta(
+            description="'UTC' or an IANA Area/Location zone name, such as 'Asia/Tokyo' or "
+            "'America/New_York'."
+        ),
+    ]
+
+
+@final
+class CreateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``schedule_create``: a prompt and exactly one of the three selectors."""
+
+    prompt: str
+    after_seconds: int | None = None
+    at: str | LocalAt | None = None
+    every_seconds: int | None = None
+
+
+@final
+class DeleteArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``schedule_delete``: the id of an active reminder."""
+
+    id: str
+
+
+@final
+class ListArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``schedule_list`` takes no arguments."""
+
+
+def field_names(arguments: type[msgspec.Struct]) -> tuple[str, ...]:
+    return tuple(field.encode_name for field in msgspec.structs.fields(arguments))
+
+
+SELECTORS: Final = field_names(CreateArguments)[1:]
+"""``after_seconds``, ``at``, ``every_seconds``: the fields after ``prompt``."""

@@ -1,0 +1,333 @@
+"""The live Schedule of one Session: its management operations and its delivery owner.
+
+Theory of operation
+-------------------
+A :class:`LiveSchedule` exists while a Session is open live. On start it folds the Session's
+``schedule/change`` events; from then on it is the only writer of them, so it keeps the fold up to
+date by applying each change it appends. A cold Session has no LiveSchedule and does nothing.
+
+Rule 1 — **one queue.** Tool calls and due tasks run through one agent-scoped FIFO
+(:class:`~session_schedule.runtime.queue.AgentQueue`), one at a time.
+
+Rule 2 — **barrier discipline** (SPEC §5). Every read or decision first awaits the Session's
+persistence barrier; ``create`` and an actual ``delete`` await it again after appending. A failed
+barrier poisons the Session handle, and every later operation reports ``persistence_uncertain``.
+
+Rule 3 — **bounded waits on the wall clock.** The owner sleeps until the core's next wake-up
+instant but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever it wakes;
+a create or delete wakes it at once.
+
+Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
+queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
+barrier, samples the decision time once, plans with the core (one due one-shot alone, or else all
+due Every records in one batch), frames the turn, queues it with ``followup()``, appends the
+dispatch change(s) and awaits the barrier.
+
+Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails, nothing is appended
+and the reminder stays active; the owner retries after a back-off that doubles up to
+``retry_max_seconds``, so a permanently failing agent cannot make it spin.
+
+Rule 6 — **at-least-once.** A crash after ``followup()`` accepted a turn and before the dispatch is
+durable repeats that reminder after recovery, with the same occurrence key (``id@scheduledAt``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Mapping
+from types import TracebackType
+from typing import Literal, Self, TypeVar, final
+
+import msgspec
+
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    ScheduleChange,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
+)
+from session_schedule.core.due import next_wakeup, plan_delivery
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold, fold
+from session_schedule.core.framing import frame
+from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.core.records import ScheduleView, make_view
+from session_schedule.core.rules import Limits, decide_create, decide_delete
+from session_schedule.runtime.agent import Agent
+from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.queue import AgentQueue
+from session_schedule.session.errors import PersistenceUncertain
+from session_schedule.session.port import SessionHandle
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Outcome = Literal["delivered", "nothing due", "agent busy", "agent refused"]
+
+
+@final
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Every knob of a live Schedule; the defaults are documented in the README."""
+
+    limits: Limits = Limits()
+    max_wait_seconds: float = 30.0
+    """The owner never sleeps longer than this before re-reading the wall clock."""
+    retry_initial_seconds: float = 1.0
+    """First back-off after ``followup()`` or framing failed."""
+    retry_max_seconds: float = 60.0
+    """The back-off doubles after each consecutive failure, up to this."""
+
+
+@final
+class LiveSchedule:
+    """Schedule for one live Session, serving one agent.
+
+    Use ``async with LiveSchedule(session, agent):`` or :meth:`start` and :meth:`close`. Closing
+    stops delivery; it does not close the Session.
+    """
+
+    def __init__(
+        self,
+        session: SessionHandle,
+        agent: Agent,
+        *,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+        queue: AgentQueue | None = None,
+    ) -> None:
+        self._session = session
+        self._agent = agent
+        self._clock = clock or SystemClock()
+        self._settings = settings or Settings()
+        self._queue = queue or AgentQueue()
+        self._state = ScheduleFold(session=session.id)
+        self._wake = asyncio.Event()
+        self._parked = asyncio.Event()
+        self._owner: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Fold the Session's log and start delivering.
+
+        Raises ``ScheduleError`` — ``corrupt_schedule_log`` for a log the fold rejects,
+        ``persistence_uncertain`` for a poisoned handle.
+        """
+        if self._owner is not None:
+            raise RuntimeError("this LiveSchedule was started already")
+        header = self._session.header
+        try:
+            entries = [
+                (entry.position, entry.payload)
+                for entry in self._session.entries
+                if entry.type == CHANGE_EVENT_TYPE
+            ]
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        self._state = fold(
+            _changes(entries), seed_length=header.seed_length, session=self._session.id
+        )
+        self._owner = asyncio.create_task(self._own(), name=f"schedule owner {header.id}")
+
+    async def close(self) -> None:
+        """Stop delivering. Idempotent; a delivery in progress is cancelled before it appends."""
+        owner, self._owner = self._owner, None
+        if owner is not None and not owner.done():
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- management (SPEC §5) ----------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the owner, if anything did (it is also logged)."""
+        return self._failure
+
+    def now(self) -> Instant:
+        """The wall clock this Schedule reads."""
+        return self._clock.now()
+
+    async def create(self, arguments: Mapping[str, object]) -> ScheduleView:
+        """Create a reminder from a model's raw ``schedule_create`` arguments; its view.
+
+        Raises ``ScheduleError`` with the stable code of the first failing check.
+        """
+        return await self._queue.run(lambda: self._create(arguments))
+
+    async def active(self) -> tuple[Instant, list[ScheduleView]]:
+        """The decision time used and the active reminders, in target then creation order."""
+        return await self._queue.run(self._active)
+
+    async def delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
+        """Delete the reminder ``arguments["id"]`` names: (the id, whether one was deleted).
+
+        Deleting an id that is not active appends nothing and is not an error.
+        """
+        return await self._queue.run(lambda: self._delete(arguments))
+
+    async def _create(self, arguments: Mapping[str, object]) -> ScheduleView:
+        await self._barrier()
+        now = self._clock.now()
+        change = decide_create(arguments, now=now, state=self._state, limits=self._settings.limits)
+        self._append(change)
+        await self._barrier()
+        self._wake.set()
+        return make_view(change.schedule, now)
+
+    async def _active(self) -> tuple[Instant, list[ScheduleView]]:
+        await self._barrier()
+        now = self._clock.now()
+        return now, [make_view(record, now) for record in self._state.ordered()]
+
+    async def _delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
+        await self._barrier()
+        change = decide_delete(arguments, state=self._state)
+        schedule_id = str(arguments["id"])
+        if change is None:
+            return schedule_id, False
+        self._append(change)
+        await self._barrier()
+        self._wake.set()
+        return schedule_id, True
+
+    # -- delivery (SPEC §6) ------------------------------------------------------------------
+
+    async def settled(self) -> None:
+        """Return once the owner is parked — sleeping, or waiting for the agent to be idle — and
+        no queue item is running or waiting. For tests in virtual time."""
+        while True:
+            await self._parked.wait()
+            for _ in range(8):
+                await asyncio.sleep(0)
+            if self._parked.is_set() and not self._queue.busy:
+                return
+
+    async def _own(self) -> None:
+        backoff = self._settings.retry_initial_seconds
+        try:
+            while True:
+                self._wake.clear()
+                now = self._clock.now()
+                wakeup = next_wakeup(self._state)
+                if wakeup is None or wakeup > now:
+                    await self._wait(self._bounded(wakeup, now))
+                    continue
+                await self._parked_while(self._agent.wait_idle())
+                outcome = await self._queue.run(self._deliver_due)
+                if outcome == "agent refused":
+                    await self._wait(backoff)
+                    backoff = min(backoff * 2, self._settings.retry_max_seconds)
+                elif outcome == "delivered":
+                    backoff = self._settings.retry_initial_seconds
+                elif outcome == "agent busy":
+                    # A turn started between idle and the queue slot: give the loop a turn.
+                    await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            raise
+        except ScheduleError as error:
+            self._failure = error
+            # An expected stop (a poisoned Session): the message says it all.
+            logger.error(  # noqa: TRY400
+                "schedule owner of session %s stopped: %s", self._session.id, error
+            )
+        except Exception as error:
+            self._failure = error
+            logger.exception("schedule owner of session %s failed", self._session.id)
+        finally:
+            self._parked.set()
+
+    async def _deliver_due(self) -> Outcome:
+        if not self._agent.begin_maintenance():
+            return "agent busy"
+        try:
+            await self._barrier()
+            now = self._clock.now()
+            delivery = plan_delivery(self._state, now)
+            if delivery is None:
+                return "nothing due"
+            try:
+                self._agent.followup(frame(delivery))
+            except Exception:
+                logger.exception(
+                    "follow-up for %s in session %s was not accepted; the reminder stays active",
+                    ", ".join(occurrence.key for occurrence in delivery.occurrences),
+                    self._session.id,
+                )
+                return "agent refused"
+            for change in delivery.changes:
+                self._append(change)
+            await self._barrier()
+            return "delivered"
+        finally:
+            self._agent.end_maintenance()
+
+    def _bounded(self, wakeup: Instant | None, now: Instant) -> float:
+        limit = self._settings.max_wait_seconds
+        if wakeup is None:
+            return limit
+        return min(limit, (wakeup - now) / MS_PER_SECOND)
+
+    async def _wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` on the clock, or less if a create or delete wakes the owner."""
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await self._parked_while(
+                asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+            )
+        finally:
+            sleeper.cancel()
+            waker.cancel()
+
+    async def _parked_while(self, waiting: Awaitable[T]) -> T:
+        self._parked.set()
+        try:
+            return await waiting
+        finally:
+            self._parked.clear()
+
+    # -- the log -----------------------------------------------------------------------------
+
+    def _append(self, change: ScheduleChange) -> None:
+        try:
+            position = self._session.append(CHANGE_EVENT_TYPE, change)
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        self._state.apply(change, position=position)
+
+    async def _barrier(self) -> None:
+        try:
+            await self._session.barrier()
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+
+
+def _changes(entries: list[tuple[int, object]]) -> list[tuple[int, ScheduleChange]]:
+    """The entries' payloads as changes (the session's catalog decoder produced them)."""
+    changes: list[tuple[int, ScheduleChange]] = []
+    for position, payload in entries:
+        if not isinstance(
+            payload, ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
+        ):
+            raise TypeError(f"entry {position} holds a {type(payload).__name__}, not a change")
+        changes.append((position, payload))
+    return changes

@@ -1,0 +1,333 @@
+"""Live delivery in virtual time: every rule of SPEC §6 with the fake clock and the fake agent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    ScheduleDispatchChange,
+    dispatch_change,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import parse_instant
+from session_schedule.core.rules import Limits
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
+from session_schedule.session.port import SessionHandle
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+
+START = "2026-11-29T20:00:00.000Z"
+
+
+@dataclass
+class World:
+    store: MemorySessionStore
+    session: SessionHandle
+    clock: FakeClock
+    agent: FakeAgent
+    schedule: LiveSchedule
+
+    async def run_for(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass, waking the owner at each of its deadlines."""
+        remaining = seconds
+        await self.schedule.settled()
+        while True:
+            step = self.clock.next_deadline()
+            if step is None or step > remaining:
+                self.clock.advance(remaining)
+                await self.schedule.settled()
+                return
+            self.clock.advance(step)
+            remaining -= step
+            await self.schedule.settled()
+
+    async def reopen(self, agent: FakeAgent | None = None) -> None:
+        """Close the live Schedule and the handle, then open the Session live again."""
+        await self.schedule.close()
+        await self.session.close()
+        self.session = await self.store.open(self.session.id)
+        self.agent = agent or self.agent
+        self.schedule = LiveSchedule(
+            self.session, self.agent, clock=self.clock, settings=self.schedule.settings
+        )
+        await self.schedule.start()
+
+    def dispatches(self) -> list[ScheduleDispatchChange]:
+        return [
+            entry.payload
+            for entry in self.session.entries
+            if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+        ]
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    schedule = LiveSchedule(session, agent, clock=clock, settings=Settings())
+    await schedule.start()
+    current = World(store, session, clock, agent, schedule)
+    yield current
+    await current.schedule.close()
+    await current.session.close()
+
+
+def keys(followup: str) -> list[str]:
+    return [
+        line.removeprefix("occurrence key: ")
+        for line in followup.splitlines()
+        if line.startswith("occurrence key: ")
+    ]
+
+
+async def test_a_reminder_arrives_as_one_followup_at_its_target(world: World) -> None:
+    view = await world.schedule.create({"prompt": "stretch", "after_seconds": 90})
+    assert view.scheduled_at == "2026-11-29T20:01:30.000Z"
+    await world.run_for(89.999)
+    assert world.agent.followups == []
+    await world.run_for(0.001)
+    assert len(world.agent.followups) == 1
+    assert keys(world.agent.followups[0]) == ["sch_1@2026-11-29T20:01:30.000Z"]
+    assert "decided at: 2026-11-29T20:01:30.000Z" in world.agent.followups[0]
+    assert world.dispatches() == [dispatch_change(ScheduleId("sch_1"))]
+    now, views = await world.schedule.active()
+    assert views == []
+    assert now == parse_instant("2026-11-29T20:01:30.000Z")
+
+
+async def test_nothing_is_delivered_while_the_agent_is_busy(world: World) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    world.agent.start_turn()
+    await world.run_for(600)
+    assert world.agent.followups == []
+    _, views = await world.schedule.active()
+    assert [view.state for view in views] == ["overdue"]
+    world.agent.finish_turn()
+    await world.schedule.settled()
+    assert len(world.agent.followups) == 1
+    assert "decided at: 2026-11-29T20:10:00.000Z" in world.agent.followups[0]
+
+
+async def test_tool_calls_during_a_turn_do_not_wait_for_the_due_task(world: World) -> None:
+    await world.schedule.create({"prompt": "first", "after_seconds": 60})
+    world.agent.start_turn()
+    await world.run_for(120)
+    # The due task is waiting for idle; the running turn's tool calls still go through.
+    view = await world.schedule.create({"prompt": "second", "after_seconds": 60})
+    assert view.id == "sch_2"
+    _, views = await world.schedule.active()
+    assert [v.id for v in views] == ["sch_1", "sch_2"]
+    assert (await world.schedule.delete({"id": "sch_2"})) == ("sch_2", True)
+    world.agent.finish_turn()
+    await world.schedule.settled()
+    assert [keys(f) for f in world.agent.followups] == [["sch_1@2026-11-29T20:01:00.000Z"]]
+
+
+async def test_one_shots_go_first_one_per_turn_then_everies_as_one_batch(world: World) -> None:
+    world.agent = FakeAgent(finish_followups=False)
+    await world.reopen(world.agent)
+    await world.schedule.create({"prompt": "every a", "every_seconds": 300})
+    await world.schedule.create({"prompt": "at b", "at": "2026-11-29T20:04:00Z"})
+    await world.schedule.create({"prompt": "after c", "after_seconds": 240})
+    await world.schedule.create({"prompt": "every d", "every_seconds": 600})
+    world.agent.start_turn()
+    await world.run_for(3600)
+    assert world.agent.followups == []
+    world.agent.finish_turn()
+    await world.schedule.settled()
+    # Both one-shots are due at 20:04; the earlier-created goes first, alone.
+    assert [keys(f) for f in world.agent.followups] == [["sch_2@2026-11-29T20:04:00.000Z"]]
+    world.agent.finish_turn()
+    await world.schedule.settled()
+    assert keys(world.agent.followups[1]) == ["sch_3@2026-11-29T20:04:00.000Z"]
+    world.agent.finish_turn()
+    await world.schedule.settled()
+    batch = world.agent.followups[2]
+    assert keys(batch) == ["sch_1@2026-11-29T20:05:00.000Z", "sch_4@2026-11-29T20:10:00.000Z"]
+    assert "skipped occurrences: 11\n" in batch
+    assert "skipped occurrences: 5\n" in batch
+    accepted = {change.accepted_at for change in world.dispatches()[2:]}
+    assert accepted == {"2026-11-29T21:00:00.000Z"}
+    world.agent.finish_turn()
+    await world.schedule.settled()
+    assert len(world.agent.followups) == 3
+
+
+async def test_catch_up_after_a_week_cold_delivers_only_the_latest_occurrence(world: World) -> None:
+    await world.schedule.create({"prompt": "check", "every_seconds": 300})
+    await world.run_for(300)
+    assert len(world.agent.followups) == 1
+    await world.schedule.close()  # the Session goes cold: nothing runs
+    world.clock.advance(7 * 86_400 + 17)
+    await world.reopen()
+    await world.schedule.settled()
+    assert len(world.agent.followups) == 2
+    assert "skipped occurrences: 2015\n" in world.agent.followups[1]
+    assert "due at: 2026-12-06T20:05:00.000Z\n" in world.agent.followups[1]
+    _, views = await world.schedule.active()
+    assert views[0].scheduled_at == "2026-12-06T20:10:00.000Z"
+
+
+async def test_a_wall_clock_jump_forward_is_seen_within_the_bounded_wait(world: World) -> None:
+    await world.schedule.create({"prompt": "later", "after_seconds": 3600})
+    await world.schedule.settled()
+    world.clock.jump(7200)  # e.g. the machine was suspended: elapsed time stood still
+    await world.run_for(29.999)
+    assert len(world.agent.followups) == 0
+    await world.run_for(0.001)
+    assert len(world.agent.followups) == 1
+
+
+async def test_a_wall_clock_jump_backwards_delays_delivery_to_the_wall_time(world: World) -> None:
+    await world.schedule.create({"prompt": "later", "after_seconds": 60})
+    world.clock.jump(-3600)
+    await world.run_for(3600 + 59)
+    assert world.agent.followups == []
+    await world.run_for(1)
+    assert len(world.agent.followups) == 1
+
+
+async def test_a_create_wakes_the_owner_at_once(world: World) -> None:
+    await world.run_for(10)
+    await world.schedule.create({"prompt": "soon", "after_seconds": 1})
+    await world.run_for(1)
+    assert len(world.agent.followups) == 1
+
+
+async def test_a_refused_followup_keeps_the_reminder_and_backs_off(world: World) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    world.agent.refuse()
+    await world.run_for(60)
+    assert world.agent.refused == 1
+    assert world.dispatches() == []
+    await world.run_for(1)  # back-off 1 s
+    assert world.agent.refused == 2
+    await world.run_for(2)  # then 2 s
+    assert world.agent.refused == 3
+    await world.run_for(3.999)  # then 4 s: not yet
+    assert world.agent.refused == 3
+    await world.run_for(600)  # until 20:11:06.999
+    # Retries at +4, +8, +16, +32 s (20:01:07 … 20:02:03), then every 60 s up to 20:11:03.
+    assert world.agent.refused == 16
+    world.agent.accept()
+    await world.run_for(60)
+    assert len(world.agent.followups) == 1
+    assert world.dispatches() == [dispatch_change(ScheduleId("sch_1"))]
+
+
+async def test_a_barrier_failure_mid_delivery_poisons_and_repeats_after_reopen(
+    world: World,
+) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    # Nothing is pending at the due task's first barrier, so the flush that fails is the one
+    # after the dispatch append: the follow-up was accepted, its dispatch is not durable.
+    world.store.fail_next_barrier()
+    await world.run_for(60)
+    assert len(world.agent.followups) == 1
+    assert isinstance(world.schedule.failure, ScheduleError)
+    assert world.schedule.failure.code == "persistence_uncertain"
+    with pytest.raises(ScheduleError) as caught:
+        await world.schedule.active()
+    assert caught.value.code == "persistence_uncertain"
+    await world.reopen()
+    await world.schedule.settled()
+    # At-least-once: the reminder repeats, under the same occurrence key.
+    assert len(world.agent.followups) == 2
+    assert keys(world.agent.followups[0]) == keys(world.agent.followups[1])
+    assert keys(world.agent.followups[1]) == ["sch_1@2026-11-29T20:01:00.000Z"]
+    assert world.dispatches() == [dispatch_change(ScheduleId("sch_1"))]
+
+
+async def test_a_barrier_failure_before_followup_queues_nothing(world: World) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    # A transcript entry is pending, so the due task's first barrier has something to flush.
+    world.session.append(MESSAGE_ENTRY_TYPE, user_message("hello", at=world.clock.now()))
+    world.store.fail_next_barrier()
+    await world.run_for(60)
+    assert world.agent.followups == []
+    assert isinstance(world.schedule.failure, ScheduleError)
+    assert world.schedule.failure.code == "persistence_uncertain"
+
+
+async def test_an_every_record_ends_at_the_year_9999_bound(world: World) -> None:
+    world.clock.set("9999-12-31T22:00:00.000Z")
+    await world.schedule.create({"prompt": "hourly", "every_seconds": 3600})
+    await world.run_for(3600)
+    assert len(world.agent.followups) == 1
+    _, views = await world.schedule.active()
+    assert views == []
+    await world.run_for(7200)
+    assert len(world.agent.followups) == 1
+
+
+async def test_a_fork_keeps_history_but_not_reminders_and_never_reuses_ids(world: World) -> None:
+    await world.schedule.create({"prompt": "parent", "after_seconds": 600})
+    await world.schedule.create({"prompt": "parent 2", "every_seconds": 600})
+    fork = await world.store.fork(world.session.id, now=world.clock.now())
+    agent = FakeAgent()
+    async with LiveSchedule(fork, agent, clock=world.clock) as forked:
+        _, views = await forked.active()
+        assert views == []
+        view = await forked.create({"prompt": "child", "after_seconds": 60})
+        assert view.id == "sch_3"
+        assert await forked.delete({"id": "sch_1"}) == ("sch_1", False)
+        world.clock.advance(600)
+        await forked.settled()
+        assert [keys(f) for f in agent.followups] == [["sch_3@2026-11-29T20:01:00.000Z"]]
+    await fork.close()
+
+
+async def test_create_and_delete_await_the_barrier_after_appending(world: World) -> None:
+    world.store.fail_next_barrier()
+    with pytest.raises(ScheduleError) as caught:
+        await world.schedule.create({"prompt": "p", "after_seconds": 60})
+    assert caught.value.code == "persistence_uncertain"
+    assert world.session.poisoned
+
+
+async def test_every_operation_reports_persistence_uncertain_once_poisoned(world: World) -> None:
+    await world.schedule.create({"prompt": "p", "after_seconds": 600})
+    world.store.fail_next_write()
+    with pytest.raises(ScheduleError) as caught:
+        await world.schedule.delete({"id": "sch_1"})
+    assert caught.value.code == "persistence_uncertain"
+    for operation in (
+        world.schedule.active(),
+        world.schedule.create({"prompt": "p", "after_seconds": 60}),
+        world.schedule.delete({"id": "sch_1"}),
+    ):
+        with pytest.raises(ScheduleError) as caught:
+            await operation
+        assert caught.value.code == "persistence_uncertain"
+
+
+async def test_model_errors_leave_the_log_untouched(world: World) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        await world.schedule.create({"prompt": "p", "every_seconds": 60})
+    assert caught.value.code == "frequency_too_high"
+    assert list(world.session.entries) == []
+
+
+async def test_the_active_cap_applies(world: World) -> None:
+    schedule = LiveSchedule(
+        world.session,
+        world.agent,
+        clock=world.clock,
+        settings=Settings(limits=Limits(max_active=1)),
+    )
+    await world.schedule.close()
+    world.schedule = schedule
+    await schedule.start()
+    await schedule.create({"prompt": "p", "after_seconds": 60})
+    with pytest.raises(ScheduleError) as caught:
+        await schedule.create({"prompt": "q", "after_seconds": 60})
+    assert caught.value.code == "invalid_rule"
