@@ -1,0 +1,1 @@
+"""The tool catalog: schemas, descriptions, handlers and adapters for model APIs."""

@@ -1,0 +1,111 @@
+"""The tool catalog: the three tools' names, model-facing descriptions and schemas (SPEC §5).
+
+Everything here is generated from the argument and result types; only the wording is written
+by hand. A snapshot test freezes the whole catalog.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, final
+
+import msgspec
+
+from session_schedule.core.arguments import CreateArguments, DeleteArguments, ListArguments
+from session_schedule.core.records import MIN_EVERY_SECONDS
+from session_schedule.core.rules import Limits
+from session_schedule.tools.results import CreateResult, DeleteResult, ErrorResult, ListResult
+from session_schedule.tools.schemas import Schema, inline_schema
+
+ToolName = Literal["schedule_create", "schedule_list", "schedule_delete"]
+TOOL_NAMES: Final[tuple[ToolName, ...]] = ("schedule_create", "schedule_list", "schedule_delete")
+
+
+@final
+class ToolDefinition(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool, independent of any model API's format."""
+
+    name: ToolName
+    description: str
+    input_schema: Schema
+    """A flat JSON object schema of the arguments."""
+    output_schema: Schema
+    """A JSON object schema of the success result."""
+
+
+ERROR_SCHEMA: Final = inline_schema(ErrorResult)
+"""The schema of every tool's failure result."""
+
+
+def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]:
+    """The three tools, described for the given limits (the defaults when ``None``)."""
+    limits = limits or Limits()
+    return (
+        ToolDefinition(
+            name="schedule_create",
+            description=_CREATE.format(minimum=MIN_EVERY_SECONDS),
+            input_schema=inline_schema(
+                CreateArguments,
+                descriptions={
+                    "prompt": _PROMPT.format(limit=limits.max_prompt_chars),
+                    "after_seconds": _AFTER,
+                    "at": _AT,
+                    "every_seconds": _EVERY.format(minimum=MIN_EVERY_SECONDS),
+                },
+            ),
+            output_schema=inline_schema(CreateResult),
+        ),
+        ToolDefinition(
+            name="schedule_list",
+            description=_LIST,
+            input_schema=inline_schema(ListArguments),
+            output_schema=inline_schema(ListResult),
+        ),
+        ToolDefinition(
+            name="schedule_delete",
+            description=_DELETE,
+            input_schema=inline_schema(DeleteArguments, descriptions={"id": _ID}),
+            output_schema=inline_schema(DeleteResult),
+        ),
+    )
+
+
+_CREATE: Final = (
+    "Set a reminder that comes back to you later in this same conversation, as a new follow-up "
+    "turn carrying the prompt you write now. Give exactly one of after_seconds (once, after a "
+    "delay), at (once, at an absolute time) or every_seconds (repeatedly, at a fixed interval "
+    "of at least {minimum} seconds, starting one interval from now); leave the other two null. "
+    "An `at` time must say which time zone it means: an RFC 3339 string with a UTC offset, or "
+    "a date, time and IANA time_zone. If the user gave a time without a zone and you do not "
+    "know theirs, ask before creating the reminder. The reminder is delivered only while this "
+    "conversation is live and you are idle; it never interrupts a turn. If several recurring "
+    "reminders were missed, only the latest occurrence of each is delivered. Returns the "
+    "stored reminder with its id and its target time in UTC (scheduledAt)."
+)
+_PROMPT: Final = (
+    "What to do when the reminder comes back, written as an instruction to yourself "
+    "(1 to {limit} characters; newlines and tabs allowed)."
+)
+_AFTER: Final = "Deliver once, this many seconds from now: a positive whole number. Null otherwise."
+_AT: Final = (
+    "Deliver once at this absolute time, which must be in the future: an RFC 3339 string with "
+    "a UTC offset, such as '2026-12-01T09:00:00+09:00' or '2026-12-01T00:00:00Z', or an object "
+    "{date, time, time_zone} giving a wall-clock time in an IANA zone, such as "
+    '{"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}. A time '
+    "that does not exist in the zone (skipped by a daylight-saving change) is rejected; a "
+    "repeated one means its first occurrence. Null otherwise."
+)
+_EVERY: Final = (
+    "Deliver repeatedly every this many seconds (a whole number, at least {minimum}), the first "
+    "time one interval from now. Null otherwise."
+)
+_LIST: Final = (
+    "List the reminders still active in this conversation, soonest first: their ids, rules, "
+    "prompts and target times in UTC, and whether each is still scheduled or overdue (due, "
+    "and waiting for you to be idle). Also returns the current time in UTC (now)."
+)
+_DELETE: Final = (
+    "Delete an active reminder of this conversation by its id (such as 'sch_3', as returned by "
+    "schedule_create or schedule_list). Returns deleted: false, and no error, when no active "
+    "reminder has that id — for example because a one-time reminder was already delivered."
+)
+_ID: Final = "The id of the reminder to delete, such as 'sch_3'."

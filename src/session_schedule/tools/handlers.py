@@ -1,0 +1,143 @@
+"""The one entry point a harness calls for the model's tool calls: :meth:`ScheduleTools.call`.
+
+It never raises for anything a model can cause. An unknown tool, arguments that are not a JSON
+object, wrong types, bad values: each comes back as ``{"ok": false, "error": {...}}`` with a
+stable code. Only a bug becomes ``internal_error`` — and is logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import final
+
+import msgspec
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import format_instant
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
+from session_schedule.tools.catalog import TOOL_NAMES, ToolDefinition, tool_definitions
+from session_schedule.tools.results import (
+    CreateResult,
+    DeleteResult,
+    ErrorDetail,
+    ErrorResult,
+    ListResult,
+    ToolResult,
+)
+
+logger = logging.getLogger(__name__)
+
+_INTERNAL_ERROR = (
+    "the schedule tool failed unexpectedly; tell the user that reminders may not be working "
+    "and do not retry this call now."
+)
+
+
+@final
+class ScheduleTools:
+    """The Schedule tools of one live Session, ready for a model's tool calls."""
+
+    def __init__(self, schedule: LiveSchedule) -> None:
+        self._schedule = schedule
+        self._definitions = tool_definitions(schedule.settings.limits)
+
+    @property
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        return self._definitions
+
+    def openai(self, *, shape: str = "chat") -> list[dict[str, object]]:
+        """The tools as OpenAI strict function tools (``shape``: ``chat`` or ``responses``)."""
+        return openai_tools(
+            self._definitions, shape="responses" if shape == "responses" else "chat"
+        )
+
+    def anthropic(self) -> list[dict[str, object]]:
+        return anthropic_tools(self._definitions)
+
+    def mcp(self) -> list[dict[str, object]]:
+        return mcp_tools(self._definitions)
+
+    async def call(self, name: str, arguments: object = None) -> dict[str, object]:
+        """Run tool ``name`` with ``arguments`` — a mapping, a JSON text (``str`` or ``bytes``),
+        or ``None`` for none — and return the JSON-ready result object."""
+        result = await self.call_typed(name, arguments)
+        return msgspec.to_builtins(result)  # type: ignore[no-any-return]
+
+    async def call_json(self, name: str, arguments: object = None) -> str:
+        """:meth:`call`, with the result as JSON text (for APIs that want text content)."""
+        return msgspec.json.encode(await self.call_typed(name, arguments)).decode()
+
+    async def call_typed(self, name: str, arguments: object = None) -> ToolResult:
+        """:meth:`call`, with the result as a typed value."""
+        try:
+            return await self._dispatch(name, _arguments(arguments))
+        except ScheduleError as error:
+            return _failure(error)
+        except Exception:
+            logger.exception("schedule tool %r failed", name)
+            return _failure(ScheduleError("internal_error", _INTERNAL_ERROR))
+
+    async def _dispatch(self, name: str, arguments: Mapping[str, object]) -> ToolResult:
+        if name == "schedule_create":
+            return CreateResult(ok=True, schedule=await self._schedule.create(arguments))
+        if name == "schedule_list":
+            if arguments:
+                raise ScheduleError(
+                    "invalid_selector",
+                    f"schedule_list takes no arguments, got {_keys(arguments)}; call it with {{}}.",
+                )
+            now, views = await self._schedule.active()
+            return ListResult(ok=True, now=format_instant(now), schedules=views)
+        if name == "schedule_delete":
+            schedule_id, deleted = await self._schedule.delete(arguments)
+            return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
+        raise ScheduleError(
+            "invalid_selector",
+            f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
+        )
+
+
+def _arguments(arguments: object) -> Mapping[str, object]:
+    """The arguments as a mapping; JSON text is decoded, empty text and ``None`` mean none."""
+    value = arguments
+    if isinstance(arguments, str | bytes | bytearray):
+        if not arguments.strip():
+            return {}
+        try:
+            value = msgspec.json.decode(arguments)
+        except msgspec.DecodeError:
+            raise ScheduleError(
+                "invalid_selector",
+                "the arguments are not valid JSON; send a JSON object such as "
+                '{"prompt": "...", "after_seconds": 600}.',
+            ) from None
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise ScheduleError(
+            "invalid_selector",
+            f"the arguments must be a JSON object, not {_kind(value)}.",
+        )
+    return value
+
+
+def _failure(error: ScheduleError) -> ErrorResult:
+    return ErrorResult(ok=False, error=ErrorDetail(code=error.code, message=error.message))
+
+
+def _keys(arguments: Mapping[str, object]) -> str:
+    return ", ".join(f"`{key}`" for key in sorted(arguments))
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"

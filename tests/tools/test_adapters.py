@@ -1,0 +1,123 @@
+"""Each adapter's output is checked against its format's rules."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import jsonschema
+import mcp.types
+import pytest
+
+from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
+from session_schedule.tools.catalog import ERROR_SCHEMA, tool_definitions
+from session_schedule.tools.schemas import Schema
+
+# Keywords OpenAI's strict mode accepts (its structured-outputs documentation).
+OPENAI_STRICT_KEYWORDS = {
+    "type", "properties", "required", "additionalProperties", "description", "enum", "anyOf",
+    "items", "pattern", "format", "minimum", "maximum", "minLength", "maxLength", "const",
+}  # fmt: skip
+
+
+def _walk_schemas(schema: Schema) -> list[Schema]:
+    found = [schema]
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            for child in value.values():
+                found.extend(_walk_schemas(cast("Schema", child)))
+        elif key == "anyOf" and isinstance(value, list):
+            for child in value:
+                found.extend(_walk_schemas(cast("Schema", child)))
+        elif key == "items" and isinstance(value, dict):
+            found.extend(_walk_schemas(cast("Schema", value)))
+    return found
+
+
+@pytest.mark.parametrize("shape", ["chat", "responses"])
+def test_openai_tools_follow_strict_mode_rules(shape: str) -> None:
+    tools = openai_tools(tool_definitions(), shape="chat" if shape == "chat" else "responses")
+    assert len(tools) == 3
+    for tool in tools:
+        assert tool["type"] == "function"
+        function = cast("dict[str, object]", tool["function"] if shape == "chat" else tool)
+        assert function["strict"] is True
+        assert isinstance(function["name"], str)
+        assert len(function["name"]) <= 64
+        parameters = cast("Schema", function["parameters"])
+        jsonschema.Draft202012Validator.check_schema(parameters)
+        assert parameters["type"] == "object"
+        assert not {"anyOf", "oneOf", "allOf"} & set(parameters)
+        for node in _walk_schemas(parameters):
+            assert set(node) <= OPENAI_STRICT_KEYWORDS, set(node) - OPENAI_STRICT_KEYWORDS
+            if node.get("type") == "object":
+                assert node["additionalProperties"] is False
+                assert node["required"] == list(cast("dict[str, object]", node["properties"]))
+
+
+def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
+    create = openai_tools(tool_definitions())[0]
+    parameters = cast("Schema", cast("dict[str, object]", create["function"])["parameters"])
+    validator = jsonschema.Draft202012Validator(parameters)
+    validator.validate({"prompt": "p", "after_seconds": None, "at": None, "every_seconds": 600})
+    validator.validate(
+        {
+            "prompt": "p",
+            "after_seconds": None,
+            "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"},
+            "every_seconds": None,
+        }
+    )
+    assert not validator.is_valid({"prompt": "p"})
+
+
+def test_anthropic_tools_have_object_input_schemas() -> None:
+    for tool in anthropic_tools(tool_definitions()):
+        assert set(tool) == {"name", "description", "input_schema"}
+        schema = cast("Schema", tool["input_schema"])
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object"
+
+
+def test_mcp_tools_validate_as_mcp_tool_definitions() -> None:
+    for tool in mcp_tools(tool_definitions()):
+        parsed = mcp.types.Tool.model_validate(tool)
+        assert parsed.input_schema["type"] == "object"
+        assert parsed.output_schema is not None
+        assert parsed.output_schema["type"] == "object"
+        jsonschema.Draft202012Validator.check_schema(parsed.input_schema)
+        jsonschema.Draft202012Validator.check_schema(parsed.output_schema)
+    jsonschema.Draft202012Validator.check_schema(ERROR_SCHEMA)
+
+
+def test_result_schemas_accept_real_results() -> None:
+    create = tool_definitions()[0]
+    jsonschema.validate(
+        {
+            "ok": True,
+            "schedule": {
+                "kind": "every",
+                "id": "sch_1",
+                "prompt": "p",
+                "everySeconds": 600,
+                "scheduledAt": "2026-02-28T23:59:59.999Z",
+                "state": "scheduled",
+                "deliveryMode": "session-local",
+            },
+        },
+        create.output_schema,
+    )
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {
+                "ok": True,
+                "schedule": {
+                    "kind": "at",
+                    "id": "sch_1",
+                    "prompt": "p",
+                    "scheduledAt": "2026-02-29T00:00:00.000Z",
+                    "state": "scheduled",
+                    "deliveryMode": "session-local",
+                },
+            },
+            create.output_schema,
+        )

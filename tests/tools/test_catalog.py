@@ -1,0 +1,60 @@
+"""The tool catalog is frozen by a snapshot: schemas and model-facing wording alike.
+
+Regenerate after a deliberate change with ``SESSION_SCHEDULE_UPDATE_SNAPSHOTS=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from session_schedule.core.rules import Limits
+from session_schedule.tools.catalog import ERROR_SCHEMA, tool_definitions
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
+
+
+def _render() -> bytes:
+    document = {"tools": list(tool_definitions()), "error": ERROR_SCHEMA}
+    return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"
+
+
+def test_catalog_matches_the_snapshot() -> None:
+    rendered = _render()
+    if os.environ.get("SESSION_SCHEDULE_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.write_bytes(rendered)
+    assert rendered == SNAPSHOT.read_bytes()
+
+
+def test_argument_schemas_are_flat_objects_without_combinators_or_references() -> None:
+    for tool in tool_definitions():
+        schema = tool.input_schema
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+        assert not {"oneOf", "anyOf", "allOf", "$ref", "$defs"} & set(schema)
+        assert "$ref" not in msgspec.json.encode(schema).decode()
+
+
+def test_descriptions_follow_the_configured_limits() -> None:
+    create = tool_definitions(Limits(max_prompt_chars=500))[0]
+    properties = create.input_schema["properties"]
+    assert isinstance(properties, dict)
+    assert "(1 to 500 characters; newlines and tabs allowed)" in properties["prompt"]["description"]
+
+
+def test_descriptions_tell_the_model_what_it_must_know() -> None:
+    create, listing, delete = tool_definitions()
+    for phrase in (
+        "same conversation",
+        "follow-up turn",
+        "at least 300 seconds",
+        "UTC offset",
+        "IANA time_zone",
+        "ask before creating",
+        "never interrupts a turn",
+    ):
+        assert phrase in create.description
+    assert "overdue" in listing.description
+    assert "deleted: false" in delete.description

@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from session_schedule.core.errors import ERROR_CODES
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+from session_schedule.tools.handlers import ScheduleTools
+from tests.core.strategies import json_values
+
+START = "2026-11-29T20:00:00.000Z"
+
+
+async def _tools() -> tuple[ScheduleTools, LiveSchedule, MemorySessionStore]:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+    await schedule.start()
+    return ScheduleTools(schedule), schedule, store
+
+
+@pytest.fixture
+async def tools() -> AsyncIterator[ScheduleTools]:
+    tools, schedule, _ = await _tools()
+    yield tools
+    await schedule.close()
+
+
+async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
+    created = await tools.call("schedule_create", '{"prompt": " stretch ", "after_seconds": 90}')
+    assert created == {
+        "ok": True,
+        "schedule": {
+            "kind": "after",
+            "id": "sch_1",
+            "prompt": "stretch",
+            "afterSeconds": 90,
+            "scheduledAt": "2026-11-29T20:01:30.000Z",
+            "state": "scheduled",
+            "deliveryMode": "session-local",
+        },
+    }
+    listed = await tools.call("schedule_list", None)
+    assert listed == {"ok": True, "now": START, "schedules": [created["schedule"]]}
+    assert await tools.call("schedule_delete", {"id": "sch_1"}) == {
+        "ok": True,
+        "id": "sch_1",
+        "deleted": True,
+    }
+    assert await tools.call("schedule_delete", {"id": "sch_1"}) == {
+        "ok": True,
+        "id": "sch_1",
+        "deleted": False,
+    }
+    assert await tools.call_json("schedule_list", "") == (
+        '{"ok":true,"now":"2026-11-29T20:00:00.000Z","schedules":[]}'
+    )
+
+
+def _error(code: str, message: str) -> dict[str, object]:
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("schedule_snooze", {}, _error("invalid_selector", "there is no tool 'schedule_snooze'; the schedule tools are schedule_create, schedule_list, schedule_delete.")),
+        ("schedule_create", "{prompt: 1}", _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", b"\xff", _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", "[1, 2]", _error("invalid_selector", "the arguments must be a JSON object, not an array.")),
+        ("schedule_create", 5, _error("invalid_selector", "the arguments must be a JSON object, not a number.")),
+        ("schedule_create", {1: "x"}, _error("invalid_selector", "the arguments must be a JSON object, not a dict.")),
+        ("schedule_list", {"all": True}, _error("invalid_selector", "schedule_list takes no arguments, got `all`; call it with {}.")),
+        ("schedule_delete", {"id": 3}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 3.")),
+        ("schedule_create", {"prompt": "p", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
+        ("schedule_create", {"prompt": "p", "at": "2026-11-29T19:00:00Z"}, _error("not_future", "`at` names 2026-11-29T19:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
+    ],
+)  # fmt: skip
+async def test_everything_a_model_can_cause_comes_back_as_an_error_result(
+    tools: ScheduleTools, name: str, arguments: object, expected: dict[str, object]
+) -> None:
+    assert await tools.call(name, arguments) == expected
+
+
+async def test_a_bug_becomes_internal_error_and_is_logged(
+    tools: ScheduleTools, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(self: LiveSchedule) -> object:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(LiveSchedule, "active", broken)
+    with caplog.at_level(logging.ERROR):
+        result = await tools.call("schedule_list")
+    assert result == _error(
+        "internal_error",
+        "the schedule tool failed unexpectedly; tell the user that reminders may not be working "
+        "and do not retry this call now.",
+    )
+    assert "schedule tool 'schedule_list' failed" in caplog.text
+    assert "KeyError: 'oops'" in caplog.text
+
+
+async def test_a_failed_barrier_is_persistence_uncertain() -> None:
+    tools, schedule, store = await _tools()
+    store.fail_next_barrier()
+    result = await tools.call("schedule_create", {"prompt": "p", "after_seconds": 60})
+    assert result["ok"] is False
+    error = result["error"]
+    assert isinstance(error, dict)
+    assert error["code"] == "persistence_uncertain"
+    assert (await tools.call("schedule_list"))["error"] == error | {"message": error["message"]}
+    await schedule.close()
+
+
+def test_adapters_use_the_configured_limits() -> None:
+    async def run() -> None:
+        tools, schedule, _ = await _tools()
+        assert [tool["name"] for tool in tools.anthropic()] == [
+            "schedule_create",
+            "schedule_list",
+            "schedule_delete",
+        ]
+        assert len(tools.openai(shape="responses")) == 3
+        assert len(tools.mcp()) == 3
+        assert tools.definitions[0].name == "schedule_create"
+        await schedule.close()
+
+    asyncio.run(run())
+
+
+tool_names = st.sampled_from(["schedule_create", "schedule_list", "schedule_delete", "x"])
+raw_arguments = st.one_of(
+    json_values,
+    json_values.map(lambda value: msgspec.json.encode(value).decode()),
+    st.text(max_size=40),
+    st.binary(max_size=40),
+    st.dictionaries(
+        st.sampled_from(["prompt", "after_seconds", "at", "every_seconds", "id"]),
+        json_values,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(calls=st.lists(st.tuples(tool_names, raw_arguments), min_size=1, max_size=6))
+def test_call_never_raises_and_never_reports_a_bug(calls: list[tuple[str, object]]) -> None:
+    async def run() -> None:
+        tools, schedule, _ = await _tools()
+        try:
+            for name, arguments in calls:
+                result = await tools.call(name, arguments)
+                assert isinstance(result["ok"], bool)
+                if result["ok"] is False:
+                    error = result["error"]
+                    assert isinstance(error, dict)
+                    assert error["code"] in ERROR_CODES
+                    assert error["code"] not in {"internal_error", "corrupt_schedule_log"}
+                    assert isinstance(error["message"], str)
+                msgspec.json.encode(result)
+        finally:
+            await schedule.close()
+
+    asyncio.run(run())
