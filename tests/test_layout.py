@@ -1,0 +1,34 @@
+"""Imports flow one way: cli → tools → runtime → session → core; nothing imports testing."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import session_schedule
+
+PACKAGE = Path(session_schedule.__file__).parent
+ORDER = ["core", "session", "runtime", "tools", "cli"]
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("layer", ORDER)
+def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    allowed = set(ORDER[: ORDER.index(layer) + 1])
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for name in _imports(path):
+            parts = name.split(".")
+            if parts[0] != "session_schedule" or len(parts) < 2:
+                continue
+            assert parts[1] in allowed, f"{path.relative_to(PACKAGE)} imports {name}"
