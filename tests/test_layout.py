@@ -10,7 +10,7 @@ import pytest
 import session_schedule
 
 PACKAGE = Path(session_schedule.__file__).parent
-ORDER = ["core", "session", "runtime", "tools", "cli"]
+ORDER = ["core", "session", "runtime", "tools", "harness", "cli"]
 
 
 def _imports(path: Path) -> set[str]:

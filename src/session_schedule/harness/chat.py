@@ -1,0 +1,46 @@
+"""A live chat: a Session, the reference agent, its Schedule and tools, started and stopped
+together. This is the whole integration — read it as the template for your own harness."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from session_schedule.harness.agent import ChatAgent, ChatEvent
+from session_schedule.harness.model import Model
+from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.port import SessionHandle
+from session_schedule.tools.handlers import ScheduleTools
+
+
+@dataclass(frozen=True, slots=True)
+class LiveChat:
+    session: SessionHandle
+    agent: ChatAgent
+    schedule: LiveSchedule
+    tools: ScheduleTools
+
+
+@asynccontextmanager
+async def live_chat(
+    session: SessionHandle,
+    *,
+    model: Model | None,
+    clock: Clock | None = None,
+    time_zone: str | None = None,
+    settings: Settings | None = None,
+    on_event: Callable[[ChatEvent], None] | None = None,
+) -> AsyncIterator[LiveChat]:
+    """Run the chat agent and its Schedule on ``session`` for the ``async with`` block.
+
+    The Session stays open afterwards; closing it is the caller's business.
+    """
+    clock = clock or SystemClock()
+    agent = ChatAgent(session, clock=clock, model=model, time_zone=time_zone, on_event=on_event)
+    schedule = LiveSchedule(session, agent, clock=clock, settings=settings)
+    tools = ScheduleTools(schedule)
+    agent.bind(tools)
+    async with agent, schedule:
+        yield LiveChat(session=session, agent=agent, schedule=schedule, tools=tools)

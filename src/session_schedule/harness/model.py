@@ -1,0 +1,85 @@
+"""The model behind the reference harness: a small port, and an OpenAI-compatible client."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, final
+
+import msgspec
+
+from session_schedule.session.message import ToolCall
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+ChatMessage = dict[str, object]
+"""One message in the OpenAI Chat Completions format."""
+
+
+@final
+class ModelReply(msgspec.Struct, frozen=True, kw_only=True):
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@final
+class ModelError(Exception):
+    """The endpoint failed (unreachable, refused, rate-limited, malformed reply).
+
+    The message is shown to the person as it is; the session is not affected.
+    """
+
+
+class Model(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        """The model's next turn for ``messages``, given ``tools``; raises ``ModelError``."""
+        ...
+
+
+@final
+class OpenAIChatModel:
+    """Any OpenAI-compatible Chat Completions endpoint, through the official ``openai`` SDK.
+
+    OpenAI itself, Ollama, vLLM, the llama.cpp server, LM Studio …: ``base_url`` picks the
+    endpoint, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as the SDK documents.
+    """
+
+    def __init__(self, client: AsyncOpenAI, model: str) -> None:
+        self._client = client
+        self._model = model
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        import openai  # noqa: PLC0415 - only a configured model needs the SDK
+
+        try:
+            completion = await self._client.chat.completions.create(
+                model=self._model,
+                messages=messages,  # type: ignore[arg-type]
+                tools=tools,  # type: ignore[arg-type]
+            )
+        except openai.APIError as error:
+            raise ModelError(f"the model endpoint failed: {_describe(error)}") from error
+        if not completion.choices:
+            raise ModelError("the model endpoint returned no choices")
+        message = completion.choices[0].message
+        calls = tuple(
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
+            for call in message.tool_calls or ()
+            if call.type == "function"
+        )
+        return ModelReply(content=message.content or "", tool_calls=calls)
+
+
+def _describe(error: Exception) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text if len(text) <= 300 else text[:299] + "…"

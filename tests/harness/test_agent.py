@@ -1,0 +1,220 @@
+"""The reference harness in virtual time, with a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.harness.agent import ChatEvent
+from session_schedule.harness.chat import LiveChat, live_chat
+from session_schedule.harness.model import ChatMessage, ModelError, ModelReply
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.message import ToolCall
+from session_schedule.testing.clock import FakeClock
+
+START = "2026-11-29T20:00:00.000Z"
+
+
+@dataclass
+class ScriptedModel:
+    replies: list[ModelReply | ModelError]
+    seen: list[list[ChatMessage]] = field(default_factory=list)
+    gate: asyncio.Event | None = None
+
+    @property
+    def name(self) -> str:
+        return "scripted"
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        assert [tool["function"]["name"] for tool in tools] == [  # type: ignore[index]
+            "schedule_create",
+            "schedule_list",
+            "schedule_delete",
+        ]
+        self.seen.append(messages)
+        if self.gate is not None:
+            await self.gate.wait()
+        reply = self.replies.pop(0)
+        if isinstance(reply, ModelError):
+            raise reply
+        return reply
+
+
+def create_call(arguments: str, call_id: str = "call_1") -> ModelReply:
+    return ModelReply(
+        content="", tool_calls=(ToolCall(id=call_id, name="schedule_create", arguments=arguments),)
+    )
+
+
+@dataclass
+class Chat:
+    clock: FakeClock
+    live: LiveChat
+    events: list[ChatEvent]
+
+    async def settle(self) -> None:
+        for _ in range(3):
+            await self.live.agent.wait_idle()
+            await self.live.schedule.settled()
+
+    async def run_for(self, seconds: float) -> None:
+        await self.settle()
+        self.clock.advance(seconds)
+        await self.settle()
+
+
+async def open_chat(model: ScriptedModel | None) -> AsyncIterator[Chat]:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    events: list[ChatEvent] = []
+    async with live_chat(session, model=model, clock=clock, on_event=events.append) as live:
+        yield Chat(clock, live, events)
+    await session.close()
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel(replies=[])
+
+
+@pytest.fixture
+async def chat(model: ScriptedModel) -> AsyncIterator[Chat]:
+    async for opened in open_chat(model):
+        yield opened
+
+
+async def test_a_reminder_set_by_the_model_comes_back_as_a_followup_turn(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    model.replies += [
+        create_call('{"prompt": "Tell the user to stretch.", "after_seconds": 90}'),
+        ModelReply(content="I'll remind you in 90 seconds."),
+        ModelReply(content="Time to stretch!"),
+    ]
+    chat.live.agent.submit("remind me in 90 s to stretch")
+    await chat.settle()
+    assert [(m.role, m.origin) for m in chat.live.agent.transcript] == [
+        ("user", "person"),
+        ("assistant", "model"),
+        ("tool", "tool"),
+        ("assistant", "model"),
+    ]
+    assert '"scheduledAt":"2026-11-29T20:01:30.000Z"' in chat.live.agent.transcript[2].content
+    await chat.run_for(90)
+    followup = chat.live.agent.transcript[4]
+    assert (followup.role, followup.origin) == ("user", "followup")
+    assert followup.content.startswith("[session-schedule] Reminder follow-up\n")
+    assert 'prompt: "Tell the user to stretch."' in followup.content
+    # The model read the follow-up exactly as framed, after the whole earlier transcript.
+    assert model.seen[2][-1] == {"role": "user", "content": followup.content}
+    assert model.seen[2][0]["role"] == "system"
+    assert chat.live.agent.transcript[5].content == "Time to stretch!"
+    dispatches = [
+        entry.payload
+        for entry in chat.live.session.entries
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+    ]
+    assert [d.id for d in dispatches] == ["sch_1"]
+
+
+async def test_each_turn_tells_the_model_the_time_and_the_time_context(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    model.replies += [ModelReply(content="ok")]
+    chat.live.agent.submit("at 9 tomorrow", zone="Asia/Tokyo")
+    await chat.settle()
+    system = model.seen[0][0]["content"]
+    assert isinstance(system, str)
+    assert "Current time: 2026-11-29T20:00:00.000Z (UTC)." in system
+    assert "the user's browser reports the time zone Asia/Tokyo" in system
+
+
+async def test_prompts_queued_during_a_turn_are_answered_together(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    model.replies += [ModelReply(content="one"), ModelReply(content="two")]
+    model.gate = asyncio.Event()
+    chat.live.agent.submit("first", zone="Asia/Tokyo")
+    await asyncio.sleep(0)
+    chat.live.agent.submit("second", zone="Asia/Tokyo")
+    chat.live.agent.submit("third", zone="Europe/Paris")
+    model.gate.set()
+    await chat.settle()
+    assert len(model.seen) == 2
+    second_turn = model.seen[1]
+    assert [m["content"] for m in second_turn[-2:]] == ["second", "third"]
+    assert "different time zones (Asia/Tokyo, Europe/Paris)" in str(second_turn[0]["content"])
+
+
+async def test_a_followup_waits_for_the_running_turn(chat: Chat, model: ScriptedModel) -> None:
+    model.replies += [
+        create_call('{"prompt": "ping", "after_seconds": 60}'),
+        ModelReply(content="set"),
+        ModelReply(content="long answer"),
+        ModelReply(content="pong"),
+    ]
+    chat.live.agent.submit("set a ping")
+    await chat.settle()
+    model.gate = asyncio.Event()
+    chat.live.agent.submit("a slow question")
+    await asyncio.sleep(0)
+    chat.clock.advance(120)
+    await chat.live.schedule.settled()
+    assert [m.origin for m in chat.live.agent.transcript].count("followup") == 0
+    model.gate.set()
+    await chat.settle()
+    transcript = chat.live.agent.transcript
+    assert [m.content for m in transcript[-4:-2]] == ["a slow question", "long answer"]
+    assert transcript[-2].origin == "followup"
+    assert transcript[-1].content == "pong"
+
+
+async def test_endpoint_errors_are_shown_and_the_session_survives(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    model.replies += [ModelError("the model endpoint failed: connection refused")]
+    model.replies += [ModelReply(content="back")]
+    chat.live.agent.submit("hello")
+    await chat.settle()
+    assert [e.text for e in chat.events if e.kind == "error"] == [
+        "the model endpoint failed: connection refused"
+    ]
+    chat.live.agent.submit("again")
+    await chat.settle()
+    assert [m.content for m in chat.live.agent.transcript] == ["hello", "again", "back"]
+
+
+async def test_malformed_tool_arguments_are_kept_and_answered_with_an_error(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    model.replies += [create_call("{not json"), ModelReply(content="sorry")]
+    chat.live.agent.submit("x")
+    await chat.settle()
+    call_turn, result_turn = chat.live.agent.transcript[1:3]
+    assert call_turn.tool_calls[0].arguments == '"{not json"'  # type: ignore[index]
+    assert '"code":"invalid_selector"' in result_turn.content
+
+
+async def test_offline_mode_records_prompts_and_the_persons_tool_calls() -> None:
+    async for chat in open_chat(None):
+        chat.live.agent.submit("just a note")
+        chat.live.agent.submit_tool("schedule_create", {"prompt": "stretch", "after_seconds": 30})
+        await chat.settle()
+        transcript = chat.live.agent.transcript
+        assert [(m.role, m.origin) for m in transcript] == [
+            ("user", "person"),
+            ("assistant", "model"),
+            ("tool", "tool"),
+        ]
+        assert transcript[1].tool_calls[0].arguments == (  # type: ignore[index]
+            '{"prompt":"stretch","after_seconds":30}'
+        )
+        await chat.run_for(30)
+        assert chat.live.agent.transcript[-1].origin == "followup"
