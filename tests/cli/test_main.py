@@ -8,10 +8,8 @@ import pytest
 from session_schedule.cli.main import main
 
 
-def test_walkthrough_is_the_default_and_shows_every_stage(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert main([]) == 0
+def test_walkthrough_shows_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["walkthrough"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Virtual time starts at 2026-11-29T20:00:00.000Z.\n")
     assert "   -> sch_1 scheduled at 2026-11-29T20:01:30.000Z\n" in out
@@ -24,8 +22,6 @@ def test_walkthrough_is_the_default_and_shows_every_stage(
         '"scheduledAt":"2026-11-30T02:00:00.000Z","state":"scheduled",'
         '"deliveryMode":"session-local"}\n'
     )
-    assert main(["walkthrough"]) == 0
-    assert capsys.readouterr().out == out
 
 
 def test_resolve_prints_targets_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
