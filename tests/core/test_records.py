@@ -12,6 +12,7 @@ from session_schedule.core.records import (
     EveryScheduleRecord,
     ScheduleRecord,
     make_view,
+    make_views,
     record_kind,
 )
 
@@ -92,3 +93,11 @@ def test_errors_carry_a_stable_code_and_message() -> None:
     assert str(error) == "not_future: choose a later time."
     assert repr(error) == "ScheduleError('not_future', 'choose a later time.')"
     assert len(ERROR_CODES) == 10
+
+
+def test_make_views_agrees_with_make_view() -> None:
+    for now in ("2026-11-29T20:01:30.000Z", "2026-11-29T20:01:29.999Z"):
+        instant = parse_instant(now)
+        assert make_views([AFTER, AT, EVERY], instant) == [
+            make_view(record, instant) for record in (AFTER, AT, EVERY)
+        ]

@@ -331,3 +331,42 @@ async def test_the_active_cap_applies(world: World) -> None:
     with pytest.raises(ScheduleError) as caught:
         await schedule.create({"prompt": "q", "after_seconds": 60})
     assert caught.value.code == "invalid_rule"
+
+
+@dataclass
+class NeverMaintainable:
+    """A misbehaving agent: reports idle, yet refuses every maintenance phase."""
+
+    attempts: int = 0
+
+    async def wait_idle(self) -> None:
+        return None
+
+    def begin_maintenance(self) -> bool:
+        self.attempts += 1
+        return False
+
+    def end_maintenance(self) -> None:
+        raise AssertionError("never entered")
+
+    def followup(self, message: str) -> None:
+        raise AssertionError("never in maintenance")
+
+
+async def test_an_agent_that_never_grants_maintenance_does_not_make_the_owner_spin(
+    world: World,
+) -> None:
+    agent = NeverMaintainable()
+    await world.schedule.close()
+    world.schedule = LiveSchedule(world.session, agent, clock=world.clock)
+    await world.schedule.start()
+    await world.schedule.create({"prompt": "p", "after_seconds": 1})
+    await world.run_for(1)
+    # Three quick tries, then one try per back-off: after 1 s, 2 s, 4 s …
+    assert agent.attempts == 3
+    await world.run_for(1)
+    assert agent.attempts == 4
+    await world.run_for(1.999)
+    assert agent.attempts == 4
+    await world.run_for(0.001)
+    assert agent.attempts == 5

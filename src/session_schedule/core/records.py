@@ -7,12 +7,18 @@ a record plus the delivery state derived from a given ``now``; it never enters t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Final, Literal, TypeAlias, assert_never, final
 
 import msgspec
 
 from session_schedule.core.ids import ID_PATTERN, ScheduleId
-from session_schedule.core.instants import CANONICAL_INSTANT_PATTERN, Instant, instant_of_canonical
+from session_schedule.core.instants import (
+    CANONICAL_INSTANT_PATTERN,
+    Instant,
+    format_instant,
+    instant_of_canonical,
+)
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 MIN_EVERY_SECONDS: Final = 300
@@ -117,7 +123,18 @@ ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView
 
 def make_view(record: ScheduleRecord, now: Instant) -> ScheduleView:
     """The tool view of ``record`` as seen at ``now``."""
-    state: ScheduleState = "scheduled" if record_target(record) > now else "overdue"
+    return _view(record, format_instant(now))
+
+
+def make_views(records: Iterable[ScheduleRecord], now: Instant) -> list[ScheduleView]:
+    """The views of ``records`` as seen at ``now``, in the same order."""
+    now_text = format_instant(now)
+    return [_view(record, now_text) for record in records]
+
+
+def _view(record: ScheduleRecord, now_text: str) -> ScheduleView:
+    # Canonical instants sort as text, so the state needs no conversion.
+    state: ScheduleState = "scheduled" if record.scheduled_at > now_text else "overdue"
     match record:
         case AfterScheduleRecord():
             return AfterScheduleView(

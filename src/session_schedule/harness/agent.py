@@ -5,7 +5,7 @@ one at a time from a queue; the transcript lives in the Session log as ``message
 model's tool calls go to :class:`~session_schedule.tools.ScheduleTools`; and the four methods of
 the Agent port are a few lines over the queue:
 
-- **idle** — no turn running and none queued;
+- **idle** — no turn running, none queued, no maintenance phase held;
 - **maintenance** — entered only when idle; while it is held, the worker starts no turn;
 - **followup(text)** — queue a follow-up turn (it starts when maintenance ends).
 
@@ -170,7 +170,7 @@ class ChatAgent:
         await self._idle.wait()
 
     def begin_maintenance(self) -> bool:
-        if not self._idle.is_set() or self._maintenance:
+        if not self._idle.is_set():
             return False
         self._maintenance = True
         self._refresh()
@@ -192,7 +192,7 @@ class ChatAgent:
         self._refresh()
 
     def _refresh(self) -> None:
-        busy = self._running or bool(self._queue)
+        busy = self._running or bool(self._queue) or self._maintenance
         if busy:
             self._idle.clear()
         else:

@@ -12,7 +12,8 @@ from typing import Protocol
 
 class Agent(Protocol):
     async def wait_idle(self) -> None:
-        """Return once the agent is fully idle: no turn running and none queued to start."""
+        """Return once the agent is fully idle: no turn running, none queued to start, and no
+        maintenance phase held (by anyone)."""
         ...
 
     def begin_maintenance(self) -> bool:

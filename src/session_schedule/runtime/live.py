@@ -53,7 +53,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant
-from session_schedule.core.records import ScheduleView, make_view
+from session_schedule.core.records import ScheduleView, make_view, make_views
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.runtime.agent import Agent
 from session_schedule.runtime.clock import Clock, SystemClock
@@ -65,6 +65,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Outcome = Literal["delivered", "nothing due", "agent busy", "agent refused"]
+_BUSY_BEFORE_BACKOFF = 3
+"""Consecutive "agent busy" outcomes after which the owner backs off instead of retrying."""
 
 
 @final
@@ -196,7 +198,7 @@ class LiveSchedule:
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
         await self._barrier()
         now = self._clock.now()
-        return now, [make_view(record, now) for record in self._state.ordered()]
+        return now, make_views(self._state.ordered(), now)
 
     async def _delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
         await self._barrier()
@@ -223,6 +225,7 @@ class LiveSchedule:
 
     async def _own(self) -> None:
         backoff = self._settings.retry_initial_seconds
+        busy_in_a_row = 0
         try:
             while True:
                 self._wake.clear()
@@ -233,13 +236,16 @@ class LiveSchedule:
                     continue
                 await self._parked_while(self._agent.wait_idle())
                 outcome = await self._queue.run(self._deliver_due)
-                if outcome == "agent refused":
+                busy_in_a_row = busy_in_a_row + 1 if outcome == "agent busy" else 0
+                if outcome == "delivered":
+                    backoff = self._settings.retry_initial_seconds
+                elif outcome == "agent refused" or busy_in_a_row >= _BUSY_BEFORE_BACKOFF:
+                    # A refusing agent, or one that reports idle yet keeps refusing maintenance:
+                    # either way, back off rather than spin.
                     await self._wait(backoff)
                     backoff = min(backoff * 2, self._settings.retry_max_seconds)
-                elif outcome == "delivered":
-                    backoff = self._settings.retry_initial_seconds
                 elif outcome == "agent busy":
-                    # A turn started between idle and the queue slot: give the loop a turn.
+                    # A turn started between idle and the queue slot: wait for idle again.
                     await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise

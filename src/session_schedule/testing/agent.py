@@ -66,6 +66,7 @@ class FakeAgent:
             return False
         self._maintenance = True
         self.maintenance_phases += 1
+        self._idle.clear()
         return True
 
     def end_maintenance(self) -> None:
