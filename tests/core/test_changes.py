@@ -159,6 +159,10 @@ def _corrupt(detail: str) -> str:
             _corrupt("object contains unknown field `afterSeconds` - at `$.schedule`"),
         ),
         (b"[]", _corrupt("expected `object`, got `array`")),
+        (
+            b'{"operation":"delete","version":1,"id":"sch_\xe1"}',
+            _corrupt("invalid UTF-8 in a string (unexpected end of data)"),
+        ),
         (b'{"operation":', _corrupt("malformed JSON (Input data was truncated)")),
     ],
 )

@@ -117,6 +117,8 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
         raise corrupt(where, _explain(str(error), lambda: msgspec.json.decode(data))) from None
     except msgspec.DecodeError as error:
         raise corrupt(where, f"malformed JSON ({error})") from None
+    except UnicodeDecodeError as error:
+        raise corrupt(where, f"invalid UTF-8 in a string ({error.reason})") from None
 
 
 def convert_change(value: object, *, where: str = "") -> ScheduleChange:

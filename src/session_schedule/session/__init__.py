@@ -1,0 +1,50 @@
+"""The Session event log: the port, plus memory, JSONL and SQLite backends (SPEC §4, §5, §8).
+
+General layout:
+
+- ``port``     — what every store and handle promises: ``SessionStore``, ``SessionHandle``, the
+                 ``SessionHeader``, ``LogEntry`` and ``SessionSnapshot`` values;
+- ``ids``      — session ids and their one accepted form;
+- ``errors``   — ``SessionError`` and its kinds, ``PersistenceUncertain`` among them;
+- ``message``  — the ``message`` entry type (transcript turns), registered in the persistence
+                 catalog beside the core's ``schedule/change``;
+- ``codec``    — the envelope and line format shared by the file and database backends;
+- ``barrier``  — group commit, the mechanism behind ``barrier()``;
+- ``worker``   — the dedicated thread each open file or database session runs its blocking
+                 calls on;
+- ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
+- ``memory``, ``jsonl``, ``sqlite`` — the backends.
+
+Imports flow one way: this package uses ``session_schedule.core`` and nothing above it.
+"""
+
+from session_schedule.session.errors import PersistenceUncertain as PersistenceUncertain
+from session_schedule.session.errors import SessionBusy as SessionBusy
+from session_schedule.session.errors import SessionClosed as SessionClosed
+from session_schedule.session.errors import SessionCorrupt as SessionCorrupt
+from session_schedule.session.errors import SessionError as SessionError
+from session_schedule.session.errors import SessionExists as SessionExists
+from session_schedule.session.errors import SessionNotFound as SessionNotFound
+from session_schedule.session.handle import LogHandle as LogHandle
+from session_schedule.session.ids import SessionId as SessionId
+from session_schedule.session.ids import parse_session_id as parse_session_id
+from session_schedule.session.jsonl import JsonlSessionHandle as JsonlSessionHandle
+from session_schedule.session.jsonl import JsonlSessionStore as JsonlSessionStore
+from session_schedule.session.memory import MemorySessionHandle as MemorySessionHandle
+from session_schedule.session.memory import MemorySessionStore as MemorySessionStore
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE as MESSAGE_ENTRY_TYPE
+from session_schedule.session.message import MessageEntry as MessageEntry
+from session_schedule.session.message import Origin as Origin
+from session_schedule.session.message import Role as Role
+from session_schedule.session.message import ToolCall as ToolCall
+from session_schedule.session.message import assistant_message as assistant_message
+from session_schedule.session.message import tool_message as tool_message
+from session_schedule.session.message import user_message as user_message
+from session_schedule.session.port import FORMAT_VERSION as FORMAT_VERSION
+from session_schedule.session.port import LogEntry as LogEntry
+from session_schedule.session.port import SessionHandle as SessionHandle
+from session_schedule.session.port import SessionHeader as SessionHeader
+from session_schedule.session.port import SessionSnapshot as SessionSnapshot
+from session_schedule.session.port import SessionStore as SessionStore
+from session_schedule.session.sqlite import SqliteSessionHandle as SqliteSessionHandle
+from session_schedule.session.sqlite import SqliteSessionStore as SqliteSessionStore

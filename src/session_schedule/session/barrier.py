@@ -1,0 +1,83 @@
+"""Group commit: the mechanism behind ``barrier()``.
+
+Rules:
+
+1. At most one flush is in flight per handle. A flush started when ``n`` entries had been
+   appended makes entries ``[durable, n)`` durable and, on success, sets ``durable = n``.
+2. A barrier that needs ``target`` entries durable waits while ``durable < target``: for the
+   flush in flight if there is one (which may cover it), otherwise it starts a flush covering
+   everything appended so far. So a hundred appends followed by one barrier cost one flush, and
+   barriers called together share one; a barrier called while a flush is in flight whose entries
+   that flush does not cover waits for it and then for the next one.
+3. A failed flush is final: ``failure`` records why, ``durable`` never moves again and no flush
+   is ever started again (a retried fsync proves nothing). The owning handle turns this into
+   ``PersistenceUncertain`` on every later operation.
+
+A cancelled barrier does not cancel the shared flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import final
+
+Flush = Callable[[int, int], Awaitable[None]]
+"""``flush(durable, target)``: make entries ``[durable, target)`` durable, or fail.
+
+It may return a future (no task is then created: one loop iteration less per barrier)."""
+
+
+@final
+class GroupCommit:
+    """Coalesces barriers of one handle into as few flushes as the rules above allow."""
+
+    def __init__(self, *, durable: int, appended: Callable[[], int], flush: Flush) -> None:
+        self.durable = durable
+        """Entries below this position are known durable."""
+        self.failure: str | None = None
+        """Why a flush failed; ``None`` while none has."""
+        self.flushes = 0
+        """How many flushes were started (for tests and benchmarks)."""
+        self._appended = appended
+        self._flush = flush
+        self._flight: asyncio.Future[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def cover(self, target: int) -> None:
+        """Return once entries below ``target`` are durable or a flush has failed."""
+        while self.durable < target and self.failure is None:
+            if self._flight is None:
+                self._launch()
+            # Each waiter has its own future, woken when the flush lands: a cancelled waiter
+            # cancels only its own, never the shared flush.
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    async def settle(self) -> None:
+        """Return once no flush is in flight (whatever its outcome)."""
+        while self._flight is not None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    def _launch(self) -> None:
+        self.flushes += 1
+        target = self._appended()
+        flight = asyncio.ensure_future(self._flush(self.durable, target))
+        self._flight = flight
+        flight.add_done_callback(lambda done: self._landed(done, target))
+
+    def _landed(self, flight: asyncio.Future[None], target: int) -> None:
+        self._flight = None
+        if flight.cancelled():
+            self.failure = "the flush was cancelled before it finished"
+        elif (error := flight.exception()) is not None:
+            self.failure = f"{type(error).__name__}: {error}"
+        else:
+            self.durable = target
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)

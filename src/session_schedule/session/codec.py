@@ -1,0 +1,190 @@
+"""The byte forms of a session, shared by the file and the database backends.
+
+Every stored record is an envelope ``{"type": T, "data": D}``: ``D`` is the canonical JSON of the
+payload (msgspec, fields in declaration order, no whitespace). In a JSONL file each envelope is
+one line ending in ``\\n``: line 1 is the header (``T`` = ``"header"``, ``D`` a
+:class:`~session_schedule.session.port.SessionHeader`), line ``n + 2`` is entry ``n``. The
+database stores ``T`` and ``D`` in columns and the header's ``D`` in its own table. Example::
+
+    {"type":"header","data":{"format":1,"id":"s_7k2m4q9x3v5b","createdAt":"2026-05-01T09:00:00.000Z","parentId":null,"seedLength":0}}
+    {"type":"message","data":{"role":"user","content":"remind me at 10","at":"2026-05-01T09:00:01.000Z","origin":"person"}}
+    {"type":"schedule/change","data":{"operation":"delete","version":1,"id":"sch_1"}}
+
+Payloads are decoded by the persistence catalog's decoder for their type. The promise of the
+decoding functions here: they return a value or raise ``ScheduleError("corrupt_schedule_log")``
+(a damaged ``schedule/change`` entry — including a broken line that starts the way every
+schedule entry line starts) or :class:`SessionCorrupt` (anything else, including an entry type
+nobody registered) — whatever the bytes.
+"""  # noqa: E501 - the example lines are verbatim
+
+from __future__ import annotations
+
+from typing import Final, final
+
+import msgspec
+
+from session_schedule.core.catalog import CATALOG
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, corrupt
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import parse_instant
+from session_schedule.session.errors import SessionCorrupt, Storage, session_corrupt
+from session_schedule.session.ids import parse_session_id
+from session_schedule.session.port import LogEntry, SessionHeader
+
+HEADER_TYPE: Final = "header"
+_SCHEDULE_PREFIX: Final = b'{"type":"schedule/change","data":'
+
+
+@final
+class Source(msgspec.Struct, frozen=True, kw_only=True):
+    """Where bytes being decoded come from, to locate problems in error messages."""
+
+    session_id: str
+    name: str
+    """The file or database name."""
+    storage: Storage
+    lines: bool
+    """Whether records are lines of ``name`` (the header on line 1, entry ``n`` on line n+2)."""
+
+    def locate(self, position: int | None) -> str:
+        """The record of entry ``position`` (``None``: the header) as a reader finds it."""
+        if not self.lines:
+            return self.name
+        return f"line {1 if position is None else position + 2} of {self.name}"
+
+    def where(self, position: int) -> str:
+        """Entry ``position`` as the catalog decoders name it in their messages."""
+        return f"at entry {position} of session {self.session_id} ({self.locate(position)})"
+
+    def corrupt(self, position: int | None, problem: str) -> SessionCorrupt:
+        """The error for ``problem`` in entry ``position`` (``None``: the header)."""
+        record = "its header" if position is None else f"entry {position}"
+        return session_corrupt(
+            self.session_id, f"at {record} ({self.locate(position)})", problem, self.storage
+        )
+
+
+class _Envelope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    type: str
+    data: msgspec.Raw
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+_ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
+_HEADER: Final = msgspec.json.Decoder(SessionHeader)
+
+
+def encode_payload(entry_type: str, payload: object) -> tuple[object, bytes]:
+    """The decoded value and canonical bytes of a payload about to be appended.
+
+    The payload is encoded, then decoded by its type's strict decoder, so the log never holds
+    bytes it could not read back. Raises ``ValueError`` (a developer error) for a type not in
+    the persistence catalog or a payload that does not encode or does not decode strictly.
+    """
+    decoder = CATALOG.decoder(entry_type)
+    if decoder is None:
+        raise ValueError(f"entry type {entry_type!r} is not registered in the persistence catalog")
+    try:
+        data = _ENCODER.encode(payload)
+        value = decoder(data, "being appended")
+    except (ScheduleError, ValueError, TypeError, msgspec.EncodeError) as error:
+        raise ValueError(f"a {entry_type} payload must decode strictly: {error}") from error
+    # A struct of the decoded type already encodes canonically (its fields have one order).
+    return value, data if type(value) is type(payload) else _ENCODER.encode(value)
+
+
+def encode_header(header: SessionHeader) -> bytes:
+    return _ENCODER.encode(header)
+
+
+def header_line(header: SessionHeader) -> bytes:
+    return b'{"type":"header","data":' + _ENCODER.encode(header) + b"}\n"
+
+
+def entry_line(entry_type: str, data: bytes) -> bytes:
+    """One JSONL line (with its ``\\n``) for an entry whose canonical payload bytes are ``data``."""
+    return b'{"type":' + _ENCODER.encode(entry_type) + b',"data":' + data + b"}\n"
+
+
+def decode_header(data: bytes, source: Source) -> SessionHeader:
+    """Strictly decode a header's ``data``; it must name ``source.session_id``."""
+    try:
+        header = _HEADER.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as error:
+        raise source.corrupt(None, _sentence(error)) from None
+    if parse_session_id(header.id) is None:
+        raise source.corrupt(None, f"{header.id!r} is not a session id - at `$.id`")
+    if header.id != source.session_id:
+        raise source.corrupt(None, f"the header names session {header.id}")
+    if header.parent_id is not None and (
+        parse_session_id(header.parent_id) is None or header.parent_id == header.id
+    ):
+        raise source.corrupt(None, f"{header.parent_id!r} is not a parent id - at `$.parentId`")
+    try:
+        parse_instant(header.created_at)
+    except ValueError as error:
+        raise source.corrupt(None, f"{error} - at `$.createdAt`") from None
+    return header
+
+
+def decode_header_line(line: bytes, source: Source) -> SessionHeader:
+    """The header from line 1 of a session file (without its ``\\n``)."""
+    envelope = _decode_envelope(line, None, source)
+    if envelope.type != HEADER_TYPE:
+        raise source.corrupt(None, f"expected the header, found a {envelope.type!r} record")
+    return decode_header(bytes(envelope.data), source)
+
+
+def decode_entry_line(line: bytes, position: int, source: Source) -> LogEntry:
+    """The entry at ``position`` from its line (without its ``\\n``)."""
+    envelope = _decode_envelope(line, position, source)
+    return decode_payload(envelope.type, bytes(envelope.data), position, source)
+
+
+def decode_payload(entry_type: str, data: bytes, position: int, source: Source) -> LogEntry:
+    """The entry at ``position`` from its type and payload bytes."""
+    decoder = CATALOG.decoder(entry_type)
+    if decoder is None:
+        raise source.corrupt(position, f"unknown entry type {entry_type!r}")
+    where = source.where(position)
+    try:
+        payload = decoder(data, where)
+    except ScheduleError:
+        raise
+    # A decoder may leak more than its documented error (msgspec raises UnicodeDecodeError for
+    # invalid UTF-8 inside strings): the promise above holds whatever the decoder does.
+    except Exception as error:
+        problem = _sentence(error)
+        if entry_type == CHANGE_EVENT_TYPE:
+            raise corrupt(where, problem) from error
+        raise source.corrupt(position, f"invalid {entry_type} payload: {problem}") from error
+    return LogEntry(position=position, type=entry_type, payload=payload)
+
+
+def check_seed_length(header: SessionHeader, count: int, source: Source) -> None:
+    """A fork's copied entries must all be there."""
+    if header.seed_length > count:
+        raise source.corrupt(
+            None, f"seedLength is {header.seed_length} but the session has {count} entries"
+        )
+
+
+def _decode_envelope(line: bytes, position: int | None, source: Source) -> _Envelope:
+    try:
+        return _ENVELOPE.decode(line)
+    except (msgspec.DecodeError, UnicodeDecodeError) as error:
+        if position is not None and line.startswith(_SCHEDULE_PREFIX):
+            # The line says what it is before it breaks: it is a damaged schedule entry.
+            raise corrupt(source.where(position), _sentence(error)) from None
+        raise source.corrupt(position, _sentence(error)) from None
+
+
+def _sentence(error: Exception) -> str:
+    text = str(error)
+    if isinstance(error, UnicodeDecodeError):
+        return f"invalid UTF-8 ({text})"
+    if isinstance(error, msgspec.ValidationError):
+        return text[:1].lower() + text[1:]
+    if isinstance(error, msgspec.DecodeError):
+        return f"malformed JSON ({text})"
+    return text

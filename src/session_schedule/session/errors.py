@@ -1,0 +1,122 @@
+"""Errors of the session layer, and the one place their messages are worded.
+
+Every error a store or handle raises on purpose is a :class:`SessionError`; each names the session
+it concerns (``session_id``) and carries one lower-case sentence that says what to do next
+(``message``). Damaged *schedule* entries are the exception: they surface as the core's
+``ScheduleError("corrupt_schedule_log", ...)``, unchanged, so the tools layer reports them with
+their stable code. Developer errors (an unregistered entry type, a payload that does not encode)
+are ``ValueError`` and are not caught by anyone.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, final
+
+from session_schedule.core.errors import ErrorCode, ScheduleError
+
+Storage = Literal["file", "database"]
+"""What a corruption message says was left untouched."""
+
+
+class SessionError(Exception):
+    """The root of the session layer's errors."""
+
+    session_id: str
+    """The session concerned (as given when the text was not a valid id; empty when the error
+    concerns the whole store)."""
+    message: str
+
+    def __init__(self, session_id: str, message: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.message = message
+
+
+@final
+class SessionNotFound(SessionError):  # noqa: N818 - names fixed by the design
+    """No session of that id exists in the store, or the text is not of the id form."""
+
+
+@final
+class SessionExists(SessionError):  # noqa: N818
+    """``create`` was asked for an id that is taken already."""
+
+
+@final
+class SessionBusy(SessionError):  # noqa: N818
+    """The session is owned by another live handle, in this process or another one."""
+
+
+@final
+class SessionCorrupt(SessionError):  # noqa: N818
+    """Stored bytes that are not a valid session (other than a torn last line, which is cut).
+
+    The message locates the problem and says the storage was left untouched.
+    """
+
+
+@final
+class SessionClosed(SessionError):  # noqa: N818
+    """The handle was closed (or lost in a simulated crash); open the session again."""
+
+
+@final
+class PersistenceUncertain(SessionError):  # noqa: N818
+    """A write or a barrier failed: whether the entries are durable is unknown.
+
+    The handle is poisoned: every later append, barrier and read on it raises this error again,
+    until the session is reopened from storage. ``code`` is the stable tool error code.
+    """
+
+    code: Final[ErrorCode] = "persistence_uncertain"
+
+    def as_schedule_error(self) -> ScheduleError:
+        """The same failure as the tools layer reports it."""
+        return ScheduleError(self.code, self.message)
+
+
+def not_a_session_id(text: str) -> SessionNotFound:
+    return SessionNotFound(
+        text,
+        f"{text!r} is not a session id: expected s_ followed by 12 lower-case letters or digits",
+    )
+
+
+def session_not_found(session_id: str, place: str) -> SessionNotFound:
+    return SessionNotFound(
+        session_id, f"session {session_id} does not exist in {place}; check the session id"
+    )
+
+
+def session_exists(session_id: str, place: str) -> SessionExists:
+    return SessionExists(
+        session_id, f"session {session_id} exists already in {place}; choose another id"
+    )
+
+
+def session_busy(session_id: str) -> SessionBusy:
+    return SessionBusy(
+        session_id,
+        f"session {session_id} is open in another process or handle; "
+        "close it there before opening it here",
+    )
+
+
+def session_corrupt(session_id: str, where: str, problem: str, storage: Storage) -> SessionCorrupt:
+    return SessionCorrupt(
+        session_id,
+        f"session {session_id} is corrupt {where}: {problem}; "
+        f"the {storage} was left untouched for inspection",
+    )
+
+
+def session_closed(session_id: str) -> SessionClosed:
+    return SessionClosed(session_id, f"session {session_id} is closed; open it again to use it")
+
+
+def persistence_uncertain(session_id: str, reason: str) -> PersistenceUncertain:
+    return PersistenceUncertain(
+        session_id,
+        f"session {session_id} cannot confirm that its entries are durable ({reason}); "
+        "reopen the session from storage",
+    )

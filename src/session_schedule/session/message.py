@@ -1,0 +1,143 @@
+"""The ``message`` entry: one turn of the conversation transcript, version 1.
+
+A message records who spoke (``role``), what was said (``content``), when (``at``, canonical UTC)
+and where the turn came from (``origin``): a ``user`` turn is typed by a ``person`` or queued by
+Schedule as a ``followup`` — the two must stay distinguishable in the transcript — an
+``assistant`` turn comes from the ``model`` and a ``tool`` turn from a ``tool``. An assistant turn
+may carry OpenAI-style ``toolCalls`` (their ``arguments`` are JSON text); a tool turn names the
+call it answers in ``toolCallId``. Absent optional fields are omitted on the wire.
+
+The decoder is strict: unknown or missing fields, a non-canonical instant, a role/origin pair
+other than those above, tool calls outside an assistant turn, a tool turn without its call id or
+arguments that are not JSON all make the entry corrupt (``ValueError`` naming the problem; the
+session codec locates it).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.catalog import CATALOG
+from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.records import InstantField
+
+MESSAGE_ENTRY_TYPE: Final = "message"
+MESSAGE_VERSION: Final = 1
+
+Role = Literal["user", "assistant", "tool"]
+Origin = Literal["person", "followup", "model", "tool"]
+UserOrigin = Literal["person", "followup"]
+
+NonEmpty: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+@final
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A function call requested by the model, OpenAI style."""
+
+    id: NonEmpty
+    name: NonEmpty
+    arguments: str
+    """The arguments as JSON text, exactly as the model produced them."""
+
+
+@final
+class MessageEntry(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """One transcript turn."""
+
+    role: Role
+    content: str
+    at: InstantField
+    origin: Origin
+    tool_calls: tuple[ToolCall, ...] | msgspec.UnsetType = msgspec.UNSET
+    """Calls requested by an assistant turn (absent otherwise)."""
+    tool_call_id: NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    """The call a tool turn answers (present exactly on tool turns)."""
+
+
+MESSAGE_ENTRY: Final = CATALOG.register(
+    MESSAGE_ENTRY_TYPE,
+    version=MESSAGE_VERSION,
+    declaration=MessageEntry,
+    decode=lambda data, _where: decode_message(data),
+)
+
+_ORIGINS: Final[dict[Role, frozenset[Origin]]] = {
+    "user": frozenset({"person", "followup"}),
+    "assistant": frozenset({"model"}),
+    "tool": frozenset({"tool"}),
+}
+_DECODER: Final = msgspec.json.Decoder(MessageEntry)
+
+
+def decode_message(data: bytes) -> MessageEntry:
+    """Strictly decode one ``message`` payload; raises ``ValueError`` saying what is wrong."""
+    try:
+        message = _DECODER.decode(data)
+    except msgspec.ValidationError as error:
+        raise ValueError(str(error)[:1].lower() + str(error)[1:]) from None
+    except msgspec.DecodeError as error:
+        raise ValueError(f"malformed JSON ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"invalid UTF-8 ({error})") from None
+    check_message(message)
+    return message
+
+
+def check_message(message: MessageEntry) -> None:
+    """The rules the struct types only describe; raises ``ValueError`` naming the first broken."""
+    try:
+        parse_instant(message.at)
+    except ValueError as error:
+        raise ValueError(f"{error} - at `$.at`") from None
+    if message.origin not in _ORIGINS[message.role]:
+        raise ValueError(f"a {message.role} turn cannot have origin {message.origin!r}")
+    if message.role != "assistant" and not isinstance(message.tool_calls, msgspec.UnsetType):
+        raise ValueError("only an assistant turn may carry `toolCalls`")
+    if (message.role == "tool") == isinstance(message.tool_call_id, msgspec.UnsetType):
+        raise ValueError("a tool turn, and only a tool turn, carries `toolCallId`")
+    if not isinstance(message.tool_calls, msgspec.UnsetType):
+        for index, call in enumerate(message.tool_calls):
+            try:
+                msgspec.json.decode(call.arguments)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                raise ValueError(
+                    f"tool call arguments are not JSON text - at `$.toolCalls[{index}].arguments`"
+                ) from None
+
+
+def user_message(content: str, *, at: Instant, origin: UserOrigin = "person") -> MessageEntry:
+    """A user turn; ``origin="followup"`` marks one queued by Schedule."""
+    return MessageEntry(role="user", content=content, at=format_instant(at), origin=origin)
+
+
+def assistant_message(
+    content: str, *, at: Instant, tool_calls: tuple[ToolCall, ...] = ()
+) -> MessageEntry:
+    """A model turn, with the tool calls it requested (if any)."""
+    if not tool_calls:
+        return MessageEntry(
+            role="assistant", content=content, at=format_instant(at), origin="model"
+        )
+    return MessageEntry(
+        role="assistant",
+        content=content,
+        at=format_instant(at),
+        origin="model",
+        tool_calls=tool_calls,
+    )
+
+
+def tool_message(content: str, *, at: Instant, tool_call_id: str) -> MessageEntry:
+    """The result of the tool call ``tool_call_id``."""
+    return MessageEntry(
+        role="tool",
+        content=content,
+        at=format_instant(at),
+        origin="tool",
+        tool_call_id=tool_call_id,
+    )

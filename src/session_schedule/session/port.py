@@ -1,0 +1,212 @@
+"""The port: what every Session store and handle promises, whatever the storage behind it.
+
+A Session is a header plus an ordered sequence of typed entries (SPEC §4). Positions are 0-based
+over the entries; the header is not an entry. A handle is the single live owner of a session:
+
+- ``append`` is immediate — the entry takes its position at once and ``entries`` shows it;
+- ``barrier()`` resolves once everything appended so far is durable (fsync'd or committed);
+- a failed write or barrier poisons the handle: every later append, barrier and read raises
+  :class:`~session_schedule.session.errors.PersistenceUncertain` until the session is reopened
+  from storage (a failed fsync is never retried and called durable);
+- a second live owner of the same session — from this process or another — is refused with
+  :class:`~session_schedule.session.errors.SessionBusy`.
+
+After a crash, reopening shows every entry a barrier acknowledged, in order, followed by at most
+some of the entries appended after the last acknowledged barrier (a prefix of them, never a gap).
+A fork copies a prefix of its parent's durable entries and records its length as ``seedLength``;
+the Schedule fold of a fork reads only the entries from ``seedLength`` on.
+
+The same behaviour is pinned down by the contract suite in
+``session_schedule.testing.session_contract``, which every backend runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Annotated, Final, Literal, NamedTuple, Protocol, Self, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.instants import Instant, format_instant
+from session_schedule.core.records import InstantField
+from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
+
+FORMAT_VERSION: Final = 1
+
+SessionIdField: TypeAlias = Annotated[
+    SessionId, msgspec.Meta(extra_json_schema={"pattern": SESSION_ID_PATTERN})
+]
+
+
+@final
+class SessionHeader(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """What a session says about itself; written once, when the session is created."""
+
+    format: Literal[1]
+    """The storage format version."""
+    id: SessionIdField
+    created_at: InstantField
+    """The ``now`` given to ``create`` or ``fork``, canonical UTC."""
+    parent_id: SessionIdField | None
+    """The session this one was forked from, or ``None``."""
+    seed_length: Annotated[int, msgspec.Meta(ge=0)]
+    """How many leading entries were copied from the parent (0 for a fresh session)."""
+
+
+@final
+class LogEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of a session: its position, its catalog type and its decoded payload."""
+
+    position: int
+    type: str
+    payload: object
+    """The value the catalog decoder of ``type`` produced (a frozen struct)."""
+
+
+@final
+class SessionSnapshot(NamedTuple):
+    """A read-only copy of a session's durable content (``header, entries = snapshot``)."""
+
+    header: SessionHeader
+    entries: tuple[LogEntry, ...]
+
+
+class SessionHandle(Protocol):
+    """The live, single owner of one session, used from one event loop."""
+
+    @property
+    def id(self) -> SessionId: ...
+
+    @property
+    def header(self) -> SessionHeader: ...
+
+    @property
+    def entries(self) -> Sequence[LogEntry]:
+        """Every entry, including those appended but not yet covered by a barrier.
+
+        A live view: it shows later appends. Raises ``PersistenceUncertain`` when the handle is
+        poisoned (also on every later use of the view) and ``SessionClosed`` once closed.
+        """
+        ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def poisoned(self) -> bool: ...
+
+    def append(self, type: str, payload: object) -> int:  # noqa: A002 - the wire name
+        """Append one entry now and return its position.
+
+        ``type`` must be registered in the persistence catalog and ``payload`` must encode to
+        bytes that type's strict decoder accepts, otherwise ``ValueError`` (a developer error;
+        the handle stays usable). Raises ``PersistenceUncertain`` when the write fails (the
+        handle is then poisoned) or the handle is poisoned already, ``SessionClosed`` once
+        closed.
+        """
+        ...
+
+    async def barrier(self) -> None:
+        """Resolve once every entry appended so far is durable.
+
+        Concurrent barriers share one flush. Raises ``PersistenceUncertain`` when the flush fails
+        (poisoning the handle) or the handle is poisoned already; ``SessionClosed`` once closed.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the session (and its ownership). Idempotent; works on a poisoned handle.
+
+        Closing is not a barrier: entries appended since the last barrier may or may not
+        survive. A flush already in progress completes first.
+        """
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+class SessionStore(Protocol):
+    """Where sessions live. Every method runs its blocking work off the event loop."""
+
+    async def create(self, *, now: Instant, session_id: SessionId | None = None) -> SessionHandle:
+        """Create an empty session (header durable on return) and own it.
+
+        Raises ``SessionExists`` when ``session_id`` is taken, ``ValueError`` when it is not of
+        the id form.
+        """
+        ...
+
+    async def open(self, session_id: str) -> SessionHandle:
+        """Own an existing session, with every stored entry.
+
+        Raises ``SessionNotFound`` (also for text that is not of the id form), ``SessionBusy``
+        when it is owned elsewhere, ``SessionCorrupt`` or ``ScheduleError("corrupt_schedule_log")``
+        for damaged content — which is then left untouched. A torn last line (a crash in the
+        middle of an append) is the one thing cut.
+        """
+        ...
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        at: int | None = None,
+        now: Instant,
+        session_id: SessionId | None = None,
+    ) -> SessionHandle:
+        """Create and own a session seeded with the parent's first ``at`` durable entries.
+
+        ``at=None`` copies every durable entry. The parent may be owned elsewhere; its content is
+        not modified (the file store fsyncs it first, so whatever it copies is durable). Raises
+        ``ValueError`` when ``at`` is negative or beyond the parent's durable entries, and the
+        errors of ``open`` for the parent.
+        """
+        ...
+
+    async def read(self, session_id: str) -> SessionSnapshot:
+        """What storage holds of a session, without owning or modifying it.
+
+        That is every entry a barrier confirmed, possibly followed by some entries appended
+        since (a prefix of them: the file store shows what its owner has written, the database
+        and memory stores only what was committed). A torn last line is ignored, not cut.
+        Raises like ``open``, except ``SessionBusy``.
+        """
+        ...
+
+    async def list(self) -> tuple[SessionHeader, ...]:
+        """The headers of every stored session, by creation instant, then id."""
+        ...
+
+
+def make_header(
+    session_id: SessionId, *, now: Instant, parent_id: SessionId | None, seed_length: int
+) -> SessionHeader:
+    """The header of a session created at ``now`` (``ValueError`` when ``now`` is out of range)."""
+    return SessionHeader(
+        format=FORMAT_VERSION,
+        id=session_id,
+        created_at=format_instant(now),
+        parent_id=parent_id,
+        seed_length=seed_length,
+    )
+
+
+def seed_length(at: int | None, available: int, parent_id: str) -> int:
+    """How many entries a fork at ``at`` copies; ``ValueError`` when ``at`` is out of range."""
+    if at is None:
+        return available
+    if not 0 <= at <= available:
+        raise ValueError(
+            f"cannot fork session {parent_id} at entry {at}: it has {available} durable entries"
+        )
+    return at

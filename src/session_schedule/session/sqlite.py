@@ -1,0 +1,504 @@
+"""The SQLite store: many sessions in one database file.
+
+Schema (``PRAGMA user_version = 1``)::
+
+    sessions(id TEXT PRIMARY KEY, header TEXT NOT NULL)  -- the header's canonical JSON
+    entries(session_id TEXT, position INTEGER, type TEXT, data TEXT,  -- data: canonical JSON
+            PRIMARY KEY (session_id, position))
+
+The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
+
+- **A dedicated thread per open session.** Its connection lives on the session's own thread; the
+  event loop never waits on SQLite.
+- **Append is immediate, the barrier is the commit.** ``append`` assigns the position and queues
+  the row in memory; the barrier runs one short transaction on the session's thread —
+  ``BEGIN IMMEDIATE``, every queued row, ``COMMIT`` — so one commit covers every append since the
+  last barrier (group commit), and a session that appends without a barrier never holds the
+  database's write lock.
+- **Ownership is an ``flock``** on a sidecar file ``<database>.locks/<session id>.lock``. Chosen
+  over an owner-lease row because the kernel drops the lock when its owner dies — a SIGKILLed
+  process leaves nothing stale to detect, no pid to trust across pid reuse or containers — and a
+  second handle in the same process is refused like another process. The primary key is the
+  backstop: should two writers ever reach one session, the second commit fails on the taken
+  position (and poisons that handle); positions can never interleave.
+- **Reads see commits only**: ``read``, ``list`` and ``fork`` use their own connection and see
+  exactly what barriers made durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Final, NamedTuple, TypeAlias, final
+
+from session_schedule.core.instants import Instant
+from session_schedule.session.codec import (
+    Source,
+    check_seed_length,
+    decode_header,
+    decode_payload,
+    encode_header,
+)
+from session_schedule.session.errors import (
+    SessionError,
+    session_busy,
+    session_exists,
+    session_not_found,
+)
+from session_schedule.session.handle import LogHandle
+from session_schedule.session.ids import (
+    SessionId,
+    chosen_session_id,
+    new_session_id,
+    require_session_id,
+)
+from session_schedule.session.port import (
+    LogEntry,
+    SessionHeader,
+    SessionSnapshot,
+    make_header,
+    seed_length,
+)
+from session_schedule.session.worker import Worker
+
+SCHEMA_VERSION: Final = 1
+BUSY_TIMEOUT_SECONDS: Final = 10.0
+"""How long a barrier waits for another connection's write transaction before it fails."""
+
+_SCHEMA: Final = (
+    "CREATE TABLE sessions (id TEXT PRIMARY KEY, header TEXT NOT NULL)",
+    (
+        "CREATE TABLE entries ("
+        " session_id TEXT NOT NULL REFERENCES sessions (id),"
+        " position INTEGER NOT NULL CHECK (position >= 0),"
+        " type TEXT NOT NULL,"
+        " data TEXT NOT NULL,"
+        " PRIMARY KEY (session_id, position)"
+        ") WITHOUT ROWID"
+    ),
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+_INSERT: Final = "INSERT INTO entries (session_id, position, type, data) VALUES (?, ?, ?, ?)"
+
+Row: TypeAlias = tuple[str, int, str, str]
+"""An entry row as inserted: session id, position, type, canonical JSON payload."""
+
+
+@final
+class SqliteSessionHandle(LogHandle):
+    """The owner of one session in a database: its connection, thread and lock."""
+
+    def __init__(
+        self,
+        *,
+        header: SessionHeader,
+        entries: list[LogEntry],
+        connection: sqlite3.Connection,
+        lock_fd: int,
+        worker: Worker,
+    ) -> None:
+        super().__init__(header=header, entries=entries)
+        self._connection = connection
+        self._lock_fd = lock_fd
+        self._worker = worker
+        self._pending: list[Row] = []
+        """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
+        self._pending_base = len(entries)
+
+    def _write(self, position: int, entry_type: str, data: bytes) -> None:
+        self._pending.append((self.id, position, entry_type, data.decode()))
+
+    def _flush(self, durable: int, target: int) -> Awaitable[None]:
+        # Flushes never overlap and ``durable`` only moves on success: rows below it are in.
+        del self._pending[: durable - self._pending_base]
+        self._pending_base = durable
+        rows = self._pending[: target - durable]
+        connection = self._connection
+        return self._worker.submit(lambda: _insert(connection, rows))
+
+    async def _release(self) -> None:
+        connection, lock_fd = self._connection, self._lock_fd
+        await self._worker.stop(lambda: _close(connection, lock_fd))
+
+
+class _Opened(NamedTuple):
+    connection: sqlite3.Connection
+    lock_fd: int
+    header: SessionHeader
+    entries: list[LogEntry]
+
+
+class _Loaded(NamedTuple):
+    header: SessionHeader
+    entries: list[LogEntry]
+    rows: list[tuple[str, bytes]]
+    """Each entry's type and payload bytes, as stored."""
+
+
+@final
+class _Database(NamedTuple):
+    """A database file and the directory of its ownership locks."""
+
+    path: Path
+    locks: Path
+
+    @property
+    def place(self) -> str:
+        return str(self.path)
+
+    def source(self, session_id: str) -> Source:
+        return Source(session_id=session_id, name=self.path.name, storage="database", lines=False)
+
+
+@final
+class SqliteSessionStore:
+    """Sessions in the SQLite database ``path`` (created ``0600`` when missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = _Database(path, path.with_name(f"{path.name}.locks"))
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    @property
+    def locks_dir(self) -> Path:
+        """Where the ownership lock files live."""
+        return self._db.locks
+
+    async def create(
+        self, *, now: Instant, session_id: SessionId | None = None
+    ) -> SqliteSessionHandle:
+        chosen = chosen_session_id(session_id)
+        db = self._db
+
+        def job() -> _Opened:
+            connection = _connect(db.path, create=True)
+            return _guarded(
+                connection,
+                lambda: _create(
+                    db,
+                    connection,
+                    chosen,
+                    lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0),
+                    [],
+                    [],
+                ),
+            )
+
+        return await _own(job)
+
+    async def open(self, session_id: str) -> SqliteSessionHandle:
+        checked = require_session_id(session_id)
+        db = self._db
+
+        def job() -> _Opened:
+            connection = _connect_existing(db, checked)
+            return _guarded(connection, lambda: _open(db, connection, checked))
+
+        return await _own(job)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        at: int | None = None,
+        now: Instant,
+        session_id: SessionId | None = None,
+    ) -> SqliteSessionHandle:
+        chosen = chosen_session_id(session_id)
+        parent = require_session_id(parent_id)
+        db = self._db
+
+        def create(connection: sqlite3.Connection) -> _Opened:
+            loaded = _load(db, connection, parent)
+            count = seed_length(at, len(loaded.entries), parent)
+            return _create(
+                db,
+                connection,
+                chosen,
+                lambda new_id: make_header(new_id, now=now, parent_id=parent, seed_length=count),
+                loaded.rows[:count],
+                loaded.entries[:count],
+            )
+
+        def job() -> _Opened:
+            connection = _connect_existing(db, parent)
+            return _guarded(connection, lambda: create(connection))
+
+        return await _own(job)
+
+    async def read(self, session_id: str) -> SessionSnapshot:
+        checked = require_session_id(session_id)
+        db = self._db
+
+        def job() -> SessionSnapshot:
+            connection = _connect_existing(db, checked)
+            try:
+                loaded = _load(db, connection, checked)
+            finally:
+                connection.close()
+            return SessionSnapshot(loaded.header, tuple(loaded.entries))
+
+        return await asyncio.to_thread(job)
+
+    async def list(self) -> tuple[SessionHeader, ...]:
+        return await asyncio.to_thread(_list, self._db)
+
+
+async def _own(job: Callable[[], _Opened]) -> SqliteSessionHandle:
+    worker = Worker("session-sqlite")
+    opened = await worker.start(job, undo=lambda opened: _close(opened.connection, opened.lock_fd))
+    return SqliteSessionHandle(
+        header=opened.header,
+        entries=opened.entries,
+        connection=opened.connection,
+        lock_fd=opened.lock_fd,
+        worker=worker,
+    )
+
+
+# Blocking work, run on a worker thread.
+
+
+def _guarded(connection: sqlite3.Connection, call: Callable[[], _Opened]) -> _Opened:
+    """``call()``, closing ``connection`` if it fails."""
+    try:
+        return call()
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _connect_existing(db: _Database, session_id: SessionId) -> sqlite3.Connection:
+    try:
+        return _connect(db.path, create=False)
+    except FileNotFoundError:
+        raise session_not_found(session_id, db.place) from None
+
+
+def _open(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Opened:
+    if not _exists(connection, session_id):
+        raise session_not_found(session_id, db.place)
+    lock_fd = _lock(db.locks, session_id)
+    try:
+        loaded = _load(db, connection, session_id)
+    except BaseException:
+        os.close(lock_fd)
+        raise
+    return _Opened(connection, lock_fd, loaded.header, loaded.entries)
+
+
+def _create(
+    db: _Database,
+    connection: sqlite3.Connection,
+    chosen: SessionId | None,
+    header_for: Callable[[SessionId], SessionHeader],
+    seed: list[tuple[str, bytes]],
+    entries: list[LogEntry],
+) -> _Opened:
+    while True:
+        session_id = chosen or new_session_id()
+        if _exists(connection, session_id):
+            if chosen is not None:
+                raise session_exists(session_id, db.place)
+            continue
+        header = header_for(session_id)
+        lock_fd = _lock(db.locks, session_id)
+        try:
+            rows: list[Row] = [
+                (session_id, position, entry_type, data.decode())
+                for position, (entry_type, data) in enumerate(seed)
+            ]
+            created = _insert_session(connection, header, rows)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        if created:
+            return _Opened(connection, lock_fd, header, list(entries))
+        os.close(lock_fd)
+        if chosen is not None:
+            raise session_exists(session_id, db.place)
+
+
+def _list(db: _Database) -> tuple[SessionHeader, ...]:
+    try:
+        connection = _connect(db.path, create=False)
+    except FileNotFoundError:
+        return ()
+    try:
+        rows = connection.execute("SELECT id, header FROM sessions").fetchall()
+    finally:
+        connection.close()
+    headers = [
+        decode_header(_stored_bytes(header), db.source(_stored_text(session_id)))
+        for session_id, header in rows
+    ]
+    return tuple(sorted(headers, key=lambda header: (header.created_at, header.id)))
+
+
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """A connection in WAL mode with ``synchronous=FULL`` and the schema in place.
+
+    Raises ``FileNotFoundError`` when the database (or, unless ``create``, its schema) is
+    missing, and ``SessionError`` for a database of another schema version.
+    """
+    if not path.exists():
+        if not create:
+            raise FileNotFoundError(path)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # SQLite gives its -wal and -shm files the database file's mode.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    connection = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=True
+    )
+    try:
+        connection.text_factory = bytes
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = FULL")
+        _prepare_schema(connection, path, create=create)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _prepare_schema(connection: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version != 0:
+        raise SessionError(
+            "",
+            f"database {path} has schema version {version}, "
+            f"but this program reads version {SCHEMA_VERSION}; upgrade the program",
+        )
+    if not create:
+        raise FileNotFoundError(path)
+    _create_schema(connection)
+
+
+def _create_schema(connection: sqlite3.Connection) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have created it since we looked.
+        if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
+            for statement in _SCHEMA:
+                connection.execute(statement)
+        connection.execute("COMMIT")
+    except BaseException:
+        _rollback(connection)
+        raise
+
+
+def _exists(connection: sqlite3.Connection, session_id: SessionId) -> bool:
+    found = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return found is not None
+
+
+def _lock(locks_dir: Path, session_id: SessionId) -> int:
+    locks_dir.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(locks_dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise session_busy(session_id) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _load(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Loaded:
+    """The committed header and entries of a session, read in one transaction."""
+    source = db.source(session_id)
+    connection.execute("BEGIN")
+    try:
+        found = connection.execute(
+            "SELECT header FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        rows = connection.execute(
+            "SELECT position, type, data FROM entries WHERE session_id = ? ORDER BY position",
+            (session_id,),
+        ).fetchall()
+    finally:
+        _rollback(connection)
+    if found is None:
+        raise session_not_found(session_id, db.place)
+    header = decode_header(_stored_bytes(found[0]), source)
+    entries: list[LogEntry] = []
+    raw: list[tuple[str, bytes]] = []
+    for position, stored_type, stored_data in rows:
+        expected = len(entries)
+        if position != expected:
+            raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
+        try:
+            entry_type = _stored_bytes(stored_type).decode()
+        except UnicodeDecodeError as error:
+            raise source.corrupt(position, f"the entry type is not UTF-8 text ({error})") from None
+        data = _stored_bytes(stored_data)
+        entries.append(decode_payload(entry_type, data, position, source))
+        raw.append((entry_type, data))
+    check_seed_length(header, len(entries), source)
+    return _Loaded(header, entries, raw)
+
+
+def _stored_bytes(value: object) -> bytes:
+    # text_factory=bytes: TEXT comes back as bytes; anything else was never written by us, and
+    # its repr() fails to decode like any other damage.
+    if isinstance(value, bytes):
+        return value
+    return repr(value).encode()
+
+
+def _stored_text(value: object) -> str:
+    return _stored_bytes(value).decode(errors="replace")
+
+
+def _insert_session(connection: sqlite3.Connection, header: SessionHeader, rows: list[Row]) -> bool:
+    """Insert a session and its seed rows in one transaction; ``False`` if the id is taken."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.execute(
+            "INSERT INTO sessions (id, header) VALUES (?, ?)",
+            (header.id, encode_header(header).decode()),
+        )
+        connection.executemany(_INSERT, rows)
+        connection.execute("COMMIT")
+    except sqlite3.IntegrityError:
+        _rollback(connection)
+        return False
+    except BaseException:
+        _rollback(connection)
+        raise
+    return True
+
+
+def _insert(connection: sqlite3.Connection, rows: list[Row]) -> None:
+    """Commit ``rows`` in one transaction (a barrier)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(_INSERT, rows)
+        connection.execute("COMMIT")
+    except BaseException:
+        _rollback(connection)
+        raise
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:
+        with suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+
+
+def _close(connection: sqlite3.Connection, lock_fd: int) -> None:
+    try:
+        connection.close()
+    finally:
+        os.close(lock_fd)

@@ -1,0 +1,598 @@
+# ruff: noqa: S101 - a pytest suite shipped in the package: assert is how pytest reports
+"""The contract every Session store must honour, as a reusable pytest suite.
+
+Subclass :class:`SessionStoreContract` in a test module, name the subclass ``Test…`` and implement
+its three hooks; pytest then runs every contract test against your store::
+
+    class TestMyStore(SessionStoreContract):
+        def make_store(self, root: Path) -> SessionStore:
+            return MyStore(root / "sessions")
+
+        def break_next_barrier(self, store, handle, monkeypatch) -> None:
+            ...  # make the next flush of `handle` fail the way your storage fails
+
+        def break_next_write(self, store, handle, monkeypatch) -> None:
+            ...  # make the next append of `handle` fail (or its next flush)
+
+``make_store`` called twice with the same ``root`` must return stores over the same storage: the
+second plays another process. The tests use fixed instants, never the clock, and run each
+coroutine with ``asyncio.run`` (no pytest plugin needed).
+
+What the suite pins down: append order and immediacy; header and fork semantics; what a barrier
+guarantees (everything appended before it survives a close and is seen by another reader) and
+what nothing guarantees before one (after a close without a barrier, a prefix of the unbarriered
+entries — possibly none — survives); poisoned handles; ownership refusal; reopening after close;
+many sessions side by side.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Final, ParamSpec
+
+import msgspec
+import pytest
+
+from session_schedule.core.changes import create_change, delete_change, dispatch_change
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.ids import make_schedule_id
+from session_schedule.core.instants import Instant, parse_instant
+from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord
+from session_schedule.session import (
+    LogEntry,
+    MessageEntry,
+    PersistenceUncertain,
+    SessionBusy,
+    SessionClosed,
+    SessionExists,
+    SessionHandle,
+    SessionId,
+    SessionNotFound,
+    SessionStore,
+    ToolCall,
+    assistant_message,
+    parse_session_id,
+    tool_message,
+    user_message,
+)
+
+P = ParamSpec("P")
+
+NOW: Final = parse_instant("2026-05-01T09:00:00.000Z")
+LATER: Final = parse_instant("2026-05-01T10:30:00.000Z")
+MALFORMED_IDS: Final = ("", "s_", "../s_aaaaaaaaaaaa", "s_aaaaaaaaaaaa\n", "s_AAAAAAAAAAAA", "x")
+
+
+def contract_test(
+    test: Callable[P, Coroutine[object, object, None]],
+) -> Callable[P, None]:
+    """Run an ``async`` test method to completion in a fresh event loop."""
+
+    @functools.wraps(test)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+def turn(number: int) -> MessageEntry:
+    """A distinct, valid ``message`` payload."""
+    return user_message(f"turn {number}", at=Instant(NOW + number))
+
+
+def schedule_create(number: int) -> object:
+    """A distinct, valid ``schedule/change`` create payload."""
+    record = AtScheduleRecord(
+        id=make_schedule_id(number),
+        prompt=f"reminder {number}",
+        scheduled_at="2030-01-01T00:00:00.000Z",
+    )
+    return create_change(record)
+
+
+def payloads(entries: Sequence[LogEntry]) -> list[tuple[str, object]]:
+    return [(entry.type, entry.payload) for entry in entries]
+
+
+class SessionStoreContract(abc.ABC):
+    """The contract tests; subclass and implement the hooks (see the module docstring)."""
+
+    @abc.abstractmethod
+    def make_store(self, root: Path) -> SessionStore:
+        """A store over the storage under ``root`` (same root, same sessions)."""
+
+    @abc.abstractmethod
+    def break_next_barrier(
+        self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Make the next flush of ``handle`` fail; storage must work normally afterwards."""
+
+    @abc.abstractmethod
+    def break_next_write(
+        self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Make the next append of ``handle`` fail, at the append or at the next barrier."""
+
+    # Creation and headers.
+
+    @contract_test
+    async def test_create_writes_a_fresh_header(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            header = handle.header
+            assert parse_session_id(handle.id) == handle.id
+            assert (header.format, header.id, header.created_at) == (
+                1,
+                handle.id,
+                "2026-05-01T09:00:00.000Z",
+            )
+            assert (header.parent_id, header.seed_length) == (None, 0)
+            assert list(handle.entries) == []
+            assert (handle.closed, handle.poisoned) == (False, False)
+        assert handle.closed
+        assert await store.list() == (header,)
+
+    @contract_test
+    async def test_create_takes_a_chosen_id_once(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        chosen = SessionId("s_0123456789az")
+        async with await store.create(now=NOW, session_id=chosen) as handle:
+            assert handle.id == chosen
+        with pytest.raises(SessionExists) as caught:
+            await store.create(now=LATER, session_id=chosen)
+        assert caught.value.session_id == chosen
+        assert caught.value.message.startswith(f"session {chosen} exists already in ")
+        assert caught.value.message.endswith("; choose another id")
+        with pytest.raises(ValueError, match="is not a session id"):
+            await store.create(now=NOW, session_id=SessionId("../escape"))
+        assert [header.id for header in await store.list()] == [chosen]
+
+    @contract_test
+    async def test_created_ids_are_distinct(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        ids = set()
+        for _ in range(5):
+            async with await store.create(now=NOW) as handle:
+                ids.add(handle.id)
+        assert len(ids) == 5
+
+    # Appending and reading.
+
+    @contract_test
+    async def test_append_is_immediate_and_ordered(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            view = handle.entries
+            assert handle.append("message", turn(0)) == 0
+            assert handle.append("schedule/change", schedule_create(1)) == 1
+            assert handle.append("message", turn(2)) == 2
+            assert len(view) == 3
+            assert [entry.position for entry in view] == [0, 1, 2]
+            assert payloads(view) == [
+                ("message", turn(0)),
+                ("schedule/change", schedule_create(1)),
+                ("message", turn(2)),
+            ]
+            assert view[-1] == LogEntry(position=2, type="message", payload=turn(2))
+            assert view[1:] == tuple(view)[1:]
+            await handle.barrier()
+            assert payloads(handle.entries) == payloads(view)
+
+    @contract_test
+    async def test_append_refuses_developer_errors_without_harm(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            handle.append("message", turn(0))
+            with pytest.raises(ValueError, match="not registered in the persistence catalog"):
+                handle.append("no/such-type", turn(1))
+            with pytest.raises(ValueError, match="payload must decode strictly"):
+                handle.append("message", {"role": "user", "content": "x"})
+            with pytest.raises(ValueError, match="payload must decode strictly"):
+                handle.append("schedule/change", turn(1))
+            with pytest.raises(ValueError, match="payload must decode strictly"):
+                handle.append("message", object())
+            assert not handle.poisoned
+            assert handle.append("message", turn(1)) == 1
+            await handle.barrier()
+        snapshot = await store.read(handle.id)
+        assert payloads(snapshot.entries) == [("message", turn(0)), ("message", turn(1))]
+
+    @contract_test
+    async def test_payloads_round_trip_through_storage(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        every = EveryScheduleRecord(
+            id=make_schedule_id(2),
+            prompt='stretch ☕ "now"\n',
+            every_seconds=300,
+            scheduled_at="2026-05-01T09:05:00.000Z",
+        )
+        written = [
+            ("message", user_message("remind me, 東京 time", at=NOW)),
+            ("message", user_message("[reminder sch_1]", at=LATER, origin="followup")),
+            (
+                "message",
+                assistant_message(
+                    "",
+                    at=NOW,
+                    tool_calls=(
+                        ToolCall(id="call_1", name="schedule_create", arguments='{"a":1}'),
+                    ),
+                ),
+            ),
+            ("message", tool_message('{"ok":true}', at=NOW, tool_call_id="call_1")),
+            ("schedule/change", schedule_create(1)),
+            ("schedule/change", create_change(every)),
+            ("schedule/change", dispatch_change(make_schedule_id(2), Instant(LATER))),
+            ("schedule/change", dispatch_change(make_schedule_id(1))),
+            ("schedule/change", delete_change(make_schedule_id(2))),
+        ]
+        async with await store.create(now=NOW) as handle:
+            for entry_type, payload in written:
+                handle.append(entry_type, payload)
+            await handle.barrier()
+        async with await store.open(handle.id) as reopened:
+            assert payloads(reopened.entries) == written
+            first = reopened.entries[0].payload
+            assert isinstance(first, MessageEntry)
+            assert first.tool_calls is msgspec.UNSET
+
+    # Barriers and durability.
+
+    @contract_test
+    async def test_barrier_shows_entries_to_another_reader(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        elsewhere = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            for number in range(3):
+                handle.append("message", turn(number))
+            await handle.barrier()
+            snapshot = await elsewhere.read(handle.id)
+            assert snapshot.header == handle.header
+            assert payloads(snapshot.entries) == payloads(handle.entries)
+            assert [entry.position for entry in snapshot.entries] == [0, 1, 2]
+
+    @contract_test
+    async def test_reopen_after_close_shows_every_barriered_entry(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            handle.append("message", turn(0))
+            await handle.barrier()
+            handle.append("schedule/change", schedule_create(1))
+            await handle.barrier()
+        async with await self.make_store(tmp_path).open(handle.id) as reopened:
+            assert reopened.header == handle.header
+            assert payloads(reopened.entries) == [
+                ("message", turn(0)),
+                ("schedule/change", schedule_create(1)),
+            ]
+            assert reopened.append("message", turn(2)) == 2
+            await reopened.barrier()
+        snapshot = await store.read(handle.id)
+        assert len(snapshot.entries) == 3
+
+    @contract_test
+    async def test_close_without_barrier_keeps_at_most_a_prefix(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            handle.append("message", turn(0))
+            await handle.barrier()
+            for number in range(1, 4):
+                handle.append("message", turn(number))
+            appended = payloads(handle.entries)
+        async with await store.open(handle.id) as reopened:
+            survived = payloads(reopened.entries)
+            assert 1 <= len(survived) <= 4
+            assert survived == appended[: len(survived)]
+            position = reopened.append("message", turn(9))
+            assert position == len(survived)
+
+    @contract_test
+    async def test_barriers_share_flushes_and_tolerate_nothing_pending(
+        self, tmp_path: Path
+    ) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            await handle.barrier()
+            for number in range(50):
+                handle.append("message", turn(number))
+            await asyncio.gather(*(handle.barrier() for _ in range(10)))
+            await handle.barrier()
+            handle.append("message", turn(50))
+            first = asyncio.ensure_future(handle.barrier())
+            await asyncio.sleep(0)
+            handle.append("message", turn(51))
+            await asyncio.gather(first, handle.barrier())
+        snapshot = await store.read(handle.id)
+        assert [entry.payload for entry in snapshot.entries] == [turn(n) for n in range(52)]
+
+    @contract_test
+    async def test_close_lets_a_flush_in_progress_finish(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        handle = await store.create(now=NOW)
+        handle.append("message", turn(0))
+        flushing = asyncio.ensure_future(handle.barrier())
+        await asyncio.sleep(0)
+        await handle.close()
+        await flushing
+        assert payloads((await store.read(handle.id)).entries) == [("message", turn(0))]
+
+    @contract_test
+    async def test_a_cancelled_barrier_harms_nothing(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            handle.append("message", turn(0))
+            waiting = asyncio.ensure_future(handle.barrier())
+            await asyncio.sleep(0)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            handle.append("message", turn(1))
+            await handle.barrier()
+            assert not handle.poisoned
+        assert len((await store.read(handle.id)).entries) == 2
+
+    # Poisoning.
+
+    @contract_test
+    async def test_a_failed_barrier_poisons_the_handle(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = self.make_store(tmp_path)
+        handle = await store.create(now=NOW)
+        handle.append("message", turn(0))
+        await handle.barrier()
+        view = handle.entries
+        self.break_next_barrier(store, handle, monkeypatch)
+        handle.append("message", turn(1))
+        with pytest.raises(PersistenceUncertain) as caught:
+            await handle.barrier()
+        await self._check_poisoned(handle, caught.value, view)
+        await handle.close()
+        await handle.close()
+        async with await store.open(handle.id) as reopened:
+            assert payloads(reopened.entries)[:1] == [("message", turn(0))]
+            reopened.append("message", turn(2))
+            await reopened.barrier()
+
+    @contract_test
+    async def test_a_failed_write_poisons_the_handle(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = self.make_store(tmp_path)
+        handle = await store.create(now=NOW)
+        handle.append("message", turn(0))
+        await handle.barrier()
+        view = handle.entries
+        self.break_next_write(store, handle, monkeypatch)
+        try:
+            handle.append("message", turn(1))
+        except PersistenceUncertain as failure:
+            caught = failure
+        else:
+            with pytest.raises(PersistenceUncertain) as raised:
+                await handle.barrier()
+            caught = raised.value
+        await self._check_poisoned(handle, caught, view)
+        await handle.close()
+        async with await store.open(handle.id) as reopened:
+            assert payloads(reopened.entries)[:1] == [("message", turn(0))]
+
+    async def _check_poisoned(
+        self, handle: SessionHandle, failure: PersistenceUncertain, view: Sequence[LogEntry]
+    ) -> None:
+        assert failure.code == "persistence_uncertain"
+        assert failure.session_id == handle.id
+        assert failure.message.startswith(
+            f"session {handle.id} cannot confirm that its entries are durable ("
+        )
+        assert failure.message.endswith("); reopen the session from storage")
+        assert failure.as_schedule_error().code == "persistence_uncertain"
+        assert handle.poisoned
+        with pytest.raises(PersistenceUncertain) as again:
+            await handle.barrier()
+        assert again.value.message == failure.message
+        with pytest.raises(PersistenceUncertain):
+            handle.append("message", turn(7))
+        with pytest.raises(PersistenceUncertain):
+            _ = handle.entries
+        with pytest.raises(PersistenceUncertain):
+            len(view)
+        with pytest.raises(PersistenceUncertain):
+            view[0]
+        with pytest.raises(PersistenceUncertain):
+            list(view)
+
+    # Ownership.
+
+    @contract_test
+    async def test_a_second_owner_is_refused(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        elsewhere = self.make_store(tmp_path)
+        handle = await store.create(now=NOW)
+        for other in (store, elsewhere):
+            with pytest.raises(SessionBusy) as caught:
+                await other.open(handle.id)
+            assert caught.value.session_id == handle.id
+            assert caught.value.message == (
+                f"session {handle.id} is open in another process or handle; "
+                "close it there before opening it here"
+            )
+        handle.append("message", turn(0))
+        await handle.barrier()
+        await handle.close()
+        async with await elsewhere.open(handle.id) as reopened:
+            assert len(reopened.entries) == 1
+            with pytest.raises(SessionBusy):
+                await store.open(handle.id)
+        async with await store.open(handle.id):
+            pass
+
+    @contract_test
+    async def test_a_closed_handle_refuses_everything(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        handle = await store.create(now=NOW)
+        handle.append("message", turn(0))
+        view = handle.entries
+        await handle.barrier()
+        await handle.close()
+        await handle.close()
+        assert handle.closed
+        expected = f"session {handle.id} is closed; open it again to use it"
+        with pytest.raises(SessionClosed, match="is closed"):
+            handle.append("message", turn(1))
+        with pytest.raises(SessionClosed) as caught:
+            await handle.barrier()
+        assert caught.value.message == expected
+        with pytest.raises(SessionClosed):
+            _ = handle.entries
+        with pytest.raises(SessionClosed):
+            len(view)
+        assert handle.header.id == handle.id
+
+    @contract_test
+    async def test_unknown_and_malformed_ids_are_not_found(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW):
+            pass
+        absent = "s_zzzzzzzzzzzz"
+        with pytest.raises(SessionNotFound) as caught:
+            await store.open(absent)
+        assert caught.value.message.startswith(f"session {absent} does not exist in ")
+        with pytest.raises(SessionNotFound):
+            await store.read(absent)
+        with pytest.raises(SessionNotFound):
+            await store.fork(absent, now=NOW)
+        for text in MALFORMED_IDS:
+            for attempt in (store.open, store.read):
+                with pytest.raises(SessionNotFound) as malformed:
+                    await attempt(text)
+                assert malformed.value.message == (
+                    f"{text!r} is not a session id: "
+                    "expected s_ followed by 12 lower-case letters or digits"
+                )
+        assert len(await store.list()) == 1
+
+    @contract_test
+    async def test_read_neither_owns_nor_blocks(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            handle.append("message", turn(0))
+            await handle.barrier()
+            await store.read(handle.id)
+        snapshot = await store.read(handle.id)
+        header, entries = snapshot
+        assert header == handle.header
+        assert payloads(entries) == [("message", turn(0))]
+        async with await store.open(handle.id):
+            pass
+
+    # Forks.
+
+    @contract_test
+    async def test_fork_copies_a_prefix_and_then_lives_alone(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as parent:
+            for number in range(4):
+                parent.append("message", turn(number))
+            await parent.barrier()
+            fork = await store.fork(parent.id, at=2, now=LATER)
+            assert fork.id != parent.id
+            assert fork.header.parent_id == parent.id
+            assert fork.header.seed_length == 2
+            assert fork.header.created_at == "2026-05-01T10:30:00.000Z"
+            assert payloads(fork.entries) == payloads(parent.entries)[:2]
+            assert [entry.position for entry in fork.entries] == [0, 1]
+            assert fork.append("schedule/change", schedule_create(1)) == 2
+            await fork.barrier()
+            parent.append("message", turn(4))
+            await parent.barrier()
+            own = fork.entries[fork.header.seed_length :]
+            assert payloads(own) == [("schedule/change", schedule_create(1))]
+            await fork.close()
+        parent_snapshot = await store.read(parent.id)
+        fork_snapshot = await store.read(fork.id)
+        assert [entry.payload for entry in parent_snapshot.entries] == [turn(n) for n in range(5)]
+        assert len(fork_snapshot.entries) == 3
+        assert fork_snapshot.header == fork.header
+
+    @contract_test
+    async def test_fork_bounds(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as parent:
+            parent.append("message", turn(0))
+            parent.append("message", turn(1))
+            await parent.barrier()
+        async with await store.fork(parent.id, now=LATER) as everything:
+            assert everything.header.seed_length == 2
+            assert len(everything.entries) == 2
+        async with await store.fork(parent.id, at=0, now=LATER) as nothing:
+            assert nothing.header.seed_length == 0
+            assert list(nothing.entries) == []
+        for at in (-1, 3):
+            with pytest.raises(ValueError, match=f"cannot fork session {parent.id} at entry"):
+                await store.fork(parent.id, at=at, now=LATER)
+        chosen = SessionId("s_f0f0f0f0f0f0")
+        async with await store.fork(parent.id, at=1, now=LATER, session_id=chosen) as named:
+            assert named.id == chosen
+        with pytest.raises(SessionExists):
+            await store.fork(parent.id, at=1, now=LATER, session_id=chosen)
+        async with await store.fork(chosen, now=LATER) as grandchild:
+            assert grandchild.header.parent_id == chosen
+            assert grandchild.header.seed_length == 1
+        assert len(await store.list()) == 5
+
+    @contract_test
+    async def test_a_fork_is_owned_and_the_parent_untouched(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        parent = await store.create(now=NOW)
+        parent.append("message", turn(0))
+        await parent.barrier()
+        fork = await store.fork(parent.id, now=LATER)
+        with pytest.raises(SessionBusy):
+            await self.make_store(tmp_path).open(fork.id)
+        assert parent.append("message", turn(1)) == 1
+        await parent.barrier()
+        await fork.close()
+        await parent.close()
+        assert len((await store.read(parent.id)).entries) == 2
+
+    # Many sessions.
+
+    @contract_test
+    async def test_many_sessions_side_by_side(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        handles = [await store.create(now=Instant(NOW + number)) for number in range(5)]
+        for round_number in range(4):
+            for index, handle in enumerate(handles):
+                handle.append("message", turn(100 * index + round_number))
+        await asyncio.gather(*(handle.barrier() for handle in handles))
+        for handle in handles:
+            await handle.close()
+        reader = self.make_store(tmp_path)
+        for index, handle in enumerate(handles):
+            snapshot = await reader.read(handle.id)
+            assert [entry.payload for entry in snapshot.entries] == [
+                turn(100 * index + n) for n in range(4)
+            ]
+        assert [header.id for header in await reader.list()] == [h.id for h in handles]
+
+    @contract_test
+    async def test_an_empty_store_lists_nothing(self, tmp_path: Path) -> None:
+        assert await self.make_store(tmp_path).list() == ()
+
+    @contract_test
+    async def test_a_bad_schedule_payload_is_refused_with_the_codec_error(
+        self, tmp_path: Path
+    ) -> None:
+        store = self.make_store(tmp_path)
+        async with await store.create(now=NOW) as handle:
+            bad = {"version": 2, "operation": "delete", "id": "sch_1"}
+            with pytest.raises(ValueError, match="payload must decode strictly") as caught:
+                handle.append("schedule/change", bad)
+            assert isinstance(caught.value.__cause__, ScheduleError)
+            assert caught.value.__cause__.code == "corrupt_schedule_log"
+            assert list(handle.entries) == []

@@ -1,0 +1,122 @@
+"""Group commit in isolation, with a flush the test controls."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from session_schedule.session.barrier import GroupCommit
+from session_schedule.testing.session_contract import contract_test
+
+
+class Disk:
+    """A flush that records its ranges and finishes only when the test says so."""
+
+    def __init__(self) -> None:
+        self.appended = 0
+        self.ranges: list[tuple[int, int]] = []
+        self.gates: list[asyncio.Future[None]] = []
+
+    async def flush(self, durable: int, target: int) -> None:
+        self.ranges.append((durable, target))
+        gate = asyncio.get_running_loop().create_future()
+        self.gates.append(gate)
+        await gate
+
+    def finish(self, error: Exception | None = None) -> None:
+        gate = self.gates.pop(0)
+        if error is None:
+            gate.set_result(None)
+        else:
+            gate.set_exception(error)
+
+
+def commit_for(disk: Disk) -> GroupCommit:
+    return GroupCommit(durable=0, appended=lambda: disk.appended, flush=disk.flush)
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+class TestGroupCommit:
+    @contract_test
+    async def test_nothing_pending_needs_no_flush(self) -> None:
+        disk = Disk()
+        commit = commit_for(disk)
+        await commit.cover(0)
+        assert (disk.ranges, commit.flushes) == ([], 0)
+
+    @contract_test
+    async def test_one_flush_covers_everything_appended_when_it_starts(self) -> None:
+        disk = Disk()
+        commit = commit_for(disk)
+        disk.appended = 3
+        waiters = [asyncio.ensure_future(commit.cover(target)) for target in (1, 3, 3)]
+        await settle()
+        disk.finish()
+        await asyncio.gather(*waiters)
+        assert disk.ranges == [(0, 3)]
+        assert commit.durable == 3
+
+    @contract_test
+    async def test_a_later_barrier_waits_for_the_flight_and_then_the_next(self) -> None:
+        disk = Disk()
+        commit = commit_for(disk)
+        disk.appended = 1
+        first = asyncio.ensure_future(commit.cover(1))
+        await settle()
+        disk.appended = 2
+        second = asyncio.ensure_future(commit.cover(2))
+        await settle()
+        assert disk.ranges == [(0, 1)]
+        disk.finish()
+        await first
+        await settle()
+        assert not second.done()
+        assert disk.ranges == [(0, 1), (1, 2)]
+        disk.finish()
+        await second
+        assert (commit.durable, commit.flushes) == (2, 2)
+
+    @contract_test
+    async def test_a_failure_is_final(self) -> None:
+        disk = Disk()
+        commit = commit_for(disk)
+        disk.appended = 2
+        waiter = asyncio.ensure_future(commit.cover(2))
+        await settle()
+        disk.finish(OSError(5, "Input/output error"))
+        await waiter
+        assert commit.failure == "OSError: [Errno 5] Input/output error"
+        await commit.cover(2)
+        assert (commit.durable, commit.flushes) == (0, 1)
+
+    @contract_test
+    async def test_a_cancelled_waiter_leaves_the_flush_running(self) -> None:
+        disk = Disk()
+        commit = commit_for(disk)
+        disk.appended = 1
+        waiter = asyncio.ensure_future(commit.cover(1))
+        await settle()
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        disk.finish()
+        await settle()
+        assert (commit.durable, commit.failure) == (1, None)
+
+    def test_a_flush_cancelled_by_loop_shutdown_poisons(self) -> None:
+        disk = Disk()
+        commit = commit_for(disk)
+
+        async def abandon() -> None:
+            disk.appended = 1
+            waiter = asyncio.ensure_future(commit.cover(1))
+            await settle()
+            assert not waiter.done()
+
+        asyncio.run(abandon())
+        assert commit.failure == "the flush was cancelled before it finished"

@@ -1,0 +1,321 @@
+"""The SQLite store beyond the contract: schema, modes, threads, corruption, ownership."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.session import (
+    PersistenceUncertain,
+    SessionCorrupt,
+    SessionError,
+    SessionExists,
+    SessionId,
+    SessionNotFound,
+    SqliteSessionStore,
+)
+from session_schedule.session import sqlite as sqlite_module
+from session_schedule.testing.session_contract import (
+    NOW,
+    contract_test,
+    payloads,
+    schedule_create,
+    turn,
+)
+
+SID = SessionId("s_aaaaaaaaaaaa")
+UNTOUCHED = "; the database was left untouched for inspection"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteSessionStore:
+    return SqliteSessionStore(tmp_path / "sessions.db")
+
+
+@contextlib.contextmanager
+def connect(store: SqliteSessionStore) -> Iterator[sqlite3.Connection]:
+    with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as connection:
+        yield connection
+
+
+def dump(store: SqliteSessionStore) -> list[tuple[object, ...]]:
+    with connect(store) as connection:
+        connection.text_factory = bytes
+        sessions = connection.execute("SELECT * FROM sessions ORDER BY id").fetchall()
+        entries = connection.execute("SELECT * FROM entries ORDER BY 1, 2").fetchall()
+    return sessions + entries
+
+
+async def make_good_session(store: SqliteSessionStore) -> None:
+    async with await store.create(now=NOW, session_id=SID) as handle:
+        handle.append("message", turn(0))
+        handle.append("schedule/change", schedule_create(1))
+        await handle.barrier()
+
+
+class TestStorage:
+    @contract_test
+    async def test_schema_modes_and_permissions(self, store: SqliteSessionStore) -> None:
+        async with await store.create(now=NOW, session_id=SID) as handle:
+            handle.append("message", turn(0))
+            await handle.barrier()
+            assert stat.S_IMODE(Path(f"{store.path}-wal").stat().st_mode) == 0o600
+            with connect(store) as connection:
+                assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+                assert connection.execute("PRAGMA user_version").fetchone() == (1,)
+                rows = connection.execute("SELECT * FROM entries").fetchall()
+                header = connection.execute("SELECT header FROM sessions").fetchone()[0]
+        assert rows == [
+            (
+                SID,
+                0,
+                "message",
+                '{"role":"user","content":"turn 0","at":"2026-05-01T09:00:00.000Z",'
+                '"origin":"person"}',
+            )
+        ]
+        assert header == (
+            '{"format":1,"id":"s_aaaaaaaaaaaa","createdAt":"2026-05-01T09:00:00.000Z",'
+            '"parentId":null,"seedLength":0}'
+        )
+        assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(store.locks_dir.stat().st_mode) == 0o700
+        assert stat.S_IMODE((store.locks_dir / f"{SID}.lock").stat().st_mode) == 0o600
+
+    @contract_test
+    async def test_commits_run_on_the_sessions_own_thread(
+        self, store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        threads: list[str] = []
+        real_insert = sqlite_module._insert
+
+        def recording(connection: sqlite3.Connection, rows: list[sqlite_module.Row]) -> None:
+            threads.append(threading.current_thread().name)
+            real_insert(connection, rows)
+
+        monkeypatch.setattr(sqlite_module, "_insert", recording)
+        async with await store.create(now=NOW) as handle:
+            for number in range(100):
+                handle.append("message", turn(number))
+            await handle.barrier()
+            await asyncio.gather(*(handle.barrier() for _ in range(5)))
+            assert handle.flush_count == 1
+        assert len(threads) == 1
+        assert threads[0].startswith("session-sqlite")
+
+    @contract_test
+    async def test_reading_a_missing_database_creates_nothing(
+        self, store: SqliteSessionStore
+    ) -> None:
+        assert await store.list() == ()
+        with pytest.raises(SessionNotFound):
+            await store.read(SID)
+        with pytest.raises(SessionNotFound):
+            await store.open(SID)
+        with pytest.raises(SessionNotFound):
+            await store.fork(SID, now=NOW)
+        assert not store.path.exists()
+        store.path.touch()
+        assert await store.list() == ()
+        with pytest.raises(SessionNotFound):
+            await store.read(SID)
+
+    @contract_test
+    async def test_another_schema_version_is_refused(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        with connect(store) as connection:
+            connection.execute("PRAGMA user_version = 7")
+        message = (
+            f"database {store.path} has schema version 7, but this program reads version 1; "
+            "upgrade the program"
+        )
+        for attempt in (store.list(), store.read(SID), store.open(SID)):
+            with pytest.raises(SessionError) as caught:
+                await attempt
+            assert caught.value.message == message
+
+    @contract_test
+    async def test_another_process_is_refused(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        script = (
+            "import asyncio, sys\n"
+            "from pathlib import Path\n"
+            "from session_schedule.session import SqliteSessionStore, SessionBusy\n"
+            "try:\n"
+            "    asyncio.run(SqliteSessionStore(Path(sys.argv[1])).open(sys.argv[2]))\n"
+            "except SessionBusy as error:\n"
+            "    print(error.message)\n"
+        )
+        async with await store.open(SID):
+            result = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-c", script, str(store.path), SID],
+                capture_output=True,
+                check=True,
+                text=True,
+            )
+        assert result.stdout.startswith(f"session {SID} is open in another process or handle")
+
+    @contract_test
+    async def test_a_taken_position_stops_the_barrier_and_nothing_interleaves(
+        self, store: SqliteSessionStore
+    ) -> None:
+        # Two writers on one session (if ownership were bypassed) cannot interleave: the
+        # primary key refuses the second commit, and that handle is poisoned.
+        handle = await store.create(now=NOW, session_id=SID)
+        handle.append("message", turn(0))
+        await handle.barrier()
+        with connect(store) as connection:
+            connection.execute(
+                "INSERT INTO entries SELECT session_id, 1, type, data FROM entries"
+                " WHERE position = 0"
+            )
+        handle.append("message", turn(1))
+        handle.append("message", turn(2))
+        with pytest.raises(PersistenceUncertain, match="UNIQUE constraint failed"):
+            await handle.barrier()
+        await handle.close()
+        snapshot = await store.read(SID)
+        assert payloads(snapshot.entries) == [("message", turn(0)), ("message", turn(0))]
+
+    @contract_test
+    async def test_ids_taken_meanwhile_are_never_reused(
+        self, store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Another process may take an id between the existence check and the insert.
+        await make_good_session(store)
+        monkeypatch.setattr(sqlite_module, "_exists", lambda connection, session_id: False)
+        with pytest.raises(SessionExists):
+            await store.create(now=NOW, session_id=SID)
+        fresh = iter([SID, SessionId("s_bbbbbbbbbbbb")])
+        monkeypatch.setattr(sqlite_module, "new_session_id", lambda: next(fresh))
+        async with await store.create(now=NOW) as handle:
+            assert handle.id == "s_bbbbbbbbbbbb"
+        monkeypatch.undo()
+        fresh = iter([SID, SessionId("s_cccccccccccc")])
+        monkeypatch.setattr(sqlite_module, "new_session_id", lambda: next(fresh))
+        async with await store.create(now=NOW) as handle:
+            assert handle.id == "s_cccccccccccc"
+        assert len(await store.list()) == 3
+
+    @contract_test
+    async def test_a_cancelled_open_leaks_no_ownership(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        opening = asyncio.ensure_future(store.open(SID))
+        await asyncio.sleep(0)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        for _ in range(200):
+            try:
+                handle = await store.open(SID)
+            except SessionError:
+                await asyncio.sleep(0.005)
+            else:
+                await handle.close()
+                return
+        pytest.fail("the cancelled open kept the session")
+
+
+class TestCorruption:
+    async def _expect(
+        self, store: SqliteSessionStore, error: type[Exception], message: str
+    ) -> None:
+        before = dump(store)
+        for attempt in (store.open, store.read, lambda sid: store.fork(sid, at=0, now=NOW)):
+            with pytest.raises(error) as caught:
+                await attempt(SID)
+            assert str(caught.value) == message
+        assert dump(store) == before
+
+    def _execute(self, store: SqliteSessionStore, statement: str, *parameters: object) -> None:
+        with connect(store) as connection:
+            connection.execute(statement, parameters)
+
+    @contract_test
+    async def test_a_bad_schedule_row(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(
+            store, "UPDATE entries SET data = replace(data, '\"version\":1', '\"version\":2')"
+        )
+        await self._expect(
+            store,
+            ScheduleError,
+            f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
+            "(sessions.db) is corrupt: invalid enum value 2 - at `$.version`",
+        )
+
+    @contract_test
+    async def test_an_unknown_type(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(store, "UPDATE entries SET type = 'calendar/event' WHERE position = 0")
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (sessions.db): "
+            f"unknown entry type 'calendar/event'{UNTOUCHED}",
+        )
+
+    @contract_test
+    async def test_a_missing_position(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(store, "DELETE FROM entries WHERE position = 0")
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (sessions.db): "
+            f"the entry is missing (the next stored is 1){UNTOUCHED}",
+        )
+
+    @contract_test
+    async def test_data_that_is_not_text(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(store, "UPDATE entries SET data = 42 WHERE position = 0")
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (sessions.db): invalid message payload: "
+            f"expected `object`, got `int`{UNTOUCHED}",
+        )
+
+    @contract_test
+    async def test_a_type_that_is_not_utf8(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(store, "UPDATE entries SET type = CAST(X'E1' AS TEXT) WHERE position = 0")
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (sessions.db): the entry type is not UTF-8 "
+            "text ('utf-8' codec can't decode byte 0xe1 in position 0: unexpected end of data)"
+            f"{UNTOUCHED}",
+        )
+
+    @contract_test
+    async def test_a_bad_header(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(
+            store, "UPDATE sessions SET header = replace(header, 'Length\":0', 'Length\":5')"
+        )
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at its header (sessions.db): "
+            f"seedLength is 5 but the session has 2 entries{UNTOUCHED}",
+        )
+        self._execute(store, "UPDATE sessions SET header = '{}'")
+        with pytest.raises(SessionCorrupt) as caught:
+            await store.list()
+        assert caught.value.message == (
+            f"session {SID} is corrupt at its header (sessions.db): "
+            f"object missing required field `format`{UNTOUCHED}"
+        )
