@@ -1,4 +1,13 @@
-"""Test support shipped to users: fakes and contract suites (may import pytest).
+"""What users get for their own tests: fakes for virtual time, and the storage contract suite.
+
+- ``FakeClock`` — a virtual wall clock and virtual elapsed time (``advance``, ``jump``, ``set``,
+  ``advance_to_next_wakeup``): delivery tests run with no real sleeps.
+- ``FakeAgent`` — an Agent whose turns the test drives; records follow-ups, refuses on demand.
+- ``session_contract.SessionStoreContract`` — the contract suite every session store passes;
+  subclass it to test your own (it imports pytest, so it is not imported here).
 
 Nothing in the library imports this package.
 """
+
+from session_schedule.testing.agent import FakeAgent as FakeAgent
+from session_schedule.testing.clock import FakeClock as FakeClock
