@@ -305,8 +305,8 @@ class TestCorruption:
             HEADER_LINE + SCHEDULE_LINE.replace(b"reminder", b"r\xe1minder"),
             ScheduleError,
             f"corrupt_schedule_log: schedule/change at entry 0 of session {SID} "
-            f"(line 2 of {NAME}) is corrupt: invalid UTF-8 ('utf-8' codec can't decode "
-            "byte 0xe1 in position 1: invalid continuation byte)",
+            f"(line 2 of {NAME}) is corrupt: invalid UTF-8 in a string (invalid continuation "
+            "byte)",
         )
 
     def test_an_unknown_entry_type(self, store: JsonlSessionStore) -> None:
