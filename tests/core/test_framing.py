@@ -87,6 +87,17 @@ def test_batch_frame_word_for_word() -> None:
     )
 
 
+def test_one_second_is_singular() -> None:
+    record = AfterScheduleRecord(
+        id=ScheduleId("sch_1"), prompt="p", after_seconds=1, scheduled_at="2026-12-01T00:00:00.000Z"
+    )
+    delivery = plan_delivery(
+        fold([(0, create_change(record))]), parse_instant("2026-12-01T00:00:00.000Z")
+    )
+    assert delivery is not None
+    assert "kind: after (1 second after it was set)\n" in frame(delivery)
+
+
 def test_at_frame_names_the_kind() -> None:
     record = AtScheduleRecord(
         id=ScheduleId("sch_3"), prompt="call Aiko", scheduled_at="2026-12-01T00:00:00.000Z"

@@ -12,8 +12,9 @@ ASK = (
 
 def test_one_valid_zone_on_every_prompt_says_to_read_times_there() -> None:
     assert time_context(["Asia/Tokyo", "Asia/Tokyo"]) == (
-        "Time context for this turn: the user's browser reports the time zone Asia/Tokyo. Read "
-        "dates and times the user gives without a zone or UTC offset as Asia/Tokyo local time, "
+        "Time context for this turn: the user's time zone is Asia/Tokyo, as reported with their "
+        "messages. Read dates and times the user gives without a zone or UTC offset as "
+        "Asia/Tokyo local time, "
         "and still state the zone explicitly when you call schedule_create (for example "
         '"time_zone": "Asia/Tokyo" in `at`). This applies to this turn only.'
     )
@@ -22,9 +23,9 @@ def test_one_valid_zone_on_every_prompt_says_to_read_times_there() -> None:
 @pytest.mark.parametrize(
     ("zones", "reason"),
     [
-        ([], "the user's browser reported no time zone"),
-        ([None], "the user's browser reported no time zone"),
-        (["", None], "the user's browser reported no time zone"),
+        ([], "no time zone was reported with the user's messages"),
+        ([None], "no time zone was reported with the user's messages"),
+        (["", None], "no time zone was reported with the user's messages"),
         (
             ["Asia/Tokyo", "Europe/Paris"],
             "the user's messages in this turn came with different time zones "
@@ -36,9 +37,12 @@ def test_one_valid_zone_on_every_prompt_says_to_read_times_there() -> None:
         ),
         (
             ["Mars/Olympus"],
-            "the user's browser reported an unrecognised time zone ('Mars/Olympus')",
+            "the time zone reported with the user's messages is not recognised ('Mars/Olympus')",
         ),
-        (["Etc/GMT+5"], "the user's browser reported an unrecognised time zone ('Etc/GMT+5')"),
+        (
+            ["Etc/GMT+5"],
+            "the time zone reported with the user's messages is not recognised ('Etc/GMT+5')",
+        ),
     ],
 )
 def test_mixed_missing_or_invalid_zones_say_to_ask(zones: list[str | None], reason: str) -> None:

@@ -133,7 +133,7 @@ async def test_each_turn_tells_the_model_the_time_and_the_time_context(
     system = model.seen[0][0]["content"]
     assert isinstance(system, str)
     assert "Current time: 2026-11-29T20:00:00.000Z (UTC)." in system
-    assert "the user's browser reports the time zone Asia/Tokyo" in system
+    assert "the user's time zone is Asia/Tokyo, as reported with their messages" in system
 
 
 async def test_prompts_queued_during_a_turn_are_answered_together(

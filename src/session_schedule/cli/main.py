@@ -3,25 +3,50 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 
-from session_schedule.cli import resolve, walkthrough
+from session_schedule.cli import chat, operator, resolve, walkthrough
+from session_schedule.cli.common import (
+    DATA_DIR_VARIABLE,
+    EXIT_OK,
+    EXIT_REJECTED,
+    exit_code_for,
+    fail,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.session.errors import SessionError
 
-EXIT_OK = 0
-EXIT_INPUT_REJECTED = 1
-EXIT_USAGE = 2
+EPILOG = f"""\
+exit codes: 0 success; 1 an input was rejected; 2 usage error; 3 session not found;
+4 session open elsewhere; 5 corrupt session log; 6 storage failure.
+The data directory is --data-dir, else ${DATA_DIR_VARIABLE}, else
+$XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule)."""
+
+
+DATA_DIR_HELP = "where sessions are stored (one JSONL file each)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="session-schedule",
-        description="Durable, session-local reminders for LLM agents.",
+        description="Durable, session-local reminders for LLM agents: a chat with reminders, "
+        "and the tools to inspect its sessions.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR_HELP)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser(
+    chat.register(commands)
+    operator.register(commands)
+    walkthrough_parser = commands.add_parser(
         "walkthrough",
-        help="show, in virtual time, what a model sends, what is stored and what comes back "
-        "(the default)",
+        help="show, in virtual time, what a model sends, what is stored and what comes back",
+        description="A walkthrough of Schedule's core in virtual time; it stores nothing.",
+        epilog="example: session-schedule walkthrough",
     )
+    walkthrough_parser.set_defaults(handler=_walkthrough)
     resolve_parser = commands.add_parser(
         "resolve",
         help="show the canonical UTC target of `at` inputs, or the error a model would get",
@@ -31,15 +56,42 @@ def build_parser() -> argparse.ArgumentParser:
         "'2027-03-14 02:30 America/New_York'",
     )
     resolve_parser.add_argument("inputs", nargs="+", metavar="AT")
+    resolve_parser.set_defaults(handler=_resolve)
+    for command in commands.choices.values():
+        # Also accepted after the command name; SUPPRESS keeps a value given before it.
+        command.add_argument(
+            "--data-dir", type=Path, metavar="DIR", default=argparse.SUPPRESS, help=DATA_DIR_HELP
+        )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = build_parser().parse_args(argv)
-    if arguments.command == "resolve":
-        results = [resolve.resolve(text) for text in arguments.inputs]
-        for _, line in results:
-            print(line)
-        return EXIT_OK if all(ok for ok, _ in results) else EXIT_INPUT_REJECTED
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    arguments = parser.parse_args(given)
+    if arguments.command is None:
+        arguments = parser.parse_args([*given, "chat"])
+    try:
+        code: int = arguments.handler(arguments)
+    except BrokenPipeError:
+        # The reader went away (``session-schedule show … | head``): stop quietly, and keep
+        # Python from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except (SessionError, ScheduleError, OSError) as error:
+        return fail(str(error), exit_code_for(error))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return code
+
+
+def _walkthrough(_arguments: argparse.Namespace) -> int:
     walkthrough.run(print)
     return EXIT_OK
+
+
+def _resolve(arguments: argparse.Namespace) -> int:
+    results = [resolve.resolve(text) for text in arguments.inputs]
+    for _, line in results:
+        print(line)
+    return EXIT_OK if all(ok for ok, _ in results) else EXIT_REJECTED

@@ -56,11 +56,11 @@ def _describe(number: int, count: int, occurrence: Occurrence) -> list[str]:
     record = occurrence.record
     match record:
         case AfterScheduleRecord():
-            rule = f"after ({record.after_seconds} seconds after it was set)"
+            rule = f"after ({_seconds(record.after_seconds)} after it was set)"
         case AtScheduleRecord():
             rule = "at (a fixed time)"
         case EveryScheduleRecord():
-            rule = f"every ({record.every_seconds} seconds)"
+            rule = f"every ({_seconds(record.every_seconds)})"
         case _:
             assert_never(record)
     lines = [
@@ -77,6 +77,10 @@ def _describe(number: int, count: int, occurrence: Occurrence) -> list[str]:
         ]
     )
     return lines
+
+
+def _seconds(count: int) -> str:
+    return "1 second" if count == 1 else f"{count} seconds"
 
 
 def embed_prompt(prompt: str) -> str:

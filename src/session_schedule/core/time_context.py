@@ -21,13 +21,14 @@ def time_context(zones: Sequence[str | None]) -> str:
     if len(distinct) == 1 and len(reported) == len(zones) and is_supported_zone(distinct[0]):
         zone = distinct[0]
         return (
-            f"Time context for this turn: the user's browser reports the time zone {zone}. "
+            f"Time context for this turn: the user's time zone is {zone}, as reported with "
+            "their messages. "
             f"Read dates and times the user gives without a zone or UTC offset as {zone} "
             "local time, and still state the zone explicitly when you call schedule_create "
             f'(for example "time_zone": "{zone}" in `at`). This applies to this turn only.'
         )
     if not reported:
-        reason = "the user's browser reported no time zone"
+        reason = "no time zone was reported with the user's messages"
     elif len(distinct) > 1:
         reason = (
             "the user's messages in this turn came with different time zones "
@@ -38,7 +39,9 @@ def time_context(zones: Sequence[str | None]) -> str:
             f"only some of the user's messages in this turn reported a time zone ({distinct[0]})"
         )
     else:
-        reason = f"the user's browser reported an unrecognised time zone ({distinct[0]!r})"
+        reason = (
+            f"the time zone reported with the user's messages is not recognised ({distinct[0]!r})"
+        )
     return (
         f"Time context for this turn: {reason}. If the user gives a date or time without a zone "
         "or UTC offset, ask which time zone they mean before calling schedule_create; do not "

@@ -82,4 +82,8 @@ class OpenAIChatModel:
 
 def _describe(error: Exception) -> str:
     text = str(error).strip() or type(error).__name__
+    cause = error.__cause__
+    if cause is not None and str(cause).strip() and str(cause).strip() not in text:
+        # A connection error's own text is generic; the cause says what actually happened.
+        text = f"{text.rstrip('.')} ({str(cause).strip()})"
     return text if len(text) <= 300 else text[:299] + "…"

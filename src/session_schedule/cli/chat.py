@@ -1,0 +1,582 @@
+"""The ``chat`` command: a terminal chat whose agent sets reminders that come back as follow-up
+turns while the person sits at the prompt.
+
+The chat is a thin front end over the reference harness (:func:`~session_schedule.harness.chat.
+live_chat`): it opens or creates a JSONL session, starts the agent and its live Schedule, feeds
+them what the person types and prints what the harness reports.
+
+- **Online** (``--model`` or ``$SESSION_SCHEDULE_MODEL``): the agent answers through the official
+  ``openai`` SDK against any OpenAI-compatible Chat Completions endpoint (``--base-url`` or
+  ``$OPENAI_BASE_URL``; the key from ``$OPENAI_API_KEY``). Endpoint errors are shown as one line
+  and the session goes on.
+- **Offline** (no model): the person is the model. Plain lines are recorded as user turns, slash
+  commands (:mod:`session_schedule.cli.slash`) call the tools with the exact arguments shown, and
+  follow-up turns are printed exactly as a model would receive them.
+
+On a terminal the prompt is prompt_toolkit's, with ``patch_stdout`` so that turns arriving while
+the person types print above the input line; text is coloured with ``rich`` and never read as
+markup. Otherwise — a pipe, a file, a test — lines are read from stdin without a terminal and
+every turn is printed plainly, one greppable line each (``you>``, ``assistant>``, ``tool call>``,
+``tool result>``, ``error>``; a follow-up turn's framing follows a ``follow-up>`` line as it is);
+each line is handled to the end (the agent idle again) before the next is read, and end of input
+leaves once the agent is idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import stat
+import sys
+import urllib.parse
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, assert_never, final
+
+import msgspec
+
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.time_input import is_supported_zone, load_zone
+from session_schedule.harness.agent import ChatEvent
+from session_schedule.harness.chat import LiveChat, live_chat
+from session_schedule.harness.model import Model, OpenAIChatModel
+from session_schedule.harness.transcript import messages_of
+from session_schedule.runtime.clock import SystemClock
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.message import MessageEntry
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
+API_KEY_PLACEHOLDER: Final = "not-needed"
+"""Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
+such as Ollama or llama.cpp need none, but the SDK insists on one)."""
+HISTORY_TURNS: Final = 8
+"""How many of the last transcript turns a resumed chat shows."""
+MAX_LINE_BYTES: Final = 1 << 20
+
+OFFLINE_BANNER: Final = (
+    "offline mode — you drive the tools with /create, /list, /delete; "
+    "set --model (and --base-url / OPENAI_API_KEY) to chat with a model"
+)
+OFFLINE_NOTE: Final = "recorded as a user turn; no model is connected to answer (offline mode)"
+
+DESCRIPTION: Final = f"""\
+Chat with an agent that can set reminders; each reminder comes back into the conversation as a
+follow-up turn while you sit at the prompt.
+
+With a model (--model, else ${MODEL_VARIABLE}) the agent answers through any OpenAI-compatible
+Chat Completions endpoint: --base-url, else $OPENAI_BASE_URL, else OpenAI's; the key is
+$OPENAI_API_KEY (an endpoint given without one is sent the placeholder "{API_KEY_PLACEHOLDER}").
+Without a model the chat is in offline mode: you are the model, calling the tools yourself with
+/create, /list and /delete, and follow-up turns are shown exactly as a model would receive them.
+
+Every turn is stored in the session, which can be resumed later (chat SESSION); reminders that
+came due while it was closed are delivered then. Ctrl-D, Ctrl-C or /quit leaves."""
+
+EPILOG: Final = f"""\
+example: session-schedule chat --model llama3.2 --base-url http://localhost:11434/v1 \\
+           --time-zone Europe/Paris
+more examples:
+  session-schedule chat                               offline mode, in a new session
+  session-schedule chat --model gpt-4o-mini           OpenAI, with $OPENAI_API_KEY
+  session-schedule chat s_7k2m4q9x3v5b                resume a session
+
+{HELP}"""
+
+_LABEL_STYLES: Final = {
+    "you": "bold green",
+    "assistant": "bold cyan",
+    "tool call": "magenta",
+    "tool result": "dim",
+    "follow-up": "bold yellow",
+    "error": "bold red",
+    "usage": "yellow",
+    "note": "dim",
+}
+# C0 controls other than tab and newline, DEL and C1 controls: a terminal would act on them.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``chat`` to the program's subcommands."""
+    parser = commands.add_parser(
+        "chat",
+        help="chat with an agent that sets reminders (offline without a model; the default)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
+        help="the id of a session to resume (default: start a new session)",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="MODEL",
+        help=f"the model to chat with (default: ${MODEL_VARIABLE}; without one: offline mode)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint, such as http://localhost:11434/v1 "
+        "(default: $OPENAI_BASE_URL, else OpenAI's)",
+    )
+    parser.add_argument(
+        "--time-zone",
+        metavar="ZONE",
+        help="your time zone, UTC or an IANA name such as Asia/Tokyo: the model reads times you "
+        "give without a zone in it (without it, the model asks which zone you mean)",
+    )
+    parser.set_defaults(handler=run)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelConfig:
+    """Which model to reach, where, and with which key."""
+
+    name: str
+    base_url: str | None
+    """``None``: the SDK's default endpoint."""
+    api_key: str
+
+
+def model_config(
+    model: str | None, base_url: str | None, environ: Mapping[str, str]
+) -> ModelConfig | str | None:
+    """The model the options and ``environ`` select: ``None`` for offline mode, or a message
+    saying what is missing or wrong."""
+    name = model or environ.get(MODEL_VARIABLE) or None
+    if name is None:
+        return None
+    url = base_url or environ.get("OPENAI_BASE_URL") or None
+    if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in {"http", "https"} or not parts.netloc:
+            origin = "--base-url" if base_url else "OPENAI_BASE_URL"
+            return (
+                f"{origin}: {url!r} is not an http or https URL; give the endpoint's base URL, "
+                "such as http://localhost:11434/v1"
+            )
+    key = environ.get("OPENAI_API_KEY") or None
+    if key is None:
+        if url is None:
+            return (
+                f"model {name!r} needs an API key: set OPENAI_API_KEY, or give --base-url for a "
+                "local endpoint that needs none"
+            )
+        key = API_KEY_PLACEHOLDER
+    return ModelConfig(name=name, base_url=url, api_key=key)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    """The ``chat`` command. Session errors escape for ``main`` to report (3 not found, 4 busy)."""
+    zone: str | None = arguments.time_zone
+    if zone is not None and not is_supported_zone(zone):
+        try:
+            load_zone(zone)
+        except ScheduleError as error:
+            return fail(f"--time-zone: {error.message}", EXIT_USAGE)
+    config = model_config(arguments.model, arguments.base_url, os.environ)
+    if isinstance(config, str):
+        return fail(config, EXIT_USAGE)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    options = _Options(
+        directory=data_dir(arguments),
+        explicit_directory=arguments.data_dir is not None,
+        session=arguments.session,
+        model=config,
+        time_zone=zone,
+        interactive=interactive,
+    )
+    asyncio.run(_chat(options))
+    return EXIT_OK
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Options:
+    directory: Path
+    explicit_directory: bool
+    session: str | None
+    model: ModelConfig | None
+    time_zone: str | None
+    interactive: bool
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Connection:
+    model: Model | None
+    endpoint: str
+    """The endpoint as the SDK resolved it (empty offline)."""
+
+
+@contextlib.asynccontextmanager
+async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
+    if config is None:
+        yield _Connection(model=None, endpoint="")
+        return
+    from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
+
+    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+        yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
+
+
+async def _chat(options: _Options) -> None:
+    store = JsonlSessionStore(options.directory)
+    clock = SystemClock()
+    if options.session is None:
+        session = await store.create(now=clock.now())
+    else:
+        session = await store.open(options.session)
+    async with session, _connect(options.model) as connection:
+        display = Display(
+            styled_writer(_console()) if options.interactive else plain_writer,
+            echo_person=not options.interactive,
+            offline=connection.model is None,
+        )
+        history = messages_of(session.entries)
+        display.banner(
+            _banner(
+                options,
+                session.id,
+                endpoint=connection.endpoint,
+                resumed=options.session is not None,
+                turns=len(history),
+            )
+        )
+        display.history(history)
+        async with live_chat(
+            session,
+            model=connection.model,
+            clock=clock,
+            time_zone=options.time_zone,
+            on_event=display.event,
+        ) as live:
+            front = _Front(live, display)
+            if options.interactive:
+                await front.interactive()
+            else:
+                await front.piped()
+        await session.barrier()
+        display.banner([_resume_hint(options, session.id)])
+
+
+def _banner(
+    options: _Options, session_id: str, *, endpoint: str, resumed: bool, turns: int
+) -> list[str]:
+    opened = (
+        f"resumed session {session_id} ({turns} turns)" if resumed else f"new session {session_id}"
+    )
+    lines = [f"session-schedule chat: {opened}"]
+    model = options.model
+    if model is None:
+        lines.append(OFFLINE_BANNER)
+    else:
+        lines.append(f"model: {model.name} at {endpoint}")
+        lines.append(
+            f"time zone: {options.time_zone} (from --time-zone)"
+            if options.time_zone
+            else "time zone: not declared; the model asks which zone you mean "
+            "(set --time-zone to declare yours)"
+        )
+    lines.append(f"data directory: {options.directory}")
+    lines.append("/help lists the commands; Ctrl-D or /quit leaves (the session can be resumed)")
+    return lines
+
+
+def _resume_hint(options: _Options, session_id: str) -> str:
+    directory = (
+        f" --data-dir {shlex.quote(str(options.directory))}" if options.explicit_directory else ""
+    )
+    command = f"session-schedule{directory} chat {session_id}"
+    return f"session {session_id} closed; resume it with: {command}"
+
+
+# -- the person's side -------------------------------------------------------------------------
+
+
+@final
+class _Front:
+    """What the person types, handed to the agent."""
+
+    def __init__(self, live: LiveChat, display: Display) -> None:
+        self._live = live
+        self._display = display
+
+    def handle(self, line: str) -> bool:
+        """Act on one line; ``False`` when the person asked to leave."""
+        command = parse_line(line)
+        match command:
+            case Say(text=""):
+                pass
+            case Say(text=text):
+                self._live.agent.submit(text)
+            case CallTool(name=name, arguments=arguments):
+                self._display.tool_request(name, arguments)
+                self._live.agent.submit_tool(name, arguments)
+            case Local(command="quit"):
+                return False
+            case Local():
+                self._display.help()
+            case Usage():
+                self._display.usage(command)
+            case _:
+                assert_never(command)
+        return True
+
+    async def interactive(self) -> None:
+        """Read lines at a prompt_toolkit prompt until Ctrl-D, Ctrl-C or ``/quit``."""
+        from prompt_toolkit import PromptSession  # noqa: PLC0415 - only a terminal needs it
+        from prompt_toolkit.formatted_text import FormattedText  # noqa: PLC0415
+        from prompt_toolkit.patch_stdout import patch_stdout  # noqa: PLC0415
+
+        prompt: PromptSession[str] = PromptSession()
+        with patch_stdout(raw=True):
+            while True:
+                try:
+                    line = await prompt.prompt_async(FormattedText([("bold ansigreen", "you> ")]))
+                except (EOFError, KeyboardInterrupt):
+                    return
+                if not self.handle(line):
+                    return
+
+    async def piped(self) -> None:
+        """Read stdin line by line, each handled to the end; at end of input, wait until idle."""
+        async with _LineReader.open() as reader:
+            while True:
+                try:
+                    line = await reader.readline()
+                except ValueError:
+                    self._display.error(f"a line longer than {MAX_LINE_BYTES} bytes was ignored")
+                    continue
+                if line is None or not self.handle(line):
+                    break
+                await self._live.agent.wait_idle()
+        await self._live.agent.wait_idle()
+
+
+@final
+class _LineReader:
+    """Lines of stdin without blocking the event loop.
+
+    A pipe, socket or terminal is read through the loop (``connect_read_pipe`` on a duplicate of
+    the descriptor, so closing it leaves ``sys.stdin`` open); anything else — a regular file,
+    ``/dev/null``, a stream with no descriptor — cannot block for long and is read in a worker
+    thread.
+    """
+
+    def __init__(
+        self, stream: asyncio.StreamReader | None, close: Callable[[], None] | None
+    ) -> None:
+        self._stream = stream
+        self._close = close
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls) -> AsyncIterator[_LineReader]:
+        reader = await cls._through_loop()
+        try:
+            yield reader or cls(None, None)
+        finally:
+            if reader is not None and reader._close is not None:
+                reader._close()
+                await asyncio.sleep(0)  # let the transport release its descriptor
+
+    @classmethod
+    async def _through_loop(cls) -> _LineReader | None:
+        try:
+            fd = sys.stdin.fileno()
+            mode = os.fstat(fd).st_mode
+        except (AttributeError, ValueError, OSError):
+            return None
+        # The loop cannot watch other character devices (/dev/null) or regular files.
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
+            return None
+        was_blocking = os.get_blocking(fd)
+        pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+        stream = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(stream), pipe
+            )
+        except (OSError, ValueError):
+            pipe.close()
+            os.set_blocking(fd, was_blocking)
+            return None
+
+        def close() -> None:
+            transport.close()
+            # The duplicate shares the open file's flags; give the original its mode back.
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, was_blocking)
+
+        return cls(stream, close)
+
+    async def readline(self) -> str | None:
+        """The next line, ``None`` at end of input; ``ValueError`` for a line over the limit
+        (it is dropped)."""
+        if self._stream is None:
+            line = await asyncio.to_thread(sys.stdin.readline)
+        else:
+            line = (await self._stream.readline()).decode(errors="replace")
+        return line or None
+
+
+# -- the transcript on screen ------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Line:
+    """One thing to show: ``label> text``, or ``text`` alone when there is no label."""
+
+    label: str | None
+    text: str
+    block: bool = False
+    """The text goes below the label, as it is (a follow-up turn's framing)."""
+
+
+Writer = Callable[[Line], None]
+
+
+@final
+class Display:
+    """Turns harness events and chat notes into :class:`Line` values for a writer.
+
+    A tool call the person made is shown when it is sent (the exact JSON arguments); the same
+    call coming back from the harness as a transcript turn is not shown twice. In offline mode the
+    first message the person sends is followed by a note that no model will answer.
+    """
+
+    def __init__(self, write: Writer, *, echo_person: bool, offline: bool) -> None:
+        self._write = write
+        self._echo_person = echo_person
+        self._offline_note = offline
+        self._sent: deque[tuple[str, str]] = deque()
+
+    def banner(self, lines: list[str]) -> None:
+        for text in lines:
+            self._write(Line(label=None, text=text))
+
+    def history(self, turns: list[MessageEntry]) -> None:
+        """The last few turns of a resumed session, for context."""
+        if not turns:
+            return
+        shown = turns[-HISTORY_TURNS:]
+        self._write(Line(label=None, text=f"--- the last {len(shown)} of {len(turns)} turns ---"))
+        for turn in shown:
+            self.turn(turn, live=False)
+        self._write(Line(label=None, text="---"))
+
+    def event(self, event: ChatEvent) -> None:
+        """The harness's ``on_event`` callback."""
+        if event.kind == "error":
+            self.error(event.text)
+        elif event.message is not None:
+            self.turn(event.message, live=True)
+
+    def turn(self, message: MessageEntry, *, live: bool) -> None:
+        if message.role == "user":
+            if message.origin == "followup":
+                self._write(Line(label="follow-up", text=message.content, block=True))
+            else:
+                if self._echo_person or not live:
+                    self._write(Line(label="you", text=message.content))
+                if live and self._offline_note:
+                    self._offline_note = False
+                    self.note(OFFLINE_NOTE)
+        elif message.role == "tool":
+            self._write(Line(label="tool result", text=message.content))
+        else:
+            calls = () if isinstance(message.tool_calls, msgspec.UnsetType) else message.tool_calls
+            if message.content or not calls:
+                self._write(Line(label="assistant", text=message.content))
+            for call in calls:
+                if (
+                    live
+                    and not message.content
+                    and self._sent
+                    and self._sent[0]
+                    == (
+                        call.name,
+                        call.arguments,
+                    )
+                ):
+                    self._sent.popleft()
+                    continue
+                self._write(Line(label="tool call", text=f"{call.name} {call.arguments}"))
+
+    def tool_request(self, name: str, arguments: Mapping[str, object]) -> None:
+        """Show a tool call the person sends, with the exact JSON arguments."""
+        text = msgspec.json.encode(arguments).decode()
+        self._sent.append((name, text))
+        self._write(Line(label="tool call", text=f"{name} {text}"))
+
+    def error(self, text: str) -> None:
+        self._write(Line(label="error", text=text))
+
+    def usage(self, usage: Usage) -> None:
+        self._write(Line(label="error", text=usage.message))
+        self._write(Line(label="usage", text=usage.usage))
+
+    def note(self, text: str) -> None:
+        self._write(Line(label="note", text=text))
+
+    def help(self) -> None:
+        self._write(Line(label=None, text=HELP))
+
+
+def visible(text: str) -> str:
+    """``text`` with the control characters a terminal would act on written as ``\\xNN``."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def plain_text(line: Line) -> str:
+    """``line`` as plain text: ``label> text``, or the label alone above a block."""
+    text = visible(line.text)
+    if line.label is None:
+        return text
+    return f"{line.label}>\n{text}" if line.block else f"{line.label}> {text}"
+
+
+def plain_writer(line: Line) -> None:
+    """Print ``line`` as plain text, flushed at once: stdout may be a pipe someone is reading."""
+    print(plain_text(line), flush=True)
+
+
+def _console() -> Console:
+    from rich.console import Console  # noqa: PLC0415 - only a terminal needs it
+
+    # No markup, emoji codes or highlighting: every text shown is untrusted and printed as is.
+    return Console(force_terminal=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
+
+
+def styled_writer(console: Console) -> Writer:
+    """A writer printing through ``console`` with a coloured label; the text itself is never
+    read as markup."""
+    from rich.text import Text  # noqa: PLC0415
+
+    def write(line: Line) -> None:
+        text = visible(line.text)
+        if line.label is None:
+            console.print(Text(text, style="dim"))
+            return
+        label = Text(f"{line.label}>", style=_LABEL_STYLES.get(line.label, ""))
+        console.print(Text.assemble(label, "\n" if line.block else " ", text))
+
+    return write

@@ -1,0 +1,973 @@
+"""Operator commands: look into sessions without disturbing them, fork them, print the catalogs.
+
+- ``sessions``, ``show``, ``list``, ``timeline`` and ``check`` only *read*: they take a snapshot
+  with ``store.read`` — no ownership, no lock, no byte changed, a torn last line ignored rather
+  than cut — so they work while a chat has the session open.
+- ``fork`` creates a new session (the parent is not modified) and prints only its id.
+- ``catalog`` and ``tools`` print the persistence catalog and the tool definitions as JSON.
+
+Tables are drawn with rich (styled on a terminal; plain, 120 columns wide, elsewhere). The text
+inside them — prompts, turns, tool arguments — is untrusted, so it is always wrapped in
+:class:`rich.text.Text` (never parsed as markup) with terminal control characters made visible.
+JSON goes to stdout with ``print``. "Now" is read from the module's ``clock``.
+Storage errors are left to escape: ``main`` turns them into one line on stderr and the documented
+exit code (3 for a missing session, 5 for a corrupt log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import heapq
+import io
+import itertools
+import re
+import sys
+import zoneinfo
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, Literal, assert_never, final
+
+import msgspec
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from session_schedule.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Handler,
+    data_dir,
+    exit_code_for,
+    fail,
+)
+from session_schedule.core.catalog import CATALOG
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    ScheduleChange,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
+)
+from session_schedule.core.due import next_wakeup
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold, fold, next_every_target, skipped_occurrences
+from session_schedule.core.ids import ScheduleId, id_number
+from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, format_instant
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    EveryScheduleRecord,
+    RecordKind,
+    ScheduleRecord,
+    ScheduleState,
+    make_view,
+    record_kind,
+    record_target,
+)
+from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
+from session_schedule.runtime.clock import Clock, SystemClock
+
+# The session package registers every durable type it writes (``message`` among them) in the
+# persistence catalog when it is imported; ``catalog`` relies on that.
+from session_schedule.session import (
+    MESSAGE_ENTRY_TYPE,
+    JsonlSessionStore,
+    LogEntry,
+    MessageEntry,
+    SessionCorrupt,
+    SessionHeader,
+    SessionId,
+    SessionNotFound,
+    SessionSnapshot,
+)
+from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
+from session_schedule.tools.catalog import tool_definitions
+from session_schedule.tools.results import ListResult
+
+clock: Clock = SystemClock()
+"""Where "now" comes from (a module attribute, so tests can put a fake clock here)."""
+
+TABLE_WIDTH: Final = 120
+"""The width of tables written to anything that is not a terminal (pipes, files, tests)."""
+DEFAULT_LIMIT: Final = 100
+DEFAULT_UNTIL: Final = "24h"
+
+ToolFormat = Literal["openai", "anthropic", "mcp"]
+TOOL_FORMATS: Final[tuple[ToolFormat, ...]] = ("openai", "anthropic", "mcp")
+
+_SESSION_HELP: Final = "a session id, such as s_7k2m4q9x3v5b (see `session-schedule sessions`)"
+_DURATION: Final = re.compile(r"([0-9]{1,12})([smhdw])", re.ASCII)
+_INSTANT_LIKE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt]", re.ASCII)
+_LOCAL_DATE_TIME: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?", re.ASCII
+)
+_UNIT_MS: Final = {
+    "s": MS_PER_SECOND,
+    "m": 60 * MS_PER_SECOND,
+    "h": 3_600 * MS_PER_SECOND,
+    "d": 86_400 * MS_PER_SECOND,
+    "w": 604_800 * MS_PER_SECOND,
+}
+# C0 controls other than tab and newline, DEL and C1 controls: a terminal would act on them.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_JSON: Final = msgspec.json.Encoder()
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the operator commands to the program's subcommands."""
+    parser = _command(
+        commands,
+        "sessions",
+        _sessions,
+        help="list the sessions in the data directory",
+        description="The sessions in the data directory, oldest first: when each was created, "
+        "its parent and the entry it was forked at (for a fork), how many entries it has, how "
+        "many reminders are active and the earliest target. A session whose log is damaged is "
+        "listed with its problem.",
+        example="session-schedule sessions --json",
+    )
+    _json_flag(parser)
+
+    parser = _command(
+        commands,
+        "show",
+        _show,
+        help="show a session's transcript and schedule events",
+        description="Every entry of a session in order: each turn with its time, role and origin "
+        "(follow-up turns queued by Schedule are marked), and a one-line summary of each "
+        "schedule change. A fork's inherited entries are marked. Exits 5 when a schedule change "
+        "breaks the fold's rules, after showing the entries.",
+        example="session-schedule show s_7k2m4q9x3v5b",
+    )
+    _session_argument(parser)
+
+    parser = _command(
+        commands,
+        "list",
+        _list,
+        help="list a session's active reminders as the model sees them",
+        description="The active reminders of a session, soonest first, each with its state "
+        "(scheduled, or overdue) and delivery mode — what schedule_list would tell the model "
+        "now. With --json, exactly the schedule_list result.",
+        example="session-schedule list s_7k2m4q9x3v5b --json",
+    )
+    _session_argument(parser)
+    _json_flag(parser)
+
+    parser = _command(
+        commands,
+        "timeline",
+        _timeline,
+        help="show a session's upcoming reminder occurrences",
+        description="The occurrences the session's active reminders will have from now until "
+        "--until, recurring reminders expanded, in the time zone you choose. Overdue reminders "
+        "come first: they are delivered once, the next time the session is open live.",
+        example="session-schedule timeline s_7k2m4q9x3v5b --until 7d --zone Asia/Tokyo",
+    )
+    _session_argument(parser)
+    parser.add_argument(
+        "--until",
+        type=_until,
+        default=_until(DEFAULT_UNTIL),
+        metavar="WHEN",
+        help="the end of the window: a duration from now such as 90m, 36h or 7d (units s, m, h, "
+        "d, w), or an RFC 3339 instant with an offset (default: 24h)",
+    )
+    parser.add_argument(
+        "--zone",
+        type=_zone,
+        default=load_zone("UTC"),
+        metavar="ZONE",
+        help="show times in this zone: UTC or an IANA name such as Europe/Paris (default: UTC)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=_positive,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"show at most N occurrences (default: {DEFAULT_LIMIT})",
+    )
+    _json_flag(parser)
+
+    parser = _command(
+        commands,
+        "check",
+        _check,
+        help="validate a session's whole log strictly",
+        description="Read and strictly decode every entry of a session, then fold its schedule "
+        "changes. Prints a one-line summary when the session is sound. Exit codes: 0 sound; "
+        "3 no such session; 5 corrupt (the message names the entry and the field).",
+        example="session-schedule check s_7k2m4q9x3v5b",
+    )
+    _session_argument(parser)
+
+    parser = _command(
+        commands,
+        "fork",
+        _fork,
+        help="fork a session and print the new session's id",
+        description="Create a new session that keeps the session's history — all of it, or its "
+        "first N entries — but none of its active reminders. Only the new id is printed, so a "
+        "script can capture it. The parent may be open elsewhere; it is not modified.",
+        example="child=$(session-schedule fork s_7k2m4q9x3v5b --at 12)",
+    )
+    _session_argument(parser)
+    parser.add_argument(
+        "--at",
+        type=_non_negative,
+        metavar="N",
+        help="copy only the first N entries (default: every entry)",
+    )
+
+    _command(
+        commands,
+        "catalog",
+        _catalog,
+        help="print the persistence catalog as JSON",
+        description="Every durable entry type this version writes — its name, version, "
+        "declaring type, source location and JSON Schema — as JSON.",
+        example="session-schedule catalog",
+    )
+
+    parser = _command(
+        commands,
+        "tools",
+        _tools,
+        help="print the schedule tool definitions as JSON",
+        description="The definitions of schedule_create, schedule_list and schedule_delete, "
+        "with the default limits, in the format a model API or protocol expects: OpenAI "
+        "strict function tools (Chat Completions), Anthropic tools or MCP tools.",
+        example="session-schedule tools --format anthropic",
+    )
+    parser.add_argument(
+        "--format",
+        choices=TOOL_FORMATS,
+        default="openai",
+        help="the tool format (default: openai)",
+    )
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+@final
+class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One row of ``sessions``; the JSON form uses the header's camelCase names."""
+
+    id: str
+    created_at: str
+    parent_id: str | None
+    seed_length: int
+    entries: int | None
+    """``None`` when the log could not be read (see ``problem``)."""
+    active_reminders: int | None
+    next_target: str | None
+    """The earliest active target, canonical UTC; ``None`` when nothing is active."""
+    problem: str | None
+    """Why the log could not be read or folded, or ``None`` when it is sound."""
+
+
+async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
+    """A summary of every session in ``store``, by creation instant, then id."""
+    summaries: list[SessionSummary] = []
+    for header in await store.list():
+        entries = active = next_target = problem = None
+        try:
+            snapshot = await store.read(header.id)
+            state = fold_snapshot(snapshot)
+        except SessionNotFound:
+            continue  # deleted since it was listed
+        except (SessionCorrupt, ScheduleError) as error:
+            problem = str(error)
+        else:
+            entries, active = len(snapshot.entries), len(state)
+            wakeup = next_wakeup(state)
+            next_target = None if wakeup is None else format_instant(wakeup)
+        summaries.append(
+            SessionSummary(
+                id=header.id,
+                created_at=header.created_at,
+                parent_id=header.parent_id,
+                seed_length=header.seed_length,
+                entries=entries,
+                active_reminders=active,
+                next_target=next_target,
+                problem=problem,
+            )
+        )
+    return summaries
+
+
+def _sessions(arguments: argparse.Namespace) -> int:
+    store = JsonlSessionStore(data_dir(arguments))
+    summaries = asyncio.run(summarize(store))
+    if arguments.json:
+        _print_json(summaries)
+        return EXIT_OK
+    with _output() as console:
+        if not summaries:
+            console.print(Text(f"no sessions in {store.data_dir}"))
+            return EXIT_OK
+        now = format_instant(clock.now())
+        table = _table("id", "created (UTC)", "parent", "entries", "active", "next target")
+        for summary in summaries:
+            parent = (
+                Text("—", style="dim")
+                if summary.parent_id is None
+                else Text(f"{summary.parent_id} at {summary.seed_length}")
+            )
+            if summary.problem is not None:
+                entries, active, target = Text("?"), Text("corrupt", style="bold red"), Text("")
+            else:
+                entries, active = Text(str(summary.entries)), Text(str(summary.active_reminders))
+                target = _target_text(summary.next_target, now)
+            table.add_row(
+                Text(summary.id), Text(summary.created_at), parent, entries, active, target
+            )
+        console.print(table)
+        for summary in summaries:
+            if summary.problem is not None:
+                console.print(_untrusted(summary.problem, style="red"))
+        return EXIT_OK
+
+
+def _target_text(target: str | None, now: str) -> Text:
+    if target is None:
+        return Text("—", style="dim")
+    if target <= now:
+        return Text.assemble(target, (" (overdue)", "bold yellow"))
+    return Text(target)
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+def _show(arguments: argparse.Namespace) -> int:
+    snapshot = _read(arguments)
+    header = snapshot.header
+    replay = _Replay(snapshot.header)
+    table = _table("#", "time (UTC)", "entry")
+    for entry in snapshot.entries:
+        time, body = replay.describe(entry)
+        inherited = entry.position < header.seed_length
+        table.add_row(Text(str(entry.position), style="dim" if inherited else ""), time, body)
+    with _output() as console:
+        console.print(
+            Text.assemble(
+                "session ",
+                (header.id, "bold"),
+                f", created {header.created_at}, {len(snapshot.entries)} entries",
+            )
+        )
+        if header.parent_id is not None:
+            console.print(
+                Text(
+                    f"forked from {header.parent_id}: entries before {header.seed_length} are "
+                    "inherited history; none of the parent's reminders are active here",
+                    style="dim",
+                )
+            )
+        console.print(table if snapshot.entries else Text("no entries", style="dim"))
+        if replay.problem is None:
+            count = len(replay.state)
+            console.print(
+                Text(f"{count} active reminder{'' if count == 1 else 's'} after the last entry")
+            )
+    if replay.problem is not None:
+        return fail(str(replay.problem), exit_code_for(replay.problem))
+    return EXIT_OK
+
+
+@final
+class _Replay:
+    """Describes a session's entries in order, folding its schedule changes along the way.
+
+    The fold says what each change did (an Every dispatch's next target, for instance). The
+    first change the fold rejects is kept in ``problem`` and marked; later changes are still
+    described, but no longer folded.
+    """
+
+    def __init__(self, header: SessionHeader) -> None:
+        self.state = ScheduleFold(session=header.id)
+        self.problem: ScheduleError | None = None
+        self._seed_length = header.seed_length
+        # Every record ever created, inherited ones included, to name a change's kind.
+        self._records: dict[ScheduleId, ScheduleRecord] = {}
+
+    def describe(self, entry: LogEntry) -> tuple[Text, RenderableType]:
+        """The entry's time (blank when it has none) and what it says or did."""
+        prefix = Text("inherited · ", style="dim italic")
+        if entry.position >= self._seed_length:
+            prefix = Text()
+        payload = entry.payload
+        if entry.type == MESSAGE_ENTRY_TYPE and isinstance(payload, MessageEntry):
+            return Text(payload.at), _message_body(payload, prefix)
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(payload, _CHANGE_TYPES):
+            time = ""
+            if isinstance(payload, ScheduleDispatchChange) and isinstance(payload.accepted_at, str):
+                time = payload.accepted_at
+            return Text(time), self._change(entry.position, payload, prefix)
+        text = _untrusted(f"{entry.type} {_JSON.encode(payload).decode()}")
+        return Text(), Text.assemble(prefix, text)
+
+    def _change(self, position: int, change: ScheduleChange, prefix: Text) -> RenderableType:
+        line = _change_line(change, self._records.get(_change_id(change)), prefix)
+        if isinstance(change, ScheduleCreateChange):
+            self._records[change.schedule.id] = change.schedule
+        if self.problem is not None:
+            return line
+        try:
+            if position < self._seed_length:
+                self.state.note_inherited(change)
+                return line
+            self.state.apply(change, position=position)
+        except ScheduleError as error:
+            self.problem = error
+            return Group(line, _untrusted(f"✗ rejected: {error.message}", style="bold red"))
+        if isinstance(change, ScheduleDispatchChange):
+            following = self.state.get(change.id)
+            if not isinstance(change.accepted_at, str):
+                line.append("; one-shot delivered, ended")
+            elif following is None:
+                line.append("; ended (no later target fits in year 9999)")
+            else:
+                line.append(f"; next target {following.scheduled_at}")
+        return line
+
+
+_CHANGE_TYPES: Final = (ScheduleCreateChange, ScheduleDeleteChange, ScheduleDispatchChange)
+
+
+def _change_id(change: ScheduleChange) -> ScheduleId:
+    if isinstance(change, ScheduleCreateChange):
+        return change.schedule.id
+    return change.id
+
+
+def _message_body(message: MessageEntry, prefix: Text) -> RenderableType:
+    match message.role, message.origin:
+        case "user", "followup":
+            label = Text.assemble(
+                ("user", "bold"), " · ", ("FOLLOW-UP", "bold magenta"), " queued by Schedule"
+            )
+        case "tool", _:
+            label = Text.assemble(("tool", "bold"), " · result of ")
+            label.append_text(_untrusted(str(message.tool_call_id)))
+        case role, origin:
+            label = Text.assemble((role, "bold"), f" · {origin}")
+    parts: list[RenderableType] = [Text.assemble(prefix, label)]
+    if message.content:
+        parts.append(_untrusted(message.content))
+    if not isinstance(message.tool_calls, msgspec.UnsetType):
+        for call in message.tool_calls:
+            line = Text("→ call ", style="cyan")
+            line.append_text(_untrusted(f"{call.name}({call.arguments})  [{call.id}]"))
+            parts.append(line)
+    return Group(*parts)
+
+
+def _change_line(change: ScheduleChange, record: ScheduleRecord | None, prefix: Text) -> Text:
+    """What ``change`` says, on one line; ``record`` is the record it names, when known."""
+    line = Text.assemble(prefix, ("schedule/change ", "dim"))
+    match change:
+        case ScheduleCreateChange(schedule=created):
+            line.append("create ", style="bold green")
+            line.append(f"{created.id} {_rule(created)}, target {created.scheduled_at}: ")
+            line.append_text(_untrusted(_quote(created.prompt)))
+        case ScheduleDeleteChange():
+            line.append("delete ", style="bold red")
+            line.append(f"{change.id}{_kind_suffix(record)}")
+        case ScheduleDispatchChange():
+            line.append("dispatch ", style="bold blue")
+            line.append(f"{change.id}{_kind_suffix(record)}")
+            if isinstance(change.accepted_at, str):
+                line.append(f", acceptedAt {change.accepted_at}")
+        case _:
+            assert_never(change)
+    return line
+
+
+def _kind_suffix(record: ScheduleRecord | None) -> str:
+    return "" if record is None else f" ({_rule(record)})"
+
+
+def _quote(text: str) -> str:
+    return _JSON.encode(text).decode()
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+def _list(arguments: argparse.Namespace) -> int:
+    snapshot = _read(arguments)
+    state = fold_snapshot(snapshot)
+    now = clock.now()
+    result = ListResult(
+        ok=True,
+        now=format_instant(now),
+        schedules=[make_view(record, now) for record in state.ordered()],
+    )
+    if arguments.json:
+        _print_json(result)
+        return EXIT_OK
+    with _output() as console:
+        count = len(result.schedules)
+        console.print(
+            Text(
+                f"session {snapshot.header.id} at {result.now}: "
+                f"{count} active reminder{'' if count == 1 else 's'}"
+            )
+        )
+        if not result.schedules:
+            return EXIT_OK
+        table = _table("id", "rule", "target (UTC)", "state", "delivery", "prompt")
+        for view in result.schedules:
+            table.add_row(
+                Text(view.id),
+                Text(_rule(view)),
+                Text(view.scheduled_at),
+                Text(view.state, style="bold yellow" if view.state == "overdue" else ""),
+                Text(view.delivery_mode),
+                _untrusted(view.prompt),
+            )
+        console.print(table)
+        return EXIT_OK
+
+
+# -- timeline --------------------------------------------------------------------------------
+
+
+@final
+class Until(msgspec.Struct, frozen=True, kw_only=True):
+    """The end of a timeline window: a duration from now, or an absolute instant."""
+
+    text: str
+    """As the user wrote it."""
+    milliseconds: int
+    """The duration, or the instant."""
+    relative: bool
+    """Whether ``milliseconds`` is a duration from now."""
+
+    def resolve(self, now: Instant) -> Instant:
+        """The window's end as seen at ``now`` (a duration reaching past year 9999 stops there)."""
+        if not self.relative:
+            return Instant(self.milliseconds)
+        return Instant(min(now + self.milliseconds, MAX_INSTANT))
+
+
+@final
+class TimelineOccurrence(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One upcoming (or overdue) occurrence of an active reminder."""
+
+    id: ScheduleId
+    kind: RecordKind
+    scheduled_at: str
+    """The occurrence's target, canonical UTC."""
+    local: str
+    """The same instant in the chosen zone (RFC 3339 with its offset)."""
+    state: ScheduleState
+    skipped: int
+    """For an overdue recurring reminder: the earlier due occurrences its delivery passes over."""
+    prompt: str
+
+
+@final
+class Timeline(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``timeline --json`` document."""
+
+    now: str
+    until: str
+    zone: str
+    limit: int
+    total: int
+    """How many occurrences the window holds (more than are listed when ``truncated``)."""
+    truncated: bool
+    occurrences: list[TimelineOccurrence]
+
+
+def build_timeline(
+    records: Iterable[ScheduleRecord],
+    *,
+    now: Instant,
+    until: Instant,
+    zone: zoneinfo.ZoneInfo,
+    limit: int,
+) -> Timeline:
+    """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them.
+
+    An overdue record contributes the one occurrence its next delivery will carry — a recurring
+    one its latest due occurrence — and a recurring record then its anchor-aligned targets after
+    ``now``. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
+    work follows ``limit``, not the length of the window.
+    """
+    streams = [_occurrences(record, now, until) for record in records]
+    total = sum(_count(record, now, until) for record in records)
+    ordered = heapq.merge(*streams, key=lambda item: (item[0], id_number(item[1].id)))
+    occurrences = [
+        _occurrence(record, instant, zone, now)
+        for instant, record in itertools.islice(ordered, limit)
+    ]
+    return Timeline(
+        now=format_instant(now),
+        until=format_instant(until),
+        zone=str(zone.key),
+        limit=limit,
+        total=total,
+        truncated=total > limit,
+        occurrences=occurrences,
+    )
+
+
+def _occurrences(
+    record: ScheduleRecord, now: Instant, until: Instant
+) -> Iterator[tuple[Instant, ScheduleRecord]]:
+    target = record_target(record)
+    if not isinstance(record, EveryScheduleRecord):
+        if target <= until or target <= now:
+            yield target, record
+        return
+    interval = record.every_seconds * MS_PER_SECOND
+    if target <= now:
+        skipped = skipped_occurrences(target, now, record.every_seconds)
+        yield Instant(target + skipped * interval), record
+        target = Instant(next_every_target(target, now, record.every_seconds))
+    while target <= min(until, MAX_INSTANT):
+        yield target, record
+        target = Instant(target + interval)
+
+
+def _count(record: ScheduleRecord, now: Instant, until: Instant) -> int:
+    """How many items :func:`_occurrences` yields, in O(1)."""
+    target = record_target(record)
+    if not isinstance(record, EveryScheduleRecord):
+        return int(target <= until or target <= now)
+    count = 0
+    if target <= now:
+        count = 1
+        target = Instant(next_every_target(target, now, record.every_seconds))
+    end = min(until, MAX_INSTANT)
+    if target <= end:
+        count += (end - target) // (record.every_seconds * MS_PER_SECOND) + 1
+    return count
+
+
+def _occurrence(
+    record: ScheduleRecord, instant: Instant, zone: zoneinfo.ZoneInfo, now: Instant
+) -> TimelineOccurrence:
+    overdue = instant <= now
+    skipped = 0
+    if overdue and isinstance(record, EveryScheduleRecord):
+        skipped = skipped_occurrences(record_target(record), now, record.every_seconds)
+    return TimelineOccurrence(
+        id=record.id,
+        kind=record_kind(record),
+        scheduled_at=format_instant(instant),
+        local=format_local(instant, zone),
+        state="overdue" if overdue else "scheduled",
+        skipped=skipped,
+        prompt=record.prompt,
+    )
+
+
+def _timeline(arguments: argparse.Namespace) -> int:
+    now = clock.now()
+    until_argument: Until = arguments.until
+    zone: zoneinfo.ZoneInfo = arguments.zone
+    until = until_argument.resolve(now)
+    if until <= now:
+        return fail(
+            f"--until {until_argument.text} is not after now ({format_instant(now)}); "
+            "give a later instant or a duration such as 36h",
+            EXIT_USAGE,
+        )
+    snapshot = _read(arguments)
+    timeline = build_timeline(
+        fold_snapshot(snapshot).ordered(),
+        now=now,
+        until=until,
+        zone=zone,
+        limit=arguments.limit,
+    )
+    if arguments.json:
+        _print_json(timeline)
+        return EXIT_OK
+    with _output() as console:
+        console.print(
+            Text(
+                f"session {snapshot.header.id}: from {format_local(now, zone)} (now) "
+                f"until {format_local(until, zone)}"
+            )
+        )
+        if not timeline.occurrences:
+            console.print(Text("no reminders in this window", style="dim"))
+            return EXIT_OK
+        table = _table(f"time ({timeline.zone})", "id", "kind", "state", "prompt")
+        for occurrence in timeline.occurrences:
+            state = Text(occurrence.state)
+            if occurrence.state == "overdue":
+                state.stylize("bold yellow")
+                if occurrence.skipped:
+                    state.append(f" (skips {occurrence.skipped} missed)")
+            table.add_row(
+                Text(occurrence.local),
+                Text(occurrence.id),
+                Text(occurrence.kind),
+                state,
+                _untrusted(occurrence.prompt),
+            )
+        console.print(table)
+        if any(occurrence.state == "overdue" for occurrence in timeline.occurrences):
+            console.print(
+                Text(
+                    "overdue reminders are delivered once, the next time the session is open live "
+                    "(a recurring one with its latest due occurrence only)",
+                    style="dim",
+                )
+            )
+        if timeline.truncated:
+            console.print(
+                Text(
+                    f"showing the first {len(timeline.occurrences)} of {timeline.total} "
+                    "occurrences; raise --limit or bring --until closer to see the rest",
+                    style="yellow",
+                )
+            )
+        return EXIT_OK
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def _check(arguments: argparse.Namespace) -> int:
+    store = JsonlSessionStore(data_dir(arguments))
+    snapshot = asyncio.run(store.read(arguments.session))
+    state = fold_snapshot(snapshot)
+    header, entries = snapshot
+    messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
+    changes = sum(1 for entry in entries if entry.type == CHANGE_EVENT_TYPE)
+    parts = [
+        (
+            f"session {header.id} is sound: {len(entries)} entries "
+            f"({messages} messages, {changes} schedule changes), "
+            f"{len(state)} active reminder{'' if len(state) == 1 else 's'}"
+        )
+    ]
+    if header.parent_id is not None:
+        parts.append(f"forked from {header.parent_id} at entry {header.seed_length}")
+    if _has_torn_tail(store, header.id):
+        parts.append(
+            "the file ends in an incomplete line (an append cut short), which is ignored and "
+            "will be cut when the session is next opened"
+        )
+    print("; ".join(parts))
+    return EXIT_OK
+
+
+def _has_torn_tail(store: JsonlSessionStore, session_id: SessionId) -> bool:
+    """Whether the session's file ends with bytes after its last newline."""
+    with store.path_of(session_id).open("rb") as file:
+        size = file.seek(0, 2)
+        if size == 0:
+            return False
+        file.seek(size - 1)
+        return file.read(1) != b"\n"
+
+
+# -- fork ------------------------------------------------------------------------------------
+
+
+async def fork_session(
+    store: JsonlSessionStore, parent: str, at: int | None, now: Instant
+) -> SessionId:
+    """Fork ``parent`` (its first ``at`` entries, or all) and return the new id, closed again."""
+    async with await store.fork(parent, at=at, now=now) as handle:
+        return handle.id
+
+
+def _fork(arguments: argparse.Namespace) -> int:
+    store = JsonlSessionStore(data_dir(arguments))
+    try:
+        child = asyncio.run(fork_session(store, arguments.session, arguments.at, clock.now()))
+    except ValueError as error:  # --at beyond the parent's entries
+        return fail(str(error), EXIT_USAGE)
+    print(child)
+    return EXIT_OK
+
+
+# -- catalog and tools -----------------------------------------------------------------------
+
+
+def _catalog(_arguments: argparse.Namespace) -> int:
+    print(msgspec.json.format(CATALOG.to_json(), indent=2).decode())
+    return EXIT_OK
+
+
+def _tools(arguments: argparse.Namespace) -> int:
+    definitions = tool_definitions()
+    tool_format: ToolFormat = arguments.format
+    match tool_format:
+        case "openai":
+            tools = openai_tools(definitions)
+        case "anthropic":
+            tools = anthropic_tools(definitions)
+        case "mcp":
+            tools = mcp_tools(definitions)
+        case _:
+            assert_never(tool_format)
+    _print_json(tools)
+    return EXIT_OK
+
+
+# -- shared ----------------------------------------------------------------------------------
+
+
+def fold_snapshot(snapshot: SessionSnapshot) -> ScheduleFold:
+    """The schedule state of a snapshot: its changes folded as the live owner folds them.
+
+    Raises ``ScheduleError("corrupt_schedule_log")`` naming the first change that breaks a rule.
+    """
+    header, entries = snapshot
+    return fold(_changes(entries), seed_length=header.seed_length, session=header.id)
+
+
+def _changes(entries: Sequence[LogEntry]) -> Iterator[tuple[int, ScheduleChange]]:
+    for entry in entries:
+        if entry.type == CHANGE_EVENT_TYPE:
+            payload = entry.payload
+            if not isinstance(payload, _CHANGE_TYPES):
+                raise TypeError(f"entry {entry.position} holds a {type(payload).__name__}")
+            yield entry.position, payload
+
+
+def _read(arguments: argparse.Namespace) -> SessionSnapshot:
+    store = JsonlSessionStore(data_dir(arguments))
+    return asyncio.run(store.read(arguments.session))
+
+
+def _rule(record: ScheduleRecord) -> str:
+    match record:
+        case AfterScheduleRecord():
+            return f"after {_seconds(record.after_seconds)}"
+        case AtScheduleRecord():
+            return "at"
+        case EveryScheduleRecord():
+            return f"every {_seconds(record.every_seconds)}"
+        case _:
+            assert_never(record)
+
+
+def _seconds(seconds: int) -> str:
+    """``90s``, ``15m``, ``2h``, ``7d``: the largest unit that divides evenly."""
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+@contextlib.contextmanager
+def _output() -> Iterator[Console]:
+    """A console for stdout: styled on a terminal; elsewhere plain text, ``TABLE_WIDTH``
+    columns wide and without trailing blanks, written once the block ends."""
+    if sys.stdout.isatty():
+        yield Console(file=sys.stdout, markup=False, emoji=False, highlight=False)
+        return
+    buffer = io.StringIO()
+    yield Console(
+        file=buffer,
+        width=TABLE_WIDTH,
+        color_system=None,
+        force_terminal=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+
+
+def _table(*columns: str) -> Table:
+    """A table whose last column takes the room that is left and wraps; the others never wrap."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in columns[:-1]:
+        table.add_column(column, no_wrap=True)
+    table.add_column(columns[-1], overflow="fold", ratio=1)
+    return table
+
+
+def _untrusted(text: str, *, style: str = "") -> Text:
+    """``text`` exactly as written, never read as markup, with control characters made visible."""
+    return Text(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text), style=style)
+
+
+def _print_json(value: object) -> None:
+    print(msgspec.json.format(_JSON.encode(value), indent=2).decode())
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    handler: Handler,
+    *,
+    help: str,  # noqa: A002 - argparse's name
+    description: str,
+    example: str,
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=f"example: {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _session_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", metavar="SESSION", help=_SESSION_HELP)
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _until(text: str) -> Until:
+    duration = _DURATION.fullmatch(text)
+    if duration is not None:
+        milliseconds = int(duration.group(1)) * _UNIT_MS[duration.group(2)]
+        if milliseconds == 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is an empty window; give a positive one")
+        return Until(text=text, milliseconds=milliseconds, relative=True)
+    try:
+        return Until(text=text, milliseconds=parse_rfc3339(text), relative=False)
+    except ScheduleError as error:
+        if _LOCAL_DATE_TIME.fullmatch(text):
+            problem = f"{text!r} has no UTC offset; add one, such as Z or +09:00"
+        elif _INSTANT_LIKE.match(text):
+            problem = error.message  # a malformed offset, an impossible date, out of range
+        else:
+            problem = (
+                f"{text!r} is neither a duration such as 90m, 36h or 7d (units s, m, h, d, w) "
+                "nor an RFC 3339 instant such as 2026-12-01T09:00:00+09:00"
+            )
+        raise argparse.ArgumentTypeError(problem) from None
+
+
+def _zone(text: str) -> zoneinfo.ZoneInfo:
+    try:
+        return load_zone(text)
+    except ScheduleError as error:
+        raise argparse.ArgumentTypeError(error.message) from None
+
+
+def _positive(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
+
+
+def _non_negative(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
+    return int(text)

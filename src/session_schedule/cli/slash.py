@@ -1,0 +1,209 @@
+"""Slash commands: what a person types at the chat prompt, turned into the tools' real arguments.
+
+In offline mode the person drives the Schedule tools directly; with a model they may too. This
+module only *reads* a line — it runs nothing and never raises: every line becomes one of
+
+- :class:`Say` — a plain message for the conversation (``//…`` sends a line that starts with ``/``);
+- :class:`CallTool` — a tool name and the exact JSON arguments to send it;
+- :class:`Local` — ``/help`` or ``/quit``, handled by the chat itself;
+- :class:`Usage` — a line that could not be read, with a message and the usage to show.
+
+Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``every 1m`` (below the
+5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone — are sent as typed so
+the person sees the tool's real error, exactly as a model would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias, final
+
+HELP: Final = """\
+commands:
+  /create after 90s <prompt>                        once, after a delay: 90, 90s, 10m, 2h, 1d, 1h30m
+  /create every 10m <prompt>                        repeatedly, at a fixed rate (at least 5 minutes)
+  /create at 2026-12-01T09:00:00+09:00 <prompt>     once, at an RFC 3339 time with an offset
+  /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time in a zone (or UTC)
+  /list                                             the active reminders
+  /delete sch_1                                     delete a reminder
+  /help                                             this help
+  /quit                                             leave (Ctrl-D too); the session can be resumed
+Any other line is a message; start it with // to send a line that begins with /."""
+
+CREATE_USAGE: Final = (
+    "/create after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 Asia/Tokyo "
+    "<prompt>"
+)
+LIST_USAGE: Final = "/list"
+DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
+COMMANDS_USAGE: Final = "/create, /list, /delete <id>, /help, /quit"
+
+_MAX_INT64: Final = 2**63 - 1
+"""The largest integer the JSON encoder writes; larger durations are refused here."""
+_MAX_DURATION_LENGTH: Final = 40
+_DURATION: Final = re.compile(
+    r"(?:(?P<d>[0-9]+)d)?(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?:(?P<s>[0-9]+)s)?",
+    re.ASCII | re.IGNORECASE,
+)
+_UNIT_SECONDS: Final = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+_DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+_CLOCK_TIME: Final = re.compile(r"[0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?", re.ASCII)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Say:
+    """A line for the conversation, as typed."""
+
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallTool:
+    """A direct call of a Schedule tool with the arguments a model would send."""
+
+    name: Literal["schedule_create", "schedule_list", "schedule_delete"]
+    arguments: Mapping[str, object]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Local:
+    """A command the chat handles itself."""
+
+    command: Literal["help", "quit"]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """A line that could not be read: what is wrong, and how to write it."""
+
+    message: str
+    usage: str
+
+
+Command: TypeAlias = Say | CallTool | Local | Usage
+
+
+def parse_line(line: str) -> Command:
+    """What ``line`` asks for. Never raises."""
+    text = line.strip()
+    if text.startswith("//"):
+        return Say(text=text[1:])
+    if not text.startswith("/"):
+        return Say(text=text)
+    name, rest = _split(text)
+    match name:
+        case "/create":
+            return _create(rest)
+        case "/list":
+            if rest:
+                return Usage(message="/list takes no arguments", usage=LIST_USAGE)
+            return CallTool(name="schedule_list", arguments={})
+        case "/delete":
+            schedule_id, extra = _split(rest)
+            if not schedule_id or extra:
+                return Usage(message="/delete takes one reminder id", usage=DELETE_USAGE)
+            return CallTool(name="schedule_delete", arguments={"id": schedule_id})
+        case "/help" | "/?":
+            return Local(command="help")
+        case "/quit" | "/exit":
+            return Local(command="quit")
+        case _:
+            return Usage(message=f"there is no command {name}", usage=COMMANDS_USAGE)
+
+
+def _create(text: str) -> Command:
+    when, rest = _split(text)
+    match when.lower():
+        case "after" | "in":
+            return _delayed("after_seconds", when, rest)
+        case "every":
+            return _delayed("every_seconds", when, rest)
+        case "at":
+            return _at(rest)
+        case "":
+            return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
+        case _:
+            return Usage(
+                message=f"/create {when}: start with after, every or at", usage=CREATE_USAGE
+            )
+
+
+def _delayed(key: str, word: str, text: str) -> Command:
+    duration, prompt = _split(text)
+    if not duration:
+        return Usage(message=f"/create {word}: give a duration, such as 90s", usage=CREATE_USAGE)
+    if len(duration) > _MAX_DURATION_LENGTH:
+        return Usage(message="that duration is too long", usage=CREATE_USAGE)
+    seconds = parse_duration(duration)
+    if seconds is None:
+        return Usage(
+            message=f"{duration!r} is not a duration; write a number of seconds, or numbers with "
+            "d, h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+            usage=CREATE_USAGE,
+        )
+    if seconds > _MAX_INT64:
+        return Usage(message="that duration is too long", usage=CREATE_USAGE)
+    return _with_prompt({key: seconds}, prompt)
+
+
+def _at(text: str) -> Command:
+    first, rest = _split(text)
+    if not first:
+        return Usage(message="/create at: give a time", usage=CREATE_USAGE)
+    if _DATE.fullmatch(first):
+        clock, rest = _split(rest)
+        zone, prompt = _split(rest)
+        if not clock or not zone:
+            return Usage(
+                message=f"/create at {first}: give the time and the time zone too, "
+                f"such as {first} 09:00 Asia/Tokyo (or UTC)",
+                usage=CREATE_USAGE,
+            )
+        return _with_prompt({"at": {"date": first, "time": clock, "time_zone": zone}}, prompt)
+    if _CLOCK_TIME.fullmatch(first):
+        return Usage(
+            message=f"/create at {first}: give the date and the time zone too, "
+            f"such as 2026-12-01 {first} Asia/Tokyo",
+            usage=CREATE_USAGE,
+        )
+    return _with_prompt({"at": first}, rest)
+
+
+def _with_prompt(selector: dict[str, object], prompt: str) -> Command:
+    if not prompt:
+        return Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE)
+    return CallTool(name="schedule_create", arguments={"prompt": prompt, **selector})
+
+
+def parse_duration(text: str) -> int | None:
+    """Seconds in ``text`` — ``90``, ``90s``, ``10m``, ``2h``, ``1d``, ``1h30m`` — or ``None``.
+
+    Any number is accepted, zero included: whether a delay is allowed is the tool's decision.
+    Text longer than 40 characters is ``None``.
+    """
+    if len(text) > _MAX_DURATION_LENGTH:
+        return None
+    if text.isascii() and text.isdigit():
+        return int(text)
+    found = _DURATION.fullmatch(text)
+    if found is None or not any(found.groupdict().values()):
+        return None
+    return sum(
+        int(amount) * _UNIT_SECONDS[unit]
+        for unit, amount in found.groupdict().items()
+        if amount is not None
+    )
+
+
+def _split(text: str) -> tuple[str, str]:
+    """The first word of ``text`` and the rest, its inner spacing kept."""
+    parts = text.strip().split(maxsplit=1)
+    if not parts:
+        return "", ""
+    return parts[0], parts[1].strip() if len(parts) > 1 else ""

@@ -1,0 +1,887 @@
+"""The operator commands, run through ``main`` on real JSONL sessions built in virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from session_schedule.cli import operator as operator_cli
+from session_schedule.cli.main import main
+from session_schedule.core.catalog import CATALOG
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    create_change,
+    delete_change,
+    dispatch_change,
+)
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import parse_instant
+from session_schedule.core.records import EveryScheduleRecord
+from session_schedule.core.time_input import load_zone
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session import (
+    MESSAGE_ENTRY_TYPE,
+    JsonlSessionStore,
+    SessionId,
+    ToolCall,
+    assistant_message,
+    tool_message,
+    user_message,
+)
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+from session_schedule.tools import ScheduleTools
+from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
+from session_schedule.tools.catalog import tool_definitions
+
+START = "2026-11-29T20:00:00.000Z"
+NOW = "2026-11-29T23:30:00.000Z"
+"""The operator's "now": sch_2 (hourly, next due 22:00) is overdue and has skipped 23:00's
+predecessor once; sch_3 lies in 2030."""
+SESSION = SessionId("s_demo00000001")
+OTHER = SessionId("s_demo00000002")
+COMMANDS = ["sessions", "show", "list", "timeline", "check", "fork", "catalog", "tools"]
+
+
+async def _build(data: Path, session_id: SessionId) -> None:
+    """A session with a transcript, every kind of change and two follow-up turns.
+
+    Entries: 0 user, 1 assistant (tool call), 2 create sch_1, 3 tool result, 4 create sch_2,
+    5 create sch_3, 6 create sch_4, 7 delete sch_4, 8 dispatch sch_1, 9 follow-up,
+    10 dispatch sch_2 (acceptedAt 21:00), 11 follow-up.
+    """
+    store = JsonlSessionStore(data)
+    clock = FakeClock(START)
+    agent = FakeAgent()
+    async with (
+        await store.create(now=clock.now(), session_id=session_id) as session,
+        LiveSchedule(session, agent, clock=clock) as schedule,
+    ):
+        session.append(
+            MESSAGE_ENTRY_TYPE,
+            user_message("remind me to stretch [bold]soon[/bold]\x1b[2J", at=clock.now()),
+        )
+        call = ToolCall(
+            id="call_1",
+            name="schedule_create",
+            arguments='{"prompt":"stretch [bold]now[/bold]","after_seconds":90}',
+        )
+        session.append(
+            MESSAGE_ENTRY_TYPE, assistant_message("", at=clock.now(), tool_calls=(call,))
+        )
+        await schedule.create({"prompt": "stretch [bold]now[/bold]", "after_seconds": 90})
+        session.append(
+            MESSAGE_ENTRY_TYPE, tool_message('{"ok":true}', at=clock.now(), tool_call_id="call_1")
+        )
+        await schedule.create({"prompt": "hourly check", "every_seconds": 3600})
+        await schedule.create({"prompt": "new year", "at": "2030-01-01T09:00:00+09:00"})
+        await schedule.create({"prompt": "to delete", "after_seconds": 600})
+        await schedule.delete({"id": "sch_4"})
+        for seconds in (90, 3510):
+            await schedule.settled()
+            clock.advance(seconds)
+            await schedule.settled()
+            session.append(
+                MESSAGE_ENTRY_TYPE,
+                user_message(agent.followups[-1], at=clock.now(), origin="followup"),
+            )
+        await session.barrier()
+    assert len(agent.followups) == 2
+
+
+def make_session(data: Path, session_id: SessionId = SESSION) -> SessionId:
+    asyncio.run(_build(data, session_id))
+    return session_id
+
+
+def path_of(data: Path, session_id: str) -> Path:
+    return data / f"{session_id}.jsonl"
+
+
+def replace_line(path: Path, index: int, line: bytes) -> None:
+    lines = path.read_bytes().split(b"\n")
+    lines[index] = line
+    path.write_bytes(b"\n".join(lines))
+
+
+def run(data: Path, *argv: str) -> int:
+    return main(["--data-dir", str(data), *argv])
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture(autouse=True)
+def fixed_now(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    clock = FakeClock(NOW)
+    monkeypatch.setattr(operator_cli, "clock", clock)
+    return clock
+
+
+@pytest.fixture
+def session(data: Path) -> SessionId:
+    return make_session(data)
+
+
+# -- help and usage --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: session-schedule {command} ")
+    assert "\nexample: " in out
+    assert f"session-schedule {command}" in out.split("\nexample: ")[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["list"], "the following arguments are required: SESSION"),
+        (["sessions", "--bogus"], "unrecognized arguments: --bogus"),
+        (["timeline", SESSION, "--limit", "0"], "argument --limit: expected a positive whole"),
+        (["fork", SESSION, "--at", "-1"], "argument --at: expected a whole number (0 or more)"),
+        (["fork", SESSION, "--at", "x"], "argument --at: expected a whole number (0 or more)"),
+        (["tools", "--format", "gemini"], "argument --format: invalid choice: 'gemini'"),
+        (
+            ["timeline", SESSION, "--zone", "EST"],
+            "argument --zone: 'EST' is not a supported time zone; use 'UTC' or an IANA "
+            "Area/Location name such as 'America/New_York' or 'Asia/Tokyo'.",
+        ),
+        (
+            ["timeline", SESSION, "--zone", "asia/tokyo"],
+            "argument --zone: 'asia/tokyo' is not a supported time zone (names are "
+            "case-sensitive); use 'Asia/Tokyo'.",
+        ),
+        (
+            ["timeline", SESSION, "--until", "tomorrow"],
+            "argument --until: 'tomorrow' is neither a duration such as 90m, 36h or 7d (units "
+            "s, m, h, d, w) nor an RFC 3339 instant such as 2026-12-01T09:00:00+09:00",
+        ),
+        (
+            ["timeline", SESSION, "--until", "5x"],
+            "argument --until: '5x' is neither a duration",
+        ),
+        (["timeline", SESSION, "--until", "0h"], "argument --until: '0h' is an empty window"),
+        (
+            ["timeline", SESSION, "--until", "2026-12-01T09:00:00"],
+            "argument --until: '2026-12-01T09:00:00' has no UTC offset; add one, such as Z or "
+            "+09:00",
+        ),
+        (
+            ["timeline", SESSION, "--until", "2026-12-01T09:00:00+0900"],
+            "argument --until: '2026-12-01T09:00:00+0900' has a malformed UTC offset",
+        ),
+        (
+            ["timeline", SESSION, "--until", "2026-02-30T09:00:00Z"],
+            "argument --until: '2026-02-30T09:00:00Z' contains an impossible date",
+        ),
+    ],
+)
+def test_bad_flags_are_usage_errors(
+    data: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run(data, *argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert message in captured.err.splitlines()[-1]
+    assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("command", ["show", "list", "timeline", "check", "fork"])
+def test_a_missing_session_is_exit_3(
+    data: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, command, "s_nonexistent1") == 3
+    assert capsys.readouterr() == (
+        "",
+        f"session-schedule: session s_nonexistent1 does not exist in {data}; "
+        "check the session id\n",
+    )
+
+
+def test_text_that_is_no_session_id_is_exit_3(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "list", "../etc/passwd") == 3
+    assert capsys.readouterr().err == (
+        "session-schedule: '../etc/passwd' is not a session id: expected s_ followed by 12 "
+        "lower-case letters or digits\n"
+    )
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+def test_sessions_lists_every_session_with_its_reminders(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session, "--at", "9") == 0
+    child = capsys.readouterr().out.strip()
+    assert run(data, "sessions") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "id",
+        "created",
+        "(UTC)",
+        "parent",
+        "entries",
+        "active",
+        "next",
+        "target",
+    ]
+    assert set(lines[1]) == {"─"}
+    assert lines[2].split() == [
+        session, START, "—", "12", "2", "2026-11-29T22:00:00.000Z", "(overdue)"
+    ]  # fmt: skip
+    assert lines[3].split() == [child, NOW, f"{session}", "at", "9", "9", "0", "—"]
+    assert len(lines) == 4
+
+
+def test_sessions_json(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(data, "sessions", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {
+            "id": session,
+            "createdAt": START,
+            "parentId": None,
+            "seedLength": 0,
+            "entries": 12,
+            "activeReminders": 2,
+            "nextTarget": "2026-11-29T22:00:00.000Z",
+            "problem": None,
+        }
+    ]
+
+
+def test_sessions_marks_only_past_targets_overdue(
+    data: Path, session: SessionId, fixed_now: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixed_now.set("2026-11-29T21:30:00.000Z")
+    assert run(data, "sessions") == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.endswith(" 2026-11-29T22:00:00.000Z")
+
+
+def test_sessions_in_an_empty_data_directory(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "sessions") == 0
+    assert capsys.readouterr().out == f"no sessions in {data}\n"
+    assert run(data, "sessions", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_sessions_marks_a_corrupt_session_and_goes_on(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_session(data, OTHER)
+    replace_line(path_of(data, OTHER), 3, b"{not json")
+    assert run(data, "sessions", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in rows] == [session, OTHER]
+    assert rows[0]["problem"] is None
+    assert rows[1]["entries"] is None
+    assert rows[1]["activeReminders"] is None
+    assert rows[1]["problem"].startswith(
+        f"session {OTHER} is corrupt at entry 2 (line 4 of {OTHER}.jsonl): malformed JSON"
+    )
+    assert run(data, "sessions") == 0
+    out = capsys.readouterr().out
+    assert f"{OTHER}   {START}   —        ?         corrupt" in out
+    assert f"\nsession {OTHER} is corrupt at entry 2 (line 4 of {OTHER}.jsonl)" in out
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+def test_show_prints_the_transcript_and_every_change(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "show", session) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == f"session {session}, created {START}, 12 entries"
+    expected = [
+        "0    2026-11-29T20:00:00.000Z   user · person",
+        # Untrusted text: markup stays literal and control characters are made visible.
+        "                                remind me to stretch [bold]soon[/bold]\\x1b[2J",
+        "1    2026-11-29T20:00:00.000Z   assistant · model",
+        '                                → call schedule_create({"prompt":"stretch '
+        '[bold]now[/bold]","after_seconds":90})',
+        "                                [call_1]",
+        "2                               schedule/change create sch_1 after 90s, target "
+        '2026-11-29T20:01:30.000Z: "stretch',
+        '                                [bold]now[/bold]"',
+        "3    2026-11-29T20:00:00.000Z   tool · result of call_1",
+        '                                {"ok":true}',
+        "4                               schedule/change create sch_2 every 1h, target "
+        '2026-11-29T21:00:00.000Z: "hourly check"',
+        "5                               schedule/change create sch_3 at, target "
+        '2030-01-01T00:00:00.000Z: "new year"',
+        "7                               schedule/change delete sch_4 (after 10m)",
+        "8                               schedule/change dispatch sch_1 (after 90s); one-shot "
+        "delivered, ended",
+        "9    2026-11-29T20:01:30.000Z   user · FOLLOW-UP queued by Schedule",
+        "                                [session-schedule] Reminder follow-up",
+        "10   2026-11-29T21:00:00.000Z   schedule/change dispatch sch_2 (every 1h), acceptedAt "
+        "2026-11-29T21:00:00.000Z; next",
+        "                                target 2026-11-29T22:00:00.000Z",
+        "11   2026-11-29T21:00:00.000Z   user · FOLLOW-UP queued by Schedule",
+    ]
+    for line in expected:
+        assert line in lines
+    assert lines[-1] == "2 active reminders after the last entry"
+    assert max(len(line) for line in lines) <= operator_cli.TABLE_WIDTH
+    assert all(line == line.rstrip() for line in lines)
+    assert "\x1b" not in out
+
+
+def test_show_marks_a_forks_inherited_history(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session, "--at", "9") == 0
+    child = capsys.readouterr().out.strip()
+    assert run(data, "show", child) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (
+        f"forked from {session}: entries before 9 are inherited history; none of the parent's "
+        "reminders are active here"
+    )
+    assert "0   2026-11-29T20:00:00.000Z   inherited · user · person" in lines
+    assert (
+        "8                              inherited · schedule/change dispatch sch_1 (after 90s)"
+        in lines
+    )
+    assert lines[-1] == "0 active reminders after the last entry"
+
+
+def test_show_in_a_terminal_styles_the_output_but_not_the_content(
+    data: Path,
+    session: SessionId,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert run(data, "show", session) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[" in out  # styled
+    assert "[bold]soon[/bold]" in out
+    assert "\\x1b[2J" in out
+    assert "\x1b[2J" not in out
+
+
+def test_show_points_at_a_change_the_fold_rejects_and_exits_5(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A well-formed line that breaks a fold rule: deleting sch_1 again, after its dispatch.
+    line = b'{"type":"schedule/change","data":{"operation":"delete","version":1,"id":"sch_1"}}'
+    replace_line(path_of(data, session), 10, line)
+    assert run(data, "show", session) == 5
+    captured = capsys.readouterr()
+    assert "9    2026-11-29T20:01:30.000Z" not in captured.out  # entry 9 was replaced
+    assert "\n9                               schedule/change delete sch_1 (after 90s)\n" in (
+        captured.out
+    )
+    assert (
+        "(after 90s) ✗ rejected: schedule/change at entry 9 of session "
+        f"{session} is corrupt: delete of sch_1, which is not active 10 "
+    ) in " ".join(captured.out.split())
+    # Later entries are still shown.
+    assert "11   2026-11-29T21:00:00.000Z   user · FOLLOW-UP queued by Schedule" in captured.out
+    assert captured.err == (
+        f"session-schedule: corrupt_schedule_log: schedule/change at entry 9 of session "
+        f"{session} is corrupt: delete of sch_1, which is not active\n"
+    )
+
+
+def test_show_says_when_a_recurring_reminder_runs_out_of_years(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="last hour",
+        every_seconds=3600,
+        scheduled_at="9999-12-31T23:00:00.000Z",
+    )
+
+    async def write() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=parse_instant(START), session_id=OTHER) as handle:
+            handle.append(CHANGE_EVENT_TYPE, create_change(record))
+            accepted = parse_instant("9999-12-31T23:30:00.000Z")
+            handle.append(CHANGE_EVENT_TYPE, dispatch_change(record.id, accepted))
+            await handle.barrier()
+
+    asyncio.run(write())
+    assert run(data, "show", OTHER) == 0
+    assert " ".join(capsys.readouterr().out.split()).endswith(
+        "1 9999-12-31T23:30:00.000Z schedule/change dispatch sch_1 (every 1h), acceptedAt "
+        "9999-12-31T23:30:00.000Z; ended (no later target fits in year 9999) "
+        "0 active reminders after the last entry"
+    )
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+def test_list_shows_the_active_reminders(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "list", session) == 0
+    assert capsys.readouterr().out == (
+        f"session {session} at {NOW}: 2 active reminders\n"
+        "id      rule       target (UTC)               state       delivery        prompt\n"
+        "──────────────────────────────────────────────────────────────────────────────────────\n"
+        "sch_2   every 1h   2026-11-29T22:00:00.000Z   overdue     session-local   hourly check\n"
+        "sch_3   at         2030-01-01T00:00:00.000Z   scheduled   session-local   new year\n"
+    )
+
+
+def test_list_json_is_exactly_the_schedule_list_result(
+    data: Path, session: SessionId, fixed_now: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "list", session, "--json") == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {
+        "ok": True,
+        "now": NOW,
+        "schedules": [
+            {
+                "kind": "every",
+                "id": "sch_2",
+                "prompt": "hourly check",
+                "everySeconds": 3600,
+                "scheduledAt": "2026-11-29T22:00:00.000Z",
+                "state": "overdue",
+                "deliveryMode": "session-local",
+            },
+            {
+                "kind": "at",
+                "id": "sch_3",
+                "prompt": "new year",
+                "scheduledAt": "2030-01-01T00:00:00.000Z",
+                "state": "scheduled",
+                "deliveryMode": "session-local",
+            },
+        ],
+    }
+
+    async def tool_result() -> dict[str, object]:
+        store = JsonlSessionStore(data)
+        agent = FakeAgent()
+        agent.start_turn()  # busy: the live owner must not deliver the overdue reminder
+        async with (
+            await store.open(session) as handle,
+            LiveSchedule(handle, agent, clock=fixed_now) as schedule,
+        ):
+            return await ScheduleTools(schedule).call("schedule_list", {})
+
+    assert asyncio.run(tool_result()) == printed
+
+
+def test_list_of_a_session_without_reminders(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def create() -> None:
+        async with await JsonlSessionStore(data).create(now=parse_instant(START), session_id=OTHER):
+            pass
+
+    asyncio.run(create())
+    assert run(data, "list", OTHER) == 0
+    assert capsys.readouterr().out == f"session {OTHER} at {NOW}: 0 active reminders\n"
+    assert run(data, "list", OTHER, "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {"ok": True, "now": NOW, "schedules": []}
+
+
+# -- timeline --------------------------------------------------------------------------------
+
+
+def test_timeline_in_a_chosen_zone(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "timeline", session, "--until", "3h", "--zone", "Asia/Tokyo") == 0
+    assert capsys.readouterr().out == (
+        f"session {session}: from 2026-11-30T08:30:00.000+09:00 (now) until "
+        "2026-11-30T11:30:00.000+09:00\n"
+        "time (Asia/Tokyo)               id      kind    state                      prompt\n"
+        f"{'─' * 87}\n"
+        "2026-11-30T08:00:00.000+09:00   sch_2   every   overdue (skips 1 missed)   hourly check\n"
+        "2026-11-30T09:00:00.000+09:00   sch_2   every   scheduled                  hourly check\n"
+        "2026-11-30T10:00:00.000+09:00   sch_2   every   scheduled                  hourly check\n"
+        "2026-11-30T11:00:00.000+09:00   sch_2   every   scheduled                  hourly check\n"
+        "overdue reminders are delivered once, the next time the session is open live (a "
+        "recurring one with its latest due\noccurrence only)\n"
+    )
+
+
+def test_timeline_json(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(data, "timeline", session, "--until", "2026-11-30T01:00:00Z", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "now": NOW,
+        "until": "2026-11-30T01:00:00.000Z",
+        "zone": "UTC",
+        "limit": 100,
+        "total": 3,
+        "truncated": False,
+        "occurrences": [
+            {
+                "id": "sch_2",
+                "kind": "every",
+                "scheduledAt": "2026-11-29T23:00:00.000Z",
+                "local": "2026-11-29T23:00:00.000+00:00",
+                "state": "overdue",
+                "skipped": 1,
+                "prompt": "hourly check",
+            },
+            {
+                "id": "sch_2",
+                "kind": "every",
+                "scheduledAt": "2026-11-30T00:00:00.000Z",
+                "local": "2026-11-30T00:00:00.000+00:00",
+                "state": "scheduled",
+                "skipped": 0,
+                "prompt": "hourly check",
+            },
+            {
+                "id": "sch_2",
+                "kind": "every",
+                "scheduledAt": "2026-11-30T01:00:00.000Z",
+                "local": "2026-11-30T01:00:00.000+00:00",
+                "state": "scheduled",
+                "skipped": 0,
+                "prompt": "hourly check",
+            },
+        ],
+    }
+
+
+def test_timeline_default_window_is_a_day(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "timeline", session, "--json") == 0
+    timeline = json.loads(capsys.readouterr().out)
+    assert timeline["until"] == "2026-11-30T23:30:00.000Z"
+    assert timeline["total"] == 1 + 24
+
+
+def test_timeline_cuts_at_the_limit_and_says_so(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2030 is four years of hourly occurrences away: counted, never enumerated.
+    assert run(data, "timeline", session, "--until", "2030-01-01T00:00:00Z", "--limit", "3") == 0
+    out = capsys.readouterr().out
+    hours = parse_instant("2030-01-01T00:00:00.000Z") - parse_instant("2026-11-30T00:00:00.000Z")
+    total = 1 + (hours // 3_600_000 + 1) + 1  # overdue sch_2, then hourly, then sch_3
+    assert out.endswith(
+        f"showing the first 3 of {total} occurrences; raise --limit or bring --until closer "
+        "to see the rest\n"
+    )
+    assert out.count("hourly check") == 3
+    assert "new year" not in out
+    argv = ["timeline", session, "--until", "2030-01-01T00:00:00Z", "--limit", "3", "--json"]
+    assert run(data, *argv) == 0
+    timeline = json.loads(capsys.readouterr().out)
+    assert timeline["total"] == total
+    assert timeline["truncated"] is True
+    assert len(timeline["occurrences"]) == 3
+
+
+def test_timeline_far_windows_stop_at_year_9999(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "timeline", session, "--until", "999999999999w", "--json") == 0
+    timeline = json.loads(capsys.readouterr().out)
+    assert timeline["until"] == "9999-12-31T23:59:59.999Z"
+    assert len(timeline["occurrences"]) == 100
+    assert timeline["truncated"] is True
+
+
+def test_timeline_until_in_the_past_is_a_usage_error(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "timeline", session, "--until", "2026-11-29T23:30:00Z") == 2
+    assert capsys.readouterr() == (
+        "",
+        f"session-schedule: --until 2026-11-29T23:30:00Z is not after now ({NOW}); give a "
+        "later instant or a duration such as 36h\n",
+    )
+
+
+def test_timeline_with_nothing_in_the_window(
+    data: Path, capsys: pytest.CaptureFixture[str], fixed_now: FakeClock
+) -> None:
+    make_session(data)
+    fixed_now.set("2026-11-29T21:10:00.000Z")
+    assert run(data, "timeline", SESSION, "--until", "30m") == 0
+    assert capsys.readouterr().out == (
+        f"session {SESSION}: from 2026-11-29T21:10:00.000+00:00 (now) until "
+        "2026-11-29T21:40:00.000+00:00\n"
+        "no reminders in this window\n"
+    )
+
+
+def test_build_timeline_agrees_with_brute_force_enumeration() -> None:
+    every = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="p",
+        every_seconds=300,
+        scheduled_at="2026-01-01T00:00:00.000Z",
+    )
+    now = parse_instant("2026-01-01T01:02:03.000Z")
+    until = parse_instant("2026-01-01T03:00:00.000Z")
+    timeline = operator_cli.build_timeline(
+        [every], now=now, until=until, zone=load_zone("UTC"), limit=1000
+    )
+    start = parse_instant(every.scheduled_at)
+    targets = [start + k * 300_000 for k in range(100) if start + k * 300_000 <= until]
+    due = [target for target in targets if target <= now]
+    expected = [due[-1], *(target for target in targets if target > now)]
+    assert [parse_instant(item.scheduled_at) for item in timeline.occurrences] == expected
+    assert timeline.occurrences[0].skipped == len(due) - 1
+    assert timeline.total == len(expected)
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def test_check_a_sound_session(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "check", session) == 0
+    assert capsys.readouterr() == (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders\n",
+        "",
+    )
+
+
+def test_check_a_fork(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(data, "fork", session, "--at", "5") == 0
+    child = capsys.readouterr().out.strip()
+    assert run(data, "check", child) == 0
+    assert capsys.readouterr().out == (
+        f"session {child} is sound: 5 entries (3 messages, 2 schedule changes), "
+        f"0 active reminders; forked from {session} at entry 5\n"
+    )
+
+
+def test_check_a_torn_last_line_is_reported_and_left_alone(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = path_of(data, session)
+    with path.open("ab") as file:
+        file.write(b'{"type":"message","da')
+    before = path.read_bytes()
+    assert run(data, "check", session) == 0
+    assert capsys.readouterr().out == (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders; the file ends in an incomplete line (an append cut short), which "
+        "is ignored and will be cut when the session is next opened\n"
+    )
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            b'{"type":"message","data":{"role":"user"}}',
+            "session {id} is corrupt at entry 2 (line 4 of {id}.jsonl): invalid message "
+            "payload: object missing required field `content`; the file was left untouched for "
+            "inspection\n",
+        ),
+        (
+            b'{"type":"schedule/change","data":{"operation":"create","version":2}}',
+            "corrupt_schedule_log: schedule/change at entry 2 of session {id} (line 4 of "
+            "{id}.jsonl) is corrupt: invalid enum value 2 - at `$.version`\n",
+        ),
+        (
+            b"\xff\xfe",
+            "session {id} is corrupt at entry 2 (line 4 of {id}.jsonl): malformed JSON (JSON is "
+            "malformed: invalid character (byte 0)); the file was left untouched for inspection\n",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "list", "show", "timeline"])
+def test_a_corrupt_line_in_the_middle_is_exit_5(
+    data: Path,
+    session: SessionId,
+    command: str,
+    line: bytes,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = path_of(data, session)
+    replace_line(path, 3, line)
+    before = path.read_bytes()
+    assert run(data, command, session) == 5
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "session-schedule: " + message.format(id=session)
+    assert path.read_bytes() == before
+
+
+def test_check_a_change_the_fold_rejects(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = json.dumps(
+        {"type": CHANGE_EVENT_TYPE, "data": {"operation": "dispatch", "version": 1, "id": "sch_2"}},
+        separators=(",", ":"),
+    )
+    replace_line(path_of(data, session), 11, line.encode())
+    assert run(data, "check", session) == 5
+    assert capsys.readouterr().err == (
+        f"session-schedule: corrupt_schedule_log: schedule/change at entry 10 of session "
+        f"{session} is corrupt: dispatch of every-record sch_2 lacks `acceptedAt`\n"
+    )
+
+
+# -- read-only while a chat owns the session ------------------------------------------------
+
+
+@pytest.fixture
+def owned(data: Path, session: SessionId) -> Iterator[Path]:
+    """The session's file, locked the way a live owner locks it."""
+    path = path_of(data, session)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield path
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sessions"],
+        ["show", SESSION],
+        ["list", SESSION, "--json"],
+        ["timeline", SESSION],
+        ["check", SESSION],
+        ["fork", SESSION],
+    ],
+)
+def test_read_commands_work_on_an_open_session_and_change_nothing(
+    data: Path, owned: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = owned.read_bytes()
+    assert run(data, *argv) == 0
+    assert capsys.readouterr().err == ""
+    assert owned.read_bytes() == before
+
+
+# -- fork ------------------------------------------------------------------------------------
+
+
+def test_fork_prints_only_the_new_id_and_releases_it(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    child = captured.out.removesuffix("\n")
+    assert child != session
+    assert captured.out == f"{child}\n"
+
+    async def reopen() -> tuple[str | None, int, int]:
+        store = JsonlSessionStore(data)
+        async with await store.open(child) as handle:  # SessionBusy if the fork were still held
+            return handle.header.parent_id, handle.header.seed_length, len(handle.entries)
+
+    assert asyncio.run(reopen()) == (session, 12, 12)
+    assert run(data, "list", child, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["schedules"] == []
+    assert run(data, "sessions", "--json") == 0
+    rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows[child]["createdAt"] == NOW
+
+
+def test_fork_at_an_entry(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session, "--at", "0") == 0
+    child = capsys.readouterr().out.strip()
+    assert run(data, "check", child) == 0
+    assert " 0 entries " in capsys.readouterr().out
+
+
+def test_fork_beyond_the_last_entry_is_a_usage_error(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session, "--at", "13") == 2
+    assert capsys.readouterr() == (
+        "",
+        f"session-schedule: cannot fork session {session} at entry 13: it has 12 durable entries\n",
+    )
+    assert sorted(path.name for path in data.iterdir()) == [f"{session}.jsonl"]
+
+
+def test_a_fork_inherits_no_reminders(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session) == 0
+    child = capsys.readouterr().out.strip()
+
+    async def delete_inherited() -> None:
+        async with await JsonlSessionStore(data).open(child) as handle:
+            handle.append(CHANGE_EVENT_TYPE, delete_change(ScheduleId("sch_2")))
+            await handle.barrier()
+
+    # sch_2 is active in the parent only: deleting it in the fork breaks the fold (SPEC §4).
+    asyncio.run(delete_inherited())
+    assert run(data, "check", child) == 5
+    assert capsys.readouterr().err == (
+        f"session-schedule: corrupt_schedule_log: schedule/change at entry 12 of session "
+        f"{child} is corrupt: delete of sch_2, which is not active\n"
+    )
+
+
+# -- catalog and tools -----------------------------------------------------------------------
+
+
+def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog"]) == 0
+    out = capsys.readouterr().out
+    catalog = json.loads(out)
+    assert [entry["name"] for entry in catalog] == ["message", "schedule/change"]
+    assert catalog == json.loads(CATALOG.to_json())
+    assert out.startswith('[\n  {\n    "name": "message",')
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], openai_tools(tool_definitions())),
+        (["--format", "openai"], openai_tools(tool_definitions())),
+        (["--format", "anthropic"], anthropic_tools(tool_definitions())),
+        (["--format", "mcp"], mcp_tools(tool_definitions())),
+    ],
+)
+def test_tools_prints_the_definitions_in_each_format(
+    argv: list[str], expected: list[dict[str, object]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tools", *argv]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out) == expected
+    assert out.startswith("[\n  {\n")

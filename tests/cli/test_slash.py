@@ -1,0 +1,205 @@
+"""Slash commands: each line read into the tool's real arguments, or a usage error."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from session_schedule.cli.slash import (
+    COMMANDS_USAGE,
+    CREATE_USAGE,
+    DELETE_USAGE,
+    LIST_USAGE,
+    CallTool,
+    Command,
+    Local,
+    Say,
+    Usage,
+    parse_duration,
+    parse_line,
+)
+
+
+def create(**arguments: object) -> CallTool:
+    return CallTool(name="schedule_create", arguments=arguments)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("/create after 90s stretch", create(prompt="stretch", after_seconds=90)),
+        ("/create after 1s stretch", create(prompt="stretch", after_seconds=1)),
+        ("/create after 90 stretch", create(prompt="stretch", after_seconds=90)),
+        ("/create after 10m stretch", create(prompt="stretch", after_seconds=600)),
+        ("/create after 2h stretch", create(prompt="stretch", after_seconds=7_200)),
+        ("/create after 1d stretch", create(prompt="stretch", after_seconds=86_400)),
+        ("/create after 1h30m stretch", create(prompt="stretch", after_seconds=5_400)),
+        ("/create after 1D2H3M4S x", create(prompt="x", after_seconds=93_784)),
+        ("/create in 5m tea", create(prompt="tea", after_seconds=300)),
+        # Values are the tool's to judge: the person sees its real error.
+        ("/create after 0s x", create(prompt="x", after_seconds=0)),
+        ("/create every 10m stand up", create(prompt="stand up", every_seconds=600)),
+        ("/create every 600s x", create(prompt="x", every_seconds=600)),
+        ("/create every 1h x", create(prompt="x", every_seconds=3_600)),
+        ("/create every 1m x", create(prompt="x", every_seconds=60)),
+        (
+            "/create at 2026-12-01T09:00:00+09:00 call Bob",
+            create(prompt="call Bob", at="2026-12-01T09:00:00+09:00"),
+        ),
+        ("/create at 2026-12-01T09:00:00 x", create(prompt="x", at="2026-12-01T09:00:00")),
+        ("/create at tomorrow x", create(prompt="x", at="tomorrow")),
+        (
+            "/create at 2026-12-01 09:00 Asia/Tokyo call Bob",
+            create(
+                prompt="call Bob",
+                at={"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"},
+            ),
+        ),
+        (
+            "/create at 2026-12-01 09:00:30.5 UTC x",
+            create(prompt="x", at={"date": "2026-12-01", "time": "09:00:30.5", "time_zone": "UTC"}),
+        ),
+        (
+            "/create at 2026-12-01 9:00 EST x",
+            create(prompt="x", at={"date": "2026-12-01", "time": "9:00", "time_zone": "EST"}),
+        ),
+        # The prompt is kept as typed: inner spacing, quotes and markup-like text included.
+        (
+            '  /create after 90s   say  "hi"  [bold]now[/bold]  ',
+            create(prompt='say  "hi"  [bold]now[/bold]', after_seconds=90),
+        ),
+        ("/list", CallTool(name="schedule_list", arguments={})),
+        ("/list   ", CallTool(name="schedule_list", arguments={})),
+        ("/delete sch_1", CallTool(name="schedule_delete", arguments={"id": "sch_1"})),
+        ("/delete whatever", CallTool(name="schedule_delete", arguments={"id": "whatever"})),
+        ("/help", Local(command="help")),
+        ("/?", Local(command="help")),
+        ("/quit", Local(command="quit")),
+        ("/exit", Local(command="quit")),
+        ("hello there", Say(text="hello there")),
+        ("  hello  ", Say(text="hello")),
+        ("", Say(text="")),
+        ("//create is a word", Say(text="/create is a word")),
+        ("after 90s", Say(text="after 90s")),
+    ],
+)
+def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
+    assert parse_line(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("/create", Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)),
+        (
+            "/create soon stretch",
+            Usage(message="/create soon: start with after, every or at", usage=CREATE_USAGE),
+        ),
+        (
+            "/create after",
+            Usage(message="/create after: give a duration, such as 90s", usage=CREATE_USAGE),
+        ),
+        (
+            "/create after 90s",
+            Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
+        ),
+        (
+            "/create after soon stretch",
+            Usage(
+                message="'soon' is not a duration; write a number of seconds, or numbers with d, "
+                "h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create every 1.5h x",
+            Usage(
+                message="'1.5h' is not a duration; write a number of seconds, or numbers with d, "
+                "h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create after 30m1h x",
+            Usage(
+                message="'30m1h' is not a duration; write a number of seconds, or numbers with "
+                "d, h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create after 99999999999999999999s x",
+            Usage(message="that duration is too long", usage=CREATE_USAGE),
+        ),
+        (
+            "/create after " + "9" * 41 + " x",
+            Usage(message="that duration is too long", usage=CREATE_USAGE),
+        ),
+        ("/create at", Usage(message="/create at: give a time", usage=CREATE_USAGE)),
+        (
+            "/create at 2026-12-01 09:00",
+            Usage(
+                message="/create at 2026-12-01: give the time and the time zone too, such as "
+                "2026-12-01 09:00 Asia/Tokyo (or UTC)",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create at 2026-12-01 09:00 Asia/Tokyo",
+            Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
+        ),
+        (
+            "/create at 09:00 Asia/Tokyo x",
+            Usage(
+                message="/create at 09:00: give the date and the time zone too, such as "
+                "2026-12-01 09:00 Asia/Tokyo",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        ("/list all", Usage(message="/list takes no arguments", usage=LIST_USAGE)),
+        ("/delete", Usage(message="/delete takes one reminder id", usage=DELETE_USAGE)),
+        ("/delete sch_1 sch_2", Usage(message="/delete takes one reminder id", usage=DELETE_USAGE)),
+        ("/remind me", Usage(message="there is no command /remind", usage=COMMANDS_USAGE)),
+        ("/", Usage(message="there is no command /", usage=COMMANDS_USAGE)),
+    ],
+)
+def test_unreadable_lines_give_a_message_and_the_usage(line: str, expected: Usage) -> None:
+    assert parse_line(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0", 0),
+        ("90", 90),
+        ("90s", 90),
+        ("10m", 600),
+        ("2h", 7_200),
+        ("1d", 86_400),
+        ("1d1s", 86_401),
+        ("01m", 60),
+        ("", None),
+        ("s", None),
+        ("-5", None),
+        ("+5", None),
+        ("5 m", None),
+        ("5w", None),
+        ("٣", None),
+        ("²", None),
+        ("1" * 41, None),
+    ],
+)
+def test_durations(text: str, seconds: int | None) -> None:
+    assert parse_duration(text) == seconds
+
+
+@given(
+    st.sampled_from(
+        ["", "/", "/create ", "/create after ", "/create every ", "/create at ", "/delete "]
+    ),
+    st.text(),
+)
+def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
+    command = parse_line(start + rest)
+    assert isinstance(command, Say | CallTool | Local | Usage)
