@@ -56,9 +56,7 @@ def test(pytest_args: list[str]) -> int:
     _check(BIN / "ruff", "check", ".")
     _check(BIN / "ruff", "format", "--check", ".")
     _check(BIN / "mypy")
-    code = _run(
-        BIN / "python", "-m", "pytest", "--cov", "--cov-report=term", *pytest_args
-    )
+    code = _run(BIN / "python", "-m", "pytest", "--cov", "--cov-report=term", *pytest_args)
     if code == PYTEST_NO_TESTS_COLLECTED:
         print("dev.py: pytest collected no tests; that is a failure", file=sys.stderr)
         return 1
