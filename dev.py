@@ -11,12 +11,18 @@ Set-up needs nothing but Python 3.11+ and its ``venv`` module: it creates ``.ven
 file, upgrades pip there (dependency groups need pip 25.1 or newer) and installs the project in
 editable mode with its ``dev`` dependency group. It is skipped while ``pyproject.toml`` is
 unchanged since the last successful set-up.
+
+``test`` also needs a Chromium for the web overlay's browser tests (Playwright drives the
+system's, since downloading its own browser is not possible everywhere): on a Debian-like
+machine where it runs as root it installs Debian's ``chromium`` package when it is missing;
+elsewhere those tests are skipped, and say why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -27,6 +33,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".session-schedule-setup"
 PYTEST_NO_TESTS_COLLECTED = 5
+CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _run(*argv: str | Path) -> int:
@@ -52,7 +59,24 @@ def setup() -> None:
     STAMP.write_text(wanted)
 
 
+def ensure_chromium() -> None:
+    if CHROMIUM.exists() or shutil.which("apt-get") is None or os.geteuid() != 0:
+        return
+    print("dev.py: installing Debian's chromium for the browser tests", file=sys.stderr)
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "chromium", "fonts-dejavu-core"],
+    ):
+        if subprocess.call(command, env=environment, stdout=subprocess.DEVNULL) != 0:
+            print(
+                "dev.py: could not install chromium; browser tests will be skipped", file=sys.stderr
+            )
+            return
+
+
 def test(pytest_args: list[str]) -> int:
+    ensure_chromium()
     _check(BIN / "ruff", "check", ".")
     _check(BIN / "ruff", "format", "--check", ".")
     _check(BIN / "mypy")

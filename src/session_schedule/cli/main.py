@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from session_schedule.cli import chat, operator, resolve, walkthrough
+from session_schedule.cli import chat, operator, resolve, serve, walkthrough
 from session_schedule.cli.common import (
     DATA_DIR_VARIABLE,
     EXIT_OK,
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chat.register(commands)
     operator.register(commands)
+    serve.register(commands)
     walkthrough_parser = commands.add_parser(
         "walkthrough",
         help="show, in virtual time, what a model sends, what is stored and what comes back",

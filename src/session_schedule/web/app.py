@@ -1,0 +1,351 @@
+"""The web overlay's ASGI app: the page, its JSON API and the live event streams (SPEC §2, §6).
+
+Endpoints (every body JSON, every error ``{"error": "<sentence>"}``):
+
+=======  =====================================  =============================================
+GET      ``/``                                  the page
+GET      ``/api/info``                          mode (model or offline), model name, tools
+GET      ``/api/sessions``                      every stored Session
+POST     ``/api/sessions``                      create a Session (empty body or ``{}``)
+POST     ``/api/sessions/{id}/fork``            ``{"at": N | null}``: fork after N log entries
+GET      ``/api/sessions/{id}``                 header and transcript turns (opens it live)
+POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zone> | null}``
+POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool
+GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
+GET      ``/api/sessions/{id}/events``          Server-Sent Events: turns and notices
+=======  =====================================  =============================================
+
+Each prompt carries the zone the browser reported for it; the agent builds the turn's time
+context from the zones of the turn's prompts and gives it to the model for that turn only.
+Nothing here stores the zone, and Schedule never sees it. Delivered reminders reach the page only
+as ordinary transcript turns on the event stream; the schedules endpoint is a view of state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Final, final
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.runtime.clock import Clock
+from session_schedule.runtime.live import Settings
+from session_schedule.session.errors import (
+    PersistenceUncertain,
+    SessionBusy,
+    SessionClosed,
+    SessionError,
+    SessionExists,
+    SessionNotFound,
+)
+from session_schedule.session.ids import require_session_id
+from session_schedule.session.port import SessionHeader, SessionStore
+from session_schedule.tools.catalog import TOOL_NAMES
+from session_schedule.tools.results import ErrorResult
+from session_schedule.web.bodies import (
+    MAX_PROMPT_CHARS,
+    CreateBody,
+    ForkBody,
+    PromptBody,
+    read_json,
+)
+from session_schedule.web.events import event_stream
+from session_schedule.web.live import (
+    LiveSession,
+    LiveSessions,
+    ModelFactory,
+    ServerStopping,
+    TurnView,
+)
+from session_schedule.web.problems import HttpProblem, loggable, problem_response
+from session_schedule.web.security import AccessPolicy, SecurityMiddleware, access_policy
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HEARTBEAT_SECONDS: Final = 15.0
+STATIC: Final = {
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+
+
+@final
+class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: str
+    created_at: str
+    parent_id: str | None
+    seed_length: int
+    live: bool
+    """Whether the Session is open in this server (its reminders are being delivered)."""
+
+
+@final
+class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
+    session: SessionSummary
+    turns: list[TurnView]
+
+
+@final
+class OverlayApp(Starlette):
+    """The Starlette app, with the live Sessions it serves (``sessions.close_streams()`` ends
+    the event streams before a server stops; the lifespan closes the Sessions)."""
+
+    sessions: LiveSessions
+
+
+def create_app(
+    store: SessionStore,
+    *,
+    model: ModelFactory | None,
+    clock: Clock | None = None,
+    settings: Settings | None = None,
+    policy: AccessPolicy | None = None,
+    heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
+) -> OverlayApp:
+    """The overlay over ``store``.
+
+    ``model`` makes each live Session's model; ``None`` is offline mode (nobody answers, the
+    person calls the tools). ``policy`` defaults to a loopback-only server without a token.
+    """
+    sessions = LiveSessions(store, model=model, clock=clock, settings=settings)
+    api = _Api(
+        sessions,
+        model_name=model().name if model is not None else None,
+        heartbeat_seconds=heartbeat_seconds,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            sessions.close_streams()
+            await sessions.close()
+
+    app = OverlayApp(
+        routes=api.routes(),
+        middleware=[Middleware(SecurityMiddleware, policy=policy or access_policy("127.0.0.1"))],
+        exception_handlers={
+            HttpProblem: _problem,
+            HTTPException: _http_exception,
+            SessionError: _session_error,
+            ScheduleError: _schedule_error,
+            ServerStopping: _stopping,
+        },
+        lifespan=lifespan,
+    )
+    app.sessions = sessions
+    return app
+
+
+@final
+class _Api:
+    def __init__(
+        self, sessions: LiveSessions, *, model_name: str | None, heartbeat_seconds: float
+    ) -> None:
+        self._sessions = sessions
+        self._model_name = model_name
+        self._heartbeat = heartbeat_seconds
+        static = resources.files("session_schedule.web") / "static"
+        self._page = (static / "index.html").read_bytes()
+        self._static = {name: (static / name).read_bytes() for name in STATIC}
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.page, methods=["GET"]),
+            Route("/static/{name}", self.static, methods=["GET"]),
+            Route("/api/info", self.info, methods=["GET"]),
+            Route("/api/sessions", self.list_sessions, methods=["GET"]),
+            Route("/api/sessions", self.create_session, methods=["POST"]),
+            Route("/api/sessions/{session_id}", self.get_session, methods=["GET"]),
+            Route("/api/sessions/{session_id}/fork", self.fork_session, methods=["POST"]),
+            Route("/api/sessions/{session_id}/prompts", self.post_prompt, methods=["POST"]),
+            Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
+            Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
+            Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
+        ]
+
+    async def page(self, _request: Request) -> Response:
+        return Response(self._page, media_type="text/html; charset=utf-8")
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in self._static:
+            raise HttpProblem(404, f"there is no static file {name!r}.")
+        return Response(self._static[name], media_type=STATIC[name])
+
+    async def info(self, _request: Request) -> Response:
+        return _json(
+            {
+                "mode": "offline" if self._sessions.offline else "model",
+                "model": self._model_name,
+                "tools": list(TOOL_NAMES),
+                "maxPromptChars": MAX_PROMPT_CHARS,
+            }
+        )
+
+    async def list_sessions(self, _request: Request) -> Response:
+        headers = await self._sessions.headers()
+        return _json({"sessions": [self._summary(header) for header in reversed(headers)]})
+
+    async def create_session(self, request: Request) -> Response:
+        await read_json(request, CreateBody, empty=CreateBody())
+        live = await self._sessions.create()
+        logger.info("created session %s", live.id)
+        return _json(self._detail(live), status=201)
+
+    async def fork_session(self, request: Request) -> Response:
+        parent = require_session_id(request.path_params["session_id"])
+        body = await read_json(request, ForkBody)
+        try:
+            live = await self._sessions.fork(parent, body.at)
+        except ValueError as error:
+            raise HttpProblem(422, _sentence(str(error))) from None
+        logger.info("forked session %s from %s at %s", live.id, parent, body.at)
+        return _json(self._detail(live), status=201)
+
+    async def get_session(self, request: Request) -> Response:
+        live = await self._live(request)
+        return _json(self._detail(live))
+
+    async def post_prompt(self, request: Request) -> Response:
+        session_id = require_session_id(request.path_params["session_id"])
+        body = await read_json(request, PromptBody)
+        if not body.text.strip():
+            raise HttpProblem(422, "the prompt is empty; type something to send.")
+        live = await self._sessions.get(session_id)
+        zone = "none" if body.zone is None else loggable(body.zone)
+        logger.info("prompt for session %s (browser zone %s)", live.id, zone)
+        live.chat.agent.submit(body.text, zone=body.zone)
+        return _json({"queued": True}, status=202)
+
+    async def post_tool(self, request: Request) -> Response:
+        session_id = require_session_id(request.path_params["session_id"])
+        name = request.path_params["name"]
+        if name not in TOOL_NAMES:
+            raise HttpProblem(
+                404, f"there is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}."
+            )
+        if not self._sessions.offline:
+            raise HttpProblem(
+                409, "a model drives the tools in this server; ask it in a prompt instead."
+            )
+        arguments = await read_json(request, dict[str, object], empty={})
+        live = await self._sessions.get(session_id)
+        logger.info("tool call %s by the person in session %s", name, live.id)
+        live.chat.agent.submit_tool(name, arguments)
+        return _json({"queued": True}, status=202)
+
+    async def schedules(self, request: Request) -> Response:
+        live = await self._live(request)
+        result = await live.chat.tools.call_typed("schedule_list")
+        if isinstance(result, ErrorResult):
+            status = 503 if result.error.code == "persistence_uncertain" else 500
+            raise HttpProblem(status, _sentence(result.error.message))
+        return _json(result)
+
+    async def events(self, request: Request) -> Response:
+        if self._sessions.closing:
+            raise ServerStopping
+        live = await self._live(request)
+        start = _index(request.query_params.get("from"), "from", 0)
+        last = request.headers.get("last-event-id")
+        if last:
+            start = max(start, _index(last, "Last-Event-ID", 0) + 1)
+        return StreamingResponse(
+            event_stream(live, start, heartbeat_seconds=self._heartbeat),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    async def _live(self, request: Request) -> LiveSession:
+        session_id = require_session_id(request.path_params["session_id"])
+        return await self._sessions.get(session_id)
+
+    def _summary(self, header: SessionHeader) -> SessionSummary:
+        return SessionSummary(
+            id=header.id,
+            created_at=header.created_at,
+            parent_id=header.parent_id,
+            seed_length=header.seed_length,
+            live=self._sessions.is_live(header.id),
+        )
+
+    def _detail(self, live: LiveSession) -> SessionDetail:
+        return SessionDetail(session=self._summary(live.header), turns=list(live.turns))
+
+
+def _json(value: object, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(value), status_code=status, media_type="application/json")
+
+
+def _index(text: str | None, name: str, default: int) -> int:
+    if text is None:
+        return default
+    if not text.isdigit() or len(text) > 12:
+        raise HttpProblem(400, f"{name} must be a non-negative integer, not {text[:40]!r}.")
+    return int(text)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith(".") else text + "."
+
+
+def _refused(request: Request, status: int, message: str) -> Response:
+    path, text = loggable(request.url.path), loggable(message)
+    logger.warning("refused %s %s: %d %s", request.method, path, status, text)
+    return problem_response(status, message)
+
+
+async def _problem(request: Request, error: Exception) -> Response:
+    if not isinstance(error, HttpProblem):
+        raise error
+    return _refused(request, error.status, error.message)
+
+
+async def _http_exception(request: Request, error: Exception) -> Response:
+    if not isinstance(error, HTTPException):
+        raise error
+    messages: Mapping[int, str] = {
+        404: f"there is nothing at {request.url.path}; see the overlay's page for what exists.",
+        405: f"{request.method} is not allowed on {request.url.path}.",
+    }
+    message = messages.get(error.status_code, _sentence(str(error.detail)).lower())
+    return _refused(request, error.status_code, message)
+
+
+async def _session_error(request: Request, error: Exception) -> Response:
+    if not isinstance(error, SessionError):
+        raise error
+    status = 500  # SessionCorrupt: the storage was left untouched for inspection
+    if isinstance(error, SessionNotFound):
+        status = 404
+    elif isinstance(error, SessionBusy | SessionExists):
+        status = 409
+    elif isinstance(error, PersistenceUncertain | SessionClosed):
+        status = 503
+    return _refused(request, status, _sentence(error.message))
+
+
+async def _schedule_error(request: Request, error: Exception) -> Response:
+    if not isinstance(error, ScheduleError):
+        raise error
+    status = 503 if error.code == "persistence_uncertain" else 500
+    return _refused(request, status, _sentence(f"{error.code}: {error.message}"))
+
+
+async def _stopping(request: Request, error: Exception) -> Response:
+    if not isinstance(error, ServerStopping):
+        raise error
+    return _refused(request, 503, "the server is stopping; reconnect once it is back.")

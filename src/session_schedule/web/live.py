@@ -1,0 +1,343 @@
+"""The Sessions the server keeps live, and the events their page subscribers receive.
+
+One :class:`LiveSession` per Session open in the server: the Session handle, the reference chat
+(``live_chat``: agent, Schedule and tools, kept running while the Session is open here — that is
+what delivers its reminders), the transcript turns seen so far, and the pages subscribed to it.
+:class:`LiveSessions` opens Sessions on demand, creates and forks them, and closes every one on
+shutdown.
+
+Every transcript turn gets an ``index`` (its place among the transcript turns) and is fanned out
+to the subscribers as it is appended. Taking the backlog and subscribing happen in one step, with
+no ``await`` between them, so a subscriber sees every turn exactly once, in order. A subscriber
+that falls too far behind is dropped; its page reconnects and resumes from the index it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import Final, TypeAlias, final
+
+import msgspec
+
+from session_schedule.harness.agent import ChatEvent
+from session_schedule.harness.chat import LiveChat, live_chat
+from session_schedule.harness.model import Model
+from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import Settings
+from session_schedule.session.ids import SessionId
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
+from session_schedule.session.port import LogEntry, SessionHandle, SessionHeader, SessionStore
+
+logger = logging.getLogger(__name__)
+
+ModelFactory: TypeAlias = Callable[[], Model]
+"""Makes the model of one live Session (``None`` instead of a factory: offline mode)."""
+
+DEFAULT_MAX_PENDING: Final = 1000
+
+
+@final
+class TurnView(msgspec.Struct, frozen=True, kw_only=True):
+    """One transcript turn as the page receives it."""
+
+    index: int
+    """Its place among the Session's transcript turns (0-based)."""
+    position: int
+    """Its position in the Session's log (what ``fork`` counts)."""
+    message: MessageEntry
+
+
+@final
+class Notice(msgspec.Struct, frozen=True, kw_only=True):
+    """A problem the harness reports (the model endpoint failed, …): shown, never stored."""
+
+    text: str
+
+
+StreamItem: TypeAlias = TurnView | Notice
+
+
+@final
+class Subscription:
+    """The events of one live Session for one page, in order, until closed."""
+
+    def __init__(self, *, max_pending: int) -> None:
+        self._items: deque[StreamItem] = deque()
+        self._ready = asyncio.Event()
+        self._max_pending = max_pending
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def push(self, item: StreamItem) -> None:
+        """Queue ``item``; a subscriber with too much pending is closed instead (it resumes)."""
+        if self._closed:
+            return
+        if len(self._items) >= self._max_pending:
+            logger.warning("a page fell %d events behind; its stream is closed", len(self._items))
+            self.close()
+            return
+        self._items.append(item)
+        self._ready.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+    async def next(self, timeout: float) -> StreamItem | None:
+        """The next item, or ``None`` after ``timeout`` seconds without one.
+
+        Raises :class:`SubscriptionClosed` once closed and drained.
+        """
+        if not self._items and not self._closed:
+            self._ready.clear()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._ready.wait()
+            except TimeoutError:
+                return None
+        if self._items:
+            return self._items.popleft()
+        raise SubscriptionClosed
+
+
+@final
+class SubscriptionClosed(Exception):  # noqa: N818 - a state, not an error
+    """The subscription was closed: the Session closed, the server stops, or it fell behind."""
+
+
+@final
+class ServerStopping(Exception):  # noqa: N818 - a state, not an error
+    """No Session is opened, created or forked once the server has begun to stop."""
+
+
+@final
+class LiveSession:
+    """One Session open in this server, with its running chat and its subscribers."""
+
+    def __init__(self, session: SessionHandle, *, max_pending: int) -> None:
+        self._session = session
+        self._max_pending = max_pending
+        self._turns: list[TurnView] = _turns(session.entries)
+        self._subscribers: set[Subscription] = set()
+        self._stack = AsyncExitStack()
+        self._chat: LiveChat | None = None
+
+    @property
+    def id(self) -> SessionId:
+        return self._session.id
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._session.header
+
+    @property
+    def session(self) -> SessionHandle:
+        return self._session
+
+    @property
+    def chat(self) -> LiveChat:
+        if self._chat is None:
+            raise RuntimeError("the session's chat is not running")
+        return self._chat
+
+    @property
+    def turns(self) -> Sequence[TurnView]:
+        return tuple(self._turns)
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the handle and the Schedule still work (else: reopen from storage)."""
+        chat = self._chat
+        return (
+            chat is not None
+            and not self._session.closed
+            and not self._session.poisoned
+            and chat.schedule.failure is None
+        )
+
+    async def start(self, *, model: Model | None, clock: Clock, settings: Settings | None) -> None:
+        """Run the chat (agent, Schedule, tools) on the Session; raises what ``live_chat`` does."""
+        self._chat = await self._stack.enter_async_context(
+            live_chat(
+                self._session,
+                model=model,
+                clock=clock,
+                settings=settings,
+                on_event=self._on_event,
+            )
+        )
+
+    def subscribe(self, start: int) -> tuple[list[TurnView], Subscription]:
+        """The turns from index ``start`` on, and a subscription to every later event."""
+        subscription = Subscription(max_pending=self._max_pending)
+        self._subscribers.add(subscription)
+        return self._turns[max(start, 0) :], subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self._subscribers.discard(subscription)
+
+    def close_streams(self) -> None:
+        for subscription in self._subscribers:
+            subscription.close()
+        self._subscribers.clear()
+
+    async def close(self) -> None:
+        """Stop the chat and its Schedule, end the streams and release the Session."""
+        self.close_streams()
+        try:
+            await self._stack.aclose()
+        finally:
+            self._chat = None
+            await self._session.close()
+
+    def _on_event(self, event: ChatEvent) -> None:
+        if event.kind == "message" and event.message is not None:
+            # The harness reports a message right after appending it: it is the last entry.
+            turn = TurnView(
+                index=len(self._turns),
+                position=len(self._session.entries) - 1,
+                message=event.message,
+            )
+            self._turns.append(turn)
+            item: StreamItem = turn
+        else:
+            item = Notice(text=event.text)
+        for subscription in list(self._subscribers):
+            subscription.push(item)
+            if subscription.closed:
+                self._subscribers.discard(subscription)
+
+
+@final
+class LiveSessions:
+    """The Sessions this server keeps live; opened on demand, all closed by :meth:`close`."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        model: ModelFactory | None,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+        max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> None:
+        self._store = store
+        self._model = model
+        self._clock = clock or SystemClock()
+        self._settings = settings
+        self._max_pending = max_pending
+        self._live: dict[SessionId, LiveSession] = {}
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def offline(self) -> bool:
+        """Whether no model answers (the person drives the tools)."""
+        return self._model is None
+
+    @property
+    def closing(self) -> bool:
+        """Whether the server has begun to stop."""
+        return self._closed
+
+    def is_live(self, session_id: SessionId) -> bool:
+        return session_id in self._live
+
+    async def headers(self) -> tuple[SessionHeader, ...]:
+        """Every stored Session's header, by creation instant, then id."""
+        return await self._store.list()
+
+    async def get(self, session_id: SessionId) -> LiveSession:
+        """The live Session ``session_id``, opened from storage when it is not live here yet (or
+        no longer healthy). Raises what the store's ``open`` and ``live_chat`` raise, and
+        :class:`ServerStopping`."""
+        async with self._lock:
+            live = self._live.get(session_id)
+            if live is not None and live.healthy:
+                return live
+            self._refuse_when_closing()
+            if live is not None:
+                logger.warning("session %s is no longer usable here; reopening it", session_id)
+                del self._live[session_id]
+                await _close_quietly(live)
+            return await self._start(await self._store.open(session_id))
+
+    async def create(self) -> LiveSession:
+        """A new, empty Session, live."""
+        async with self._lock:
+            self._refuse_when_closing()
+            return await self._start(await self._store.create(now=self._clock.now()))
+
+    async def fork(self, parent_id: SessionId, at: int | None) -> LiveSession:
+        """A new Session seeded with the first ``at`` log entries of ``parent_id`` (all of them
+        when ``None``), live. A parent live here is made durable first, so nothing is missed.
+
+        Raises ``ValueError`` when ``at`` is beyond the parent's entries, and what the store's
+        ``fork`` raises.
+        """
+        async with self._lock:
+            self._refuse_when_closing()
+            parent = self._live.get(parent_id)
+            if parent is not None and parent.healthy:
+                await parent.session.barrier()
+            handle = await self._store.fork(parent_id, at=at, now=self._clock.now())
+            return await self._start(handle)
+
+    def close_streams(self) -> None:
+        """End every page's event stream: the server is about to stop (Sessions live already
+        keep working until :meth:`close`; no other is opened)."""
+        self._closed = True
+        for live in self._live.values():
+            live.close_streams()
+
+    async def close(self) -> None:
+        """Close every live Session."""
+        self._closed = True
+        async with self._lock:
+            lives, self._live = list(self._live.values()), {}
+            for live in lives:
+                await _close_quietly(live)
+
+    def _refuse_when_closing(self) -> None:
+        if self._closed:
+            raise ServerStopping
+
+    async def _start(self, handle: SessionHandle) -> LiveSession:
+        live = LiveSession(handle, max_pending=self._max_pending)
+        if self._closed:
+            await _close_quietly(live)
+            raise ServerStopping
+        try:
+            await live.start(
+                model=self._model() if self._model is not None else None,
+                clock=self._clock,
+                settings=self._settings,
+            )
+        except BaseException:
+            await _close_quietly(live)
+            raise
+        self._live[live.id] = live
+        logger.info("session %s is live", live.id)
+        return live
+
+
+async def _close_quietly(live: LiveSession) -> None:
+    try:
+        await live.close()
+    except Exception:
+        logger.exception("closing session %s failed", live.id)
+
+
+def _turns(entries: Sequence[LogEntry]) -> list[TurnView]:
+    turns: list[TurnView] = []
+    for entry in entries:
+        if entry.type == MESSAGE_ENTRY_TYPE and isinstance(entry.payload, MessageEntry):
+            turns.append(TurnView(index=len(turns), position=entry.position, message=entry.payload))
+    return turns

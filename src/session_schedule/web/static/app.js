@@ -1,0 +1,507 @@
+// The web overlay's page: a chat on a live Session, with the browser's time zone on every prompt.
+// Untrusted text (anything from the transcript or the server) is only ever set with textContent.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+
+  const LABELS = {
+    person: "You",
+    followup: "Reminder · follow-up turn",
+    model: "Assistant",
+    tool: "Tool result",
+  };
+
+  const state = {
+    sessionId: null,
+    next: 0, // index of the next transcript turn expected
+    source: null, // the EventSource of the open session
+    skew: 0, // server clock minus browser clock, in ms
+    schedules: [],
+    refreshTimer: null,
+    pendingRefresh: false,
+    offline: false,
+    pending: [], // prompts this page sent that their turn has not taken yet
+  };
+
+  // The zone is read afresh for every prompt: it is what the browser reports at that moment.
+  function browserZone() {
+    try {
+      return Intl.DateTimeFormat().resolvedOptions().timeZone || null;
+    } catch {
+      return null;
+    }
+  }
+
+  async function api(method, path, body) {
+    const init = { method, headers: { Accept: "application/json" } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, init);
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+    if (!response.ok) {
+      throw new Error((data && data.error) || `${method} ${path} failed (${response.status})`);
+    }
+    return data;
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function formatTime(iso) {
+    return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  }
+
+  function formatDuration(ms) {
+    const total = Math.max(0, Math.round(ms / 1000));
+    const days = Math.floor(total / 86400);
+    const hours = Math.floor((total % 86400) / 3600);
+    const minutes = Math.floor((total % 3600) / 60);
+    const seconds = total % 60;
+    const pad = (n) => String(n).padStart(2, "0");
+    if (days) return `${days}d ${hours}h ${pad(minutes)}m`;
+    if (hours) return `${hours}:${pad(minutes)}:${pad(seconds)}`;
+    return `${minutes}:${pad(seconds)}`;
+  }
+
+  function formatHorizon(ms) {
+    const seconds = Math.round(ms / 1000);
+    if (seconds < 120) return `+${seconds} s`;
+    if (seconds < 7200) return `+${Math.round(seconds / 60)} min`;
+    if (seconds < 172800) return `+${Math.round(seconds / 3600)} h`;
+    return `+${Math.round(seconds / 86400)} days`;
+  }
+
+  function serverNow() {
+    return Date.now() + state.skew;
+  }
+
+  function notice(text) {
+    const item = el("p", "notice", text);
+    $("notices").append(item);
+    setTimeout(() => item.remove(), 20000);
+  }
+
+  function setStatus(text, kind) {
+    const status = $("status");
+    status.textContent = text;
+    status.dataset.kind = kind;
+  }
+
+  // -- transcript -----------------------------------------------------------------------------
+
+  function prettyJson(text) {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      return text;
+    }
+  }
+
+  // One line saying what a tool call did; the whole result is one click away.
+  function summarizeResult(text) {
+    let result;
+    try {
+      result = JSON.parse(text);
+    } catch {
+      return text;
+    }
+    if (!result || typeof result !== "object") return text;
+    if (result.ok === false && result.error) return `✗ ${result.error.code}: ${result.error.message}`;
+    if (result.schedule) {
+      const s = result.schedule;
+      return `✓ ${s.id} set (${s.kind}), due ${formatTime(s.scheduledAt)}`;
+    }
+    if (Array.isArray(result.schedules)) {
+      const count = result.schedules.length;
+      return `✓ ${count} active reminder${count === 1 ? "" : "s"}`;
+    }
+    if ("deleted" in result) return result.deleted ? `✓ ${result.id} deleted` : `${result.id} was not active`;
+    return text;
+  }
+
+  function renderTurn(turn) {
+    const message = turn.message;
+    const item = el("li", `turn ${message.role} ${message.origin}`);
+    item.dataset.index = String(turn.index);
+    item.dataset.position = String(turn.position);
+
+    const head = el("div", "turn-head");
+    // Offline, the person's own tool calls are recorded the way a model's would be.
+    const personCall = state.offline && message.role === "assistant" && !message.content;
+    head.append(el("span", "who", personCall ? "You · tool call" : LABELS[message.origin] || message.role));
+    const when = el("time", "when", formatTime(message.at));
+    when.dateTime = message.at;
+    when.title = `${message.at} (UTC)`;
+    head.append(when);
+    if (message.origin === "person") {
+      const fork = el("button", "link fork-here", "fork before this");
+      fork.type = "button";
+      fork.title = "A new session with the transcript up to (not including) this prompt";
+      fork.addEventListener("click", () => forkSession(turn.position));
+      head.append(fork);
+    }
+    item.append(head);
+
+    if (message.role === "tool") {
+      const details = el("details", "content tool-result");
+      details.append(el("summary", "", summarizeResult(message.content)));
+      details.append(el("pre", "", prettyJson(message.content)));
+      item.append(details);
+    } else if (message.content) {
+      item.append(el("div", "content", message.content));
+    }
+    for (const call of message.toolCalls || []) {
+      const line = el("div", "tool-call");
+      line.append(el("span", "tool-name", call.name));
+      line.append(el("code", "tool-args", call.arguments));
+      item.append(line);
+    }
+    return item;
+  }
+
+  function addTurn(turn) {
+    if (turn.index < state.next) return; // seen already
+    if (turn.index > state.next) {
+      // A gap cannot happen on one stream; if it ever does, start over from the server's copy.
+      openSession(state.sessionId).catch((error) => notice(error.message));
+      return;
+    }
+    if (turn.message.origin === "person") settlePending(turn.message.content);
+    const list = $("transcript");
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+    list.append(renderTurn(turn));
+    state.next += 1;
+    if (atBottom) list.scrollTop = list.scrollHeight;
+    refreshSoon();
+  }
+
+  // A prompt sent while a turn runs joins the transcript when the next turn takes it.
+  function showPending(text) {
+    const item = el("li", "pending", text);
+    item.title = "Sent; it joins the conversation when the current turn is over";
+    $("pending").append(item);
+    const entry = { text, item };
+    state.pending.push(entry);
+    return entry;
+  }
+
+  function settlePending(text) {
+    dropPending(state.pending.find((entry) => entry.text === text));
+  }
+
+  function dropPending(entry) {
+    const index = state.pending.indexOf(entry);
+    if (index < 0) return;
+    entry.item.remove();
+    state.pending.splice(index, 1);
+  }
+
+  function clearPending() {
+    for (const entry of state.pending) entry.item.remove();
+    state.pending = [];
+  }
+
+  // -- the side panel: a view of the schedule state -----------------------------------------
+
+  function refreshSoon() {
+    clearTimeout(state.refreshTimer);
+    state.refreshTimer = setTimeout(refreshSchedules, 150);
+  }
+
+  async function refreshSchedules() {
+    const id = state.sessionId;
+    if (!id) return;
+    try {
+      const data = await api("GET", `/api/sessions/${id}/schedules`);
+      if (id !== state.sessionId) return;
+      state.skew = Date.parse(data.now) - Date.now();
+      state.schedules = data.schedules;
+      state.pendingRefresh = false;
+      renderSchedules();
+      $("schedules-note").textContent = "";
+    } catch (error) {
+      $("schedules-note").textContent = error.message;
+    }
+  }
+
+  function describeRule(schedule) {
+    if (schedule.kind === "after") return `after ${schedule.afterSeconds} s`;
+    if (schedule.kind === "every") return `every ${schedule.everySeconds} s`;
+    return "at";
+  }
+
+  function renderSchedules() {
+    const list = $("schedules");
+    list.replaceChildren();
+    if (!state.schedules.length) {
+      list.append(el("li", "empty", "No active reminders."));
+    }
+    for (const schedule of state.schedules) {
+      const item = el("li", `schedule ${schedule.state}`);
+      item.dataset.id = schedule.id;
+      const head = el("div", "schedule-head");
+      head.append(el("span", "schedule-id", schedule.id));
+      head.append(el("span", "schedule-rule", describeRule(schedule)));
+      head.append(el("span", "schedule-state", schedule.state));
+      item.append(head);
+      item.append(el("div", "schedule-prompt", schedule.prompt));
+      const when = el("div", "schedule-when");
+      const time = el("time", "", formatTime(schedule.scheduledAt));
+      time.dateTime = schedule.scheduledAt;
+      time.title = `${schedule.scheduledAt} (UTC)`;
+      when.append(time);
+      const countdown = el("span", "countdown");
+      countdown.dataset.target = schedule.scheduledAt;
+      when.append(countdown);
+      item.append(when);
+      list.append(item);
+    }
+    tick();
+  }
+
+  function occurrences(schedule, now, horizon) {
+    const first = Date.parse(schedule.scheduledAt);
+    if (schedule.kind !== "every") return [first];
+    const step = schedule.everySeconds * 1000;
+    const found = [];
+    for (let at = first; at <= now + horizon && found.length < 6; at += step) found.push(at);
+    return found.length ? found : [first];
+  }
+
+  function renderTimeline(now) {
+    const timeline = $("timeline");
+    timeline.replaceChildren();
+    if (!state.schedules.length) return;
+    const latest = Math.max(...state.schedules.map((s) => Date.parse(s.scheduledAt)));
+    const horizon = Math.max(60000, (latest - now) * 1.15);
+    const track = el("div", "track");
+    for (const schedule of state.schedules) {
+      for (const at of occurrences(schedule, now, horizon)) {
+        const mark = el("span", `mark ${schedule.kind}`);
+        mark.style.left = `${Math.min(100, Math.max(0, ((at - now) / horizon) * 100))}%`;
+        mark.title = `${schedule.id} · ${formatTime(new Date(at).toISOString())}`;
+        track.append(mark);
+      }
+    }
+    timeline.append(track);
+    const scale = el("div", "scale");
+    scale.append(el("span", "", "now"));
+    scale.append(el("span", "", formatHorizon(horizon)));
+    timeline.append(scale);
+  }
+
+  function tick() {
+    const now = serverNow();
+    let due = false;
+    for (const countdown of document.querySelectorAll(".countdown")) {
+      const left = Date.parse(countdown.dataset.target) - now;
+      if (left > 0) {
+        countdown.textContent = `in ${formatDuration(left)}`;
+      } else {
+        countdown.textContent = "due — waiting for the session to be idle";
+        due = true;
+      }
+    }
+    renderTimeline(now);
+    // A reminder that just came due is delivered (or turns overdue): look again, once.
+    if (due && !state.pendingRefresh) {
+      state.pendingRefresh = true;
+      setTimeout(refreshSchedules, 1500);
+    }
+  }
+
+  // -- sessions ---------------------------------------------------------------------------------
+
+  function sessionLabel(session) {
+    const fork = session.parentId ? ` · fork of ${session.parentId}` : "";
+    return `${session.id} · ${formatTime(session.createdAt)}${fork}`;
+  }
+
+  async function loadSessions() {
+    const data = await api("GET", "/api/sessions");
+    const select = $("session-select");
+    select.replaceChildren();
+    for (const session of data.sessions) {
+      const option = el("option", "", sessionLabel(session));
+      option.value = session.id;
+      select.append(option);
+    }
+    if (state.sessionId) select.value = state.sessionId;
+    return data.sessions;
+  }
+
+  function closeStream() {
+    if (state.source) state.source.close();
+    state.source = null;
+  }
+
+  function openStream(id) {
+    const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?from=${state.next}`);
+    state.source = source;
+    source.addEventListener("turn", (event) => {
+      if (state.source === source) addTurn(JSON.parse(event.data));
+    });
+    source.addEventListener("notice", (event) => {
+      if (state.source === source) notice(JSON.parse(event.data).text);
+    });
+    source.addEventListener("open", () => {
+      if (state.source === source) setStatus("live", "ok");
+    });
+    source.addEventListener("error", () => {
+      if (state.source !== source) return;
+      if (source.readyState === EventSource.CLOSED) {
+        // The server refused the stream (restarting, say): try again from where we are.
+        setStatus("disconnected — retrying", "warn");
+        setTimeout(() => {
+          if (state.source === source) openStream(id);
+        }, 3000);
+      } else {
+        setStatus("reconnecting…", "warn");
+      }
+    });
+  }
+
+  async function openSession(id) {
+    closeStream();
+    state.sessionId = id;
+    state.next = 0;
+    state.schedules = [];
+    clearPending();
+    $("transcript").replaceChildren();
+    renderSchedules();
+    if (location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`);
+    setStatus("opening…", "warn");
+    const detail = await api("GET", `/api/sessions/${encodeURIComponent(id)}`);
+    if (state.sessionId !== id) return;
+    for (const turn of detail.turns) addTurn(turn);
+    const list = $("transcript");
+    list.scrollTop = list.scrollHeight;
+    await loadSessions();
+    openStream(id);
+    await refreshSchedules();
+  }
+
+  async function newSession() {
+    const detail = await api("POST", "/api/sessions", {});
+    await openSession(detail.session.id);
+  }
+
+  async function forkSession(at) {
+    if (!state.sessionId) return;
+    const detail = await api("POST", `/api/sessions/${state.sessionId}/fork`, { at });
+    await openSession(detail.session.id);
+  }
+
+  // -- sending ----------------------------------------------------------------------------------
+
+  async function sendPrompt(event) {
+    event.preventDefault();
+    const box = $("prompt");
+    const text = box.value;
+    if (!text.trim() || !state.sessionId) return;
+    const id = state.sessionId;
+    // Shown before sending: the turn that takes the prompt may arrive before the answer does.
+    const pending = showPending(text);
+    try {
+      await api("POST", `/api/sessions/${id}/prompts`, { text, zone: browserZone() });
+      box.value = "";
+    } catch (error) {
+      dropPending(pending);
+      notice(error.message);
+    }
+  }
+
+  async function callTool(name, args) {
+    try {
+      await api("POST", `/api/sessions/${state.sessionId}/tools/${name}`, args);
+    } catch (error) {
+      notice(error.message);
+    }
+  }
+
+  function showRuleFields() {
+    const rule = $("create-form").elements.rule.value;
+    for (const label of $("create-form").querySelectorAll("label[data-for]")) {
+      label.hidden = !label.dataset.for.split(" ").includes(rule);
+    }
+  }
+
+  async function submitCreate(event) {
+    event.preventDefault();
+    const form = event.target.elements;
+    const args = { prompt: form.prompt.value };
+    const rule = form.rule.value;
+    if (rule === "after_seconds" || rule === "every_seconds") args[rule] = Number(form.seconds.value);
+    if (rule === "at") args.at = form.at.value;
+    if (rule === "local") {
+      args.at = { date: form.date.value, time: form.time.value, time_zone: form.time_zone.value };
+    }
+    await callTool("schedule_create", args);
+  }
+
+  async function submitDelete(event) {
+    event.preventDefault();
+    await callTool("schedule_delete", { id: event.target.elements.id.value });
+  }
+
+  // -- start ------------------------------------------------------------------------------------
+
+  async function start() {
+    $("zone").textContent = `Time zone: ${browserZone() || "not reported"}`;
+    $("composer").addEventListener("submit", sendPrompt);
+    $("prompt").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        $("composer").requestSubmit();
+      }
+    });
+    $("new-session").addEventListener("click", () => newSession().catch((e) => notice(e.message)));
+    $("fork-session").addEventListener("click", () => forkSession(null).catch((e) => notice(e.message)));
+    $("session-select").addEventListener("change", (event) => {
+      openSession(event.target.value).catch((e) => notice(e.message));
+    });
+    window.addEventListener("hashchange", () => {
+      const id = location.hash.slice(1);
+      if (id && id !== state.sessionId) openSession(id).catch((e) => notice(e.message));
+    });
+
+    const info = await api("GET", "/api/info");
+    $("mode").textContent = info.mode === "offline" ? "Offline: you call the tools" : `Model: ${info.model}`;
+    $("prompt").maxLength = info.maxPromptChars;
+    state.offline = info.mode === "offline";
+    if (state.offline) {
+      $("tools").hidden = false;
+      const form = $("create-form");
+      form.elements.time_zone.value = browserZone() || "";
+      form.elements.rule.addEventListener("change", showRuleFields);
+      form.addEventListener("submit", submitCreate);
+      $("delete-form").addEventListener("submit", submitDelete);
+      $("list-button").addEventListener("click", () => callTool("schedule_list", {}));
+      showRuleFields();
+    }
+
+    const sessions = await loadSessions();
+    const wanted = location.hash.slice(1);
+    if (wanted) await openSession(wanted);
+    else if (sessions.length) await openSession(sessions[0].id);
+    else await newSession();
+    setInterval(tick, 1000);
+  }
+
+  start().catch((error) => {
+    setStatus("error", "bad");
+    notice(error.message);
+  });
+})();

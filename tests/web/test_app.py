@@ -1,0 +1,780 @@
+"""The overlay's HTTP API, through an in-process client, in virtual time where time matters."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, delete_change
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.time_context import time_context
+from session_schedule.harness.model import ModelError, ModelReply
+from session_schedule.session.ids import SessionId
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, ToolCall, user_message
+from session_schedule.testing.clock import FakeClock
+from session_schedule.web.bodies import MAX_BODY_BYTES, MAX_PROMPT_CHARS
+from session_schedule.web.live import Subscription, SubscriptionClosed, TurnView
+from tests.web.client import START, Overlay, SseStream, open_overlay, send_raw
+from tests.web.scripted import MIXED_CONTEXT, TOKYO_CONTEXT, QueueModel
+
+JSON = {"content-type": "application/json"}
+
+
+@pytest.fixture
+async def offline() -> AsyncIterator[Overlay]:
+    async with open_overlay() as overlay:
+        yield overlay
+
+
+@pytest.fixture
+def model() -> QueueModel:
+    return QueueModel()
+
+
+@pytest.fixture
+async def online(model: QueueModel) -> AsyncIterator[Overlay]:
+    async with open_overlay(model=model) as overlay:
+        yield overlay
+
+
+# -- the page --------------------------------------------------------------------------------
+
+
+async def test_the_page_and_its_two_static_files_are_served(offline: Overlay) -> None:
+    page = await offline.client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert '<script src="/static/app.js" defer></script>' in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert page.headers["x-frame-options"] == "DENY"
+    script = await offline.client.get("/static/app.js")
+    assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert "innerHTML" not in script.text
+    assert "textContent" in script.text
+    style = await offline.client.get("/static/style.css")
+    assert style.headers["content-type"] == "text/css; charset=utf-8"
+    missing = await offline.client.get("/static/other.js")
+    assert (missing.status_code, missing.json()) == (
+        404,
+        {"error": "there is no static file 'other.js'."},
+    )
+
+
+async def test_info_says_whether_a_model_answers(offline: Overlay, online: Overlay) -> None:
+    assert (await offline.client.get("/api/info")).json() == {
+        "mode": "offline",
+        "model": None,
+        "tools": ["schedule_create", "schedule_list", "schedule_delete"],
+        "maxPromptChars": MAX_PROMPT_CHARS,
+    }
+    info = (await online.client.get("/api/info")).json()
+    assert (info["mode"], info["model"]) == ("model", "scripted")
+
+
+async def test_unknown_paths_and_methods_get_json_errors_that_are_logged(
+    offline: Overlay, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = await offline.client.get("/api/nothing")
+    assert (missing.status_code, missing.json()) == (
+        404,
+        {"error": "there is nothing at /api/nothing; see the overlay's page for what exists."},
+    )
+    wrong = await offline.client.delete("/api/sessions")
+    assert (wrong.status_code, wrong.json()) == (
+        405,
+        {"error": "DELETE is not allowed on /api/sessions."},
+    )
+    assert "refused GET /api/nothing: 404" in caplog.text
+    assert "refused DELETE /api/sessions: 405" in caplog.text
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+async def test_sessions_are_created_listed_and_read(offline: Overlay) -> None:
+    empty = await offline.client.post("/api/sessions")
+    assert empty.status_code == 201
+    first = empty.json()["session"]
+    assert first == {
+        "id": first["id"],
+        "createdAt": START,
+        "parentId": None,
+        "seedLength": 0,
+        "live": True,
+    }
+    offline.clock.advance(60)
+    second = await offline.new_session()
+    listed = (await offline.client.get("/api/sessions")).json()["sessions"]
+    assert [s["id"] for s in listed] == [second, first["id"]]  # newest first
+    detail = (await offline.client.get(f"/api/sessions/{second}")).json()
+    assert detail == {
+        "session": {
+            "id": second,
+            "createdAt": "2026-11-29T20:01:00.000Z",
+            "parentId": None,
+            "seedLength": 0,
+            "live": True,
+        },
+        "turns": [],
+    }
+
+
+async def test_a_stored_session_is_listed_cold_and_opened_on_demand(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    handle = await store.create(now=FakeClock(START).now())
+    await handle.close()
+    async with open_overlay(store) as overlay:
+        listed = (await overlay.client.get("/api/sessions")).json()["sessions"]
+        assert [(s["id"], s["live"]) for s in listed] == [(handle.id, False)]
+        assert (await overlay.client.get(f"/api/sessions/{handle.id}")).status_code == 200
+        listed = (await overlay.client.get("/api/sessions")).json()["sessions"]
+        assert [(s["id"], s["live"]) for s in listed] == [(handle.id, True)]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        (
+            b'{"title": "x"}',
+            422,
+            "the body has the wrong shape: object contains unknown field `title`.",
+        ),
+        (b"[]", 422, "the body has the wrong shape: expected `object`, got `array`."),
+        (b"{", 400, "the body is not valid JSON."),
+    ],
+)
+async def test_creating_a_session_takes_no_fields(
+    offline: Overlay, body: bytes, status: int, error: str
+) -> None:
+    response = await offline.client.post("/api/sessions", content=body, headers=JSON)
+    assert (response.status_code, response.json()) == (status, {"error": error})
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/sessions/s_aaaaaaaaaaaa",
+        "/api/sessions/s_aaaaaaaaaaaa/schedules",
+        "/api/sessions/s_aaaaaaaaaaaa/events",
+    ],
+)
+async def test_an_unknown_session_is_404(offline: Overlay, path: str) -> None:
+    response = await offline.client.get(path)
+    assert response.status_code == 404
+    assert response.json() == {
+        "error": "session s_aaaaaaaaaaaa does not exist in this memory store; check the session id."
+    }
+
+
+async def test_a_malformed_session_id_is_404_and_touches_no_storage(
+    tmp_path: Path,
+) -> None:
+    async with open_overlay(JsonlSessionStore(tmp_path / "data")) as overlay:
+        response = await overlay.client.get("/api/sessions/S_BAD")
+        assert response.status_code == 404
+        assert response.json() == {
+            "error": "'S_BAD' is not a session id: expected s_ followed by 12 lower-case "
+            "letters or digits."
+        }
+        unknown = await overlay.client.get("/api/sessions/s_cccccccccccc")
+        assert unknown.status_code == 404
+        posted = await overlay.client.post(
+            "/api/sessions/nope/prompts", json={"text": "hi", "zone": None}
+        )
+        assert posted.status_code == 404
+    assert not (tmp_path / "data").exists()
+
+
+async def test_a_session_open_in_another_process_is_409(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    elsewhere = await store.create(now=FakeClock(START).now())
+    try:
+        async with open_overlay(JsonlSessionStore(tmp_path)) as overlay:
+            response = await overlay.client.get(f"/api/sessions/{elsewhere.id}")
+            assert response.status_code == 409
+            assert "is open in another process or handle" in response.json()["error"]
+    finally:
+        await elsewhere.close()
+
+
+async def test_a_corrupt_session_is_500_and_left_as_it_is(tmp_path: Path) -> None:
+    damaged = tmp_path / "s_dddddddddddd.jsonl"
+    damaged.write_bytes(b"not a header\n")
+    async with open_overlay(JsonlSessionStore(tmp_path)) as overlay:
+        response = await overlay.client.get("/api/sessions/s_dddddddddddd")
+        assert response.status_code == 500
+        assert response.json()["error"].startswith("session s_dddddddddddd is corrupt")
+        assert response.json()["error"].endswith("the file was left untouched for inspection.")
+    assert damaged.read_bytes() == b"not a header\n"
+
+
+async def test_a_session_whose_schedule_log_does_not_fold_is_500(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    handle = await store.create(now=FakeClock(START).now())
+    handle.append(CHANGE_EVENT_TYPE, delete_change(ScheduleId("sch_9")))
+    await handle.barrier()
+    await handle.close()
+    async with open_overlay(JsonlSessionStore(tmp_path)) as overlay:
+        response = await overlay.client.get(f"/api/sessions/{handle.id}")
+        assert response.status_code == 500
+        assert response.json()["error"].startswith("corrupt_schedule_log: ")
+        # Not left half-open: the session can be opened again (and fails the same way).
+        again = await overlay.client.get(f"/api/sessions/{handle.id}")
+        assert again.status_code == 500
+
+
+async def test_forks_copy_the_transcript_up_to_the_chosen_entry(offline: Overlay) -> None:
+    parent = await offline.new_session()
+    for text in ("one", "two"):
+        response = await offline.client.post(
+            f"/api/sessions/{parent}/prompts", json={"text": text, "zone": "Asia/Tokyo"}
+        )
+        assert response.status_code == 202
+    await offline.settle(parent)
+    whole = await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": None})
+    assert whole.status_code == 201
+    assert whole.json()["session"]["parentId"] == parent
+    assert whole.json()["session"]["seedLength"] == 2
+    assert [t["message"]["content"] for t in whole.json()["turns"]] == ["one", "two"]
+    part = await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": 1})
+    assert [t["message"]["content"] for t in part.json()["turns"]] == ["one"]
+    listed = (await offline.client.get("/api/sessions")).json()["sessions"]
+    assert len(listed) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        ({"at": 3}, 422, "cannot fork session {id} at entry 3: it has 0 durable entries."),
+        ({"at": -1}, 422, "the body has the wrong shape: expected `int` >= 0 - at `$.at`."),
+        (
+            {"at": "1"},
+            422,
+            "the body has the wrong shape: expected `int | null`, got `str` - at `$.at`.",
+        ),
+        ({}, 422, "the body has the wrong shape: object missing required field `at`."),
+    ],
+)
+async def test_a_fork_at_a_bad_place_is_refused(
+    offline: Overlay, body: dict[str, object], status: int, error: str
+) -> None:
+    parent = await offline.new_session()
+    response = await offline.client.post(f"/api/sessions/{parent}/fork", json=body)
+    assert (response.status_code, response.json()) == (status, {"error": error.format(id=parent)})
+
+
+async def test_a_fork_of_an_unknown_session_is_404(offline: Overlay) -> None:
+    response = await offline.client.post("/api/sessions/s_bbbbbbbbbbbb/fork", json={"at": None})
+    assert response.status_code == 404
+
+
+# -- prompts and the time context ------------------------------------------------------------
+
+
+async def test_the_browser_zone_of_a_prompt_reaches_the_model_for_that_turn_only(
+    online: Overlay, model: QueueModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="session_schedule.web")
+    session = await online.new_session()
+    model.replies += [ModelReply(content="At 09:00 Tokyo time, then?")]
+    response = await online.client.post(
+        f"/api/sessions/{session}/prompts", json={"text": "call Ana at 9", "zone": "Asia/Tokyo"}
+    )
+    assert (response.status_code, response.json()) == (202, {"queued": True})
+    await online.settle(session)
+    assert f"prompt for session {session} (browser zone Asia/Tokyo)" in caplog.text
+    assert TOKYO_CONTEXT in model.systems[0]
+    assert [(m["role"], m["origin"], m["content"]) for m in await online.messages(session)] == [
+        ("user", "person", "call Ana at 9"),
+        ("assistant", "model", "At 09:00 Tokyo time, then?"),
+    ]
+    # The next turn, without a zone, is not read in Tokyo time: nothing was stored.
+    await online.client.post(f"/api/sessions/{session}/prompts", json={"text": "x", "zone": None})
+    await online.settle(session)
+    assert "Asia/Tokyo" not in model.systems[1]
+    assert time_context([None]) in model.systems[1]
+    live = await online.app.sessions.get(SessionId(session))
+    stored = msgspec.json.encode([entry.payload for entry in live.session.entries])
+    assert b"Asia/Tokyo" not in stored
+
+
+async def test_prompts_from_two_zones_in_one_turn_make_the_model_ask(
+    online: Overlay, model: QueueModel
+) -> None:
+    session = await online.new_session()
+    model.gate = asyncio.Event()
+    prompts = f"/api/sessions/{session}/prompts"
+    await online.client.post(prompts, json={"text": "first", "zone": "Asia/Tokyo"})
+    async with asyncio.timeout(15):
+        while not model.seen:
+            await asyncio.sleep(0.01)
+    await online.client.post(prompts, json={"text": "second", "zone": "Asia/Tokyo"})
+    await online.client.post(prompts, json={"text": "third", "zone": "Europe/Paris"})
+    model.gate.set()
+    await online.settle(session)
+    assert len(model.seen) == 2
+    assert TOKYO_CONTEXT in model.systems[0]
+    assert MIXED_CONTEXT in model.systems[1]
+
+
+@pytest.mark.parametrize("zone", [None, "Mars/Olympus_Mons", "EST", "asia/tokyo"])
+async def test_a_missing_or_unusable_zone_gets_its_own_context_which_says_to_ask(
+    online: Overlay, model: QueueModel, zone: str | None
+) -> None:
+    session = await online.new_session()
+    await online.client.post(f"/api/sessions/{session}/prompts", json={"text": "hi", "zone": zone})
+    await online.settle(session)
+    assert time_context([zone]) in model.systems[0]
+
+
+async def test_model_failures_are_notices_and_the_session_goes_on(
+    online: Overlay, model: QueueModel
+) -> None:
+    session = await online.new_session()
+    model.replies += [ModelError("the model endpoint failed: connection refused")]
+    async with SseStream(online.app, f"/api/sessions/{session}/events") as stream:
+        await online.client.post(
+            f"/api/sessions/{session}/prompts", json={"text": "hello", "zone": None}
+        )
+        turn = await stream.next_event()
+        assert turn.event == "turn"
+        notice = await stream.next_event()
+        assert (notice.event, notice.id) == ("notice", None)
+        assert msgspec.json.decode(notice.data) == {
+            "text": "the model endpoint failed: connection refused"
+        }
+
+
+def _too_long(field: str, size: int) -> bytes:
+    text = "x" * size
+    return msgspec.json.encode(
+        {"text": text, "zone": None} if field == "text" else {"text": "hi", "zone": text}
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "error"),
+    [
+        (b"{", JSON, 400, "the body is not valid JSON."),
+        (
+            b'{"text": "hi", "zone": null}',
+            {"content-type": "text/plain"},
+            415,
+            "send the body as JSON, with 'Content-Type: application/json'.",
+        ),
+        (
+            b'{"text": "hi", "zone": null}',
+            {},
+            415,
+            "send the body as JSON, with 'Content-Type: application/json'.",
+        ),
+        (b"", JSON, 400, "the body is not valid JSON."),
+        (
+            b'{"text": "hi"}',
+            JSON,
+            422,
+            "the body has the wrong shape: object missing required field `zone`.",
+        ),
+        (
+            b'{"text": "hi", "zone": null, "model": "x"}',
+            JSON,
+            422,
+            "the body has the wrong shape: object contains unknown field `model`.",
+        ),
+        (
+            b'{"text": 7, "zone": null}',
+            JSON,
+            422,
+            "the body has the wrong shape: expected `str`, got `int` - at `$.text`.",
+        ),
+        (
+            b'{"text": "hi", "zone": 9}',
+            JSON,
+            422,
+            "the body has the wrong shape: expected `str | null`, got `int` - at `$.zone`.",
+        ),
+        (
+            b'{"text": " \\n\\t ", "zone": null}',
+            JSON,
+            422,
+            "the prompt is empty; type something to send.",
+        ),
+        (
+            _too_long("text", MAX_PROMPT_CHARS + 1),
+            JSON,
+            422,
+            f"the body has the wrong shape: expected `str` of length <= {MAX_PROMPT_CHARS} - at "
+            "`$.text`.",
+        ),
+        (
+            _too_long("zone", 101),
+            JSON,
+            422,
+            "the body has the wrong shape: expected `str` of length <= 100 - at `$.zone`.",
+        ),
+        (
+            b" " * (MAX_BODY_BYTES + 1),
+            JSON,
+            413,
+            f"the body is larger than {MAX_BODY_BYTES} bytes; send less.",
+        ),
+    ],
+)
+async def test_bad_prompts_are_refused_with_one_sentence(
+    offline: Overlay,
+    caplog: pytest.LogCaptureFixture,
+    body: bytes,
+    headers: dict[str, str],
+    status: int,
+    error: str,
+) -> None:
+    session = await offline.new_session()
+    path = f"/api/sessions/{session}/prompts"
+    response = await offline.client.post(path, content=body, headers=headers)
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    assert f"refused POST {path}: {status} {error}" in caplog.text
+    assert await offline.turns(session) == []
+
+
+async def test_a_body_too_large_is_refused_while_it_streams(offline: Overlay) -> None:
+    session = await offline.new_session()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(MAX_BODY_BYTES // 1024 + 2):
+            yield b" " * 1024
+
+    response = await offline.client.post(
+        f"/api/sessions/{session}/prompts", content=chunks(), headers=JSON
+    )
+    assert response.status_code == 413
+    assert "content-length" not in response.request.headers
+
+
+async def test_a_non_numeric_content_length_is_400(offline: Overlay) -> None:
+    session = await offline.new_session()
+    response = await send_raw(
+        offline.app,
+        "POST",
+        f"/api/sessions/{session}/prompts",
+        [(b"content-type", b"application/json"), (b"content-length", b"12abc")],
+        b'{"text": "hi", "zone": null}',
+    )
+    assert response == (400, {"error": "the Content-Length header is not a number."})
+
+
+# -- offline tools, delivery, restart --------------------------------------------------------
+
+
+async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_as_a_turn(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    created = await offline.client.post(
+        f"/api/sessions/{session}/tools/schedule_create",
+        json={"prompt": "stretch <script>alert(1)</script>", "after_seconds": 90},
+    )
+    assert (created.status_code, created.json()) == (202, {"queued": True})
+    await offline.settle(session)
+    call, result = await offline.messages(session)
+    assert call["toolCalls"] == [
+        {
+            "id": "person_0",
+            "name": "schedule_create",
+            "arguments": '{"prompt":"stretch <script>alert(1)</script>","after_seconds":90}',
+        }
+    ]
+    assert result["role"] == "tool"
+    view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
+    assert view == {
+        "ok": True,
+        "now": START,
+        "schedules": [
+            {
+                "kind": "after",
+                "id": "sch_1",
+                "prompt": "stretch <script>alert(1)</script>",
+                "afterSeconds": 90,
+                "scheduledAt": "2026-11-29T20:01:30.000Z",
+                "state": "scheduled",
+                "deliveryMode": "session-local",
+            }
+        ],
+    }
+    offline.clock.advance(90)
+    await offline.settle(session)
+    followup = (await offline.messages(session))[-1]
+    assert (followup["role"], followup["origin"]) == ("user", "followup")
+    assert 'prompt: "stretch <script>alert(1)</script>"' in str(followup["content"])
+    after = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
+    assert after["schedules"] == []
+    # The side panel's view is not a tool call of the conversation.
+    assert len(await offline.messages(session)) == 3
+
+
+async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) -> None:
+    session = await offline.new_session()
+    listed = await offline.client.post(f"/api/sessions/{session}/tools/schedule_list")
+    assert listed.status_code == 202
+    await offline.client.post(
+        f"/api/sessions/{session}/tools/schedule_create", json={"prompt": "x", "after_seconds": 0}
+    )
+    await offline.settle(session)
+    results = [m for m in await offline.messages(session) if m["role"] == "tool"]
+    assert msgspec.json.decode(str(results[0]["content"]))["ok"] is True
+    assert msgspec.json.decode(str(results[1]["content"]))["error"]["code"] == "invalid_rule"
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "status", "error"),
+    [
+        (
+            "schedule_nap",
+            b"{}",
+            404,
+            "there is no tool 'schedule_nap'; the tools are "
+            "schedule_create, schedule_list, schedule_delete.",
+        ),
+        (
+            "schedule_create",
+            b"[1]",
+            422,
+            "the body has the wrong shape: expected `object`, got `array`.",
+        ),
+        (
+            "schedule_create",
+            b'"x"',
+            422,
+            "the body has the wrong shape: expected `object`, got `str`.",
+        ),
+    ],
+)
+async def test_bad_tool_calls_are_refused(
+    offline: Overlay, name: str, body: bytes, status: int, error: str
+) -> None:
+    session = await offline.new_session()
+    response = await offline.client.post(
+        f"/api/sessions/{session}/tools/{name}", content=body, headers=JSON
+    )
+    assert (response.status_code, response.json()) == (status, {"error": error})
+
+
+async def test_with_a_model_the_person_does_not_call_tools(online: Overlay) -> None:
+    session = await online.new_session()
+    response = await online.client.post(f"/api/sessions/{session}/tools/schedule_list", json={})
+    assert (response.status_code, response.json()) == (
+        409,
+        {"error": "a model drives the tools in this server; ask it in a prompt instead."},
+    )
+
+
+async def test_reopening_after_a_restart_delivers_overdue_reminders(tmp_path: Path) -> None:
+    clock = FakeClock(START)
+    async with open_overlay(JsonlSessionStore(tmp_path), clock=clock) as first:
+        session = await first.new_session()
+        await first.client.post(
+            f"/api/sessions/{session}/tools/schedule_create",
+            json={"prompt": "water the plants", "after_seconds": 60},
+        )
+        await first.settle(session)
+    clock.advance(3600)  # the server was down when the reminder came due
+    async with open_overlay(JsonlSessionStore(tmp_path), clock=clock) as second:
+        assert [t["message"]["origin"] for t in await second.turns(session)][:2] == [
+            "model",
+            "tool",
+        ]
+        await second.settle(session)
+        followup = (await second.messages(session))[-1]
+        assert followup["origin"] == "followup"
+        assert "due at: 2026-11-29T20:01:00.000Z" in str(followup["content"])
+        assert 'prompt: "water the plants"' in str(followup["content"])
+
+
+async def test_a_poisoned_session_is_reopened_from_storage() -> None:
+    store = MemorySessionStore()
+    async with open_overlay(store) as overlay:
+        session = await overlay.new_session()
+        await overlay.client.post(
+            f"/api/sessions/{session}/prompts", json={"text": "kept", "zone": None}
+        )
+        await overlay.settle(session)
+        store.fail_next_write()
+        await overlay.client.post(
+            f"/api/sessions/{session}/prompts", json={"text": "lost", "zone": None}
+        )
+        live = await overlay.app.sessions.get(SessionId(session))
+        async with asyncio.timeout(15):
+            await live.chat.agent.wait_idle()
+        assert live.session.poisoned
+        assert [m["content"] for m in await overlay.messages(session)] == ["kept"]
+
+
+async def test_a_failing_barrier_makes_the_schedules_view_503() -> None:
+    store = MemorySessionStore()
+    async with open_overlay(store) as overlay:
+        session = await overlay.new_session()
+        live = await overlay.app.sessions.get(SessionId(session))
+        live.session.append(MESSAGE_ENTRY_TYPE, user_message("unflushed", at=overlay.clock.now()))
+        store.fail_next_barrier()
+        response = await overlay.client.get(f"/api/sessions/{session}/schedules")
+        assert response.status_code == 503
+        assert "cannot confirm that its entries are durable" in response.json()["error"]
+        assert live.session.poisoned
+
+
+# -- the event stream ------------------------------------------------------------------------
+
+
+async def test_the_event_stream_sends_the_backlog_then_live_turns(offline: Overlay) -> None:
+    session = await offline.new_session()
+    prompts = f"/api/sessions/{session}/prompts"
+    await offline.client.post(prompts, json={"text": "before", "zone": None})
+    await offline.settle(session)
+    async with SseStream(offline.app, f"/api/sessions/{session}/events") as stream:
+        assert stream.status == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        assert stream.headers["cache-control"] == "no-store"
+        assert await stream.next_raw() == b"retry: 2000"
+        backlog = await stream.next_event()
+        assert (backlog.event, backlog.id) == ("turn", "0")
+        assert msgspec.json.decode(backlog.data)["message"]["content"] == "before"
+        await offline.client.post(prompts, json={"text": "after", "zone": None})
+        live = await stream.next_event()
+        assert (live.event, live.id) == ("turn", "1")
+        decoded = msgspec.json.decode(live.data)
+        assert decoded == {
+            "index": 1,
+            "position": 1,
+            "message": {
+                "role": "user",
+                "content": "after",
+                "at": START,
+                "origin": "person",
+            },
+        }
+
+
+async def test_the_event_stream_resumes_after_the_last_event_id(offline: Overlay) -> None:
+    session = await offline.new_session()
+    prompts = f"/api/sessions/{session}/prompts"
+    for text in ("a", "b", "c"):
+        await offline.client.post(prompts, json={"text": text, "zone": None})
+    await offline.settle(session)
+    path = f"/api/sessions/{session}/events?from=1"
+    async with SseStream(offline.app, path) as stream:
+        assert (await stream.next_event()).id == "1"
+    async with SseStream(offline.app, path, [(b"last-event-id", b"1")]) as stream:
+        assert (await stream.next_event()).id == "2"
+
+
+async def test_the_event_stream_sends_keep_alive_comments() -> None:
+    async with open_overlay(heartbeat_seconds=0.05) as overlay:
+        session = await overlay.new_session()
+        async with SseStream(overlay.app, f"/api/sessions/{session}/events") as stream:
+            assert await stream.next_raw() == b"retry: 2000"
+            assert await stream.next_raw() == b": keep-alive"
+
+
+async def test_the_event_stream_ends_when_the_server_stops(offline: Overlay) -> None:
+    session = await offline.new_session()
+    async with SseStream(offline.app, f"/api/sessions/{session}/events") as stream:
+        assert await stream.next_raw() == b"retry: 2000"
+        offline.app.sessions.close_streams()
+        with pytest.raises(EOFError):
+            await stream.next_raw()
+    stopping = {"error": "the server is stopping; reconnect once it is back."}
+    refused = await offline.client.get(f"/api/sessions/{session}/events")
+    assert (refused.status_code, refused.json()) == (503, stopping)
+    created = await offline.client.post("/api/sessions", json={})
+    assert (created.status_code, created.json()) == (503, stopping)
+    assert len((await offline.client.get("/api/sessions")).json()["sessions"]) == 1
+    # Requests already under way on a live session still complete.
+    assert (await offline.client.get(f"/api/sessions/{session}")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("query", "headers", "error"),
+    [
+        ("from=-1", [], "from must be a non-negative integer, not '-1'."),
+        ("from=x", [], "from must be a non-negative integer, not 'x'."),
+        (
+            "",
+            [(b"last-event-id", b"1e3")],
+            "Last-Event-ID must be a non-negative integer, not '1e3'.",
+        ),
+    ],
+)
+async def test_the_event_stream_refuses_bad_positions(
+    offline: Overlay, query: str, headers: list[tuple[bytes, bytes]], error: str
+) -> None:
+    session = await offline.new_session()
+    status, body = await send_raw(
+        offline.app, "GET", f"/api/sessions/{session}/events?{query}", headers
+    )
+    assert (status, body) == (400, {"error": error})
+
+
+async def test_a_page_that_falls_behind_gets_what_is_queued_then_the_end() -> None:
+    subscription = Subscription(max_pending=2)
+    turns = [
+        TurnView(index=i, position=i, message=user_message(str(i), at=FakeClock(START).now()))
+        for i in range(3)
+    ]
+    for turn in turns:
+        subscription.push(turn)
+    assert subscription.closed
+    assert await subscription.next(1) == turns[0]
+    assert await subscription.next(1) == turns[1]
+    with pytest.raises(SubscriptionClosed):
+        await subscription.next(1)
+
+
+async def test_a_subscriber_dropped_for_falling_behind_resumes_from_its_index(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    live = await offline.app.sessions.get(SessionId(session))
+    for text in ("a", "b", "c"):
+        live.chat.agent.submit(text)
+    await offline.settle(session)
+    backlog, subscription = live.subscribe(1)
+    live.unsubscribe(subscription)
+    assert [(t.index, t.message.content) for t in backlog] == [(1, "b"), (2, "c")]
+
+
+def _tool_call_reply(arguments: str) -> ModelReply:
+    return ModelReply(
+        content="",
+        tool_calls=(ToolCall(id="call_1", name="schedule_create", arguments=arguments),),
+    )
+
+
+async def test_a_reminder_set_by_the_model_is_streamed_as_a_followup_turn(
+    online: Overlay, model: QueueModel
+) -> None:
+    session = await online.new_session()
+    model.replies += [
+        _tool_call_reply('{"prompt": "<b>stand up</b>", "after_seconds": 30}'),
+        ModelReply(content="Set."),
+        ModelReply(content="Time to stand up."),
+    ]
+    async with SseStream(online.app, f"/api/sessions/{session}/events") as stream:
+        await online.client.post(
+            f"/api/sessions/{session}/prompts",
+            json={"text": "remind me in 30 s to stand up", "zone": "Asia/Tokyo"},
+        )
+        origins = [msgspec.json.decode((await stream.next_event()).data) for _ in range(4)]
+        assert [t["message"]["origin"] for t in origins] == ["person", "model", "tool", "model"]
+        await online.settle(session)
+        online.clock.advance(30)
+        followup = msgspec.json.decode((await stream.next_event()).data)
+        assert (followup["index"], followup["message"]["origin"]) == (4, "followup")
+        assert 'prompt: "<b>stand up</b>"' in followup["message"]["content"]
+        reply = msgspec.json.decode((await stream.next_event()).data)
+        assert reply["message"]["content"] == "Time to stand up."

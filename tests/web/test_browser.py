@@ -1,0 +1,384 @@
+"""The overlay in real Chromium: Debian's ``chromium`` driven headless by Playwright for Python,
+against a real uvicorn server on 127.0.0.1 in a background thread and a scripted model.
+
+The browser is Debian's (``/usr/bin/chromium``, installed by ``.ci/run``): Playwright's own
+browser download does not work here. Set ``SESSION_SCHEDULE_SCREENSHOT=docs/web-overlay.png`` to
+save the screenshot of a page with a delivered reminder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.web.app import OverlayApp, create_app
+from session_schedule.web.security import AccessPolicy, access_policy
+from session_schedule.web.server import OverlayServer, bind
+from tests.web.scripted import MIXED_CONTEXT, TOKYO_CONTEXT, RuleModel
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 15_000
+SCREENSHOT = os.environ.get("SESSION_SCHEDULE_SCREENSHOT")
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian's chromium is not installed at /usr/bin/chromium "
+    "(.ci/run installs it: apt-get install -y chromium)",
+)
+
+expect.set_options(timeout=WAIT_MS)
+
+
+@dataclass
+class Running:
+    url: str
+    app: OverlayApp
+    model: RuleModel | None
+
+
+@contextmanager
+def serving(
+    data: Path, model: RuleModel | None, policy: AccessPolicy | None = None
+) -> Iterator[Running]:
+    """The overlay on 127.0.0.1 (an ephemeral port), served by uvicorn in a thread."""
+    app = create_app(
+        JsonlSessionStore(data), model=(lambda: model) if model else None, policy=policy
+    )
+    sock = bind("127.0.0.1", 0)
+    server = OverlayServer(app, log_config=False)
+    thread = threading.Thread(
+        target=lambda: asyncio.run(server.serve(sockets=[sock])), name="overlay server"
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while not server.started:
+            assert thread.is_alive(), "the server thread died while starting"
+            assert time.monotonic() < deadline, "the server did not start within 15 s"
+            time.sleep(0.02)
+        yield Running(f"http://127.0.0.1:{sock.getsockname()[1]}/", app, model)
+    finally:
+        server.should_exit = True
+        thread.join(WAIT_MS / 1000)
+        sock.close()
+        assert not thread.is_alive(), "the server thread did not stop within 15 s"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=FLAGS, timeout=WAIT_MS
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def rule_model() -> RuleModel:
+    return RuleModel()
+
+
+@pytest.fixture
+def server(tmp_path: Path, rule_model: RuleModel) -> Iterator[Running]:
+    with serving(tmp_path / "data", rule_model) as running:
+        yield running
+
+
+@pytest.fixture
+def offline_server(tmp_path: Path) -> Iterator[Running]:
+    with serving(tmp_path / "data", None) as running:
+        yield running
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[Callable[[str, str], Page]]:
+    """Opens ``url`` in a new browser context whose time zone is ``zone``; closes them all."""
+    contexts = []
+
+    def opener(url: str, zone: str) -> Page:
+        context = browser.new_context(
+            timezone_id=zone, locale="en-GB", viewport={"width": 1280, "height": 820}
+        )
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        page = context.new_page()
+        page.goto(url)
+        expect(page.locator("#status")).to_have_text("live")
+        return page
+
+    yield opener
+    for context in contexts:
+        context.close()
+
+
+def send(page: Page, text: str) -> dict[str, object]:
+    """Type ``text`` and press Enter; the JSON body the page posted."""
+    with page.expect_request(lambda request: request.url.endswith("/prompts")) as sent:
+        page.fill("#prompt", text)
+        page.press("#prompt", "Enter")
+    body = sent.value.post_data_json
+    assert isinstance(body, dict)
+    return body
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def session_of(page: Page) -> str:
+    return str(page.evaluate("location.hash")).removeprefix("#")
+
+
+def test_a_prompt_carries_the_browser_zone_and_the_model_is_told_to_read_times_there(
+    server: Running,
+    rule_model: RuleModel,
+    open_page: Callable[[str, str], Page],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("INFO", logger="session_schedule.web")
+    page = open_page(server.url, "Asia/Tokyo")
+    expect(page.locator("#zone")).to_have_text("Time zone: Asia/Tokyo")
+    assert send(page, "call Ana at 9 tomorrow") == {
+        "text": "call Ana at 9 tomorrow",
+        "zone": "Asia/Tokyo",
+    }
+    expect(page.locator(".turn.model .content")).to_have_text("Noted: call Ana at 9 tomorrow")
+    assert f"prompt for session {session_of(page)} (browser zone Asia/Tokyo)" in caplog.text
+    assert len(rule_model.systems) == 1
+    assert TOKYO_CONTEXT in rule_model.systems[0]
+
+
+def test_two_prompts_from_two_zones_in_one_turn_make_the_model_ask(
+    server: Running, rule_model: RuleModel, open_page: Callable[[str, str], Page]
+) -> None:
+    tokyo = open_page(server.url, "Asia/Tokyo")
+    paris = open_page(f"{server.url}#{session_of(tokyo)}", "Europe/Paris")
+    rule_model.gate.clear()
+    send(tokyo, "first")
+    wait_for(lambda: len(rule_model.systems) == 1, "the first turn to reach the model")
+    assert send(tokyo, "second")["zone"] == "Asia/Tokyo"
+    assert send(paris, "third")["zone"] == "Europe/Paris"
+    # Queued behind the running turn: each page shows what it sent as pending.
+    expect(tokyo.locator(".pending")).to_have_text(["second"])
+    expect(paris.locator(".pending")).to_have_text(["third"])
+    rule_model.gate.set()
+    # Both pages show every turn, live.
+    for page in (tokyo, paris):
+        expect(page.locator(".turn.person .content")).to_have_text(["first", "second", "third"])
+        expect(page.locator(".turn.model .content")).to_have_text(["Noted: first", "Noted: third"])
+        expect(page.locator(".pending")).to_have_count(0)
+    assert len(rule_model.systems) == 2
+    assert TOKYO_CONTEXT in rule_model.systems[0]
+    assert MIXED_CONTEXT in rule_model.systems[1]
+    assert TOKYO_CONTEXT not in rule_model.systems[1]
+
+
+def test_a_reminder_comes_back_into_the_transcript_live_and_survives_a_reload(
+    server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(server.url, "Asia/Tokyo")
+    send(page, "remind me every 900 seconds to drink a glass of water")
+    expect(page.locator(".schedule")).to_have_count(1)
+    expect(page.locator(".schedule .countdown")).to_have_text(re.compile(r"in 1[45]:\d\d"))
+    expect(page.locator(".timeline .mark")).not_to_have_count(0)
+    send(page, "remind me in 1 second to stretch your legs")
+    followup = page.locator(".turn.followup")
+    expect(followup).to_have_count(1)
+    expect(followup.locator(".who")).to_have_text("Reminder · follow-up turn")
+    expect(followup.locator(".content")).to_contain_text('prompt: "stretch your legs"')
+    expect(page.locator(".turn").last).to_contain_text("Time to stretch your legs!")
+    expect(page.locator(".schedule")).to_have_count(1)  # only the recurring one is left
+    if SCREENSHOT:
+        page.locator(".turn").last.scroll_into_view_if_needed()
+        page.screenshot(path=SCREENSHOT)
+    texts = page.locator(".turn").all_inner_texts()
+    assert len(texts) == 10  # two prompts, each with a call, a result and a reply; two more
+    page.reload()
+    expect(page.locator("#status")).to_have_text("live")
+    expect(page.locator(".turn")).to_have_count(len(texts))
+    assert page.locator(".turn").all_inner_texts() == texts
+    expect(page.locator(".turn.followup")).to_have_count(1)
+
+
+def test_markup_in_prompts_and_reminders_is_shown_as_text(
+    server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(server.url, "Asia/Tokyo")
+    attack = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
+    send(page, f"remind me in 1 second to {attack}")
+    followup = page.locator(".turn.followup .content")
+    expect(followup).to_have_count(1)
+    expect(followup).to_contain_text(
+        'prompt: "<img src=x onerror=\\"window.__xss=1\\"><script>window.__xss=2</script>'
+    )
+    expect(page.locator(".turn.person .content")).to_have_text(f"remind me in 1 second to {attack}")
+    assert page.locator("#transcript img, #transcript script, #transcript b").count() == 0
+    assert page.evaluate("window.__xss") is None
+
+
+def test_offline_the_person_calls_the_tools_from_the_page(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "America/New_York")
+    expect(page.locator("#mode")).to_have_text("Offline: you call the tools")
+    form = page.locator("#create-form")
+    expect(form.locator("input[name=time_zone]")).to_have_value("America/New_York")
+    form.locator("input[name=prompt]").fill("the tea is ready")
+    form.locator("input[name=seconds]").fill("1")
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".turn.tool")).to_have_count(1)
+    expect(page.locator(".turn.model .who")).to_have_text("You · tool call")
+    followup = page.locator(".turn.followup .content")
+    expect(followup).to_contain_text('prompt: "the tea is ready"')
+    page.locator("#list-button").click()
+    expect(page.locator(".turn.tool")).to_have_count(2)
+    expect(page.locator(".turn.tool").last).to_contain_text('"schedules": []')
+
+
+def test_sessions_are_created_forked_and_switched_from_the_page(
+    server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(server.url, "Asia/Tokyo")
+    first = session_of(page)
+    send(page, "hello")
+    expect(page.locator(".turn")).to_have_count(2)
+    page.click("#fork-session")
+    wait_for(lambda: session_of(page) != first, "the fork to open")
+    fork = session_of(page)
+    expect(page.locator(".turn .content")).to_have_text(["hello", "Noted: hello"])
+    page.click("#new-session")
+    wait_for(lambda: session_of(page) not in {first, fork}, "the new session to open")
+    new = session_of(page)
+    expect(page.locator(".turn")).to_have_count(0)
+    expect(page.locator("#session-select option")).to_have_count(3)
+    page.select_option("#session-select", first)
+    wait_for(lambda: session_of(page) == first, "the first session to open again")
+    expect(page.locator(".turn")).to_have_count(2)
+    page.locator(".fork-here").first.click()  # a fork before the first prompt: empty
+    wait_for(lambda: session_of(page) not in {first, fork, new}, "the second fork")
+    expect(page.locator(".turn")).to_have_count(0)
+
+
+def test_a_token_server_works_in_the_browser_once_the_token_address_is_opened(
+    tmp_path: Path, rule_model: RuleModel, browser: Browser
+) -> None:
+    token = "a-token-for-the-browser-test"  # noqa: S105
+    with serving(tmp_path / "data", rule_model, access_policy("127.0.0.1", token=token)) as server:
+        stranger = browser.new_context()
+        try:
+            response = stranger.new_page().goto(server.url)
+            assert response is not None
+            assert response.status == 401
+        finally:
+            stranger.close()
+        context = browser.new_context(timezone_id="Asia/Tokyo")
+        try:
+            page = context.new_page()
+            page.goto(f"{server.url}?token={token}")
+            assert page.url.startswith(server.url)
+            assert "token" not in page.url  # traded for a cookie, gone from the address bar
+            expect(page.locator("#status")).to_have_text("live")  # the event stream is allowed
+            send(page, "hello")
+            expect(page.locator(".turn.model .content")).to_have_text("Noted: hello")
+        finally:
+            context.close()
+
+
+@contextmanager
+def hostile_site() -> Iterator[str]:
+    """Another origin on loopback (another port), serving a blank page: its origin."""
+
+    class Blank(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<!doctype html><title>elsewhere</title>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Blank)
+    thread = threading.Thread(target=site.serve_forever, name="hostile site")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}"
+    finally:
+        site.shutdown()
+        site.server_close()
+        thread.join(WAIT_MS / 1000)
+
+
+def test_a_page_of_another_origin_cannot_post_to_the_overlay(
+    server: Running,
+    browser: Browser,
+    open_page: Callable[[str, str], Page],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    own = open_page(server.url, "Asia/Tokyo")
+    with hostile_site() as origin:
+        context = browser.new_context()
+        try:
+            hostile = context.new_page()
+            hostile.goto(f"{origin}/")
+            outcome = hostile.evaluate(
+                """async (target) => {
+                    const results = [];
+                    for (const init of [
+                        {method: "POST", headers: {"Content-Type": "application/json"},
+                         body: "{}"},
+                        {method: "POST", mode: "no-cors", body: "{}"},
+                    ]) {
+                        try {
+                            const response = await fetch(target, init);
+                            results.push(response.type);
+                        } catch (error) {
+                            results.push("blocked");
+                        }
+                    }
+                    return results;
+                }""",
+                f"{server.url}api/sessions",
+            )
+        finally:
+            context.close()
+    # The JSON post dies at its refused preflight; the simple one reaches the server and is
+    # refused, and the browser keeps the answer from the page.
+    assert outcome[0] == "blocked"
+    assert outcome[1] in {"blocked", "opaque"}
+    found = [r.getMessage() for r in caplog.records if r.name == "session_schedule.web.security"]
+    refusal = f"requests from the origin {origin!r} are refused"
+    assert any(m.startswith("refused OPTIONS /api/sessions") and refusal in m for m in found)
+    assert any(m.startswith("refused POST /api/sessions") and refusal in m for m in found)
+    listed = own.evaluate("fetch('/api/sessions').then((r) => r.json())")
+    assert len(listed["sessions"]) == 1  # only the page's own session: nothing was created

@@ -1,0 +1,231 @@
+"""``session-schedule serve``: its options, its refusals, and a real server stopped by Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from session_schedule.cli import serve as serve_cli
+from session_schedule.web.app import OverlayApp
+from session_schedule.web.server import bind
+
+WAIT_SECONDS = 15
+SCRIPT = """\
+import argparse, sys
+from pathlib import Path
+from session_schedule.cli import serve
+parser = argparse.ArgumentParser(prog="session-schedule")
+parser.add_argument("--data-dir", type=Path)
+serve.register(parser.add_subparsers(dest="command"))
+arguments = parser.parse_args()
+try:
+    sys.exit(arguments.handler(arguments))
+except KeyboardInterrupt:  # as the program's main() does
+    sys.exit(0)
+"""
+MODEL_VARIABLES = ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+
+
+def parser() -> argparse.ArgumentParser:
+    parsed = argparse.ArgumentParser(prog="session-schedule")
+    parsed.add_argument("--data-dir", type=Path)
+    serve_cli.register(parsed.add_subparsers(dest="command"))
+    return parsed
+
+
+def run(argv: list[str]) -> int:
+    arguments = parser().parse_args(argv)
+    code: int = arguments.handler(arguments)
+    return code
+
+
+@pytest.fixture(autouse=True)
+def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_help_names_the_options_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["serve", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: session-schedule serve [-h] [--host HOST] [--port PORT]")
+    for option in ("--model MODEL", "--base-url URL", "--token TOKEN"):
+        assert option in out
+    assert "\nexample: session-schedule serve --model" in out
+
+
+def test_defaults_are_loopback_port_8765_and_offline() -> None:
+    arguments = parser().parse_args(["serve"])
+    assert (arguments.host, arguments.port, arguments.model, arguments.token) == (
+        "127.0.0.1",
+        8765,
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_a_port_out_of_range_is_a_usage_error(
+    port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["serve", "--port", port])
+    assert exit_info.value.code == 2
+    assert "is not a port number (0-65535)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("token", ["short", "has space in it", "ünïcödé-token"])
+def test_a_weak_or_odd_token_is_refused(token: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["serve", "--token", token]) == 2
+    assert capsys.readouterr().err == (
+        "session-schedule: --token must be 8 to 200 characters: letters, digits, '-', '_', '.' "
+        "or '~'\n"
+    )
+
+
+def test_a_model_without_a_key_or_endpoint_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run(["serve", "--model", "gpt-4o-mini"]) == 2
+    assert "needs an API key: set OPENAI_API_KEY" in capsys.readouterr().err
+
+
+def test_a_port_in_use_is_a_clear_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert run(["serve", "--port", str(port)]) == 2
+    assert capsys.readouterr().err == (
+        f"session-schedule: cannot listen on 127.0.0.1:{port} (Address already in use); "
+        "choose another --host or --port\n"
+    )
+
+
+class _FakeServer:
+    """Stands in for uvicorn: records the app it was given and how it answers a request
+    without a token, then returns at once."""
+
+    apps: list[tuple[OverlayApp, int]] = []  # noqa: RUF012 - a record for the test
+
+    def __init__(self, app: OverlayApp) -> None:
+        self._app = app
+
+    async def serve(self, sockets: list[socket.socket]) -> None:
+        transport = httpx2.ASGITransport(app=self._app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            status = (await client.get("/api/info")).status_code
+        _FakeServer.apps.append((self._app, status))
+
+
+def test_a_non_loopback_host_gets_a_generated_token_printed_at_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bound: list[tuple[str, int]] = []
+
+    def bind_loopback(host: str, port: int) -> socket.socket:
+        bound.append((host, port))
+        return bind("127.0.0.1", 0)  # the test binds nothing else
+
+    monkeypatch.setattr(serve_cli, "bind", bind_loopback)
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    argv = ["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0", "--port", "8080"]  # noqa: S104
+    assert run(argv) == 0
+    assert bound == [("0.0.0.0", 8080)]  # noqa: S104
+    assert [status for _, status in _FakeServer.apps] == [401]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("session-schedule: the web overlay is at http://127.0.0.1:")
+    token = out[0].partition("/?token=")[2]
+    assert len(token) == 32
+    assert out[1:] == [
+        "session-schedule: listening on every address of this machine; from another one, use "
+        "its address in place of 127.0.0.1",
+        "session-schedule: every request needs the token; keep the address secret",
+        f"session-schedule: offline mode (you call the tools on the page); sessions in {tmp_path}",
+    ]
+
+
+def test_a_token_given_on_loopback_is_required_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--token", "a-chosen-token"]
+    assert run(argv) == 0
+    assert "/?token=a-chosen-token" in capsys.readouterr().out
+    assert [status for _, status in _FakeServer.apps] == [401]
+
+
+def test_a_model_with_a_local_endpoint_is_announced(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--model", "llama3.2"]
+    argv += ["--base-url", "http://127.0.0.1:9/v1"]
+    assert run(argv) == 0
+    assert "session-schedule: model llama3.2; sessions in" in capsys.readouterr().out
+    [(app, status)] = _FakeServer.apps
+    assert (app.sessions.offline, status) == (False, 200)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``serve --port 0`` in a child process, offline; the process and the address it printed."""
+    environment = {k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES}
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, "--data-dir", str(tmp_path), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    try:
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            assert selector.select(WAIT_SECONDS), "serve printed nothing within 15 s"
+        line = process.stdout.readline()
+        prefix = "session-schedule: the web overlay is at "
+        assert line.startswith(prefix), line
+        yield process, line.removeprefix(prefix).strip()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=WAIT_SECONDS)
+
+
+def test_a_real_server_serves_and_stops_on_ctrl_c_with_a_page_still_open(
+    served: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    process, url = served
+    with httpx2.Client(base_url=url, timeout=WAIT_SECONDS) as client:
+        assert client.get("/api/info").json()["mode"] == "offline"
+        assert client.get("/api/info", headers={"host": "rebound.example"}).status_code == 403
+        session = client.post("/api/sessions", json={}).json()["session"]["id"]
+        assert (tmp_path / f"{session}.jsonl").exists()
+        with client.stream("GET", f"/api/sessions/{session}/events") as stream:
+            lines = stream.iter_lines()
+            assert next(lines) == "retry: 2000"
+            started = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            assert list(lines) == [""]  # the server ends the stream itself
+    assert process.wait(WAIT_SECONDS) == 0
+    assert time.monotonic() - started < 5
+    _, err = process.communicate(timeout=WAIT_SECONDS)
+    assert "Traceback" not in err
+    assert "Application shutdown complete." in err
