@@ -308,6 +308,21 @@ def test_sessions_marks_a_corrupt_session_and_goes_on(
     assert f"\nsession {OTHER} is corrupt at entry 2 (line 4 of {OTHER}.jsonl)" in out
 
 
+def test_sessions_reports_an_unreadable_header_beside_the_others(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_session(data, OTHER)
+    replace_line(path_of(data, OTHER), 0, b'{"type":"header","data":{}}')
+    assert run(data, "sessions", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in rows] == [session, OTHER]
+    assert rows[1]["createdAt"] is None
+    assert rows[1]["problem"].startswith(f"session {OTHER} is corrupt")
+    assert run(data, "sessions") == 0
+    out = capsys.readouterr().out
+    assert f"{OTHER}   ?" in out
+
+
 # -- show ------------------------------------------------------------------------------------
 
 

@@ -235,6 +235,9 @@ class TestTornTail:
         )
         with pytest.raises(SessionCorrupt):
             await store.list()
+        headers, problems = await store.scan()
+        assert headers == ()
+        assert [problem.message for problem in problems] == [caught.value.message]
         assert path.read_bytes() == HEADER_LINE[:-9]
 
 

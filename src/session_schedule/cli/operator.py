@@ -257,9 +257,10 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """One row of ``sessions``; the JSON form uses the header's camelCase names."""
 
     id: str
-    created_at: str
+    created_at: str | None
+    """``None`` when even the header could not be read (see ``problem``)."""
     parent_id: str | None
-    seed_length: int
+    seed_length: int | None
     entries: int | None
     """``None`` when the log could not be read (see ``problem``)."""
     active_reminders: int | None
@@ -272,7 +273,8 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
     """A summary of every session in ``store``, by creation instant, then id."""
     summaries: list[SessionSummary] = []
-    for header in await store.list():
+    headers, unreadable = await store.scan()
+    for header in headers:
         entries = active = next_target = problem = None
         try:
             snapshot = await store.read(header.id)
@@ -297,6 +299,19 @@ async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
                 problem=problem,
             )
         )
+    summaries.extend(
+        SessionSummary(
+            id=problem.session_id,
+            created_at=None,
+            parent_id=None,
+            seed_length=None,
+            entries=None,
+            active_reminders=None,
+            next_target=None,
+            problem=str(problem),
+        )
+        for problem in unreadable
+    )
     return summaries
 
 
@@ -323,9 +338,8 @@ def _sessions(arguments: argparse.Namespace) -> int:
             else:
                 entries, active = Text(str(summary.entries)), Text(str(summary.active_reminders))
                 target = _target_text(summary.next_target, now)
-            table.add_row(
-                Text(summary.id), Text(summary.created_at), parent, entries, active, target
-            )
+            created = Text(summary.created_at or "?")
+            table.add_row(Text(summary.id), created, parent, entries, active, target)
         console.print(table)
         for summary in summaries:
             if summary.problem is not None:

@@ -42,6 +42,7 @@ from session_schedule.session.codec import (
     header_line,
 )
 from session_schedule.session.errors import (
+    SessionCorrupt,
     persistence_uncertain,
     session_busy,
     session_exists,
@@ -187,7 +188,15 @@ class JsonlSessionStore:
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
 
     async def list(self) -> tuple[SessionHeader, ...]:
-        return await asyncio.to_thread(lambda: _list(self))
+        headers, problems = await self.scan()
+        if problems:
+            raise problems[0]
+        return headers
+
+    async def scan(self) -> tuple[tuple[SessionHeader, ...], tuple[SessionCorrupt, ...]]:
+        """Like :meth:`list`, but a file whose header cannot be read is reported beside the
+        others instead of stopping the listing: (the readable headers, the problems)."""
+        return await asyncio.to_thread(lambda: _scan(self))
 
     async def _own(self, job: Callable[[], _Opened]) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
@@ -337,11 +346,14 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _list(store: JsonlSessionStore) -> tuple[SessionHeader, ...]:
+def _scan(
+    store: JsonlSessionStore,
+) -> tuple[tuple[SessionHeader, ...], tuple[SessionCorrupt, ...]]:
     if not store.data_dir.is_dir():
-        return ()
+        return (), ()
     headers: list[SessionHeader] = []
-    for path in store.data_dir.iterdir():
+    problems: list[SessionCorrupt] = []
+    for path in sorted(store.data_dir.iterdir()):
         session_id = parse_session_id(path.name.removesuffix(SUFFIX))
         if session_id is None or not path.name.endswith(SUFFIX):
             continue
@@ -350,7 +362,10 @@ def _list(store: JsonlSessionStore) -> tuple[SessionHeader, ...]:
             headers.append(_read_header(path, source))
         except FileNotFoundError:
             continue
-    return tuple(sorted(headers, key=lambda header: (header.created_at, header.id)))
+        except SessionCorrupt as problem:
+            problems.append(problem)
+    ordered = sorted(headers, key=lambda header: (header.created_at, header.id))
+    return tuple(ordered), tuple(problems)
 
 
 def _read_header(path: Path, source: Source) -> SessionHeader:
