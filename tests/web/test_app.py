@@ -169,7 +169,7 @@ async def test_an_unknown_session_is_404(offline: Overlay, path: str) -> None:
     response = await offline.client.get(path)
     assert response.status_code == 404
     assert response.json() == {
-        "error": "session s_aaaaaaaaaaaa does not exist in this memory store; check the session id."
+        "error": "session s_aaaaaaaaaaaa does not exist; check the session id."
     }
 
 

@@ -330,8 +330,10 @@ async def _session_error(request: Request, error: Exception) -> Response:
         raise error
     status = 500  # SessionCorrupt: the storage was left untouched for inspection
     if isinstance(error, SessionNotFound):
-        status = 404
-    elif isinstance(error, SessionBusy | SessionExists):
+        # The store's own message names the data directory, which is not the page's business.
+        message = f"session {error.session_id} does not exist; check the session id"
+        return _refused(request, 404, _sentence(message))
+    if isinstance(error, SessionBusy | SessionExists):
         status = 409
     elif isinstance(error, PersistenceUncertain | SessionClosed):
         status = 503
