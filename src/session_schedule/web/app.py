@@ -48,7 +48,7 @@ from session_schedule.session.errors import (
     SessionExists,
     SessionNotFound,
 )
-from session_schedule.session.ids import require_session_id
+from session_schedule.session.ids import parse_session_id, require_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
 from session_schedule.tools.catalog import TOOL_NAMES
 from session_schedule.tools.results import ErrorResult
@@ -330,8 +330,10 @@ async def _session_error(request: Request, error: Exception) -> Response:
         raise error
     status = 500  # SessionCorrupt: the storage was left untouched for inspection
     if isinstance(error, SessionNotFound):
-        # The store's own message names the data directory, which is not the page's business.
-        message = f"session {error.session_id} does not exist; check the session id"
+        message = error.message
+        if parse_session_id(error.session_id) is not None:
+            # The store's message names the data directory, which is not the page's business.
+            message = f"session {error.session_id} does not exist; check the session id"
         return _refused(request, 404, _sentence(message))
     if isinstance(error, SessionBusy | SessionExists):
         status = 409
