@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, final
+from typing import TYPE_CHECKING, Final, Protocol, final
 
 import msgspec
 
@@ -10,6 +10,10 @@ from session_schedule.session.message import ToolCall
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+REQUEST_TIMEOUT_SECONDS: Final = 120.0
+"""How long one model request may take (the SDK's own default is ten minutes, during which the
+turn — and every reminder waiting for the agent to be idle — would be stuck)."""
 
 ChatMessage = dict[str, object]
 """One message in the OpenAI Chat Completions format."""
@@ -48,9 +52,12 @@ class OpenAIChatModel:
     endpoint, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` work as the SDK documents.
     """
 
-    def __init__(self, client: AsyncOpenAI, model: str) -> None:
+    def __init__(
+        self, client: AsyncOpenAI, model: str, *, timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+    ) -> None:
         self._client = client
         self._model = model
+        self._timeout = timeout_seconds
 
     @property
     def name(self) -> str:
@@ -66,6 +73,7 @@ class OpenAIChatModel:
                 model=self._model,
                 messages=messages,  # type: ignore[arg-type]
                 tools=tools,  # type: ignore[arg-type]
+                timeout=self._timeout,
             )
         except openai.APIError as error:
             raise ModelError(f"the model endpoint failed: {_describe(error)}") from error
