@@ -5,6 +5,7 @@ Regenerate after a deliberate change with ``SESSION_SCHEDULE_UPDATE_SNAPSHOTS=1`
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -26,7 +27,12 @@ def test_help_matches_the_snapshot(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "100")
-    commands = sorted(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    subcommands = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    commands = sorted(subcommands.choices)
     sections = [f"$ session-schedule --help\n{_help([], capsys)}"]
     for command in commands:
         text = _help([command], capsys)
