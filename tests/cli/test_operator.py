@@ -24,7 +24,6 @@ from session_schedule.core.changes import (
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import EveryScheduleRecord
-from session_schedule.core.time_input import load_zone
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import (
     MESSAGE_ENTRY_TYPE,
@@ -653,27 +652,6 @@ def test_timeline_with_nothing_in_the_window(
         "2026-11-29T21:40:00.000+00:00\n"
         "no reminders in this window\n"
     )
-
-
-def test_build_timeline_agrees_with_brute_force_enumeration() -> None:
-    every = EveryScheduleRecord(
-        id=ScheduleId("sch_1"),
-        prompt="p",
-        every_seconds=300,
-        scheduled_at="2026-01-01T00:00:00.000Z",
-    )
-    now = parse_instant("2026-01-01T01:02:03.000Z")
-    until = parse_instant("2026-01-01T03:00:00.000Z")
-    timeline = operator_cli.build_timeline(
-        [every], now=now, until=until, zone=load_zone("UTC"), limit=1000
-    )
-    start = parse_instant(every.scheduled_at)
-    targets = [start + k * 300_000 for k in range(100) if start + k * 300_000 <= until]
-    due = [target for target in targets if target <= now]
-    expected = [due[-1], *(target for target in targets if target > now)]
-    assert [parse_instant(item.scheduled_at) for item in timeline.occurrences] == expected
-    assert timeline.occurrences[0].skipped == len(due) - 1
-    assert timeline.total == len(expected)
 
 
 # -- check -----------------------------------------------------------------------------------

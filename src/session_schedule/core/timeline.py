@@ -1,0 +1,144 @@
+"""The upcoming occurrences of active reminders, expanded for reading (the ``timeline`` view).
+
+Pure arithmetic on the folded records: an overdue record contributes the one occurrence its next
+delivery will carry (a recurring one its latest due occurrence, with the count it skips), and a
+recurring record then its anchor-aligned targets. Targets are computed lazily from
+``scheduledAt``, so the work follows the number of occurrences listed, not the window's length.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import zoneinfo
+from collections.abc import Iterable, Iterator
+from typing import final
+
+import msgspec
+
+from session_schedule.core.fold import next_every_target, skipped_occurrences
+from session_schedule.core.ids import ScheduleId, id_number
+from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, format_instant
+from session_schedule.core.records import (
+    EveryScheduleRecord,
+    RecordKind,
+    ScheduleRecord,
+    ScheduleState,
+    record_kind,
+    record_target,
+)
+from session_schedule.core.time_input import format_local
+
+
+@final
+class TimelineOccurrence(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One upcoming (or overdue) occurrence of an active reminder."""
+
+    id: ScheduleId
+    kind: RecordKind
+    scheduled_at: str
+    """The occurrence's target, canonical UTC."""
+    local: str
+    """The same instant in the chosen zone (RFC 3339 with its offset)."""
+    state: ScheduleState
+    skipped: int
+    """For an overdue recurring reminder: the earlier due occurrences its delivery passes over."""
+    prompt: str
+
+
+@final
+class Timeline(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``timeline --json`` document."""
+
+    now: str
+    until: str
+    zone: str
+    limit: int
+    total: int
+    """How many occurrences the window holds (more than are listed when ``truncated``)."""
+    truncated: bool
+    occurrences: list[TimelineOccurrence]
+
+
+def build_timeline(
+    records: Iterable[ScheduleRecord],
+    *,
+    now: Instant,
+    until: Instant,
+    zone: zoneinfo.ZoneInfo,
+    limit: int,
+) -> Timeline:
+    """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them.
+
+    An overdue record contributes the one occurrence its next delivery will carry — a recurring
+    one its latest due occurrence — and a recurring record then its anchor-aligned targets after
+    ``now``. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
+    work follows ``limit``, not the length of the window.
+    """
+    streams = [_occurrences(record, now, until) for record in records]
+    total = sum(_count(record, now, until) for record in records)
+    ordered = heapq.merge(*streams, key=lambda item: (item[0], id_number(item[1].id)))
+    occurrences = [
+        _occurrence(record, instant, zone, now)
+        for instant, record in itertools.islice(ordered, limit)
+    ]
+    return Timeline(
+        now=format_instant(now),
+        until=format_instant(until),
+        zone=str(zone.key),
+        limit=limit,
+        total=total,
+        truncated=total > limit,
+        occurrences=occurrences,
+    )
+
+
+def _occurrences(
+    record: ScheduleRecord, now: Instant, until: Instant
+) -> Iterator[tuple[Instant, ScheduleRecord]]:
+    target = record_target(record)
+    if not isinstance(record, EveryScheduleRecord):
+        if target <= until or target <= now:
+            yield target, record
+        return
+    interval = record.every_seconds * MS_PER_SECOND
+    if target <= now:
+        skipped = skipped_occurrences(target, now, record.every_seconds)
+        yield Instant(target + skipped * interval), record
+        target = Instant(next_every_target(target, now, record.every_seconds))
+    while target <= min(until, MAX_INSTANT):
+        yield target, record
+        target = Instant(target + interval)
+
+
+def _count(record: ScheduleRecord, now: Instant, until: Instant) -> int:
+    """How many items :func:`_occurrences` yields, in O(1)."""
+    target = record_target(record)
+    if not isinstance(record, EveryScheduleRecord):
+        return int(target <= until or target <= now)
+    count = 0
+    if target <= now:
+        count = 1
+        target = Instant(next_every_target(target, now, record.every_seconds))
+    end = min(until, MAX_INSTANT)
+    if target <= end:
+        count += (end - target) // (record.every_seconds * MS_PER_SECOND) + 1
+    return count
+
+
+def _occurrence(
+    record: ScheduleRecord, instant: Instant, zone: zoneinfo.ZoneInfo, now: Instant
+) -> TimelineOccurrence:
+    overdue = instant <= now
+    skipped = 0
+    if overdue and isinstance(record, EveryScheduleRecord):
+        skipped = skipped_occurrences(record_target(record), now, record.every_seconds)
+    return TimelineOccurrence(
+        id=record.id,
+        kind=record_kind(record),
+        scheduled_at=format_instant(instant),
+        local=format_local(instant, zone),
+        state="overdue" if overdue else "scheduled",
+        skipped=skipped,
+        prompt=record.prompt,
+    )

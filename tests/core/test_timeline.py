@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
+from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord
+from session_schedule.core.time_input import load_zone
+from session_schedule.core.timeline import build_timeline
+
+UTC = load_zone("UTC")
+START = parse_instant("2026-01-01T00:00:00.000Z")
+
+
+def every(seconds: int, at: int, number: int = 1) -> EveryScheduleRecord:
+    return EveryScheduleRecord(
+        id=ScheduleId(f"sch_{number}"),
+        prompt="p",
+        every_seconds=seconds,
+        scheduled_at=format_instant(Instant(at)),
+    )
+
+
+@given(
+    seconds=st.sampled_from([300, 420, 3600]),
+    offset=st.integers(0, 7_200_000),
+    lateness=st.integers(0, 7_200_000),
+    window=st.integers(1, 7_200_000),
+)
+def test_expansion_agrees_with_brute_force_enumeration(
+    seconds: int, offset: int, lateness: int, window: int
+) -> None:
+    record = every(seconds, START + offset)
+    now = Instant(START + lateness)
+    until = Instant(now + window)
+    timeline = build_timeline([record], now=now, until=until, zone=UTC, limit=10_000)
+    targets = []
+    target = START + offset
+    while target <= until:
+        targets.append(target)
+        target += seconds * 1000
+    due = [t for t in targets if t <= now]
+    expected = ([due[-1]] if due else []) + [t for t in targets if t > now]
+    assert [parse_instant(item.scheduled_at) for item in timeline.occurrences] == expected
+    assert timeline.total == len(expected)
+    assert not timeline.truncated
+    if due:
+        assert timeline.occurrences[0].state == "overdue"
+        assert timeline.occurrences[0].skipped == len(due) - 1
+
+
+def test_records_merge_in_time_then_id_order_and_the_limit_truncates() -> None:
+    hourly = every(3600, START + 3_600_000, number=2)
+    one_shot = AtScheduleRecord(
+        id=ScheduleId("sch_1"), prompt="q", scheduled_at="2026-01-01T02:00:00.000Z"
+    )
+    timeline = build_timeline(
+        [hourly, one_shot],
+        now=START,
+        until=parse_instant("2026-01-01T05:00:00.000Z"),
+        zone=load_zone("Asia/Tokyo"),
+        limit=3,
+    )
+    assert [(o.id, o.scheduled_at, o.local) for o in timeline.occurrences] == [
+        ("sch_2", "2026-01-01T01:00:00.000Z", "2026-01-01T10:00:00.000+09:00"),
+        ("sch_1", "2026-01-01T02:00:00.000Z", "2026-01-01T11:00:00.000+09:00"),
+        ("sch_2", "2026-01-01T02:00:00.000Z", "2026-01-01T11:00:00.000+09:00"),
+    ]
+    assert (timeline.total, timeline.truncated, timeline.zone) == (6, True, "Asia/Tokyo")
+
+
+def test_a_one_shot_outside_the_window_is_left_out_unless_overdue() -> None:
+    later = AtScheduleRecord(
+        id=ScheduleId("sch_1"), prompt="q", scheduled_at="2026-01-02T00:00:00.000Z"
+    )
+    overdue = AtScheduleRecord(
+        id=ScheduleId("sch_2"), prompt="q", scheduled_at="2025-12-31T00:00:00.000Z"
+    )
+    timeline = build_timeline(
+        [later, overdue], now=START, until=Instant(START + 60_000), zone=UTC, limit=10
+    )
+    assert [(o.id, o.state, o.skipped) for o in timeline.occurrences] == [("sch_2", "overdue", 0)]
+
+
+def test_expansion_stops_at_the_last_representable_instant() -> None:
+    record = every(3600, parse_instant("9999-12-31T21:00:00.000Z"))
+    now = parse_instant("9999-12-31T20:00:00.000Z")
+    timeline = build_timeline([record], now=now, until=MAX_INSTANT, zone=UTC, limit=100)
+    assert [o.scheduled_at for o in timeline.occurrences] == [
+        "9999-12-31T21:00:00.000Z",
+        "9999-12-31T22:00:00.000Z",
+        "9999-12-31T23:00:00.000Z",
+    ]
+    assert timeline.total == 3
