@@ -319,3 +319,6 @@ class TestCorruption:
             f"session {SID} is corrupt at its header (sessions.db): "
             f"object missing required field `format`{UNTOUCHED}"
         )
+        headers, problems = await store.scan()
+        assert headers == ()
+        assert [problem.message for problem in problems] == [caught.value.message]

@@ -138,6 +138,22 @@ async def test_a_stored_session_is_listed_cold_and_opened_on_demand(tmp_path: Pa
         assert [(s["id"], s["live"]) for s in listed] == [(handle.id, True)]
 
 
+async def test_an_unreadable_session_is_named_beside_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = JsonlSessionStore(tmp_path)
+    handle = await store.create(now=FakeClock(START).now())
+    await handle.close()
+    (tmp_path / "s_brokenbroken.jsonl").write_bytes(b'{"type":"header","data":{}}\n')
+    async with open_overlay(store) as overlay:
+        response = await overlay.client.get("/api/sessions")
+    assert response.status_code == 200
+    body = response.json()
+    assert [s["id"] for s in body["sessions"]] == [handle.id]
+    assert body["unreadable"] == ["s_brokenbroken"]
+    assert "listing sessions: session s_brokenbroken is corrupt" in caplog.text
+
+
 @pytest.mark.parametrize(
     ("body", "status", "error"),
     [

@@ -59,7 +59,10 @@ from session_schedule.session.ids import (
 from session_schedule.session.port import (
     LogEntry,
     SessionHeader,
+    SessionListing,
     SessionSnapshot,
+    listed,
+    listing,
     make_header,
     seed_length,
 )
@@ -188,14 +191,9 @@ class JsonlSessionStore:
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
 
     async def list(self) -> tuple[SessionHeader, ...]:
-        headers, problems = await self.scan()
-        if problems:
-            raise problems[0]
-        return headers
+        return listed(await self.scan())
 
-    async def scan(self) -> tuple[tuple[SessionHeader, ...], tuple[SessionCorrupt, ...]]:
-        """Like :meth:`list`, but a file whose header cannot be read is reported beside the
-        others instead of stopping the listing: (the readable headers, the problems)."""
+    async def scan(self) -> SessionListing:
         return await asyncio.to_thread(lambda: _scan(self))
 
     async def _own(self, job: Callable[[], _Opened]) -> JsonlSessionHandle:
@@ -346,14 +344,12 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _scan(
-    store: JsonlSessionStore,
-) -> tuple[tuple[SessionHeader, ...], tuple[SessionCorrupt, ...]]:
+def _scan(store: JsonlSessionStore) -> SessionListing:
     if not store.data_dir.is_dir():
-        return (), ()
+        return listing([], [])
     headers: list[SessionHeader] = []
     problems: list[SessionCorrupt] = []
-    for path in sorted(store.data_dir.iterdir()):
+    for path in store.data_dir.iterdir():
         session_id = parse_session_id(path.name.removesuffix(SUFFIX))
         if session_id is None or not path.name.endswith(SUFFIX):
             continue
@@ -364,8 +360,7 @@ def _scan(
             continue
         except SessionCorrupt as problem:
             problems.append(problem)
-    ordered = sorted(headers, key=lambda header: (header.created_at, header.id))
-    return tuple(ordered), tuple(problems)
+    return listing(headers, problems)
 
 
 def _read_header(path: Path, source: Source) -> SessionHeader:

@@ -27,7 +27,10 @@ from session_schedule.session.ids import (
 from session_schedule.session.port import (
     LogEntry,
     SessionHeader,
+    SessionListing,
     SessionSnapshot,
+    listed,
+    listing,
     make_header,
     seed_length,
 )
@@ -135,12 +138,11 @@ class MemorySessionStore:
         return SessionSnapshot(stored.header, tuple(stored.entries))
 
     async def list(self) -> tuple[SessionHeader, ...]:
-        return tuple(
-            sorted(
-                (stored.header for stored in self._sessions.values()),
-                key=lambda header: (header.created_at, header.id),
-            )
-        )
+        return listed(await self.scan())
+
+    async def scan(self) -> SessionListing:
+        # Headers held in memory are always readable.
+        return listing([stored.header for stored in self._sessions.values()], [])
 
     def _new(
         self,

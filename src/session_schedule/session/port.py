@@ -30,6 +30,7 @@ import msgspec
 
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import InstantField
+from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
 
 FORMAT_VERSION: Final = 1
@@ -72,6 +73,16 @@ class SessionSnapshot(NamedTuple):
 
     header: SessionHeader
     entries: tuple[LogEntry, ...]
+
+
+@final
+class SessionListing(NamedTuple):
+    """Every stored session: the readable headers, and the sessions whose header is not."""
+
+    headers: tuple[SessionHeader, ...]
+    """By creation instant, then id."""
+    problems: tuple[SessionCorrupt, ...]
+    """One error per session whose header could not be read, by id."""
 
 
 class SessionHandle(Protocol):
@@ -184,7 +195,15 @@ class SessionStore(Protocol):
         ...
 
     async def list(self) -> tuple[SessionHeader, ...]:
-        """The headers of every stored session, by creation instant, then id."""
+        """The headers of every stored session, by creation instant, then id.
+
+        Raises ``SessionCorrupt`` for the first session whose header cannot be read.
+        """
+        ...
+
+    async def scan(self) -> SessionListing:
+        """Like :meth:`list`, but a session whose header cannot be read is reported beside the
+        others instead of stopping the listing."""
         ...
 
 
@@ -199,6 +218,21 @@ def make_header(
         parent_id=parent_id,
         seed_length=seed_length,
     )
+
+
+def listing(headers: list[SessionHeader], problems: list[SessionCorrupt]) -> SessionListing:
+    """The listing of ``headers`` and ``problems``, each in its documented order."""
+    return SessionListing(
+        tuple(sorted(headers, key=lambda header: (header.created_at, header.id))),
+        tuple(sorted(problems, key=lambda problem: problem.session_id)),
+    )
+
+
+def listed(scanned: SessionListing) -> tuple[SessionHeader, ...]:
+    """``list()`` from ``scan()``: the headers, unless a session's header is unreadable."""
+    if scanned.problems:
+        raise scanned.problems[0]
+    return scanned.headers
 
 
 def seed_length(at: int | None, available: int, parent_id: str) -> int:

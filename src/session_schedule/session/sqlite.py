@@ -45,6 +45,7 @@ from session_schedule.session.codec import (
     encode_header,
 )
 from session_schedule.session.errors import (
+    SessionCorrupt,
     SessionError,
     session_busy,
     session_exists,
@@ -60,7 +61,10 @@ from session_schedule.session.ids import (
 from session_schedule.session.port import (
     LogEntry,
     SessionHeader,
+    SessionListing,
     SessionSnapshot,
+    listed,
+    listing,
     make_header,
     seed_length,
 )
@@ -248,7 +252,10 @@ class SqliteSessionStore:
         return await asyncio.to_thread(job)
 
     async def list(self) -> tuple[SessionHeader, ...]:
-        return await asyncio.to_thread(_list, self._db)
+        return listed(await self.scan())
+
+    async def scan(self) -> SessionListing:
+        return await asyncio.to_thread(_scan, self._db)
 
 
 async def _own(job: Callable[[], _Opened]) -> SqliteSessionHandle:
@@ -326,20 +333,25 @@ def _create(
             raise session_exists(session_id, db.place)
 
 
-def _list(db: _Database) -> tuple[SessionHeader, ...]:
+def _scan(db: _Database) -> SessionListing:
     try:
         connection = _connect(db.path, create=False)
     except FileNotFoundError:
-        return ()
+        return listing([], [])
     try:
         rows = connection.execute("SELECT id, header FROM sessions").fetchall()
     finally:
         connection.close()
-    headers = [
-        decode_header(_stored_bytes(header), db.source(_stored_text(session_id)))
-        for session_id, header in rows
-    ]
-    return tuple(sorted(headers, key=lambda header: (header.created_at, header.id)))
+    headers: list[SessionHeader] = []
+    problems: list[SessionCorrupt] = []
+    for session_id, header in rows:
+        try:
+            headers.append(
+                decode_header(_stored_bytes(header), db.source(_stored_text(session_id)))
+            )
+        except SessionCorrupt as problem:
+            problems.append(problem)
+    return listing(headers, problems)
 
 
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:

@@ -579,10 +579,12 @@ class SessionStoreContract(abc.ABC):
                 turn(100 * index + n) for n in range(4)
             ]
         assert [header.id for header in await reader.list()] == [h.id for h in handles]
+        assert await reader.scan() == ((*(await reader.list()),), ())
 
     @contract_test
     async def test_an_empty_store_lists_nothing(self, tmp_path: Path) -> None:
         assert await self.make_store(tmp_path).list() == ()
+        assert await self.make_store(tmp_path).scan() == ((), ())
 
     @contract_test
     async def test_a_bad_schedule_payload_is_refused_with_the_codec_error(

@@ -195,8 +195,16 @@ class _Api:
         )
 
     async def list_sessions(self, _request: Request) -> Response:
-        headers = await self._sessions.headers()
-        return _json({"sessions": [self._summary(header) for header in reversed(headers)]})
+        headers, problems = await self._sessions.scan()
+        for problem in problems:
+            logger.error("listing sessions: %s", loggable(str(problem)))
+        return _json(
+            {
+                "sessions": [self._summary(header) for header in reversed(headers)],
+                # A session whose header cannot be read is named, not hidden (nor fatal).
+                "unreadable": [problem.session_id for problem in problems],
+            }
+        )
 
     async def create_session(self, request: Request) -> Response:
         await read_json(request, CreateBody, empty=CreateBody())

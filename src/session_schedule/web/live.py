@@ -30,7 +30,13 @@ from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.ids import SessionId
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
-from session_schedule.session.port import LogEntry, SessionHandle, SessionHeader, SessionStore
+from session_schedule.session.port import (
+    LogEntry,
+    SessionHandle,
+    SessionHeader,
+    SessionListing,
+    SessionStore,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -250,9 +256,9 @@ class LiveSessions:
     def is_live(self, session_id: SessionId) -> bool:
         return session_id in self._live
 
-    async def headers(self) -> tuple[SessionHeader, ...]:
-        """Every stored Session's header, by creation instant, then id."""
-        return await self._store.list()
+    async def scan(self) -> SessionListing:
+        """Every stored Session's header, and the Sessions whose header cannot be read."""
+        return await self._store.scan()
 
     async def get(self, session_id: SessionId) -> LiveSession:
         """The live Session ``session_id``, opened from storage when it is not live here yet (or
