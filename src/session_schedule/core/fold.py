@@ -100,8 +100,11 @@ class ScheduleFold:
         self._session = session
         self._records: dict[ScheduleId, ScheduleRecord] = {}
         # Integer targets of the active Every records, so that an Every dispatch — the commonest
-        # change in a long-lived log — converts only its own ``acceptedAt``.
+        # change in a long-lived log — converts only its own ``acceptedAt``. Until someone asks
+        # what is due (no heaps yet: a replay), a dispatch only moves this target and marks the
+        # record stale; its ``scheduledAt`` is rewritten when the record is next read.
         self._every_targets: dict[ScheduleId, int] = {}
+        self._stale: set[ScheduleId] = set()
         self._highest_id = 0
         # Due one-shots take priority over Every batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
@@ -115,6 +118,8 @@ class ScheduleFold:
         return schedule_id in self._records
 
     def get(self, schedule_id: ScheduleId) -> ScheduleRecord | None:
+        if schedule_id in self._stale:
+            self._refresh(schedule_id)
         return self._records.get(schedule_id)
 
     def next_id(self) -> ScheduleId:
@@ -123,6 +128,7 @@ class ScheduleFold:
 
     def ordered(self) -> list[ScheduleRecord]:
         """The active records in target order, then creation order."""
+        self._refresh_all()
         return sorted(self._records.values(), key=order_key)
 
     def earliest_one_shot(self) -> ScheduleRecord | None:
@@ -182,6 +188,7 @@ class ScheduleFold:
         if isinstance(change, ScheduleDeleteChange):
             del self._records[change.id]
             self._every_targets.pop(change.id, None)
+            self._stale.discard(change.id)
         else:
             self._dispatch(record_or_none, change.accepted_at, position)
 
@@ -204,24 +211,27 @@ class ScheduleFold:
             raise self._corrupt(
                 position, f"dispatch of every-record {record.id} lacks `acceptedAt`"
             )
-        if accepted_at < record.scheduled_at:
+        target = Instant(self._every_targets[record.id])
+        decided_at = instant_of_canonical(accepted_at)
+        if decided_at < target:
             raise self._corrupt(
                 position,
                 f"dispatch of {record.id} was accepted at {accepted_at}, "
-                f"before its target {record.scheduled_at}",
+                f"before its target {format_instant(target)}",
             )
-        target = Instant(self._every_targets[record.id])
-        following = next_every_target(
-            target, instant_of_canonical(accepted_at), record.every_seconds
-        )
+        following = next_every_target(target, decided_at, record.every_seconds)
         if following > MAX_INSTANT:
             del self._records[record.id]
             del self._every_targets[record.id]
+            self._stale.discard(record.id)
             return
         self._every_targets[record.id] = following
-        self._activate(
-            msgspec.structs.replace(record, scheduled_at=format_instant(Instant(following)))
-        )
+        if self._heaps is None:
+            self._stale.add(record.id)
+        else:
+            self._activate(
+                msgspec.structs.replace(record, scheduled_at=format_instant(Instant(following)))
+            )
 
     def _corrupt(self, position: int | None, problem: str) -> ScheduleError:
         where = "" if position is None else f"at entry {position}"
@@ -234,8 +244,20 @@ class ScheduleFold:
         if self._heaps is not None:
             heapq.heappush(self._heaps[isinstance(record, EveryScheduleRecord)], _slot(record))
 
+    def _refresh(self, schedule_id: ScheduleId) -> None:
+        self._stale.discard(schedule_id)
+        target = format_instant(Instant(self._every_targets[schedule_id]))
+        self._records[schedule_id] = msgspec.structs.replace(
+            self._records[schedule_id], scheduled_at=target
+        )
+
+    def _refresh_all(self) -> None:
+        for schedule_id in list(self._stale):
+            self._refresh(schedule_id)
+
     def _indexed(self) -> tuple[list[_Slot], list[_Slot]]:
         if self._heaps is None:
+            self._refresh_all()
             one_shots: list[_Slot] = []
             everies: list[_Slot] = []
             for record in self._records.values():
