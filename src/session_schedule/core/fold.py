@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import Final, TypeAlias, final
+from typing import TypeAlias, final
 
 import msgspec
 
@@ -86,7 +86,6 @@ def order_key(record: ScheduleRecord) -> tuple[str, int]:
 # A heap slot: (scheduledAt, id number, id). A slot is live only while its record is active with
 # exactly that target; stale slots are dropped when they reach the top.
 _Slot: TypeAlias = tuple[str, int, ScheduleId]
-_ID_PREFIX_LENGTH: Final = len("sch_")
 
 
 @final
@@ -169,7 +168,7 @@ class ScheduleFold:
         # isinstance tests rather than ``match``: replay runs this once per stored change.
         if isinstance(change, ScheduleCreateChange):
             record = change.schedule
-            number = int(record.id[_ID_PREFIX_LENGTH:])
+            number = id_number(record.id)
             if number <= self._highest_id:
                 raise self._corrupt(
                     position,
