@@ -16,7 +16,12 @@ import msgspec
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import format_instant
 from session_schedule.runtime.live import LiveSchedule
-from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
+from session_schedule.tools.adapters import (
+    OpenAIShape,
+    anthropic_tools,
+    mcp_tools,
+    openai_tools,
+)
 from session_schedule.tools.catalog import TOOL_NAMES, ToolDefinition, tool_definitions
 from session_schedule.tools.results import (
     CreateResult,
@@ -47,11 +52,9 @@ class ScheduleTools:
     def definitions(self) -> tuple[ToolDefinition, ...]:
         return self._definitions
 
-    def openai(self, *, shape: str = "chat") -> list[dict[str, object]]:
+    def openai(self, *, shape: OpenAIShape = "chat") -> list[dict[str, object]]:
         """The tools as OpenAI strict function tools (``shape``: ``chat`` or ``responses``)."""
-        return openai_tools(
-            self._definitions, shape="responses" if shape == "responses" else "chat"
-        )
+        return openai_tools(self._definitions, shape=shape)
 
     def anthropic(self) -> list[dict[str, object]]:
         return anthropic_tools(self._definitions)
