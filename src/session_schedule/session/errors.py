@@ -120,3 +120,12 @@ def persistence_uncertain(session_id: str, reason: str) -> PersistenceUncertain:
         f"session {session_id} cannot confirm that its entries are durable ({reason}); "
         "reopen the session from storage",
     )
+
+
+def ownership_lost(session_id: str, reason: str) -> PersistenceUncertain:
+    """A handle whose ownership ended behind its back (a database store's lease)."""
+    return PersistenceUncertain(
+        session_id,
+        f"session {session_id} is no longer owned by this handle ({reason}); "
+        "it can write nothing more; reopen the session from storage",
+    )

@@ -15,7 +15,11 @@ from typing import Self, SupportsIndex, TypeAlias, final, overload
 
 from session_schedule.session.barrier import GroupCommit
 from session_schedule.session.codec import encode_payload
-from session_schedule.session.errors import persistence_uncertain, session_closed
+from session_schedule.session.errors import (
+    PersistenceUncertain,
+    persistence_uncertain,
+    session_closed,
+)
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import LogEntry, SessionHeader
 
@@ -88,7 +92,7 @@ class LogHandle(abc.ABC):
 
     @property
     def poisoned(self) -> bool:
-        return self._poison() is not None
+        return self._failure() is not None
 
     @property
     def durable_length(self) -> int:
@@ -115,8 +119,9 @@ class LogHandle(abc.ABC):
     async def barrier(self) -> None:
         self._check_usable()
         await self._commit.cover(len(self._entries))
-        if self._commit.failure is not None:
-            raise persistence_uncertain(self.id, self._commit.failure)
+        failure = self._failure()
+        if failure is not None:
+            raise failure
 
     async def close(self) -> None:
         if self._closed:
@@ -145,12 +150,20 @@ class LogHandle(abc.ABC):
     def _poison(self) -> str | None:
         return self._write_failure or self._commit.failure
 
+    def _failure(self) -> PersistenceUncertain | None:
+        """The error every use of a poisoned handle raises; ``None`` while it is not poisoned.
+
+        A backend that can lose its ownership overrides this to say so.
+        """
+        reason = self._poison()
+        return None if reason is None else persistence_uncertain(self.id, reason)
+
     def _check_usable(self) -> None:
         if self._closed:
             raise session_closed(self.id)
-        reason = self._poison()
-        if reason is not None:
-            raise persistence_uncertain(self.id, reason)
+        failure = self._failure()
+        if failure is not None:
+            raise failure
 
     @abc.abstractmethod
     def _write(self, position: int, entry_type: str, data: bytes) -> None:

@@ -15,8 +15,9 @@ its three hooks; pytest then runs every contract test against your store::
             ...  # make the next append of `handle` fail (or its next flush)
 
 ``make_store`` called twice with the same ``root`` must return stores over the same storage: the
-second plays another process. The tests use fixed instants, never the clock, and run each
-coroutine with ``asyncio.run`` (no pytest plugin needed).
+second plays another process. A store that keeps connections open can close them in the optional
+``dispose`` hook, which runs at the end of every test, in its event loop. The tests use fixed
+instants, never the clock, and run each coroutine with ``asyncio.run`` (no pytest plugin needed).
 
 What the suite pins down: append order and immediacy; header and fork semantics; what a barrier
 guarantees (everything appended before it survives a close and is seen by another reader) and
@@ -70,11 +71,22 @@ MALFORMED_IDS: Final = ("", "s_", "../s_aaaaaaaaaaaa", "s_aaaaaaaaaaaa\n", "s_AA
 def contract_test(
     test: Callable[P, Coroutine[object, object, None]],
 ) -> Callable[P, None]:
-    """Run an ``async`` test method to completion in a fresh event loop."""
+    """Run an ``async`` test method to completion in a fresh event loop.
+
+    On a :class:`SessionStoreContract`, its :meth:`~SessionStoreContract.dispose` hook runs
+    afterwards in the same loop, whatever the outcome.
+    """
+
+    async def body(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            await test(*args, **kwargs)
+        finally:
+            if args and isinstance(args[0], SessionStoreContract):
+                await args[0].dispose()
 
     @functools.wraps(test)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        asyncio.run(test(*args, **kwargs))
+        asyncio.run(body(*args, **kwargs))
 
     return run
 
@@ -116,6 +128,13 @@ class SessionStoreContract(abc.ABC):
         self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Make the next append of ``handle`` fail, at the append or at the next barrier."""
+
+    async def dispose(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Release what ``make_store`` opened (pools, connections) at the end of each test.
+
+        Runs in the test's event loop. The default does nothing: stores that hold nothing open
+        between calls need no clean-up.
+        """
 
     # Creation and headers.
 

@@ -1,0 +1,547 @@
+"""The PostgreSQL store: many sessions in one database, owned across processes and hosts.
+
+Tables are in :mod:`session_schedule.session.postgres_schema` (created by ``session-schedule db
+init``; the store refuses a missing, older or newer schema). Payloads are stored as the exact
+canonical JSON bytes the other stores write (``bytea``), and read back through the same strict
+codec. psycopg 3, asynchronous, with a connection pool: an open session holds no connection of
+its own, so a few connections serve many sessions.
+
+- **Append is immediate, the barrier is a COMMIT.** ``append`` assigns the position and queues
+  the row in memory; the barrier sends every queued row in one statement — one transaction, one
+  commit — and barriers called together share it (group commit).
+- **Ownership is a lease with a fencing token.** Each session has a ``leases`` row: an ``epoch``
+  that only grows and an expiry on the database's clock (``now()``, never the host's).
+  ``open`` takes the lease when it has expired (or was released), incrementing the epoch, and is
+  refused with ``SessionBusy`` while another holder's lease is live. Every flush is conditional
+  on the epoch: the statement first extends the lease ``WHERE session_id = … AND epoch = …`` and
+  inserts the rows only through that update, so a holder whose lease was taken over (paused,
+  partitioned, slow) cannot write another byte — its flush inserts nothing and the handle is
+  poisoned with a message saying it lost its ownership.
+- **Renewal.** The handle renews its lease in the background every ``lease_seconds / 3`` (a
+  flush counts as a renewal). A renewal that finds another epoch poisons the handle; so does a
+  lease that could not be renewed before it would expire (measured from the start of the last
+  successful renewal, on this host's monotonic clock, which can only err early). ``close``
+  releases the lease at once.
+- **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
+  durable, and neither take nor need the lease.
+
+A store and its handles belong to the event loop they are first used in. Close the store (or use
+it as an async context manager) to close its pool; handles still open are closed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, suppress
+from types import TracebackType
+from typing import Final, NamedTuple, Self, TypeAlias, final
+
+import psycopg
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from session_schedule.core.instants import Instant
+from session_schedule.session.codec import (
+    Source,
+    check_seed_length,
+    decode_header,
+    decode_payload,
+    encode_header,
+)
+from session_schedule.session.errors import (
+    PersistenceUncertain,
+    SessionCorrupt,
+    ownership_lost,
+    session_busy,
+    session_exists,
+    session_not_found,
+)
+from session_schedule.session.handle import LogHandle
+from session_schedule.session.ids import (
+    SessionId,
+    chosen_session_id,
+    new_session_id,
+    require_session_id,
+)
+from session_schedule.session.port import (
+    LogEntry,
+    SessionHeader,
+    SessionListing,
+    SessionSnapshot,
+    listed,
+    listing,
+    make_header,
+    seed_length,
+)
+from session_schedule.session.postgres_schema import (
+    DEFAULT_SCHEMA,
+    quoted,
+    version_problem,
+    version_queries,
+)
+
+DEFAULT_LEASE_SECONDS: Final = 15.0
+DEFAULT_POOL_SIZE: Final = 10
+
+_log = logging.getLogger(__name__)
+
+Row: TypeAlias = tuple[int, str, bytes]
+"""An entry row as inserted: position, type, canonical JSON payload."""
+Connection: TypeAlias = psycopg.AsyncConnection[TupleRow]
+
+
+class LeaseLost(Exception):  # noqa: N818 - what happened, not a failure of this code
+    """A flush found that another owner holds the session's lease now."""
+
+
+@final
+class _Statements:
+    """The store's SQL, with its schema's name in place."""
+
+    def __init__(self, schema: str) -> None:
+        name = quoted(schema)
+
+        def q(template: str) -> str:
+            return template.replace("{s}", name)
+
+        self.version_exists, self.version = version_queries(schema)
+        # One statement, hence one transaction: the lease update takes the row lock first, and
+        # the rows are inserted only if it matched (a takeover between the two is impossible).
+        self.flush = q(
+            "WITH lease AS (UPDATE {s}.leases SET expires_at = now() + make_interval(secs => %s)"
+            " WHERE session_id = %s AND epoch = %s RETURNING session_id)"
+            " INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT lease.session_id, r.position, r.type, r.data"
+            " FROM lease, unnest(%s::integer[], %s::text[], %s::bytea[])"
+            " AS r (position, type, data)"
+        )
+        self.renew = q(
+            "UPDATE {s}.leases SET expires_at = now() + make_interval(secs => %s)"
+            " WHERE session_id = %s AND epoch = %s"
+        )
+        self.release = q(
+            "UPDATE {s}.leases SET expires_at = now() WHERE session_id = %s AND epoch = %s"
+        )
+        self.acquire = q(
+            "UPDATE {s}.leases SET epoch = epoch + 1, holder = %s,"
+            " expires_at = now() + make_interval(secs => %s)"
+            " WHERE session_id = %s AND expires_at <= now() RETURNING epoch"
+        )
+        self.insert_session = q(
+            "INSERT INTO {s}.sessions (id, header) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING"
+        )
+        self.insert_lease = q(
+            "INSERT INTO {s}.leases (session_id, epoch, holder, expires_at)"
+            " VALUES (%s, 1, %s, now() + make_interval(secs => %s))"
+        )
+        self.insert_entries = q(
+            "INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT %s, r.position, r.type, r.data"
+            " FROM unnest(%s::integer[], %s::text[], %s::bytea[]) AS r (position, type, data)"
+        )
+        self.exists = q("SELECT 1 FROM {s}.sessions WHERE id = %s")
+        self.header = q("SELECT header FROM {s}.sessions WHERE id = %s")
+        self.entries = q(
+            "SELECT position, type, data FROM {s}.entries WHERE session_id = %s ORDER BY position"
+        )
+        self.headers = q("SELECT id, header FROM {s}.sessions")
+
+
+def _columns(rows: Sequence[Row]) -> tuple[list[int], list[str], list[bytes]]:
+    return [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]
+
+
+@final
+class PostgresSessionHandle(LogHandle):
+    """The owner of one session in the database: its lease, its epoch and its renewal task."""
+
+    def __init__(
+        self,
+        *,
+        header: SessionHeader,
+        entries: list[LogEntry],
+        store: PostgresSessionStore,
+        epoch: int,
+        renewed_at: float,
+    ) -> None:
+        super().__init__(header=header, entries=entries)
+        self._store = store
+        self._epoch = epoch
+        self._renewed_at = renewed_at
+        """When (loop time) the last successful lease extension was sent."""
+        self._lost: str | None = None
+        """Why this handle lost its ownership (it is then poisoned)."""
+        self._renewal_error: BaseException | None = None
+        """Why the last renewal attempt failed, until one succeeds."""
+        self._pending: list[Row] = []
+        """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
+        self._pending_base = len(entries)
+        self._renewal = asyncio.get_running_loop().create_task(
+            self._keep_lease(), name=f"session-lease-{header.id}"
+        )
+
+    @property
+    def epoch(self) -> int:
+        """The fencing token: this handle's lease epoch (it only grows from owner to owner)."""
+        return self._epoch
+
+    def _write(self, position: int, entry_type: str, data: bytes) -> None:
+        self._pending.append((position, entry_type, data))
+
+    def _flush(self, durable: int, target: int) -> Awaitable[None]:
+        # Flushes never overlap and ``durable`` only moves on success: rows below it are in.
+        del self._pending[: durable - self._pending_base]
+        self._pending_base = durable
+        return self._commit_rows(self._pending[: target - durable])
+
+    async def _commit_rows(self, rows: list[Row]) -> None:
+        started = asyncio.get_running_loop().time()
+        store = self._store
+        async with store._connection() as connection:
+            cursor = await connection.execute(
+                store._sql.flush,
+                (store.lease_seconds, self.id, self._epoch, *_columns(rows)),
+            )
+            inserted = cursor.rowcount
+        if inserted != len(rows):
+            self._lose(
+                f"another owner took over its lease; this handle held epoch {self._epoch}, and "
+                "nothing it appended since its last barrier was written"
+            )
+            raise LeaseLost(self._lost)
+        self._renewed(started)
+
+    async def _release(self) -> None:
+        self._renewal.cancel()
+        with suppress(asyncio.CancelledError):
+            await self._renewal
+        store = self._store
+        self._store._forget(self)
+        try:
+            async with store._connection() as connection:
+                await connection.execute(store._sql.release, (self.id, self._epoch))
+        except psycopg.Error as error:
+            # Nothing is lost: the lease runs out by itself after ``lease_seconds``.
+            _log.warning("session %s: could not release its lease: %s", self.id, error)
+
+    def _failure(self) -> PersistenceUncertain | None:
+        if self._lost is None and not self._closed and self._expired():
+            self._lose(self._expiry_reason())
+        if self._lost is not None:
+            return ownership_lost(self.id, self._lost)
+        return super()._failure()
+
+    def _lose(self, reason: str) -> None:
+        if self._lost is None and self._poison() is None:
+            self._lost = reason
+
+    def _renewed(self, started: float) -> None:
+        self._renewed_at = max(self._renewed_at, started)
+
+    def _deadline(self) -> float:
+        return self._renewed_at + self._store.lease_seconds
+
+    def _expired(self) -> bool:
+        return asyncio.get_running_loop().time() >= self._deadline()
+
+    def _expiry_reason(self) -> str:
+        error = self._renewal_error
+        last = "" if error is None else f"; last attempt: {type(error).__name__}: {error}"
+        return f"its lease could not be renewed before it expired{last}"
+
+    async def _keep_lease(self) -> None:
+        loop = asyncio.get_running_loop()
+        interval = self._store.lease_seconds / 3
+        while self._lost is None and self._poison() is None:
+            failing = self._renewal_error is not None
+            # After a failed attempt, try again soon: the lease is running out.
+            wake = loop.time() + interval / 4 if failing else self._renewed_at + interval
+            await asyncio.sleep(max(0.0, wake - loop.time()))
+            if not failing and loop.time() < self._renewed_at + interval:
+                continue  # a flush renewed it meanwhile
+            started = loop.time()
+            try:
+                async with asyncio.timeout_at(self._deadline()):
+                    renewed = await self._renew()
+            except (psycopg.Error, TimeoutError) as failure:
+                self._renewal_error = failure
+                if self._expired():
+                    self._lose(self._expiry_reason())
+                continue
+            self._renewal_error = None
+            if not renewed:
+                self._lose(
+                    f"another owner took over its lease; this handle held epoch {self._epoch}"
+                )
+                return
+            self._renewed(started)
+
+    async def _renew(self) -> bool:
+        store = self._store
+        async with store._connection() as connection:
+            cursor = await connection.execute(
+                store._sql.renew, (store.lease_seconds, self.id, self._epoch)
+            )
+            return cursor.rowcount == 1
+
+
+class _Loaded(NamedTuple):
+    header: SessionHeader
+    entries: list[LogEntry]
+    rows: list[Row]
+    """Each entry as stored."""
+
+
+class _Owned(NamedTuple):
+    header: SessionHeader
+    entries: list[LogEntry]
+    epoch: int
+
+
+@final
+class PostgresSessionStore:
+    """Sessions in the PostgreSQL database at ``dsn``, in the tables of ``schema``.
+
+    ``lease_seconds`` is how long an owner's lease lasts without renewal (it is renewed every
+    third of that); ``pool_size`` bounds the connections the store opens.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
+        if not lease_seconds > 0:
+            raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
+        self._sql = _Statements(schema)
+        self._schema = schema
+        self._dsn = dsn
+        self.lease_seconds = lease_seconds
+        self._pool_size = pool_size
+        self._pool: AsyncConnectionPool[Connection] | None = None
+        self._opening: asyncio.Lock | None = None
+        self._place = f"schema {schema} of PostgreSQL"
+        self._holder = f"{socket.gethostname()} pid {os.getpid()}"
+        self._handles: set[PostgresSessionHandle] = set()
+
+    @property
+    def schema(self) -> str:
+        return self._schema
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every handle still open, then the pool. Idempotent."""
+        for handle in list(self._handles):
+            await handle.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def create(
+        self, *, now: Instant, session_id: SessionId | None = None
+    ) -> PostgresSessionHandle:
+        chosen = chosen_session_id(session_id)
+        return await self._create(
+            chosen, lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0)
+        )
+
+    async def open(self, session_id: str) -> PostgresSessionHandle:
+        checked = require_session_id(session_id)
+        started = await self._start()
+        async with self._connection() as connection, connection.transaction():
+            cursor = await connection.execute(
+                self._sql.acquire, (self._holder, self.lease_seconds, checked)
+            )
+            acquired = await cursor.fetchone()
+            if acquired is None:
+                if await self._exists(connection, checked):
+                    raise session_busy(checked)
+                raise session_not_found(checked, self._place)
+            # Decoding fails inside the transaction: damaged content leaves the lease untouched.
+            loaded = await self._load(connection, checked)
+        return self._own(_Owned(loaded.header, loaded.entries, int(acquired[0])), started)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        at: int | None = None,
+        now: Instant,
+        session_id: SessionId | None = None,
+    ) -> PostgresSessionHandle:
+        chosen = chosen_session_id(session_id)
+        parent = require_session_id(parent_id)
+        snapshot = await self._snapshot(parent)
+        count = seed_length(at, len(snapshot.entries), parent)
+        return await self._create(
+            chosen,
+            lambda new_id: make_header(new_id, now=now, parent_id=parent, seed_length=count),
+            snapshot.rows[:count],
+            snapshot.entries[:count],
+        )
+
+    async def read(self, session_id: str) -> SessionSnapshot:
+        loaded = await self._snapshot(require_session_id(session_id))
+        return SessionSnapshot(loaded.header, tuple(loaded.entries))
+
+    async def list(self) -> tuple[SessionHeader, ...]:
+        return listed(await self.scan())
+
+    async def scan(self) -> SessionListing:
+        await self._start()
+        async with self._connection() as connection:
+            cursor = await connection.execute(self._sql.headers)
+            rows = await cursor.fetchall()
+        headers: list[SessionHeader] = []
+        problems: list[SessionCorrupt] = []
+        for stored_id, stored_header in rows:
+            try:
+                headers.append(decode_header(stored_header, self._source(stored_id)))
+            except SessionCorrupt as problem:
+                problems.append(problem)
+        return listing(headers, problems)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _connection(self) -> AbstractAsyncContextManager[Connection]:
+        if self._pool is None:
+            raise RuntimeError("the store was used before it started")
+        return self._pool.connection()
+
+    async def _start(self) -> float:
+        """Open the pool and check the schema on first use; return the loop time now."""
+        if self._pool is None:
+            if self._opening is None:
+                self._opening = asyncio.Lock()
+            async with self._opening:
+                if self._pool is None:
+                    await self._open_pool()
+        return asyncio.get_running_loop().time()
+
+    async def _open_pool(self) -> None:
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            self._dsn,
+            kwargs={"autocommit": True},
+            min_size=1,
+            max_size=self._pool_size,
+            open=False,
+            name=f"session-schedule {self._schema}",
+        )
+        await pool.open(wait=True)
+        try:
+            async with pool.connection() as connection:
+                database = await self._check_version(connection)
+        except BaseException:
+            await pool.close()
+            raise
+        self._place = f"schema {self._schema} of PostgreSQL database {database}"
+        self._pool = pool
+
+    async def _check_version(self, connection: Connection) -> str:
+        """The database's name, once its schema is known to be this program's version."""
+        database = connection.info.dbname
+        cursor = await connection.execute(self._sql.version_exists)
+        row = await cursor.fetchone()
+        found: int | None = None
+        if row is not None and row[0]:
+            cursor = await connection.execute(self._sql.version)
+            row = await cursor.fetchone()
+            found = None if row is None or row[0] is None else int(row[0])
+        problem = version_problem(found, database=database, schema=self._schema)
+        if problem is not None:
+            raise problem
+        return database
+
+    def _source(self, session_id: str) -> Source:
+        return Source(session_id=session_id, name=self._place, storage="database", lines=False)
+
+    def _own(self, owned: _Owned, renewed_at: float) -> PostgresSessionHandle:
+        handle = PostgresSessionHandle(
+            header=owned.header,
+            entries=owned.entries,
+            store=self,
+            epoch=owned.epoch,
+            renewed_at=renewed_at,
+        )
+        self._handles.add(handle)
+        return handle
+
+    def _forget(self, handle: PostgresSessionHandle) -> None:
+        self._handles.discard(handle)
+
+    async def _create(
+        self,
+        chosen: SessionId | None,
+        header_for: Callable[[SessionId], SessionHeader],
+        seed: Sequence[Row] = (),
+        entries: Sequence[LogEntry] = (),
+    ) -> PostgresSessionHandle:
+        started = await self._start()
+        while True:
+            session_id = chosen or new_session_id()
+            header = header_for(session_id)
+            async with self._connection() as connection, connection.transaction():
+                cursor = await connection.execute(
+                    self._sql.insert_session, (session_id, encode_header(header))
+                )
+                if cursor.rowcount == 1:
+                    await connection.execute(
+                        self._sql.insert_lease, (session_id, self._holder, self.lease_seconds)
+                    )
+                    if seed:
+                        await connection.execute(
+                            self._sql.insert_entries, (session_id, *_columns(seed))
+                        )
+                    return self._own(_Owned(header, list(entries), 1), started)
+            if chosen is not None:
+                raise session_exists(session_id, self._place)
+
+    async def _snapshot(self, session_id: SessionId) -> _Loaded:
+        await self._start()
+        async with self._connection() as connection, connection.transaction():
+            # One snapshot for the header and every entry.
+            await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return await self._load(connection, session_id)
+
+    async def _exists(self, connection: Connection, session_id: SessionId) -> bool:
+        cursor = await connection.execute(self._sql.exists, (session_id,))
+        return await cursor.fetchone() is not None
+
+    async def _load(self, connection: Connection, session_id: SessionId) -> _Loaded:
+        """The committed header and entries of a session (``SessionNotFound`` if absent)."""
+        source = self._source(session_id)
+        cursor = await connection.execute(self._sql.header, (session_id,))
+        found = await cursor.fetchone()
+        if found is None:
+            raise session_not_found(session_id, self._place)
+        header = decode_header(found[0], source)
+        cursor = await connection.execute(self._sql.entries, (session_id,))
+        entries: list[LogEntry] = []
+        rows: list[Row] = []
+        for position, entry_type, data in await cursor.fetchall():
+            expected = len(entries)
+            if position != expected:
+                raise source.corrupt(
+                    expected, f"the entry is missing (the next stored is {position})"
+                )
+            entries.append(decode_payload(entry_type, data, position, source))
+            rows.append((position, entry_type, data))
+        check_seed_length(header, len(entries), source)
+        return _Loaded(header, entries, rows)

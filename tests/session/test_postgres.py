@@ -1,0 +1,418 @@
+"""The PostgreSQL store: the contract suite, leases and fencing, group commit, stored bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from session_schedule.core.changes import create_change, delete_change, dispatch_change
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.ids import make_schedule_id
+from session_schedule.core.instants import Instant
+from session_schedule.core.records import AfterScheduleRecord, EveryScheduleRecord
+from session_schedule.session import (
+    JsonlSessionStore,
+    PersistenceUncertain,
+    SessionBusy,
+    SessionCorrupt,
+    SessionError,
+    SessionHandle,
+    SessionId,
+    SessionSnapshot,
+    SessionStore,
+    user_message,
+)
+from session_schedule.session.codec import entry_line
+from session_schedule.session.postgres import PostgresSessionStore
+from session_schedule.session.postgres_schema import migrate
+from session_schedule.testing.session_contract import (
+    LATER,
+    NOW,
+    SessionStoreContract,
+    contract_test,
+    payloads,
+    schedule_create,
+    turn,
+)
+from tests.postgres import (
+    drop_schema,
+    execute,
+    fresh_schema_name,
+    migrated_schema,
+    server_dsn,
+)
+
+SID = SessionId("s_aaaaaaaaaaaa")
+UNTOUCHED = "; the database was left untouched for inspection"
+
+
+class TestPostgresStore(SessionStoreContract):
+    @pytest.fixture(autouse=True)
+    def _database(self) -> Iterator[None]:
+        self._dsn = server_dsn()
+        self._schemas: dict[Path, str] = {}
+        self._stores: list[PostgresSessionStore] = []
+        yield
+        for schema in self._schemas.values():
+            drop_schema(self._dsn, schema)
+
+    def make_store(self, root: Path) -> SessionStore:
+        schema = self._schemas.get(root)
+        if schema is None:
+            schema = self._schemas[root] = fresh_schema_name()
+            migrate(self._dsn, schema=schema)
+        store = PostgresSessionStore(self._dsn, schema=schema)
+        self._stores.append(store)
+        return store
+
+    async def dispose(self) -> None:
+        for store in self._stores:
+            await store.close()
+
+    def break_next_barrier(
+        self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Commit a row at the handle's next position behind its back: the primary key refuses
+        # the handle's next commit.
+        assert isinstance(store, PostgresSessionStore)
+        execute(
+            self._dsn,
+            f"INSERT INTO {store.schema}.entries (session_id, position, type, data)"
+            " VALUES (%s, %s, 'message', %s)",
+            handle.id,
+            len(handle.entries),
+            b'{"role":"user","content":"intruder","at":"2026-05-01T09:00:00.000Z",'
+            b'"origin":"person"}',
+        )
+
+    def break_next_write(
+        self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # An append only queues the row: the failure surfaces at the barrier.
+        self.break_next_barrier(store, handle, monkeypatch)
+
+
+@pytest.fixture
+def dsn() -> str:
+    return server_dsn()
+
+
+@pytest.fixture
+def schema(dsn: str) -> Iterator[str]:
+    with migrated_schema(dsn) as name:
+        yield name
+
+
+def lease_row(dsn: str, schema: str) -> tuple[object, ...]:
+    rows = execute(
+        dsn,
+        f"SELECT epoch, expires_at > now(), holder FROM {schema}.leases WHERE session_id = %s",
+        SID,
+    )
+    assert len(rows) == 1
+    return rows[0]
+
+
+def expire_lease(dsn: str, schema: str) -> None:
+    """Make the owner's lease run out now, as if it had not renewed (a pause, a partition)."""
+    execute(
+        dsn,
+        f"UPDATE {schema}.leases SET expires_at = now() - interval '1 second'"
+        " WHERE session_id = %s",
+        SID,
+    )
+
+
+async def until_poisoned(handle: SessionHandle) -> None:
+    for _ in range(200):
+        if handle.poisoned:
+            return
+        await asyncio.sleep(0.025)
+    pytest.fail("the handle was never poisoned")
+
+
+class TestLeases:
+    @contract_test
+    async def test_each_owner_takes_a_higher_epoch(self, dsn: str, schema: str) -> None:
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            async with await store.create(now=NOW, session_id=SID) as handle:
+                assert handle.epoch == 1
+                epoch, live, holder = lease_row(dsn, schema)
+                assert (epoch, live) == (1, True)
+                assert isinstance(holder, str)
+                assert holder.endswith(f" pid {os.getpid()}")
+            assert lease_row(dsn, schema)[:2] == (1, False)
+            for expected in (2, 3):
+                async with await store.open(SID) as handle:
+                    assert handle.epoch == expected
+                    assert lease_row(dsn, schema)[:2] == (expected, True)
+
+    @contract_test
+    async def test_a_taken_over_owner_cannot_write_another_byte(
+        self, dsn: str, schema: str
+    ) -> None:
+        async with (
+            PostgresSessionStore(dsn, schema=schema, lease_seconds=60) as first_store,
+            PostgresSessionStore(dsn, schema=schema, lease_seconds=60) as second_store,
+        ):
+            first = await first_store.create(now=NOW, session_id=SID)
+            first.append("message", turn(0))
+            await first.barrier()
+            with pytest.raises(SessionBusy):
+                await second_store.open(SID)
+            expire_lease(dsn, schema)
+            second = await second_store.open(SID)
+            assert (first.epoch, second.epoch) == (1, 2)
+
+            first.append("message", turn(1))
+            first.append("schedule/change", schedule_create(1))
+            with pytest.raises(PersistenceUncertain) as caught:
+                await first.barrier()
+            expected = (
+                f"session {SID} is no longer owned by this handle (another owner took over its "
+                "lease; this handle held epoch 1, and nothing it appended since its last barrier "
+                "was written); it can write nothing more; reopen the session from storage"
+            )
+            assert caught.value.message == expected
+            assert caught.value.code == "persistence_uncertain"
+            with pytest.raises(PersistenceUncertain) as again:
+                first.append("message", turn(2))
+            assert again.value.message == expected
+            assert payloads((await second_store.read(SID)).entries) == [("message", turn(0))]
+
+            assert second.append("message", turn(3)) == 1
+            await second.barrier()
+            await first.close()  # releasing a lease it no longer holds changes nothing
+            assert lease_row(dsn, schema)[:2] == (2, True)
+            with pytest.raises(SessionBusy):
+                await first_store.open(SID)
+            await second.close()
+        assert payloads((await _read(dsn, schema, SID)).entries) == [
+            ("message", turn(0)),
+            ("message", turn(3)),
+        ]
+
+    @contract_test
+    async def test_renewal_keeps_the_lease_and_notices_a_takeover(
+        self, dsn: str, schema: str
+    ) -> None:
+        # A short lease, renewed every 0.1 s: it outlives several lease lengths untouched.
+        async with (
+            PostgresSessionStore(dsn, schema=schema, lease_seconds=0.3) as store,
+            PostgresSessionStore(dsn, schema=schema) as other,
+        ):
+            handle = await store.create(now=NOW, session_id=SID)
+            await asyncio.sleep(1.0)
+            assert not handle.poisoned
+            assert lease_row(dsn, schema)[:2] == (1, True)
+            with pytest.raises(SessionBusy):
+                await other.open(SID)
+            # Another owner's takeover (its epoch) is noticed without a write.
+            execute(dsn, f"UPDATE {schema}.leases SET epoch = 2 WHERE session_id = %s", SID)
+            await until_poisoned(handle)
+            with pytest.raises(PersistenceUncertain) as caught:
+                await handle.barrier()
+            assert caught.value.message == (
+                f"session {SID} is no longer owned by this handle (another owner took over its "
+                "lease; this handle held epoch 1); it can write nothing more; reopen the session "
+                "from storage"
+            )
+
+    @contract_test
+    async def test_a_lease_that_cannot_be_renewed_poisons_the_handle(
+        self, dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with PostgresSessionStore(dsn, schema=schema, lease_seconds=0.3) as store:
+            handle = await store.create(now=NOW, session_id=SID)
+            handle.append("message", turn(0))
+
+            async def unreachable() -> bool:
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+            monkeypatch.setattr(handle, "_renew", unreachable)
+            await until_poisoned(handle)
+            with pytest.raises(PersistenceUncertain) as caught:
+                handle.append("message", turn(1))
+            assert caught.value.message == (
+                f"session {SID} is no longer owned by this handle (its lease could not be "
+                "renewed before it expired; last attempt: OperationalError: server closed the "
+                "connection unexpectedly); it can write nothing more; reopen the session from "
+                "storage"
+            )
+            await handle.close()
+            assert (await store.read(SID)).entries == ()
+            async with await store.open(SID) as reopened:
+                assert reopened.epoch == 2
+
+    @contract_test
+    async def test_a_corrupt_session_keeps_its_lease_untouched(self, dsn: str, schema: str) -> None:
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            async with await store.create(now=NOW, session_id=SID) as handle:
+                handle.append("message", turn(0))
+                await handle.barrier()
+            before = lease_row(dsn, schema)
+            execute(dsn, f"UPDATE {schema}.entries SET type = 'calendar/event'")
+            with pytest.raises(SessionCorrupt):
+                await store.open(SID)
+            assert lease_row(dsn, schema) == before
+
+
+class TestCommits:
+    @contract_test
+    async def test_concurrent_barriers_share_one_commit(self, dsn: str, schema: str) -> None:
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            handle = await store.create(now=NOW, session_id=SID)
+            for number in range(50):
+                handle.append("message", turn(number))
+            await asyncio.gather(*(handle.barrier() for _ in range(10)))
+            assert handle.flush_count == 1
+            # A barrier while a commit is in flight waits for it, then shares the next one.
+            handle.append("message", turn(50))
+            first = asyncio.ensure_future(handle.barrier())
+            await asyncio.sleep(0)
+            for number in range(51, 60):
+                handle.append("message", turn(number))
+            await asyncio.gather(first, *(handle.barrier() for _ in range(5)))
+            assert handle.flush_count == 3
+            await handle.close()
+        # Each row's xmin is the transaction that inserted it: one per flush.
+        assert execute(
+            dsn,
+            f"SELECT count(*), count(DISTINCT xmin::text) FROM {schema}.entries"
+            " WHERE session_id = %s",
+            SID,
+        ) == [(60, 3)]
+
+    @contract_test
+    async def test_payloads_are_stored_byte_for_byte_as_jsonl_writes_them(
+        self, dsn: str, schema: str, tmp_path: Path
+    ) -> None:
+        every = EveryScheduleRecord(
+            id=make_schedule_id(2),
+            prompt='stretch ☕ "now"\n\t\\ </script>',
+            every_seconds=300,
+            scheduled_at="2026-05-01T09:05:00.000Z",
+        )
+        after = AfterScheduleRecord(
+            id=make_schedule_id(3),
+            prompt="東京 \u2028 \x7f",
+            after_seconds=90,
+            scheduled_at="2026-05-01T09:01:30.000Z",
+        )
+        written = [
+            ("message", user_message("remind me", at=NOW)),
+            ("schedule/change", schedule_create(1)),
+            ("schedule/change", create_change(every)),
+            ("schedule/change", create_change(after)),
+            ("schedule/change", dispatch_change(make_schedule_id(2), Instant(LATER))),
+            ("schedule/change", dispatch_change(make_schedule_id(1))),
+            ("schedule/change", delete_change(make_schedule_id(2))),
+        ]
+        jsonl = JsonlSessionStore(tmp_path)
+        async with (
+            await jsonl.create(now=NOW, session_id=SID) as file_handle,
+            PostgresSessionStore(dsn, schema=schema) as store,
+            await store.create(now=NOW, session_id=SID) as database_handle,
+        ):
+            for entry_type, payload in written:
+                file_handle.append(entry_type, payload)
+                database_handle.append(entry_type, payload)
+            await file_handle.barrier()
+            await database_handle.barrier()
+        lines = (tmp_path / f"{SID}.jsonl").read_bytes().splitlines(keepends=True)
+        rows = execute(
+            dsn,
+            f"SELECT type, data FROM {schema}.entries WHERE session_id = %s ORDER BY position",
+            SID,
+        )
+        stored = [entry_line(str(entry_type), bytes(data)) for entry_type, data in rows]  # type: ignore[call-overload]
+        assert stored == lines[1:]
+        assert len(stored) == len(written)
+        header = execute(dsn, f"SELECT header FROM {schema}.sessions")
+        assert lines[0] == b'{"type":"header","data":' + header[0][0] + b"}\n"  # type: ignore[operator]
+
+
+class TestSchemaAndDamage:
+    @contract_test
+    async def test_a_store_refuses_a_missing_older_or_newer_schema(self, dsn: str) -> None:
+        name = fresh_schema_name()
+        database = str(execute(dsn, "SELECT current_database()")[0][0])
+        where = f"schema {name} of PostgreSQL database {database}"
+        try:
+            with pytest.raises(SessionError) as caught:
+                await PostgresSessionStore(dsn, schema=name).list()
+            assert caught.value.message == (
+                f"{where} holds no session store; create it with `session-schedule db init`"
+            )
+            migrate(dsn, schema=name)
+            execute(dsn, f"INSERT INTO {name}.schema_version (version) VALUES (2)")
+            store = PostgresSessionStore(dsn, schema=name)
+            for attempt in (store.list(), store.read(SID), store.open(SID)):
+                with pytest.raises(SessionError) as refused:
+                    await attempt
+                assert refused.value.message == (
+                    f"{where} is at version 2, newer than this program's 1; upgrade the program"
+                )
+        finally:
+            drop_schema(dsn, name)
+
+    @contract_test
+    async def test_damage_is_reported_and_left_untouched(self, dsn: str, schema: str) -> None:
+        database = str(execute(dsn, "SELECT current_database()")[0][0])
+        place = f"schema {schema} of PostgreSQL database {database}"
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            async with await store.create(now=NOW, session_id=SID) as handle:
+                handle.append("message", turn(0))
+                handle.append("schedule/change", schedule_create(1))
+                await handle.barrier()
+            cases: list[tuple[str, type[Exception], str]] = [
+                (
+                    f"UPDATE {schema}.entries SET data = convert_to(replace("
+                    "convert_from(data, 'UTF8'), '\"version\":1', '\"version\":2'), 'UTF8')",
+                    ScheduleError,
+                    f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
+                    f"({place}) is corrupt: invalid enum value 2 - at `$.version`",
+                ),
+                (
+                    f"UPDATE {schema}.entries SET type = 'calendar/event' WHERE position = 0",
+                    SessionCorrupt,
+                    f"session {SID} is corrupt at entry 0 ({place}): "
+                    f"unknown entry type 'calendar/event'{UNTOUCHED}",
+                ),
+                (
+                    f"DELETE FROM {schema}.entries WHERE position = 0",
+                    SessionCorrupt,
+                    f"session {SID} is corrupt at entry 0 ({place}): "
+                    f"the entry is missing (the next stored is 1){UNTOUCHED}",
+                ),
+            ]
+            for statement, error, message in cases:
+                execute(dsn, statement)
+                before = execute(dsn, f"SELECT * FROM {schema}.entries ORDER BY position")
+                for attempt in (store.open, store.read, lambda s: store.fork(s, at=0, now=NOW)):
+                    with pytest.raises(error) as caught:
+                        await attempt(SID)
+                    assert str(caught.value) == message
+                assert execute(dsn, f"SELECT * FROM {schema}.entries ORDER BY position") == before
+                execute(dsn, f"DELETE FROM {schema}.entries")
+                async with await store.open(SID) as repaired:
+                    repaired.append("message", turn(0))
+                    repaired.append("schedule/change", schedule_create(1))
+                    await repaired.barrier()
+            execute(dsn, f"UPDATE {schema}.sessions SET header = '{{}}'::bytea")
+            headers, problems = await store.scan()
+            assert headers == ()
+            assert [problem.message for problem in problems] == [
+                f"session {SID} is corrupt at its header ({place}): "
+                f"object missing required field `format`{UNTOUCHED}"
+            ]
+
+
+async def _read(dsn: str, schema: str, session_id: SessionId) -> SessionSnapshot:
+    async with PostgresSessionStore(dsn, schema=schema) as store:
+        return await store.read(session_id)
