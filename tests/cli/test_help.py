@@ -27,18 +27,23 @@ def test_help_matches_the_snapshot(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "100")
-    subcommands = next(
-        action
-        for action in build_parser()._actions
-        if isinstance(action, argparse._SubParsersAction)
-    )
-    commands = sorted(subcommands.choices)
     sections = [f"$ session-schedule --help\n{_help([], capsys)}"]
-    for command in commands:
-        text = _help([command], capsys)
+    for command in _commands(build_parser()):
+        text = _help(command, capsys)
         assert "example:" in text, command
-        sections.append(f"$ session-schedule {command} --help\n{text}")
+        sections.append(f"$ session-schedule {' '.join(command)} --help\n{text}")
     rendered = "\n".join(sections)
     if os.environ.get("SESSION_SCHEDULE_UPDATE_SNAPSHOTS") == "1":
         SNAPSHOT.write_text(rendered)
     assert rendered == SNAPSHOT.read_text()
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[list[str]]:
+    """Every command under ``parser``, nested ones (``db init``) after their parent, by name."""
+    found: list[list[str]] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name in sorted(action.choices):
+                found.append([name])
+                found.extend([name, *nested] for nested in _commands(action.choices[name]))
+    return found

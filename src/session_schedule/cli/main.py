@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from session_schedule.cli import chat, operator, resolve, serve, walkthrough
+from session_schedule.cli import chat, db, operator, resolve, serve, walkthrough
 from session_schedule.cli.common import (
     DATA_DIR_VARIABLE,
     EXIT_OK,
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--data-dir", type=Path, metavar="DIR", default=argparse.SUPPRESS, help=DATA_DIR_HELP
         )
+    db.register(commands)  # after the loop: the database commands take no data directory
     return parser
 
 

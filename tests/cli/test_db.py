@@ -1,0 +1,140 @@
+"""``session-schedule db init`` / ``db migrate``: idempotent, refusing newer schemas, lazy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from session_schedule.cli import db
+from session_schedule.cli.main import main
+from session_schedule.session import postgres_schema
+from session_schedule.session.postgres_schema import SCHEMA_VERSION
+from tests.postgres import DSN_VARIABLE, drop_schema, execute, fresh_schema_name, server_dsn
+
+
+@pytest.fixture
+def dsn() -> str:
+    return server_dsn()
+
+
+@pytest.fixture
+def schema(dsn: str) -> Iterator[str]:
+    name = fresh_schema_name()
+    yield name
+    drop_schema(dsn, name)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def tables(dsn: str, schema: str) -> list[str]:
+    rows = execute(
+        dsn,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s ORDER BY 1",
+        schema,
+    )
+    return [str(row[0]) for row in rows]
+
+
+def versions(dsn: str, schema: str) -> list[int]:
+    rows = execute(dsn, f"SELECT version FROM {schema}.schema_version ORDER BY version")
+    return [int(str(row[0])) for row in rows]
+
+
+def database(dsn: str) -> str:
+    return str(execute(dsn, "SELECT current_database()")[0][0])
+
+
+def test_init_and_migrate_are_idempotent(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = f"schema {schema} of PostgreSQL database {database(dsn)}"
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema) == (
+        0,
+        f"created {where} at version {SCHEMA_VERSION}\n",
+        "",
+    )
+    assert tables(dsn, schema) == ["entries", "leases", "schema_version", "sessions"]
+    already = f"{where} is at version {SCHEMA_VERSION} already; nothing to do\n"
+    for command in ("init", "migrate", "migrate"):
+        assert run(capsys, "db", command, "--dsn", dsn, "--schema", schema) == (0, already, "")
+    assert versions(dsn, schema) == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_migrate_creates_a_missing_schema_and_reads_the_dsn_from_the_environment(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSION_SCHEDULE_PG_DSN", dsn)
+    code, out, _ = run(capsys, "db", "migrate", "--schema", schema)
+    assert (code, out) == (
+        0,
+        f"created schema {schema} of PostgreSQL database {database(dsn)} "
+        f"at version {SCHEMA_VERSION}\n",
+    )
+    assert tables(dsn, schema) == ["entries", "leases", "schema_version", "sessions"]
+
+
+def test_a_newer_schema_is_refused_and_left_alone(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema)[0] == 0
+    newer = SCHEMA_VERSION + 1
+    execute(dsn, f"INSERT INTO {schema}.schema_version (version) VALUES (%s)", newer)
+    for command in ("init", "migrate"):
+        assert run(capsys, "db", command, "--dsn", dsn, "--schema", schema) == (
+            6,
+            "",
+            f"session-schedule: schema {schema} of PostgreSQL database {database(dsn)} is at "
+            f"version {newer}, newer than this program's {SCHEMA_VERSION}; upgrade the program\n",
+        )
+    assert versions(dsn, schema) == [*range(1, SCHEMA_VERSION + 1), newer]
+    assert tables(dsn, schema) == ["entries", "leases", "schema_version", "sessions"]
+
+
+def test_bad_invocations(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SESSION_SCHEDULE_PG_DSN", raising=False)
+    assert run(capsys, "db", "init") == (
+        2,
+        "",
+        "session-schedule: db init needs --dsn or $SESSION_SCHEDULE_PG_DSN\n",
+    )
+    assert run(capsys, "db", "migrate", "--dsn", "postgresql:///x", "--schema", "Bad") == (
+        2,
+        "",
+        "session-schedule: 'Bad' cannot name a schema: use 1 to 63 lower-case letters, digits "
+        "or underscores, not starting with a digit\n",
+    )
+    # A port nothing listens on (the server under test, if any, is elsewhere).
+    code, out, err = run(
+        capsys, "db", "init", "--dsn", "postgresql://nobody:secret@127.0.0.1:1/x?connect_timeout=5"
+    )
+    assert (code, out) == (6, "")
+    assert err.startswith("session-schedule: the database could not be used: connection failed")
+    assert "secret" not in err
+    assert err.count("\n") == 1
+
+
+def test_the_program_starts_without_importing_psycopg() -> None:
+    script = (
+        "import sys\n"
+        "from session_schedule.cli.main import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(name for name in sys.modules if name.startswith('psycopg')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout == "[]\n"
+
+
+def test_the_commands_default_to_the_stores_schema() -> None:
+    assert db.DEFAULT_SCHEMA == postgres_schema.DEFAULT_SCHEMA
+    assert db.DSN_VARIABLE == DSN_VARIABLE
