@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,7 +11,8 @@ import pytest
 
 from session_schedule.cli import db
 from session_schedule.cli.main import main
-from session_schedule.session import postgres_schema
+from session_schedule.session import SessionError, postgres_schema
+from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.postgres_schema import SCHEMA_VERSION
 from tests.postgres import DSN_VARIABLE, drop_schema, execute, fresh_schema_name, server_dsn
 
@@ -25,6 +27,9 @@ def schema(dsn: str) -> Iterator[str]:
     name = fresh_schema_name()
     yield name
     drop_schema(dsn, name)
+
+
+TABLES = ["entries", "leases", "next_targets", "schema_version", "sessions"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -60,7 +65,7 @@ def test_init_and_migrate_are_idempotent(
         f"created {where} at version {SCHEMA_VERSION}\n",
         "",
     )
-    assert tables(dsn, schema) == ["entries", "leases", "schema_version", "sessions"]
+    assert tables(dsn, schema) == TABLES
     already = f"{where} is at version {SCHEMA_VERSION} already; nothing to do\n"
     for command in ("init", "migrate", "migrate"):
         assert run(capsys, "db", command, "--dsn", dsn, "--schema", schema) == (0, already, "")
@@ -77,7 +82,7 @@ def test_migrate_creates_a_missing_schema_and_reads_the_dsn_from_the_environment
         f"created schema {schema} of PostgreSQL database {database(dsn)} "
         f"at version {SCHEMA_VERSION}\n",
     )
-    assert tables(dsn, schema) == ["entries", "leases", "schema_version", "sessions"]
+    assert tables(dsn, schema) == TABLES
 
 
 def test_a_newer_schema_is_refused_and_left_alone(
@@ -94,7 +99,7 @@ def test_a_newer_schema_is_refused_and_left_alone(
             f"version {newer}, newer than this program's {SCHEMA_VERSION}; upgrade the program\n",
         )
     assert versions(dsn, schema) == [*range(1, SCHEMA_VERSION + 1), newer]
-    assert tables(dsn, schema) == ["entries", "leases", "schema_version", "sessions"]
+    assert tables(dsn, schema) == TABLES
 
 
 def test_bad_invocations(
@@ -138,3 +143,43 @@ def test_the_program_starts_without_importing_psycopg() -> None:
 def test_the_commands_default_to_the_stores_schema() -> None:
     assert db.DEFAULT_SCHEMA == postgres_schema.DEFAULT_SCHEMA
     assert db.DSN_VARIABLE == DSN_VARIABLE
+
+
+def test_an_older_schema_is_upgraded_by_migrate_only(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema)[0] == 0
+    # This program, one version later: one more step.
+    newer = SCHEMA_VERSION + 1
+    monkeypatch.setattr(postgres_schema, "SCHEMA_VERSION", newer)
+    monkeypatch.setattr(
+        postgres_schema,
+        "_STEPS",
+        (*postgres_schema._STEPS, ("CREATE TABLE {s}.notes (body text)",)),
+    )
+    where = f"schema {schema} of PostgreSQL database {database(dsn)}"
+    with pytest.raises(SessionError) as refused:
+        asyncio.run(PostgresSessionStore(dsn, schema=schema).list())
+    assert refused.value.message == (
+        f"{where} is at version {SCHEMA_VERSION}, but this program uses version {newer}; "
+        "upgrade it with `session-schedule db migrate`"
+    )
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema) == (
+        0,
+        f"{where} is at version {SCHEMA_VERSION}; this program uses {newer}: upgrade it with "
+        "`session-schedule db migrate`\n",
+        "",
+    )
+    assert "notes" not in tables(dsn, schema)
+    assert run(capsys, "db", "migrate", "--dsn", dsn, "--schema", schema) == (
+        0,
+        f"upgraded {where} from version {SCHEMA_VERSION} to {newer}\n",
+        "",
+    )
+    assert "notes" in tables(dsn, schema)
+    assert versions(dsn, schema) == list(range(1, newer + 1))
+    assert run(capsys, "db", "migrate", "--dsn", dsn, "--schema", schema) == (
+        0,
+        f"{where} is at version {newer} already; nothing to do\n",
+        "",
+    )

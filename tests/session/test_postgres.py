@@ -13,8 +13,12 @@ import pytest
 from session_schedule.core.changes import create_change, delete_change, dispatch_change
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import make_schedule_id
-from session_schedule.core.instants import Instant
-from session_schedule.core.records import AfterScheduleRecord, EveryScheduleRecord
+from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    EveryScheduleRecord,
+)
 from session_schedule.session import (
     JsonlSessionStore,
     PersistenceUncertain,
@@ -49,6 +53,7 @@ from tests.postgres import (
 
 SID = SessionId("s_aaaaaaaaaaaa")
 UNTOUCHED = "; the database was left untouched for inspection"
+LATE = "2030-01-01T00:00:00.000Z"
 
 
 class TestPostgresStore(SessionStoreContract):
@@ -416,3 +421,100 @@ class TestSchemaAndDamage:
 async def _read(dsn: str, schema: str, session_id: SessionId) -> SessionSnapshot:
     async with PostgresSessionStore(dsn, schema=schema) as store:
         return await store.read(session_id)
+
+
+def at_change(number: int, target: str) -> object:
+    return create_change(
+        AtScheduleRecord(id=make_schedule_id(number), prompt=f"at {number}", scheduled_at=target)
+    )
+
+
+class TestNextTargets:
+    @contract_test
+    async def test_commits_keep_each_sessions_next_target(
+        self, dsn: str, schema: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        ids = [SessionId(f"s_{letter * 12}") for letter in "abcde"]
+        a, b, c, d, e = ids
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            handles = {sid: await store.create(now=NOW, session_id=sid) for sid in ids}
+            handles[a].append("schedule/change", at_change(1, "2026-05-01T10:00:00.000Z"))
+            handles[a].append("schedule/change", at_change(2, "2026-05-01T12:00:00.000Z"))
+            handles[b].append("schedule/change", at_change(1, "2026-05-01T09:30:00.000Z"))
+            handles[c].append("message", turn(0))
+            handles[d].append("schedule/change", at_change(1, "2026-05-01T09:00:00.001Z"))
+            handles[d].append("schedule/change", delete_change(make_schedule_id(1)))
+            every = EveryScheduleRecord(
+                id=make_schedule_id(1),
+                prompt="every",
+                every_seconds=600,
+                scheduled_at="2026-05-01T09:10:00.000Z",
+            )
+            handles[e].append("schedule/change", create_change(every))
+            await asyncio.gather(*(handle.barrier() for handle in handles.values()))
+
+            def due(text: str) -> list[tuple[str, str]]:
+                return [(row.session_id, format_instant(row.next_target)) for row in found[text]]
+
+            found = {
+                text: await store.due_sessions(parse_instant(text))
+                for text in ("2026-05-01T23:00:00.000Z", "2026-05-01T09:30:00.000Z")
+            }
+            assert due("2026-05-01T23:00:00.000Z") == [
+                (e, "2026-05-01T09:10:00.000Z"),
+                (b, "2026-05-01T09:30:00.000Z"),
+                (a, "2026-05-01T10:00:00.000Z"),
+            ]
+            assert due("2026-05-01T09:30:00.000Z") == [(e, "2026-05-01T09:10:00.000Z")]
+            assert len(await store.due_sessions(parse_instant(LATE), limit=1)) == 1
+
+            # Dispatches move it; a message-only commit leaves it; a delete of the last clears it.
+            handles[a].append("schedule/change", dispatch_change(make_schedule_id(1)))
+            handles[e].append(
+                "schedule/change",
+                dispatch_change(make_schedule_id(1), parse_instant("2026-05-01T09:25:00.000Z")),
+            )
+            handles[b].append("schedule/change", delete_change(make_schedule_id(1)))
+            handles[b].append("message", turn(1))
+            await asyncio.gather(*(handle.barrier() for handle in handles.values()))
+            handles[a].append("message", turn(2))
+            await handles[a].barrier()
+            assert [
+                (row.session_id, format_instant(row.next_target))
+                for row in await store.due_sessions(parse_instant(LATE))
+            ] == [(e, "2026-05-01T09:30:00.000Z"), (a, "2026-05-01T12:00:00.000Z")]
+
+            # A log the fold rejects is indexed as having nothing active, and says why.
+            handles[a].append("schedule/change", delete_change(make_schedule_id(7)))
+            await handles[a].barrier()
+            assert [row.session_id for row in await store.due_sessions(parse_instant(LATE))] == [e]
+            assert f"session {a}: its next target is not indexed: corrupt_schedule_log" in (
+                caplog.text
+            )
+
+            # A fork has nothing active of its own; a reopened session picks up where it was.
+            async with await store.fork(e, now=LATER) as fork:
+                fork.append("message", turn(3))
+                await fork.barrier()
+            await handles[e].close()
+            async with await store.open(e) as reopened:
+                reopened.append("schedule/change", at_change(2, "2026-05-01T09:15:00.000Z"))
+                await reopened.barrier()
+            assert [
+                (row.session_id, format_instant(row.next_target))
+                for row in await store.due_sessions(parse_instant(LATE))
+            ] == [(e, "2026-05-01T09:15:00.000Z")]
+
+    @contract_test
+    async def test_a_fenced_commit_leaves_the_index_alone(self, dsn: str, schema: str) -> None:
+        async with (
+            PostgresSessionStore(dsn, schema=schema) as first_store,
+            PostgresSessionStore(dsn, schema=schema) as second_store,
+        ):
+            first = await first_store.create(now=NOW, session_id=SID)
+            expire_lease(dsn, schema)
+            async with await second_store.open(SID):
+                first.append("schedule/change", at_change(1, "2026-05-01T10:00:00.000Z"))
+                with pytest.raises(PersistenceUncertain):
+                    await first.barrier()
+                assert await second_store.due_sessions(parse_instant(LATE)) == ()

@@ -24,6 +24,10 @@ its own, so a few connections serve many sessions.
   releases the lease at once.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
   durable, and neither take nor need the lease.
+- **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
+  same statement, the session's earliest active target (``NULL`` when nothing is active), from
+  the handle's own fold of the log; :meth:`PostgresSessionStore.due_sessions` lists the sessions
+  due before an instant — the start of the interface a host needs to keep due sessions live.
 
 A store and its handles belong to the event loop they are first used in. Close the store (or use
 it as an async context manager) to close its pool; handles still open are closed first.
@@ -32,18 +36,23 @@ it as an async context manager) to close its pool; handles still open are closed
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
-from typing import Final, NamedTuple, Self, TypeAlias, final
+from typing import Final, NamedTuple, Self, TypeAlias, cast, final
 
 import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleChange
+from session_schedule.core.due import next_wakeup
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.instants import Instant
 from session_schedule.session.codec import (
     Source,
@@ -88,6 +97,8 @@ DEFAULT_LEASE_SECONDS: Final = 15.0
 DEFAULT_POOL_SIZE: Final = 10
 
 _log = logging.getLogger(__name__)
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MILLISECOND: Final = dt.timedelta(milliseconds=1)
 
 Row: TypeAlias = tuple[int, str, bytes]
 """An entry row as inserted: position, type, canonical JSON payload."""
@@ -119,6 +130,17 @@ class _Statements:
             " FROM lease, unnest(%s::integer[], %s::text[], %s::bytea[])"
             " AS r (position, type, data)"
         )
+        # The same, also setting the session's next target (when the rows hold schedule changes).
+        self.flush_with_target = q(
+            "WITH lease AS (UPDATE {s}.leases SET expires_at = now() + make_interval(secs => %s)"
+            " WHERE session_id = %s AND epoch = %s RETURNING session_id),"
+            " target AS (UPDATE {s}.next_targets SET next_target = %s FROM lease"
+            " WHERE next_targets.session_id = lease.session_id)"
+            " INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT lease.session_id, r.position, r.type, r.data"
+            " FROM lease, unnest(%s::integer[], %s::text[], %s::bytea[])"
+            " AS r (position, type, data)"
+        )
         self.renew = q(
             "UPDATE {s}.leases SET expires_at = now() + make_interval(secs => %s)"
             " WHERE session_id = %s AND epoch = %s"
@@ -137,6 +159,13 @@ class _Statements:
         self.insert_lease = q(
             "INSERT INTO {s}.leases (session_id, epoch, holder, expires_at)"
             " VALUES (%s, 1, %s, now() + make_interval(secs => %s))"
+        )
+        self.insert_target = q(
+            "INSERT INTO {s}.next_targets (session_id, next_target) VALUES (%s, NULL)"
+        )
+        self.due = q(
+            "SELECT session_id, next_target FROM {s}.next_targets WHERE next_target < %s"
+            " ORDER BY next_target, session_id LIMIT %s"
         )
         self.insert_entries = q(
             "INSERT INTO {s}.entries (session_id, position, type, data)"
@@ -177,10 +206,16 @@ class PostgresSessionHandle(LogHandle):
         """Why this handle lost its ownership (it is then poisoned)."""
         self._renewal_error: BaseException | None = None
         """Why the last renewal attempt failed, until one succeeds."""
+        self._targets: ScheduleFold | None = None
+        """The schedule, folded up to entry ``_folded``, for the next-target index."""
+        self._folded = 0
+        self._unindexable = False
+        """Whether the fold rejected the log (the index then says nothing is active)."""
+        self._loop = asyncio.get_running_loop()
         self._pending: list[Row] = []
         """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
         self._pending_base = len(entries)
-        self._renewal = asyncio.get_running_loop().create_task(
+        self._renewal = self._loop.create_task(
             self._keep_lease(), name=f"session-lease-{header.id}"
         )
 
@@ -199,13 +234,16 @@ class PostgresSessionHandle(LogHandle):
         return self._commit_rows(self._pending[: target - durable])
 
     async def _commit_rows(self, rows: list[Row]) -> None:
-        started = asyncio.get_running_loop().time()
+        started = self._loop.time()
         store = self._store
+        lease = (store.lease_seconds, self.id, self._epoch)
+        if any(row[1] == CHANGE_EVENT_TYPE for row in rows):
+            statement = store._sql.flush_with_target
+            parameters: tuple[object, ...] = (*lease, self._next_target(rows[-1][0] + 1))
+        else:
+            statement, parameters = store._sql.flush, lease
         async with store._connection() as connection:
-            cursor = await connection.execute(
-                store._sql.flush,
-                (store.lease_seconds, self.id, self._epoch, *_columns(rows)),
-            )
+            cursor = await connection.execute(statement, (*parameters, *_columns(rows)))
             inserted = cursor.rowcount
         if inserted != len(rows):
             self._lose(
@@ -214,6 +252,34 @@ class PostgresSessionHandle(LogHandle):
             )
             raise LeaseLost(self._lost)
         self._renewed(started)
+
+    def _next_target(self, end: int) -> dt.datetime | None:
+        """The earliest active target once entries below ``end`` are applied (``None``: none).
+
+        The schedule is folded here, once, the first time a flush holds a schedule change, then
+        kept up to date. A log the fold rejects is indexed as having nothing active (and logged):
+        opening the session reports the damage.
+        """
+        if self._targets is None:
+            self._targets = ScheduleFold(session=self.id)
+        state = self._targets
+        seed = self._header.seed_length
+        try:
+            for entry in self._entries[self._folded : end]:
+                if entry.type != CHANGE_EVENT_TYPE:
+                    continue
+                change = cast("ScheduleChange", entry.payload)
+                if entry.position < seed:
+                    state.note_inherited(change)
+                else:
+                    state.apply(change, position=entry.position)
+        except ScheduleError as error:
+            if not self._unindexable:
+                _log.warning("session %s: its next target is not indexed: %s", self.id, error)
+            self._unindexable = True
+        self._folded = end
+        wakeup = None if self._unindexable else next_wakeup(state)
+        return None if wakeup is None else _EPOCH + dt.timedelta(milliseconds=wakeup)
 
     async def _release(self) -> None:
         self._renewal.cancel()
@@ -246,7 +312,7 @@ class PostgresSessionHandle(LogHandle):
         return self._renewed_at + self._store.lease_seconds
 
     def _expired(self) -> bool:
-        return asyncio.get_running_loop().time() >= self._deadline()
+        return self._loop.time() >= self._deadline()
 
     def _expiry_reason(self) -> str:
         error = self._renewal_error
@@ -287,6 +353,15 @@ class PostgresSessionHandle(LogHandle):
                 store._sql.renew, (store.lease_seconds, self.id, self._epoch)
             )
             return cursor.rowcount == 1
+
+
+@final
+class DueSession(NamedTuple):
+    """A session with an active reminder due before some instant."""
+
+    session_id: SessionId
+    next_target: Instant
+    """Its earliest active target."""
 
 
 class _Loaded(NamedTuple):
@@ -418,6 +493,26 @@ class PostgresSessionStore:
                 problems.append(problem)
         return listing(headers, problems)
 
+    async def due_sessions(self, before: Instant, *, limit: int = 1000) -> tuple[DueSession, ...]:
+        """The sessions whose earliest active reminder target is before ``before``, soonest
+        first (then by id), at most ``limit`` of them.
+
+        The start of the interface a host process needs to keep due sessions live: every commit
+        that holds a ``schedule/change`` entry also records, in the same transaction, the
+        session's earliest active target (or that nothing is active). Ownership is not
+        considered: a listed session may be open elsewhere.
+        """
+        await self._start()
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                self._sql.due, (_EPOCH + dt.timedelta(milliseconds=before), limit)
+            )
+            rows = await cursor.fetchall()
+        return tuple(
+            DueSession(SessionId(session_id), Instant((target - _EPOCH) // _MILLISECOND))
+            for session_id, target in rows
+        )
+
     # -- internals ---------------------------------------------------------------------------
 
     def _connection(self) -> AbstractAsyncContextManager[Connection]:
@@ -505,6 +600,8 @@ class PostgresSessionStore:
                     await connection.execute(
                         self._sql.insert_lease, (session_id, self._holder, self.lease_seconds)
                     )
+                    # A new session, and a fork, have no active reminder of their own.
+                    await connection.execute(self._sql.insert_target, (session_id,))
                     if seed:
                         await connection.execute(
                             self._sql.insert_entries, (session_id, *_columns(seed))

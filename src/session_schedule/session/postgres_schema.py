@@ -10,6 +10,7 @@ stores can share a database::
     entries(session_id text, position integer, type text, data bytea,  -- data: canonical JSON
             PRIMARY KEY (session_id, position))
     leases(session_id text PRIMARY KEY, epoch bigint, holder text, expires_at timestamptz)
+    next_targets(session_id text PRIMARY KEY, next_target timestamptz)  -- NULL: nothing active
 
 Migration steps run in order, each version once, all in one transaction that first takes a
 transaction-level advisory lock for the schema (two ``migrate`` runs at once serialise). A schema
@@ -56,6 +57,15 @@ _STEPS: Final[tuple[tuple[str, ...], ...]] = (
             " epoch bigint NOT NULL CHECK (epoch > 0),"
             " holder text NOT NULL,"
             " expires_at timestamptz NOT NULL)"
+        ),
+        (
+            "CREATE TABLE {s}.next_targets ("
+            " session_id text PRIMARY KEY REFERENCES {s}.sessions (id),"
+            " next_target timestamptz)"
+        ),
+        (
+            "CREATE INDEX next_targets_due ON {s}.next_targets (next_target)"
+            " WHERE next_target IS NOT NULL"
         ),
     ),
 )
@@ -132,13 +142,12 @@ def migrate(
     *,
     schema: str = DEFAULT_SCHEMA,
     action: Action = "migrate",
-    target: int = SCHEMA_VERSION,
 ) -> SchemaStatus:
-    """Bring ``schema`` in the database at ``dsn`` to version ``target``; idempotent.
+    """Bring ``schema`` in the database at ``dsn`` to this program's version; idempotent.
 
     ``init`` creates a missing schema and leaves an existing one as it is; ``migrate`` also
     upgrades an older one. Both refuse a schema newer than this program with ``SessionError``
-    (nothing is changed). ``target`` below the current version exists for tests of upgrades.
+    (nothing is changed).
     Raises ``psycopg.Error`` when the database cannot be reached or refuses a statement.
     """
     name = quoted(schema)
@@ -160,11 +169,11 @@ def migrate(
                 raise newer_schema(found, where)
             if action == "init" and found > 0:
                 return SchemaStatus(database, schema, found, found)
-            for version in range(found + 1, target + 1):
+            for version in range(found + 1, SCHEMA_VERSION + 1):
                 for statement in _STEPS[version - 1]:
                     connection.execute(statement.replace("{s}", name))
                 connection.execute(
                     f"INSERT INTO {name}.schema_version (version) VALUES (%s)",  # noqa: S608
                     (version,),
                 )
-        return SchemaStatus(database, schema, found, max(found, target))
+        return SchemaStatus(database, schema, found, SCHEMA_VERSION)
