@@ -206,13 +206,13 @@ class TestLeases:
     async def test_renewal_keeps_the_lease_and_notices_a_takeover(
         self, dsn: str, schema: str
     ) -> None:
-        # A short lease, renewed every 0.1 s: it outlives several lease lengths untouched.
+        # A short lease, renewed every 0.4 s: it outlives two and a half lease lengths untouched.
         async with (
-            PostgresSessionStore(dsn, schema=schema, lease_seconds=0.3) as store,
+            PostgresSessionStore(dsn, schema=schema, lease_seconds=1.2) as store,
             PostgresSessionStore(dsn, schema=schema) as other,
         ):
             handle = await store.create(now=NOW, session_id=SID)
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(3.0)
             assert not handle.poisoned
             assert lease_row(dsn, schema)[:2] == (1, True)
             with pytest.raises(SessionBusy):

@@ -1,4 +1,6 @@
-"""The Session event log: the port, plus memory, JSONL and SQLite backends (SPEC §4, §5, §8).
+"""The Session event log: the port, plus its memory, JSONL, SQLite and PostgreSQL backends.
+
+See SPEC §4, §5 and §8.
 
 General layout:
 
@@ -13,7 +15,10 @@ General layout:
 - ``worker``   — the dedicated thread each open file or database session runs its blocking
                  calls on;
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
-- ``memory``, ``jsonl``, ``sqlite`` — the backends.
+- ``memory``, ``jsonl``, ``sqlite`` — the backends;
+- ``postgres``, ``postgres_schema`` — the PostgreSQL backend and its schema, imported only by
+                 name (``from session_schedule.session.postgres import PostgresSessionStore``):
+                 they need the ``postgres`` extra (psycopg), which nothing else imports.
 
 Imports flow one way: this package uses ``session_schedule.core`` and nothing above it.
 """
