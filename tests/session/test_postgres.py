@@ -31,6 +31,7 @@ from session_schedule.session import (
     SessionStore,
     user_message,
 )
+from session_schedule.session import postgres as postgres_module
 from session_schedule.session.codec import entry_line
 from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.postgres_schema import migrate
@@ -492,9 +493,12 @@ class TestNextTargets:
                 caplog.text
             )
 
-            # A fork has nothing active of its own; a reopened session picks up where it was.
+            # A fork has nothing active of its own (its inherited creates only reserve their
+            # ids); a reopened session picks up where it was.
             async with await store.fork(e, now=LATER) as fork:
                 fork.append("message", turn(3))
+                await fork.barrier()
+                fork.append("schedule/change", at_change(2, "2026-05-01T11:00:00.000Z"))
                 await fork.barrier()
             await handles[e].close()
             async with await store.open(e) as reopened:
@@ -503,7 +507,7 @@ class TestNextTargets:
             assert [
                 (row.session_id, format_instant(row.next_target))
                 for row in await store.due_sessions(parse_instant(LATE))
-            ] == [(e, "2026-05-01T09:15:00.000Z")]
+            ] == [(e, "2026-05-01T09:15:00.000Z"), (fork.id, "2026-05-01T11:00:00.000Z")]
 
     @contract_test
     async def test_a_fenced_commit_leaves_the_index_alone(self, dsn: str, schema: str) -> None:
@@ -518,3 +522,23 @@ class TestNextTargets:
                 with pytest.raises(PersistenceUncertain):
                     await first.barrier()
                 assert await second_store.due_sessions(parse_instant(LATE)) == ()
+
+
+class TestStoreEdges:
+    def test_a_lease_must_be_positive(self) -> None:
+        for bad in (0, -1.0):
+            with pytest.raises(ValueError, match=f"lease_seconds must be positive, not {bad}"):
+                PostgresSessionStore("postgresql:///unused", lease_seconds=bad)
+
+    @contract_test
+    async def test_a_random_id_taken_meanwhile_is_never_reused(
+        self, dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        fresh = iter([SID, SessionId("s_bbbbbbbbbbbb")])
+        monkeypatch.setattr(postgres_module, "new_session_id", lambda: next(fresh))
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            async with await store.create(now=NOW, session_id=SID):
+                pass
+            async with await store.create(now=NOW) as handle:
+                assert handle.id == "s_bbbbbbbbbbbb"
+            assert [header.id for header in await store.list()] == [SID, "s_bbbbbbbbbbbb"]
