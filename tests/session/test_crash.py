@@ -2,6 +2,8 @@
 
 After every kill, reopening must show every entry a barrier acknowledged, in order, and — for
 JSONL — nothing after a torn line (a torn tail is cut, and the file ends with a complete line).
+On PostgreSQL the killed child's lease is still live when it dies: reopening is refused as busy
+until the lease runs out on the database's clock, then succeeds with the next epoch.
 The child keeps appending to the same session across kills, so every recovery is also the
 starting point of the next run; a fresh session is started every ``ROUNDS_PER_SESSION`` kills
 to keep reopening cheap.
@@ -13,6 +15,7 @@ counts (``pytest -rP`` shows them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -28,16 +31,21 @@ import pytest
 from session_schedule.session import (
     JsonlSessionStore,
     MessageEntry,
+    SessionBusy,
+    SessionHandle,
     SessionId,
     SessionStore,
-    SqliteSessionStore,
 )
+from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.testing.session_contract import NOW
+from tests.postgres import migrated_schema, server_dsn
+from tests.session import crash_child
 
 KILLS = 300 if os.environ.get("SESSION_SCHEDULE_FULL") == "1" else 30
 ROUNDS_PER_SESSION = 10
 CHILD = Path(__file__).with_name("crash_child.py")
-Backend = Literal["jsonl", "sqlite"]
+Backend = Literal["jsonl", "sqlite", "postgres"]
+TAKEOVER_TIMEOUT_SECONDS = 10 * crash_child.POSTGRES_LEASE_SECONDS
 
 
 @dataclass
@@ -63,18 +71,20 @@ class Run:
     """The last position covered by each acknowledged barrier, in order."""
 
 
-def location_of(backend: Backend, root: Path) -> Path:
-    return root / "data" if backend == "jsonl" else root / "sessions.db"
+@dataclass(frozen=True)
+class Place:
+    backend: Backend
+    location: str
+    """The data directory, the database file or the PostgreSQL schema."""
 
 
-def store_for(backend: Backend, root: Path) -> SessionStore:
-    location = location_of(backend, root)
-    return JsonlSessionStore(location) if backend == "jsonl" else SqliteSessionStore(location)
+def store_for(place: Place) -> SessionStore:
+    return crash_child.store_for(place.backend, place.location)
 
 
-def kill_child(backend: Backend, root: Path, session_id: str, rng: random.Random) -> Run:
+def kill_child(place: Place, session_id: str, rng: random.Random) -> Run:
     """Run the child until a random moment after it is ready, then SIGKILL it."""
-    argv = [sys.executable, str(CHILD), backend, str(location_of(backend, root)), session_id]
+    argv = [sys.executable, str(CHILD), place.backend, place.location, session_id]
     child = subprocess.Popen(
         [*argv, str(rng.getrandbits(32))], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -95,14 +105,16 @@ def kill_child(backend: Backend, root: Path, session_id: str, rng: random.Random
     return Run(start=int(ready.split()[1]), acknowledged=complete)
 
 
-async def check_recovery(
-    backend: Backend, root: Path, session_id: SessionId, run: Run, tally: Tally
-) -> None:
-    store = store_for(backend, root)
+async def check_recovery(place: Place, session_id: SessionId, run: Run, tally: Tally) -> None:
+    store = store_for(place)
     if isinstance(store, JsonlSessionStore):
         tally.torn_tails += not store.path_of(session_id).read_bytes().endswith(b"\n")
-    async with await store.open(session_id) as handle:
-        entries = list(handle.entries)
+    try:
+        async with await _take_over(store, session_id) as handle:
+            entries = list(handle.entries)
+    finally:
+        if isinstance(store, PostgresSessionStore):
+            await store.close()
     for position, entry in enumerate(entries):
         assert entry.position == position
         assert isinstance(entry.payload, MessageEntry)
@@ -118,22 +130,55 @@ async def check_recovery(
     tally.early_kills += not run.acknowledged
 
 
-@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
-def test_every_acknowledged_entry_survives_sigkill(backend: Backend, tmp_path: Path) -> None:
-    rng = random.Random(f"crash-{backend}-{KILLS}")  # noqa: S311 - reproducible kill times
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite", "postgres"])
+def test_every_acknowledged_entry_survives_sigkill(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with contextlib.ExitStack() as cleanup:
+        if backend == "postgres":
+            dsn = server_dsn()
+            monkeypatch.setenv("SESSION_SCHEDULE_PG_DSN", dsn)
+            place = Place(backend, cleanup.enter_context(migrated_schema(dsn)))
+        else:
+            location = tmp_path / ("data" if backend == "jsonl" else "sessions.db")
+            place = Place(backend, str(location))
+        _crash_loop(place)
+
+
+def _crash_loop(place: Place) -> None:
+    rng = random.Random(f"crash-{place.backend}-{KILLS}")  # noqa: S311 - reproducible kill times
     tally = Tally()
     session_id = SessionId("")
     started = time.perf_counter()
     for round_number in range(KILLS):
         if round_number % ROUNDS_PER_SESSION == 0:
-            session_id = asyncio.run(_new_session(store_for(backend, tmp_path)))
-        run = kill_child(backend, tmp_path, session_id, rng)
-        asyncio.run(check_recovery(backend, tmp_path, session_id, run, tally))
+            session_id = asyncio.run(_new_session(place))
+        run = kill_child(place, session_id, rng)
+        asyncio.run(check_recovery(place, session_id, run, tally))
     elapsed = time.perf_counter() - started
-    print(f"crash test {backend}: {tally} in {elapsed:.1f} s")
+    print(f"crash test {place.backend}: {tally} in {elapsed:.1f} s")
     assert tally.kills == KILLS
 
 
-async def _new_session(store: SessionStore) -> SessionId:
-    async with await store.create(now=NOW) as handle:
-        return handle.id
+async def _new_session(place: Place) -> SessionId:
+    store = store_for(place)
+    try:
+        async with await store.create(now=NOW) as handle:
+            return handle.id
+    finally:
+        if isinstance(store, PostgresSessionStore):
+            await store.close()
+
+
+async def _take_over(store: SessionStore, session_id: SessionId) -> SessionHandle:
+    """Open the session; a killed PostgreSQL owner's lease must run out first."""
+    if not isinstance(store, PostgresSessionStore):
+        return await store.open(session_id)
+    deadline = time.monotonic() + TAKEOVER_TIMEOUT_SECONDS
+    while True:
+        try:
+            return await store.open(session_id)
+        except SessionBusy:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
