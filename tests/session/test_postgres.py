@@ -525,10 +525,12 @@ class TestNextTargets:
 
 
 class TestStoreEdges:
-    def test_a_lease_must_be_positive(self) -> None:
+    def test_a_lease_and_a_pool_must_be_positive(self) -> None:
         for bad in (0, -1.0):
             with pytest.raises(ValueError, match=f"lease_seconds must be positive, not {bad}"):
                 PostgresSessionStore("postgresql:///unused", lease_seconds=bad)
+        with pytest.raises(ValueError, match="pool_size must be at least 1, not 0"):
+            PostgresSessionStore("postgresql:///unused", pool_size=0)
 
     @contract_test
     async def test_a_random_id_taken_meanwhile_is_never_reused(

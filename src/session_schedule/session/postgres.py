@@ -105,7 +105,7 @@ Row: TypeAlias = tuple[int, str, bytes]
 Connection: TypeAlias = psycopg.AsyncConnection[TupleRow]
 
 
-class LeaseLost(Exception):  # noqa: N818 - what happened, not a failure of this code
+class _LeaseLost(Exception):  # noqa: N818 - what happened, not a failure of this code
     """A flush found that another owner holds the session's lease now."""
 
 
@@ -250,7 +250,7 @@ class PostgresSessionHandle(LogHandle):
                 f"another owner took over its lease; this handle held epoch {self._epoch}, and "
                 "nothing it appended since its last barrier was written"
             )
-            raise LeaseLost(self._lost)
+            raise _LeaseLost(self._lost)
         self._renewed(started)
 
     def _next_target(self, end: int) -> dt.datetime | None:
@@ -395,6 +395,8 @@ class PostgresSessionStore:
     ) -> None:
         if not lease_seconds > 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, not {pool_size}")
         self._sql = _Statements(schema)
         self._schema = schema
         self._dsn = dsn
