@@ -336,11 +336,16 @@ class TestCommits:
             f"SELECT type, data FROM {schema}.entries WHERE session_id = %s ORDER BY position",
             SID,
         )
-        stored = [entry_line(str(entry_type), bytes(data)) for entry_type, data in rows]  # type: ignore[call-overload]
+        stored: list[bytes] = []
+        for stored_type, stored_data in rows:
+            assert isinstance(stored_type, str)
+            assert isinstance(stored_data, bytes)
+            stored.append(entry_line(stored_type, stored_data))
         assert stored == lines[1:]
         assert len(stored) == len(written)
-        header = execute(dsn, f"SELECT header FROM {schema}.sessions")
-        assert lines[0] == b'{"type":"header","data":' + header[0][0] + b"}\n"  # type: ignore[operator]
+        header = execute(dsn, f"SELECT header FROM {schema}.sessions")[0][0]
+        assert isinstance(header, bytes)
+        assert lines[0] == b'{"type":"header","data":' + header + b"}\n"
 
 
 class TestSchemaAndDamage:
