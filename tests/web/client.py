@@ -65,6 +65,7 @@ async def open_overlay(
     clock: FakeClock | None = None,
     base_url: str = BASE,
     heartbeat_seconds: float = 15.0,
+    body_seconds: float = 10.0,
 ) -> AsyncIterator[Overlay]:
     clock = clock or FakeClock(START)
     factory: Callable[[], QueueModel] | None = (lambda: model) if model is not None else None
@@ -74,6 +75,7 @@ async def open_overlay(
         clock=clock,
         policy=policy,
         heartbeat_seconds=heartbeat_seconds,
+        body_seconds=body_seconds,
     )
     async with app.router.lifespan_context(app):
         transport = httpx2.ASGITransport(app=app)
@@ -199,9 +201,11 @@ async def send_raw(
     *,
     host: bytes | None = HOST,
     scope_type: str = "http",
+    more_body: bool = False,
 ) -> tuple[int, dict[str, Any] | None]:
     """One request straight through ASGI with exactly ``headers``, plus ``host`` unless it is
-    ``None``: the status (or a websocket close code) and the decoded JSON body."""
+    ``None``: the status (or a websocket close code) and the decoded JSON body. With
+    ``more_body``, the client sends ``body`` and then nothing more (a stalled upload)."""
     sent: list[Message] = []
     done = False
     path, _, query = path.partition("?")
@@ -213,7 +217,7 @@ async def send_raw(
         done = True
         if scope_type == "websocket":
             return {"type": "websocket.connect"}
-        return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": more_body}
 
     async def send(message: Message) -> None:
         sent.append(message)

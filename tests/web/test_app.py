@@ -22,6 +22,7 @@ from session_schedule.session.message import MESSAGE_ENTRY_TYPE, ToolCall, user_
 from session_schedule.testing.clock import FakeClock
 from session_schedule.web.bodies import MAX_BODY_BYTES, MAX_PROMPT_CHARS
 from session_schedule.web.live import Subscription, SubscriptionClosed, TurnView
+from session_schedule.web.security import SECURITY_HEADERS
 from tests.web.client import START, Overlay, SseStream, open_overlay, send_raw
 from tests.web.scripted import MIXED_CONTEXT, TOKYO_CONTEXT, QueueModel
 
@@ -100,7 +101,7 @@ async def test_unknown_paths_and_methods_get_json_errors_that_are_logged(
 
 
 async def test_sessions_are_created_listed_and_read(offline: Overlay) -> None:
-    empty = await offline.client.post("/api/sessions")
+    empty = await offline.client.post("/api/sessions", headers=JSON)
     assert empty.status_code == 201
     first = empty.json()["session"]
     assert first == {
@@ -479,6 +480,135 @@ async def test_bad_prompts_are_refused_with_one_sentence(
     assert await offline.turns(session) == []
 
 
+DEEP = b'{"text": "hi", "zone": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+NOT_UTF8 = b'{"text": "caf\xe9", "zone": null}'
+TWICE = b'{"text": "one", "zone": null, "text": "two"}'
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "error"),
+    [
+        ("prompts", DEEP, 400, "the body nests arrays or objects more than 32 deep; send less."),
+        ("prompts", NOT_UTF8, 400, "the body is not valid UTF-8."),
+        ("prompts", TWICE, 422, "the body has the key 'text' more than once; send each key once."),
+        (
+            "fork",
+            b'{"at": 1, "at": null}',
+            422,
+            "the body has the key 'at' more than once; send each key once.",
+        ),
+        (
+            "tools/schedule_create",
+            b'{"prompt": "x", "at": {"date": "2026-12-01", "date": "2027-01-01"}}',
+            422,
+            "the body has the key 'date' more than once; send each key once.",
+        ),
+        (
+            "tools/schedule_create",
+            b"[" * 33 + b"]" * 33,
+            400,
+            "the body nests arrays or objects more than 32 deep; send less.",
+        ),
+        # Brackets inside strings are text, not nesting.
+        (
+            "prompts",
+            b'{"text": "' + b"[{" * 40 + b'", "zone": null, "zone": null}',
+            422,
+            "the body has the key 'zone' more than once; send each key once.",
+        ),
+    ],
+)
+async def test_malformed_bodies_get_the_same_json_refusal_with_the_security_headers(
+    offline: Overlay, path: str, body: bytes, status: int, error: str
+) -> None:
+    session = await offline.new_session()
+    response = await offline.client.post(
+        f"/api/sessions/{session}/{path}", content=body, headers=JSON
+    )
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    assert await offline.turns(session) == []
+
+
+@pytest.mark.parametrize("path", ["/api/sessions", "/api/sessions/{id}/tools/schedule_list"])
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+async def test_an_empty_post_passes_the_same_content_type_check(
+    offline: Overlay, path: str, content_type: str | None
+) -> None:
+    session = await offline.new_session()
+    headers = [] if content_type is None else [(b"content-type", content_type.encode())]
+    status, body = await send_raw(offline.app, "POST", path.format(id=session), headers)
+    assert (status, body) == (
+        415,
+        {"error": "send the body as JSON, with 'Content-Type: application/json'."},
+    )
+    assert len((await offline.client.get("/api/sessions")).json()["sessions"]) == 1
+    assert await offline.turns(session) == []
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_408() -> None:
+    async with open_overlay(body_seconds=0.05) as overlay:
+        session = await overlay.new_session()
+        status, body = await send_raw(
+            overlay.app,
+            "POST",
+            f"/api/sessions/{session}/prompts",
+            [(b"content-type", b"application/json"), (b"content-length", b"40")],
+            b'{"text": ',
+            more_body=True,
+        )
+    assert (status, body) == (
+        408,
+        {"error": "the body did not arrive within 0.05 seconds; send it all at once."},
+    )
+
+
+async def test_long_ids_and_paths_are_cut_in_errors_and_logs(
+    offline: Overlay, caplog: pytest.LogCaptureFixture
+) -> None:
+    long_id = "s_" + "x" * 5000
+    response = await offline.client.get(f"/api/sessions/{long_id}")
+    cut = long_id[:64] + "…"
+    assert (response.status_code, response.json()) == (
+        404,
+        {
+            "error": f"{cut!r} is not a session id: expected s_ followed by 12 lower-case "
+            "letters or digits."
+        },
+    )
+    missing = await offline.client.get("/api/" + "y" * 5000)
+    assert missing.json() == {
+        "error": f"there is nothing at {('/api/' + 'y' * 5000)[:64]}…; see the overlay's page for "
+        "what exists."
+    }
+    tool = await offline.client.post(
+        f"/api/sessions/{await offline.new_session()}/tools/{'z' * 5000}", json={}
+    )
+    assert tool.json()["error"].startswith(f"there is no tool {'z' * 64 + '…'!r};")
+    assert "x" * 65 not in caplog.text
+    assert "y" * 65 not in caplog.text
+    assert "z" * 65 not in caplog.text
+
+
+async def test_an_unexpected_failure_is_a_json_500_with_the_security_headers(
+    offline: Overlay, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken() -> object:
+        raise RuntimeError("the disk caught fire")
+
+    monkeypatch.setattr(offline.app.sessions, "scan", broken)
+    response = await offline.client.get("/api/sessions")
+    assert (response.status_code, response.json()) == (
+        500,
+        {"error": "the server failed to answer; the cause is in its log."},
+    )
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    assert "GET /api/sessions failed" in caplog.text
+    assert "RuntimeError: the disk caught fire" in caplog.text
+
+
 async def test_a_body_too_large_is_refused_while_it_streams(offline: Overlay) -> None:
     session = await offline.new_session()
 
@@ -556,7 +686,7 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
 
 async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) -> None:
     session = await offline.new_session()
-    listed = await offline.client.post(f"/api/sessions/{session}/tools/schedule_list")
+    listed = await offline.client.post(f"/api/sessions/{session}/tools/schedule_list", headers=JSON)
     assert listed.status_code == 202
     await offline.client.post(
         f"/api/sessions/{session}/tools/schedule_create", json={"prompt": "x", "after_seconds": 0}

@@ -27,7 +27,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Final, final
+from typing import Final, TypeVar, final
 
 import msgspec
 from starlette.applications import Starlette
@@ -47,12 +47,14 @@ from session_schedule.session.errors import (
     SessionError,
     SessionExists,
     SessionNotFound,
+    not_a_session_id,
 )
-from session_schedule.session.ids import parse_session_id, require_session_id
+from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
 from session_schedule.tools.catalog import TOOL_NAMES
 from session_schedule.tools.results import ErrorResult
 from session_schedule.web.bodies import (
+    DEFAULT_BODY_SECONDS,
     MAX_PROMPT_CHARS,
     CreateBody,
     ForkBody,
@@ -67,10 +69,12 @@ from session_schedule.web.live import (
     ServerStopping,
     TurnView,
 )
-from session_schedule.web.problems import HttpProblem, loggable, problem_response
+from session_schedule.web.problems import HttpProblem, loggable, problem_response, shorten
 from session_schedule.web.security import AccessPolicy, SecurityMiddleware, access_policy
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_HEARTBEAT_SECONDS: Final = 15.0
 STATIC: Final = {
@@ -111,17 +115,20 @@ def create_app(
     settings: Settings | None = None,
     policy: AccessPolicy | None = None,
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
+    body_seconds: float = DEFAULT_BODY_SECONDS,
 ) -> OverlayApp:
     """The overlay over ``store``.
 
     ``model`` makes each live Session's model; ``None`` is offline mode (nobody answers, the
     person calls the tools). ``policy`` defaults to a loopback-only server without a token.
+    A request body must arrive within ``body_seconds`` (else 408).
     """
     sessions = LiveSessions(store, model=model, clock=clock, settings=settings)
     api = _Api(
         sessions,
         model_name=model().name if model is not None else None,
         heartbeat_seconds=heartbeat_seconds,
+        body_seconds=body_seconds,
     )
 
     @asynccontextmanager
@@ -151,9 +158,15 @@ def create_app(
 @final
 class _Api:
     def __init__(
-        self, sessions: LiveSessions, *, model_name: str | None, heartbeat_seconds: float
+        self,
+        sessions: LiveSessions,
+        *,
+        model_name: str | None,
+        heartbeat_seconds: float,
+        body_seconds: float,
     ) -> None:
         self._sessions = sessions
+        self._body_seconds = body_seconds
         self._model_name = model_name
         self._heartbeat = heartbeat_seconds
         static = resources.files("session_schedule.web") / "static"
@@ -181,7 +194,7 @@ class _Api:
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in self._static:
-            raise HttpProblem(404, f"there is no static file {name!r}.")
+            raise HttpProblem(404, f"there is no static file {shorten(name)!r}.")
         return Response(self._static[name], media_type=STATIC[name])
 
     async def info(self, _request: Request) -> Response:
@@ -207,14 +220,14 @@ class _Api:
         )
 
     async def create_session(self, request: Request) -> Response:
-        await read_json(request, CreateBody, empty=CreateBody())
+        await self._body(request, CreateBody, empty=CreateBody())
         live = await self._sessions.create()
         logger.info("created session %s", live.id)
         return _json(self._detail(live), status=201)
 
     async def fork_session(self, request: Request) -> Response:
-        parent = require_session_id(request.path_params["session_id"])
-        body = await read_json(request, ForkBody)
+        parent = _session_id(request.path_params["session_id"])
+        body = await self._body(request, ForkBody)
         try:
             live = await self._sessions.fork(parent, body.at)
         except ValueError as error:
@@ -227,28 +240,28 @@ class _Api:
         return _json(self._detail(live))
 
     async def post_prompt(self, request: Request) -> Response:
-        session_id = require_session_id(request.path_params["session_id"])
-        body = await read_json(request, PromptBody)
+        session_id = _session_id(request.path_params["session_id"])
+        body = await self._body(request, PromptBody)
         if not body.text.strip():
             raise HttpProblem(422, "the prompt is empty; type something to send.")
         live = await self._sessions.get(session_id)
-        zone = "none" if body.zone is None else loggable(body.zone)
+        zone = "none" if body.zone is None else loggable(shorten(body.zone))
         logger.info("prompt for session %s (browser zone %s)", live.id, zone)
         live.chat.agent.submit(body.text, zone=body.zone)
         return _json({"queued": True}, status=202)
 
     async def post_tool(self, request: Request) -> Response:
-        session_id = require_session_id(request.path_params["session_id"])
+        session_id = _session_id(request.path_params["session_id"])
         name = request.path_params["name"]
         if name not in TOOL_NAMES:
             raise HttpProblem(
-                404, f"there is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}."
+                404, f"there is no tool {shorten(name)!r}; the tools are {', '.join(TOOL_NAMES)}."
             )
         if not self._sessions.offline:
             raise HttpProblem(
                 409, "a model drives the tools in this server; ask it in a prompt instead."
             )
-        arguments = await read_json(request, dict[str, object], empty={})
+        arguments = await self._body(request, dict[str, object], empty={})
         live = await self._sessions.get(session_id)
         logger.info("tool call %s by the person in session %s", name, live.id)
         live.chat.agent.submit_tool(name, arguments)
@@ -276,8 +289,11 @@ class _Api:
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
+    async def _body(self, request: Request, shape: type[T], *, empty: T | None = None) -> T:
+        return await read_json(request, shape, empty=empty, timeout=self._body_seconds)
+
     async def _live(self, request: Request) -> LiveSession:
-        session_id = require_session_id(request.path_params["session_id"])
+        session_id = _session_id(request.path_params["session_id"])
         return await self._sessions.get(session_id)
 
     def _summary(self, header: SessionHeader) -> SessionSummary:
@@ -297,11 +313,20 @@ def _json(value: object, status: int = 200) -> Response:
     return Response(msgspec.json.encode(value), status_code=status, media_type="application/json")
 
 
+def _session_id(text: str) -> SessionId:
+    """The session id ``text`` names; 404 when it is not of the id form (the message repeats
+    only the first characters of ``text``: see :func:`~session_schedule.web.problems.shorten`)."""
+    session_id = parse_session_id(text)
+    if session_id is None:
+        raise HttpProblem(404, _sentence(not_a_session_id(shorten(text)).message))
+    return session_id
+
+
 def _index(text: str | None, name: str, default: int) -> int:
     if text is None:
         return default
     if not text.isdigit() or len(text) > 12:
-        raise HttpProblem(400, f"{name} must be a non-negative integer, not {text[:40]!r}.")
+        raise HttpProblem(400, f"{name} must be a non-negative integer, not {shorten(text)!r}.")
     return int(text)
 
 
@@ -311,7 +336,7 @@ def _sentence(text: str) -> str:
 
 
 def _refused(request: Request, status: int, message: str) -> Response:
-    path, text = loggable(request.url.path), loggable(message)
+    path, text = loggable(shorten(request.url.path)), loggable(message)
     logger.warning("refused %s %s: %d %s", request.method, path, status, text)
     return problem_response(status, message)
 
@@ -325,9 +350,10 @@ async def _problem(request: Request, error: Exception) -> Response:
 async def _http_exception(request: Request, error: Exception) -> Response:
     if not isinstance(error, HTTPException):
         raise error
+    path = shorten(request.url.path)
     messages: Mapping[int, str] = {
-        404: f"there is nothing at {request.url.path}; see the overlay's page for what exists.",
-        405: f"{request.method} is not allowed on {request.url.path}.",
+        404: f"there is nothing at {path}; see the overlay's page for what exists.",
+        405: f"{request.method} is not allowed on {path}.",
     }
     message = messages.get(error.status_code, _sentence(str(error.detail)).lower())
     return _refused(request, error.status_code, message)

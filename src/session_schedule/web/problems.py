@@ -7,7 +7,7 @@ and ``{"error": "<one lower-case sentence saying what to do>"}``, and logged by 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import final
+from typing import Final, final
 
 from starlette.responses import JSONResponse
 
@@ -27,6 +27,15 @@ def problem_response(
 ) -> JSONResponse:
     """The JSON answer to a refused request."""
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+MAX_ECHO_CHARS: Final = 64
+"""How much of a client's id, path or name an error message or a log line repeats."""
+
+
+def shorten(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with "…" when it was longer."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def loggable(text: str) -> str:

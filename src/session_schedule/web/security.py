@@ -37,7 +37,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from session_schedule.web.problems import loggable, problem_response
+from session_schedule.web.problems import loggable, problem_response, shorten
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,28 @@ class SecurityMiddleware:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        await self._app(scope, receive, _with_security_headers(send))
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+                headers.setdefault("cache-control", "no-store")
+            await send(message)
+
+        try:
+            await self._app(scope, receive, sending)
+        except Exception:
+            logger.exception("%s %s failed", scope["method"], loggable(shorten(scope["path"])))
+            if started:
+                raise  # too late for an answer: the server drops the connection
+            # Answered here, inside the middleware, so the answer carries the headers too.
+            await problem_response(
+                500, "the server failed to answer; the cause is in its log.", SECURITY_HEADERS
+            )(scope, receive, send)
 
     def _check(self, scope: Scope) -> Response | None:
         """The answer refusing the request, or ``None`` to let it through."""
@@ -151,7 +172,7 @@ class SecurityMiddleware:
             return _refuse(
                 scope,
                 403,
-                f"the host name {name!r} is not served here; open the overlay through "
+                f"the host name {shorten(name)!r} is not served here; open the overlay through "
                 "127.0.0.1 or localhost (or the address the server was started on).",
             )
         origin = headers.get("origin")
@@ -161,7 +182,8 @@ class SecurityMiddleware:
                 return _refuse(
                     scope,
                     403,
-                    f"requests from the origin {origin!r} are refused; use the overlay's own page.",
+                    f"requests from the origin {shorten(origin)!r} are refused; "
+                    "use the overlay's own page.",
                 )
         fetch_site = headers.get("sec-fetch-site")
         if path.startswith("/api/") and fetch_site in {"cross-site", "same-site"}:
@@ -245,16 +267,6 @@ def _log_refusal(scope: Scope, reason: str) -> None:
     client = scope.get("client")
     peer = f"{client[0]}:{client[1]}" if client else "unknown peer"
     method = scope.get("method", "WEBSOCKET")
-    logger.warning("refused %s %s from %s: %s", method, loggable(scope["path"]), peer, reason)
-
-
-def _with_security_headers(send: Send) -> Send:
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = MutableHeaders(scope=message)
-            for name, value in SECURITY_HEADERS.items():
-                headers.setdefault(name, value)
-            headers.setdefault("cache-control", "no-store")
-        await send(message)
-
-    return sending
+    logger.warning(
+        "refused %s %s from %s: %s", method, loggable(shorten(scope["path"])), peer, reason
+    )
