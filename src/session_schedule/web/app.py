@@ -335,16 +335,18 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else text + "."
 
 
-def _refused(request: Request, status: int, message: str) -> Response:
+def _refused(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
     path, text = loggable(shorten(request.url.path)), loggable(message)
     logger.warning("refused %s %s: %d %s", request.method, path, status, text)
-    return problem_response(status, message)
+    return problem_response(status, message, headers)
 
 
 async def _problem(request: Request, error: Exception) -> Response:
     if not isinstance(error, HttpProblem):
         raise error
-    return _refused(request, error.status, error.message)
+    return _refused(request, error.status, error.message, error.headers)
 
 
 async def _http_exception(request: Request, error: Exception) -> Response:

@@ -116,8 +116,11 @@ async def read_body(
                     raise HttpProblem(413, f"the body is larger than {limit} bytes; send less.")
                 chunks.append(chunk)
     except TimeoutError:
+        # The rest of the body may still come: the connection cannot carry another request.
         raise HttpProblem(
-            408, f"the body did not arrive within {timeout:g} seconds; send it all at once."
+            408,
+            f"the body did not arrive within {timeout:g} seconds; send it all at once.",
+            {"connection": "close"},
         ) from None
     return b"".join(chunks)
 

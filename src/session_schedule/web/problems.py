@@ -16,10 +16,11 @@ from starlette.responses import JSONResponse
 class HttpProblem(Exception):  # noqa: N818 - a refusal, named for what the client gets
     """Refuse the request with ``status`` and ``message`` (raised by handlers)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
 
 
 def problem_response(
