@@ -21,7 +21,8 @@ from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, ToolCall, user_message
 from session_schedule.testing.clock import FakeClock
 from session_schedule.web.bodies import MAX_BODY_BYTES, MAX_PROMPT_CHARS
-from session_schedule.web.live import Subscription, SubscriptionClosed, TurnView
+from session_schedule.web.limits import Rate
+from session_schedule.web.live import LiveLimits, Subscription, SubscriptionClosed, TurnView
 from session_schedule.web.security import SECURITY_HEADERS
 from tests.web.client import START, Overlay, SseStream, open_overlay, send_raw
 from tests.web.scripted import MIXED_CONTEXT, TOKYO_CONTEXT, QueueModel
@@ -792,6 +793,118 @@ async def test_a_failing_barrier_makes_the_schedules_view_503() -> None:
         assert response.status_code == 503
         assert "cannot confirm that its entries are durable" in response.json()["error"]
         assert live.session.poisoned
+
+
+# -- limits: live sessions, creates and forks ------------------------------------------------
+
+
+async def live_ids(overlay: Overlay) -> list[str]:
+    listed = (await overlay.client.get("/api/sessions")).json()["sessions"]
+    return sorted(s["id"] for s in listed if s["live"])
+
+
+async def test_an_idle_session_is_closed_after_the_ttl_and_reopened_on_demand(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="session_schedule.web")
+    async with open_overlay(live_limits=LiveLimits(idle_seconds=600)) as overlay:
+        session = await overlay.new_session()
+        await overlay.client.post(
+            f"/api/sessions/{session}/prompts", json={"text": "kept", "zone": None}
+        )
+        await overlay.settle(session)
+        overlay.clock.advance(599)
+        await overlay.app.sessions.sweep()
+        assert await live_ids(overlay) == [session]
+        overlay.clock.advance(1)
+        await overlay.app.sessions.sweep()
+        assert await live_ids(overlay) == []
+        assert f"session {session} is closed here (idle, not in use)" in caplog.text
+        assert [m["content"] for m in await overlay.messages(session)] == ["kept"]
+        assert await live_ids(overlay) == [session]
+
+
+async def test_a_session_with_active_reminders_or_an_open_page_is_never_closed_for_idleness() -> (
+    None
+):
+    async with open_overlay(live_limits=LiveLimits(idle_seconds=600)) as overlay:
+        reminding, watched = await overlay.new_session(), await overlay.new_session()
+        await overlay.client.post(
+            f"/api/sessions/{reminding}/tools/schedule_create",
+            json={"prompt": "water the plants", "after_seconds": 7200},
+        )
+        await overlay.settle(reminding)
+        async with SseStream(overlay.app, f"/api/sessions/{watched}/events") as stream:
+            assert await stream.next_raw() == b"retry: 2000"
+            overlay.clock.advance(3600)
+            await overlay.app.sessions.sweep()
+            assert await live_ids(overlay) == sorted([reminding, watched])
+        # Kept live, the reminder is delivered when it comes due.
+        overlay.clock.advance(3600)
+        await overlay.settle(reminding)
+        assert (await overlay.messages(reminding))[-1]["origin"] == "followup"
+        overlay.clock.advance(600)
+        await overlay.app.sessions.sweep()
+        assert await live_ids(overlay) == []
+
+
+async def test_past_the_cap_the_least_recently_used_session_not_in_use_is_closed() -> None:
+    async with open_overlay(live_limits=LiveLimits(max_live=2)) as overlay:
+        first = await overlay.new_session()
+        overlay.clock.advance(1)
+        second = await overlay.new_session()
+        overlay.clock.advance(1)
+        assert (await overlay.client.get(f"/api/sessions/{first}")).status_code == 200
+        overlay.clock.advance(1)
+        third = await overlay.new_session()
+        assert await live_ids(overlay) == sorted([first, third])
+        overlay.clock.advance(1)
+        assert (await overlay.client.get(f"/api/sessions/{second}")).status_code == 200
+        assert await live_ids(overlay) == sorted([second, third])
+
+
+async def test_when_every_live_session_is_in_use_another_is_refused_with_503() -> None:
+    async with open_overlay(live_limits=LiveLimits(max_live=2)) as overlay:
+        for _ in range(2):
+            session = await overlay.new_session()
+            await overlay.client.post(
+                f"/api/sessions/{session}/tools/schedule_create",
+                json={"prompt": "later", "after_seconds": 7200},
+            )
+            await overlay.settle(session)
+        refused = await overlay.client.post("/api/sessions", json={})
+        assert (refused.status_code, refused.json()) == (
+            503,
+            {
+                "error": "2 sessions are live in this server, each with active reminders, a turn "
+                "under way or an open page; close a page of another session or try again later."
+            },
+        )
+        assert refused.headers["retry-after"] == "60"
+        assert len((await overlay.client.get("/api/sessions")).json()["sessions"]) == 2
+
+
+async def test_creates_and_forks_are_rate_limited_with_429_and_retry_after() -> None:
+    now = [0.0]
+    rate = Rate(burst=2, refill_seconds=3.0)
+    async with open_overlay(new_sessions=rate, monotonic=lambda: now[0]) as overlay:
+        parent = await overlay.new_session()
+        assert (await overlay.client.post("/api/sessions", json={})).status_code == 201
+        forked = await overlay.client.post(f"/api/sessions/{parent}/fork", json={"at": None})
+        assert (forked.status_code, forked.json()) == (
+            429,
+            {"error": "sessions are being created or forked too fast; wait 3 seconds."},
+        )
+        assert forked.headers["retry-after"] == "3"
+        for name, value in SECURITY_HEADERS.items():
+            assert forked.headers[name] == value
+        now[0] = 2.0
+        created = await overlay.client.post("/api/sessions", json={})
+        assert (created.status_code, created.headers["retry-after"]) == (429, "1")
+        now[0] = 3.0
+        forked = await overlay.client.post(f"/api/sessions/{parent}/fork", json={"at": None})
+        assert forked.status_code == 201
+        assert len((await overlay.client.get("/api/sessions")).json()["sessions"]) == 3
 
 
 # -- the event stream ------------------------------------------------------------------------

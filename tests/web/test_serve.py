@@ -19,7 +19,8 @@ import pytest
 
 from session_schedule.cli import serve as serve_cli
 from session_schedule.web.app import OverlayApp
-from session_schedule.web.server import bind
+from session_schedule.web.live import LiveLimits
+from session_schedule.web.server import Limits, bind
 
 WAIT_SECONDS = 15
 SCRIPT = """\
@@ -192,9 +193,11 @@ class _FakeServer:
     without a token, then returns at once."""
 
     apps: list[tuple[OverlayApp, int]] = []  # noqa: RUF012 - a record for the test
+    limits: list[Limits] = []  # noqa: RUF012 - a record for the test
 
-    def __init__(self, app: OverlayApp) -> None:
+    def __init__(self, app: OverlayApp, *, limits: Limits) -> None:
         self._app = app
+        _FakeServer.limits.append(limits)
 
     async def serve(self, sockets: list[socket.socket]) -> None:
         transport = httpx2.ASGITransport(app=self._app)
@@ -281,6 +284,23 @@ def test_the_token_comes_from_the_environment_or_a_file_so_ps_does_not_show_it(
             return (await client.get("/api/info", headers=headers)).status_code
 
     assert asyncio.run(with_token()) == 200
+
+
+def test_the_limits_are_configurable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    _FakeServer.limits.clear()
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--max-connections", "50"]
+    argv += ["--max-live", "7", "--idle-close", "90"]
+    assert run(argv) == 0
+    assert _FakeServer.limits == [Limits(max_connections=50)]
+    [(app, _status)] = _FakeServer.apps
+    assert app.sessions.limits == LiveLimits(max_live=7, idle_seconds=90)
+    with pytest.raises(SystemExit):
+        parser().parse_args(["serve", "--max-live", "0"])
+    assert "'0' is not a positive whole number" in capsys.readouterr().err
 
 
 def test_no_token_on_loopback_serves_without_one_and_says_so(

@@ -30,9 +30,9 @@ from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
 from session_schedule.harness.model import OpenAIChatModel
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.web.app import create_app
-from session_schedule.web.live import ModelFactory
+from session_schedule.web.live import LiveLimits, ModelFactory
 from session_schedule.web.security import access_policy, is_loopback, is_wildcard
-from session_schedule.web.server import OverlayServer, bind
+from session_schedule.web.server import Limits, OverlayServer, bind
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
@@ -104,6 +104,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="require no token (loopback only: every local program and user gets in)",
     )
+    parser.add_argument(
+        "--max-connections",
+        metavar="N",
+        type=_positive,
+        default=Limits().max_connections,
+        help=f"open connections at most (default {Limits().max_connections})",
+    )
+    parser.add_argument(
+        "--max-live",
+        metavar="N",
+        type=_positive,
+        default=LiveLimits().max_live,
+        help=f"live sessions at most (default {LiveLimits().max_live})",
+    )
+    parser.add_argument(
+        "--idle-close",
+        metavar="SECONDS",
+        type=_positive,
+        default=LiveLimits().idle_seconds,
+        help="close a live session without reminders, turn or open page after this long idle "
+        f"(default {LiveLimits().idle_seconds})",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -142,9 +164,11 @@ async def _serve(
             JsonlSessionStore(directory),
             model=model,
             policy=access_policy(arguments.host, token=token),
+            live_limits=LiveLimits(max_live=arguments.max_live, idle_seconds=arguments.idle_close),
         )
         _announce(arguments.host, sock, token=token, config=config, directory=directory)
-        await OverlayServer(app).serve(sockets=[sock])
+        limits = Limits(max_connections=arguments.max_connections)
+        await OverlayServer(app, limits=limits).serve(sockets=[sock])
 
 
 @contextlib.asynccontextmanager
@@ -247,6 +271,12 @@ def token_bits(token: str) -> int:
         return 4 * len(token)
     alphabet = sum(len(chars) for chars in _CLASSES if any(c in chars for c in token))
     return math.floor(len(token) * math.log2(alphabet))
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def _port(text: str) -> int:

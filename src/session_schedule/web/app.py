@@ -23,8 +23,11 @@ as ordinary transcript turns on the event stream; the schedules endpoint is a vi
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Final, TypeVar, final
@@ -62,11 +65,14 @@ from session_schedule.web.bodies import (
     read_json,
 )
 from session_schedule.web.events import event_stream
+from session_schedule.web.limits import Rate, TokenBucket
 from session_schedule.web.live import (
+    LiveLimits,
     LiveSession,
     LiveSessions,
     ModelFactory,
     ServerStopping,
+    TooManyLiveSessions,
     TurnView,
 )
 from session_schedule.web.problems import HttpProblem, loggable, problem_response, shorten
@@ -77,6 +83,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_HEARTBEAT_SECONDS: Final = 15.0
+DEFAULT_NEW_SESSIONS: Final = Rate(burst=20, refill_seconds=3.0)
+"""Creates and forks together: 20 at once, then one every 3 seconds (20 a minute)."""
+SWEEP_SECONDS: Final = 60
+"""How often idle live Sessions are looked for."""
 STATIC: Final = {
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
@@ -116,26 +126,38 @@ def create_app(
     policy: AccessPolicy | None = None,
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
     body_seconds: float = DEFAULT_BODY_SECONDS,
+    live_limits: LiveLimits | None = None,
+    new_sessions: Rate = DEFAULT_NEW_SESSIONS,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> OverlayApp:
     """The overlay over ``store``.
 
     ``model`` makes each live Session's model; ``None`` is offline mode (nobody answers, the
     person calls the tools). ``policy`` defaults to a loopback-only server without a token.
-    A request body must arrive within ``body_seconds`` (else 408).
+    A request body must arrive within ``body_seconds`` (else 408). ``live_limits`` bounds the
+    live Sessions (swept for idle ones every :data:`SWEEP_SECONDS`); creates and forks together
+    are limited to ``new_sessions`` (else 429), on the ``monotonic`` clock.
     """
-    sessions = LiveSessions(store, model=model, clock=clock, settings=settings)
+    live_limits = live_limits or LiveLimits()
+    sessions = LiveSessions(store, model=model, clock=clock, settings=settings, limits=live_limits)
     api = _Api(
         sessions,
         model_name=model().name if model is not None else None,
         heartbeat_seconds=heartbeat_seconds,
         body_seconds=body_seconds,
+        new_sessions=TokenBucket(new_sessions, monotonic=monotonic),
     )
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(
+            _sweep(sessions, min(SWEEP_SECONDS, live_limits.idle_seconds))
+        )
         try:
             yield
         finally:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
             sessions.close_streams()
             await sessions.close()
 
@@ -148,6 +170,7 @@ def create_app(
             SessionError: _session_error,
             ScheduleError: _schedule_error,
             ServerStopping: _stopping,
+            TooManyLiveSessions: _too_many_live,
         },
         lifespan=lifespan,
     )
@@ -164,9 +187,11 @@ class _Api:
         model_name: str | None,
         heartbeat_seconds: float,
         body_seconds: float,
+        new_sessions: TokenBucket,
     ) -> None:
         self._sessions = sessions
         self._body_seconds = body_seconds
+        self._new_sessions = new_sessions
         self._model_name = model_name
         self._heartbeat = heartbeat_seconds
         static = resources.files("session_schedule.web") / "static"
@@ -221,6 +246,7 @@ class _Api:
 
     async def create_session(self, request: Request) -> Response:
         await self._body(request, CreateBody, empty=CreateBody())
+        self._limit_new_sessions()
         live = await self._sessions.create()
         logger.info("created session %s", live.id)
         return _json(self._detail(live), status=201)
@@ -228,6 +254,7 @@ class _Api:
     async def fork_session(self, request: Request) -> Response:
         parent = _session_id(request.path_params["session_id"])
         body = await self._body(request, ForkBody)
+        self._limit_new_sessions()
         try:
             live = await self._sessions.fork(parent, body.at)
         except ValueError as error:
@@ -288,6 +315,16 @@ class _Api:
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
+
+    def _limit_new_sessions(self) -> None:
+        wait = self._new_sessions.take()
+        if wait is not None:
+            seconds = str(math.ceil(wait))
+            raise HttpProblem(
+                429,
+                f"sessions are being created or forked too fast; wait {seconds} seconds.",
+                {"retry-after": seconds},
+            )
 
     async def _body(self, request: Request, shape: type[T], *, empty: T | None = None) -> T:
         return await read_json(request, shape, empty=empty, timeout=self._body_seconds)
@@ -383,6 +420,26 @@ async def _schedule_error(request: Request, error: Exception) -> Response:
         raise error
     status = 503 if error.code == "persistence_uncertain" else 500
     return _refused(request, status, _sentence(f"{error.code}: {error.message}"))
+
+
+async def _too_many_live(request: Request, error: Exception) -> Response:
+    if not isinstance(error, TooManyLiveSessions):
+        raise error
+    message = (
+        f"{error.max_live} sessions are live in this server, each with active reminders, a turn "
+        "under way or an open page; close a page of another session or try again later."
+    )
+    return _refused(request, 503, message, {"retry-after": str(SWEEP_SECONDS)})
+
+
+async def _sweep(sessions: LiveSessions, every: float) -> None:
+    """Close idle live Sessions, every ``every`` seconds, until cancelled."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await sessions.sweep()
+        except Exception:
+            logger.exception("closing idle sessions failed")
 
 
 async def _stopping(request: Request, error: Exception) -> Response:
