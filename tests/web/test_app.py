@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -223,18 +224,22 @@ async def test_a_session_open_in_another_process_is_409(tmp_path: Path) -> None:
         await elsewhere.close()
 
 
-async def test_a_corrupt_session_is_500_and_left_as_it_is(tmp_path: Path) -> None:
+async def test_a_corrupt_session_is_409_logged_and_left_as_it_is(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     damaged = tmp_path / "s_dddddddddddd.jsonl"
     damaged.write_bytes(b"not a header\n")
     async with open_overlay(JsonlSessionStore(tmp_path)) as overlay:
         response = await overlay.client.get("/api/sessions/s_dddddddddddd")
-        assert response.status_code == 500
+        assert response.status_code == 409
+        logged = "storage failure on GET /api/sessions/s_dddddddddddd: session s_dddddddddddd"
+        assert f"{logged} is corrupt" in caplog.text
         assert response.json()["error"].startswith("session s_dddddddddddd is corrupt")
         assert response.json()["error"].endswith("the file was left untouched for inspection.")
     assert damaged.read_bytes() == b"not a header\n"
 
 
-async def test_a_session_whose_schedule_log_does_not_fold_is_500(tmp_path: Path) -> None:
+async def test_a_session_whose_schedule_log_does_not_fold_is_409(tmp_path: Path) -> None:
     store = JsonlSessionStore(tmp_path)
     handle = await store.create(now=FakeClock(START).now())
     handle.append(CHANGE_EVENT_TYPE, delete_change(ScheduleId("sch_9")))
@@ -242,11 +247,11 @@ async def test_a_session_whose_schedule_log_does_not_fold_is_500(tmp_path: Path)
     await handle.close()
     async with open_overlay(JsonlSessionStore(tmp_path)) as overlay:
         response = await overlay.client.get(f"/api/sessions/{handle.id}")
-        assert response.status_code == 500
+        assert response.status_code == 409
         assert response.json()["error"].startswith("corrupt_schedule_log: ")
         # Not left half-open: the session can be opened again (and fails the same way).
         again = await overlay.client.get(f"/api/sessions/{handle.id}")
-        assert again.status_code == 500
+        assert again.status_code == 409
 
 
 async def test_forks_copy_the_transcript_up_to_the_chosen_entry(offline: Overlay) -> None:
@@ -782,7 +787,9 @@ async def test_a_poisoned_session_is_reopened_from_storage() -> None:
         assert [m["content"] for m in await overlay.messages(session)] == ["kept"]
 
 
-async def test_a_failing_barrier_makes_the_schedules_view_503() -> None:
+async def test_a_failing_barrier_makes_the_schedules_view_503(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     store = MemorySessionStore()
     async with open_overlay(store) as overlay:
         session = await overlay.new_session()
@@ -793,6 +800,37 @@ async def test_a_failing_barrier_makes_the_schedules_view_503() -> None:
         assert response.status_code == 503
         assert "cannot confirm that its entries are durable" in response.json()["error"]
         assert live.session.poisoned
+    logged = f"schedule_list for the side panel of session {session} failed"
+    assert f"{logged}: persistence_uncertain: " in caplog.text
+
+
+async def test_a_storage_failure_is_a_json_503_logged_with_its_cause(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemorySessionStore()
+
+    def disk_full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async def full(*, now: object) -> object:
+        try:
+            disk_full()
+        except OSError as cause:
+            raise OSError(errno.EIO, "Input/output error") from cause
+        return None
+
+    monkeypatch.setattr(store, "create", full)
+    async with open_overlay(store) as overlay:
+        response = await overlay.client.post("/api/sessions", json={})
+    assert (response.status_code, response.json()) == (
+        503,
+        {
+            "error": "the server's storage failed (Input/output error); try again once it is "
+            "repaired."
+        },
+    )
+    assert "storage failure on POST /api/sessions: [Errno 5] Input/output error" in caplog.text
+    assert "OSError: [Errno 28] No space left on device" in caplog.text
 
 
 # -- limits: live sessions, creates and forks ------------------------------------------------

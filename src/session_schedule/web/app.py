@@ -171,6 +171,7 @@ def create_app(
             ScheduleError: _schedule_error,
             ServerStopping: _stopping,
             TooManyLiveSessions: _too_many_live,
+            OSError: _storage_error,
         },
         lifespan=lifespan,
     )
@@ -298,7 +299,14 @@ class _Api:
         live = await self._live(request)
         result = await live.chat.tools.call_typed("schedule_list")
         if isinstance(result, ErrorResult):
-            status = 503 if result.error.code == "persistence_uncertain" else 500
+            statuses = {"persistence_uncertain": 503, "corrupt_schedule_log": 409}
+            status = statuses.get(result.error.code, 500)
+            logger.error(
+                "schedule_list for the side panel of session %s failed: %s: %s",
+                live.id,
+                result.error.code,
+                loggable(result.error.message),
+            )
             raise HttpProblem(status, _sentence(result.error.message))
         return _json(result)
 
@@ -401,7 +409,9 @@ async def _http_exception(request: Request, error: Exception) -> Response:
 async def _session_error(request: Request, error: Exception) -> Response:
     if not isinstance(error, SessionError):
         raise error
-    status = 500  # SessionCorrupt: the storage was left untouched for inspection
+    # SessionCorrupt: the stored log conflicts with opening it (409), until someone repairs it;
+    # the storage was left untouched for inspection.
+    status = 409
     if isinstance(error, SessionNotFound):
         message = error.message
         if parse_session_id(error.session_id) is not None:
@@ -412,14 +422,39 @@ async def _session_error(request: Request, error: Exception) -> Response:
         status = 409
     elif isinstance(error, PersistenceUncertain | SessionClosed):
         status = 503
+    if not isinstance(error, SessionBusy | SessionExists):
+        _log_storage_failure(request, error)
     return _refused(request, status, _sentence(error.message))
 
 
 async def _schedule_error(request: Request, error: Exception) -> Response:
     if not isinstance(error, ScheduleError):
         raise error
-    status = 503 if error.code == "persistence_uncertain" else 500
+    statuses = {"persistence_uncertain": 503, "corrupt_schedule_log": 409}
+    status = statuses.get(error.code, 500)
+    _log_storage_failure(request, error)
     return _refused(request, status, _sentence(f"{error.code}: {error.message}"))
+
+
+async def _storage_error(request: Request, error: Exception) -> Response:
+    if not isinstance(error, OSError):
+        raise error
+    _log_storage_failure(request, error)
+    reason = error.strerror or type(error).__name__
+    return _refused(
+        request, 503, f"the server's storage failed ({reason}); try again once it is repaired."
+    )
+
+
+def _log_storage_failure(request: Request, error: Exception) -> None:
+    """A failure of the storage, logged with its cause (the chain of exceptions behind it)."""
+    logger.error(
+        "storage failure on %s %s: %s",
+        request.method,
+        loggable(shorten(request.url.path)),
+        loggable(str(error)),
+        exc_info=error,
+    )
 
 
 async def _too_many_live(request: Request, error: Exception) -> Response:
