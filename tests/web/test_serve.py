@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -379,3 +381,53 @@ def test_a_real_server_serves_and_stops_on_ctrl_c_with_a_page_still_open(
     _, err = process.communicate(timeout=WAIT_SECONDS)
     assert "Traceback" not in err
     assert "Application shutdown complete." in err
+
+
+def test_a_real_server_with_few_descriptors_survives_a_flood_of_idle_sockets(
+    tmp_path: Path,
+) -> None:
+    """1,100 idle sockets against a token server whose process may open 256 descriptors: a
+    request with the token is still served, and the log stays a few lines long."""
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    environment = {k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES}
+    log = tmp_path / "stderr.log"
+    with log.open("w") as stderr:
+        argv = ["--data-dir", str(tmp_path / "data"), "serve", "--port", "0"]
+        process = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, *argv],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=environment,
+            preexec_fn=few_descriptors,  # noqa: PLW1509 - no threads in the child before exec
+        )
+    try:
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            assert selector.select(WAIT_SECONDS), "serve printed nothing within 15 s"
+        url = process.stdout.readline().removeprefix("session-schedule: the web overlay is at ")
+        address, _, token = url.strip().partition("?token=")
+        port = int(address.rstrip("/").rpartition(":")[2])
+        with contextlib.ExitStack() as stack:
+            for _ in range(1100):
+                sock = stack.enter_context(socket.socket())
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+            time.sleep(1)  # let the server accept what it can
+            headers = {"authorization": f"Bearer {token}"}
+            with httpx2.Client(base_url=address, headers=headers, timeout=WAIT_SECONDS) as client:
+                assert client.get("/api/info").status_code == 200
+                assert client.post("/api/sessions", json={}).status_code == 201
+        process.send_signal(signal.SIGINT)
+        assert process.wait(WAIT_SECONDS) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=WAIT_SECONDS)
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert len(text) < 4000, text
