@@ -15,6 +15,11 @@ GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for 
 GET      ``/api/sessions/{id}/events``          Server-Sent Events: turns and notices
 =======  =====================================  =============================================
 
+Refusals: 400 malformed, 401 token, 403 refused origin or host, 404 unknown, 405, 408 slow body,
+409 a session held elsewhere or corrupt, 413 too large, 415 not JSON, 422 wrong shape, 429 too
+many creates and forks (``Retry-After``), 503 storage failure, stopping, or every live Session in
+use; an unexpected failure is a JSON 500 with the cause in the log.
+
 Each prompt carries the zone the browser reported for it; the agent builds the turn's time
 context from the zones of the turn's prompts and gives it to the model for that turn only.
 Nothing here stores the zone, and Schedule never sees it. Delivered reminders reach the page only
