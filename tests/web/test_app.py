@@ -877,8 +877,12 @@ async def test_a_session_with_active_reminders_or_an_open_page_is_never_closed_f
             overlay.clock.advance(3600)
             await overlay.app.sessions.sweep()
             assert await live_ids(overlay) == sorted([reminding, watched])
+        # Idle from when the page left, not from when it came.
+        overlay.clock.advance(599)
+        await overlay.app.sessions.sweep()
+        assert await live_ids(overlay) == sorted([reminding, watched])
         # Kept live, the reminder is delivered when it comes due.
-        overlay.clock.advance(3600)
+        overlay.clock.advance(3001)
         await overlay.settle(reminding)
         assert (await overlay.messages(reminding))[-1]["origin"] == "followup"
         overlay.clock.advance(600)

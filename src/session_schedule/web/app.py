@@ -324,10 +324,17 @@ class _Api:
         if last:
             start = max(start, _index(last, "Last-Event-ID", 0) + 1)
         return StreamingResponse(
-            event_stream(live, start, heartbeat_seconds=self._heartbeat),
+            self._stream(live, start),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
+
+    async def _stream(self, live: LiveSession, start: int) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in event_stream(live, start, heartbeat_seconds=self._heartbeat):
+                yield chunk
+        finally:
+            self._sessions.touch(live)  # its idle time starts when the last page leaves
 
     def _limit_new_sessions(self) -> None:
         wait = self._new_sessions.take()

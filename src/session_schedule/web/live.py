@@ -367,6 +367,10 @@ class LiveSessions:
             for live in lives:
                 await _close_quietly(live)
 
+    def touch(self, live: LiveSession) -> None:
+        """Mark ``live`` as used now."""
+        live.last_used = self._clock.now()
+
     async def sweep(self) -> None:
         """Close every live Session not in use that has been idle for ``idle_seconds``."""
         async with self._lock:
