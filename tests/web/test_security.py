@@ -233,6 +233,9 @@ async def test_the_token_in_the_address_is_traded_for_a_strict_cookie(
     response = await guarded.client.get(f"/?token={TOKEN}")
     assert response.status_code == 303
     assert response.headers["location"] == "/"
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    assert response.headers["cache-control"] == "no-store"
     cookie = response.headers["set-cookie"]
     assert cookie.startswith(f"{token_cookie_name(8765)}={TOKEN};")
     assert "HttpOnly" in cookie

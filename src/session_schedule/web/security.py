@@ -257,10 +257,6 @@ class SecurityMiddleware:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        refusal = self._check(scope)
-        if refusal is not None:
-            await refusal(scope, receive, send)
-            return
         started = False
 
         async def sending(message: Message) -> None:
@@ -273,6 +269,10 @@ class SecurityMiddleware:
                 headers.setdefault("cache-control", "no-store")
             await send(message)
 
+        refusal = self._check(scope)
+        if refusal is not None:  # a refusal, or the redirect that trades a token for a cookie
+            await refusal(scope, receive, sending)
+            return
         try:
             await self._app(scope, receive, sending)
         except Exception:
