@@ -4,6 +4,7 @@ raw ASGI requests with exactly the headers given, and a reader of Server-Sent Ev
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from session_schedule.session.ids import SessionId
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionStore
 from session_schedule.testing.clock import FakeClock
-from session_schedule.web.app import OverlayApp, create_app
+from session_schedule.web.app import DEFAULT_NEW_SESSIONS, OverlayApp, create_app
+from session_schedule.web.limits import Rate
+from session_schedule.web.live import LiveLimits
 from session_schedule.web.security import AccessPolicy
 from tests.web.scripted import QueueModel
 
@@ -65,6 +68,10 @@ async def open_overlay(
     clock: FakeClock | None = None,
     base_url: str = BASE,
     heartbeat_seconds: float = 15.0,
+    body_seconds: float = 10.0,
+    live_limits: LiveLimits | None = None,
+    new_sessions: Rate = DEFAULT_NEW_SESSIONS,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> AsyncIterator[Overlay]:
     clock = clock or FakeClock(START)
     factory: Callable[[], QueueModel] | None = (lambda: model) if model is not None else None
@@ -74,6 +81,10 @@ async def open_overlay(
         clock=clock,
         policy=policy,
         heartbeat_seconds=heartbeat_seconds,
+        body_seconds=body_seconds,
+        live_limits=live_limits,
+        new_sessions=new_sessions,
+        monotonic=monotonic,
     )
     async with app.router.lifespan_context(app):
         transport = httpx2.ASGITransport(app=app)
@@ -199,9 +210,11 @@ async def send_raw(
     *,
     host: bytes | None = HOST,
     scope_type: str = "http",
+    more_body: bool = False,
 ) -> tuple[int, dict[str, Any] | None]:
     """One request straight through ASGI with exactly ``headers``, plus ``host`` unless it is
-    ``None``: the status (or a websocket close code) and the decoded JSON body."""
+    ``None``: the status (or a websocket close code) and the decoded JSON body. With
+    ``more_body``, the client sends ``body`` and then nothing more (a stalled upload)."""
     sent: list[Message] = []
     done = False
     path, _, query = path.partition("?")
@@ -213,7 +226,7 @@ async def send_raw(
         done = True
         if scope_type == "websocket":
             return {"type": "websocket.connect"}
-        return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": more_body}
 
     async def send(message: Message) -> None:
         sent.append(message)

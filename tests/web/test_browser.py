@@ -382,3 +382,149 @@ def test_a_page_of_another_origin_cannot_post_to_the_overlay(
     assert any(m.startswith("refused POST /api/sessions") and refusal in m for m in found)
     listed = own.evaluate("fetch('/api/sessions').then((r) => r.json())")
     assert len(listed["sessions"]) == 1  # only the page's own session: nothing was created
+
+
+# -- what the person sees when things go wrong, and small mercies ------------------------------
+
+CORRUPT = "s_dddddddddddd"
+UNKNOWN = "s_aaaaaaaaaaaa"
+
+
+def open_failed_page(browser: Browser, url: str) -> Page:
+    """A page whose address names a session that does not open (its status never says live)."""
+    context = browser.new_context(timezone_id="Asia/Tokyo", locale="en-GB")
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.goto(url)
+    return page
+
+
+def test_a_session_that_fails_to_open_leaves_one_banner_a_clear_status_and_no_usable_form(
+    tmp_path: Path, browser: Browser
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / f"{CORRUPT}.jsonl").write_bytes(b"not a header\n")
+    with serving(data, None) as server:
+        page = open_failed_page(browser, f"{server.url}#{CORRUPT}")
+        try:
+            expect(page.locator("#status")).to_have_text("not open")
+            notices = page.locator(".notice")
+            expect(notices).to_have_count(1)
+            expect(notices).to_contain_text(f"session {CORRUPT} is corrupt")
+            for control in ("#prompt", "#composer button", "#fork-session", "#tools button"):
+                expect(page.locator(control).first).to_be_disabled()
+            # Failing again, or failing otherwise, never stacks the same banner twice.
+            for target in (UNKNOWN, CORRUPT, UNKNOWN, CORRUPT):
+                page.evaluate("(id) => { location.hash = id; }", target)
+                expect(page.locator("#status")).to_have_text("not open")
+            expect(notices).to_have_count(2)
+            expect(notices.last).to_contain_text(f"session {CORRUPT} is corrupt")
+            expect(notices.first).to_have_text(
+                f"session {UNKNOWN} does not exist; check the session id."
+            )
+            # A new session is still one click away, and then the forms work again.
+            page.click("#new-session")
+            expect(page.locator("#status")).to_have_text("live")
+            expect(page.locator("#prompt")).to_be_enabled()
+        finally:
+            page.context.close()
+
+
+def test_an_address_that_is_not_a_session_id_is_refused_before_any_request(
+    offline_server: Running, browser: Browser, open_page: Callable[[str, str], Page]
+) -> None:
+    victim_page = open_page(offline_server.url, "Asia/Tokyo")
+    victim = session_of(victim_page)
+    page = open_failed_page(browser, f"{offline_server.url}#{victim}/prompts?")
+    try:
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+        expect(page.locator("#status")).to_have_text("not open")
+        expect(page.locator(".notice")).to_have_text(
+            f'"{victim}/prompts?" is not a session id (s_ and 12 lower-case letters or digits).'
+        )
+        expect(page.locator("#prompt")).to_be_disabled()
+        page.evaluate("(id) => { location.hash = id; }", f"{victim}%2F..%2Ftools%2Fx")
+        expect(page.locator(".notice")).to_have_count(2)
+        assert not [url for url in requested if "/api/sessions/" in url]
+    finally:
+        page.context.close()
+    assert victim_page.locator(".turn").count() == 0
+
+
+def test_switching_by_address_moves_the_picker_and_drops_the_draft(
+    server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(server.url, "Asia/Tokyo")
+    first = session_of(page)
+    page.click("#new-session")
+    wait_for(lambda: session_of(page) != first, "the new session to open")
+    second = session_of(page)
+    expect(page.locator("#status")).to_have_text("live")
+    page.fill("#prompt", "a draft for the second session")
+    page.evaluate("(id) => { location.hash = id; }", first)
+    expect(page.locator("#session-select")).to_have_value(first)
+    expect(page.locator("#status")).to_have_text("live")
+    expect(page.locator("#prompt")).to_have_value("")
+    page.evaluate("(id) => { location.hash = id; }", UNKNOWN)
+    expect(page.locator("#status")).to_have_text("not open")
+    expect(page.locator("#session-select")).not_to_have_value(first)
+    expect(page.locator("#session-select")).not_to_have_value(second)
+
+
+def test_a_fork_says_it_is_a_fork_without_the_reminders(
+    server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(server.url, "Asia/Tokyo")
+    first = session_of(page)
+    expect(page.locator("#session-note")).to_be_hidden()
+    send(page, "remind me every 900 seconds to drink water")
+    expect(page.locator(".schedule")).to_have_count(1)
+    expect(page.locator(".turn")).to_have_count(4)  # prompt, call, result, reply
+    page.click("#fork-session")
+    wait_for(lambda: session_of(page) != first, "the fork to open")
+    expect(page.locator("#session-note")).to_have_text(
+        f"A fork of {first}: it has that session's first 5 log entries (the history shown) and "
+        "none of its reminders; reminders set there stay there."
+    )
+    expect(page.locator(".schedules .empty")).to_have_text("No active reminders.")
+    page.click("#new-session")
+    wait_for(lambda: page.locator("#session-note").is_hidden(), "the note to go")
+
+
+def test_offline_a_message_gets_feedback_and_a_tool_form_clears_after_it_worked(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Asia/Tokyo")
+    send(page, "hello?")
+    expect(page.locator(".notice.info")).to_have_text(
+        "Sent. Offline mode: no model answers it; call the tools below."
+    )
+    expect(page.locator(".turn.person .content")).to_have_text("hello?")
+    form = page.locator("#create-form")
+    form.locator("input[name=prompt]").fill("stretch")
+    form.locator("input[name=seconds]").fill("600")
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".turn.tool")).to_have_count(1)
+    expect(form.locator("input[name=prompt]")).to_have_value("")
+    expect(form.locator("input[name=seconds]")).to_have_value("60")
+    expect(form.locator("input[name=time_zone]")).to_have_value("Asia/Tokyo")
+    form.locator("button[type=submit]").click()  # the emptied form is not sent again
+    expect(page.locator(".schedule")).to_have_count(1)
+    assert page.locator(".turn.tool").count() == 1
+
+
+def test_every_time_shown_says_its_zone(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Asia/Tokyo")
+    form = page.locator("#create-form")
+    form.locator("input[name=prompt]").fill("tea")
+    form.locator("input[name=seconds]").fill("600")
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".schedule")).to_have_count(1)
+    zoned = re.compile(r"\d\d:\d\d:\d\d GMT\+9$")
+    expect(page.locator(".turn .when").first).to_have_text(zoned)
+    expect(page.locator(".schedule-when time")).to_have_text(zoned)
+    expect(page.locator("#session-select option").first).to_contain_text("GMT+9")

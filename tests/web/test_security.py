@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -12,6 +13,7 @@ from session_schedule.web.security import (
     LOOPBACK_HOSTS,
     SECURITY_HEADERS,
     AccessPolicy,
+    TokenFailures,
     access_policy,
     is_loopback,
     is_wildcard,
@@ -38,10 +40,34 @@ async def overlay() -> AsyncIterator[Overlay]:
         yield opened
 
 
+class Ticks:
+    """A monotonic clock for the token-failure limiter, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture
-async def guarded() -> AsyncIterator[Overlay]:
-    async with open_overlay(policy=access_policy("192.168.7.7", token=TOKEN)) as opened:
+def ticks() -> Ticks:
+    return Ticks()
+
+
+@pytest.fixture
+async def guarded(ticks: Ticks) -> AsyncIterator[Overlay]:
+    policy = access_policy("192.168.7.7", token=TOKEN, failures=TokenFailures(monotonic=ticks))
+    async with open_overlay(policy=policy) as opened:
         yield opened
+
+
+def failure_line(count: int, limited: int = 0, peers: str = "127.0.0.1") -> str:
+    plural = "" if count == 1 else "s"
+    return (
+        f"refused {count} request{plural} without the right access token since the last report "
+        f"(from {peers}; {limited} over the rate limit)"
+    )
 
 
 # -- Host: no DNS rebinding --------------------------------------------------------------------
@@ -156,8 +182,8 @@ async def test_websockets_are_refused_and_logged(
 # -- the access token --------------------------------------------------------------------------
 
 
-async def test_without_the_token_every_request_is_401(
-    guarded: Overlay, caplog: pytest.LogCaptureFixture
+async def test_without_the_token_every_request_is_401_and_counted_in_one_line(
+    guarded: Overlay, caplog: pytest.LogCaptureFixture, ticks: Ticks
 ) -> None:
     message = (
         "this server needs its access token; open the address it printed at start "
@@ -169,7 +195,11 @@ async def test_without_the_token_every_request_is_401(
         assert response.headers["www-authenticate"] == "Bearer"
     posted = await guarded.client.post("/api/sessions", json={})
     assert posted.status_code == 401
-    assert len(refusals(caplog)) == 4
+    # The first failure is logged at once; the next ones are counted until the interval is over.
+    assert refusals(caplog) == [failure_line(1)]
+    ticks.now += 60
+    assert (await guarded.client.get("/api/sessions")).status_code == 401
+    assert refusals(caplog) == [failure_line(1), failure_line(4)]
 
 
 @pytest.mark.parametrize(
@@ -186,7 +216,7 @@ async def test_a_wrong_token_is_401(
 ) -> None:
     response = await guarded.client.get("/api/sessions", headers=headers)
     assert response.status_code == 401
-    assert len(refusals(caplog)) == 1
+    assert refusals(caplog) == [failure_line(1)]
     assert TOKEN not in caplog.text
 
 
@@ -203,6 +233,9 @@ async def test_the_token_in_the_address_is_traded_for_a_strict_cookie(
     response = await guarded.client.get(f"/?token={TOKEN}")
     assert response.status_code == 303
     assert response.headers["location"] == "/"
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    assert response.headers["cache-control"] == "no-store"
     cookie = response.headers["set-cookie"]
     assert cookie.startswith(f"{token_cookie_name(8765)}={TOKEN};")
     assert "HttpOnly" in cookie
@@ -222,10 +255,74 @@ async def test_a_wrong_token_in_the_address_is_401_and_not_logged(
         401,
         {"error": "the access token in the address is wrong."},
     )
-    assert refusals(caplog) == [
-        "refused GET / from 127.0.0.1:123: the access token in the address is wrong."
-    ]
+    assert refusals(caplog) == [failure_line(1)]
     assert "guess" not in caplog.text
+
+
+async def test_token_failures_are_rate_limited_per_address_then_429_with_retry_after(
+    guarded: Overlay, caplog: pytest.LogCaptureFixture, ticks: Ticks
+) -> None:
+    wrong = {"authorization": "Bearer wrong-token-value"}
+    right = {"authorization": f"Bearer {TOKEN}"}
+    for _ in range(10):
+        assert (await guarded.client.get("/api/sessions", headers=wrong)).status_code == 401
+    # The burst is spent: even the right token is not looked at until the bucket refills.
+    limited = await guarded.client.get("/api/sessions", headers=right)
+    assert (limited.status_code, limited.json()) == (
+        429,
+        {
+            "error": "too many requests without the right access token came from this address; "
+            "wait 6 seconds, then use the address the server printed at start."
+        },
+    )
+    assert limited.headers["retry-after"] == "6"
+    for name, value in SECURITY_HEADERS.items():
+        assert limited.headers[name] == value
+    status, _ = await send_raw(guarded.app, "GET", "/api/sessions", [])  # another port, same host
+    assert status == 429
+    ticks.now += 3
+    assert (await guarded.client.get("/api/sessions", headers=right)).headers["retry-after"] == "3"
+    ticks.now += 3
+    assert (await guarded.client.get("/api/sessions", headers=right)).status_code == 200
+    ticks.now += 60
+    assert (await guarded.client.get("/api/sessions", headers=wrong)).status_code == 401
+    assert refusals(caplog) == [failure_line(1), failure_line(13, limited=3)]
+
+
+async def test_a_flood_of_wrong_tokens_from_many_addresses_logs_one_line_per_interval(
+    caplog: pytest.LogCaptureFixture, ticks: Ticks
+) -> None:
+    failures = TokenFailures(monotonic=ticks, max_addresses=100)
+    policy = access_policy("192.168.7.7", token=TOKEN, failures=failures)
+    async with open_overlay(policy=policy) as overlay:
+        for attempt in range(1000):
+            scope_client = f"10.0.{attempt // 250}.{attempt % 250}"
+            failures.failed(scope_client)
+        status, _ = await send_raw(overlay.app, "GET", "/", [])
+        assert status == 401
+        ticks.now += 60
+        failures.report()
+    assert refusals(caplog) == [
+        failure_line(1, peers="10.0.0.0"),
+        failure_line(1000, peers="10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5, …"),
+    ]
+
+
+async def test_the_failure_count_is_reported_when_the_interval_ends_even_if_all_is_quiet(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failures = TokenFailures(interval=0.05)
+    failures.failed("10.1.1.1")
+    failures.failed("10.1.1.1")
+    assert refusals(caplog) == [failure_line(1, peers="10.1.1.1")]
+    async with asyncio.timeout(15):
+        while len(refusals(caplog)) < 2:
+            await asyncio.sleep(0.01)
+    assert refusals(caplog)[1] == failure_line(1, peers="10.1.1.1")
+
+
+def test_the_token_cookie_is_named_after_the_port() -> None:
+    assert token_cookie_name(8765) == "session_schedule_token_8765"
 
 
 async def test_a_token_server_still_checks_the_host() -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -18,7 +21,8 @@ import pytest
 
 from session_schedule.cli import serve as serve_cli
 from session_schedule.web.app import OverlayApp
-from session_schedule.web.server import bind
+from session_schedule.web.live import LiveLimits
+from session_schedule.web.server import Limits, bind
 
 WAIT_SECONDS = 15
 SCRIPT = """\
@@ -87,12 +91,83 @@ def test_a_port_out_of_range_is_a_usage_error(
     assert "is not a port number (0-65535)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("token", ["short", "has space in it", "ünïcödé-token"])
-def test_a_weak_or_odd_token_is_refused(token: str, capsys: pytest.CaptureFixture[str]) -> None:
+STRONG = "q8Zr2-Lm_x7Vb3Nc9Tk4Wd"  # 22 url-safe characters: 132 bits
+
+
+@pytest.mark.parametrize("token", ["has space in it", "ünïcödé-token", "x" * 257])
+def test_an_odd_token_is_refused(token: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["serve", "--token", token]) == 2
     assert capsys.readouterr().err == (
-        "session-schedule: --token must be 8 to 200 characters: letters, digits, '-', '_', '.' "
+        "session-schedule: --token must be 1 to 256 characters: letters, digits, '-', '_', '.' "
         "or '~'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "bits"),
+    [
+        ("short", 0),
+        ("abcdefgabcdefgabcdefgabcdefgabcdefg", 0),  # fewer than 8 distinct characters
+        ("a-chosen-token", 68),
+        ("0123456789abcdef0123456789abcde", 124),  # 31 hex digits
+        ("q8Zr2-Lm_x7Vb3Nc9Tk4W", 126),  # 21 url-safe characters
+        ("correcthorsebatterystaple", 117),
+    ],
+)
+def test_a_token_with_less_than_128_bits_is_refused(
+    token: str, bits: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_cli.token_bits(token) == bits
+    assert run(["serve", "--token", token]) == 2
+    assert capsys.readouterr().err == (
+        f"session-schedule: --token is too easy to guess: about {bits} bits, and it needs at "
+        "least 128 (for example 32 random url-safe characters or 32 hex digits; python3 -c "
+        "'import secrets; print(secrets.token_urlsafe(32))' makes one), or leave it out and one "
+        "is generated\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "bits"),
+    [
+        (STRONG, 132),
+        ("0123456789abcdef0123456789abcdef", 128),
+        ("Kf83jD0sL2mQ9xZ1vB7nR4tY6wE5uI0p", 190),
+        ("q8zr2lmx7vb3nc9tk4wdq8zr2lmx7vb3", 165),
+    ],
+)
+def test_a_token_with_128_bits_or_more_is_accepted(token: str, bits: int) -> None:
+    assert serve_cli.token_bits(token) == bits
+
+
+def test_no_token_is_for_loopback_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["serve", "--host", "0.0.0.0", "--no-token"]) == 2  # noqa: S104
+    assert capsys.readouterr().err == (
+        "session-schedule: --no-token is for a loopback --host only; 0.0.0.0 is reachable from "
+        "other machines, so it always needs the token\n"
+    )
+
+
+def test_token_options_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["serve", "--token", STRONG, "--no-token"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument --token" in capsys.readouterr().err
+
+
+def test_an_unreadable_token_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing"
+    assert run(["serve", "--token-file", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"session-schedule: cannot read --token-file {missing} (No such file or directory)\n"
+    )
+    weak = tmp_path / "weak"
+    weak.write_text("hunter2\n")
+    assert run(["serve", "--token-file", str(weak)]) == 2
+    assert capsys.readouterr().err.startswith(
+        "session-schedule: --token-file is too easy to guess: about 0 bits"
     )
 
 
@@ -120,9 +195,11 @@ class _FakeServer:
     without a token, then returns at once."""
 
     apps: list[tuple[OverlayApp, int]] = []  # noqa: RUF012 - a record for the test
+    limits: list[Limits] = []  # noqa: RUF012 - a record for the test
 
-    def __init__(self, app: OverlayApp) -> None:
+    def __init__(self, app: OverlayApp, *, limits: Limits) -> None:
         self._app = app
+        _FakeServer.limits.append(limits)
 
     async def serve(self, sockets: list[socket.socket]) -> None:
         transport = httpx2.ASGITransport(app=self._app)
@@ -164,10 +241,83 @@ def test_a_token_given_on_loopback_is_required_too(
 ) -> None:
     monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
-    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--token", "a-chosen-token"]
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--token", STRONG]
     assert run(argv) == 0
-    assert "/?token=a-chosen-token" in capsys.readouterr().out
+    assert f"/?token={STRONG}" in capsys.readouterr().out
     assert [status for _, status in _FakeServer.apps] == [401]
+
+
+def test_loopback_gets_a_generated_token_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    assert run(["--data-dir", str(tmp_path), "serve", "--port", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out[0].partition("/?token=")[2]) == 32
+    assert out[1] == "session-schedule: every request needs the token; keep the address secret"
+    assert [status for _, status in _FakeServer.apps] == [401]
+
+
+@pytest.mark.parametrize("source", ["variable", "file"])
+def test_the_token_comes_from_the_environment_or_a_file_so_ps_does_not_show_it(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    source: str,
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0"]
+    if source == "variable":
+        monkeypatch.setenv("SESSION_SCHEDULE_TOKEN", STRONG)
+    else:
+        (tmp_path / "token").write_text(f"{STRONG}\n")
+        argv += ["--token-file", str(tmp_path / "token")]
+    assert run(argv) == 0
+    assert f"/?token={STRONG}" in capsys.readouterr().out
+    [(app, status)] = _FakeServer.apps
+    assert status == 401
+    transport = httpx2.ASGITransport(app=app)
+
+    async def with_token() -> int:
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            headers = {"authorization": f"Bearer {STRONG}"}
+            return (await client.get("/api/info", headers=headers)).status_code
+
+    assert asyncio.run(with_token()) == 200
+
+
+def test_the_limits_are_configurable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    _FakeServer.limits.clear()
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--max-connections", "50"]
+    argv += ["--max-live", "7", "--idle-close", "90"]
+    assert run(argv) == 0
+    assert _FakeServer.limits == [Limits(max_connections=50)]
+    [(app, _status)] = _FakeServer.apps
+    assert app.sessions.limits == LiveLimits(max_live=7, idle_seconds=90)
+    with pytest.raises(SystemExit):
+        parser().parse_args(["serve", "--max-live", "0"])
+    assert "'0' is not a positive whole number" in capsys.readouterr().err
+
+
+def test_no_token_on_loopback_serves_without_one_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    assert run(["--data-dir", str(tmp_path), "serve", "--port", "0", "--no-token"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "token" not in out[0]
+    assert out[1] == (
+        "session-schedule: no access token (--no-token): every program and user of this "
+        "machine can use the overlay and read its sessions"
+    )
+    assert [status for _, status in _FakeServer.apps] == [200]
 
 
 def test_a_model_with_a_local_endpoint_is_announced(
@@ -176,7 +326,7 @@ def test_a_model_with_a_local_endpoint_is_announced(
     monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--model", "llama3.2"]
-    argv += ["--base-url", "http://127.0.0.1:9/v1"]
+    argv += ["--base-url", "http://127.0.0.1:9/v1", "--no-token"]
     assert run(argv) == 0
     assert "session-schedule: model llama3.2; sessions in" in capsys.readouterr().out
     [(app, status)] = _FakeServer.apps
@@ -213,7 +363,9 @@ def test_a_real_server_serves_and_stops_on_ctrl_c_with_a_page_still_open(
     served: tuple[subprocess.Popen[str], str], tmp_path: Path
 ) -> None:
     process, url = served
-    with httpx2.Client(base_url=url, timeout=WAIT_SECONDS) as client:
+    address, _, token = url.partition("?token=")
+    headers = {"authorization": f"Bearer {token}"}
+    with httpx2.Client(base_url=address, headers=headers, timeout=WAIT_SECONDS) as client:
         assert client.get("/api/info").json()["mode"] == "offline"
         assert client.get("/api/info", headers={"host": "rebound.example"}).status_code == 403
         session = client.post("/api/sessions", json={}).json()["session"]["id"]
@@ -229,3 +381,53 @@ def test_a_real_server_serves_and_stops_on_ctrl_c_with_a_page_still_open(
     _, err = process.communicate(timeout=WAIT_SECONDS)
     assert "Traceback" not in err
     assert "Application shutdown complete." in err
+
+
+def test_a_real_server_with_few_descriptors_survives_a_flood_of_idle_sockets(
+    tmp_path: Path,
+) -> None:
+    """1,100 idle sockets against a token server whose process may open 256 descriptors: a
+    request with the token is still served, and the log stays a few lines long."""
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    environment = {k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES}
+    log = tmp_path / "stderr.log"
+    with log.open("w") as stderr:
+        argv = ["--data-dir", str(tmp_path / "data"), "serve", "--port", "0"]
+        process = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, *argv],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=environment,
+            preexec_fn=few_descriptors,  # noqa: PLW1509 - no threads in the child before exec
+        )
+    try:
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            assert selector.select(WAIT_SECONDS), "serve printed nothing within 15 s"
+        url = process.stdout.readline().removeprefix("session-schedule: the web overlay is at ")
+        address, _, token = url.strip().partition("?token=")
+        port = int(address.rstrip("/").rpartition(":")[2])
+        with contextlib.ExitStack() as stack:
+            for _ in range(1100):
+                sock = stack.enter_context(socket.socket())
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+            time.sleep(1)  # let the server accept what it can
+            headers = {"authorization": f"Bearer {token}"}
+            with httpx2.Client(base_url=address, headers=headers, timeout=WAIT_SECONDS) as client:
+                assert client.get("/api/info").status_code == 200
+                assert client.post("/api/sessions", json={}).status_code == 201
+        process.send_signal(signal.SIGINT)
+        assert process.wait(WAIT_SECONDS) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=WAIT_SECONDS)
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert len(text) < 4000, text

@@ -3,9 +3,10 @@
 The model is configured as for the CLI chat: ``--model`` or ``$SESSION_SCHEDULE_MODEL`` names it,
 ``--base-url`` or ``$OPENAI_BASE_URL`` picks an OpenAI-compatible endpoint and
 ``$OPENAI_API_KEY`` authenticates; with no model the overlay runs in offline mode, where the
-person calls the tools from the page. The server binds 127.0.0.1 unless told otherwise; on any
-other address it requires an access token (generated when ``--token`` is not given) and prints
-the address to open, token included.
+person calls the tools from the page. The server binds 127.0.0.1 unless told otherwise and
+requires an access token on every address, as notebook servers do: ``--token``,
+``--token-file``, ``$SESSION_SCHEDULE_TOKEN`` or one generated at start; it prints the address to
+open, token included. ``--no-token`` turns the token off, on a loopback address only.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import math
 import os
 import re
 import secrets
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -27,13 +30,24 @@ from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
 from session_schedule.harness.model import OpenAIChatModel
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.web.app import create_app
-from session_schedule.web.live import ModelFactory
+from session_schedule.web.live import LiveLimits, ModelFactory
 from session_schedule.web.security import access_policy, is_loopback, is_wildcard
-from session_schedule.web.server import OverlayServer, bind
+from session_schedule.web.server import Limits, OverlayServer, bind
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
-_TOKEN: Final = re.compile(r"[A-Za-z0-9._~-]{8,200}")
+TOKEN_VARIABLE: Final = "SESSION_SCHEDULE_TOKEN"  # noqa: S105 - a variable's name
+MIN_TOKEN_BITS: Final = 128
+_TOKEN: Final = re.compile(r"[A-Za-z0-9._~-]{1,256}")
+# Character classes for the entropy estimate: a token is taken as drawn uniformly from the union
+# of the classes it uses; a token of hex digits only counts 4 bits a character.
+_CLASSES: Final = (
+    "0123456789",
+    "abcdefghijklmnopqrstuvwxyz",
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "-_.~",
+)
+_HEX: Final = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 
 EPILOG = f"""\
 example: session-schedule serve --model llama3.2 --base-url http://localhost:11434/v1
@@ -44,9 +58,12 @@ more examples:
 
 The model is --model, else ${MODEL_VARIABLE}; without one the overlay runs offline and you call
 the tools from the page. The endpoint is --base-url, else $OPENAI_BASE_URL, else OpenAI's; the
-key is $OPENAI_API_KEY (an endpoint given without one is sent a placeholder). On an address
-other than loopback every request needs the access token (--token, or one generated at start):
-open the printed address once and the page keeps it."""
+key is $OPENAI_API_KEY (an endpoint given without one is sent a placeholder).
+
+Every request needs the access token, on every address: --token, --token-file, else
+${TOKEN_VARIABLE}, else one generated at start (a chosen one needs >= {MIN_TOKEN_BITS} bits, e.g. 32
+random url-safe characters or 32 hex digits). Open the printed address once and the page keeps
+it in a cookie. --no-token (loopback only) lets every program and user of this machine in."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,22 +90,50 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--base-url", metavar="URL", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)"
     )
+    tokens = parser.add_mutually_exclusive_group()
+    tokens.add_argument(
+        "--token",
+        help=f"access token to require (default ${TOKEN_VARIABLE}, else generated; "
+        "visible in ps: prefer the variable or --token-file)",
+    )
+    tokens.add_argument(
+        "--token-file", metavar="PATH", type=Path, help="read the access token from PATH"
+    )
+    tokens.add_argument(
+        "--no-token",
+        action="store_true",
+        help="require no token (loopback only: every local program and user gets in)",
+    )
     parser.add_argument(
-        "--token", help="access token to require (generated when the host is not loopback)"
+        "--max-connections",
+        metavar="N",
+        type=_positive,
+        default=Limits().max_connections,
+        help=f"open connections at most (default {Limits().max_connections})",
+    )
+    parser.add_argument(
+        "--max-live",
+        metavar="N",
+        type=_positive,
+        default=LiveLimits().max_live,
+        help=f"live sessions at most (default {LiveLimits().max_live})",
+    )
+    parser.add_argument(
+        "--idle-close",
+        metavar="SECONDS",
+        type=_positive,
+        default=LiveLimits().idle_seconds,
+        help="close a live session without reminders, turn or open page after this long idle "
+        f"(default {LiveLimits().idle_seconds})",
     )
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
     host: str = arguments.host
-    token: str | None = arguments.token
-    if token is not None and not _TOKEN.fullmatch(token):
-        return fail(
-            "--token must be 8 to 200 characters: letters, digits, '-', '_', '.' or '~'",
-            EXIT_USAGE,
-        )
-    if token is None and not is_loopback(host):
-        token = secrets.token_urlsafe(24)
+    token = _token(arguments, os.environ)
+    if isinstance(token, _Refusal):
+        return fail(token.message, EXIT_USAGE)
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
@@ -119,9 +164,11 @@ async def _serve(
             JsonlSessionStore(directory),
             model=model,
             policy=access_policy(arguments.host, token=token),
+            live_limits=LiveLimits(max_live=arguments.max_live, idle_seconds=arguments.idle_close),
         )
         _announce(arguments.host, sock, token=token, config=config, directory=directory)
-        await OverlayServer(app).serve(sockets=[sock])
+        limits = Limits(max_connections=arguments.max_connections)
+        await OverlayServer(app, limits=limits).serve(sockets=[sock])
 
 
 @contextlib.asynccontextmanager
@@ -162,8 +209,74 @@ def _announce(
             "session-schedule: every request needs the token; keep the address secret",
             flush=True,
         )
+    else:
+        print(
+            "session-schedule: no access token (--no-token): every program and user of this "
+            "machine can use the overlay and read its sessions",
+            flush=True,
+        )
     mode = f"model {config.name}" if config else "offline mode (you call the tools on the page)"
     print(f"session-schedule: {mode}; sessions in {directory}", flush=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Refusal:
+    message: str
+
+
+def _token(arguments: argparse.Namespace, environ: Mapping[str, str]) -> str | _Refusal | None:
+    """The access token to require (``None``: ``--no-token``), or why the options are refused."""
+    if arguments.no_token:
+        if not is_loopback(arguments.host):
+            return _Refusal(
+                f"--no-token is for a loopback --host only; {arguments.host} is reachable from "
+                "other machines, so it always needs the token"
+            )
+        return None
+    source = "--token"
+    token: str | None = arguments.token
+    if arguments.token_file is not None:
+        source = "--token-file"
+        try:
+            token = arguments.token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            return _Refusal(f"cannot read --token-file {arguments.token_file} ({reason})")
+    elif token is None and environ.get(TOKEN_VARIABLE):
+        source, token = f"${TOKEN_VARIABLE}", environ[TOKEN_VARIABLE]
+    if token is None:
+        return secrets.token_urlsafe(24)
+    if not _TOKEN.fullmatch(token):
+        return _Refusal(
+            f"{source} must be 1 to 256 characters: letters, digits, '-', '_', '.' or '~'"
+        )
+    bits = token_bits(token)
+    if bits < MIN_TOKEN_BITS:
+        return _Refusal(
+            f"{source} is too easy to guess: about {bits} bits, and it needs at least "
+            f"{MIN_TOKEN_BITS} (for example 32 random url-safe characters or 32 hex digits; "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))' makes one), or leave "
+            "it out and one is generated"
+        )
+    return token
+
+
+def token_bits(token: str) -> int:
+    """A conservative estimate of ``token``'s entropy, in whole bits: its length times log2 of
+    the size of the character classes it uses — digits, lower-case letters, upper-case letters,
+    ``-_.~``; hex digits alone count 16 — and 0 with fewer than 8 distinct characters."""
+    if len(set(token)) < 8:
+        return 0
+    if _HEX.fullmatch(token):
+        return 4 * len(token)
+    alphabet = sum(len(chars) for chars in _CLASSES if any(c in chars for c in token))
+    return math.floor(len(token) * math.log2(alphabet))
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def _port(text: str) -> int:

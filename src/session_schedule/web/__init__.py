@@ -6,9 +6,11 @@ General layout:
 - ``live``      — the Sessions kept live in the server, each running the reference chat, and
                   the fan-out of their transcript turns to the pages subscribed to them;
 - ``events``    — a live Session's turns and notices as Server-Sent Events;
-- ``server``    — uvicorn, stopping without waiting on open pages;
+- ``server``    — uvicorn within connection limits and deadlines, stopping without waiting on
+                  open pages;
 - ``bodies``    — request body shapes and the strict, size-limited way they are read;
 - ``security``  — Host, Origin and token checks, and the headers every answer carries;
+- ``limits``    — token-bucket rate limits (creates and forks);
 - ``problems``  — the one JSON shape of a refused request;
 - ``static/``   — the page: one HTML file, one script, one style sheet (no build step).
 

@@ -15,6 +15,11 @@ GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for 
 GET      ``/api/sessions/{id}/events``          Server-Sent Events: turns and notices
 =======  =====================================  =============================================
 
+Refusals: 400 malformed, 401 token, 403 refused origin or host, 404 unknown, 405, 408 slow body,
+409 a session held elsewhere or corrupt, 413 too large, 415 not JSON, 422 wrong shape, 429 too
+many creates and forks (``Retry-After``), 503 storage failure, stopping, or every live Session in
+use; an unexpected failure is a JSON 500 with the cause in the log.
+
 Each prompt carries the zone the browser reported for it; the agent builds the turn's time
 context from the zones of the turn's prompts and gives it to the model for that turn only.
 Nothing here stores the zone, and Schedule never sees it. Delivered reminders reach the page only
@@ -23,11 +28,14 @@ as ordinary transcript turns on the event stream; the schedules endpoint is a vi
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Final, final
+from typing import Final, TypeVar, final
 
 import msgspec
 from starlette.applications import Starlette
@@ -47,12 +55,14 @@ from session_schedule.session.errors import (
     SessionError,
     SessionExists,
     SessionNotFound,
+    not_a_session_id,
 )
-from session_schedule.session.ids import parse_session_id, require_session_id
+from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
 from session_schedule.tools.catalog import TOOL_NAMES
 from session_schedule.tools.results import ErrorResult
 from session_schedule.web.bodies import (
+    DEFAULT_BODY_SECONDS,
     MAX_PROMPT_CHARS,
     CreateBody,
     ForkBody,
@@ -60,19 +70,28 @@ from session_schedule.web.bodies import (
     read_json,
 )
 from session_schedule.web.events import event_stream
+from session_schedule.web.limits import Rate, TokenBucket
 from session_schedule.web.live import (
+    LiveLimits,
     LiveSession,
     LiveSessions,
     ModelFactory,
     ServerStopping,
+    TooManyLiveSessions,
     TurnView,
 )
-from session_schedule.web.problems import HttpProblem, loggable, problem_response
+from session_schedule.web.problems import HttpProblem, loggable, problem_response, shorten
 from session_schedule.web.security import AccessPolicy, SecurityMiddleware, access_policy
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 DEFAULT_HEARTBEAT_SECONDS: Final = 15.0
+DEFAULT_NEW_SESSIONS: Final = Rate(burst=20, refill_seconds=3.0)
+"""Creates and forks together: 20 at once, then one every 3 seconds (20 a minute)."""
+SWEEP_SECONDS: Final = 60
+"""How often idle live Sessions are looked for."""
 STATIC: Final = {
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
@@ -111,24 +130,39 @@ def create_app(
     settings: Settings | None = None,
     policy: AccessPolicy | None = None,
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
+    body_seconds: float = DEFAULT_BODY_SECONDS,
+    live_limits: LiveLimits | None = None,
+    new_sessions: Rate = DEFAULT_NEW_SESSIONS,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> OverlayApp:
     """The overlay over ``store``.
 
     ``model`` makes each live Session's model; ``None`` is offline mode (nobody answers, the
     person calls the tools). ``policy`` defaults to a loopback-only server without a token.
+    A request body must arrive within ``body_seconds`` (else 408). ``live_limits`` bounds the
+    live Sessions (swept for idle ones every :data:`SWEEP_SECONDS`); creates and forks together
+    are limited to ``new_sessions`` (else 429), on the ``monotonic`` clock.
     """
-    sessions = LiveSessions(store, model=model, clock=clock, settings=settings)
+    live_limits = live_limits or LiveLimits()
+    sessions = LiveSessions(store, model=model, clock=clock, settings=settings, limits=live_limits)
     api = _Api(
         sessions,
         model_name=model().name if model is not None else None,
         heartbeat_seconds=heartbeat_seconds,
+        body_seconds=body_seconds,
+        new_sessions=TokenBucket(new_sessions, monotonic=monotonic),
     )
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(
+            _sweep(sessions, min(SWEEP_SECONDS, live_limits.idle_seconds))
+        )
         try:
             yield
         finally:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
             sessions.close_streams()
             await sessions.close()
 
@@ -141,6 +175,8 @@ def create_app(
             SessionError: _session_error,
             ScheduleError: _schedule_error,
             ServerStopping: _stopping,
+            TooManyLiveSessions: _too_many_live,
+            OSError: _storage_error,
         },
         lifespan=lifespan,
     )
@@ -151,9 +187,17 @@ def create_app(
 @final
 class _Api:
     def __init__(
-        self, sessions: LiveSessions, *, model_name: str | None, heartbeat_seconds: float
+        self,
+        sessions: LiveSessions,
+        *,
+        model_name: str | None,
+        heartbeat_seconds: float,
+        body_seconds: float,
+        new_sessions: TokenBucket,
     ) -> None:
         self._sessions = sessions
+        self._body_seconds = body_seconds
+        self._new_sessions = new_sessions
         self._model_name = model_name
         self._heartbeat = heartbeat_seconds
         static = resources.files("session_schedule.web") / "static"
@@ -181,7 +225,7 @@ class _Api:
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in self._static:
-            raise HttpProblem(404, f"there is no static file {name!r}.")
+            raise HttpProblem(404, f"there is no static file {shorten(name)!r}.")
         return Response(self._static[name], media_type=STATIC[name])
 
     async def info(self, _request: Request) -> Response:
@@ -207,14 +251,16 @@ class _Api:
         )
 
     async def create_session(self, request: Request) -> Response:
-        await read_json(request, CreateBody, empty=CreateBody())
+        await self._body(request, CreateBody, empty=CreateBody())
+        self._limit_new_sessions()
         live = await self._sessions.create()
         logger.info("created session %s", live.id)
         return _json(self._detail(live), status=201)
 
     async def fork_session(self, request: Request) -> Response:
-        parent = require_session_id(request.path_params["session_id"])
-        body = await read_json(request, ForkBody)
+        parent = _session_id(request.path_params["session_id"])
+        body = await self._body(request, ForkBody)
+        self._limit_new_sessions()
         try:
             live = await self._sessions.fork(parent, body.at)
         except ValueError as error:
@@ -227,28 +273,28 @@ class _Api:
         return _json(self._detail(live))
 
     async def post_prompt(self, request: Request) -> Response:
-        session_id = require_session_id(request.path_params["session_id"])
-        body = await read_json(request, PromptBody)
+        session_id = _session_id(request.path_params["session_id"])
+        body = await self._body(request, PromptBody)
         if not body.text.strip():
             raise HttpProblem(422, "the prompt is empty; type something to send.")
         live = await self._sessions.get(session_id)
-        zone = "none" if body.zone is None else loggable(body.zone)
+        zone = "none" if body.zone is None else loggable(shorten(body.zone))
         logger.info("prompt for session %s (browser zone %s)", live.id, zone)
         live.chat.agent.submit(body.text, zone=body.zone)
         return _json({"queued": True}, status=202)
 
     async def post_tool(self, request: Request) -> Response:
-        session_id = require_session_id(request.path_params["session_id"])
+        session_id = _session_id(request.path_params["session_id"])
         name = request.path_params["name"]
         if name not in TOOL_NAMES:
             raise HttpProblem(
-                404, f"there is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}."
+                404, f"there is no tool {shorten(name)!r}; the tools are {', '.join(TOOL_NAMES)}."
             )
         if not self._sessions.offline:
             raise HttpProblem(
                 409, "a model drives the tools in this server; ask it in a prompt instead."
             )
-        arguments = await read_json(request, dict[str, object], empty={})
+        arguments = await self._body(request, dict[str, object], empty={})
         live = await self._sessions.get(session_id)
         logger.info("tool call %s by the person in session %s", name, live.id)
         live.chat.agent.submit_tool(name, arguments)
@@ -258,7 +304,14 @@ class _Api:
         live = await self._live(request)
         result = await live.chat.tools.call_typed("schedule_list")
         if isinstance(result, ErrorResult):
-            status = 503 if result.error.code == "persistence_uncertain" else 500
+            statuses = {"persistence_uncertain": 503, "corrupt_schedule_log": 409}
+            status = statuses.get(result.error.code, 500)
+            logger.error(
+                "schedule_list for the side panel of session %s failed: %s: %s",
+                live.id,
+                result.error.code,
+                loggable(result.error.message),
+            )
             raise HttpProblem(status, _sentence(result.error.message))
         return _json(result)
 
@@ -271,13 +324,33 @@ class _Api:
         if last:
             start = max(start, _index(last, "Last-Event-ID", 0) + 1)
         return StreamingResponse(
-            event_stream(live, start, heartbeat_seconds=self._heartbeat),
+            self._stream(live, start),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
+    async def _stream(self, live: LiveSession, start: int) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in event_stream(live, start, heartbeat_seconds=self._heartbeat):
+                yield chunk
+        finally:
+            self._sessions.touch(live)  # its idle time starts when the last page leaves
+
+    def _limit_new_sessions(self) -> None:
+        wait = self._new_sessions.take()
+        if wait is not None:
+            seconds = str(math.ceil(wait))
+            raise HttpProblem(
+                429,
+                f"sessions are being created or forked too fast; wait {seconds} seconds.",
+                {"retry-after": seconds},
+            )
+
+    async def _body(self, request: Request, shape: type[T], *, empty: T | None = None) -> T:
+        return await read_json(request, shape, empty=empty, timeout=self._body_seconds)
+
     async def _live(self, request: Request) -> LiveSession:
-        session_id = require_session_id(request.path_params["session_id"])
+        session_id = _session_id(request.path_params["session_id"])
         return await self._sessions.get(session_id)
 
     def _summary(self, header: SessionHeader) -> SessionSummary:
@@ -297,11 +370,20 @@ def _json(value: object, status: int = 200) -> Response:
     return Response(msgspec.json.encode(value), status_code=status, media_type="application/json")
 
 
+def _session_id(text: str) -> SessionId:
+    """The session id ``text`` names; 404 when it is not of the id form (the message repeats
+    only the first characters of ``text``: see :func:`~session_schedule.web.problems.shorten`)."""
+    session_id = parse_session_id(text)
+    if session_id is None:
+        raise HttpProblem(404, _sentence(not_a_session_id(shorten(text)).message))
+    return session_id
+
+
 def _index(text: str | None, name: str, default: int) -> int:
     if text is None:
         return default
     if not text.isdigit() or len(text) > 12:
-        raise HttpProblem(400, f"{name} must be a non-negative integer, not {text[:40]!r}.")
+        raise HttpProblem(400, f"{name} must be a non-negative integer, not {shorten(text)!r}.")
     return int(text)
 
 
@@ -310,24 +392,27 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else text + "."
 
 
-def _refused(request: Request, status: int, message: str) -> Response:
-    path, text = loggable(request.url.path), loggable(message)
+def _refused(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    path, text = loggable(shorten(request.url.path)), loggable(message)
     logger.warning("refused %s %s: %d %s", request.method, path, status, text)
-    return problem_response(status, message)
+    return problem_response(status, message, headers)
 
 
 async def _problem(request: Request, error: Exception) -> Response:
     if not isinstance(error, HttpProblem):
         raise error
-    return _refused(request, error.status, error.message)
+    return _refused(request, error.status, error.message, error.headers)
 
 
 async def _http_exception(request: Request, error: Exception) -> Response:
     if not isinstance(error, HTTPException):
         raise error
+    path = shorten(request.url.path)
     messages: Mapping[int, str] = {
-        404: f"there is nothing at {request.url.path}; see the overlay's page for what exists.",
-        405: f"{request.method} is not allowed on {request.url.path}.",
+        404: f"there is nothing at {path}; see the overlay's page for what exists.",
+        405: f"{request.method} is not allowed on {path}.",
     }
     message = messages.get(error.status_code, _sentence(str(error.detail)).lower())
     return _refused(request, error.status_code, message)
@@ -336,7 +421,9 @@ async def _http_exception(request: Request, error: Exception) -> Response:
 async def _session_error(request: Request, error: Exception) -> Response:
     if not isinstance(error, SessionError):
         raise error
-    status = 500  # SessionCorrupt: the storage was left untouched for inspection
+    # SessionCorrupt: the stored log conflicts with opening it (409), until someone repairs it;
+    # the storage was left untouched for inspection.
+    status = 409
     if isinstance(error, SessionNotFound):
         message = error.message
         if parse_session_id(error.session_id) is not None:
@@ -347,14 +434,59 @@ async def _session_error(request: Request, error: Exception) -> Response:
         status = 409
     elif isinstance(error, PersistenceUncertain | SessionClosed):
         status = 503
+    if not isinstance(error, SessionBusy | SessionExists):
+        _log_storage_failure(request, error)
     return _refused(request, status, _sentence(error.message))
 
 
 async def _schedule_error(request: Request, error: Exception) -> Response:
     if not isinstance(error, ScheduleError):
         raise error
-    status = 503 if error.code == "persistence_uncertain" else 500
+    statuses = {"persistence_uncertain": 503, "corrupt_schedule_log": 409}
+    status = statuses.get(error.code, 500)
+    _log_storage_failure(request, error)
     return _refused(request, status, _sentence(f"{error.code}: {error.message}"))
+
+
+async def _storage_error(request: Request, error: Exception) -> Response:
+    if not isinstance(error, OSError):
+        raise error
+    _log_storage_failure(request, error)
+    reason = error.strerror or type(error).__name__
+    return _refused(
+        request, 503, f"the server's storage failed ({reason}); try again once it is repaired."
+    )
+
+
+def _log_storage_failure(request: Request, error: Exception) -> None:
+    """A failure of the storage, logged with its cause (the chain of exceptions behind it)."""
+    logger.error(
+        "storage failure on %s %s: %s",
+        request.method,
+        loggable(shorten(request.url.path)),
+        loggable(str(error)),
+        exc_info=error,
+    )
+
+
+async def _too_many_live(request: Request, error: Exception) -> Response:
+    if not isinstance(error, TooManyLiveSessions):
+        raise error
+    message = (
+        f"{error.max_live} sessions are live in this server, each with active reminders, a turn "
+        "under way or an open page; close a page of another session or try again later."
+    )
+    return _refused(request, 503, message, {"retry-after": str(SWEEP_SECONDS)})
+
+
+async def _sweep(sessions: LiveSessions, every: float) -> None:
+    """Close idle live Sessions, every ``every`` seconds, until cancelled."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await sessions.sweep()
+        except Exception:
+            logger.exception("closing idle sessions failed")
 
 
 async def _stopping(request: Request, error: Exception) -> Response:

@@ -1,23 +1,34 @@
 """Request bodies: their exact shapes, and the one strict way they are read.
 
-A body is JSON (``Content-Type: application/json``), at most :data:`MAX_BODY_BYTES`, and decodes
-to exactly one of the structs below — an unknown field, a missing one or a wrong type is refused.
-Malformed JSON is 400, a body that is too large 413, another content type 415, a wrong shape 422;
-each with one sentence saying what was wrong.
+A body is JSON (``Content-Type: application/json``, checked for an empty body too), UTF-8, at
+most :data:`MAX_BODY_BYTES`, nested at most :data:`MAX_DEPTH` deep, with every key once per
+object, and decodes to exactly one of the structs below — an unknown field, a missing one or a
+wrong type is refused. Malformed JSON (invalid UTF-8 and too deep included) is 400, a body that
+does not arrive within the body deadline 408, a body that is too large 413, another content type
+415, a wrong shape (a repeated key included) 422; each with one sentence saying what was wrong.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 from typing import Annotated, Final, TypeVar, final
 
 import msgspec
 from starlette.requests import Request
 
-from session_schedule.web.problems import HttpProblem
+from session_schedule.web.problems import HttpProblem, shorten
 
 MAX_BODY_BYTES: Final = 64 * 1024
 MAX_PROMPT_CHARS: Final = 16_000
 MAX_ZONE_CHARS: Final = 100
+MAX_DEPTH: Final = 32
+"""How deep arrays and objects may nest in a body (the deepest real body nests 3 deep)."""
+DEFAULT_BODY_SECONDS: Final = 10.0
+"""How long a body may take to arrive, once its headers have (a slow body is refused, 408)."""
+_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET: Final = re.compile(rb"[\[\]{}]")
 
 T = TypeVar("T")
 
@@ -43,25 +54,52 @@ class CreateBody(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Creating a Session takes nothing (an empty body or ``{}``)."""
 
 
-async def read_json(request: Request, shape: type[T], *, empty: T | None = None) -> T:
+async def read_json(
+    request: Request,
+    shape: type[T],
+    *,
+    empty: T | None = None,
+    timeout: float = DEFAULT_BODY_SECONDS,
+) -> T:
     """The request body decoded strictly as ``shape``; ``empty`` stands for an empty body (which
-    is refused when ``empty`` is ``None``). Raises :class:`HttpProblem`."""
-    body = await read_body(request)
-    if not body and empty is not None:
-        return empty
+    is refused when ``empty`` is ``None``). The body must arrive within ``timeout`` seconds.
+    Raises :class:`HttpProblem`."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != "application/json":
         raise HttpProblem(415, "send the body as JSON, with 'Content-Type: application/json'.")
+    body = await read_body(request, timeout=timeout)
+    if not body and empty is not None:
+        return empty
+    return decode_json(body, shape)
+
+
+def decode_json(body: bytes, shape: type[T]) -> T:
+    """``body`` decoded strictly as ``shape``; raises :class:`HttpProblem` (400 or 422)."""
     try:
-        return msgspec.json.decode(body, type=shape, strict=True)
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HttpProblem(400, "the body is not valid UTF-8.") from None
+    if _depth(body) > MAX_DEPTH:
+        raise HttpProblem(
+            400, f"the body nests arrays or objects more than {MAX_DEPTH} deep; send less."
+        )
+    try:
+        value = msgspec.json.decode(body, type=shape, strict=True)
     except msgspec.ValidationError as error:
         raise HttpProblem(422, f"the body has the wrong shape: {_lower(str(error))}.") from None
     except msgspec.DecodeError:
         raise HttpProblem(400, "the body is not valid JSON.") from None
+    # msgspec keeps the last of repeated keys; the stdlib parser (safe now: valid, shallow JSON)
+    # shows every one, so a body cannot mean two things to two readers.
+    json.loads(body, object_pairs_hook=_unique_keys)
+    return value
 
 
-async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The raw body, refused with 413 past ``limit`` bytes (checked before and while reading)."""
+async def read_body(
+    request: Request, limit: int = MAX_BODY_BYTES, *, timeout: float = DEFAULT_BODY_SECONDS
+) -> bytes:
+    """The raw body, refused with 413 past ``limit`` bytes (checked before and while reading) and
+    with 408 when it has not all arrived within ``timeout`` seconds."""
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -70,12 +108,44 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
             raise HttpProblem(413, f"the body is larger than {limit} bytes; send less.")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HttpProblem(413, f"the body is larger than {limit} bytes; send less.")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise HttpProblem(413, f"the body is larger than {limit} bytes; send less.")
+                chunks.append(chunk)
+    except TimeoutError:
+        # The rest of the body may still come: the connection cannot carry another request.
+        raise HttpProblem(
+            408,
+            f"the body did not arrive within {timeout:g} seconds; send it all at once.",
+            {"connection": "close"},
+        ) from None
     return b"".join(chunks)
+
+
+def _depth(body: bytes) -> int:
+    """How deep arrays and objects nest in ``body`` (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub(b'""', body)):
+        if match[0] in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for key, value in pairs:
+        if key in found:
+            raise HttpProblem(
+                422, f"the body has the key {shorten(key)!r} more than once; send each key once."
+            )
+        found[key] = value
+    return found
 
 
 def _lower(text: str) -> str:

@@ -6,6 +6,14 @@ what delivers its reminders), the transcript turns seen so far, and the pages su
 :class:`LiveSessions` opens Sessions on demand, creates and forks them, and closes every one on
 shutdown.
 
+Live Sessions are bounded (:class:`LiveLimits`). A Session is *in use* while it has active
+reminders (delivering them is what being live is for: SPEC §5, ``session-local``), while its
+agent is busy, or while a page is subscribed to it. One not in use is closed once it has been
+idle (no request, no subscriber) for ``idle_seconds``, and the least recently used one is closed
+when opening another would pass ``max_live``. A Session in use is never closed for either
+reason; when every live Session is in use, opening another is refused
+(:class:`TooManyLiveSessions`). A closed Session is opened again by the next request for it.
+
 Every transcript turn gets an ``index`` (its place among the transcript turns) and is fanned out
 to the subscribers as it is appended. Taking the backlog and subscribing happen in one step, with
 no ``await`` between them, so a subscriber sees every turn exactly once, in order. A subscriber
@@ -19,10 +27,12 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Final, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.instants import MIN_INSTANT, Instant
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model
@@ -44,6 +54,17 @@ ModelFactory: TypeAlias = Callable[[], Model]
 """Makes the model of one live Session (``None`` instead of a factory: offline mode)."""
 
 DEFAULT_MAX_PENDING: Final = 1000
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveLimits:
+    """How many Sessions the server keeps live, and for how long without use."""
+
+    max_live: int = 100
+    """Live Sessions at most (each holds a file descriptor or three, a task and its memory)."""
+    idle_seconds: int = 1800
+    """A Session not in use is closed after this long without a request or a subscriber."""
 
 
 @final
@@ -119,6 +140,15 @@ class SubscriptionClosed(Exception):  # noqa: N818 - a state, not an error
 
 
 @final
+class TooManyLiveSessions(Exception):  # noqa: N818 - a state, not an error
+    """Every live Session is in use and there are ``max_live`` of them: no other is opened."""
+
+    def __init__(self, max_live: int) -> None:
+        super().__init__(f"{max_live} sessions are live and in use")
+        self.max_live = max_live
+
+
+@final
 class ServerStopping(Exception):  # noqa: N818 - a state, not an error
     """No Session is opened, created or forked once the server has begun to stop."""
 
@@ -134,6 +164,8 @@ class LiveSession:
         self._subscribers: set[Subscription] = set()
         self._stack = AsyncExitStack()
         self._chat: LiveChat | None = None
+        self.last_used: Instant | None = None
+        """When a request last used it (set by :class:`LiveSessions`)."""
 
     @property
     def id(self) -> SessionId:
@@ -189,6 +221,20 @@ class LiveSession:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscribers.discard(subscription)
 
+    async def in_use(self) -> bool:
+        """Whether closing it now would stop something: active reminders, a busy agent, a page
+        subscribed. If not, its agent is left in a maintenance phase, so nothing can start
+        before it is closed; call this only to close it."""
+        if self._subscribers or not self.healthy:
+            return bool(self._subscribers)
+        try:
+            _now, active = await self.chat.schedule.active()
+        except Exception:  # a Schedule that cannot answer is reopened from storage anyway
+            return False
+        if active or self._subscribers:
+            return True
+        return not self.chat.agent.begin_maintenance()
+
     def close_streams(self) -> None:
         for subscription in self._subscribers:
             subscription.close()
@@ -233,8 +279,10 @@ class LiveSessions:
         clock: Clock | None = None,
         settings: Settings | None = None,
         max_pending: int = DEFAULT_MAX_PENDING,
+        limits: LiveLimits | None = None,
     ) -> None:
         self._store = store
+        self._limits = limits or LiveLimits()
         self._model = model
         self._clock = clock or SystemClock()
         self._settings = settings
@@ -247,6 +295,10 @@ class LiveSessions:
     def offline(self) -> bool:
         """Whether no model answers (the person drives the tools)."""
         return self._model is None
+
+    @property
+    def limits(self) -> LiveLimits:
+        return self._limits
 
     @property
     def closing(self) -> bool:
@@ -267,18 +319,21 @@ class LiveSessions:
         async with self._lock:
             live = self._live.get(session_id)
             if live is not None and live.healthy:
+                live.last_used = self._clock.now()
                 return live
             self._refuse_when_closing()
             if live is not None:
                 logger.warning("session %s is no longer usable here; reopening it", session_id)
                 del self._live[session_id]
                 await _close_quietly(live)
+            await self._make_room()
             return await self._start(await self._store.open(session_id))
 
     async def create(self) -> LiveSession:
         """A new, empty Session, live."""
         async with self._lock:
             self._refuse_when_closing()
+            await self._make_room()
             return await self._start(await self._store.create(now=self._clock.now()))
 
     async def fork(self, parent_id: SessionId, at: int | None) -> LiveSession:
@@ -293,6 +348,7 @@ class LiveSessions:
             parent = self._live.get(parent_id)
             if parent is not None and parent.healthy:
                 await parent.session.barrier()
+            await self._make_room()
             handle = await self._store.fork(parent_id, at=at, now=self._clock.now())
             return await self._start(handle)
 
@@ -310,6 +366,36 @@ class LiveSessions:
             lives, self._live = list(self._live.values()), {}
             for live in lives:
                 await _close_quietly(live)
+
+    def touch(self, live: LiveSession) -> None:
+        """Mark ``live`` as used now."""
+        live.last_used = self._clock.now()
+
+    async def sweep(self) -> None:
+        """Close every live Session not in use that has been idle for ``idle_seconds``."""
+        async with self._lock:
+            cutoff = self._clock.now() - self._limits.idle_seconds * 1000
+            for live in sorted(self._live.values(), key=_last_used):
+                if _last_used(live) > cutoff:
+                    break
+                if not await live.in_use():
+                    await self._retire(live, "idle")
+
+    async def _make_room(self) -> None:
+        """Close the least recently used Session not in use when another would pass
+        ``max_live``; raises :class:`TooManyLiveSessions` when every one is in use."""
+        if len(self._live) < self._limits.max_live:
+            return
+        for live in sorted(self._live.values(), key=_last_used):
+            if not await live.in_use():
+                await self._retire(live, "the least recently used")
+                return
+        raise TooManyLiveSessions(self._limits.max_live)
+
+    async def _retire(self, live: LiveSession, why: str) -> None:
+        del self._live[live.id]
+        logger.info("session %s is closed here (%s, not in use); it opens on demand", live.id, why)
+        await _close_quietly(live)
 
     def _refuse_when_closing(self) -> None:
         if self._closed:
@@ -329,6 +415,7 @@ class LiveSessions:
         except BaseException:
             await _close_quietly(live)
             raise
+        live.last_used = self._clock.now()
         self._live[live.id] = live
         logger.info("session %s is live", live.id)
         return live
@@ -339,6 +426,10 @@ async def _close_quietly(live: LiveSession) -> None:
         await live.close()
     except Exception:
         logger.exception("closing session %s failed", live.id)
+
+
+def _last_used(live: LiveSession) -> int:
+    return live.last_used if live.last_used is not None else MIN_INSTANT
 
 
 def _turns(entries: Sequence[LogEntry]) -> list[TurnView]:

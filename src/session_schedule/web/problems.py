@@ -7,7 +7,7 @@ and ``{"error": "<one lower-case sentence saying what to do>"}``, and logged by 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import final
+from typing import Final, final
 
 from starlette.responses import JSONResponse
 
@@ -16,10 +16,11 @@ from starlette.responses import JSONResponse
 class HttpProblem(Exception):  # noqa: N818 - a refusal, named for what the client gets
     """Refuse the request with ``status`` and ``message`` (raised by handlers)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
 
 
 def problem_response(
@@ -27,6 +28,15 @@ def problem_response(
 ) -> JSONResponse:
     """The JSON answer to a refused request."""
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+MAX_ECHO_CHARS: Final = 64
+"""How much of a client's id, path or name an error message or a log line repeats."""
+
+
+def shorten(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with "…" when it was longer."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def loggable(text: str) -> str:

@@ -11,23 +11,34 @@ The threats, and what answers each:
   (or one explicitly allowed) is refused, and so is an API request a browser marks
   ``same-site`` or ``cross-site``. Request bodies must be ``application/json``, which a form on
   another site cannot send without a preflight (checked where bodies are read).
-- **Other machines.** Bound to anything but loopback, the server wants its access token with
-  every request: ``Authorization: Bearer <token>``, or the cookie (``HttpOnly``,
-  ``SameSite=Strict``) the page receives by opening ``/?token=<token>`` once. A wildcard bind
-  accepts any ``Host``: the token is what protects it.
+- **Other programs and users.** Loopback is not a trust boundary: any local program, any user of
+  a shared machine and any page that gets a request past the checks above can reach it. With a
+  token (what ``serve`` does on every address unless told ``--no-token`` on loopback) every
+  request carries it: ``Authorization: Bearer <token>``, or the cookie the page receives by
+  opening ``/?token=<token>`` once. The cookie is ``HttpOnly``, ``SameSite=Strict``, ``Path=/``
+  and named after the port (cookies are shared by every port of a host, so two servers must not
+  overwrite each other's). A wildcard bind accepts any ``Host``: the token is what protects it.
+- **Guessing the token.** Missing or wrong tokens are counted per client address in a token
+  bucket (:class:`TokenFailures`): past the burst, that address gets 429 with ``Retry-After``
+  and its token is not even compared. Failures are logged in aggregate — one line per interval
+  with a count — so a flood of guesses cannot flood the log.
 - **Script injection.** The page sets untrusted text with ``textContent`` only; the
   ``Content-Security-Policy`` below forbids inline script besides.
 
-Every refusal is logged on this module's logger with the method, path and reason, and answered
-with a JSON error (400 malformed, 401 token, 403 refused).
+Every refusal is answered with a JSON error (400 malformed, 401 token, 403 refused, 429 too many
+token failures) and logged on this module's logger: each with the method, path and reason, token
+failures as a count per interval.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
-from collections.abc import Iterable
+import math
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final, final
 from urllib.parse import parse_qs
@@ -37,7 +48,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from session_schedule.web.problems import loggable, problem_response
+from session_schedule.web.problems import loggable, problem_response, shorten
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +56,13 @@ ANY_HOST: Final = "*"
 """In :attr:`AccessPolicy.hosts`: any ``Host`` is accepted (only with a token)."""
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 TOKEN_QUERY: Final = "token"  # noqa: S105 - the name of a query parameter
+DEFAULT_TOKEN_BURST: Final = 10
+"""Token failures an address may have at once …"""
+DEFAULT_TOKEN_REFILL_SECONDS: Final = 6.0
+"""… and then one per this many seconds (10 a minute)."""
+DEFAULT_FAILURE_LOG_SECONDS: Final = 60.0
+"""Token failures are logged at most once per this many seconds, as a count."""
+MAX_LOGGED_PEERS: Final = 5
 
 SECURITY_HEADERS: Final = {
     "content-security-policy": (
@@ -60,6 +78,106 @@ SECURITY_HEADERS: Final = {
 
 
 @final
+class TokenFailures:
+    """Requests without the right access token: a token bucket per client address, and their
+    log — one line per ``interval`` seconds at most, with the count since the line before.
+
+    Each address may fail ``burst`` times at once, and then once per ``refill_seconds``. At most
+    ``max_addresses`` buckets are kept (the fullest are forgotten first: they owe nothing).
+    ``monotonic`` is the clock (seconds; tests pass their own).
+    """
+
+    def __init__(
+        self,
+        *,
+        burst: int = DEFAULT_TOKEN_BURST,
+        refill_seconds: float = DEFAULT_TOKEN_REFILL_SECONDS,
+        interval: float = DEFAULT_FAILURE_LOG_SECONDS,
+        max_addresses: int = 10_000,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._burst = burst
+        self._refill = refill_seconds
+        self._interval = interval
+        self._max_addresses = max_addresses
+        self._monotonic = monotonic
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._count = 0
+        self._limited = 0
+        self._peers: dict[str, None] = {}
+        self._logged_at: float | None = None
+        self._flush: asyncio.TimerHandle | None = None
+
+    def retry_after(self, peer: str) -> float | None:
+        """``None`` when ``peer`` may try a token now, else the seconds until it may."""
+        tokens = self._tokens(peer, self._monotonic())
+        return None if tokens >= 1 else (1 - tokens) * self._refill
+
+    def failed(self, peer: str, *, limited: bool = False) -> None:
+        """Count a request from ``peer`` refused for its token (``limited``: refused by the
+        rate limit, before its token was looked at)."""
+        now = self._monotonic()
+        if not limited:
+            if len(self._buckets) >= self._max_addresses and peer not in self._buckets:
+                self._forget_full(now)
+            self._buckets[peer] = (self._tokens(peer, now) - 1, now)
+        self._count += 1
+        self._limited += limited
+        if len(self._peers) < MAX_LOGGED_PEERS:
+            self._peers[peer] = None
+        self.report(now)
+
+    def report(self, now: float | None = None) -> None:
+        """Log the count since the last line, once ``interval`` has passed since it (the first
+        failure is logged at once); otherwise make sure a later report is due."""
+        now = self._monotonic() if now is None else now
+        if not self._count:
+            return
+        if self._logged_at is not None and now - self._logged_at < self._interval:
+            self._report_later(self._logged_at + self._interval - now)
+            return
+        peers = ", ".join(self._peers) + (", …" if len(self._peers) >= MAX_LOGGED_PEERS else "")
+        plural = "" if self._count == 1 else "s"
+        logger.warning(
+            "refused %d request%s without the right access token since the last report "
+            "(from %s; %d over the rate limit)",
+            self._count,
+            plural,
+            peers,
+            self._limited,
+        )
+        self._count = self._limited = 0
+        self._peers.clear()
+        self._logged_at = now
+
+    def _report_later(self, delay: float) -> None:
+        if self._flush is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to wait in: the next failure reports
+
+        def flush() -> None:
+            self._flush = None
+            self.report()
+
+        self._flush = loop.call_later(delay, flush)
+
+    def _tokens(self, peer: str, now: float) -> float:
+        found = self._buckets.get(peer)
+        if found is None:
+            return float(self._burst)
+        tokens, at = found
+        return min(float(self._burst), tokens + (now - at) / self._refill)
+
+    def _forget_full(self, now: float) -> None:
+        full = [peer for peer in self._buckets if self._tokens(peer, now) >= self._burst]
+        for peer in full or list(self._buckets)[: len(self._buckets) // 2]:
+            del self._buckets[peer]
+
+
+@final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AccessPolicy:
     """What the security middleware accepts."""
@@ -71,6 +189,8 @@ class AccessPolicy:
     """Origins accepted besides the server's own (``scheme://host:port``, lower-case)."""
     token: str | None = None
     """The access token every request must carry, or ``None`` for none."""
+    failures: TokenFailures = field(default_factory=TokenFailures, compare=False)
+    """The rate limit and the aggregate log of token failures."""
 
 
 def is_loopback(host: str) -> bool:
@@ -93,9 +213,14 @@ def is_wildcard(host: str) -> bool:
 
 
 def access_policy(
-    bind_host: str, *, token: str | None = None, origins: Iterable[str] = ()
+    bind_host: str,
+    *,
+    token: str | None = None,
+    origins: Iterable[str] = (),
+    failures: TokenFailures | None = None,
 ) -> AccessPolicy:
-    """The policy of a server bound to ``bind_host``.
+    """The policy of a server bound to ``bind_host``; ``token=None`` is the explicit opt-out
+    (``serve --no-token``), for loopback only.
 
     Raises ``ValueError`` when ``bind_host`` is not a loopback address and ``token`` is ``None``.
     """
@@ -107,12 +232,13 @@ def access_policy(
         hosts=frozenset(hosts),
         origins=frozenset(origin.lower() for origin in origins),
         token=token,
+        failures=failures or TokenFailures(),
     )
 
 
 def token_cookie_name(port: int) -> str:
     """The cookie that carries the token for the server on ``port`` (cookies ignore ports)."""
-    return f"session-schedule-token-{port}"
+    return f"session_schedule_token_{port}"
 
 
 @final
@@ -131,11 +257,32 @@ class SecurityMiddleware:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+                headers.setdefault("cache-control", "no-store")
+            await send(message)
+
         refusal = self._check(scope)
-        if refusal is not None:
-            await refusal(scope, receive, send)
+        if refusal is not None:  # a refusal, or the redirect that trades a token for a cookie
+            await refusal(scope, receive, sending)
             return
-        await self._app(scope, receive, _with_security_headers(send))
+        try:
+            await self._app(scope, receive, sending)
+        except Exception:
+            logger.exception("%s %s failed", scope["method"], loggable(shorten(scope["path"])))
+            if started:
+                raise  # too late for an answer: the server drops the connection
+            # Answered here, inside the middleware, so the answer carries the headers too.
+            await problem_response(
+                500, "the server failed to answer; the cause is in its log.", SECURITY_HEADERS
+            )(scope, receive, send)
 
     def _check(self, scope: Scope) -> Response | None:
         """The answer refusing the request, or ``None`` to let it through."""
@@ -151,7 +298,7 @@ class SecurityMiddleware:
             return _refuse(
                 scope,
                 403,
-                f"the host name {name!r} is not served here; open the overlay through "
+                f"the host name {shorten(name)!r} is not served here; open the overlay through "
                 "127.0.0.1 or localhost (or the address the server was started on).",
             )
         origin = headers.get("origin")
@@ -161,7 +308,8 @@ class SecurityMiddleware:
                 return _refuse(
                     scope,
                     403,
-                    f"requests from the origin {origin!r} are refused; use the overlay's own page.",
+                    f"requests from the origin {shorten(origin)!r} are refused; "
+                    "use the overlay's own page.",
                 )
         fetch_site = headers.get("sec-fetch-site")
         if path.startswith("/api/") and fetch_site in {"cross-site", "same-site"}:
@@ -171,11 +319,26 @@ class SecurityMiddleware:
         token = self._policy.token
         if token is None:
             return None
+        failures = self._policy.failures
+        peer = _peer(scope)
+        wait = failures.retry_after(peer)
+        if wait is not None:
+            failures.failed(peer, limited=True)
+            seconds = str(math.ceil(wait))
+            return problem_response(
+                429,
+                "too many requests without the right access token came from this address; "
+                f"wait {seconds} seconds, then use the address the server printed at start.",
+                {**SECURITY_HEADERS, "retry-after": seconds},
+            )
         cookie = token_cookie_name(port)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if method == "GET" and path == "/" and TOKEN_QUERY in query:
             if not _same(query[TOKEN_QUERY][0], token):
-                return _refuse(scope, 401, "the access token in the address is wrong.")
+                failures.failed(peer)
+                return problem_response(
+                    401, "the access token in the address is wrong.", SECURITY_HEADERS
+                )
             # Trade the token in the address for a cookie, and drop it from the address bar.
             redirect = RedirectResponse("/", status_code=303)
             redirect.set_cookie(cookie, token, httponly=True, samesite="strict", path="/")
@@ -183,17 +346,16 @@ class SecurityMiddleware:
         given = _bearer(headers.get("authorization")) or cookie_parser(
             headers.get("cookie", "")
         ).get(cookie)
-        if given is None:
-            return _refuse(
-                scope,
-                401,
-                "this server needs its access token; open the address it printed at start "
-                "(…/?token=…) or send 'Authorization: Bearer <token>'.",
-                {"www-authenticate": "Bearer"},
-            )
-        if not _same(given, token):
-            return _refuse(scope, 401, "the access token is wrong.", {"www-authenticate": "Bearer"})
-        return None
+        if given is not None and _same(given, token):
+            return None
+        failures.failed(peer)
+        message = (
+            "the access token is wrong."
+            if given is not None
+            else "this server needs its access token; open the address it printed at start "
+            "(…/?token=…) or send 'Authorization: Bearer <token>'."
+        )
+        return problem_response(401, message, {**SECURITY_HEADERS, "www-authenticate": "Bearer"})
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -241,20 +403,16 @@ def _refuse(
     return problem_response(status, message, {**SECURITY_HEADERS, **(headers or {})})
 
 
+def _peer(scope: Scope) -> str:
+    """The client's address (without its port: one machine, one bucket)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
 def _log_refusal(scope: Scope, reason: str) -> None:
     client = scope.get("client")
     peer = f"{client[0]}:{client[1]}" if client else "unknown peer"
     method = scope.get("method", "WEBSOCKET")
-    logger.warning("refused %s %s from %s: %s", method, loggable(scope["path"]), peer, reason)
-
-
-def _with_security_headers(send: Send) -> Send:
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = MutableHeaders(scope=message)
-            for name, value in SECURITY_HEADERS.items():
-                headers.setdefault(name, value)
-            headers.setdefault("cache-control", "no-store")
-        await send(message)
-
-    return sending
+    logger.warning(
+        "refused %s %s from %s: %s", method, loggable(shorten(scope["path"])), peer, reason
+    )

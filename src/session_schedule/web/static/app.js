@@ -5,6 +5,10 @@
 (() => {
   const $ = (id) => document.getElementById(id);
 
+  // The session id form (the server's): anything else in the address is refused before use.
+  const SESSION_ID = /^s_[0-9a-z]{12}$/;
+  const NOTICE_MS = 20000;
+
   const LABELS = {
     person: "You",
     followup: "Reminder · follow-up turn",
@@ -22,7 +26,17 @@
     pendingRefresh: false,
     offline: false,
     pending: [], // prompts this page sent that their turn has not taken yet
+    notices: new Map(), // text -> {item, timer}: one banner per distinct text
   };
+
+  // An API path: every segment encoded, so no id or name can reach another endpoint.
+  function sessionPath(id, ...rest) {
+    return ["/api/sessions", ...[id, ...rest].map(encodeURIComponent)].join("/");
+  }
+
+  function shorten(text) {
+    return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+  }
 
   // The zone is read afresh for every prompt: it is what the browser reports at that moment.
   function browserZone() {
@@ -59,8 +73,17 @@
     return node;
   }
 
+  // Every time shown says its zone (the browser's), e.g. "29 Nov 2026, 21:00:00 GMT+1".
   function formatTime(iso) {
-    return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+    return new Date(iso).toLocaleString(undefined, {
+      year: "numeric",
+      month: "short",
+      day: "numeric",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      timeZoneName: "short",
+    });
   }
 
   function formatDuration(ms) {
@@ -87,10 +110,29 @@
     return Date.now() + state.skew;
   }
 
-  function notice(text) {
-    const item = el("p", "notice", text);
+  // A banner; the same text again refreshes the one shown instead of stacking another.
+  function notice(text, kind = "bad") {
+    const shown = state.notices.get(text);
+    if (shown) {
+      clearTimeout(shown.timer);
+      shown.item.remove();
+    }
+    const item = el("p", `notice ${kind}`, text);
     $("notices").append(item);
-    setTimeout(() => item.remove(), 20000);
+    const timer = setTimeout(() => {
+      item.remove();
+      if (state.notices.get(text)?.item === item) state.notices.delete(text);
+    }, NOTICE_MS);
+    state.notices.set(text, { item, timer });
+  }
+
+  // The forms act on the open session: usable only while one is open.
+  function setUsable(usable) {
+    for (const control of document.querySelectorAll(
+      "#composer textarea, #composer button, #fork-session, #tools button, #tools input, #tools select",
+    )) {
+      control.disabled = !usable;
+    }
   }
 
   function setStatus(text, kind) {
@@ -224,7 +266,7 @@
     const id = state.sessionId;
     if (!id) return;
     try {
-      const data = await api("GET", `/api/sessions/${id}/schedules`);
+      const data = await api("GET", sessionPath(id, "schedules"));
       if (id !== state.sessionId) return;
       state.skew = Date.parse(data.now) - Date.now();
       state.schedules = data.schedules;
@@ -348,7 +390,7 @@
   }
 
   function openStream(id) {
-    const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?from=${state.next}`);
+    const source = new EventSource(`${sessionPath(id, "events")}?from=${state.next}`);
     state.source = source;
     source.addEventListener("turn", (event) => {
       if (state.source === source) addTurn(JSON.parse(event.data));
@@ -373,18 +415,49 @@
     });
   }
 
+  function describeSession(session) {
+    const note = $("session-note");
+    if (session && session.parentId) {
+      note.textContent =
+        `A fork of ${session.parentId}: it has that session's first ${session.seedLength} log ` +
+        "entries (the history shown) and none of its reminders; reminders set there stay there.";
+      note.hidden = false;
+    } else {
+      note.textContent = "";
+      note.hidden = true;
+    }
+  }
+
   async function openSession(id) {
+    const valid = SESSION_ID.test(id);
+    const switching = id !== state.sessionId;
     closeStream();
-    state.sessionId = id;
+    state.sessionId = valid ? id : null;
     state.next = 0;
     state.schedules = [];
     clearPending();
+    if (switching) $("prompt").value = ""; // a draft belongs to the session it was typed in
     $("transcript").replaceChildren();
+    describeSession(null);
     renderSchedules();
+    $("session-select").value = valid ? id : "";
+    setUsable(false);
+    if (!valid) {
+      setStatus("not open", "bad");
+      throw new Error(`"${shorten(id)}" is not a session id (s_ and 12 lower-case letters or digits).`);
+    }
     if (location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`);
     setStatus("opening…", "warn");
-    const detail = await api("GET", `/api/sessions/${encodeURIComponent(id)}`);
+    let detail;
+    try {
+      detail = await api("GET", sessionPath(id));
+    } catch (error) {
+      if (state.sessionId === id) setStatus("not open", "bad");
+      throw error;
+    }
     if (state.sessionId !== id) return;
+    describeSession(detail.session);
+    setUsable(true);
     for (const turn of detail.turns) addTurn(turn);
     const list = $("transcript");
     list.scrollTop = list.scrollHeight;
@@ -400,7 +473,7 @@
 
   async function forkSession(at) {
     if (!state.sessionId) return;
-    const detail = await api("POST", `/api/sessions/${state.sessionId}/fork`, { at });
+    const detail = await api("POST", sessionPath(state.sessionId, "fork"), { at });
     await openSession(detail.session.id);
   }
 
@@ -415,8 +488,11 @@
     // Shown before sending: the turn that takes the prompt may arrive before the answer does.
     const pending = showPending(text);
     try {
-      await api("POST", `/api/sessions/${id}/prompts`, { text, zone: browserZone() });
+      await api("POST", sessionPath(id, "prompts"), { text, zone: browserZone() });
       box.value = "";
+      if (state.offline) {
+        notice("Sent. Offline mode: no model answers it; call the tools below.", "info");
+      }
     } catch (error) {
       dropPending(pending);
       notice(error.message);
@@ -425,10 +501,29 @@
 
   async function callTool(name, args) {
     try {
-      await api("POST", `/api/sessions/${state.sessionId}/tools/${name}`, args);
+      await api("POST", sessionPath(state.sessionId, "tools", name), args);
+      return true;
     } catch (error) {
       notice(error.message);
+      return false;
     }
+  }
+
+  // One click, one call: the button waits for the answer, and a form that worked is cleared.
+  async function submitOnce(form, call) {
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    try {
+      if (await call()) resetForm(form);
+    } finally {
+      button.disabled = !state.sessionId || $("prompt").disabled;
+    }
+  }
+
+  function resetForm(form) {
+    form.reset();
+    if (form.elements.time_zone) form.elements.time_zone.value = browserZone() || "";
+    if (form.elements.rule) showRuleFields();
   }
 
   function showRuleFields() {
@@ -448,12 +543,17 @@
     if (rule === "local") {
       args.at = { date: form.date.value, time: form.time.value, time_zone: form.time_zone.value };
     }
-    await callTool("schedule_create", args);
+    await submitOnce(event.target, () => callTool("schedule_create", args));
   }
 
   async function submitDelete(event) {
     event.preventDefault();
-    await callTool("schedule_delete", { id: event.target.elements.id.value });
+    const id = event.target.elements.id.value;
+    await submitOnce(event.target, () => callTool("schedule_delete", { id }));
+  }
+
+  function show(error) {
+    notice(error.message);
   }
 
   // -- start ------------------------------------------------------------------------------------
@@ -467,21 +567,24 @@
         $("composer").requestSubmit();
       }
     });
-    $("new-session").addEventListener("click", () => newSession().catch((e) => notice(e.message)));
-    $("fork-session").addEventListener("click", () => forkSession(null).catch((e) => notice(e.message)));
+    $("new-session").addEventListener("click", () => newSession().catch(show));
+    $("fork-session").addEventListener("click", () => forkSession(null).catch(show));
     $("session-select").addEventListener("change", (event) => {
-      openSession(event.target.value).catch((e) => notice(e.message));
+      openSession(event.target.value).catch(show);
     });
     window.addEventListener("hashchange", () => {
       const id = location.hash.slice(1);
-      if (id && id !== state.sessionId) openSession(id).catch((e) => notice(e.message));
+      if (id && id !== state.sessionId) openSession(id).catch(show);
     });
+    setUsable(false);
+    setInterval(tick, 1000);
 
     const info = await api("GET", "/api/info");
     $("mode").textContent = info.mode === "offline" ? "Offline: you call the tools" : `Model: ${info.model}`;
     $("prompt").maxLength = info.maxPromptChars;
     state.offline = info.mode === "offline";
     if (state.offline) {
+      $("prompt").placeholder = "Message — offline: it joins the transcript, and no model answers";
       $("tools").hidden = false;
       const form = $("create-form");
       form.elements.time_zone.value = browserZone() || "";
@@ -497,11 +600,10 @@
     if (wanted) await openSession(wanted);
     else if (sessions.length) await openSession(sessions[0].id);
     else await newSession();
-    setInterval(tick, 1000);
   }
 
   start().catch((error) => {
-    setStatus("error", "bad");
+    if ($("status").dataset.kind !== "bad") setStatus("error", "bad");
     notice(error.message);
   });
 })();
