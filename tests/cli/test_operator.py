@@ -867,7 +867,9 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
     [
         ([], openai_tools(tool_definitions())),
         (["--format", "openai"], openai_tools(tool_definitions())),
+        (["--format", "openai-responses"], openai_tools(tool_definitions(), shape="responses")),
         (["--format", "anthropic"], anthropic_tools(tool_definitions())),
+        (["--format", "anthropic-strict"], anthropic_tools(tool_definitions(), strict=True)),
         (["--format", "mcp"], mcp_tools(tool_definitions())),
     ],
 )

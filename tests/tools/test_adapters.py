@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import cast
 
 import jsonschema
 import mcp.types
+import msgspec
 import pytest
 
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
@@ -68,6 +71,85 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
         }
     )
     assert not validator.is_valid({"prompt": "p"})
+
+
+# Keywords Anthropic's strict tool use accepts (its structured-outputs JSON Schema subset, less
+# ``default``, which these definitions never send in strict mode).
+ANTHROPIC_STRICT_KEYWORDS = {
+    "type", "properties", "required", "additionalProperties", "description", "enum", "anyOf",
+    "items", "pattern", "format", "const",
+}  # fmt: skip
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def _keywords(node: object) -> set[str]:
+    """Every key of every schema inside ``node`` (property names excluded)."""
+    found: set[str] = set()
+    if isinstance(node, list):
+        for item in node:
+            found |= _keywords(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            found.add(key)
+            if key == "properties" and isinstance(value, dict):
+                for child in value.values():
+                    found |= _keywords(child)
+            else:
+                found |= _keywords(value)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "tools"),
+    [
+        ("anthropic-strict", anthropic_tools(tool_definitions(), strict=True)),
+        ("openai-responses", openai_tools(tool_definitions(), shape="responses")),
+    ],
+)
+def test_provider_variants_match_their_snapshots(name: str, tools: list[dict[str, object]]) -> None:
+    rendered = msgspec.json.format(msgspec.json.encode(tools), indent=2) + b"\n"
+    snapshot = SNAPSHOTS / f"{name}.json"
+    if os.environ.get("SESSION_SCHEDULE_UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_bytes(rendered)
+    assert rendered == snapshot.read_bytes()
+
+
+def test_anthropic_strict_tools_have_no_default_and_only_supported_keywords() -> None:
+    tools = anthropic_tools(tool_definitions(), strict=True)
+    assert [tool["name"] for tool in tools] == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+    ]
+    plain = anthropic_tools(tool_definitions())
+    assert "default" in _keywords([tool["input_schema"] for tool in plain])
+    for tool in tools:
+        assert set(tool) == {"name", "description", "input_schema", "strict"}
+        assert tool["strict"] is True
+        schema = cast("Schema", tool["input_schema"])
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert "default" not in _keywords(schema)
+        assert _keywords(schema) <= ANTHROPIC_STRICT_KEYWORDS | {"$schema"}, _keywords(schema)
+        for node in _walk_schemas(schema):
+            if node.get("type") == "object":
+                assert node["additionalProperties"] is False
+
+
+def test_anthropic_strict_schema_accepts_what_the_plain_one_accepts() -> None:
+    strict = cast("Schema", anthropic_tools(tool_definitions(), strict=True)[0]["input_schema"])
+    validator = jsonschema.Draft202012Validator(strict)
+    validator.validate({"prompt": "p", "every_seconds": 600})
+    validator.validate({"prompt": "p", "after_seconds": None, "at": "2026-12-01T09:00:00Z"})
+    assert not validator.is_valid({"after_seconds": 60})
+    assert not validator.is_valid({"prompt": "p", "extra": 1})
+
+
+def test_the_openai_responses_shape_is_flat() -> None:
+    chat = openai_tools(tool_definitions())
+    responses = openai_tools(tool_definitions(), shape="responses")
+    for flat, nested in zip(responses, chat, strict=True):
+        assert flat == {"type": "function", **cast("dict[str, object]", nested["function"])}
+        assert list(flat) == ["type", "name", "description", "parameters", "strict"]
 
 
 def test_anthropic_tools_have_object_input_schemas() -> None:

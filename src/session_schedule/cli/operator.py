@@ -89,8 +89,14 @@ TABLE_WIDTH: Final = 120
 DEFAULT_LIMIT: Final = 100
 DEFAULT_UNTIL: Final = "24h"
 
-ToolFormat = Literal["openai", "anthropic", "mcp"]
-TOOL_FORMATS: Final[tuple[ToolFormat, ...]] = ("openai", "anthropic", "mcp")
+ToolFormat = Literal["openai", "openai-responses", "anthropic", "anthropic-strict", "mcp"]
+TOOL_FORMATS: Final[tuple[ToolFormat, ...]] = (
+    "openai",
+    "openai-responses",
+    "anthropic",
+    "anthropic-strict",
+    "mcp",
+)
 
 _SESSION_HELP: Final = "a session id, such as s_7k2m4q9x3v5b (see `session-schedule sessions`)"
 _DURATION: Final = re.compile(r"([0-9]{1,12})([smhdw])", re.ASCII)
@@ -233,7 +239,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="print the schedule tool definitions as JSON",
         description="The definitions of schedule_create, schedule_list and schedule_delete, "
         "with the default limits, in the format a model API or protocol expects: OpenAI "
-        "strict function tools (Chat Completions), Anthropic tools or MCP tools.",
+        "strict function tools for Chat Completions (openai) or the Responses API "
+        "(openai-responses), Anthropic tools (anthropic; anthropic-strict adds strict: true and "
+        "drops the keywords strict mode rejects) or MCP tools.",
         example="session-schedule tools --format anthropic",
     )
     parser.add_argument(
@@ -705,8 +713,12 @@ def _tools(arguments: argparse.Namespace) -> int:
     match tool_format:
         case "openai":
             tools = openai_tools(definitions)
+        case "openai-responses":
+            tools = openai_tools(definitions, shape="responses")
         case "anthropic":
             tools = anthropic_tools(definitions)
+        case "anthropic-strict":
+            tools = anthropic_tools(definitions, strict=True)
         case "mcp":
             tools = mcp_tools(definitions)
         case _:

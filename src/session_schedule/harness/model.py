@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Protocol, final
+from typing import TYPE_CHECKING, Final, Literal, Protocol, final
 
 import msgspec
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT_SECONDS: Final = 120.0
 """How long one model request may take (the SDK's own default is ten minutes, during which the
 turn — and every reminder waiting for the agent to be idle — would be stuck)."""
+
+_TOOL_CHOICE: Final[Literal["auto"]] = "auto"
 
 ChatMessage = dict[str, object]
 """One message in the OpenAI Chat Completions format."""
@@ -73,6 +75,10 @@ class OpenAIChatModel:
                 model=self._model,
                 messages=messages,  # type: ignore[arg-type]
                 tools=tools,  # type: ignore[arg-type]
+                # Explicit, although it is the API's default when tools are given: some local
+                # OpenAI-compatible servers (llama.cpp's among them) offer the model no tools
+                # unless the request says so.
+                tool_choice=_TOOL_CHOICE,
                 timeout=self._timeout,
             )
         except openai.APIError as error:

@@ -56,8 +56,9 @@ class ScheduleTools:
         """The tools as OpenAI strict function tools (``shape``: ``chat`` or ``responses``)."""
         return openai_tools(self._definitions, shape=shape)
 
-    def anthropic(self) -> list[dict[str, object]]:
-        return anthropic_tools(self._definitions)
+    def anthropic(self, *, strict: bool = False) -> list[dict[str, object]]:
+        """The tools for the Anthropic Messages API (``strict``: with ``strict: true``)."""
+        return anthropic_tools(self._definitions, strict=strict)
 
     def mcp(self) -> list[dict[str, object]]:
         return mcp_tools(self._definitions)
