@@ -1,5 +1,5 @@
-"""Imports flow one way: cli → web → harness → tools → runtime → session → core; nothing
-imports testing."""
+"""Imports flow one way: cli → mcp → web → harness → tools → runtime → session → core; nothing
+imports testing, and only the mcp layer imports the MCP SDK."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import session_schedule
 
 PACKAGE = Path(session_schedule.__file__).parent
-ORDER = ["core", "session", "runtime", "tools", "harness", "web", "cli"]
+ORDER = ["core", "session", "runtime", "tools", "harness", "web", "mcp", "cli"]
 
 
 def _imports(path: Path) -> set[str]:
@@ -33,3 +33,13 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
             if parts[0] != "session_schedule" or len(parts) < 2:
                 continue
             assert parts[1] in allowed, f"{path.relative_to(PACKAGE)} imports {name}"
+
+
+def test_only_the_mcp_layer_imports_the_mcp_sdk() -> None:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "mcp":
+            continue
+        for name in _imports(path):
+            assert name.split(".")[0] not in {"mcp", "mcp_types"}, (
+                f"{path.relative_to(PACKAGE)} imports {name}"
+            )

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from session_schedule.cli import chat, db, operator, resolve, serve, walkthrough
+from session_schedule.cli import chat, db, mcp, operator, resolve, serve, walkthrough
 from session_schedule.cli.common import (
     DATA_DIR_VARIABLE,
     EXIT_OK,
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.register(commands)
     operator.register(commands)
     serve.register(commands)
+    mcp.register(commands)
     walkthrough_parser = commands.add_parser(
         "walkthrough",
         help="show, in virtual time, what a model sends, what is stored and what comes back",

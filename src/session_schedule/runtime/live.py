@@ -48,7 +48,7 @@ from session_schedule.core.changes import (
     ScheduleDeleteChange,
     ScheduleDispatchChange,
 )
-from session_schedule.core.due import next_wakeup, plan_delivery
+from session_schedule.core.due import Delivery, next_wakeup, plan_delivery
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import frame
@@ -186,6 +186,11 @@ class LiveSchedule:
         """
         return await self._queue.run(lambda: self._delete(arguments))
 
+    async def pending(self) -> Delivery | None:
+        """The delivery that a decision taken now would make, without making it; ``None`` when
+        nothing is due. For hosts that pull their follow-ups and preview them first."""
+        return await self._queue.run(self._pending)
+
     async def _create(self, arguments: Mapping[str, object]) -> ScheduleView:
         await self._barrier()
         now = self._clock.now()
@@ -199,6 +204,10 @@ class LiveSchedule:
         await self._barrier()
         now = self._clock.now()
         return now, make_views(self._state.ordered(), now)
+
+    async def _pending(self) -> Delivery | None:
+        await self._barrier()
+        return plan_delivery(self._state, self._clock.now())
 
     async def _delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
         await self._barrier()

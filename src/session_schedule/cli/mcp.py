@@ -1,0 +1,59 @@
+"""``session-schedule mcp``: serve one session's reminders to an MCP client over stdio.
+
+The MCP SDK is an optional dependency (the ``mcp`` extra); it is imported only when this command
+runs. stdout carries the protocol, so everything else — the session line, logs — goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from typing import Final
+
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+
+EPILOG: Final = """\
+example: session-schedule mcp s_7k2m4q9x3v5b
+more examples:
+  session-schedule mcp                     a new session; its id is printed on stderr
+
+An MCP client starts this command and talks to it on stdin/stdout. A due reminder is not pushed:
+the client is told (resources/updated for schedule://followups/pending, and a log message) and
+receives it by calling the tool schedule_followups_take. A reminder nobody takes stays due.
+Give the same SESSION every time so that reminders survive a restart of the client."""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``mcp`` to the program's subcommands."""
+    parser = commands.add_parser(
+        "mcp",
+        help="an MCP server (stdio) for one session: the schedule tools and pulled follow-ups",
+        description="Serve one session's schedule tools over the Model Context Protocol on "
+        "stdin/stdout, for an MCP client such as a desktop chat app. Needs the mcp extra: "
+        "pip install 'session-schedule[mcp]'.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
+        help="the id of the session to serve (default: create a new one)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    """The ``mcp`` command. Session errors escape for ``main`` to report (3 not found, 4 busy)."""
+    try:
+        from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.split(".")[0] not in {"mcp", "mcp_types"}:
+            raise
+        return fail(
+            "the mcp command needs the MCP SDK: pip install 'session-schedule[mcp]'", EXIT_USAGE
+        )
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    asyncio.run(serve_stdio(data_dir(arguments), arguments.session))
+    return EXIT_OK

@@ -1,0 +1,438 @@
+"""``session-schedule mcp``: one live Session served over MCP (stdio), with pulled follow-ups.
+
+Theory of operation
+-------------------
+An MCP server cannot start a turn in its client's conversation: it can only answer requests and
+send advisory notifications that a client may drop. So a due reminder is not pushed; it becomes a
+**pending follow-up** that the host *takes*:
+
+1. **Due.** The live Schedule's owner finds a reminder due and, as with any agent, waits for the
+   agent to be idle. Here the agent is a :class:`~session_schedule.mcp.agent.PullAgent`: it
+   announces the follow-up — ``notifications/resources/updated`` for
+   ``schedule://followups/pending`` to a client that subscribed to it (on the 2026-07-28
+   protocol, to its ``subscriptions/listen`` stream), and a ``notice`` log message — and waits
+   for a take.
+2. **Preview.** Reading ``schedule://followups/pending`` shows what a take would receive now: the
+   occurrence keys and the framed text (its ``decided at`` is re-sampled by the take). Reading
+   is free of side effects: clients prefetch, cache and re-read resources, and none of that may
+   consume a reminder.
+3. **Take.** Calling the tool ``schedule_followups_take`` is the acceptance. In the agent-scoped
+   queue, with the barrier discipline, the owner decides, frames the turn, hands the text to the
+   waiting take (``followup()``), appends the dispatch change(s) and awaits the barrier; the tool
+   result carries the text exactly as framed. A tool is the acceptance because its result lands
+   in the model's context — where a follow-up turn's text must arrive — while a resource read
+   may be a host's prefetch that no model ever sees.
+
+Guarantees: a follow-up nobody takes is never dispatched; it stays due while the server runs and
+after a restart. A take that ends (cancelled, timed out) before the hand-over records nothing.
+As everywhere in Schedule, delivery is at-least-once: a crash after the hand-over and before the
+dispatch is durable repeats the reminder with the same occurrence key.
+
+Tool results: success is ``structuredContent`` matching the tool's ``outputSchema`` (and the same
+JSON as text content); failure is ``isError: true`` with the ``{"ok": false, "error": …}`` JSON as
+text content and no structured content, so clients that validate ``outputSchema`` accept both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import warnings
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Final, Literal, final
+
+import msgspec
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from session_schedule.core.due import Delivery
+from session_schedule.core.errors import ErrorCode, ScheduleError
+from session_schedule.core.framing import frame
+from session_schedule.mcp.agent import PullAgent
+from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.port import SessionHandle
+from session_schedule.tools.adapters import mcp_tools
+from session_schedule.tools.handlers import ScheduleTools
+from session_schedule.tools.results import DeleteResult, ErrorDetail, ErrorResult, ToolResult
+from session_schedule.tools.schemas import inline_schema
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME: Final = "session-schedule"
+TAKE_TOOL: Final = "schedule_followups_take"
+PENDING_URI: Final = "schedule://followups/pending"
+TAKE_TIMEOUT_SECONDS: Final = 10.0
+"""How long a take waits for the owner to hand a due follow-up over."""
+
+_OCCURRENCE_KEY_LINE: Final = "occurrence key: "
+_LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+
+class _Result(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    pass
+
+
+@final
+class TakeResult(_Result, frozen=True):
+    ok: Literal[True]
+    followup: str | None
+    """The follow-up turn's text exactly as framed, or null when none was handed over."""
+    occurrence_keys: list[str]
+    """The occurrence keys (``id@scheduledAt``) of the reminders in it, to spot a repeat."""
+    more: bool
+    """Whether another follow-up is due now: call the tool again."""
+
+
+@final
+class PendingFollowups(_Result, frozen=True):
+    """The content of ``schedule://followups/pending``."""
+
+    pending: bool
+    occurrence_keys: list[str]
+    preview: str | None
+    """The framed text a take would receive now; its ``decided at`` line is re-sampled then."""
+    take_with: Literal["schedule_followups_take"]
+    """Reading this resource delivers nothing: only this tool takes a follow-up."""
+
+
+_TAKE_DESCRIPTION: Final = (
+    "Receive the next reminder that has come due in this conversation, as a follow-up turn: "
+    "act on it as if it were a new message. Call it when the host says a follow-up is pending "
+    f"({PENDING_URI} changed), and at the start of each of your turns while reminders are set. "
+    "Returns followup: the reminder text (null when none is due), occurrenceKeys, and more: "
+    "true when another one is due — then call it again. A reminder you do not take stays due."
+)
+_INSTRUCTIONS: Final = (
+    "This server keeps durable reminders for one conversation (session {session}). Set them with "
+    "schedule_create, see them with schedule_list, remove them with schedule_delete. A reminder "
+    f"that comes due is not pushed to you: call {TAKE_TOOL} to receive it. The server announces "
+    f"due reminders through {PENDING_URI} (subscribe to it) and a log message; call {TAKE_TOOL} "
+    "when it changes and at the start of each turn while reminders are set."
+)
+
+
+@final
+class ScheduleMcpServer:
+    """The MCP face of one live Session: the tools, the pending resource, the announcements."""
+
+    def __init__(self, schedule: LiveSchedule, agent: PullAgent, *, session: str) -> None:
+        self._schedule = schedule
+        self._agent = agent
+        self._tools = ScheduleTools(schedule)
+        self._session_id = session
+        self._peer: ServerSession | None = None
+        self._subscribed = False
+        self._log_level: types.LoggingLevel = "debug"
+        self._bus = InMemorySubscriptionBus()
+        definitions = [
+            *mcp_tools(self._tools.definitions),
+            {
+                "name": TAKE_TOOL,
+                "description": _TAKE_DESCRIPTION,
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {},
+                    "required": [],
+                    "additionalProperties": False,
+                },
+                "outputSchema": inline_schema(TakeResult),
+                "annotations": {
+                    "title": "Take a due reminder",
+                    "readOnlyHint": False,
+                    "destructiveHint": False,
+                    "idempotentHint": False,
+                    "openWorldHint": False,
+                },
+            },
+        ]
+        self._tool_list = [types.Tool.model_validate(tool) for tool in definitions]
+        # The logging capability is deprecated by the 2026-07-28 protocol but is how a
+        # handshake-era client (such as today's desktop hosts) hears about a due reminder.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[None] = Server(
+                SERVER_NAME,
+                version=_version(),
+                instructions=_INSTRUCTIONS.format(session=session),
+                lifespan=_no_lifespan,
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_list_resources=self._list_resources,
+                on_read_resource=self._read_resource,
+                on_subscribe_resource=self._subscribe,
+                on_unsubscribe_resource=self._unsubscribe,
+                on_subscriptions_listen=ListenHandler(self._bus),
+                on_set_logging_level=self._set_level,
+            )
+        self.server.add_notification_handler(
+            "notifications/initialized", types.NotificationParams, self._initialized
+        )
+
+    async def announce(self) -> None:
+        """Tell the client that a follow-up is pending (best-effort: notifications are advisory)."""
+        await self._bus.publish(ResourceUpdated(uri=PENDING_URI))
+        peer = self._peer
+        if peer is None:
+            return  # not initialized yet: announced once it is
+        if self._subscribed:
+            await peer.send_resource_updated(PENDING_URI)
+        if peer.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and _LOG_LEVELS.index(
+            "notice"
+        ) >= _LOG_LEVELS.index(self._log_level):
+            await peer.send_notification(
+                types.LoggingMessageNotification(
+                    params=types.LoggingMessageNotificationParams(
+                        level="notice",
+                        logger=SERVER_NAME,
+                        data={
+                            "message": f"a reminder is due: call {TAKE_TOOL} to receive it",
+                            "session": self._session_id,
+                            "resource": PENDING_URI,
+                        },
+                    )
+                )
+            )
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _initialized(
+        self, ctx: ServerRequestContext[None, object], _params: types.NotificationParams
+    ) -> None:
+        self._peer = ctx.session
+        await self._announce_if_pending()
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[None, object], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self._remember(ctx)
+        return types.ListToolsResult(tools=self._tool_list)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[None, object], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        self._remember(ctx)
+        result: ToolResult | TakeResult
+        if params.name == TAKE_TOOL:
+            result = await self._take(params.arguments)
+        else:
+            result = await self._tools.call_typed(params.name, params.arguments)
+            if isinstance(result, DeleteResult) and result.deleted:
+                await self._after_delete()
+        text = msgspec.json.encode(result).decode()
+        if isinstance(result, ErrorResult):
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], is_error=True
+            )
+        structured: dict[str, object] = msgspec.to_builtins(result)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=structured,
+            is_error=False,
+        )
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[None, object], _params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        self._remember(ctx)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=PENDING_URI,
+                    name="pending-followups",
+                    title="Pending reminder follow-ups",
+                    description=(
+                        "The reminder follow-up that is due now, if any: its occurrence keys "
+                        f"and framed text. Reading it delivers nothing; {TAKE_TOOL} does."
+                    ),
+                    mime_type="application/json",
+                )
+            ]
+        )
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[None, object], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        self._remember(ctx)
+        if params.uri != PENDING_URI:
+            raise MCPError(types.INVALID_PARAMS, f"no resource {params.uri!r}")
+        try:
+            delivery = await self._schedule.pending()
+        except ScheduleError as error:
+            raise MCPError(types.INTERNAL_ERROR, f"{error.code}: {error.message}") from None
+        content = PendingFollowups(
+            pending=delivery is not None,
+            occurrence_keys=_keys(delivery),
+            preview=None if delivery is None else frame(delivery),
+            take_with="schedule_followups_take",
+        )
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=PENDING_URI,
+                    mime_type="application/json",
+                    text=msgspec.json.encode(content).decode(),
+                )
+            ]
+        )
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[None, object], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        self._remember(ctx)
+        if params.uri == PENDING_URI:
+            self._subscribed = True
+            await self._announce_if_pending()
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[None, object], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        self._remember(ctx)
+        if params.uri == PENDING_URI:
+            self._subscribed = False
+        return types.EmptyResult()
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[None, object], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        self._remember(ctx)
+        self._log_level = params.level
+        return types.EmptyResult()
+
+    # -- taking ------------------------------------------------------------------------------
+
+    async def _take(self, arguments: Mapping[str, object] | None) -> TakeResult | ErrorResult:
+        if arguments:
+            given = ", ".join(f"`{key}`" for key in sorted(arguments))
+            return _error(
+                "invalid_selector",
+                f"{TAKE_TOOL} takes no arguments, got {given}; call it with {{}}.",
+            )
+        if self._schedule.failure is not None:
+            return _error(
+                "internal_error",
+                "reminder delivery has stopped in this server; tell the user that reminders "
+                "may not be working.",
+            )
+        try:
+            text: str | None = None
+            if self._agent.unclaimed or await self._schedule.pending() is not None:
+                text = await self._agent.take(timeout=TAKE_TIMEOUT_SECONDS)
+            more = await self._schedule.pending() is not None
+        except ScheduleError as error:
+            return _error(error.code, error.message)
+        keys = [] if text is None else _frame_keys(text)
+        return TakeResult(ok=True, followup=text, occurrence_keys=keys, more=more)
+
+    async def _after_delete(self) -> None:
+        """A delete may have removed what the owner waits to hand over: let it look again."""
+        try:
+            if await self._schedule.pending() is None:
+                self._agent.recheck()
+        except ScheduleError:
+            pass  # the owner stops on the same failure; the tool result already reported it
+
+    async def _announce_if_pending(self) -> None:
+        try:
+            pending = await self._schedule.pending()
+        except ScheduleError:
+            return
+        if pending is not None:
+            await self.announce()
+
+    def _remember(self, ctx: ServerRequestContext[None, object]) -> None:
+        self._peer = ctx.session
+
+
+async def serve_stdio(
+    data_dir: Path,
+    session_id: str | None,
+    *,
+    clock: Clock | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Open (or, without ``session_id``, create) a JSONL session and serve it on stdin/stdout."""
+    clock = clock or SystemClock()
+    store = JsonlSessionStore(data_dir)
+    if session_id is None:
+        session: SessionHandle = await store.create(now=clock.now())
+        opened = "new session"
+    else:
+        session = await store.open(session_id)
+        opened = "resumed session"
+    # stdout carries the protocol.
+    sys.stderr.write(
+        f"session-schedule mcp: {opened} {session.id} in {data_dir}; "
+        f"pass {session.id} as SESSION to resume it\n"
+    )
+    sys.stderr.flush()
+    async with session:
+        mcp_server: ScheduleMcpServer | None = None
+
+        async def announce() -> None:
+            if mcp_server is not None:
+                await mcp_server.announce()
+
+        agent = PullAgent(announce, clock=clock)
+        async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
+            mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
+            async with stdio_server() as (read_stream, write_stream):
+                await mcp_server.server.run(
+                    read_stream,
+                    write_stream,
+                    mcp_server.server.create_initialization_options(),
+                )
+        await session.barrier()
+
+
+def _keys(delivery: Delivery | None) -> list[str]:
+    return [] if delivery is None else [occurrence.key for occurrence in delivery.occurrences]
+
+
+def _frame_keys(text: str) -> list[str]:
+    """The occurrence keys of a framed follow-up (a prompt is embedded on its own escaped line,
+    so no prompt can forge one)."""
+    return [
+        line.removeprefix(_OCCURRENCE_KEY_LINE)
+        for line in text.splitlines()
+        if line.startswith(_OCCURRENCE_KEY_LINE)
+    ]
+
+
+def _error(code: ErrorCode, message: str) -> ErrorResult:
+    return ErrorResult(ok=False, error=ErrorDetail(code=code, message=message))
+
+
+@contextlib.asynccontextmanager
+async def _no_lifespan(_server: Server[None]) -> AsyncIterator[None]:
+    yield
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("session-schedule")
+    except PackageNotFoundError:
+        return ""
