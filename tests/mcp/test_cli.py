@@ -1,0 +1,32 @@
+"""The ``mcp`` command's edges: the SDK is optional and imported only when the command runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from session_schedule.cli.main import main
+
+
+def test_without_the_sdk_the_command_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # ``import mcp`` now fails as if absent
+    monkeypatch.delitem(sys.modules, "session_schedule.mcp.server", raising=False)
+    assert main(["mcp"]) == 2
+    assert capsys.readouterr().err == (
+        "session-schedule: the mcp command needs the MCP SDK: pip install 'session-schedule[mcp]'\n"
+    )
+
+
+def test_the_program_does_not_import_the_sdk_until_the_mcp_command_runs() -> None:
+    probe = (
+        "import sys; import session_schedule.cli.main as m; m.build_parser(); "
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in {'mcp', 'mcp_types'}))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert completed.stdout == "[]\n"
