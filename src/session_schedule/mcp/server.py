@@ -235,6 +235,13 @@ class ScheduleMcpServer:
         result: ToolResult | TakeResult
         if params.name == TAKE_TOOL:
             result = await self._take(params.arguments)
+            if isinstance(result, ErrorResult):
+                self._schedule.events.refused(
+                    self._schedule.now(),
+                    tool=TAKE_TOOL,
+                    code=result.error.code,
+                    message=result.error.message,
+                )
         else:
             result = await self._tools.call_typed(params.name, params.arguments)
             if isinstance(result, DeleteResult) and result.deleted:

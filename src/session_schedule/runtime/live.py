@@ -57,6 +57,7 @@ from session_schedule.core.records import ScheduleView, make_view, make_views
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.runtime.agent import Agent
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.events import ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.port import SessionHandle
@@ -109,6 +110,7 @@ class LiveSchedule:
         self._parked = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
+        self._events = ScheduleEvents(session.id)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -160,6 +162,12 @@ class LiveSchedule:
         return self._settings
 
     @property
+    def events(self) -> ScheduleEvents:
+        """Operator events (create, delete, dispatch, refusal, failed follow-up, back-off):
+        logged on ``session_schedule.events`` and handed to subscribed callbacks."""
+        return self._events
+
+    @property
     def failure(self) -> BaseException | None:
         """What stopped the owner, if anything did (it is also logged)."""
         return self._failure
@@ -198,6 +206,7 @@ class LiveSchedule:
         self._append(change)
         await self._barrier()
         self._wake.set()
+        self._events.created(change.schedule.id, now)
         return make_view(change.schedule, now)
 
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
@@ -214,10 +223,12 @@ class LiveSchedule:
         change = decide_delete(arguments, state=self._state)
         schedule_id = str(arguments["id"])
         if change is None:
+            self._events.deleted(schedule_id, self._clock.now(), deleted=False)
             return schedule_id, False
         self._append(change)
         await self._barrier()
         self._wake.set()
+        self._events.deleted(schedule_id, self._clock.now(), deleted=True)
         return schedule_id, True
 
     # -- delivery (SPEC §6) ------------------------------------------------------------------
@@ -251,6 +262,9 @@ class LiveSchedule:
                 elif outcome == "agent refused" or busy_in_a_row >= _BUSY_BEFORE_BACKOFF:
                     # A refusing agent, or one that reports idle yet keeps refusing maintenance:
                     # either way, back off rather than spin.
+                    self._events.backing_off(
+                        self._clock.now(), refused=outcome == "agent refused", seconds=backoff
+                    )
                     await self._wait(backoff)
                     backoff = min(backoff * 2, self._settings.retry_max_seconds)
                 elif outcome == "agent busy":
@@ -281,7 +295,8 @@ class LiveSchedule:
                 return "nothing due"
             try:
                 self._agent.followup(frame(delivery))
-            except Exception:
+            except Exception as error:
+                self._events.followup_failed(delivery, error)
                 logger.exception(
                     "follow-up for %s in session %s was not accepted; the reminder stays active",
                     ", ".join(occurrence.key for occurrence in delivery.occurrences),
@@ -291,6 +306,7 @@ class LiveSchedule:
             for change in delivery.changes:
                 self._append(change)
             await self._barrier()
+            self._events.dispatched(delivery)
             return "delivered"
         finally:
             self._agent.end_maintenance()

@@ -78,10 +78,22 @@ class ScheduleTools:
         try:
             return await self._dispatch(name, _arguments(arguments))
         except ScheduleError as error:
-            return _failure(error)
+            return self._refuse(name, arguments, error)
         except Exception:
             logger.exception("schedule tool %r failed", name)
-            return _failure(ScheduleError("internal_error", _INTERNAL_ERROR))
+            return self._refuse(name, arguments, ScheduleError("internal_error", _INTERNAL_ERROR))
+
+    def _refuse(self, name: str, arguments: object, error: ScheduleError) -> ErrorResult:
+        """The failure result, reported as a ``refusal`` event first."""
+        schedule_id = arguments.get("id") if isinstance(arguments, Mapping) else None
+        self._schedule.events.refused(
+            self._schedule.now(),
+            tool=name,
+            code=error.code,
+            message=error.message,
+            schedule_id=schedule_id if isinstance(schedule_id, str) else None,
+        )
+        return _failure(error)
 
     async def _dispatch(self, name: str, arguments: Mapping[str, object]) -> ToolResult:
         if name == "schedule_create":

@@ -1,0 +1,230 @@
+"""Operator events of a live Schedule: what happened to each reminder, and why.
+
+Every event is a frozen :class:`ScheduleEvent` with stable fields. It is emitted twice: as a
+``logging`` record on the logger ``session_schedule.events`` (the fields in ``extra=``, so a
+structured log handler can index them), and to every callback subscribed with
+:meth:`ScheduleEvents.subscribe`. A callback that raises is logged and skipped: observing never
+breaks delivery.
+
+========================  ===============================================  ====================
+kind                      when                                             outcome
+========================  ===============================================  ====================
+``create``                a reminder was created                           ``created``
+``delete``                a delete was asked for                           ``deleted`` or
+                                                                           ``not active``
+``dispatch``              a reminder was in an accepted follow-up          ``dispatched``
+``refusal``               a tool call was answered with an error           ``refused``
+``followup-failed``       ``followup()`` raised; the reminder stays active ``not accepted``
+``back-off``              the owner waits before trying again              ``agent refused`` or
+                                                                           ``agent busy``
+========================  ===============================================  ====================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final, Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.due import Delivery
+from session_schedule.core.errors import ErrorCode
+from session_schedule.core.instants import Instant, format_instant
+
+EVENT_LOGGER: Final = "session_schedule.events"
+logger = logging.getLogger(EVENT_LOGGER)
+_internal = logging.getLogger(__name__ + ".callbacks")
+
+EventKind: TypeAlias = Literal[
+    "create", "delete", "dispatch", "refusal", "followup-failed", "back-off"
+]
+EventOutcome: TypeAlias = Literal[
+    "created",
+    "deleted",
+    "not active",
+    "dispatched",
+    "refused",
+    "not accepted",
+    "agent refused",
+    "agent busy",
+]
+EventCallback: TypeAlias = Callable[["ScheduleEvent"], None]
+
+_LEVELS: Final[dict[EventKind, int]] = {
+    "create": logging.INFO,
+    "delete": logging.INFO,
+    "dispatch": logging.INFO,
+    "refusal": logging.INFO,
+    "followup-failed": logging.WARNING,
+    "back-off": logging.WARNING,
+}
+
+
+@final
+class ScheduleEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing that happened to the reminders of one Session."""
+
+    kind: EventKind
+    session_id: str
+    decided_at: str
+    """The wall-clock time of the decision, canonical UTC (a dispatch: its batch's decision
+    time)."""
+    outcome: EventOutcome
+    schedule_id: str | None = None
+    occurrence_key: str | None = None
+    """``id@scheduledAt`` for dispatches and failed follow-ups."""
+    error_code: ErrorCode | None = None
+    """The stable code of a refusal."""
+    tool: str | None = None
+    """The tool a refusal answered."""
+    detail: str | None = None
+    """A refusal's message, or what ``followup()`` raised."""
+    retry_in_seconds: float | None = None
+    """How long a back-off waits."""
+
+    def log_fields(self) -> dict[str, object]:
+        """The fields as passed in ``extra=`` (``kind`` is named ``event`` there)."""
+        fields: dict[str, object] = msgspec.structs.asdict(self)
+        fields["event"] = fields.pop("kind")
+        return fields
+
+
+@final
+class ScheduleEvents:
+    """The events of one live Schedule: emitted to the log and to subscribed callbacks."""
+
+    def __init__(self, session_id: str) -> None:
+        self._session_id = session_id
+        self._callbacks: dict[object, EventCallback] = {}
+
+    def subscribe(self, callback: EventCallback) -> Callable[[], None]:
+        """Call ``callback`` with every later event; returns an idempotent unsubscribe."""
+        token = object()
+        self._callbacks[token] = callback
+
+        def unsubscribe() -> None:
+            self._callbacks.pop(token, None)
+
+        return unsubscribe
+
+    def emit(self, event: ScheduleEvent) -> None:
+        """Log ``event``, then hand it to every callback (one that raises is logged)."""
+        logger.log(
+            _LEVELS[event.kind],
+            "session %s: %s %s%s",
+            event.session_id,
+            event.kind,
+            event.outcome,
+            _suffix(event),
+            extra=event.log_fields(),
+        )
+        for callback in list(self._callbacks.values()):
+            try:
+                callback(event)
+            except Exception:
+                _internal.exception("a schedule event callback raised; delivery goes on")
+
+    # -- the events the live Schedule and the tools emit --------------------------------------
+
+    def created(self, schedule_id: str, now: Instant) -> None:
+        self.emit(self._event("create", now, "created", schedule_id=schedule_id))
+
+    def deleted(self, schedule_id: str, now: Instant, *, deleted: bool) -> None:
+        outcome: EventOutcome = "deleted" if deleted else "not active"
+        self.emit(self._event("delete", now, outcome, schedule_id=schedule_id))
+
+    def dispatched(self, delivery: Delivery) -> None:
+        for occurrence in delivery.occurrences:
+            self.emit(
+                self._event(
+                    "dispatch",
+                    delivery.decided_at,
+                    "dispatched",
+                    schedule_id=occurrence.record.id,
+                    occurrence_key=occurrence.key,
+                )
+            )
+
+    def followup_failed(self, delivery: Delivery, error: BaseException) -> None:
+        for occurrence in delivery.occurrences:
+            self.emit(
+                self._event(
+                    "followup-failed",
+                    delivery.decided_at,
+                    "not accepted",
+                    schedule_id=occurrence.record.id,
+                    occurrence_key=occurrence.key,
+                    detail=f"{type(error).__name__}: {error}",
+                )
+            )
+
+    def backing_off(self, now: Instant, *, refused: bool, seconds: float) -> None:
+        """The owner waits ``seconds``: the agent refused a follow-up (``refused``), or kept
+        refusing maintenance although it reported idle."""
+        reason: EventOutcome = "agent refused" if refused else "agent busy"
+        self.emit(self._event("back-off", now, reason, retry_in_seconds=seconds))
+
+    def refused(
+        self,
+        now: Instant,
+        *,
+        tool: str,
+        code: ErrorCode,
+        message: str,
+        schedule_id: str | None = None,
+    ) -> None:
+        self.emit(
+            self._event(
+                "refusal",
+                now,
+                "refused",
+                schedule_id=schedule_id,
+                error_code=code,
+                tool=tool,
+                detail=message,
+            )
+        )
+
+    def _event(
+        self,
+        kind: EventKind,
+        decided_at: Instant,
+        outcome: EventOutcome,
+        *,
+        schedule_id: str | None = None,
+        occurrence_key: str | None = None,
+        error_code: ErrorCode | None = None,
+        tool: str | None = None,
+        detail: str | None = None,
+        retry_in_seconds: float | None = None,
+    ) -> ScheduleEvent:
+        return ScheduleEvent(
+            kind=kind,
+            session_id=self._session_id,
+            decided_at=format_instant(decided_at),
+            outcome=outcome,
+            schedule_id=schedule_id,
+            occurrence_key=occurrence_key,
+            error_code=error_code,
+            tool=tool,
+            detail=detail,
+            retry_in_seconds=retry_in_seconds,
+        )
+
+
+def _suffix(event: ScheduleEvent) -> str:
+    parts = [
+        f"{name}={value}"
+        for name, value in (
+            ("schedule", event.schedule_id),
+            ("occurrence", event.occurrence_key),
+            ("tool", event.tool),
+            ("code", event.error_code),
+            ("retry_in", None if event.retry_in_seconds is None else f"{event.retry_in_seconds}s"),
+        )
+        if value is not None
+    ]
+    if event.detail is not None:
+        parts.append(f"({event.detail})")
+    return "".join(f" {part}" for part in parts)
