@@ -17,7 +17,8 @@ from typing import cast
 
 import msgspec
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client, types
+from mcp.client.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from session_schedule.core.changes import (
@@ -294,3 +295,31 @@ async def test_a_host_that_never_takes_loses_nothing_across_a_restart(
         create,
         dispatch_change(create.schedule.id),
     ]
+
+
+async def test_a_2026_07_28_client_hears_of_a_due_reminder_on_its_listen_stream(
+    tmp_path: Path, session_id: str
+) -> None:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "session_schedule", "--data-dir", str(tmp_path), "mcp", session_id],
+    )
+    async with Client(server, mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=[PENDING_URI]) as subscription:
+            assert subscription.honored.resource_subscriptions == [PENDING_URI]
+            await client.call_tool("schedule_create", {"prompt": "stretch", "after_seconds": 1})
+
+            async def first_event() -> object:
+                async for event in subscription:
+                    return event
+                raise AssertionError("the listen stream ended without an event")
+
+            event = await asyncio.wait_for(first_event(), NOTICE_TIMEOUT)
+        assert event == ResourceUpdated(uri=PENDING_URI)
+        taken = await client.call_tool(TAKE_TOOL, {})
+    result = msgspec.convert(taken.structured_content, TakeResult)
+    create, dispatch = await _changes(tmp_path, session_id)
+    assert isinstance(create, ScheduleCreateChange)
+    assert dispatch == dispatch_change(create.schedule.id)
+    assert result.followup == _expected_frame(create, cast("str", result.followup))
