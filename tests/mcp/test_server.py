@@ -29,12 +29,11 @@ from session_schedule.core.changes import (
 from session_schedule.core.due import Delivery, Occurrence
 from session_schedule.core.framing import frame
 from session_schedule.core.instants import parse_instant
-from session_schedule.mcp.server import PENDING_URI, TAKE_TOOL, TakeResult
+from session_schedule.mcp.server import PENDING_URI, TAKE_TOOL, TakeResult, take_tool
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.tools.adapters import mcp_tools
 from session_schedule.tools.catalog import tool_definitions
-from session_schedule.tools.schemas import inline_schema
 
 NOTICE_TIMEOUT = 20.0
 
@@ -151,15 +150,7 @@ async def test_the_tools_are_listed_with_their_schemas(tmp_path: Path, session_i
     ]
     for tool, expected in zip(dumped, mcp_tools(tool_definitions()), strict=False):
         assert tool == expected
-    take = dumped[3]
-    assert take["inputSchema"] == {
-        "type": "object",
-        "properties": {},
-        "required": [],
-        "additionalProperties": False,
-    }
-    assert take["outputSchema"] == inline_schema(TakeResult)
-    assert take["annotations"]["readOnlyHint"] is False
+    assert dumped[3] == take_tool()
     assert [(resource.uri, resource.mime_type) for resource in resources.resources] == [
         (PENDING_URI, "application/json")
     ]

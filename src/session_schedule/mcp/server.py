@@ -36,12 +36,11 @@ text content and no structured content, so clients that validate ``outputSchema`
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Final, Literal, final
+from typing import Final, Literal, final, get_args
 
 import msgspec
 from mcp import types
@@ -66,8 +65,6 @@ from session_schedule.tools.handlers import ScheduleTools
 from session_schedule.tools.results import DeleteResult, ErrorDetail, ErrorResult, ToolResult
 from session_schedule.tools.schemas import inline_schema
 
-logger = logging.getLogger(__name__)
-
 SERVER_NAME: Final = "session-schedule"
 TAKE_TOOL: Final = "schedule_followups_take"
 PENDING_URI: Final = "schedule://followups/pending"
@@ -75,16 +72,8 @@ TAKE_TIMEOUT_SECONDS: Final = 10.0
 """How long a take waits for the owner to hand a due follow-up over."""
 
 _OCCURRENCE_KEY_LINE: Final = "occurrence key: "
-_LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
+_LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
+"""Severity-ascending, as the protocol's LoggingLevel declares them."""
 
 
 class _Result(
@@ -132,6 +121,28 @@ _INSTRUCTIONS: Final = (
 )
 
 
+def take_tool() -> dict[str, object]:
+    """The MCP definition of ``schedule_followups_take``."""
+    return {
+        "name": TAKE_TOOL,
+        "description": _TAKE_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {},
+            "required": [],
+            "additionalProperties": False,
+        },
+        "outputSchema": inline_schema(TakeResult),
+        "annotations": {
+            "title": "Take a due reminder",
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
+    }
+
+
 @final
 class ScheduleMcpServer:
     """The MCP face of one live Session: the tools, the pending resource, the announcements."""
@@ -145,27 +156,7 @@ class ScheduleMcpServer:
         self._subscribed = False
         self._log_level: types.LoggingLevel = "debug"
         self._bus = InMemorySubscriptionBus()
-        definitions = [
-            *mcp_tools(self._tools.definitions),
-            {
-                "name": TAKE_TOOL,
-                "description": _TAKE_DESCRIPTION,
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {},
-                    "required": [],
-                    "additionalProperties": False,
-                },
-                "outputSchema": inline_schema(TakeResult),
-                "annotations": {
-                    "title": "Take a due reminder",
-                    "readOnlyHint": False,
-                    "destructiveHint": False,
-                    "idempotentHint": False,
-                    "openWorldHint": False,
-                },
-            },
-        ]
+        definitions = [*mcp_tools(self._tools.definitions), take_tool()]
         self._tool_list = [types.Tool.model_validate(tool) for tool in definitions]
         # The logging capability is deprecated by the 2026-07-28 protocol but is how a
         # handshake-era client (such as today's desktop hosts) hears about a due reminder.
