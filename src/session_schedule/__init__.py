@@ -6,10 +6,12 @@ General layout
                  create/delete decisions, delivery planning, framing, time context, the
                  persistence catalog. No clock, no I/O, no asyncio.
 - ``session``  — the Session event log: the port, and the memory, JSONL and SQLite backends.
-- ``runtime``  — the asyncio shell: the clock, the Agent port, the agent-scoped queue and the
-                 live Schedule with its delivery owner.
+- ``runtime``  — the asyncio shell: the clock, the Agent port, the agent-scoped queue, the
+                 live Schedule with its delivery owner, and its operator events.
 - ``tools``    — the three tools: schemas, descriptions, ``ScheduleTools.call`` and adapters for
                  OpenAI, Anthropic and MCP.
+- ``mcp``      — the MCP server: a pull-based Agent port, and the stdio server over the
+                 optional MCP SDK (imported only by ``mcp.server``).
 - ``cli``      — the ``session-schedule`` program.
 - ``testing``  — fakes for tests in virtual time, and the storage contract suite.
 
@@ -27,6 +29,8 @@ from session_schedule.core.time_context import time_context as time_context
 from session_schedule.runtime.agent import Agent as Agent
 from session_schedule.runtime.clock import Clock as Clock
 from session_schedule.runtime.clock import SystemClock as SystemClock
+from session_schedule.runtime.events import ScheduleEvent as ScheduleEvent
+from session_schedule.runtime.events import ScheduleEvents as ScheduleEvents
 from session_schedule.runtime.live import LiveSchedule as LiveSchedule
 from session_schedule.runtime.live import Settings as Settings
 from session_schedule.runtime.queue import AgentQueue as AgentQueue
