@@ -261,10 +261,13 @@ async def test_a_host_that_never_takes_loses_nothing_across_a_restart(
     tmp_path: Path, session_id: str
 ) -> None:
     async with connect(tmp_path, session_id) as host:
+        with pytest.warns(MCPDeprecationWarning):
+            await host.client.set_logging_level("warning")  # so no notice this time
         await _subscribe(host)
         await host.call("schedule_create", {"prompt": "stretch", "after_seconds": 1})
         await host.wait_for_update()
         pending = await host.pending()
+    assert host.logs == []
     assert pending["pending"] is True
     (create,) = await _changes(tmp_path, session_id)
     assert isinstance(create, ScheduleCreateChange)
@@ -279,6 +282,8 @@ async def test_a_host_that_never_takes_loses_nothing_across_a_restart(
         ]
         assert await _changes(tmp_path, session_id) == [create]
         taken = await host.call(TAKE_TOOL, {})
+    assert [log.level for log in host.logs] != []
+    assert {log.level for log in host.logs} == {"notice"}
     result = msgspec.convert(taken.structured_content, TakeResult)
     assert result.followup is not None
     assert result.followup == _expected_frame(create, result.followup)
