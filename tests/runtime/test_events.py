@@ -200,7 +200,7 @@ async def test_a_tool_error_is_traced_as_a_refusal(world: World) -> None:
     await tools.call("schedule_cancel", "{}")
     await tools.call("schedule_create", {"prompt": "later", "after_seconds": 3600})
     world.store.fail_next_barrier()
-    await tools.call("schedule_delete", {"id": "sch_1"})
+    await tools.call("schedule_delete", '{"id": "sch_1"}')
     assert world.events[3] == _event(
         world, kind="create", decided_at=START, outcome="created", schedule_id="sch_1"
     )

@@ -85,7 +85,10 @@ class ScheduleTools:
 
     def _refuse(self, name: str, arguments: object, error: ScheduleError) -> ErrorResult:
         """The failure result, reported as a ``refusal`` event first."""
-        schedule_id = arguments.get("id") if isinstance(arguments, Mapping) else None
+        try:
+            schedule_id = _arguments(arguments).get("id")
+        except ScheduleError:
+            schedule_id = None  # arguments that are not an object name no reminder
         self._schedule.events.refused(
             self._schedule.now(),
             tool=name,
