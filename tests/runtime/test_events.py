@@ -284,3 +284,32 @@ def _fields(event: ScheduleEvent) -> dict[str, object]:
         for name in ScheduleEvent.__struct_fields__
         if name != "session_id"
     }
+
+
+async def test_a_batch_dispatch_is_one_event_per_reminder_at_one_decision_time(
+    world: World,
+) -> None:
+    await world.schedule.create({"prompt": "water", "every_seconds": 300})
+    await world.schedule.create({"prompt": "stretch", "every_seconds": 600})
+    await world.schedule.settled()
+    world.clock.jump(1_000)  # the wall clock moves on; the owner notices within its bound
+    await world.run_for(30)
+    dispatches = [event for event in world.events if event.kind == "dispatch"]
+    assert dispatches == [
+        _event(
+            world,
+            kind="dispatch",
+            decided_at="2026-11-29T20:17:10.000Z",
+            outcome="dispatched",
+            schedule_id="sch_1",
+            occurrence_key="sch_1@2026-11-29T20:05:00.000Z",
+        ),
+        _event(
+            world,
+            kind="dispatch",
+            decided_at="2026-11-29T20:17:10.000Z",
+            outcome="dispatched",
+            schedule_id="sch_2",
+            occurrence_key="sch_2@2026-11-29T20:10:00.000Z",
+        ),
+    ]
