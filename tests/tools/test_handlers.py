@@ -171,3 +171,121 @@ def test_call_never_raises_and_never_reports_a_bug(calls: list[tuple[str, object
             await schedule.close()
 
     asyncio.run(run())
+
+
+# -- fuzzing with what a harness really hands over -------------------------------------------
+
+_SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+_text_with_surrogates = st.lists(
+    st.one_of(_SURROGATES, st.characters(max_codepoint=0x10FFFF)), min_size=1, max_size=12
+).map("".join)
+_odd_scalars = st.one_of(
+    _text_with_surrogates,
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.sampled_from([10**400, -(10**400), 2**53, float("inf"), float("-inf"), float("nan")]),
+    st.floats(),
+    st.booleans(),
+    st.none(),
+)
+_odd_values = st.recursive(
+    _odd_scalars,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(_text_with_surrogates, children, max_size=3)
+    ),
+    max_leaves=8,
+)
+_keys = st.one_of(
+    st.sampled_from(["prompt", "after_seconds", "at", "every_seconds", "id"]),
+    _text_with_surrogates,
+)
+
+
+def _nested(depth: int, kind: str) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value] if kind == "array" else {"at": value}
+    return value
+
+
+def _nested_text(depth: int, kind: str) -> str:
+    opening, closing = ("[", "]") if kind == "array" else ('{"at":', "}")
+    return '{"prompt":"p","at":' + opening * depth + "1" + closing * depth + "}"
+
+
+_deep = st.builds(
+    lambda depth, kind, as_text: _nested_text(depth, kind) if as_text else _nested(depth, kind),
+    st.integers(min_value=1_000, max_value=100_000),
+    st.sampled_from(["array", "object"]),
+    st.booleans(),
+)
+_invalid_utf8 = st.builds(
+    lambda head, bad, tail: head + bad + tail,
+    st.sampled_from([b"", b'{"prompt":"', b'{"id":"', b'{"']),
+    st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\xbd", b"\xf4\x90\x80\x80", b"\x80\x80"]),
+    st.sampled_from([b"", b'","after_seconds":5}', b'"}', b'":1}']),
+)
+_fuzz_arguments = st.one_of(
+    st.dictionaries(_keys, _odd_values, max_size=4),
+    st.fixed_dictionaries(
+        {"prompt": _text_with_surrogates}, optional={"after_seconds": _odd_values}
+    ),
+    st.fixed_dictionaries({"prompt": st.just("p"), "at": _odd_values}),
+    st.fixed_dictionaries({"id": _odd_values}),
+    _invalid_utf8,
+    _deep,
+    _odd_values,
+)
+_fuzz_names = st.one_of(
+    st.sampled_from(["schedule_create", "schedule_list", "schedule_delete"]),
+    _text_with_surrogates,
+)
+_MODEL_CODES = set(ERROR_CODES) - {"internal_error", "corrupt_schedule_log"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(calls=st.lists(st.tuples(_fuzz_names, _fuzz_arguments), min_size=1, max_size=4))
+def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, object]]) -> None:
+    async def run() -> None:
+        tools, schedule, _ = await _tools()
+        try:
+            for name, arguments in calls:
+                text = await tools.call_json(name, arguments)
+                result = msgspec.json.decode(text)
+                assert text.encode("utf-8")
+                if result["ok"] is False:
+                    assert result["error"]["code"] in _MODEL_CODES, result
+        finally:
+            await schedule.close()
+
+    asyncio.run(run())
+
+
+_LONE = "\ud83d"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("schedule_create", {"prompt": f"buy {_LONE}milk", "after_seconds": 5}, _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
+        ("schedule_create", {"prompt": "p", "after_seconds": _LONE}, _error("invalid_rule", 'after_seconds must be a positive whole number of seconds, got "\\ud83d".')),
+        ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`.")),
+        ("schedule_create", {"prompt": "p", "at": f"2026-12-01T09:00:00{_LONE}"}, _error("invalid_selector", "'2026-12-01T09:00:00\\ud83d' is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'.")),
+        ("schedule_list", {_LONE: 1}, _error("invalid_selector", "schedule_list takes no arguments, got `\\ud83d`; call it with {}.")),
+        (f"schedule_{_LONE}", {}, _error("invalid_selector", "there is no tool 'schedule_\\ud83d'; the schedule tools are schedule_create, schedule_list, schedule_delete.")),
+        ("schedule_delete", {"id": f"sch_1{_LONE}"}, {"ok": True, "id": "sch_1\\ud83d", "deleted": False}),
+        ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", f'{{"prompt":"{_LONE}","after_seconds":5}}', _error("invalid_selector", "the arguments contain the lone surrogate U+D83D at index 11, half of a character that cannot be encoded; send the whole character or remove it.")),
+        ("schedule_create", '{"prompt":"p","after_seconds":1e400}', _error("invalid_selector", 'a number in the arguments is too large to represent; send numbers such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", "[" * 1_000 + "]" * 1_000, _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", {"prompt": "p", "at": _nested(100_000, "array")}, _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", {"prompt": "p", "after_seconds": 10**400}, _error("invalid_rule", "after_seconds must be a positive whole number of seconds, got 100000000000000000000000000000000000000….")),
+        ("schedule_create", {"prompt": "p", "after_seconds": float("nan")}, _error("invalid_rule", "after_seconds must be a positive whole number of seconds, got nan.")),
+        ("schedule_create", {"prompt": "p", "every_seconds": float("-inf")}, _error("invalid_rule", "every_seconds must be a whole number of seconds, got -inf.")),
+    ],
+)  # fmt: skip
+async def test_unencodable_and_hostile_input_gets_a_stable_code_and_an_escaped_message(
+    tools: ScheduleTools, name: str, arguments: object, expected: dict[str, object]
+) -> None:
+    assert await tools.call(name, arguments) == expected
+    assert msgspec.json.decode(await tools.call_json(name, arguments)) == expected

@@ -8,6 +8,7 @@ follow JSON-Schema semantics (``300`` and ``300.0`` are integers; ``true`` and `
 
 from __future__ import annotations
 
+import json
 import math
 import unicodedata
 from collections.abc import Mapping
@@ -45,6 +46,7 @@ from session_schedule.core.records import (
     ScheduleRecord,
 )
 from session_schedule.core.time_input import parse_at
+from session_schedule.core.visible import escape_unencodable, first_surrogate
 
 CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
 DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
@@ -177,6 +179,14 @@ def check_prompt(value: object, max_chars: int) -> str:
             f"`prompt` has {len(prompt)} characters, more than the {max_chars} allowed; "
             "shorten it.",
         )
+    surrogate = first_surrogate(prompt)
+    if surrogate is not None:
+        raise ScheduleError(
+            "invalid_prompt",
+            f"`prompt` contains the lone surrogate U+{ord(prompt[surrogate]):04X} at index "
+            f"{surrogate}, half of a character that cannot be encoded; send the whole character "
+            "or remove it.",
+        )
     for index, char in enumerate(prompt):
         if char not in "\n\t" and unicodedata.category(char) == "Cc":
             raise ScheduleError(
@@ -228,15 +238,28 @@ def _offset_target(now: Instant, seconds: int) -> Instant:
 
 
 def _names(keys: list[str]) -> str:
-    return ", ".join(f"`{key}`" for key in keys)
+    return ", ".join(f"`{escape_unencodable(key)}`" for key in keys)
 
 
 def _show(value: object) -> str:
     """A short, JSON-flavoured rendering of an argument for an error message."""
     if value is None:
         return "nothing"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, str) and escape_unencodable(value) != value:
+        text = json.dumps(value)  # ASCII-only, so a lone surrogate reads as its escape
+        return text if len(text) <= 40 else text[:39] + "…"
     try:
         text = msgspec.json.encode(value).decode()
-    except (TypeError, msgspec.EncodeError):
-        text = type(value).__name__
+    except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
+        # Not JSON-encodable as it stands: a foreign type, a lone surrogate or a non-finite
+        # number inside a container, or nesting too deep to walk.
+        text = (
+            "an object"
+            if isinstance(value, dict)
+            else "an array"
+            if isinstance(value, list)
+            else type(value).__name__
+        )
     return text if len(text) <= 40 else text[:39] + "…"

@@ -1,20 +1,23 @@
 """The one entry point a harness calls for the model's tool calls: :meth:`ScheduleTools.call`.
 
 It never raises for anything a model can cause. An unknown tool, arguments that are not a JSON
-object, wrong types, bad values: each comes back as ``{"ok": false, "error": {...}}`` with a
-stable code. Only a bug becomes ``internal_error`` — and is logged with its traceback.
+object, text that is not UTF-8, nesting deeper than any argument needs, lone surrogates, wrong
+types, bad values: each comes back as ``{"ok": false, "error": {...}}`` with a stable code, and
+every result encodes as JSON (text a model sent that cannot be encoded is echoed escaped). Only a
+bug becomes ``internal_error`` — and is logged with its traceback.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import final
+from typing import Final, final
 
 import msgspec
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import format_instant
+from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.tools.adapters import (
     OpenAIShape,
@@ -33,6 +36,9 @@ from session_schedule.tools.results import (
 )
 
 logger = logging.getLogger(__name__)
+
+MAX_ARGUMENT_DEPTH: Final = 8
+"""Deepest nesting of arrays and objects accepted in arguments (the deepest legitimate one is 2)."""
 
 _INTERNAL_ERROR = (
     "the schedule tool failed unexpectedly; tell the user that reminders may not be working "
@@ -70,8 +76,19 @@ class ScheduleTools:
         return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 
     async def call_json(self, name: str, arguments: object = None) -> str:
-        """:meth:`call`, with the result as JSON text (for APIs that want text content)."""
-        return msgspec.json.encode(await self.call_typed(name, arguments)).decode()
+        """:meth:`call`, with the result as JSON text (for APIs that want text content).
+
+        Never raises: every result a model can cause encodes; one that does not is a bug,
+        logged and answered as ``internal_error``.
+        """
+        result = await self.call_typed(name, arguments)
+        try:
+            return msgspec.json.encode(result).decode()
+        except (UnicodeEncodeError, msgspec.EncodeError):
+            logger.exception("schedule tool %r returned a result that does not encode", name)
+            return msgspec.json.encode(
+                _failure(ScheduleError("internal_error", _INTERNAL_ERROR))
+            ).decode()
 
     async def call_typed(self, name: str, arguments: object = None) -> ToolResult:
         """:meth:`call`, with the result as a typed value."""
@@ -111,7 +128,8 @@ class ScheduleTools:
             return ListResult(ok=True, now=format_instant(now), schedules=views)
         if name == "schedule_delete":
             schedule_id, deleted = await self._schedule.delete(arguments)
-            return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
+            # An id that cannot be encoded names no reminder; it is echoed escaped.
+            return DeleteResult(ok=True, id=escape_unencodable(schedule_id), deleted=deleted)
         raise ScheduleError(
             "invalid_selector",
             f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
@@ -126,6 +144,28 @@ def _arguments(arguments: object) -> Mapping[str, object]:
             return {}
         try:
             value = msgspec.json.decode(arguments)
+        except UnicodeEncodeError as error:
+            # JSON text as a str holding a lone surrogate: it has no UTF-8 form to decode.
+            raise ScheduleError(
+                "invalid_selector",
+                f"the arguments contain the lone surrogate U+{ord(error.object[error.start]):04X} "
+                f"at index {error.start}, half of a character that cannot be encoded; send the "
+                "whole character or remove it.",
+            ) from None
+        except UnicodeDecodeError:
+            raise ScheduleError(
+                "invalid_selector",
+                "the arguments are not valid UTF-8 text; send a JSON object such as "
+                '{"prompt": "...", "after_seconds": 600}.',
+            ) from None
+        except RecursionError:
+            raise _too_deep() from None
+        except msgspec.ValidationError:
+            raise ScheduleError(
+                "invalid_selector",
+                "a number in the arguments is too large to represent; send numbers such as "
+                '{"prompt": "...", "after_seconds": 600}.',
+            ) from None
         except msgspec.DecodeError:
             raise ScheduleError(
                 "invalid_selector",
@@ -139,11 +179,42 @@ def _arguments(arguments: object) -> Mapping[str, object]:
             "invalid_selector",
             f"the arguments must be a JSON object, not {_kind(value)}.",
         )
+    if _too_deeply_nested(value):
+        raise _too_deep()
     return value
 
 
+def _too_deeply_nested(value: object) -> bool:
+    """Whether arrays and objects nest more than :data:`MAX_ARGUMENT_DEPTH` levels in ``value``.
+
+    Iterative, so that no nesting — however deep — can exhaust the interpreter's stack here.
+    """
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list | tuple):
+            children = list(item)
+        else:
+            continue
+        if depth > MAX_ARGUMENT_DEPTH:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _too_deep() -> ScheduleError:
+    return ScheduleError(
+        "invalid_selector",
+        f"the arguments nest arrays or objects more than {MAX_ARGUMENT_DEPTH} levels deep; send "
+        'a flat JSON object such as {"prompt": "...", "after_seconds": 600}.',
+    )
+
+
 def _failure(error: ScheduleError) -> ErrorResult:
-    return ErrorResult(ok=False, error=ErrorDetail(code=error.code, message=error.message))
+    message = escape_unencodable(error.message)
+    return ErrorResult(ok=False, error=ErrorDetail(code=error.code, message=message))
 
 
 def _keys(arguments: Mapping[str, object]) -> str:
