@@ -419,6 +419,10 @@ def test_turns_are_plain_lines_and_untrusted_text_is_defused() -> None:
     assert plain_text(Line(label="assistant", text="\x1b[2Jgone\x07\tok")) == (
         "assistant> \\x1b[2Jgone\\x07\tok"
     )
+    hidden = "buy milk\u200b\U000e0041\u2066 ❤️\u200d🔥"
+    assert plain_text(Line(label="you", text=hidden)) == (
+        "you> buy milk\\u200b\\U000e0041\\u2066 ❤️\u200d🔥"
+    )
 
 
 def test_on_a_terminal_markup_in_the_text_prints_literally() -> None:

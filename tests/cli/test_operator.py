@@ -880,3 +880,31 @@ def test_tools_prints_the_definitions_in_each_format(
     out = capsys.readouterr().out
     assert json.loads(out) == expected
     assert out.startswith("[\n  {\n")
+
+
+# -- hidden characters -----------------------------------------------------------------------
+
+HIDDEN_PROMPT = "buy milk\u200b\U000e0041\u202e 👩🏽\u200d💻"
+
+
+async def _build_hidden(data: Path) -> None:
+    store = JsonlSessionStore(data)
+    clock = FakeClock(START)
+    async with (
+        await store.create(now=clock.now(), session_id=OTHER) as session,
+        LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+    ):
+        session.append(MESSAGE_ENTRY_TYPE, user_message(HIDDEN_PROMPT, at=clock.now()))
+        await schedule.create({"prompt": HIDDEN_PROMPT, "after_seconds": 36_000})
+        await session.barrier()
+
+
+@pytest.mark.parametrize("command", ["show", "list", "timeline"])
+def test_hidden_characters_are_shown_and_emoji_stay_emoji(
+    data: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_build_hidden(data))
+    assert run(data, command, OTHER) == 0
+    out = capsys.readouterr().out
+    assert "buy milk\\u200b\\U000e0041\\u202e 👩🏽\u200d💻" in out
+    assert not any(char in out for char in "\u200b\U000e0041\u202e")

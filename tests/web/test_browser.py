@@ -244,6 +244,20 @@ def test_markup_in_prompts_and_reminders_is_shown_as_text(
     assert page.evaluate("window.__xss") is None
 
 
+def test_hidden_characters_are_shown_and_emoji_stay_emoji(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Europe/Paris")
+    form = page.locator("#create-form")
+    form.locator("input[name=prompt]").fill("buy milk\u200b\U000e0041\u202e 👩🏽\u200d💻")
+    form.locator("input[name=seconds]").fill("3600")
+    form.locator("button[type=submit]").click()
+    shown = "buy milk\\u200b\\U000e0041\\u202e 👩🏽\u200d💻"
+    expect(page.locator(".schedule-prompt")).to_have_text(shown)
+    expect(page.locator(".tool-args")).to_contain_text(shown)
+    expect(page.locator(".tool-result pre")).to_contain_text(shown)
+
+
 def test_offline_the_person_calls_the_tools_from_the_page(
     offline_server: Running, open_page: Callable[[str, str], Page]
 ) -> None:

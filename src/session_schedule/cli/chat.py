@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import re
 import shlex
 import stat
 import sys
@@ -45,6 +44,7 @@ from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
 from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.time_input import is_supported_zone, load_zone
+from session_schedule.core.visible import reveal
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
@@ -104,7 +104,6 @@ _LABEL_STYLES: Final = {
     "note": "dim",
 }
 # C0 controls other than tab and newline, DEL and C1 controls: a terminal would act on them.
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -542,8 +541,9 @@ class Display:
 
 
 def visible(text: str) -> str:
-    """``text`` with the control characters a terminal would act on written as ``\\xNN``."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    """``text`` with the control characters a terminal would act on written as ``\\xNN``, and
+    the other hidden characters as ``\\uXXXX`` (:func:`~session_schedule.core.visible.reveal`)."""
+    return reveal(text)
 
 
 def plain_text(line: Line) -> str:

@@ -62,6 +62,7 @@ from session_schedule.core.records import (
 )
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
 from session_schedule.core.timeline import build_timeline
+from session_schedule.core.visible import reveal
 from session_schedule.runtime.clock import Clock, SystemClock
 
 # The session package registers every durable type it writes (``message`` among them) in the
@@ -112,7 +113,6 @@ _UNIT_MS: Final = {
     "w": 604_800 * MS_PER_SECOND,
 }
 # C0 controls other than tab and newline, DEL and C1 controls: a terminal would act on them.
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _JSON: Final = msgspec.json.Encoder()
 
 
@@ -803,8 +803,9 @@ def _table(*columns: str) -> Table:
 
 
 def _untrusted(text: str, *, style: str = "") -> Text:
-    """``text`` exactly as written, never read as markup, with control characters made visible."""
-    return Text(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text), style=style)
+    """``text`` exactly as written, never read as markup, with control and other hidden
+    characters made visible (:func:`~session_schedule.core.visible.reveal`)."""
+    return Text(reveal(text), style=style)
 
 
 def _print_json(value: object) -> None:

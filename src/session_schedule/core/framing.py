@@ -3,8 +3,10 @@
 The README reproduces this text word for word. Every line of the frame is produced here; the
 only text that comes from outside is each reminder's prompt, which is embedded as a JSON string
 literal on a single line. JSON escaping turns quotes, backslashes, newlines and tabs into escape
-sequences, and the other Unicode line breaks (NEL, LINE and PARAGRAPH SEPARATOR) are escaped
-too, so no prompt can end its own line or imitate a line of the frame.
+sequences, and every hidden character (:mod:`session_schedule.core.visible`: the other line
+breaks, format and bidi characters, tag characters, variation selectors outside emoji, …) is
+escaped too, so no prompt can end its own line, imitate a line of the frame or carry text a
+person cannot see.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from session_schedule.core.records import (
     AtScheduleRecord,
     EveryScheduleRecord,
 )
+from session_schedule.core.visible import frame_escape
 
 FRAME_TITLE: Final = "[session-schedule] Reminder follow-up"
 
@@ -84,9 +87,6 @@ def _seconds(count: int) -> str:
 
 
 def embed_prompt(prompt: str) -> str:
-    """``prompt`` as a one-line JSON string literal that cannot forge a line of the frame."""
-    return msgspec.json.encode(prompt).decode().translate(_LINE_BREAKS)
-
-
-# JSON escapes U+0000-U+001F; these are the other characters that end a line for some readers.
-_LINE_BREAKS: Final = {ord(char): f"\\u{ord(char):04x}" for char in "\x85\u2028\u2029"}
+    """``prompt`` as a one-line JSON string literal that cannot forge a line of the frame and
+    shows every hidden character as an escape; it decodes back to ``prompt`` exactly."""
+    return frame_escape(msgspec.json.encode(prompt).decode())

@@ -66,10 +66,50 @@
     return data;
   }
 
+  // Hidden characters (controls, format and bidi characters, tag characters, private use,
+  // unassigned, line separators, default-ignorables) are shown as escapes, so the page never
+  // shows less than the model reads. A zero width joiner between emoji and a VS16 after an
+  // emoji (or inside a keycap) stay: emoji read as emoji. The same rule as the frame and the
+  // CLI (session_schedule.core.visible).
+  const HIDDEN = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]|(?!\p{Extended_Pictographic})\p{Cn}/u;
+  const EMOJI = /^\p{Extended_Pictographic}$/u;
+  const KEYCAP_BASES = "0123456789#*";
+
+  function kept(chars, index) {
+    const char = chars[index];
+    const before = chars[index - 1] || "";
+    const after = chars[index + 1] || "";
+    if (char === "\uFE0F") {
+      return EMOJI.test(before) || (KEYCAP_BASES.includes(before) && before !== "" && after === "\u20E3");
+    }
+    if (char === "\u200D" && EMOJI.test(after)) {
+      if (before === "\uFE0F") return kept(chars, index - 1);
+      const code = before.codePointAt(0);
+      return EMOJI.test(before) || (code >= 0x1f3fb && code <= 0x1f3ff);
+    }
+    return false;
+  }
+
+  function escapeHidden(char) {
+    const code = char.codePointAt(0);
+    const hex = code.toString(16);
+    if (/\p{Cc}/u.test(char) && code <= 0xff) return `\\x${hex.padStart(2, "0")}`;
+    return code <= 0xffff ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
+  }
+
+  function reveal(text) {
+    const chars = Array.from(String(text));
+    return chars
+      .map((char, index) =>
+        char !== "\n" && char !== "\t" && HIDDEN.test(char) && !kept(chars, index) ? escapeHidden(char) : char,
+      )
+      .join("");
+  }
+
   function el(tag, className, text) {
     const node = document.createElement(tag);
     if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
+    if (text !== undefined) node.textContent = reveal(text);
     return node;
   }
 
