@@ -13,6 +13,7 @@ from session_schedule.core.instants import (
     civil_from_days,
     days_from_civil,
     format_instant,
+    milliseconds,
     parse_instant,
 )
 
@@ -106,3 +107,22 @@ def test_leap_years_follow_the_gregorian_rule() -> None:
     assert parse_instant("2024-02-29T00:00:00.000Z") > 0
     with pytest.raises(ValueError, match="not a real calendar date"):
         parse_instant("1900-02-29T00:00:00.000Z")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "ms"),
+    [(2.007, 2_007), (-2.007, -2_007), (0.0025, 2), (-0.0025, -2), (0.0035, 4), (1.0015, 1_002),
+     (3, 3_000), (-3, -3_000), (0.0, 0), (1e-9, 0), (123456789.123, 123_456_789_123)],
+)  # fmt: skip
+def test_milliseconds_rounds_the_decimal_value_half_to_even(seconds: float, ms: int) -> None:
+    assert milliseconds(seconds) == ms
+
+
+@given(ms=st.integers(min_value=-(10**15), max_value=10**15))
+def test_milliseconds_of_n_thousandths_is_n(ms: int) -> None:
+    assert milliseconds(ms / 1000) == ms
+
+
+def test_milliseconds_refuses_non_finite_numbers() -> None:
+    with pytest.raises(ValueError, match=r"^-inf seconds is not a finite duration$"):
+        milliseconds(float("-inf"))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
@@ -14,7 +17,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.instants import parse_instant
+from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.rules import Limits
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.memory import MemorySessionStore
@@ -370,3 +373,33 @@ async def test_an_agent_that_never_grants_maintenance_does_not_make_the_owner_sp
     assert agent.attempts == 4
     await world.run_for(0.001)
     assert agent.attempts == 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    offset=st.integers(min_value=0, max_value=999),
+    length=st.integers(min_value=1, max_value=200_000),
+)
+@example(offset=0, length=2_007)  # 2.007 * 1000 == 2007.0000000000002
+@example(offset=999, length=30_000 + 29_999)
+def test_the_owner_decides_exactly_at_the_target(offset: int, length: int) -> None:
+    """Whatever the sleep length in milliseconds, the owner wakes and decides at the target —
+    not a millisecond later (seconds-to-milliseconds rounding once made it late)."""
+
+    async def run() -> None:
+        store = MemorySessionStore()
+        clock = FakeClock(Instant(parse_instant(START) + offset))
+        session = await store.create(now=clock.now())
+        agent = FakeAgent()
+        async with LiveSchedule(session, agent, clock=clock) as schedule:
+            target = format_instant(Instant(clock.now() + length))
+            await schedule.create({"prompt": "p", "at": target})
+            while not agent.followups:
+                await schedule.settled()
+                assert clock.now_text() <= target
+                clock.advance_to_next_wakeup()
+                await schedule.settled()
+            assert clock.now_text() == target
+            assert f"decided at: {target}\n" in agent.followups[0]
+
+    asyncio.run(run())

@@ -12,7 +12,9 @@ on some platforms.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
+from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
 from typing import Final, NewType
 
@@ -76,6 +78,19 @@ def days_in_month(year: int, month: int) -> int:
     if month == 2:
         return 29 if is_leap_year(year) else 28
     return 30 if month in {4, 6, 9, 11} else 31
+
+
+def milliseconds(seconds: float) -> int:
+    """``seconds`` as whole milliseconds: the decimal value ``seconds`` is written as (its
+    shortest ``repr``), rounded half to even — so ``2.007`` is 2,007 ms and ``-2.007`` is
+    -2,007 ms, where ``2.007 * 1000`` would be 2,007.0000000000002. Raises ``ValueError`` for a
+    non-finite number."""
+    if isinstance(seconds, int):
+        return seconds * MS_PER_SECOND
+    if not math.isfinite(seconds):
+        raise ValueError(f"{seconds!r} seconds is not a finite duration")
+    exact = Decimal(repr(float(seconds))) * MS_PER_SECOND
+    return int(exact.to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
 def in_range(ms: int) -> bool:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import math
 from typing import final
 
-from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
+from session_schedule.core.instants import (
+    MS_PER_SECOND,
+    Instant,
+    format_instant,
+    milliseconds,
+    parse_instant,
+)
 
 
 @final
@@ -17,7 +22,10 @@ class FakeClock:
     The two are kept apart as on a real machine: :meth:`advance` lets time pass (both move, and
     sleepers whose time is up wake), while :meth:`jump` and :meth:`set` step only the wall clock —
     an NTP correction, a manual change, or a suspend during which elapsed time stood still.
-    Sleeps are measured in elapsed time, like asyncio's monotonic loop clock.
+    Sleeps are measured in elapsed time, like asyncio's monotonic loop clock. Time is kept in
+    whole milliseconds; a duration in seconds becomes milliseconds by
+    :func:`~session_schedule.core.instants.milliseconds` (the decimal value, rounded half to
+    even, the same for negative steps), so ``advance(2.007)`` moves exactly 2,007 ms.
     """
 
     def __init__(self, start: Instant | str) -> None:
@@ -34,7 +42,7 @@ class FakeClock:
 
     async def sleep(self, seconds: float) -> None:
         """Wait until :meth:`advance` has let ``seconds`` of virtual time pass."""
-        deadline = self._elapsed + max(0, math.ceil(seconds * MS_PER_SECOND))
+        deadline = self._elapsed + max(0, milliseconds(seconds))
         if deadline <= self._elapsed:
             await asyncio.sleep(0)
             return
@@ -59,7 +67,9 @@ class FakeClock:
         """Let ``seconds`` pass: the wall clock and elapsed time move, due sleepers wake."""
         if seconds < 0:
             raise ValueError("time cannot pass backwards; use jump() to step the wall clock back")
-        step = math.ceil(seconds * MS_PER_SECOND)
+        self._advance_ms(milliseconds(seconds))
+
+    def _advance_ms(self, step: int) -> None:
         self._wall += step
         self._elapsed += step
         while self._sleepers and self._sleepers[0][0] <= self._elapsed:
@@ -69,15 +79,16 @@ class FakeClock:
 
     def advance_to_next_wakeup(self) -> float:
         """Advance to the end of the earliest pending sleep; the seconds advanced (0 if none)."""
-        seconds = self.next_deadline()
-        if seconds is None:
+        self._drop_finished()
+        if not self._sleepers:
             return 0.0
-        self.advance(seconds)
-        return seconds
+        step = self._sleepers[0][0] - self._elapsed
+        self._advance_ms(step)
+        return step / MS_PER_SECOND
 
     def jump(self, seconds: float) -> None:
         """Step the wall clock by ``seconds`` (either way); elapsed time and sleepers stay put."""
-        self._wall += math.ceil(seconds * MS_PER_SECOND)
+        self._wall += milliseconds(seconds)
 
     def set(self, instant: Instant | str) -> None:
         """Set the wall clock; elapsed time and sleepers stay put."""
