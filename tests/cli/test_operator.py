@@ -830,6 +830,34 @@ def test_fork_beyond_the_last_entry_is_a_usage_error(
     assert sorted(path.name for path in data.iterdir()) == [f"{session}.jsonl"]
 
 
+@pytest.mark.parametrize("at", ["2", "3"])
+def test_a_fork_between_a_tool_call_and_its_result_is_refused(
+    data: Path, session: SessionId, at: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(data, "fork", session, "--at", at) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"session-schedule: cannot fork session {session} at entry {at}: it would part the tool "
+        "call call_1 of entry 1 from its results; fork at entry 1 or 4 instead\n",
+    )
+    assert sorted(path.name for path in data.iterdir()) == [f"{session}.jsonl"]
+    assert run(data, "fork", session, "--at", "4") == 0
+
+
+def test_check_reports_an_unanswered_tool_call_and_exits_5(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = path_of(data, session)
+    lines = path.read_bytes().split(b"\n")
+    del lines[4]  # entry 3: the result of call_1
+    path.write_bytes(b"\n".join(lines))
+    assert run(data, "check", session) == 5
+    assert capsys.readouterr().err == (
+        f"session-schedule: session {session} has a transcript no strict model endpoint "
+        "accepts: entry 1 makes tool call call_1 and entry 8 follows before its result\n"
+    )
+
+
 def test_a_fork_inherits_no_reminders(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:

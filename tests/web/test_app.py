@@ -294,6 +294,27 @@ async def test_a_fork_at_a_bad_place_is_refused(
     assert (response.status_code, response.json()) == (status, {"error": error.format(id=parent)})
 
 
+async def test_a_fork_between_a_tool_call_and_its_result_is_422(offline: Overlay) -> None:
+    parent = await offline.new_session()
+    response = await offline.client.post(f"/api/sessions/{parent}/tools/schedule_list", json={})
+    assert response.status_code == 202
+    await offline.settle(parent)
+    turns = (await offline.client.get(f"/api/sessions/{parent}")).json()["turns"]
+    assert [turn["position"] for turn in turns] == [0, 1]
+    call_id = turns[0]["message"]["toolCalls"][0]["id"]
+    response = await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": 1})
+    assert (response.status_code, response.json()) == (
+        422,
+        {
+            "error": f"cannot fork session {parent} at entry 1: it would part the tool call "
+            f"{call_id} of entry 0 from its results; fork at entry 0 or 2 instead."
+        },
+    )
+    assert (
+        await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": 2})
+    ).status_code == 201
+
+
 async def test_a_fork_of_an_unknown_session_is_404(offline: Overlay) -> None:
     response = await offline.client.post("/api/sessions/s_bbbbbbbbbbbb/fork", json={"at": None})
     assert response.status_code == 404

@@ -33,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from session_schedule.cli.common import (
+    EXIT_CORRUPT,
     EXIT_OK,
     EXIT_USAGE,
     Handler,
@@ -63,6 +64,7 @@ from session_schedule.core.records import (
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
 from session_schedule.core.timeline import build_timeline
 from session_schedule.core.visible import reveal
+from session_schedule.harness.transcript import check_fork_cut, transcript_problem
 from session_schedule.runtime.clock import Clock, SystemClock
 
 # The session package registers every durable type it writes (``message`` among them) in the
@@ -197,9 +199,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "check",
         _check,
         help="validate a session's whole log strictly",
-        description="Read and strictly decode every entry of a session, then fold its schedule "
-        "changes. Prints a one-line summary when the session is sound. Exit codes: 0 sound; "
-        "3 no such session; 5 corrupt (the message names the entry and the field).",
+        description="Read and strictly decode every entry of a session, fold its schedule "
+        "changes and check that every tool call in the transcript has its results. Prints a "
+        "one-line summary when the session is sound. Exit codes: 0 sound; 3 no such session; "
+        "5 corrupt (the message names the entry and the field, or the unanswered tool call).",
         example="session-schedule check s_7k2m4q9x3v5b",
     )
     _session_argument(parser)
@@ -211,7 +214,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="fork a session and print the new session's id",
         description="Create a new session that keeps the session's history — all of it, or its "
         "first N entries — but none of its active reminders. Only the new id is printed, so a "
-        "script can capture it. The parent may be open elsewhere; it is not modified.",
+        "script can capture it. The parent may be open elsewhere; it is not modified. A cut "
+        "between a tool call and its results is refused, naming the nearest entries to cut at.",
         example="child=$(session-schedule fork s_7k2m4q9x3v5b --at 12)",
     )
     _session_argument(parser)
@@ -648,6 +652,13 @@ def _check(arguments: argparse.Namespace) -> int:
     snapshot = asyncio.run(store.read(arguments.session))
     state = fold_snapshot(snapshot)
     header, entries = snapshot
+    problem = transcript_problem(entries)
+    if problem is not None:
+        return fail(
+            f"session {header.id} has a transcript no strict model endpoint accepts: "
+            f"{problem.message}",
+            EXIT_CORRUPT,
+        )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
     changes = sum(1 for entry in entries if entry.type == CHANGE_EVENT_TYPE)
     parts = [
@@ -684,7 +695,12 @@ def _has_torn_tail(store: JsonlSessionStore, session_id: SessionId) -> bool:
 async def fork_session(
     store: JsonlSessionStore, parent: str, at: int | None, now: Instant
 ) -> SessionId:
-    """Fork ``parent`` (its first ``at`` entries, or all) and return the new id, closed again."""
+    """Fork ``parent`` (its first ``at`` entries, or all) and return the new id, closed again.
+
+    Raises ``ValueError`` — a ``ForkCutError`` when the cut would part a tool call from its
+    results, or when ``at`` is beyond the parent's entries.
+    """
+    check_fork_cut(parent, (await store.read(parent)).entries, at)
     async with await store.fork(parent, at=at, now=now) as handle:
         return handle.id
 
@@ -693,7 +709,7 @@ def _fork(arguments: argparse.Namespace) -> int:
     store = JsonlSessionStore(data_dir(arguments))
     try:
         child = asyncio.run(fork_session(store, arguments.session, arguments.at, clock.now()))
-    except ValueError as error:  # --at beyond the parent's entries
+    except ValueError as error:  # --at beyond the parent's entries, or through a tool call
         return fail(str(error), EXIT_USAGE)
     print(child)
     return EXIT_OK

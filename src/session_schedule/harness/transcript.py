@@ -1,11 +1,22 @@
-"""A Session's ``message`` entries as the chat messages a model reads."""
+"""A Session's ``message`` entries as the chat messages a model reads, and the rule that keeps
+them readable: every tool call is answered.
+
+Rule — **a tool call and its results are never parted.** An assistant turn with tool calls must
+be followed by one ``tool`` turn per call (any order; other entry types, such as the schedule
+changes a call appends, may sit between them) before any other message. A transcript that breaks
+this is refused by every strict model endpoint, on every later turn. So :func:`transcript_problem`
+names the first break (``check`` reports it), and :func:`check_fork_cut` refuses a fork whose
+cut would leave calls unanswered, naming the nearest points where it may cut.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, final
 
 import msgspec
 
+from session_schedule.core.visible import reveal
 from session_schedule.harness.model import ChatMessage
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
 from session_schedule.session.port import LogEntry
@@ -43,3 +54,111 @@ def chat_messages(turns: Iterable[MessageEntry]) -> list[ChatMessage]:
         else:
             messages.append({"role": "user", "content": turn.content})
     return messages
+
+
+class TranscriptProblem(NamedTuple):
+    """Where a transcript stops being one a strict endpoint accepts, and why."""
+
+    position: int
+    """The entry at which the break is seen."""
+    message: str
+    """One sentence naming the entries involved."""
+
+
+@final
+class ForkCutError(ValueError):
+    """A fork's cut would part a tool call from its results."""
+
+
+class _Scan(NamedTuple):
+    valid: list[bool]
+    """``valid[n]``: whether the first ``n`` entries leave no tool call unanswered."""
+    openers: list[int]
+    """``openers[n]``: the entry whose calls are open after the first ``n`` (or -1)."""
+    calls: dict[int, tuple[str, ...]]
+    """The ids of the tool calls each assistant entry made."""
+    problem: TranscriptProblem | None
+    open_calls: tuple[str, ...]
+    opened_at: int
+
+
+def _scan(entries: Sequence[LogEntry]) -> _Scan:
+    valid = [True]
+    openers = [-1]
+    calls: dict[int, tuple[str, ...]] = {}
+    open_calls: dict[str, None] = {}
+    opened_at = -1
+    problem: TranscriptProblem | None = None
+    for position, entry in enumerate(entries):
+        turn = entry.payload
+        if entry.type == MESSAGE_ENTRY_TYPE and isinstance(turn, MessageEntry):
+            if turn.role == "tool":
+                call_id = turn.tool_call_id
+                if isinstance(call_id, str) and call_id in open_calls:
+                    del open_calls[call_id]
+                elif problem is None:
+                    problem = TranscriptProblem(
+                        position,
+                        f"entry {position} is the result of tool call {_ids([str(call_id)])}, "
+                        "which no assistant turn before it left unanswered",
+                    )
+            else:
+                if open_calls and problem is None:
+                    problem = TranscriptProblem(
+                        opened_at,
+                        f"entry {opened_at} makes tool call {_ids(open_calls)} and entry "
+                        f"{position} follows before its result",
+                    )
+                open_calls = {}
+                if not isinstance(turn.tool_calls, msgspec.UnsetType) and turn.tool_calls:
+                    calls[position] = tuple(call.id for call in turn.tool_calls)
+                    open_calls = dict.fromkeys(calls[position])
+                    opened_at = position
+        valid.append(not open_calls)
+        openers.append(opened_at if open_calls else -1)
+    return _Scan(valid, openers, calls, problem, tuple(open_calls), opened_at)
+
+
+def transcript_problem(entries: Sequence[LogEntry]) -> TranscriptProblem | None:
+    """The first place where a tool call goes unanswered (or a result answers no call), or
+    ``None`` when every strict endpoint accepts the transcript."""
+    scan = _scan(entries)
+    if scan.problem is not None:
+        return scan.problem
+    if scan.open_calls:
+        return TranscriptProblem(
+            scan.opened_at,
+            f"entry {scan.opened_at} makes tool call {_ids(scan.open_calls)} and the log ends "
+            "before its result",
+        )
+    return None
+
+
+def cut_points(entries: Sequence[LogEntry]) -> list[int]:
+    """Every ``n`` for which the first ``n`` entries leave no tool call unanswered."""
+    return [count for count, ok in enumerate(_scan(entries).valid) if ok]
+
+
+def check_fork_cut(parent_id: str, entries: Sequence[LogEntry], at: int | None) -> None:
+    """Raise :class:`ForkCutError` when forking ``parent_id`` with its first ``at`` entries
+    (all when ``None``) would leave a tool call without its results. An ``at`` beyond the
+    entries is left to the store to refuse."""
+    count = len(entries) if at is None else at
+    if count > len(entries):
+        return
+    scan = _scan(entries)
+    if scan.valid[count]:
+        return
+    below = max(n for n in range(count + 1) if scan.valid[n])
+    above = [n for n in range(count, len(entries) + 1) if scan.valid[n]]
+    choices = f"entry {below}" if not above else f"entry {below} or {above[0]}"
+    opened = scan.openers[count]
+    raise ForkCutError(
+        f"cannot fork session {parent_id} at entry {count}: it would part the tool call "
+        f"{_ids(scan.calls[opened])} of entry {opened} from its results; fork at "
+        f"{choices} instead"
+    )
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return ", ".join(reveal(call_id) for call_id in ids)

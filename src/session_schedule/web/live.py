@@ -36,6 +36,7 @@ from session_schedule.core.instants import MIN_INSTANT, Instant
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model
+from session_schedule.harness.transcript import check_fork_cut
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.ids import SessionId
@@ -340,14 +341,16 @@ class LiveSessions:
         """A new Session seeded with the first ``at`` log entries of ``parent_id`` (all of them
         when ``None``), live. A parent live here is made durable first, so nothing is missed.
 
-        Raises ``ValueError`` when ``at`` is beyond the parent's entries, and what the store's
-        ``fork`` raises.
+        Raises ``ValueError`` when ``at`` is beyond the parent's entries, ``ForkCutError`` (a
+        ``ValueError``) when the cut would part a tool call from its results, and what the
+        store's ``fork`` raises.
         """
         async with self._lock:
             self._refuse_when_closing()
             parent = self._live.get(parent_id)
             if parent is not None and parent.healthy:
                 await parent.session.barrier()
+            check_fork_cut(parent_id, (await self._store.read(parent_id)).entries, at)
             await self._make_room()
             handle = await self._store.fork(parent_id, at=at, now=self._clock.now())
             return await self._start(handle)
