@@ -19,6 +19,8 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.rules import Limits
+from session_schedule.runtime import live as live_module
+from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
@@ -403,3 +405,37 @@ def test_the_owner_decides_exactly_at_the_target(offset: int, length: int) -> No
             assert f"decided at: {target}\n" in agent.followups[0]
 
     asyncio.run(run())
+
+
+async def test_a_planner_that_disagrees_with_the_wake_up_cannot_make_the_owner_spin(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """next_wakeup says a reminder is due; plan_delivery (here: broken) says nothing is. The
+    owner must yield and back off, not loop without awaiting anything."""
+    plans: list[Instant] = []
+
+    def nothing_due(state: object, now: Instant) -> None:
+        plans.append(now)
+        if len(plans) > 50:
+            raise AssertionError("the owner is spinning")
+
+    monkeypatch.setattr(live_module, "plan_delivery", nothing_due)
+    events: list[ScheduleEvent] = []
+    world.schedule.events.subscribe(events.append)
+    await world.schedule.create({"prompt": "p", "after_seconds": 60})
+    await world.run_for(60)
+    assert len(plans) == 2  # once, then a second look: they disagree
+    for wait in (1, 2, 4, 8):
+        assert world.clock.next_deadline() == wait
+        await world.run_for(wait)
+    assert len(plans) == 6
+    assert world.schedule.failure is None
+    assert world.agent.followups == []
+    back_offs = [event for event in events if event.kind == "back-off"]
+    assert [event.retry_in_seconds for event in back_offs] == [1, 2, 4, 8, 16]
+    assert {(event.outcome, event.detail) for event in back_offs} == {
+        (
+            "nothing due",
+            "a reminder was due at 2026-11-29T20:01:00.000Z but nothing was due to deliver",
+        )
+    }

@@ -48,7 +48,11 @@ EventOutcome: TypeAlias = Literal[
     "not accepted",
     "agent refused",
     "agent busy",
+    "nothing due",
 ]
+BackOffReason: TypeAlias = Literal["agent refused", "agent busy", "nothing due"]
+"""Why the owner backs off: a refused follow-up, an agent that keeps refusing maintenance
+although it reported idle, or a wake-up the planner keeps contradicting."""
 EventCallback: TypeAlias = Callable[["ScheduleEvent"], None]
 
 _LEVELS: Final[dict[EventKind, int]] = {
@@ -159,11 +163,11 @@ class ScheduleEvents:
                 )
             )
 
-    def backing_off(self, now: Instant, *, refused: bool, seconds: float) -> None:
-        """The owner waits ``seconds``: the agent refused a follow-up (``refused``), or kept
-        refusing maintenance although it reported idle."""
-        reason: EventOutcome = "agent refused" if refused else "agent busy"
-        self.emit(self._event("back-off", now, reason, retry_in_seconds=seconds))
+    def backing_off(
+        self, now: Instant, *, reason: BackOffReason, seconds: float, detail: str | None = None
+    ) -> None:
+        """The owner waits ``seconds`` before trying again, for ``reason``."""
+        self.emit(self._event("back-off", now, reason, retry_in_seconds=seconds, detail=detail))
 
     def refused(
         self,

@@ -27,6 +27,11 @@ Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails, n
 and the reminder stays active; the owner retries after a back-off that doubles up to
 ``retry_max_seconds``, so a permanently failing agent cannot make it spin.
 
+Rule 5a — **no busy loop.** Every pass of the owner's loop awaits something that yields to the
+event loop. "Nothing due" right after the wake-up said something was due can happen once (a
+delete or a clock step in between); a second time in a row means the wake-up and the planner
+disagree, and the owner backs off as for a refusal (and logs it) rather than spin.
+
 Rule 6 — **at-least-once.** A crash after ``followup()`` accepted a turn and before the dispatch is
 durable repeats that reminder after recovery, with the same occurrence key (``id@scheduledAt``).
 """
@@ -52,12 +57,12 @@ from session_schedule.core.due import Delivery, next_wakeup, plan_delivery
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import frame
-from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import ScheduleView, make_view, make_views
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.runtime.agent import Agent
 from session_schedule.runtime.clock import Clock, SystemClock
-from session_schedule.runtime.events import ScheduleEvents
+from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.port import SessionHandle
@@ -68,6 +73,8 @@ T = TypeVar("T")
 Outcome = Literal["delivered", "nothing due", "agent busy", "agent refused"]
 _BUSY_BEFORE_BACKOFF = 3
 """Consecutive "agent busy" outcomes after which the owner backs off instead of retrying."""
+_NOTHING_BEFORE_BACKOFF = 2
+"""Consecutive "nothing due" outcomes (after a due wake-up) after which the owner backs off."""
 
 
 @final
@@ -246,29 +253,47 @@ class LiveSchedule:
     async def _own(self) -> None:
         backoff = self._settings.retry_initial_seconds
         busy_in_a_row = 0
+        nothing_in_a_row = 0
         try:
             while True:
                 self._wake.clear()
                 now = self._clock.now()
                 wakeup = next_wakeup(self._state)
                 if wakeup is None or wakeup > now:
+                    nothing_in_a_row = 0
                     await self._wait(self._bounded(wakeup, now))
                     continue
                 await self._parked_while(self._agent.wait_idle())
                 outcome = await self._queue.run(self._deliver_due)
                 busy_in_a_row = busy_in_a_row + 1 if outcome == "agent busy" else 0
+                nothing_in_a_row = nothing_in_a_row + 1 if outcome == "nothing due" else 0
                 if outcome == "delivered":
                     backoff = self._settings.retry_initial_seconds
-                elif outcome == "agent refused" or busy_in_a_row >= _BUSY_BEFORE_BACKOFF:
-                    # A refusing agent, or one that reports idle yet keeps refusing maintenance:
-                    # either way, back off rather than spin.
+                elif (
+                    outcome == "agent refused"
+                    or busy_in_a_row >= _BUSY_BEFORE_BACKOFF
+                    or nothing_in_a_row >= _NOTHING_BEFORE_BACKOFF
+                ):
+                    # A refusing agent, one that reports idle yet keeps refusing maintenance, or
+                    # a wake-up the planner keeps contradicting: back off rather than spin.
+                    reason: BackOffReason = "agent busy"
+                    detail = None
+                    if outcome == "agent refused":
+                        reason = "agent refused"
+                    elif nothing_in_a_row:
+                        reason = "nothing due"
+                        detail = (
+                            f"a reminder was due at {format_instant(wakeup)} but nothing was "
+                            "due to deliver"
+                        )
                     self._events.backing_off(
-                        self._clock.now(), refused=outcome == "agent refused", seconds=backoff
+                        self._clock.now(), reason=reason, seconds=backoff, detail=detail
                     )
                     await self._wait(backoff)
                     backoff = min(backoff * 2, self._settings.retry_max_seconds)
-                elif outcome == "agent busy":
-                    # A turn started between idle and the queue slot: wait for idle again.
+                else:
+                    # A turn started between idle and the queue slot, or the due reminder went
+                    # (a delete, a clock step back): yield, then look again.
                     await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
