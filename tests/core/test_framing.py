@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from session_schedule.core.changes import create_change
 from session_schedule.core.due import Delivery, Occurrence, plan_delivery
 from session_schedule.core.fold import fold
-from session_schedule.core.framing import FRAME_TITLE, embed_prompt, frame
+from session_schedule.core.framing import FRAME_TITLE, Delay, embed_prompt, frame
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import (
@@ -127,3 +127,24 @@ def test_no_prompt_can_forge_a_line_of_the_frame(prompt: str) -> None:
 
 def test_unicode_line_breaks_are_escaped() -> None:
     assert embed_prompt("a\x85b\u2028c\u2029d\x1ce") == '"a\\u0085b\\u2028c\\u2029d\\u001ce"'
+
+
+def test_a_delayed_frame_says_since_when_and_why() -> None:
+    record = AfterScheduleRecord(
+        id=ScheduleId("sch_7"),
+        prompt="again",
+        after_seconds=1,
+        scheduled_at="2026-11-29T20:00:07.000Z",
+    )
+    delivery = plan_delivery(
+        fold([(0, create_change(record))]), parse_instant("2026-11-29T20:01:01.000Z")
+    )
+    assert delivery is not None
+    delay = Delay(since=parse_instant("2026-11-29T20:00:07.000Z"), limit=6, window_seconds=60)
+    assert frame(delivery, delay=delay).splitlines()[3:6] == [
+        "decided at: 2026-11-29T20:01:01.000Z",
+        "delayed since: 2026-11-29T20:00:07.000Z, because this session had 6 reminder follow-ups "
+        "within 60 seconds, the most it allows. Do not create a reminder from a follow-up just to "
+        "be called again; re-create one only if the user asked for it to repeat.",
+        "",
+    ]

@@ -439,3 +439,83 @@ async def test_a_planner_that_disagrees_with_the_wake_up_cannot_make_the_owner_s
             "a reminder was due at 2026-11-29T20:01:00.000Z but nothing was due to deliver",
         )
     }
+
+
+async def _drive(
+    world: World, seconds: int, *, recreate: bool, times: list[int] | None = None
+) -> list[int]:
+    """Run the owner until ``seconds`` after START; after each follow-up, the "model" re-creates
+    the reminder one second out when ``recreate``. The seconds (from START) at which follow-ups
+    came, appended to ``times``."""
+    start = parse_instant(START)
+    times = [] if times is None else times
+    while True:
+        await world.schedule.settled()
+        while len(times) < len(world.agent.followups):
+            times.append((world.clock.now() - start) // 1000)
+            if recreate:
+                await world.schedule.create({"prompt": "again", "after_seconds": 1})
+                await world.schedule.settled()
+        step = world.clock.next_deadline()
+        if step is None or world.clock.now() - start + step * 1000 > seconds * 1000:
+            return times
+        world.clock.advance(step)
+
+
+async def test_a_reminder_that_re_creates_itself_is_held_to_the_follow_up_budget(
+    world: World,
+) -> None:
+    events: list[ScheduleEvent] = []
+    world.schedule.events.subscribe(events.append)
+    await world.schedule.create({"prompt": "again", "after_seconds": 1})
+    times = await _drive(world, 180, recreate=True)
+    assert times[:8] == [1, 2, 3, 4, 5, 6, 61, 62]
+    held = [event for event in events if event.kind == "back-off"]
+    assert [(e.decided_at, e.outcome, e.retry_in_seconds, e.detail) for e in held[:1]] == [
+        ("2026-11-29T20:00:07.000Z", "follow-up budget", 54.0, "6 reminder follow-ups within 60 s")
+    ]
+    assert len(held) == 3  # once per hold, one hold a minute
+    assert len(times) == 18  # six in each minute, not one a second
+    assert all(times[i + 6] - times[i] >= 60 for i in range(len(times) - 6))
+    followups = world.agent.followups
+    assert all("delayed since" not in text for text in followups[:6])
+    assert (
+        "decided at: 2026-11-29T20:01:01.000Z\n"
+        "delayed since: 2026-11-29T20:00:07.000Z, because this session had 6 reminder "
+        "follow-ups within 60 seconds, the most it allows. Do not create a reminder from a "
+        "follow-up just to be called again; re-create one only if the user asked for it to "
+        "repeat.\n"
+        "\n"
+        "reminder 1 of 1: sch_7\n"
+    ) in followups[6]
+    assert "delayed since" not in followups[7]
+
+
+async def test_reminders_beyond_the_budget_wait_and_none_is_dropped(world: World) -> None:
+    for number in range(8):
+        await world.schedule.create({"prompt": f"r{number}", "after_seconds": 10})
+    times = await _drive(world, 69, recreate=False)
+    assert times == [10] * 6
+    assert len(world.dispatches()) == 6  # the other two are still active, not dispatched
+    times = await _drive(world, 71, recreate=False, times=times)
+    assert times == [10] * 6 + [70, 70]
+    assert [
+        text.count("delayed since: 2026-11-29T20:00:10.000Z") for text in world.agent.followups
+    ] == [0] * 6 + [1, 1]
+    assert len(world.dispatches()) == 8
+
+
+async def test_the_follow_up_budget_is_configurable() -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    settings = Settings(followup_limit=2, followup_window_seconds=10)
+    async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
+        world = World(store, session, clock, agent, schedule)
+        await schedule.create({"prompt": "again", "after_seconds": 1})
+        assert (await _drive(world, 30, recreate=True))[:5] == [1, 2, 11, 12, 21]
+    with pytest.raises(
+        ValueError, match=r"^followup_limit and followup_window_seconds must be at least 1$"
+    ):
+        LiveSchedule(session, agent, clock=clock, settings=Settings(followup_limit=0))

@@ -11,12 +11,12 @@ person cannot see.
 
 from __future__ import annotations
 
-from typing import Final, assert_never
+from typing import Final, assert_never, final
 
 import msgspec
 
 from session_schedule.core.due import Delivery, Occurrence
-from session_schedule.core.instants import format_instant
+from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
@@ -39,8 +39,20 @@ def _batch_intro(count: int) -> str:
     )
 
 
-def frame(delivery: Delivery) -> str:
-    """The follow-up turn's text for ``delivery``."""
+@final
+class Delay(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a follow-up turn was held back: the Session's budget of reminder follow-ups."""
+
+    since: Instant
+    """When the turn was first held back."""
+    limit: int
+    """The most reminder follow-ups a Session may have ..."""
+    window_seconds: int
+    """... within any window of this many seconds."""
+
+
+def frame(delivery: Delivery, *, delay: Delay | None = None) -> str:
+    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back."""
     count = len(delivery.occurrences)
     intro = _ONE_SHOT_INTRO if delivery.kind == "one-shot" else _batch_intro(count)
     lines = [
@@ -49,6 +61,13 @@ def frame(delivery: Delivery) -> str:
         "All times are UTC.",
         f"decided at: {format_instant(delivery.decided_at)}",
     ]
+    if delay is not None:
+        lines.append(
+            f"delayed since: {format_instant(delay.since)}, because this session had "
+            f"{delay.limit} reminder follow-ups within {_seconds(delay.window_seconds)}, the "
+            "most it allows. Do not create a reminder from a follow-up just to be called again; "
+            "re-create one only if the user asked for it to repeat."
+        )
     for number, occurrence in enumerate(delivery.occurrences, start=1):
         lines.append("")
         lines.extend(_describe(number, count, occurrence))

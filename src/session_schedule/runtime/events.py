@@ -49,10 +49,12 @@ EventOutcome: TypeAlias = Literal[
     "agent refused",
     "agent busy",
     "nothing due",
+    "follow-up budget",
 ]
-BackOffReason: TypeAlias = Literal["agent refused", "agent busy", "nothing due"]
+BackOffReason: TypeAlias = Literal["agent refused", "agent busy", "nothing due", "follow-up budget"]
 """Why the owner backs off: a refused follow-up, an agent that keeps refusing maintenance
-although it reported idle, or a wake-up the planner keeps contradicting."""
+although it reported idle, a wake-up the planner keeps contradicting, or the Session's budget of
+reminder follow-ups spent (due reminders wait until it allows one)."""
 EventCallback: TypeAlias = Callable[["ScheduleEvent"], None]
 
 _LEVELS: Final[dict[EventKind, int]] = {

@@ -32,6 +32,12 @@ event loop. "Nothing due" right after the wake-up said something was due can hap
 delete or a clock step in between); a second time in a row means the wake-up and the planner
 disagree, and the owner backs off as for a refusal (and logs it) rather than spin.
 
+Rule 5b — **a budget of reminder-driven turns.** At most ``followup_limit`` follow-up turns in
+any ``followup_window_seconds`` (wall clock, kept in memory per LiveSchedule). Beyond it a due
+delivery waits until the window allows one — nothing is dropped, nothing goes early — and its
+frame says since when and why it was held back. A reminder that re-creates itself from its own
+follow-up (``after_seconds: 1``) thus cannot make a model loop at full speed.
+
 Rule 6 — **at-least-once.** A crash after ``followup()`` accepted a turn and before the dispatch is
 durable repeats that reminder after recovery, with the same occurrence key (``id@scheduledAt``).
 """
@@ -39,6 +45,7 @@ durable repeats that reminder after recovery, with the same occurrence key (``id
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Awaitable, Mapping
 from types import TracebackType
@@ -56,9 +63,9 @@ from session_schedule.core.changes import (
 from session_schedule.core.due import Delivery, next_wakeup, plan_delivery
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
-from session_schedule.core.framing import frame
+from session_schedule.core.framing import Delay, frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
-from session_schedule.core.records import ScheduleView, make_view, make_views
+from session_schedule.core.records import ScheduleView, make_view, make_views, record_target
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.runtime.agent import Agent
 from session_schedule.runtime.clock import Clock, SystemClock
@@ -88,6 +95,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """First back-off after ``followup()`` or framing failed."""
     retry_max_seconds: float = 60.0
     """The back-off doubles after each consecutive failure, up to this."""
+    followup_limit: int = 6
+    """The most reminder follow-up turns queued within any ``followup_window_seconds``."""
+    followup_window_seconds: int = 60
+    """The rolling window of ``followup_limit``, in seconds of wall-clock time."""
 
 
 @final
@@ -111,6 +122,8 @@ class LiveSchedule:
         self._agent = agent
         self._clock = clock or SystemClock()
         self._settings = settings or Settings()
+        if self._settings.followup_limit < 1 or self._settings.followup_window_seconds < 1:
+            raise ValueError("followup_limit and followup_window_seconds must be at least 1")
         self._queue = queue or AgentQueue()
         self._state = ScheduleFold(session=session.id)
         self._wake = asyncio.Event()
@@ -118,6 +131,10 @@ class LiveSchedule:
         self._owner: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self._events = ScheduleEvents(session.id)
+        self._recent: collections.deque[Instant] = collections.deque()
+        """Decision times of the follow-ups queued within the last window, oldest first."""
+        self._held: tuple[Instant, Instant] | None = None
+        """When the budget first and last held back deliveries, while some of those wait."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -263,6 +280,19 @@ class LiveSchedule:
                     nothing_in_a_row = 0
                     await self._wait(self._bounded(wakeup, now))
                     continue
+                allowed_at = self._budget_allows_at(now)
+                if allowed_at > now:
+                    if self._held is None:
+                        self._events.backing_off(
+                            now,
+                            reason="follow-up budget",
+                            seconds=(allowed_at - now) / MS_PER_SECOND,
+                            detail=f"{self._settings.followup_limit} reminder follow-ups within "
+                            f"{self._settings.followup_window_seconds} s",
+                        )
+                    self._held = (now if self._held is None else self._held[0], now)
+                    await self._wait(self._bounded(allowed_at, now))
+                    continue
                 await self._parked_while(self._agent.wait_idle())
                 outcome = await self._queue.run(self._deliver_due)
                 busy_in_a_row = busy_in_a_row + 1 if outcome == "agent busy" else 0
@@ -319,7 +349,7 @@ class LiveSchedule:
             if delivery is None:
                 return "nothing due"
             try:
-                self._agent.followup(frame(delivery))
+                self._agent.followup(frame(delivery, delay=self._delay(delivery)))
             except Exception as error:
                 self._events.followup_failed(delivery, error)
                 logger.exception(
@@ -328,13 +358,47 @@ class LiveSchedule:
                     self._session.id,
                 )
                 return "agent refused"
+            self._recent.append(now)
             for change in delivery.changes:
                 self._append(change)
+            if self._held is not None:
+                # The hold is over once nothing that was due during it still waits.
+                wakeup = next_wakeup(self._state)
+                if wakeup is None or wakeup > self._held[1]:
+                    self._held = None
             await self._barrier()
             self._events.dispatched(delivery)
             return "delivered"
         finally:
             self._agent.end_maintenance()
+
+    def _budget_allows_at(self, now: Instant) -> Instant:
+        """The earliest instant from ``now`` on at which the follow-up budget allows a turn."""
+        window = self._settings.followup_window_seconds * MS_PER_SECOND
+        recent = self._recent
+        # Forget turns that left the window, and any "in the future" after a clock step back.
+        while recent and (recent[0] <= now - window or recent[-1] > now):
+            if recent[0] <= now - window:
+                recent.popleft()
+            else:
+                recent.pop()
+        if len(recent) < self._settings.followup_limit:
+            return now
+        return Instant(recent[-self._settings.followup_limit] + window)
+
+    def _delay(self, delivery: Delivery) -> Delay | None:
+        """Why ``delivery`` comes late, if the budget held it back."""
+        if self._held is None:
+            return None
+        first, last = self._held
+        due = min(record_target(occurrence.record) for occurrence in delivery.occurrences)
+        if due > last:
+            return None
+        return Delay(
+            since=Instant(max(first, due)),
+            limit=self._settings.followup_limit,
+            window_seconds=self._settings.followup_window_seconds,
+        )
 
     def _bounded(self, wakeup: Instant | None, now: Instant) -> float:
         limit = self._settings.max_wait_seconds
