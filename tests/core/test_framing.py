@@ -6,7 +6,13 @@ from hypothesis import strategies as st
 from session_schedule.core.changes import create_change
 from session_schedule.core.due import Delivery, Occurrence, plan_delivery
 from session_schedule.core.fold import fold
-from session_schedule.core.framing import FRAME_TITLE, Delay, embed_prompt, frame
+from session_schedule.core.framing import (
+    DEFAULT_MAX_FRAME_CHARS,
+    FRAME_TITLE,
+    Delay,
+    embed_prompt,
+    frame,
+)
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import (
@@ -42,7 +48,7 @@ def test_one_shot_frame_word_for_word() -> None:
     )
 
 
-def test_batch_frame_word_for_word() -> None:
+def _readme_batch() -> Delivery:
     first = EveryScheduleRecord(
         id=ScheduleId("sch_2"),
         prompt="check the build",
@@ -55,7 +61,7 @@ def test_batch_frame_word_for_word() -> None:
         every_seconds=3600,
         scheduled_at="2026-11-29T21:00:00.000Z",
     )
-    delivery = Delivery(
+    return Delivery(
         kind="batch",
         decided_at=parse_instant("2026-11-29T21:05:00.000Z"),
         occurrences=(
@@ -64,6 +70,10 @@ def test_batch_frame_word_for_word() -> None:
         ),
         changes=(),
     )
+
+
+def test_batch_frame_word_for_word() -> None:
+    delivery = _readme_batch()
     assert frame(delivery) == (
         "[session-schedule] Reminder follow-up\n"
         "Recurring reminders you scheduled earlier in this conversation are due (2). "
@@ -148,3 +158,80 @@ def test_a_delayed_frame_says_since_when_and_why() -> None:
         "be called again; re-create one only if the user asked for it to repeat.",
         "",
     ]
+
+
+def test_a_batch_beyond_its_budget_lists_the_rest_without_prompts() -> None:
+    delivery = _readme_batch()
+    whole = frame(delivery)
+    assert frame(delivery, max_chars=len(whole)) == whole
+    assert frame(delivery, max_chars=len(whole) - 1) == (
+        "[session-schedule] Reminder follow-up\n"
+        "Recurring reminders you scheduled earlier in this conversation are due (2). "
+        "Act on each prompt now; each keeps recurring until it is deleted.\n"
+        "All times are UTC.\n"
+        "decided at: 2026-11-29T21:05:00.000Z\n"
+        "prompts not shown: 1 of 2, to keep this turn within 589 characters; call schedule_list "
+        "to read them (they are still active).\n"
+        "\n"
+        "reminder 1 of 2: sch_2\n"
+        "kind: every (600 seconds)\n"
+        "due at: 2026-11-29T21:00:00.000Z\n"
+        "skipped occurrences: 5\n"
+        "occurrence key: sch_2@2026-11-29T20:10:00.000Z\n"
+        'prompt: "check the build"\n'
+        "\n"
+        "reminder 2 of 2: sch_5\n"
+        "kind: every (3600 seconds)\n"
+        "due at: 2026-11-29T21:00:00.000Z\n"
+        "skipped occurrences: 0\n"
+        "occurrence key: sch_5@2026-11-29T21:00:00.000Z\n"
+        "prompt: not shown; call schedule_list to read it"
+    )
+    assert "prompts not shown: 2 of 2" in frame(delivery, max_chars=100)
+
+
+def _batch(prompts: list[str]) -> Delivery:
+    records = [
+        EveryScheduleRecord(
+            id=ScheduleId(f"sch_{number}"),
+            prompt=prompt,
+            every_seconds=300,
+            scheduled_at="2026-11-29T21:00:00.000Z",
+        )
+        for number, prompt in enumerate(prompts, start=1)
+    ]
+    return Delivery(
+        kind="batch",
+        decided_at=parse_instant("2026-11-29T21:00:00.000Z"),
+        occurrences=tuple(
+            Occurrence(record=record, due_at=parse_instant(record.scheduled_at), skipped=0)
+            for record in records
+        ),
+        changes=(),
+    )
+
+
+def test_the_default_budget_bounds_a_batch_of_the_longest_prompts() -> None:
+    text = frame(_batch(["\U000e0041" * 4_000] * 100))  # each prompt escapes to 48,002 chars
+    assert len(text) < DEFAULT_MAX_FRAME_CHARS + 100 * 250
+    assert "prompts not shown: 100 of 100, to keep this turn within 20000 characters" in text
+    text = frame(_batch(["x" * 4_000] * 100))
+    assert text.count('prompt: "') == 4
+    assert len(text) < DEFAULT_MAX_FRAME_CHARS + 96 * 250
+
+
+@given(
+    prompts=st.lists(st.text(min_size=1, max_size=300), min_size=1, max_size=12),
+    max_chars=st.integers(min_value=0, max_value=5_000),
+)
+def test_prompts_are_shown_in_order_while_they_fit(prompts: list[str], max_chars: int) -> None:
+    text = frame(_batch(prompts), max_chars=max_chars)
+    blocks = text.split("\n\nreminder ")
+    shown = [block for block in blocks[1:] if '\nprompt: "' in block]
+    assert blocks[1 : len(shown) + 1] == shown  # a prefix, in order
+    head_and_shown = "\n\nreminder ".join(blocks[: len(shown) + 1])
+    notice = [line for line in blocks[0].splitlines() if line.startswith("prompts not shown")]
+    assert len(head_and_shown) - sum(len(line) + 1 for line in notice) <= max(
+        max_chars, len(blocks[0]) - sum(len(line) + 1 for line in notice)
+    )
+    assert bool(notice) == (len(shown) < len(prompts))

@@ -519,3 +519,22 @@ async def test_the_follow_up_budget_is_configurable() -> None:
         ValueError, match=r"^followup_limit and followup_window_seconds must be at least 1$"
     ):
         LiveSchedule(session, agent, clock=clock, settings=Settings(followup_limit=0))
+
+
+async def test_the_batch_frame_budget_comes_from_the_limits() -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    settings = Settings(limits=Limits(max_frame_chars=500))
+    async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
+        world = World(store, session, clock, agent, schedule)
+        for prompt in ("first", "second"):
+            await schedule.create({"prompt": prompt, "every_seconds": 300})
+        await world.run_for(300)
+    assert len(agent.followups) == 1
+    assert 'prompt: "first"\n' in agent.followups[0]
+    assert agent.followups[0].endswith("\nprompt: not shown; call schedule_list to read it")
+    assert (
+        "prompts not shown: 1 of 2, to keep this turn within 500 characters" in agent.followups[0]
+    )

@@ -25,6 +25,8 @@ from session_schedule.core.records import (
 from session_schedule.core.visible import frame_escape
 
 FRAME_TITLE: Final = "[session-schedule] Reminder follow-up"
+DEFAULT_MAX_FRAME_CHARS: Final = 20_000
+"""A batch frame shows prompts in full while it stays within this many characters."""
 
 _ONE_SHOT_INTRO: Final = (
     "A reminder you scheduled earlier in this conversation is due. Act on its prompt now; "
@@ -51,8 +53,20 @@ class Delay(msgspec.Struct, frozen=True, kw_only=True):
     """... within any window of this many seconds."""
 
 
-def frame(delivery: Delivery, *, delay: Delay | None = None) -> str:
-    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back."""
+def frame(
+    delivery: Delivery,
+    *,
+    delay: Delay | None = None,
+    max_chars: int = DEFAULT_MAX_FRAME_CHARS,
+) -> str:
+    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back.
+
+    A batch shows its reminders' prompts in order while the frame, with the next prompt, stays
+    within ``max_chars``; from the first that would not fit on, each reminder is listed with its
+    id, rule and occurrence but without its prompt, and the frame tells the model to read those
+    with ``schedule_list`` (recurring reminders stay active). A one-shot always shows its prompt:
+    once delivered it is no longer listed, and its length is bounded by the prompt limit.
+    """
     count = len(delivery.occurrences)
     intro = _ONE_SHOT_INTRO if delivery.kind == "one-shot" else _batch_intro(count)
     lines = [
@@ -68,13 +82,34 @@ def frame(delivery: Delivery, *, delay: Delay | None = None) -> str:
             "most it allows. Do not create a reminder from a follow-up just to be called again; "
             "re-create one only if the user asked for it to repeat."
         )
+    blocks: list[list[str]] = []
+    size = len("\n".join(lines))
+    hidden = 0
     for number, occurrence in enumerate(delivery.occurrences, start=1):
+        block = _describe(number, count, occurrence, show_prompt=not hidden)
+        block_size = sum(len(line) + 1 for line in block) + 1
+        if delivery.kind == "batch" and not hidden and size + block_size > max_chars:
+            block = _describe(number, count, occurrence, show_prompt=False)
+        if block[-1] == _NOT_SHOWN:
+            hidden += 1
+        else:
+            size += block_size
+        blocks.append(block)
+    if hidden:
+        lines.append(
+            f"prompts not shown: {hidden} of {count}, to keep this turn within {max_chars} "
+            "characters; call schedule_list to read them (they are still active)."
+        )
+    for block in blocks:
         lines.append("")
-        lines.extend(_describe(number, count, occurrence))
+        lines.extend(block)
     return "\n".join(lines)
 
 
-def _describe(number: int, count: int, occurrence: Occurrence) -> list[str]:
+_NOT_SHOWN: Final = "prompt: not shown; call schedule_list to read it"
+
+
+def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: bool) -> list[str]:
     record = occurrence.record
     match record:
         case AfterScheduleRecord():
@@ -95,7 +130,7 @@ def _describe(number: int, count: int, occurrence: Occurrence) -> list[str]:
     lines.extend(
         [
             f"occurrence key: {occurrence.key}",
-            f"prompt: {embed_prompt(record.prompt)}",
+            f"prompt: {embed_prompt(record.prompt)}" if show_prompt else _NOT_SHOWN,
         ]
     )
     return lines

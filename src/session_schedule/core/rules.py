@@ -30,6 +30,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.framing import DEFAULT_MAX_FRAME_CHARS
 from session_schedule.core.ids import ScheduleId, parse_schedule_id
 from session_schedule.core.instants import (
     MAX_INSTANT,
@@ -63,6 +64,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     """Longest prompt accepted, in characters, after trimming."""
     max_active: int = DEFAULT_MAX_ACTIVE
     """Most reminders one Session may have active at once."""
+    max_frame_chars: int = DEFAULT_MAX_FRAME_CHARS
+    """A batch follow-up shows prompts in full while it stays within this many characters."""
 
 
 def decide_create(

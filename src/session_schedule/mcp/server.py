@@ -54,7 +54,6 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
-from session_schedule.core.framing import frame
 from session_schedule.mcp.agent import PullAgent
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
@@ -281,7 +280,7 @@ class ScheduleMcpServer:
         content = PendingFollowups(
             pending=delivery is not None,
             occurrence_keys=_keys(delivery),
-            preview=None if delivery is None else frame(delivery),
+            preview=None if delivery is None else self._schedule.frame(delivery),
             take_with="schedule_followups_take",
         )
         return types.ReadResourceResult(

@@ -223,6 +223,15 @@ class LiveSchedule:
         nothing is due. For hosts that pull their follow-ups and preview them first."""
         return await self._queue.run(self._pending)
 
+    def frame(self, delivery: Delivery) -> str:
+        """The follow-up text this Schedule queues for ``delivery``: with the Session's frame
+        budget (``limits.max_frame_chars``), and saying so when the follow-up budget held it."""
+        return frame(
+            delivery,
+            delay=self._delay(delivery),
+            max_chars=self._settings.limits.max_frame_chars,
+        )
+
     async def _create(self, arguments: Mapping[str, object]) -> ScheduleView:
         await self._barrier()
         now = self._clock.now()
@@ -349,7 +358,7 @@ class LiveSchedule:
             if delivery is None:
                 return "nothing due"
             try:
-                self._agent.followup(frame(delivery, delay=self._delay(delivery)))
+                self._agent.followup(self.frame(delivery))
             except Exception as error:
                 self._events.followup_failed(delivery, error)
                 logger.exception(
