@@ -936,3 +936,13 @@ def test_hidden_characters_are_shown_and_emoji_stay_emoji(
     out = capsys.readouterr().out
     assert "buy milk\\u200b\\U000e0041\\u202e 👩🏽\u200d💻" in out
     assert not any(char in out for char in "\u200b\U000e0041\u202e")
+
+
+def test_json_output_escapes_hidden_characters_and_decodes_the_same(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_build_hidden(data))
+    assert run(data, "list", OTHER, "--json") == 0
+    out = capsys.readouterr().out
+    assert '"prompt": "buy milk\\u200b\\udb40\\udc41\\u202e 👩🏽\u200d💻"' in out
+    assert json.loads(out)["schedules"][0]["prompt"] == HIDDEN_PROMPT

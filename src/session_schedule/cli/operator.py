@@ -63,7 +63,7 @@ from session_schedule.core.records import (
 )
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
 from session_schedule.core.timeline import build_timeline
-from session_schedule.core.visible import reveal
+from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.harness.transcript import check_fork_cut, transcript_problem
 from session_schedule.runtime.clock import Clock, SystemClock
 
@@ -825,7 +825,9 @@ def _untrusted(text: str, *, style: str = "") -> Text:
 
 
 def _print_json(value: object) -> None:
-    print(msgspec.json.format(_JSON.encode(value), indent=2).decode())
+    """``value`` as indented JSON, hidden characters in its strings written as JSON escapes (the
+    same data, but a person reading it sees them)."""
+    print(frame_escape(msgspec.json.format(_JSON.encode(value), indent=2).decode()))
 
 
 def _command(
