@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -232,6 +233,8 @@ _fuzz_arguments = st.one_of(
     ),
     st.fixed_dictionaries({"prompt": st.just("p"), "at": _odd_values}),
     st.fixed_dictionaries({"id": _odd_values}),
+    # JSON text as stdlib json writes it: lone surrogates as "\ud83d" escapes, NaN, Infinity.
+    st.dictionaries(_keys, _odd_values, max_size=4).map(json.dumps),
     _invalid_utf8,
     _deep,
     _odd_values,
@@ -275,7 +278,12 @@ _LONE = "\ud83d"
         (f"schedule_{_LONE}", {}, _error("invalid_selector", "there is no tool 'schedule_\\ud83d'; the schedule tools are schedule_create, schedule_list, schedule_delete.")),
         ("schedule_delete", {"id": f"sch_1{_LONE}"}, {"ok": True, "id": "sch_1\\ud83d", "deleted": False}),
         ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
-        ("schedule_create", f'{{"prompt":"{_LONE}","after_seconds":5}}', _error("invalid_selector", "the arguments contain the lone surrogate U+D83D at index 11, half of a character that cannot be encoded; send the whole character or remove it.")),
+        ("schedule_create", f'{{"prompt":"{_LONE}","after_seconds":5}}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 0, half of a character that cannot be encoded; send the whole character or remove it.")),
+        ("schedule_create", '{"prompt":"buy \\ud83d","after_seconds":5}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
+        ("schedule_create", '{"prompt":"p","\\udc00":1}', _error("invalid_selector", "unknown argument `\\udc00`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`.")),
+        ("schedule_delete", '{"id":"sch_\\ud83d"}', {"ok": True, "id": "sch_\\ud83d", "deleted": False}),
+        ("schedule_create", '{"prompt":"\\ud83d","after_seconds":NaN}', _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
+        ("schedule_create", '{"prompt":"\\ud83d",' + '"at":' + "[" * 5_000 + "]" * 5_000 + "}", _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", '{"prompt":"p","after_seconds":1e400}', _error("invalid_selector", 'a number in the arguments is too large to represent; send numbers such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", "[" * 1_000 + "]" * 1_000, _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", {"prompt": "p", "at": _nested(100_000, "array")}, _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),

@@ -9,7 +9,9 @@ bug becomes ``internal_error`` — and is logged with its traceback.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Final, final
 
@@ -142,36 +144,7 @@ def _arguments(arguments: object) -> Mapping[str, object]:
     if isinstance(arguments, str | bytes | bytearray):
         if not arguments.strip():
             return {}
-        try:
-            value = msgspec.json.decode(arguments)
-        except UnicodeEncodeError as error:
-            # JSON text as a str holding a lone surrogate: it has no UTF-8 form to decode.
-            raise ScheduleError(
-                "invalid_selector",
-                f"the arguments contain the lone surrogate U+{ord(error.object[error.start]):04X} "
-                f"at index {error.start}, half of a character that cannot be encoded; send the "
-                "whole character or remove it.",
-            ) from None
-        except UnicodeDecodeError:
-            raise ScheduleError(
-                "invalid_selector",
-                "the arguments are not valid UTF-8 text; send a JSON object such as "
-                '{"prompt": "...", "after_seconds": 600}.',
-            ) from None
-        except RecursionError:
-            raise _too_deep() from None
-        except msgspec.ValidationError:
-            raise ScheduleError(
-                "invalid_selector",
-                "a number in the arguments is too large to represent; send numbers such as "
-                '{"prompt": "...", "after_seconds": 600}.',
-            ) from None
-        except msgspec.DecodeError:
-            raise ScheduleError(
-                "invalid_selector",
-                "the arguments are not valid JSON; send a JSON object such as "
-                '{"prompt": "...", "after_seconds": 600}.',
-            ) from None
+        value = _decode(arguments)
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
@@ -182,6 +155,48 @@ def _arguments(arguments: object) -> Mapping[str, object]:
     if _too_deeply_nested(value):
         raise _too_deep()
     return value
+
+
+_NOT_JSON: Final = (
+    "the arguments are not valid JSON; send a JSON object such as "
+    '{"prompt": "...", "after_seconds": 600}.'
+)
+_SURROGATE_TEXT: Final = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+"""A lone surrogate, raw or as a JSON escape: the strict decoder refuses both."""
+
+
+def _decode(text: str | bytes | bytearray) -> object:
+    try:
+        return msgspec.json.decode(text)
+    except UnicodeDecodeError:
+        raise ScheduleError(
+            "invalid_selector",
+            "the arguments are not valid UTF-8 text; send a JSON object such as "
+            '{"prompt": "...", "after_seconds": 600}.',
+        ) from None
+    except RecursionError:
+        raise _too_deep() from None
+    except msgspec.ValidationError:
+        raise ScheduleError(
+            "invalid_selector",
+            "a number in the arguments is too large to represent; send numbers such as "
+            '{"prompt": "...", "after_seconds": 600}.',
+        ) from None
+    except (UnicodeEncodeError, msgspec.DecodeError):
+        if not isinstance(text, str) or not _SURROGATE_TEXT.search(text):
+            raise ScheduleError("invalid_selector", _NOT_JSON) from None
+    # JSON text holding a lone surrogate (raw, or the escape a model wrote as "\ud83d"): read it
+    # leniently so that the checks can say which value holds it (a prompt: invalid_prompt).
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError:
+        raise ScheduleError("invalid_selector", _NOT_JSON) from None
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _too_deeply_nested(value: object) -> bool:
