@@ -3,8 +3,8 @@
 General layout
 --------------
 - ``core``     — pure: instants, time input, records, the ``schedule/change`` codec, the fold,
-                 create/delete decisions, delivery planning, framing, time context, the
-                 persistence catalog. No clock, no I/O, no asyncio.
+                 create/delete decisions, delivery planning, framing, visible text, time
+                 context, the persistence catalog. No clock, no I/O, no asyncio.
 - ``session``  — the Session event log: the port, and the memory, JSONL and SQLite backends.
 - ``runtime``  — the asyncio shell: the clock, the Agent port, the agent-scoped queue, the
                  live Schedule with its delivery owner, and its operator events.
