@@ -251,6 +251,9 @@ _MODEL_CODES = set(ERROR_CODES) - {"internal_error", "corrupt_schedule_log"}
 def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, object]]) -> None:
     async def run() -> None:
         tools, schedule, _ = await _tools()
+        # Operator events carry what the model sent too: they must encode as well.
+        events: list[object] = []
+        schedule.events.subscribe(events.append)
         try:
             for name, arguments in calls:
                 text = await tools.call_json(name, arguments)
@@ -258,6 +261,7 @@ def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, obje
                 assert text.encode("utf-8")
                 if result["ok"] is False:
                     assert result["error"]["code"] in _MODEL_CODES, result
+            msgspec.json.encode(events)
         finally:
             await schedule.close()
 

@@ -67,6 +67,7 @@ from session_schedule.core.framing import Delay, frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import ScheduleView, make_view, make_views, record_target
 from session_schedule.core.rules import Limits, decide_create, decide_delete
+from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.agent import Agent
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
@@ -214,7 +215,8 @@ class LiveSchedule:
     async def delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
         """Delete the reminder ``arguments["id"]`` names: (the id, whether one was deleted).
 
-        Deleting an id that is not active appends nothing and is not an error.
+        Deleting an id that is not active appends nothing and is not an error. An id holding a
+        lone surrogate is returned with it escaped as ``\\uXXXX``.
         """
         return await self._queue.run(lambda: self._delete(arguments))
 
@@ -254,7 +256,8 @@ class LiveSchedule:
     async def _delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
         await self._barrier()
         change = decide_delete(arguments, state=self._state)
-        schedule_id = str(arguments["id"])
+        # The id asked for; one that cannot be encoded names no reminder and is kept escaped.
+        schedule_id = escape_unencodable(str(arguments["id"]))
         if change is None:
             self._events.deleted(schedule_id, self._clock.now(), deleted=False)
             return schedule_id, False

@@ -110,10 +110,10 @@ class ScheduleTools:
             schedule_id = None  # arguments that are not an object name no reminder
         self._schedule.events.refused(
             self._schedule.now(),
-            tool=name,
+            tool=escape_unencodable(name),
             code=error.code,
-            message=error.message,
-            schedule_id=schedule_id if isinstance(schedule_id, str) else None,
+            message=escape_unencodable(error.message),
+            schedule_id=escape_unencodable(schedule_id) if isinstance(schedule_id, str) else None,
         )
         return _failure(error)
 
@@ -130,8 +130,7 @@ class ScheduleTools:
             return ListResult(ok=True, now=format_instant(now), schedules=views)
         if name == "schedule_delete":
             schedule_id, deleted = await self._schedule.delete(arguments)
-            # An id that cannot be encoded names no reminder; it is echoed escaped.
-            return DeleteResult(ok=True, id=escape_unencodable(schedule_id), deleted=deleted)
+            return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
         raise ScheduleError(
             "invalid_selector",
             f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
