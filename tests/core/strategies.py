@@ -14,16 +14,24 @@ from session_schedule.core.ids import ScheduleId, make_schedule_id
 from session_schedule.core.instants import MAX_INSTANT, MIN_INSTANT, Instant, format_instant
 from session_schedule.core.records import (
     MAX_SAFE_INTEGER,
+    WEEKDAYS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
 )
+from session_schedule.core.time_input import format_time_of_day
 
 instants = st.integers(min_value=MIN_INSTANT, max_value=MAX_INSTANT).map(Instant)
 canonical_instants = instants.map(format_instant)
 ids = st.integers(min_value=1, max_value=10**16 - 1).map(make_schedule_id)
 prompts = st.text(min_size=1, max_size=40)
+local_times = st.integers(min_value=0, max_value=86_400_000 - 1).map(format_time_of_day)
+zone_names = st.sampled_from(["UTC", "Asia/Tokyo", "America/New_York", "Pacific/Apia"])
+weekday_lists = st.sets(st.sampled_from(WEEKDAYS), min_size=1).map(
+    lambda days: tuple(day for day in WEEKDAYS if day in days)
+)
 
 
 def records(schedule_id: st.SearchStrategy[ScheduleId] = ids) -> st.SearchStrategy[ScheduleRecord]:
@@ -43,6 +51,15 @@ def records(schedule_id: st.SearchStrategy[ScheduleId] = ids) -> st.SearchStrate
             id=schedule_id,
             prompt=prompts,
             every_seconds=st.integers(min_value=300, max_value=MAX_SAFE_INTEGER),
+            scheduled_at=canonical_instants,
+        ),
+        st.builds(
+            DailyScheduleRecord,
+            id=schedule_id,
+            prompt=prompts,
+            local_time=local_times,
+            time_zone=zone_names,
+            weekdays=weekday_lists,
             scheduled_at=canonical_instants,
         ),
     )

@@ -14,7 +14,7 @@ from session_schedule.core.schema import json_schema
 def test_schedule_change_is_indexed_with_its_derived_location() -> None:
     entry = CATALOG.entry("schedule/change")
     assert entry is not None
-    assert entry.version == 1
+    assert entry.versions == (1, 2)
     assert entry.declaration == "session_schedule.core.changes.ScheduleChange"
     module = importlib.import_module(entry.module)
     source = inspect.getsource(module).splitlines()
@@ -61,11 +61,13 @@ LOCAL_ENTRY = None
 
 def test_register_refuses_duplicates_and_anonymous_declarations() -> None:
     catalog = PersistenceCatalog()
-    entry = catalog.register("test/local", version=3, declaration=Local, decode=lambda d, w: d)
+    entry = catalog.register("test/local", versions=(3,), declaration=Local, decode=lambda d, w: d)
     assert entry.declaration == f"{__name__}.Local"
     assert entry.module == __name__
     assert [item.name for item in catalog] == ["test/local"]
     with pytest.raises(ValueError, match="'test/local' is registered already"):
-        catalog.register("test/local", version=3, declaration=Local, decode=lambda d, w: d)
+        catalog.register("test/local", versions=(3,), declaration=Local, decode=lambda d, w: d)
     with pytest.raises(ValueError, match="must be a module-level name"):
-        catalog.register("test/other", version=1, declaration=list[bytes], decode=lambda d, w: d)
+        catalog.register(
+            "test/other", versions=(1,), declaration=list[bytes], decode=lambda d, w: d
+        )

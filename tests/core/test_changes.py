@@ -12,15 +12,17 @@ from session_schedule.core.changes import (
     ScheduleCreateChange,
     ScheduleDispatchChange,
     convert_change,
+    create_change,
     decode_change,
     encode_change,
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.records import AfterScheduleRecord
+from session_schedule.core.records import AfterScheduleRecord, DailyScheduleRecord
 from tests.core.strategies import changes, json_values
 
 GOLDEN = Path(__file__).parent / "golden" / "v1.jsonl"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "v2.jsonl"
 
 CREATE_AFTER = (
     b'{"operation":"create","version":1,"schedule":{"kind":"after","id":"sch_1",'
@@ -182,6 +184,81 @@ def test_every_dispatch_keeps_accepted_at_and_one_shot_dispatch_omits_it() -> No
     assert every == ScheduleDispatchChange(
         version=1, id=ScheduleId("sch_3"), accepted_at="2026-11-29T20:00:00.000Z"
     )
+
+
+def _daily_create(version: int, **fields: object) -> bytes:
+    schedule = {
+        "kind": "daily",
+        "id": "sch_1",
+        "prompt": "p",
+        "time": "09:00:00.000",
+        "timeZone": "Asia/Tokyo",
+        "weekdays": ["mon", "fri"],
+        "scheduledAt": "2026-11-30T00:00:00.000Z",
+        **fields,
+    }
+    return msgspec.json.encode({"operation": "create", "version": version, "schedule": schedule})
+
+
+DAILY_CREATE = (
+    b'{"operation":"create","version":2,"schedule":{"kind":"daily","id":"sch_7","prompt":"standup",'
+    b'"time":"09:00:00.000","timeZone":"Asia/Tokyo","weekdays":["mon","tue","wed","thu","fri"],'
+    b'"scheduledAt":"2026-12-01T00:00:00.000Z"}}'
+)
+
+
+def test_daily_create_is_version_2_in_the_exact_wire_shape() -> None:
+    change = ScheduleCreateChange(
+        version=2,
+        schedule=DailyScheduleRecord(
+            id=ScheduleId("sch_7"),
+            prompt="standup",
+            local_time="09:00:00.000",
+            time_zone="Asia/Tokyo",
+            weekdays=("mon", "tue", "wed", "thu", "fri"),
+            scheduled_at="2026-12-01T00:00:00.000Z",
+        ),
+    )
+    assert create_change(change.schedule) == change
+    assert encode_change(change) == DAILY_CREATE
+    assert decode_change(DAILY_CREATE) == change
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (_daily_create(1), "a `daily` schedule must be created with version 2, not 1 - at `$.version`"),
+        (CREATE_AFTER.replace(b'"version":1', b'"version":2'), "an `after` schedule must be created with version 1, not 2 - at `$.version`"),
+        (_daily_create(3), "invalid enum value 3 - at `$.version`"),
+        (b'{"operation":"dispatch","version":2,"id":"sch_1","acceptedAt":"2026-11-29T20:00:00.000Z"}', "invalid enum value 2 - at `$.version`"),
+        (_daily_create(2, timeZone="Asia/tokyo"), "'Asia/tokyo' is not a supported time zone - at `$.schedule.timeZone`"),
+        (_daily_create(2, timeZone="Etc/GMT-9"), "'Etc/GMT-9' is not a supported time zone - at `$.schedule.timeZone`"),
+        (_daily_create(2, weekdays=["fri", "mon"]), "weekdays must be distinct and in week order, Monday first - at `$.schedule.weekdays`"),
+        (_daily_create(2, weekdays=["mon", "mon"]), "weekdays must be distinct and in week order, Monday first - at `$.schedule.weekdays`"),
+        (_daily_create(2, weekdays=[]), "expected `array` of length >= 1 - at `$.schedule.weekdays`"),
+        (_daily_create(2, weekdays=["Mon"]), "invalid enum value 'Mon' - at `$.schedule.weekdays[0]`"),
+        (_daily_create(2, time="09:00"), "expected a wall-clock time of the form HH:MM:SS.sss, got '09:00' - at `$.schedule.time`"),
+        (_daily_create(2, time="24:00:00.000"), "expected a wall-clock time of the form HH:MM:SS.sss, got '24:00:00.000' - at `$.schedule.time`"),
+        (_daily_create(2, everySeconds=600), "object contains unknown field `everySeconds` - at `$.schedule`"),
+    ],
+)  # fmt: skip
+def test_decode_enforces_the_daily_rules(line: bytes, message: str) -> None:
+    for decode in (decode_change, lambda raw: convert_change(msgspec.json.decode(raw))):
+        with pytest.raises(ScheduleError) as caught:
+            decode(line)
+        assert caught.value.code == "corrupt_schedule_log"
+        assert caught.value.message == f"schedule/change is corrupt: {message}"
+
+
+def test_golden_v2_log_decodes_and_re_encodes_byte_for_byte() -> None:
+    lines = GOLDEN_V2.read_bytes().splitlines()
+    assert len(lines) == 9
+    versions = []
+    for number, line in enumerate(lines):
+        change = decode_change(line, where=f"at line {number + 1}")
+        versions.append(change.version)
+        assert encode_change(change) == line
+    assert versions == [1, 2, 2, 2, 1, 1, 1, 1, 1]
 
 
 def test_golden_v1_log_decodes_and_re_encodes_byte_for_byte() -> None:

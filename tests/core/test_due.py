@@ -11,6 +11,7 @@ from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
 )
@@ -153,4 +154,47 @@ def test_batch_matches_a_brute_force_selection(
     assert delivery is not None
     assert [(o.record.id, o.due_at, o.skipped) for o in delivery.occurrences] == [
         (record_id, last, skipped) for _, _, record_id, last, skipped in expected
+    ]
+
+
+def daily(record_id: str, when: str) -> DailyScheduleRecord:
+    """Every day at 20:00 UTC, currently targeting ``when`` on 2026-11-29."""
+    return DailyScheduleRecord(
+        id=ScheduleId(record_id),
+        prompt="p",
+        local_time="20:00:00.000",
+        time_zone="UTC",
+        weekdays=("mon", "tue", "wed", "thu", "fri", "sat", "sun"),
+        scheduled_at=f"2026-11-29T{when}.000Z",
+    )
+
+
+def test_daily_records_join_the_batch_and_one_shots_keep_priority() -> None:
+    state = state_of(
+        daily("sch_1", "20:00:00"), every("sch_2", "20:00:00"), at("sch_3", "20:30:00")
+    )
+    assert next_wakeup(state) == t("20:00:00")
+    decided = parse_instant("2026-12-02T21:00:00.000Z")
+    first = plan_delivery(state, decided)
+    assert first is not None
+    assert first.kind == "one-shot"
+    assert [occurrence.record.id for occurrence in first.occurrences] == ["sch_3"]
+    state.apply(first.changes[0])
+    batch = plan_delivery(state, decided)
+    assert batch is not None
+    assert batch.kind == "batch"
+    assert [(o.record.id, o.due_at, o.skipped) for o in batch.occurrences] == [
+        ("sch_1", parse_instant("2026-12-02T20:00:00.000Z"), 3),
+        ("sch_2", parse_instant("2026-12-02T21:00:00.000Z"), 438),
+    ]
+    assert batch.changes == (
+        dispatch_change(ScheduleId("sch_1"), decided),
+        dispatch_change(ScheduleId("sch_2"), decided),
+    )
+    for change in batch.changes:
+        state.apply(change)
+    assert next_wakeup(state) == parse_instant("2026-12-02T21:10:00.000Z")
+    assert [record.scheduled_at for record in state.ordered()] == [
+        "2026-12-02T21:10:00.000Z",
+        "2026-12-03T20:00:00.000Z",
     ]

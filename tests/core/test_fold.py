@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,13 +23,17 @@ from session_schedule.core.fold import ScheduleFold, fold, next_every_target, sk
 from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
 from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
 from session_schedule.core.records import (
+    WEEKDAYS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
+    Weekday,
 )
 
 GOLDEN = Path(__file__).parent / "golden" / "v1.jsonl"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "v2.jsonl"
 BASE = parse_instant("2026-11-29T20:00:00.000Z")
 
 
@@ -41,6 +47,25 @@ def every(record_id: str, seconds: int, when: str) -> ScheduleCreateChange:
     return create_change(
         EveryScheduleRecord(
             id=ScheduleId(record_id), prompt="p", every_seconds=seconds, scheduled_at=when
+        )
+    )
+
+
+def daily(
+    record_id: str,
+    when: str,
+    local_time: str = "09:00:00.000",
+    zone: str = "Asia/Tokyo",
+    weekdays: tuple[Weekday, ...] = WEEKDAYS,
+) -> ScheduleCreateChange:
+    return create_change(
+        DailyScheduleRecord(
+            id=ScheduleId(record_id),
+            prompt="p",
+            local_time=local_time,
+            time_zone=zone,
+            weekdays=weekdays,
+            scheduled_at=when,
         )
     )
 
@@ -71,6 +96,23 @@ def test_golden_v1_log_folds_to_the_same_state() -> None:
         AtScheduleRecord(
             id=ScheduleId("sch_5"), prompt="happy new year", scheduled_at="2027-01-01T00:00:00.000Z"
         ),
+    ]
+    assert state.next_id() == "sch_6"
+
+
+def test_golden_v2_log_folds_to_the_same_state() -> None:
+    lines = GOLDEN_V2.read_bytes().splitlines()
+    state = fold(
+        (number, decode_change(line, where=f"at entry {number}"))
+        for number, line in enumerate(lines)
+    )
+    assert [(record.id, record.scheduled_at) for record in state.ordered()] == [
+        ("sch_1", "2026-11-29T20:40:00.000Z"),
+        # Tokyo, weekdays at 09:00: decided on Wednesday 2026-12-09 at 12:00 local.
+        ("sch_2", "2026-12-10T00:00:00.000Z"),
+        ("sch_5", "2027-01-01T00:00:00.000Z"),
+        # New York at 02:30: 2027-03-14 has no 02:30, so it fires at 03:00 EDT.
+        ("sch_3", "2027-03-14T07:00:00.000Z"),
     ]
     assert state.next_id() == "sch_6"
 
@@ -193,6 +235,55 @@ def test_every_record_ends_when_its_next_target_leaves_the_range() -> None:
     assert state.next_id() == "sch_2"
 
 
+def test_daily_dispatch_advances_to_the_first_occurrence_after_the_decision() -> None:
+    # Monday-Friday at 09:00 in Tokyo; decided on Saturday 2026-12-05: next is Monday.
+    weekdays: tuple[Weekday, ...] = ("mon", "tue", "wed", "thu", "fri")
+    state = fold(
+        numbered(
+            daily("sch_1", "2026-12-01T00:00:00.000Z", weekdays=weekdays),
+            dispatch_change(ScheduleId("sch_1"), parse_instant("2026-12-05T03:00:00.000Z")),
+        )
+    )
+    record = state.get(ScheduleId("sch_1"))
+    assert record is not None
+    assert record.scheduled_at == "2026-12-07T00:00:00.000Z"
+    assert state.earliest_every() == record
+    assert state.everies_due(parse_instant("2026-12-07T00:00:00.000Z")) == [record]
+
+
+def test_daily_dispatch_shape_and_time_are_checked() -> None:
+    with pytest.raises(ScheduleError) as caught:
+        fold(
+            numbered(
+                daily("sch_1", "2026-12-01T00:00:00.000Z"), dispatch_change(ScheduleId("sch_1"))
+            )
+        )
+    assert caught.value.message == (
+        "schedule/change at entry 1 is corrupt: dispatch of daily-record sch_1 lacks `acceptedAt`"
+    )
+    with pytest.raises(ScheduleError) as caught:
+        fold(
+            numbered(
+                daily("sch_1", "2026-12-01T00:00:00.000Z"),
+                dispatch_change(ScheduleId("sch_1"), parse_instant("2026-11-30T00:00:00.000Z")),
+            )
+        )
+    assert caught.value.message == (
+        "schedule/change at entry 1 is corrupt: dispatch of sch_1 was accepted at "
+        "2026-11-30T00:00:00.000Z, before its target 2026-12-01T00:00:00.000Z"
+    )
+
+
+def test_daily_record_ends_when_no_occurrence_is_left_in_range() -> None:
+    state = fold(
+        numbered(
+            daily("sch_1", "9999-12-31T04:00:00.000Z", "23:00:00.000", "America/New_York"),
+            dispatch_change(ScheduleId("sch_1"), parse_instant("9999-12-31T05:00:00.000Z")),
+        )
+    )
+    assert len(state) == 0
+
+
 def test_a_fork_knows_inherited_ids_but_activates_none_of_them() -> None:
     inherited = numbered(
         at("sch_1", "2026-12-01T00:00:00.000Z"),
@@ -295,7 +386,7 @@ class Reference:
         if isinstance(change, ScheduleDeleteChange):
             del self.active[change.id]
             return True
-        if not isinstance(record_or_none, EveryScheduleRecord):
+        if not isinstance(record_or_none, EveryScheduleRecord | DailyScheduleRecord):
             if isinstance(change.accepted_at, str):
                 return False
             del self.active[change.id]
@@ -306,6 +397,12 @@ class Reference:
         occurrence: int = parse_instant(record_or_none.scheduled_at)
         if decided < occurrence:
             return False
+        if isinstance(record_or_none, DailyScheduleRecord):
+            self.active[change.id] = msgspec.structs.replace(
+                record_or_none,
+                scheduled_at=format_instant(Instant(daily_after(record_or_none, decided))),
+            )
+            return True
         while occurrence <= decided:
             occurrence += record_or_none.every_seconds * 1000
         if occurrence > MAX_INSTANT:
@@ -330,6 +427,23 @@ class Reference:
         return f"sch_{max(numbers, default=0) + 1}"
 
 
+FIXED_OFFSETS = {"UTC": 0, "Asia/Tokyo": 9 * 3_600_000, "Asia/Kolkata": 19_800_000}
+"""Zones without DST in these years: their occurrences are plain calendar arithmetic."""
+
+
+def daily_after(record: DailyScheduleRecord, decided: int) -> int:
+    """The first occurrence after ``decided``, walking the zone's dates one by one."""
+    offset = FIXED_OFFSETS[record.time_zone]
+    hours, minutes, rest = record.local_time.split(":")
+    time_of_day = ((int(hours) * 60 + int(minutes)) * 60 + float(rest)) * 1000
+    date = dt.date(1970, 1, 1) + dt.timedelta(days=(decided + offset) // 86_400_000 - 1)
+    while True:
+        occurrence = (date - dt.date(1970, 1, 1)).days * 86_400_000 + int(time_of_day) - offset
+        if WEEKDAYS[date.weekday()] in record.weekdays and occurrence > decided:
+            return occurrence
+        date += dt.timedelta(days=1)
+
+
 small_ids = st.integers(min_value=1, max_value=6).map(make_schedule_id)
 near_instants = st.integers(min_value=0, max_value=4 * 3_600_000).map(
     lambda offset: Instant(BASE + offset)
@@ -349,6 +463,15 @@ small_records = st.one_of(
         id=small_ids,
         prompt=st.just("p"),
         every_seconds=st.sampled_from([300, 450, 600, 3600]),
+        scheduled_at=near_canonical,
+    ),
+    st.builds(
+        DailyScheduleRecord,
+        id=small_ids,
+        prompt=st.just("p"),
+        local_time=st.sampled_from(["00:00:00.000", "05:30:00.000", "20:15:30.250"]),
+        time_zone=st.sampled_from(sorted(FIXED_OFFSETS)),
+        weekdays=st.sampled_from([WEEKDAYS, ("mon",), ("tue", "sun")]),
         scheduled_at=near_canonical,
     ),
 )

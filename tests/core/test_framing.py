@@ -12,12 +12,14 @@ from session_schedule.core.framing import (
     Delay,
     embed_prompt,
     frame,
+    short_time,
 )
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
 )
 
@@ -235,3 +237,69 @@ def test_prompts_are_shown_in_order_while_they_fit(prompts: list[str], max_chars
         max_chars, len(blocks[0]) - sum(len(line) + 1 for line in notice)
     )
     assert bool(notice) == (len(shown) < len(prompts))
+
+
+def test_daily_batch_frame_word_for_word() -> None:
+    """A daily record joins an every record in one batch, with its rule on the kind line."""
+    standup = DailyScheduleRecord(
+        id=ScheduleId("sch_7"),
+        prompt="standup",
+        local_time="09:00:00.000",
+        time_zone="Asia/Tokyo",
+        weekdays=("mon", "tue", "wed", "thu", "fri"),
+        scheduled_at="2026-12-01T00:00:00.000Z",
+    )
+    review = DailyScheduleRecord(
+        id=ScheduleId("sch_8"),
+        prompt="review",
+        local_time="17:45:30.250",
+        time_zone="UTC",
+        weekdays=("mon", "tue", "wed", "thu", "fri", "sat", "sun"),
+        scheduled_at="2026-12-01T17:45:30.250Z",
+    )
+    build = EveryScheduleRecord(
+        id=ScheduleId("sch_2"),
+        prompt="check the build",
+        every_seconds=3600,
+        scheduled_at="2026-12-01T00:00:00.000Z",
+    )
+    state = fold(enumerate(create_change(record) for record in (build, standup, review)))
+    # Decided on Friday 2026-12-04 at 12:00 in Tokyo: the Tuesday-to-Friday occurrences are due.
+    delivery = plan_delivery(state, parse_instant("2026-12-04T03:00:00.000Z"))
+    assert delivery is not None
+    assert frame(delivery) == (
+        "[session-schedule] Reminder follow-up\n"
+        "Recurring reminders you scheduled earlier in this conversation are due (3). "
+        "Act on each prompt now; each keeps recurring until it is deleted.\n"
+        "All times are UTC.\n"
+        "decided at: 2026-12-04T03:00:00.000Z\n"
+        "\n"
+        "reminder 1 of 3: sch_2\n"
+        "kind: every (3600 seconds)\n"
+        "due at: 2026-12-04T03:00:00.000Z\n"
+        "skipped occurrences: 75\n"
+        "occurrence key: sch_2@2026-12-01T00:00:00.000Z\n"
+        'prompt: "check the build"\n'
+        "\n"
+        "reminder 2 of 3: sch_7\n"
+        "kind: daily (09:00 Asia/Tokyo, mon tue wed thu fri)\n"
+        "due at: 2026-12-04T00:00:00.000Z\n"
+        "skipped occurrences: 3\n"
+        "occurrence key: sch_7@2026-12-01T00:00:00.000Z\n"
+        'prompt: "standup"\n'
+        "\n"
+        "reminder 3 of 3: sch_8\n"
+        "kind: daily (17:45:30.250 UTC, mon tue wed thu fri sat sun)\n"
+        "due at: 2026-12-03T17:45:30.250Z\n"
+        "skipped occurrences: 2\n"
+        "occurrence key: sch_8@2026-12-01T17:45:30.250Z\n"
+        'prompt: "review"'
+    )
+
+
+def test_daily_times_are_shortened_only_where_zero() -> None:
+    assert [short_time(text) for text in ("09:00:00.000", "09:00:30.000", "00:00:00.001")] == [
+        "09:00",
+        "09:00:30",
+        "00:00:00.001",
+    ]

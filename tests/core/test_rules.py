@@ -16,8 +16,10 @@ from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import (
+    WEEKDAYS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
 )
 from session_schedule.core.rules import Limits, decide_create, decide_delete
@@ -105,10 +107,10 @@ TOKYO = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
         # the prompt is checked first, even when the selector is also wrong
         ({"prompt": "", "bogus": 1}, "invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do."),
         # selector shape
-        ({"prompt": "p"}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds` (found none)."),
-        ({"prompt": "p", "at": None, "after_seconds": None}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds` (found none)."),
-        ({"prompt": "p", "after_seconds": 5, "every_seconds": 300}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds` (found `after_seconds`, `every_seconds`)."),
-        ({"prompt": "p", "after_seconds": 5, "cron": "* * * * *"}, "invalid_selector", "unknown argument `cron`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`."),
+        ({"prompt": "p"}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found none)."),
+        ({"prompt": "p", "at": None, "after_seconds": None}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found none)."),
+        ({"prompt": "p", "after_seconds": 5, "every_seconds": 300}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found `after_seconds`, `every_seconds`)."),
+        ({"prompt": "p", "after_seconds": 5, "cron": "* * * * *"}, "invalid_selector", "unknown argument `cron`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`."),
         # rule values
         ({"prompt": "p", "after_seconds": 0}, "invalid_rule", "after_seconds must be a positive whole number of seconds, got 0."),
         ({"prompt": "p", "after_seconds": -5}, "invalid_rule", "after_seconds must be a positive whole number of seconds, got -5."),
@@ -210,9 +212,21 @@ def test_long_values_are_shortened_in_messages() -> None:
     )
 
 
+daily_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "time": st.sampled_from(["09:00", "23:59:59.999", "24:00", "9", 9]),
+        "time_zone": st.sampled_from(["UTC", "Pacific/Apia", "JST", None]),
+        "weekdays": st.none() | st.lists(st.sampled_from([*WEEKDAYS, "x", 1]), max_size=8),
+        "x": st.none(),
+    },
+)
+
+
 @given(
     st.dictionaries(
-        st.sampled_from(["prompt", "after_seconds", "at", "every_seconds", "x"]), json_values
+        st.sampled_from(["prompt", "after_seconds", "at", "every_seconds", "daily_at", "x"]),
+        json_values | daily_values,
     )
 )
 def test_create_raises_nothing_but_schedule_errors(arguments: dict[str, object]) -> None:
@@ -236,4 +250,99 @@ def test_values_json_cannot_encode_are_named_by_type() -> None:
     assert _error({"prompt": "p", "after_seconds": object()}) == (
         "invalid_rule",
         "after_seconds must be a positive whole number of seconds, got object.",
+    )
+
+
+# -- daily_at ----------------------------------------------------------------------------------
+
+WEEKDAYS_ONLY = ["mon", "tue", "wed", "thu", "fri"]
+
+
+@pytest.mark.parametrize(
+    ("daily_at", "local_time", "weekdays", "expected"),
+    [
+        # Sunday 2026-11-29 20:00Z is Monday 05:00 in Tokyo.
+        ({"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": WEEKDAYS_ONLY}, "09:00:00.000", ("mon", "tue", "wed", "thu", "fri"), "2026-11-30T00:00:00.000Z"),
+        ({"time": "05:00", "time_zone": "Asia/Tokyo", "weekdays": None}, "05:00:00.000", WEEKDAYS, "2026-11-30T20:00:00.000Z"),
+        ({"time": "20:00:00.001", "time_zone": "UTC"}, "20:00:00.001", WEEKDAYS, "2026-11-29T20:00:00.001Z"),
+        ({"time": "07:30:15.5", "time_zone": "Europe/Paris", "weekdays": ["sun", "mon"]}, "07:30:15.500", ("mon", "sun"), "2026-11-30T06:30:15.500Z"),
+    ],
+)  # fmt: skip
+def test_daily_at_stores_the_canonical_rule_and_its_first_occurrence(
+    daily_at: object, local_time: str, weekdays: tuple[str, ...], expected: str
+) -> None:
+    change = create({"prompt": "standup", "daily_at": daily_at, "at": None})
+    assert change.version == 2
+    assert change == create_change(
+        DailyScheduleRecord(
+            id=ScheduleId("sch_1"),
+            prompt="standup",
+            local_time=local_time,
+            time_zone=dict(daily_at)["time_zone"] if isinstance(daily_at, dict) else "",
+            weekdays=weekdays,  # type: ignore[arg-type]
+            scheduled_at=expected,
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("daily_at", "code", "message"),
+    [
+        # selector shape
+        ("09:00 Asia/Tokyo", "invalid_selector", '`daily_at` must be an object with the keys `time` and `time_zone`, and optionally `weekdays`, such as {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "fri"]}, not a value of type str.'),
+        ({"time": "09:00"}, "invalid_selector", "the `daily_at` object must have the keys `time` and `time_zone`, and may have `weekdays`; add `time_zone`."),
+        ({"time": "09:00", "time_zone": "UTC", "date": "2026-12-01", "every": 2}, "invalid_selector", "the `daily_at` object must have the keys `time` and `time_zone`, and may have `weekdays`; remove 'date' and 'every'."),
+        ({"time": 9, "time_zone": "UTC"}, "invalid_selector", "`time` must be a string, such as '09:00', not a number."),
+        ({"time": "09:00", "time_zone": None}, "invalid_selector", "`time_zone` must be a string, such as 'Asia/Tokyo', not null."),
+        # rule value, checked before the zone and the time
+        ({"time": "25:00", "time_zone": "JST", "weekdays": []}, "invalid_rule", "`weekdays` is empty; list at least one day, or pass null for every day."),
+        ({"time": "09:00", "time_zone": "UTC", "weekdays": "mon"}, "invalid_rule", '`weekdays` must be an array of day names, such as ["mon", "wed", "fri"], or null for every day, not a value of type str.'),
+        ({"time": "09:00", "time_zone": "UTC", "weekdays": ["mon", "Tue"]}, "invalid_rule", "`weekdays` contains 'Tue', which is not a day name; use 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'."),
+        ({"time": "09:00", "time_zone": "UTC", "weekdays": [1]}, "invalid_rule", "`weekdays` contains a number, which is not a day name; use 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'."),
+        ({"time": "09:00", "time_zone": "UTC", "weekdays": ["fri", "mon", "fri"]}, "invalid_rule", "`weekdays` lists 'fri' twice; list each day once."),
+        # zone, then the time
+        ({"time": "25:00", "time_zone": "JST"}, "invalid_time_zone", "'JST' is not a supported time zone; use 'UTC' or an IANA Area/Location name such as 'America/New_York' or 'Asia/Tokyo'."),
+        ({"time": "09:00", "time_zone": "asia/tokyo"}, "invalid_time_zone", "'asia/tokyo' is not a supported time zone (names are case-sensitive); use 'Asia/Tokyo'."),
+        ({"time": "9am", "time_zone": "Asia/Tokyo"}, "invalid_selector", "`time` must have the form HH:MM, HH:MM:SS or HH:MM:SS.sss (24-hour, 1-3 fraction digits), such as '09:00', not '9am'."),
+        ({"time": "24:00", "time_zone": "Asia/Tokyo"}, "invalid_selector", "`time` '24:00' is an impossible time of day; use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second)."),
+    ],
+)  # fmt: skip
+def test_daily_at_reports_the_first_failing_check(
+    daily_at: object, code: str, message: str
+) -> None:
+    assert _error({"prompt": "p", "daily_at": daily_at}) == (code, message)
+
+
+def test_daily_at_counts_as_a_selector() -> None:
+    assert _error(
+        {"prompt": "p", "every_seconds": 1200, "daily_at": {"time": "09:00", "time_zone": "UTC"}}
+    ) == (
+        "invalid_selector",
+        "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` "
+        "(found `every_seconds`, `daily_at`).",
+    )
+
+
+def test_daily_at_in_a_gap_is_accepted_and_fires_when_the_clocks_jump() -> None:
+    # `at` rejects 2027-03-14 02:30 in New York; a daily rule fires at 03:00 EDT that day.
+    now = parse_instant("2027-03-13T08:00:00.000Z")
+    change = decide_create(
+        {"prompt": "p", "daily_at": {"time": "02:30", "time_zone": "America/New_York"}},
+        now=now,
+        state=ScheduleFold(),
+    )
+    assert change.schedule.scheduled_at == "2027-03-14T07:00:00.000Z"
+
+
+def test_daily_at_with_no_occurrence_left_is_out_of_range() -> None:
+    with pytest.raises(ScheduleError) as caught:
+        decide_create(
+            {"prompt": "p", "daily_at": {"time": "23:00", "time_zone": "America/New_York"}},
+            now=parse_instant("9999-12-31T04:00:00.000Z"),
+            state=ScheduleFold(),
+        )
+    assert (caught.value.code, caught.value.message) == (
+        "time_out_of_range",
+        "`daily_at` has no occurrence before 9999-12-31T23:59:59.999Z, the latest time a "
+        "reminder can have.",
     )

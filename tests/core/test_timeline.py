@@ -3,10 +3,17 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from session_schedule.core.daily import first_after, make_rule, occurrence_on
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
-from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord
-from session_schedule.core.time_input import load_zone
+from session_schedule.core.records import (
+    WEEKDAYS,
+    AtScheduleRecord,
+    DailyScheduleRecord,
+    EveryScheduleRecord,
+    Weekday,
+)
+from session_schedule.core.time_input import format_time_of_day, load_zone
 from session_schedule.core.timeline import build_timeline
 
 UTC = load_zone("UTC")
@@ -93,3 +100,48 @@ def test_expansion_stops_at_the_last_representable_instant() -> None:
         "9999-12-31T23:00:00.000Z",
     ]
     assert timeline.total == 3
+
+
+@given(
+    zone=st.sampled_from(["America/New_York", "Australia/Lord_Howe", "Pacific/Apia", "UTC"]),
+    time_of_day=st.integers(0, 86_399_999),
+    weekdays=st.sets(st.sampled_from(WEEKDAYS), min_size=1),
+    start=st.integers(0, 40 * 86_400_000),
+    lateness=st.integers(0, 20 * 86_400_000),
+    window=st.integers(0, 30 * 86_400_000),
+)
+def test_daily_expansion_agrees_with_resolving_each_date(
+    zone: str, time_of_day: int, weekdays: set[Weekday], start: int, lateness: int, window: int
+) -> None:
+    """Around DST changes of 2011-2012 (and Samoa's skipped day): the timeline lists the latest
+    due occurrence, then each listed date's occurrence up to ``until``, with an O(1) total."""
+    listed = tuple(day for day in WEEKDAYS if day in weekdays)
+    rule = make_rule(time_of_day, load_zone(zone), listed)
+    created = Instant(parse_instant("2011-11-01T00:00:00.000Z") + start)
+    first = first_after(rule, created)
+    assert first is not None
+    record = DailyScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="p",
+        local_time=format_time_of_day(time_of_day),
+        time_zone=zone,
+        weekdays=listed,
+        scheduled_at=format_instant(Instant(first[1])),
+    )
+    now = Instant(first[1] + lateness - 10 * 86_400_000)
+    until = Instant(now + window)
+    # Every listed date's occurrence, date by date, from the record's first date on.
+    occurrences: list[int] = []
+    day = first[0]
+    while len(occurrences) < 80:
+        if WEEKDAYS[(day + 3) % 7] in weekdays:
+            occurrences.append(occurrence_on(rule, day))
+        day += 1
+    due = [o for o in occurrences if o <= now]
+    expected = ([max(due)] if due else []) + [o for o in occurrences if now < o <= until]
+    timeline = build_timeline([record], now=now, until=until, zone=UTC, limit=10_000)
+    assert [parse_instant(item.scheduled_at) for item in timeline.occurrences] == expected
+    assert timeline.total == len(expected)
+    if due:
+        assert timeline.occurrences[0].skipped == len(due) - 1
+        assert timeline.occurrences[0].kind == "daily"

@@ -54,7 +54,7 @@ def test_a_decoder_that_leaks_an_unexpected_error_still_reports_corruption(
 ) -> None:
     # A private catalog: the project's own must list only the project's durable types.
     catalog = PersistenceCatalog()
-    catalog.register("test/unruly", version=1, declaration=Unruly, decode=_unruly_decoder)
+    catalog.register("test/unruly", versions=(1,), declaration=Unruly, decode=_unruly_decoder)
     monkeypatch.setattr(codec_module, "CATALOG", catalog)
     with pytest.raises(SessionCorrupt) as caught:
         decode_entry_line(b'{"type":"test/unruly","data":{"value":1}}', 0, DB)

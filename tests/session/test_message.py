@@ -23,7 +23,7 @@ def test_the_type_is_registered_under_its_declaration() -> None:
     entry = CATALOG.entry("message")
     assert entry is MESSAGE_ENTRY
     assert entry.declaration == "session_schedule.session.message.MessageEntry"
-    assert entry.version == 1
+    assert entry.versions == (1,)
     assert CATALOG.decoder("message") is not None
     definitions = entry.schema["$defs"]
     assert isinstance(definitions, dict)

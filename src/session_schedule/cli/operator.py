@@ -52,11 +52,13 @@ from session_schedule.core.changes import (
 from session_schedule.core.due import next_wakeup
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
+from session_schedule.core.framing import daily_rule_text
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
     make_view,
@@ -777,6 +779,8 @@ def _rule(record: ScheduleRecord) -> str:
             return "at"
         case EveryScheduleRecord():
             return f"every {_seconds(record.every_seconds)}"
+        case DailyScheduleRecord():
+            return f"daily {daily_rule_text(record)}"
         case _:
             assert_never(record)
 

@@ -11,6 +11,8 @@ from typing import Annotated, Final, final
 
 import msgspec
 
+from session_schedule.core.records import Weekday
+
 
 @final
 class LocalAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -35,13 +37,40 @@ class LocalAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 @final
+class DailyAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A wall-clock time in a named zone, every day or on listed days of the week."""
+
+    time: Annotated[
+        str,
+        msgspec.Meta(
+            description="Wall-clock time, 24-hour HH:MM, HH:MM:SS or HH:MM:SS.sss, such as '09:00'."
+        ),
+    ]
+    time_zone: Annotated[
+        str,
+        msgspec.Meta(
+            description="'UTC' or an IANA Area/Location zone name, such as 'Asia/Tokyo' or "
+            "'America/New_York'."
+        ),
+    ]
+    weekdays: Annotated[
+        list[Weekday] | None,
+        msgspec.Meta(
+            description="The days of the week, each at most once, such as ['mon', 'tue', 'wed', "
+            "'thu', 'fri'] for weekdays; null for every day."
+        ),
+    ] = None
+
+
+@final
 class CreateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``schedule_create``: a prompt and exactly one of the three selectors."""
+    """``schedule_create``: a prompt and exactly one of the four selectors."""
 
     prompt: str
     after_seconds: int | None = None
     at: str | LocalAt | None = None
     every_seconds: int | None = None
+    daily_at: DailyAt | None = None
 
 
 @final
@@ -61,4 +90,4 @@ def field_names(arguments: type[msgspec.Struct]) -> tuple[str, ...]:
 
 
 SELECTORS: Final = field_names(CreateArguments)[1:]
-"""``after_seconds``, ``at``, ``every_seconds``: the fields after ``prompt``."""
+"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``: the fields after ``prompt``."""

@@ -1,7 +1,7 @@
 """The persistence catalog: every durable event type the project writes, in one registry.
 
 Each durable type registers itself once, at import, right under its declaration, with its name,
-version and strict decoder. The catalog derives the rest — the declaration's qualified name, the
+versions and strict decoder. The catalog derives the rest — the declaration's qualified name, the
 module and line of the registration (which stands directly under the declaration), and the JSON
 schema — so none of it is written by hand and none of it can drift. Storage uses the catalog to
 decode entries by type and to refuse types it does not know.
@@ -25,7 +25,8 @@ Decoder = Callable[[bytes, str], object]
 class CatalogEntry(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     """The entry type as written in the log, e.g. ``schedule/change``."""
-    version: int
+    versions: tuple[int, ...]
+    """Every version of the payload the project writes and reads."""
     declaration: str
     """Qualified name of the Python type that declares the payload."""
     module: str
@@ -44,7 +45,7 @@ class PersistenceCatalog:
         self._decoders: dict[str, Decoder] = {}
 
     def register(
-        self, name: str, *, version: int, declaration: object, decode: Decoder
+        self, name: str, *, versions: tuple[int, ...], declaration: object, decode: Decoder
     ) -> CatalogEntry:
         """Register the durable type ``name`` declared by ``declaration``.
 
@@ -61,7 +62,7 @@ class PersistenceCatalog:
             raise ValueError(f"the declaration of {name!r} must be a module-level name")
         entry = CatalogEntry(
             name=name,
-            version=version,
+            versions=versions,
             declaration=f"{module}.{names[0]}",
             module=module,
             line=caller.f_lineno,

@@ -1,4 +1,8 @@
-"""The ``schedule/change`` event, version 1 (SPEC §4): wire shapes and the strict codec.
+"""The ``schedule/change`` event, versions 1 and 2 (SPEC §4, §10): wire shapes and the strict codec.
+
+Version 2 exists for one change only: the create of a ``daily`` record. A version-1 create holds
+an ``after``, ``at`` or ``every`` record and a version-2 create a ``daily`` one; deletes and
+dispatches are version 1 (a ``daily`` dispatch carries ``acceptedAt``, as an Every dispatch does).
 
 The codec is the durable format's gatekeeper. :func:`decode_change` accepts exactly the shapes
 below — no unknown versions, no extra or missing fields, no coercion (only JSON integers are
@@ -19,9 +23,19 @@ from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, format_instant, why_not_canonical
-from session_schedule.core.records import IdField, InstantField, ScheduleRecord
+from session_schedule.core.records import (
+    WEEKDAYS,
+    DailyScheduleRecord,
+    IdField,
+    InstantField,
+    ScheduleRecord,
+    record_kind,
+)
+from session_schedule.core.time_input import is_supported_zone
 
 CHANGE_VERSION: Final = 1
+DAILY_CREATE_VERSION: Final = 2
+CHANGE_VERSIONS: Final = (CHANGE_VERSION, DAILY_CREATE_VERSION)
 CHANGE_EVENT_TYPE: Final = "schedule/change"
 
 
@@ -32,13 +46,14 @@ class _Change(
     rename="camel",
     tag_field="operation",
 ):
-    version: Literal[1]
+    pass
 
 
 @final
 class ScheduleCreateChange(_Change, tag="create", frozen=True):
-    """A new active record, stored whole."""
+    """A new active record, stored whole (version 2 for a ``daily`` record, else version 1)."""
 
+    version: Literal[1, 2]
     schedule: ScheduleRecord
 
 
@@ -46,6 +61,7 @@ class ScheduleCreateChange(_Change, tag="create", frozen=True):
 class ScheduleDeleteChange(_Change, tag="delete", frozen=True):
     """The terminal removal of an active record."""
 
+    version: Literal[1]
     id: IdField
 
 
@@ -58,6 +74,7 @@ class ScheduleDispatchChange(_Change, tag="dispatch", frozen=True):
     advances the record (or ends it when the next target would leave the representable range).
     """
 
+    version: Literal[1]
     id: IdField
     accepted_at: InstantField | msgspec.UnsetType = msgspec.UNSET
 
@@ -65,14 +82,17 @@ class ScheduleDispatchChange(_Change, tag="dispatch", frozen=True):
 ScheduleChange: TypeAlias = ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
 SCHEDULE_CHANGE_ENTRY: Final = CATALOG.register(
     CHANGE_EVENT_TYPE,
-    version=CHANGE_VERSION,
+    versions=CHANGE_VERSIONS,
     declaration=ScheduleChange,
     decode=lambda data, where: decode_change(data, where=where),
 )
 
 
 def create_change(record: ScheduleRecord) -> ScheduleCreateChange:
-    return ScheduleCreateChange(version=CHANGE_VERSION, schedule=record)
+    version: Literal[1, 2] = (
+        DAILY_CREATE_VERSION if isinstance(record, DailyScheduleRecord) else CHANGE_VERSION
+    )
+    return ScheduleCreateChange(version=version, schedule=record)
 
 
 def delete_change(schedule_id: ScheduleId) -> ScheduleDeleteChange:
@@ -112,13 +132,14 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
     ``ScheduleError("corrupt_schedule_log", ...)`` — and nothing else — on any deviation.
     """
     try:
-        return _DECODER.decode(data)
+        change = _DECODER.decode(data)
     except msgspec.ValidationError as error:
         raise corrupt(where, _explain(str(error), lambda: msgspec.json.decode(data))) from None
     except msgspec.DecodeError as error:
         raise corrupt(where, f"malformed JSON ({error})") from None
     except UnicodeDecodeError as error:
         raise corrupt(where, f"invalid UTF-8 in a string ({error.reason})") from None
+    return _checked(change, where)
 
 
 def convert_change(value: object, *, where: str = "") -> ScheduleChange:
@@ -130,6 +151,36 @@ def convert_change(value: object, *, where: str = "") -> ScheduleChange:
         change: ScheduleChange = msgspec.convert(value, ScheduleChange, strict=True)
     except msgspec.ValidationError as error:
         raise corrupt(where, _explain(str(error), lambda: value)) from None
+    return _checked(change, where)
+
+
+def _checked(change: ScheduleChange, where: str) -> ScheduleChange:
+    """``change``, once the rules no type states hold: a create's version matches its kind, and
+    a ``daily`` record names a supported zone and lists its weekdays distinct, in week order."""
+    if not isinstance(change, ScheduleCreateChange):
+        return change
+    record = change.schedule
+    daily = isinstance(record, DailyScheduleRecord)
+    if daily != (change.version == DAILY_CREATE_VERSION):
+        kind = "a `daily`" if daily else f"an `{record_kind(record)}`"
+        expected = DAILY_CREATE_VERSION if daily else CHANGE_VERSION
+        raise corrupt(
+            where,
+            f"{kind} schedule must be created with version {expected}, not {change.version} "
+            "- at `$.version`",
+        )
+    if isinstance(record, DailyScheduleRecord):
+        if not is_supported_zone(record.time_zone):
+            raise corrupt(
+                where,
+                f"{record.time_zone!r} is not a supported time zone - at `$.schedule.timeZone`",
+            )
+        if list(record.weekdays) != sorted(set(record.weekdays), key=WEEKDAYS.index):
+            raise corrupt(
+                where,
+                "weekdays must be distinct and in week order, Monday first "
+                "- at `$.schedule.weekdays`",
+            )
     return change
 
 
@@ -137,7 +188,7 @@ _PATTERN_FAILURE: Final = re.compile(r"Expected `str` matching regex '.*' - at `
 
 
 def _explain(message: str, document: Callable[[], object]) -> str:
-    """msgspec's message, with a failed id or instant pattern said in words."""
+    """msgspec's message, with a failed id, instant or time pattern said in words."""
     failure = _PATTERN_FAILURE.fullmatch(message)
     if failure is None:
         return message[:1].lower() + message[1:]
@@ -148,4 +199,6 @@ def _explain(message: str, document: Callable[[], object]) -> str:
     text = str(value)
     if path.endswith(("scheduledAt", "acceptedAt")):
         return f"{why_not_canonical(text)} - at `{path}`"
+    if path.endswith(".time"):
+        return f"expected a wall-clock time of the form HH:MM:SS.sss, got {text!r} - at `{path}`"
     return f"expected a schedule id like `sch_1`, got {text!r} - at `{path}`"

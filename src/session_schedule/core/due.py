@@ -3,9 +3,10 @@
 Rule 1 — due one-shots take priority and go **one per follow-up turn**: the earliest due one-shot
 (target order, then creation order) is delivered alone.
 
-Rule 2 — only when no one-shot is due, **every** due Every record contributes its latest due
-occurrence to **one batch**, in target then creation order, all dispatched with the same decision
-time. Missed occurrences are counted, never enumerated or replayed.
+Rule 2 — only when no one-shot is due, **every** due recurring record (``every`` and ``daily``
+alike) contributes its latest due occurrence to **one batch**, in target then creation order, all
+dispatched with the same decision time. Missed occurrences are counted, never enumerated or
+replayed.
 
 Rule 3 — the owner wakes at the earliest active target; with nothing active it has nothing to wait
 for (its own bounded wait still re-reads the wall clock).
@@ -18,9 +19,15 @@ from typing import Literal, TypeAlias, final
 import msgspec
 
 from session_schedule.core.changes import ScheduleDispatchChange, dispatch_change
+from session_schedule.core.daily import latest_daily_due
 from session_schedule.core.fold import ScheduleFold, skipped_occurrences
 from session_schedule.core.instants import MS_PER_SECOND, Instant
-from session_schedule.core.records import EveryScheduleRecord, ScheduleRecord, record_target
+from session_schedule.core.records import (
+    EveryScheduleRecord,
+    RecurringScheduleRecord,
+    ScheduleRecord,
+    record_target,
+)
 
 DeliveryKind: TypeAlias = Literal["one-shot", "batch"]
 
@@ -32,9 +39,9 @@ class Occurrence(msgspec.Struct, frozen=True, kw_only=True):
     record: ScheduleRecord
     """The record as it stood when the decision was taken."""
     due_at: Instant
-    """The occurrence delivered: a one-shot's target, or an Every record's latest due occurrence."""
+    """The occurrence delivered: a one-shot's target, or a recurring record's latest due one."""
     skipped: int
-    """Earlier due occurrences of an Every record passed over by this delivery (0 for one-shots)."""
+    """Earlier due occurrences of a recurring record this delivery passes over (0 for one-shots)."""
 
     @property
     def key(self) -> str:
@@ -83,7 +90,10 @@ def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
     )
 
 
-def _latest_occurrence(record: EveryScheduleRecord, now: Instant) -> Occurrence:
+def _latest_occurrence(record: RecurringScheduleRecord, now: Instant) -> Occurrence:
+    if not isinstance(record, EveryScheduleRecord):
+        due_at, skipped = latest_daily_due(record, now)
+        return Occurrence(record=record, due_at=due_at, skipped=skipped)
     target = record_target(record)
     skipped = skipped_occurrences(target, now, record.every_seconds)
     due_at = Instant(target + skipped * record.every_seconds * MS_PER_SECOND)

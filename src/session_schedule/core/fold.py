@@ -8,7 +8,7 @@ O(1) per change, and keeps:
 - the **active records**, keyed by id;
 - the **largest id number** used anywhere in the stream, so the allocator (one past it) never
   reuses an id — not even in a fork, whose inherited history it reads but does not activate;
-- once anyone asks what is due, two **heaps** of active targets (one-shots and Every records),
+- once anyone asks what is due, two **heaps** of active targets (one-shots and recurring records),
   built on that first question and kept up to date from then on. Replaying a log builds none.
 
 Rules
@@ -28,6 +28,10 @@ not precede the record's target ``s``. With interval ``i`` the record advances t
 ``s + (floor((D - s) / i) + 1) · i``, the first anchor-aligned target after ``D``; when that is past
 ``9999-12-31T23:59:59.999Z`` the record ends instead. An Every dispatch without ``acceptedAt`` is
 corruption.
+
+Rule 4d — *dispatch* of a ``daily`` record follows Rule 4, except that the record advances to its
+first occurrence after ``D`` (``session_schedule.core.daily``: a few zone resolutions, however long
+ago ``s`` was); when there is none up to ``9999-12-31T23:59:59.999Z`` the record ends instead.
 
 Rule 5 — a **fork** (``seed_length`` > 0) applies only Rule 1's bookkeeping of used ids to the
 first ``seed_length`` entries: the fork keeps the parent's history but none of its active
@@ -52,6 +56,7 @@ from session_schedule.core.changes import (
     ScheduleDeleteChange,
     corrupt,
 )
+from session_schedule.core.daily import next_daily_target
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
 from session_schedule.core.instants import (
@@ -61,7 +66,14 @@ from session_schedule.core.instants import (
     format_instant,
     instant_of_canonical,
 )
-from session_schedule.core.records import EveryScheduleRecord, ScheduleRecord
+from session_schedule.core.records import (
+    DailyScheduleRecord,
+    EveryScheduleRecord,
+    RecurringScheduleRecord,
+    ScheduleRecord,
+    is_recurring,
+    record_kind,
+)
 
 
 def next_every_target(target: Instant, decided_at: Instant, every_seconds: int) -> int:
@@ -98,14 +110,15 @@ class ScheduleFold:
     def __init__(self, *, session: str = "") -> None:
         self._session = session
         self._records: dict[ScheduleId, ScheduleRecord] = {}
-        # Integer targets of the active Every records, so that an Every dispatch — the commonest
-        # change in a long-lived log — converts only its own ``acceptedAt``. Until someone asks
-        # what is due (no heaps yet: a replay), a dispatch only moves this target and marks the
-        # record stale; its ``scheduledAt`` is rewritten when the record is next read.
+        # Integer targets of the active recurring records, so that a recurring dispatch — the
+        # commonest change in a long-lived log — converts only its own ``acceptedAt``. Until
+        # someone asks what is due (no heaps yet: a replay), a dispatch only moves this target
+        # and marks the record stale; its ``scheduledAt`` is rewritten when the record is next
+        # read.
         self._every_targets: dict[ScheduleId, int] = {}
         self._stale: set[ScheduleId] = set()
         self._highest_id = 0
-        # Due one-shots take priority over Every batches (SPEC §6), so the two are kept apart.
+        # Due one-shots take priority over recurring batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
 
     # -- reading -----------------------------------------------------------------------------
@@ -133,19 +146,21 @@ class ScheduleFold:
     def earliest_one_shot(self) -> ScheduleRecord | None:
         return self._peek(self._indexed()[0])
 
-    def earliest_every(self) -> EveryScheduleRecord | None:
+    def earliest_every(self) -> RecurringScheduleRecord | None:
+        """The recurring (``every`` or ``daily``) record with the earliest target."""
         record = self._peek(self._indexed()[1])
-        return record if isinstance(record, EveryScheduleRecord) else None
+        return record if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) else None
 
-    def everies_due(self, now: Instant) -> list[EveryScheduleRecord]:
-        """The Every records whose target is at or before ``now``, in target then creation order.
+    def everies_due(self, now: Instant) -> list[RecurringScheduleRecord]:
+        """The recurring records whose target is at or before ``now``, in target then creation
+        order.
 
         Walks only the heap slots that are due (a heap's due slots form a subtree at its root),
         so the cost follows the number of due records, not of active ones.
         """
         heap = self._indexed()[1]
         now_text = format_instant(now)
-        due: list[EveryScheduleRecord] = []
+        due: list[RecurringScheduleRecord] = []
         stack = [0] if heap else []
         while stack:
             index = stack.pop()
@@ -153,7 +168,7 @@ class ScheduleFold:
             if slot[0] > now_text:
                 continue
             record = self._live(slot)
-            if isinstance(record, EveryScheduleRecord):
+            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
                 due.append(record)
             stack.extend(child for child in (2 * index + 1, 2 * index + 2) if child < len(heap))
         return sorted(due, key=order_key)
@@ -176,7 +191,7 @@ class ScheduleFold:
                     f"{make_schedule_id(self._highest_id)} was already used",
                 )
             self._highest_id = number
-            if isinstance(record, EveryScheduleRecord):
+            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
                 self._every_targets[record.id] = instant_of_canonical(record.scheduled_at)
             self._activate(record)
             return
@@ -199,7 +214,7 @@ class ScheduleFold:
     def _dispatch(
         self, record: ScheduleRecord, accepted_at: str | msgspec.UnsetType, position: int | None
     ) -> None:
-        if not isinstance(record, EveryScheduleRecord):
+        if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
             if isinstance(accepted_at, str):
                 raise self._corrupt(
                     position, f"dispatch of one-shot {record.id} carries `acceptedAt`"
@@ -208,7 +223,7 @@ class ScheduleFold:
             return
         if not isinstance(accepted_at, str):
             raise self._corrupt(
-                position, f"dispatch of every-record {record.id} lacks `acceptedAt`"
+                position, f"dispatch of {record_kind(record)}-record {record.id} lacks `acceptedAt`"
             )
         target = Instant(self._every_targets[record.id])
         decided_at = instant_of_canonical(accepted_at)
@@ -218,8 +233,12 @@ class ScheduleFold:
                 f"dispatch of {record.id} was accepted at {accepted_at}, "
                 f"before its target {format_instant(target)}",
             )
-        following = next_every_target(target, decided_at, record.every_seconds)
-        if following > MAX_INSTANT:
+        following: int | None
+        if isinstance(record, EveryScheduleRecord):
+            following = next_every_target(target, decided_at, record.every_seconds)
+        else:
+            following = next_daily_target(record, decided_at)
+        if following is None or following > MAX_INSTANT:
             del self._records[record.id]
             del self._every_targets[record.id]
             self._stale.discard(record.id)
@@ -241,7 +260,7 @@ class ScheduleFold:
     def _activate(self, record: ScheduleRecord) -> None:
         self._records[record.id] = record
         if self._heaps is not None:
-            heapq.heappush(self._heaps[isinstance(record, EveryScheduleRecord)], _slot(record))
+            heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
 
     def _refresh(self, schedule_id: ScheduleId) -> None:
         self._stale.discard(schedule_id)
@@ -260,9 +279,7 @@ class ScheduleFold:
             one_shots: list[_Slot] = []
             everies: list[_Slot] = []
             for record in self._records.values():
-                (everies if isinstance(record, EveryScheduleRecord) else one_shots).append(
-                    _slot(record)
-                )
+                (everies if is_recurring(record) else one_shots).append(_slot(record))
             heapq.heapify(one_shots)
             heapq.heapify(everies)
             self._heaps = (one_shots, everies)

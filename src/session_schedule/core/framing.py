@@ -20,7 +20,9 @@ from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
+    is_recurring,
 )
 from session_schedule.core.visible import frame_escape
 
@@ -118,6 +120,8 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
             rule = "at (a fixed time)"
         case EveryScheduleRecord():
             rule = f"every ({_seconds(record.every_seconds)})"
+        case DailyScheduleRecord():
+            rule = f"daily ({daily_rule_text(record)})"
         case _:
             assert_never(record)
     lines = [
@@ -125,7 +129,7 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
         f"kind: {rule}",
         f"due at: {format_instant(occurrence.due_at)}",
     ]
-    if isinstance(record, EveryScheduleRecord):
+    if is_recurring(record):
         lines.append(f"skipped occurrences: {occurrence.skipped}")
     lines.extend(
         [
@@ -134,6 +138,17 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
         ]
     )
     return lines
+
+
+def daily_rule_text(record: DailyScheduleRecord) -> str:
+    """``09:00 Asia/Tokyo, mon tue wed thu fri``: the time (seconds and milliseconds only when
+    not zero), the zone and the listed weekdays."""
+    return f"{short_time(record.local_time)} {record.time_zone}, {' '.join(record.weekdays)}"
+
+
+def short_time(canonical: str) -> str:
+    """``HH:MM:SS.sss`` shortened to ``HH:MM`` or ``HH:MM:SS`` when the rest is zero."""
+    return canonical.removesuffix(".000").removesuffix(":00")
 
 
 def _seconds(count: int) -> str:

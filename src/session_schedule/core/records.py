@@ -1,14 +1,15 @@
-"""Durable schedule records (SPEC §1) and the views a tool returns (SPEC §5).
+"""Durable schedule records (SPEC §1, §10) and the views a tool returns (SPEC §5).
 
 Records are frozen msgspec structs whose wire names are exactly the camelCase names of the
-specification (``afterSeconds``, ``everySeconds``, ``scheduledAt``), tagged by ``kind``. A view is
-a record plus the delivery state derived from a given ``now``; it never enters the log.
+specification (``afterSeconds``, ``everySeconds``, ``timeZone``, ``scheduledAt``), tagged by
+``kind``. A view is a record plus the delivery state derived from a given ``now``; it never enters
+the log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Final, Literal, TypeAlias, assert_never, final
+from typing import Annotated, Final, Literal, TypeAlias, assert_never, final, get_args
 
 import msgspec
 
@@ -37,7 +38,18 @@ EverySecondsField: TypeAlias = Annotated[
     int, msgspec.Meta(ge=MIN_EVERY_SECONDS, le=MAX_SAFE_INTEGER)
 ]
 
-RecordKind = Literal["after", "at", "every"]
+DailyTimeField: TypeAlias = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}\Z",
+        description="A local wall-clock time, canonical form HH:MM:SS.sss.",
+    ),
+]
+
+RecordKind = Literal["after", "at", "every", "daily"]
+Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+WEEKDAYS: Final[tuple[Weekday, ...]] = get_args(Weekday)
+"""The days of the week in week order, Monday first (Monday is weekday 0)."""
 ScheduleState = Literal["scheduled", "overdue"]
 DeliveryMode = Literal["session-local"]
 
@@ -73,8 +85,22 @@ class EveryScheduleRecord(_Record, tag="every", frozen=True):
     """The earliest anchor-aligned occurrence not yet dispatched."""
 
 
+class DailyScheduleRecord(_Record, tag="daily", frozen=True):
+    local_time: DailyTimeField = msgspec.field(name="time")
+    """The local wall-clock time of every occurrence (``time`` on the wire)."""
+    time_zone: str
+    """``UTC`` or the IANA zone whose wall clock ``time`` reads."""
+    weekdays: Annotated[tuple[Weekday, ...], msgspec.Meta(min_length=1)]
+    """The listed days of the week, distinct, in week order (all seven for every day)."""
+    scheduled_at: InstantField
+    """The earliest occurrence not yet dispatched."""
+
+
 OneShotScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord
-ScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord | EveryScheduleRecord
+RecurringScheduleRecord: TypeAlias = EveryScheduleRecord | DailyScheduleRecord
+ScheduleRecord: TypeAlias = (
+    AfterScheduleRecord | AtScheduleRecord | EveryScheduleRecord | DailyScheduleRecord
+)
 
 
 def record_kind(record: ScheduleRecord) -> RecordKind:
@@ -85,8 +111,15 @@ def record_kind(record: ScheduleRecord) -> RecordKind:
             return "at"
         case EveryScheduleRecord():
             return "every"
+        case DailyScheduleRecord():
+            return "daily"
         case _:
             assert_never(record)
+
+
+def is_recurring(record: ScheduleRecord) -> bool:
+    """Whether ``record`` recurs (``every``, ``daily``) rather than firing once."""
+    return isinstance(record, EveryScheduleRecord | DailyScheduleRecord)
 
 
 def record_target(record: ScheduleRecord) -> Instant:
@@ -118,7 +151,13 @@ class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True):
     delivery_mode: DeliveryMode = "session-local"
 
 
-ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView
+@final
+class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True):
+    state: ScheduleState
+    delivery_mode: DeliveryMode = "session-local"
+
+
+ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView | DailyScheduleView
 
 
 def make_view(record: ScheduleRecord, now: Instant) -> ScheduleView:
@@ -153,6 +192,16 @@ def _view(record: ScheduleRecord, now_text: str) -> ScheduleView:
                 id=record.id,
                 prompt=record.prompt,
                 every_seconds=record.every_seconds,
+                scheduled_at=record.scheduled_at,
+                state=state,
+            )
+        case DailyScheduleRecord():
+            return DailyScheduleView(
+                id=record.id,
+                prompt=record.prompt,
+                local_time=record.local_time,
+                time_zone=record.time_zone,
+                weekdays=record.weekdays,
                 scheduled_at=record.scheduled_at,
                 state=state,
             )

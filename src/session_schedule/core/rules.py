@@ -28,6 +28,7 @@ from session_schedule.core.changes import (
     create_change,
     delete_change,
 )
+from session_schedule.core.daily import first_after, make_rule
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.framing import DEFAULT_MAX_FRAME_CHARS
@@ -43,10 +44,11 @@ from session_schedule.core.records import (
     MIN_EVERY_SECONDS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
 )
-from session_schedule.core.time_input import parse_at
+from session_schedule.core.time_input import load_zone, parse_at, parse_daily_at
 from session_schedule.core.visible import escape_unencodable, first_surrogate
 
 CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
@@ -77,6 +79,7 @@ def decide_create(
 ) -> ScheduleCreateChange:
     """The create change for ``arguments`` decided at ``now``, under the next free id.
 
+    A ``daily_at`` record's first target is its first occurrence after ``now`` (SPEC §10).
     Raises ``ScheduleError`` with ``invalid_prompt``, ``invalid_selector``, ``invalid_rule``,
     ``invalid_time_zone``, ``frequency_too_high``, ``time_out_of_range`` or ``not_future``.
     """
@@ -118,6 +121,24 @@ def decide_create(
             prompt=prompt,
             every_seconds=seconds,
             scheduled_at=format_instant(target),
+        )
+    elif selector == "daily_at":
+        daily = parse_daily_at(value)
+        rule = make_rule(daily.time_of_day, load_zone(daily.time_zone), daily.weekdays)
+        found = first_after(rule, now)
+        if found is None or found[1] > MAX_INSTANT:
+            raise ScheduleError(
+                "time_out_of_range",
+                "`daily_at` has no occurrence before 9999-12-31T23:59:59.999Z, the latest time a "
+                "reminder can have.",
+            )
+        record = DailyScheduleRecord(
+            id=schedule_id,
+            prompt=prompt,
+            local_time=daily.local_time,
+            time_zone=daily.time_zone,
+            weekdays=daily.weekdays,
+            scheduled_at=format_instant(Instant(found[1])),
         )
     else:
         target = parse_at(value)
@@ -206,14 +227,15 @@ def _selector(arguments: Mapping[str, object]) -> str:
         raise ScheduleError(
             "invalid_selector",
             f"unknown argument {_names(unknown)}; schedule_create takes `prompt` and exactly one "
-            "of `after_seconds`, `at`, `every_seconds`.",
+            "of `after_seconds`, `at`, `every_seconds`, `daily_at`.",
         )
     given = [key for key in SELECTORS if arguments.get(key) is not None]
     if len(given) != 1:
         found = "none" if not given else _names(given)
         raise ScheduleError(
             "invalid_selector",
-            f"give exactly one of `after_seconds`, `at`, `every_seconds` (found {found}).",
+            f"give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` "
+            f"(found {found}).",
         )
     return given[0]
 

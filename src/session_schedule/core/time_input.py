@@ -1,4 +1,5 @@
-"""Time input: the ``at`` selector turned into a canonical instant (SPEC §2, §8).
+"""Time input: the ``at`` selector turned into a canonical instant (SPEC §2, §8), and the
+``daily_at`` selector checked into its canonical rule (SPEC §10).
 
 A model names an absolute time in one of two forms, and both must say which offset or zone they
 mean — nothing here ever falls back to an ambient zone:
@@ -27,7 +28,9 @@ import re
 import zoneinfo
 from datetime import UTC, datetime, timedelta
 from importlib import resources
-from typing import Final
+from typing import Final, final
+
+import msgspec
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import (
@@ -37,11 +40,13 @@ from session_schedule.core.instants import (
     MS_PER_SECOND,
     Instant,
     civil_from_days,
+    days_from_civil,
     days_in_month,
     format_instant,
     in_range,
     instant_from_fields,
 )
+from session_schedule.core.records import WEEKDAYS, Weekday
 
 GEOGRAPHIC_AREAS: Final = frozenset(
     {
@@ -76,6 +81,11 @@ _LOCAL_TIME: Final = re.compile(
     r"([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,3}))?)?", re.ASCII
 )
 _LOCAL_KEYS: Final = ("date", "time", "time_zone")
+_DAILY_KEYS: Final = ("time", "time_zone", "weekdays")
+_DAILY_EXAMPLE: Final = (
+    "with the keys `time` and `time_zone`, and optionally `weekdays`, such as "
+    '{"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "fri"]}'
+)
 _LOCAL_EXAMPLES: Final = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
 
 _MS_PER_MINUTE: Final = 60 * MS_PER_SECOND
@@ -188,6 +198,26 @@ def resolve_local(date: str, time: str, time_zone: str) -> Instant:
         raise ScheduleError(
             "invalid_selector", f"`date` {date!r} is an impossible date; {_DATE_ADVICE}."
         )
+    wall = days_from_civil(year, month, day) * MS_PER_DAY + parse_wall_time(time)
+    candidates = _candidates(zone, wall)
+    reproducing = [utc for utc in candidates if utc + _offset_at(zone, utc) == wall]
+    if not reproducing:
+        raise ScheduleError(
+            "invalid_selector", _gap_message(f"{date} {time}", time_zone, zone, wall, candidates)
+        )
+    instant = min(reproducing)
+    if not in_range(instant):
+        raise _out_of_range(f"{date} {time} in {time_zone}", instant)
+    return Instant(instant)
+
+
+def parse_wall_time(time: str) -> int:
+    """Milliseconds since midnight of a wall-clock ``time``: ``HH:MM``, ``HH:MM:SS`` or
+    ``HH:MM:SS.f`` with 1-3 fraction digits, 24-hour.
+
+    Raises ``ScheduleError("invalid_selector")`` for any other form and for an impossible time
+    of day (``24:00``, ``23:60``, a leap second).
+    """
     time_match = _LOCAL_TIME.fullmatch(time)
     if time_match is None:
         raise ScheduleError(
@@ -202,20 +232,95 @@ def resolve_local(date: str, time: str, time_zone: str) -> Instant:
             "invalid_selector", f"`time` {time!r} is an impossible time of day; {_TIME_ADVICE}."
         )
     ms = int((fraction or "").ljust(3, "0"))
-    wall = instant_from_fields(year, month, day, hour, minute, second, ms)
-    aware = datetime(year, month, day, hour, minute, second, ms * 1_000, tzinfo=zone)
-    # PEP 495: for a repeated wall time fold=0 gives the first offset and fold=1 the second; for
-    # a skipped one each fold gives an offset whose UTC instant shows another wall time.
-    candidates = [wall - _offset_ms(aware.replace(fold=fold).utcoffset()) for fold in (0, 1)]
-    reproducing = [utc for utc in candidates if utc + _offset_at(zone, utc) == wall]
-    if not reproducing:
+    return ((hour * 60 + minute) * 60 + second) * MS_PER_SECOND + ms
+
+
+@final
+class DailyAtInput(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``daily_at`` selector, checked and in canonical form."""
+
+    local_time: str
+    """``HH:MM:SS.sss``."""
+    time_of_day: int
+    """The same time as milliseconds since midnight."""
+    time_zone: str
+    weekdays: tuple[Weekday, ...]
+    """Distinct, in week order; all seven when the selector listed none."""
+
+
+def parse_daily_at(value: object) -> DailyAtInput:
+    """The ``daily_at`` selector ``value`` (the JSON-decoded argument), checked (SPEC §10).
+
+    ``value`` must be an object with the string members ``time`` and ``time_zone`` and an optional
+    ``weekdays`` (absent or ``null``: every day). Checks run in SPEC §8's order and raise
+    :class:`ScheduleError`: ``invalid_selector`` for the object's shape, ``invalid_rule`` for
+    ``weekdays`` (anything but a non-empty array of distinct day names), ``invalid_time_zone`` for
+    the zone, ``invalid_selector`` for a malformed or impossible time.
+    """
+    if not isinstance(value, dict):
         raise ScheduleError(
-            "invalid_selector", _gap_message(f"{date} {time}", time_zone, zone, wall, candidates)
+            "invalid_selector",
+            f"`daily_at` must be an object {_DAILY_EXAMPLE}, not {_describe(value)}.",
         )
-    instant = min(reproducing)
-    if not in_range(instant):
-        raise _out_of_range(f"{date} {time} in {time_zone}", instant)
-    return Instant(instant)
+    keys = list(value)
+    missing = [f"`{key}`" for key in ("time", "time_zone") if key not in keys]
+    unknown = sorted(repr(key) for key in keys if key not in _DAILY_KEYS)
+    if missing or unknown:
+        fixes = []
+        if missing:
+            fixes.append(f"add {_enumerate(missing)}")
+        if unknown:
+            fixes.append(f"remove {_enumerate(unknown)}")
+        raise ScheduleError(
+            "invalid_selector",
+            "the `daily_at` object must have the keys `time` and `time_zone`, and may have "
+            f"`weekdays`; {', and '.join(fixes)}.",
+        )
+    for key in ("time", "time_zone"):
+        member = value[key]
+        if not isinstance(member, str):
+            raise ScheduleError(
+                "invalid_selector",
+                f"`{key}` must be a string, such as {_LOCAL_EXAMPLES[key]!r}, "
+                f"not {_describe(member)}.",
+            )
+    weekdays = _parse_weekdays(value.get("weekdays"))
+    load_zone(value["time_zone"])
+    time_of_day = parse_wall_time(value["time"])
+    return DailyAtInput(
+        local_time=format_time_of_day(time_of_day),
+        time_of_day=time_of_day,
+        time_zone=value["time_zone"],
+        weekdays=weekdays,
+    )
+
+
+def format_time_of_day(ms: int) -> str:
+    """Milliseconds since midnight as the canonical ``HH:MM:SS.sss``."""
+    seconds, fraction = divmod(ms, MS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return f"{hour:02d}:{minute:02d}:{second:02d}.{fraction:03d}"
+
+
+def earliest_at_or_after(zone: zoneinfo.ZoneInfo, wall: int) -> int:
+    """The earliest instant at which the wall clocks of ``zone`` read ``wall`` or later.
+
+    ``wall`` is a local wall-clock reading as milliseconds since 1970-01-01T00:00 on that clock,
+    in years 0001-9999. A reading the zone shows once resolves to that instant; a repeated one
+    (an overlap) to the earlier instant; a skipped one (a gap) to the instant the clocks jump,
+    where the gap ends. The result may lie outside the representable range near its ends.
+    """
+    candidates = _candidates(zone, wall)
+    reproducing = [utc for utc in candidates if utc + _offset_at(zone, utc) == wall]
+    if reproducing:
+        return min(reproducing)
+    return _transition(zone, min(candidates), max(candidates))
+
+
+def wall_clock_at(zone: zoneinfo.ZoneInfo, instant: int) -> int:
+    """The wall-clock reading of ``zone`` at ``instant``, as local milliseconds since 1970."""
+    return instant + _offset_at(zone, instant)
 
 
 def supported_zones() -> frozenset[str]:
@@ -310,6 +415,32 @@ def _offset_ms(offset: timedelta | None) -> int:
     return (offset or timedelta()) // _ONE_MS
 
 
+def _candidates(zone: zoneinfo.ZoneInfo, wall: int) -> list[int]:
+    """The UTC instants ``wall`` maps to under the offsets zoneinfo gives its two folds."""
+    days, ms_of_day = divmod(wall, MS_PER_DAY)
+    year, month, day = civil_from_days(days)
+    seconds, ms = divmod(ms_of_day, MS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    aware = datetime(year, month, day, hour, minute, second, ms * 1_000, tzinfo=zone)
+    # PEP 495: for a repeated wall time fold=0 gives the first offset and fold=1 the second; for
+    # a skipped one each fold gives an offset whose UTC instant shows another wall time.
+    return [wall - _offset_ms(aware.replace(fold=fold).utcoffset()) for fold in (0, 1)]
+
+
+def _transition(zone: zoneinfo.ZoneInfo, low: int, high: int) -> int:
+    """The first UTC millisecond after ``low`` and at most ``high`` whose offset differs from
+    the offset at ``low`` (bisection; ``high`` when none does)."""
+    before = _offset_at(zone, low)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _offset_at(zone, middle) == before:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
 def _offset_at(zone: zoneinfo.ZoneInfo, utc: int) -> int:
     """The UTC offset, in milliseconds, that ``zone`` has at the UTC instant ``utc``."""
     clamped = min(max(utc, _SAFE_LOW), _SAFE_HIGH)
@@ -320,17 +451,10 @@ def _offset_at(zone: zoneinfo.ZoneInfo, utc: int) -> int:
 def _gap_message(
     wall_text: str, zone_name: str, zone: zoneinfo.ZoneInfo, wall: int, candidates: list[int]
 ) -> str:
-    # The transition lies between the two candidates: bisect for the first UTC millisecond with
-    # the new offset, then read the wall clock just before and at that instant.
-    low, high = min(candidates), max(candidates)
-    before = _offset_at(zone, low)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if _offset_at(zone, middle) == before:
-            low = middle
-        else:
-            high = middle
-    start, end = high + before, high + _offset_at(zone, high)
+    # The transition lies between the two candidates; read the wall clock just before and at it.
+    low = min(candidates)
+    jump = _transition(zone, low, max(candidates))
+    start, end = jump + _offset_at(zone, low), jump + _offset_at(zone, jump)
     same_day = start // MS_PER_DAY == end // MS_PER_DAY == wall // MS_PER_DAY
     return (
         f"{wall_text} does not exist in {zone_name}: the clocks skip from "
@@ -421,3 +545,34 @@ def _out_of_range(subject: str, instant: int) -> ScheduleError:
         "time_out_of_range",
         f"{subject} is {bound} instant Schedule can represent; choose {direction} time.",
     )
+
+
+def _parse_weekdays(value: object) -> tuple[Weekday, ...]:
+    if value is None:
+        return WEEKDAYS
+    names = ", ".join(repr(day) for day in WEEKDAYS)
+    if not isinstance(value, list):
+        raise ScheduleError(
+            "invalid_rule",
+            '`weekdays` must be an array of day names, such as ["mon", "wed", "fri"], '
+            f"or null for every day, not {_describe(value)}.",
+        )
+    if not value:
+        raise ScheduleError(
+            "invalid_rule",
+            "`weekdays` is empty; list at least one day, or pass null for every day.",
+        )
+    seen: set[str] = set()
+    for item in value:
+        if item not in WEEKDAYS:
+            shown = repr(item) if isinstance(item, str) else _describe(item)
+            raise ScheduleError(
+                "invalid_rule",
+                f"`weekdays` contains {shown}, which is not a day name; use {names}.",
+            )
+        if item in seen:
+            raise ScheduleError(
+                "invalid_rule", f"`weekdays` lists {item!r} twice; list each day once."
+            )
+        seen.add(item)
+    return tuple(day for day in WEEKDAYS if day in seen)

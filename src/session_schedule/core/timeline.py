@@ -2,8 +2,9 @@
 
 Pure arithmetic on the folded records: an overdue record contributes the one occurrence its next
 delivery will carry (a recurring one its latest due occurrence, with the count it skips), and a
-recurring record then its anchor-aligned targets. Targets are computed lazily from
-``scheduledAt``, so the work follows the number of occurrences listed, not the window's length.
+recurring record then its later occurrences — an ``every`` record's anchor-aligned targets, a
+``daily`` record's listed dates resolved in its zone. Occurrences are computed lazily, so the work
+follows the number of occurrences listed, not the window's length; counting them is O(1).
 """
 
 from __future__ import annotations
@@ -16,10 +17,21 @@ from typing import final
 
 import msgspec
 
+from session_schedule.core.daily import (
+    LAST_DAY,
+    count_listed,
+    first_after,
+    latest_daily_due,
+    listed_from,
+    listed_until,
+    occurrence_on,
+    rule_of,
+)
 from session_schedule.core.fold import next_every_target, skipped_occurrences
 from session_schedule.core.ids import ScheduleId, id_number
 from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import (
+    DailyScheduleRecord,
     EveryScheduleRecord,
     RecordKind,
     ScheduleRecord,
@@ -97,6 +109,9 @@ def _occurrences(
     record: ScheduleRecord, now: Instant, until: Instant
 ) -> Iterator[tuple[Instant, ScheduleRecord]]:
     target = record_target(record)
+    if isinstance(record, DailyScheduleRecord):
+        yield from _daily_occurrences(record, now, until)
+        return
     if not isinstance(record, EveryScheduleRecord):
         if target <= until or target <= now:
             yield target, record
@@ -111,9 +126,43 @@ def _occurrences(
         target = Instant(target + interval)
 
 
+def _daily_occurrences(
+    record: DailyScheduleRecord, now: Instant, until: Instant
+) -> Iterator[tuple[Instant, ScheduleRecord]]:
+    # The record's next delivery (its latest due occurrence when overdue), then the occurrences
+    # after it, date by date.
+    target = record_target(record)
+    if target <= now:
+        yield latest_daily_due(record, now)[0], record
+    elif target <= until:
+        yield target, record
+    else:
+        return
+    rule = rule_of(record)
+    found = first_after(rule, max(now, target))
+    if found is None:
+        return
+    day = found[0]
+    while True:
+        occurrence = occurrence_on(rule, day)
+        if occurrence > min(until, MAX_INSTANT):
+            return
+        yield Instant(occurrence), record
+        day = listed_from(rule, day + 1)
+
+
 def _count(record: ScheduleRecord, now: Instant, until: Instant) -> int:
     """How many items :func:`_occurrences` yields, in O(1)."""
     target = record_target(record)
+    if isinstance(record, DailyScheduleRecord):
+        if now < target and until < target:
+            return 0
+        rule = rule_of(record)
+        first, beyond = first_after(rule, max(now, target)), first_after(rule, until)
+        if first is None:
+            return 1
+        last = listed_until(rule, (LAST_DAY + 1 if beyond is None else beyond[0]) - 1)
+        return 1 + count_listed(rule, first[0], last)
     if not isinstance(record, EveryScheduleRecord):
         return int(target <= until or target <= now)
     count = 0
@@ -133,6 +182,8 @@ def _occurrence(
     skipped = 0
     if overdue and isinstance(record, EveryScheduleRecord):
         skipped = skipped_occurrences(record_target(record), now, record.every_seconds)
+    elif overdue and isinstance(record, DailyScheduleRecord):
+        skipped = latest_daily_due(record, now)[1]
     return TimelineOccurrence(
         id=record.id,
         kind=record_kind(record),

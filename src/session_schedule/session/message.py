@@ -61,7 +61,7 @@ class MessageEntry(
 
 MESSAGE_ENTRY: Final = CATALOG.register(
     MESSAGE_ENTRY_TYPE,
-    version=MESSAGE_VERSION,
+    versions=(MESSAGE_VERSION,),
     declaration=MessageEntry,
     decode=lambda data, _where: decode_message(data),
 )
