@@ -59,7 +59,7 @@ def records(schedule_id: st.SearchStrategy[ScheduleId] = ids) -> st.SearchStrate
             prompt=prompts,
             local_time=local_times,
             time_zone=zone_names,
-            weekdays=weekday_lists,
+            weekdays=weekday_lists.map(list),
             scheduled_at=canonical_instants,
         ),
     )

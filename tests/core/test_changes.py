@@ -215,7 +215,7 @@ def test_daily_create_is_version_2_in_the_exact_wire_shape() -> None:
             prompt="standup",
             local_time="09:00:00.000",
             time_zone="Asia/Tokyo",
-            weekdays=("mon", "tue", "wed", "thu", "fri"),
+            weekdays=["mon", "tue", "wed", "thu", "fri"],
             scheduled_at="2026-12-01T00:00:00.000Z",
         ),
     )

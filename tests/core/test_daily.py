@@ -131,7 +131,7 @@ def record(
         prompt="p",
         local_time=format_time_of_day(time_of_day),
         time_zone=zone,
-        weekdays=weekdays,
+        weekdays=list(weekdays),
         scheduled_at=format_instant(Instant(target)),
     )
 

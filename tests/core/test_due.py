@@ -9,6 +9,7 @@ from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import (
+    WEEKDAYS,
     AfterScheduleRecord,
     AtScheduleRecord,
     DailyScheduleRecord,
@@ -164,7 +165,7 @@ def daily(record_id: str, when: str) -> DailyScheduleRecord:
         prompt="p",
         local_time="20:00:00.000",
         time_zone="UTC",
-        weekdays=("mon", "tue", "wed", "thu", "fri", "sat", "sun"),
+        weekdays=list(WEEKDAYS),
         scheduled_at=f"2026-11-29T{when}.000Z",
     )
 

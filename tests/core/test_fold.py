@@ -64,7 +64,7 @@ def daily(
             prompt="p",
             local_time=local_time,
             time_zone=zone,
-            weekdays=weekdays,
+            weekdays=list(weekdays),
             scheduled_at=when,
         )
     )
@@ -471,7 +471,7 @@ small_records = st.one_of(
         prompt=st.just("p"),
         local_time=st.sampled_from(["00:00:00.000", "05:30:00.000", "20:15:30.250"]),
         time_zone=st.sampled_from(sorted(FIXED_OFFSETS)),
-        weekdays=st.sampled_from([WEEKDAYS, ("mon",), ("tue", "sun")]),
+        weekdays=st.sampled_from([list(WEEKDAYS), ["mon"], ["tue", "sun"]]),
         scheduled_at=near_canonical,
     ),
 )

@@ -246,7 +246,7 @@ def test_daily_batch_frame_word_for_word() -> None:
         prompt="standup",
         local_time="09:00:00.000",
         time_zone="Asia/Tokyo",
-        weekdays=("mon", "tue", "wed", "thu", "fri"),
+        weekdays=["mon", "tue", "wed", "thu", "fri"],
         scheduled_at="2026-12-01T00:00:00.000Z",
     )
     review = DailyScheduleRecord(
@@ -254,7 +254,7 @@ def test_daily_batch_frame_word_for_word() -> None:
         prompt="review",
         local_time="17:45:30.250",
         time_zone="UTC",
-        weekdays=("mon", "tue", "wed", "thu", "fri", "sat", "sun"),
+        weekdays=["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
         scheduled_at="2026-12-01T17:45:30.250Z",
     )
     build = EveryScheduleRecord(

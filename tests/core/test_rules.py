@@ -279,7 +279,7 @@ def test_daily_at_stores_the_canonical_rule_and_its_first_occurrence(
             prompt="standup",
             local_time=local_time,
             time_zone=dict(daily_at)["time_zone"] if isinstance(daily_at, dict) else "",
-            weekdays=weekdays,  # type: ignore[arg-type]
+            weekdays=list(weekdays),  # type: ignore[arg-type]
             scheduled_at=expected,
         )
     )

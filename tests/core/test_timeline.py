@@ -125,7 +125,7 @@ def test_daily_expansion_agrees_with_resolving_each_date(
         prompt="p",
         local_time=format_time_of_day(time_of_day),
         time_zone=zone,
-        weekdays=listed,
+        weekdays=list(listed),
         scheduled_at=format_instant(Instant(first[1])),
     )
     now = Instant(first[1] + lateness - 10 * 86_400_000)

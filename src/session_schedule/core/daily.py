@@ -73,7 +73,7 @@ def _record_rule(time: str, time_zone: str, weekdays: tuple[Weekday, ...]) -> Da
 
 def rule_of(record: DailyScheduleRecord) -> DailyRule:
     """The rule a (decoded, hence well-formed) ``daily`` record states."""
-    return _record_rule(record.local_time, record.time_zone, record.weekdays)
+    return _record_rule(record.local_time, record.time_zone, tuple(record.weekdays))
 
 
 def weekday_of(day: int) -> int:

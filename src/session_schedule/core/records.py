@@ -90,7 +90,7 @@ class DailyScheduleRecord(_Record, tag="daily", frozen=True):
     """The local wall-clock time of every occurrence (``time`` on the wire)."""
     time_zone: str
     """``UTC`` or the IANA zone whose wall clock ``time`` reads."""
-    weekdays: Annotated[tuple[Weekday, ...], msgspec.Meta(min_length=1)]
+    weekdays: Annotated[list[Weekday], msgspec.Meta(min_length=1)]
     """The listed days of the week, distinct, in week order (all seven for every day)."""
     scheduled_at: InstantField
     """The earliest occurrence not yet dispatched."""

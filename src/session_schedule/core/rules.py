@@ -137,7 +137,7 @@ def decide_create(
             prompt=prompt,
             local_time=daily.local_time,
             time_zone=daily.time_zone,
-            weekdays=daily.weekdays,
+            weekdays=list(daily.weekdays),
             scheduled_at=format_instant(Instant(found[1])),
         )
     else:
