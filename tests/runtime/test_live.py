@@ -538,3 +538,31 @@ async def test_the_batch_frame_budget_comes_from_the_limits() -> None:
     assert (
         "prompts not shown: 1 of 2, to keep this turn within 500 characters" in agent.followups[0]
     )
+
+
+async def test_a_daily_reminder_follows_the_wall_clock_and_catches_up_after_downtime(
+    world: World,
+) -> None:
+    # Every weekday at 09:00 in Tokyo; it is Sunday 2026-11-29 20:00Z (Monday 05:00 in Tokyo).
+    weekdays = ["mon", "tue", "wed", "thu", "fri"]
+    daily_at = {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": weekdays}
+    view = await world.schedule.create({"prompt": "standup", "daily_at": daily_at})
+    assert view.scheduled_at == "2026-11-30T00:00:00.000Z"
+    await world.run_for(4 * 3600)
+    assert len(world.agent.followups) == 1
+    assert "kind: daily (09:00 Asia/Tokyo, mon tue wed thu fri)\n" in world.agent.followups[0]
+    assert keys(world.agent.followups[0]) == ["sch_1@2026-11-30T00:00:00.000Z"]
+    await world.schedule.close()  # cold for about three weeks
+    world.clock.advance(20 * 86_400)
+    await world.reopen()
+    await world.schedule.settled()
+    assert len(world.agent.followups) == 2
+    # Tuesday 2026-12-01 to Friday 2026-12-18: 14 weekdays due, the last delivered.
+    assert (
+        "due at: 2026-12-18T00:00:00.000Z\nskipped occurrences: 13\n" in (world.agent.followups[1])
+    )
+    _, views = await world.schedule.active()
+    assert views[0].scheduled_at == "2026-12-21T00:00:00.000Z"
+    assert world.dispatches()[-1] == dispatch_change(
+        ScheduleId("sch_1"), parse_instant("2026-12-20T00:00:00.000Z")
+    )

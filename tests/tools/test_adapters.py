@@ -61,16 +61,40 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
     create = openai_tools(tool_definitions())[0]
     parameters = cast("Schema", cast("dict[str, object]", create["function"])["parameters"])
     validator = jsonschema.Draft202012Validator(parameters)
-    validator.validate({"prompt": "p", "after_seconds": None, "at": None, "every_seconds": 600})
+    validator.validate(
+        {"prompt": "p", "after_seconds": None, "at": None, "every_seconds": 600, "daily_at": None}
+    )
     validator.validate(
         {
             "prompt": "p",
             "after_seconds": None,
             "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"},
             "every_seconds": None,
+            "daily_at": None,
         }
     )
+    daily = {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "fri"]}
+    for weekdays in (["mon", "fri"], None):
+        validator.validate(
+            {
+                "prompt": "p",
+                "after_seconds": None,
+                "at": None,
+                "every_seconds": None,
+                "daily_at": {**daily, "weekdays": weekdays},
+            }
+        )
     assert not validator.is_valid({"prompt": "p"})
+    # Strict mode has no optional keys: `weekdays` must be sent, as null for every day.
+    assert not validator.is_valid(
+        {
+            "prompt": "p",
+            "after_seconds": None,
+            "at": None,
+            "every_seconds": None,
+            "daily_at": {"time": "09:00", "time_zone": "UTC"},
+        }
+    )
 
 
 # Keywords Anthropic's strict tool use accepts (its structured-outputs JSON Schema subset, less
@@ -173,6 +197,23 @@ def test_mcp_tools_validate_as_mcp_tool_definitions() -> None:
 
 def test_result_schemas_accept_real_results() -> None:
     create = tool_definitions()[0]
+    jsonschema.validate(
+        {
+            "ok": True,
+            "schedule": {
+                "kind": "daily",
+                "id": "sch_7",
+                "prompt": "standup",
+                "time": "09:00:00.000",
+                "timeZone": "Asia/Tokyo",
+                "weekdays": ["mon", "tue", "wed", "thu", "fri"],
+                "scheduledAt": "2026-12-01T00:00:00.000Z",
+                "state": "scheduled",
+                "deliveryMode": "session-local",
+            },
+        },
+        create.output_schema,
+    )
     jsonschema.validate(
         {
             "ok": True,

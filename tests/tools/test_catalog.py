@@ -56,5 +56,14 @@ def test_descriptions_tell_the_model_what_it_must_know() -> None:
         "never interrupts a turn",
     ):
         assert phrase in create.description
+    properties = create.input_schema["properties"]
+    assert isinstance(properties, dict)
+    # A model picks daily_at for a time of day and every_seconds for an interval.
+    for phrase in ("'every day at 9:00'", "'every weekday at 18:30'", "'every 20 minutes'"):
+        assert phrase in create.description
+    assert "for every weekday at 9:00 in Tokyo" in properties["daily_at"]["description"]
+    assert "1200 for every 20 minutes" in properties["every_seconds"]["description"]
+    assert "use daily_at instead" in properties["every_seconds"]["description"]
+    assert "use every_seconds instead" in properties["daily_at"]["description"]
     assert "overdue" in listing.description
     assert "deleted: false" in delete.description

@@ -146,7 +146,7 @@ raw_arguments = st.one_of(
     st.text(max_size=40),
     st.binary(max_size=40),
     st.dictionaries(
-        st.sampled_from(["prompt", "after_seconds", "at", "every_seconds", "id"]),
+        st.sampled_from(["prompt", "after_seconds", "at", "every_seconds", "daily_at", "id"]),
         json_values,
     ),
 )
@@ -276,7 +276,7 @@ _LONE = "\ud83d"
     [
         ("schedule_create", {"prompt": f"buy {_LONE}milk", "after_seconds": 5}, _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
         ("schedule_create", {"prompt": "p", "after_seconds": _LONE}, _error("invalid_rule", 'after_seconds must be a positive whole number of seconds, got "\\ud83d".')),
-        ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`.")),
+        ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`.")),
         ("schedule_create", {"prompt": "p", "at": f"2026-12-01T09:00:00{_LONE}"}, _error("invalid_selector", "'2026-12-01T09:00:00\\ud83d' is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'.")),
         ("schedule_list", {_LONE: 1}, _error("invalid_selector", "schedule_list takes no arguments, got `\\ud83d`; call it with {}.")),
         (f"schedule_{_LONE}", {}, _error("invalid_selector", "there is no tool 'schedule_\\ud83d'; the schedule tools are schedule_create, schedule_list, schedule_delete.")),
@@ -284,7 +284,7 @@ _LONE = "\ud83d"
         ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", f'{{"prompt":"{_LONE}","after_seconds":5}}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 0, half of a character that cannot be encoded; send the whole character or remove it.")),
         ("schedule_create", '{"prompt":"buy \\ud83d","after_seconds":5}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
-        ("schedule_create", '{"prompt":"p","\\udc00":1}', _error("invalid_selector", "unknown argument `\\udc00`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`.")),
+        ("schedule_create", '{"prompt":"p","\\udc00":1}', _error("invalid_selector", "unknown argument `\\udc00`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`.")),
         ("schedule_delete", '{"id":"sch_\\ud83d"}', {"ok": True, "id": "sch_\\ud83d", "deleted": False}),
         ("schedule_create", '{"prompt":"\\ud83d","after_seconds":NaN}', _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", '{"prompt":"\\ud83d",' + '"at":' + "[" * 5_000 + "]" * 5_000 + "}", _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),
@@ -301,3 +301,34 @@ async def test_unencodable_and_hostile_input_gets_a_stable_code_and_an_escaped_m
 ) -> None:
     assert await tools.call(name, arguments) == expected
     assert msgspec.json.decode(await tools.call_json(name, arguments)) == expected
+
+
+async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
+    created = await tools.call(
+        "schedule_create",
+        '{"prompt": "standup", "after_seconds": null, "at": null, "every_seconds": null, '
+        '"daily_at": {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": null}}',
+    )
+    assert created == {
+        "ok": True,
+        "schedule": {
+            "kind": "daily",
+            "id": "sch_1",
+            "prompt": "standup",
+            "time": "09:00:00.000",
+            "timeZone": "Asia/Tokyo",
+            "weekdays": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
+            "scheduledAt": "2026-11-30T00:00:00.000Z",
+            "state": "scheduled",
+            "deliveryMode": "session-local",
+        },
+    }
+    listed = await tools.call("schedule_list", None)
+    assert listed == {"ok": True, "now": START, "schedules": [created["schedule"]]}
+    assert await tools.call(
+        "schedule_create", {"prompt": "p", "daily_at": {"time": "9", "time_zone": "UTC"}}
+    ) == _error(
+        "invalid_selector",
+        "`time` must have the form HH:MM, HH:MM:SS or HH:MM:SS.sss (24-hour, 1-3 fraction "
+        "digits), such as '09:00', not '9'.",
+    )

@@ -50,6 +50,7 @@ def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]
                     "after_seconds": _AFTER,
                     "at": _AT,
                     "every_seconds": _EVERY.format(minimum=MIN_EVERY_SECONDS),
+                    "daily_at": _DAILY_AT,
                 },
             ),
             output_schema=inline_schema(CreateResult),
@@ -72,11 +73,14 @@ def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]
 _CREATE: Final = (
     "Set a reminder that comes back to you later in this same conversation, as a new follow-up "
     "turn carrying the prompt you write now. Give exactly one of after_seconds (once, after a "
-    "delay), at (once, at an absolute time) or every_seconds (repeatedly, at a fixed interval "
-    "of at least {minimum} seconds, starting one interval from now); leave the other two null. "
+    "delay), at (once, at an absolute time), every_seconds (repeatedly, at a fixed interval "
+    "of at least {minimum} seconds, starting one interval from now: 'every 20 minutes', "
+    "'every 2 hours') or daily_at (repeatedly, at a time of day in a time zone, every day or on "
+    "chosen weekdays: 'every day at 9:00', 'every weekday at 18:30'); leave the others null. "
     "An `at` time must say which time zone it means: an RFC 3339 string with a UTC offset, or "
-    "a date, time and IANA time_zone. If the user gave a time without a zone and you do not "
-    "know theirs, ask before creating the reminder. The reminder is delivered only while this "
+    "a date, time and IANA time_zone; a daily_at time always names its IANA time_zone. If the "
+    "user gave a time without a zone and you do not know theirs, ask before creating the "
+    "reminder. The reminder is delivered only while this "
     "conversation is live and you are idle; it never interrupts a turn. If several recurring "
     "reminders were missed, only the latest occurrence of each is delivered. Returns the "
     "stored reminder with its id and its target time in UTC (scheduledAt)."
@@ -96,7 +100,17 @@ _AT: Final = (
 )
 _EVERY: Final = (
     "Deliver repeatedly every this many seconds (a whole number, at least {minimum}), the first "
-    "time one interval from now. Null otherwise."
+    "time one interval from now: 1200 for every 20 minutes. For a time of day (every day at "
+    "9:00) use daily_at instead. Null otherwise."
+)
+_DAILY_AT: Final = (
+    "Deliver repeatedly at a wall-clock time in an IANA zone, every day or only on the listed "
+    "weekdays, such as "
+    '{"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "tue", "wed", "thu", '
+    '"fri"]} for every weekday at 9:00 in Tokyo (weekdays null: every day). The first time is '
+    "the next such moment after now. Daylight-saving changes are followed: a time the clocks "
+    "skip fires when they jump forward, a repeated one fires once, at its first occurrence. For "
+    "a fixed interval (every 20 minutes) use every_seconds instead. Null otherwise."
 )
 _LIST: Final = (
     "List the reminders still active in this conversation, soonest first: their ids, rules, "
