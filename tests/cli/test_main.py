@@ -18,10 +18,10 @@ def test_walkthrough_shows_every_stage(capsys: pytest.CaptureFixture[str]) -> No
     assert '   {"operation":"delete","version":1,"id":"sch_3"}\n' in out
     assert "   skipped occurrences: 4\n" in out
     assert out.index("occurrence key: sch_2@") < out.index("occurrence key: sch_4@")
-    assert out.endswith(
+    assert (
         '"scheduledAt":"2026-11-30T02:00:00.000Z","state":"scheduled",'
         '"deliveryMode":"session-local"}\n'
-    )
+    ) in out
 
 
 def test_resolve_prints_targets_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -39,6 +39,35 @@ def test_resolve_prints_targets_and_errors(capsys: pytest.CaptureFixture[str]) -
     )
 
 
+def test_resolve_lists_the_next_daily_occurrences(capsys: pytest.CaptureFixture[str]) -> None:
+    arguments = ["resolve", "--after", "2027-03-12T12:00:00Z", "daily 02:30 America/New_York"]
+    assert main(arguments) == 0
+    assert capsys.readouterr().out == (
+        "daily 02:30 America/New_York  ->  the next 5 after 2027-03-12T12:00:00.000Z:\n"
+        "  sat 2027-03-13T02:30:00.000-05:00  =  2027-03-13T07:30:00.000Z\n"
+        "  sun 2027-03-14T03:00:00.000-04:00  =  2027-03-14T07:00:00.000Z"
+        "  (2027-03-14 has no 02:30: the clocks jump)\n"
+        "  mon 2027-03-15T02:30:00.000-04:00  =  2027-03-15T06:30:00.000Z\n"
+        "  tue 2027-03-16T02:30:00.000-04:00  =  2027-03-16T06:30:00.000Z\n"
+        "  wed 2027-03-17T02:30:00.000-04:00  =  2027-03-17T06:30:00.000Z\n"
+    )
+    arguments = ["resolve", "--after", "2011-12-20T00:00:00Z", "daily 12:00 Pacific/Apia fri"]
+    assert main([*arguments, "daily 09:00 Asia/Tokyo mon,Wed", "daily 9:00 UTC mon extra"]) == 1
+    assert capsys.readouterr().out == (
+        "daily 12:00 Pacific/Apia fri  ->  the next 5 after 2011-12-20T00:00:00.000Z:\n"
+        "  fri 2011-12-23T12:00:00.000-10:00  =  2011-12-23T22:00:00.000Z\n"
+        "  fri 2011-12-31T00:00:00.000+14:00  =  2011-12-30T10:00:00.000Z"
+        "  (2011-12-30 has no 12:00: the clocks jump)\n"
+        "  fri 2012-01-06T12:00:00.000+14:00  =  2012-01-05T22:00:00.000Z\n"
+        "  fri 2012-01-13T12:00:00.000+14:00  =  2012-01-12T22:00:00.000Z\n"
+        "  fri 2012-01-20T12:00:00.000+14:00  =  2012-01-19T22:00:00.000Z\n"
+        "daily 09:00 Asia/Tokyo mon,Wed  ->  invalid_rule: `weekdays` contains 'Wed', which is "
+        "not a day name; use 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'.\n"
+        "daily 9:00 UTC mon extra  ->  write it as daily TIME ZONE [DAYS], e.g. "
+        "'daily 09:00 Asia/Tokyo mon,wed,fri'\n"
+    )
+
+
 def test_usage_errors_exit_2_without_a_traceback() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "session_schedule", "resolve"],
@@ -48,4 +77,4 @@ def test_usage_errors_exit_2_without_a_traceback() -> None:
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert "the following arguments are required: AT" in result.stderr
+    assert "the following arguments are required: INPUT" in result.stderr

@@ -704,9 +704,9 @@ def test_check_a_torn_last_line_is_reported_and_left_alone(
             "inspection\n",
         ),
         (
-            b'{"type":"schedule/change","data":{"operation":"create","version":2}}',
+            b'{"type":"schedule/change","data":{"operation":"create","version":3}}',
             "corrupt_schedule_log: schedule/change at entry 2 of session {id} (line 4 of "
-            "{id}.jsonl) is corrupt: invalid enum value 2 - at `$.version`\n",
+            "{id}.jsonl) is corrupt: invalid enum value 3 - at `$.version`\n",
         ),
         (
             b"\xff\xfe",
@@ -946,3 +946,43 @@ def test_json_output_escapes_hidden_characters_and_decodes_the_same(
     out = capsys.readouterr().out
     assert '"prompt": "buy milk\\u200b\\udb40\\udc41\\u202e 👩🏽\u200d💻"' in out
     assert json.loads(out)["schedules"][0]["prompt"] == HIDDEN_PROMPT
+
+
+# -- daily records ---------------------------------------------------------------------------
+
+
+async def _build_daily(data: Path) -> SessionId:
+    store = JsonlSessionStore(data)
+    clock = FakeClock(START)
+    async with (
+        await store.create(now=clock.now(), session_id=SessionId("s_daily0000001")) as session,
+        LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+    ):
+        weekdays = ["mon", "tue", "wed", "thu", "fri"]
+        daily_at = {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": weekdays}
+        await schedule.create({"prompt": "standup", "daily_at": daily_at})
+        await session.barrier()
+        return session.id
+
+
+def test_list_show_and_timeline_name_the_daily_rule(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = asyncio.run(_build_daily(data))
+    rule = "daily 09:00 Asia/Tokyo, mon tue wed thu fri"
+    assert run(data, "list", session) == 0
+    assert rule in capsys.readouterr().out
+    assert run(data, "show", session) == 0
+    assert f"create sch_1 {rule}, target" in capsys.readouterr().out
+    # Now is Monday 08:30 in Tokyo; Saturday and Sunday are skipped.
+    assert run(data, "timeline", session, "--until", "6d", "--zone", "Asia/Tokyo", "--json") == 0
+    timeline = json.loads(capsys.readouterr().out)
+    assert timeline["total"] == 5
+    assert [item["local"] for item in timeline["occurrences"]] == [
+        "2026-11-30T09:00:00.000+09:00",
+        "2026-12-01T09:00:00.000+09:00",
+        "2026-12-02T09:00:00.000+09:00",
+        "2026-12-03T09:00:00.000+09:00",
+        "2026-12-04T09:00:00.000+09:00",
+    ]
+    assert {item["kind"] for item in timeline["occurrences"]} == {"daily"}

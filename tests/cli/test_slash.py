@@ -64,6 +64,33 @@ def create(**arguments: object) -> CallTool:
             "/create at 2026-12-01 9:00 EST x",
             create(prompt="x", at={"date": "2026-12-01", "time": "9:00", "time_zone": "EST"}),
         ),
+        (
+            "/create daily 09:00 Asia/Tokyo mon,wed,fri standup notes",
+            create(
+                prompt="standup notes",
+                daily_at={
+                    "time": "09:00",
+                    "time_zone": "Asia/Tokyo",
+                    "weekdays": ["mon", "wed", "fri"],
+                },
+            ),
+        ),
+        (
+            "/create daily 7:30 UTC water the plants",
+            create(prompt="water the plants", daily_at={"time": "7:30", "time_zone": "UTC"}),
+        ),
+        # Day names are sent as typed, for the tool to judge ('Sun' is not one of its names).
+        (
+            "/create daily 07:00 Europe/Paris Sun salutation",
+            create(
+                prompt="salutation",
+                daily_at={"time": "07:00", "time_zone": "Europe/Paris", "weekdays": ["Sun"]},
+            ),
+        ),
+        (
+            "/create daily 07:00 Europe/Paris sunday walk",
+            create(prompt="sunday walk", daily_at={"time": "07:00", "time_zone": "Europe/Paris"}),
+        ),
         # The prompt is kept as typed: inner spacing, quotes and markup-like text included.
         (
             '  /create after 90s   say  "hi"  [bold]now[/bold]  ',
@@ -94,7 +121,7 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         ("/create", Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)),
         (
             "/create soon stretch",
-            Usage(message="/create soon: start with after, every or at", usage=CREATE_USAGE),
+            Usage(message="/create soon: start with after, every, at or daily", usage=CREATE_USAGE),
         ),
         (
             "/create after",
@@ -137,6 +164,18 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
             Usage(message="that duration is too long", usage=CREATE_USAGE),
         ),
         ("/create at", Usage(message="/create at: give a time", usage=CREATE_USAGE)),
+        (
+            "/create daily 09:00",
+            Usage(
+                message="/create daily: give the time and the time zone, such as daily 09:00 "
+                "Asia/Tokyo (or UTC), then optionally days such as mon,wed,fri",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create daily 09:00 UTC mon,fri",
+            Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
+        ),
         (
             "/create at 2026-12-01 09:00",
             Usage(

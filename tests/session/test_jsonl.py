@@ -297,7 +297,8 @@ class TestCorruption:
             HEADER_LINE + MESSAGE_LINE + SCHEDULE_LINE.replace(b'"version":1', b'"version":2'),
             ScheduleError,
             f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
-            f"(line 3 of {NAME}) is corrupt: invalid enum value 2 - at `$.version`",
+            f"(line 3 of {NAME}) is corrupt: an `at` schedule must be created with version 1, "
+            "not 2 - at `$.version`",
         )
 
     def test_invalid_utf8_in_a_schedule_entry_is_a_schedule_error(

@@ -387,7 +387,8 @@ class TestSchemaAndDamage:
                     "convert_from(data, 'UTF8'), '\"version\":1', '\"version\":2'), 'UTF8')",
                     ScheduleError,
                     f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
-                    f"({place}) is corrupt: invalid enum value 2 - at `$.version`",
+                    f"({place}) is corrupt: an `at` schedule must be created with version 1, "
+                    "not 2 - at `$.version`",
                 ),
                 (
                     f"UPDATE {schema}.entries SET type = 'calendar/event' WHERE position = 0",

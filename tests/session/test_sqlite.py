@@ -252,7 +252,8 @@ class TestCorruption:
             store,
             ScheduleError,
             f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
-            "(sessions.db) is corrupt: invalid enum value 2 - at `$.version`",
+            "(sessions.db) is corrupt: an `at` schedule must be created with version 1, not 2 "
+            "- at `$.version`",
         )
 
     @contract_test

@@ -16,6 +16,8 @@ from session_schedule.cli.common import (
     fail,
 )
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.time_input import parse_rfc3339
+from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.errors import SessionError
 
 EPILOG = f"""\
@@ -51,13 +53,22 @@ def build_parser() -> argparse.ArgumentParser:
     walkthrough_parser.set_defaults(handler=_walkthrough)
     resolve_parser = commands.add_parser(
         "resolve",
-        help="show the canonical UTC target of `at` inputs, or the error a model would get",
-        description="Resolve `at` inputs exactly as schedule_create does. Each input is an "
-        "RFC 3339 string with an offset, or the local form " + resolve.LOCAL_FORM_HELP + ".",
+        help="resolve `at` and `daily_at` inputs to UTC, or show the error a model would get",
+        description="Resolve `at` and `daily_at` inputs exactly as schedule_create does. Each "
+        "input is an RFC 3339 string with an offset, the local form "
+        + resolve.LOCAL_FORM_HELP
+        + ", or "
+        + resolve.DAILY_FORM_HELP
+        + f" (its next {resolve.OCCURRENCES_SHOWN} occurrences, with their offsets).",
         epilog="example: session-schedule resolve '2026-12-01T09:00:00+09:00' "
-        "'2027-03-14 02:30 America/New_York'",
+        "'2027-03-14 02:30 America/New_York' 'daily 02:30 America/New_York'",
     )
-    resolve_parser.add_argument("inputs", nargs="+", metavar="AT")
+    resolve_parser.add_argument("inputs", nargs="+", metavar="INPUT")
+    resolve_parser.add_argument(
+        "--after",
+        metavar="TIME",
+        help="list daily occurrences after this RFC 3339 time (default: now)",
+    )
     resolve_parser.set_defaults(handler=_resolve)
     for command in commands.choices.values():
         # Also accepted after the command name; SUPPRESS keeps a value given before it.
@@ -94,7 +105,8 @@ def _walkthrough(_arguments: argparse.Namespace) -> int:
 
 
 def _resolve(arguments: argparse.Namespace) -> int:
-    results = [resolve.resolve(text) for text in arguments.inputs]
+    after = SystemClock().now() if arguments.after is None else parse_rfc3339(arguments.after)
+    results = [resolve.resolve(text, after=after) for text in arguments.inputs]
     for _, line in results:
         print(line)
     return EXIT_OK if all(ok for ok, _ in results) else EXIT_REJECTED

@@ -9,8 +9,10 @@ module only *reads* a line — it runs nothing and never raises: every line beco
 - :class:`Usage` — a line that could not be read, with a message and the usage to show.
 
 Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``every 1m`` (below the
-5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone — are sent as typed so
-the person sees the tool's real error, exactly as a model would.
+5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone, ``Mon`` for a weekday —
+are sent as typed so the person sees the tool's real error, exactly as a model would. After
+``daily TIME ZONE``, a word made only of day names and commas (``mon,wed,fri``) is the weekdays;
+anything else starts the prompt.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ commands:
   /create every 10m <prompt>                        repeatedly, at a fixed rate (at least 5 minutes)
   /create at 2026-12-01T09:00:00+09:00 <prompt>     once, at an RFC 3339 time with an offset
   /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time in a zone (or UTC)
+  /create daily 09:00 Asia/Tokyo <prompt>           every day, at a local time in a zone
+  /create daily 09:00 UTC mon,wed,fri <prompt>      on the days listed only
   /list                                             the active reminders
   /delete sch_1                                     delete a reminder
   /help                                             this help
@@ -33,8 +37,8 @@ commands:
 Any other line is a message; start it with // to send a line that begins with /."""
 
 CREATE_USAGE: Final = (
-    "/create after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 Asia/Tokyo "
-    "<prompt>"
+    "/create after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 Asia/Tokyo"
+    "|daily 09:00 Asia/Tokyo [mon,wed,fri] <prompt>"
 )
 LIST_USAGE: Final = "/list"
 DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
@@ -50,6 +54,9 @@ _DURATION: Final = re.compile(
 _UNIT_SECONDS: Final = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
 _DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 _CLOCK_TIME: Final = re.compile(r"[0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?", re.ASCII)
+_DAY_NAME: Final = r"(?:mon|tue|wed|thu|fri|sat|sun)"
+_WEEKDAY_LIST: Final = re.compile(rf"{_DAY_NAME}(?:,{_DAY_NAME})*,?", re.ASCII | re.IGNORECASE)
+"""A word of day names and commas, read as the weekdays (as typed: the tool judges them)."""
 
 
 @final
@@ -126,11 +133,13 @@ def _create(text: str) -> Command:
             return _delayed("every_seconds", when, rest)
         case "at":
             return _at(rest)
+        case "daily":
+            return _daily(rest)
         case "":
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
             return Usage(
-                message=f"/create {when}: start with after, every or at", usage=CREATE_USAGE
+                message=f"/create {when}: start with after, every, at or daily", usage=CREATE_USAGE
             )
 
 
@@ -173,6 +182,24 @@ def _at(text: str) -> Command:
             usage=CREATE_USAGE,
         )
     return _with_prompt({"at": first}, rest)
+
+
+def _daily(text: str) -> Command:
+    clock, rest = _split(text)
+    zone, rest = _split(rest)
+    if not clock or not zone:
+        return Usage(
+            message="/create daily: give the time and the time zone, such as "
+            "daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon,wed,fri",
+            usage=CREATE_USAGE,
+        )
+    selector: dict[str, object] = {"time": clock, "time_zone": zone}
+    days, prompt = _split(rest)
+    if _WEEKDAY_LIST.fullmatch(days):
+        selector["weekdays"] = days.rstrip(",").split(",")
+    else:
+        prompt = rest
+    return _with_prompt({"daily_at": selector}, prompt)
 
 
 def _with_prompt(selector: dict[str, object], prompt: str) -> Command:

@@ -3,6 +3,7 @@ what comes back as a follow-up turn. It reads no clock and touches no storage.""
 
 from __future__ import annotations
 
+import zoneinfo
 from collections.abc import Callable
 from typing import Final
 
@@ -16,6 +17,7 @@ from session_schedule.core.framing import frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.records import make_view
 from session_schedule.core.rules import decide_create, decide_delete
+from session_schedule.core.time_input import format_local, load_zone, wall_clock_at
 
 START: Final = parse_instant("2026-11-29T20:00:00.000Z")
 
@@ -27,6 +29,9 @@ CREATES: Final[tuple[dict[str, object], ...]] = (
         "at": {"date": "2026-11-30", "time": "08:45", "time_zone": "Europe/London"},
     },
     {"prompt": "Check the nightly build.", "every_seconds": 3600},
+    {"prompt": "Post the standup summary.", "daily_at": {
+        "time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "tue", "wed", "thu", "fri"],
+    }},
     {"prompt": "Too eager.", "every_seconds": 60},
     {"prompt": "A time that never happens.", "at": {
         "date": "2027-03-14", "time": "02:30", "time_zone": "America/New_York"}},
@@ -73,8 +78,8 @@ def run(write: Callable[[str], None]) -> None:
     later = Instant(START + 5 * 3600 * MS_PER_SECOND + 17 * MS_PER_SECOND)
     write(
         f"\n5. The Session stays cold until {format_instant(later)}. When it is live again the "
-        "overdue one-shot goes first, in a turn of its own; then the hourly record delivers "
-        "only its latest missed occurrence, with the skipped count:"
+        "overdue one-shot goes first, in a turn of its own; then the recurring records share "
+        "one turn, each delivering only its latest missed occurrence, with the skipped count:"
     )
     while _deliver(later, state, append, write):
         write("")
@@ -82,6 +87,53 @@ def run(write: Callable[[str], None]) -> None:
     write("6. schedule_list now shows:")
     for record in state.ordered():
         write(f"   {_json(msgspec.to_builtins(make_view(record, later)))}")
+
+    write(
+        "\n7. daily_at keeps its wall-clock time across daylight-saving changes (where `at` "
+        "rejects a time in a gap). Every day in America/New_York, around the changes of 2027:"
+    )
+    for time, zone_name, start in DST_EXAMPLES:
+        _daily_example(time, zone_name, start, write)
+
+
+DST_EXAMPLES: Final = (
+    ("02:30", "America/New_York", "2027-03-12T12:00:00.000Z"),
+    ("01:30", "America/New_York", "2027-11-05T12:00:00.000Z"),
+)
+"""(time, zone, creation time) of the daily rules shown in step 7."""
+
+
+def _daily_example(time: str, zone_name: str, start: str, write: Callable[[str], None]) -> None:
+    """Create a daily rule at ``start``, then deliver each of its next three occurrences."""
+    now = parse_instant(start)
+    state = ScheduleFold(session="walkthrough")
+    selector = {"time": time, "time_zone": zone_name}
+    state.apply(decide_create({"prompt": "p", "daily_at": selector}, now=now, state=state))
+    zone = load_zone(zone_name)
+    write(f"   {_json(selector)}, created at {start}:")
+    for _ in range(3):
+        record = state.ordered()[0]
+        target = parse_instant(record.scheduled_at)
+        local = format_local(target, zone)
+        write(
+            f"   {local[:10]} {time}  ->  {local}  =  {record.scheduled_at}  "
+            f"{_day_kind(zone, target, time, local)}"
+        )
+        delivery = plan_delivery(state, target)
+        for dispatch in delivery.changes if delivery is not None else ():
+            state.apply(dispatch)
+
+
+def _day_kind(zone: zoneinfo.ZoneInfo, target: Instant, time: str, local: str) -> str:
+    if local[11:16] != time:
+        return "(a gap: fires as the clocks jump)"
+    # The same wall time again later, at the offset in force a few hours on: an overlap.
+    later = wall_clock_at(zone, Instant(target + 6 * 3_600_000)) - (target + 6 * 3_600_000)
+    earlier = wall_clock_at(zone, target) - target
+    repeat = Instant(target + earlier - later)
+    if repeat > target and wall_clock_at(zone, repeat) == wall_clock_at(zone, target):
+        return f"(an overlap: the earlier instant, once; not {format_instant(repeat)})"
+    return "(an ordinary day)"
 
 
 def _deliver(
