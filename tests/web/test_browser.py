@@ -277,6 +277,26 @@ def test_offline_the_person_calls_the_tools_from_the_page(
     expect(page.locator(".turn.tool").last).to_contain_text('"schedules": []')
 
 
+def test_offline_a_daily_reminder_is_created_from_the_form(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Asia/Tokyo")
+    form = page.locator("#create-form")
+    form.locator("select[name=rule]").select_option("daily_at")
+    expect(form.locator("fieldset.weekdays")).to_be_visible()
+    expect(form.locator("input[name=date]")).to_be_hidden()
+    form.locator("input[name=prompt]").fill("standup")
+    form.locator("input[name=time]").fill("09:00")
+    for day in ("mon", "wed", "fri"):
+        form.locator(f"input[name=weekdays][value={day}]").check()
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".turn.tool")).to_have_count(1)
+    expect(page.locator(".turn.model").last).to_contain_text(
+        '"daily_at":{"time":"09:00","time_zone":"Asia/Tokyo","weekdays":["mon","wed","fri"]}'
+    )
+    expect(page.locator(".schedule-rule")).to_have_text("daily 09:00 Asia/Tokyo, mon wed fri")
+
+
 def test_sessions_are_created_forked_and_switched_from_the_page(
     server: Running, open_page: Callable[[str, str], Page]
 ) -> None:

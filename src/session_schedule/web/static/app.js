@@ -321,6 +321,10 @@
   function describeRule(schedule) {
     if (schedule.kind === "after") return `after ${schedule.afterSeconds} s`;
     if (schedule.kind === "every") return `every ${schedule.everySeconds} s`;
+    if (schedule.kind === "daily") {
+      const days = schedule.weekdays.length === 7 ? "every day" : schedule.weekdays.join(" ");
+      return `daily ${schedule.time.slice(0, 5)} ${schedule.timeZone}, ${days}`;
+    }
     return "at";
   }
 
@@ -355,6 +359,8 @@
 
   function occurrences(schedule, now, horizon) {
     const first = Date.parse(schedule.scheduledAt);
+    // A daily record's later occurrences depend on its zone's rules: only the server resolves
+    // them, so the panel marks its next target alone.
     if (schedule.kind !== "every") return [first];
     const step = schedule.everySeconds * 1000;
     const found = [];
@@ -568,7 +574,7 @@
 
   function showRuleFields() {
     const rule = $("create-form").elements.rule.value;
-    for (const label of $("create-form").querySelectorAll("label[data-for]")) {
+    for (const label of $("create-form").querySelectorAll("[data-for]")) {
       label.hidden = !label.dataset.for.split(" ").includes(rule);
     }
   }
@@ -582,6 +588,14 @@
     if (rule === "at") args.at = form.at.value;
     if (rule === "local") {
       args.at = { date: form.date.value, time: form.time.value, time_zone: form.time_zone.value };
+    }
+    if (rule === "daily_at") {
+      const days = [...form.weekdays].filter((box) => box.checked).map((box) => box.value);
+      args.daily_at = {
+        time: form.time.value,
+        time_zone: form.time_zone.value,
+        weekdays: days.length ? days : null,
+      };
     }
     await submitOnce(event.target, () => callTool("schedule_create", args));
   }
