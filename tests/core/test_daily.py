@@ -381,3 +381,26 @@ def test_counting_listed_dates_agrees_with_walking_the_calendar(
         len(oracle_dates(start, start + dt.timedelta(days=length), weekdays)) if length >= 0 else 0
     )
     assert count_listed(rule, first, first + length) == walked
+
+
+def test_inside_an_overlap_the_next_date_is_found_past_the_repeated_hour() -> None:
+    # At 06:15Z on 2027-11-07 New York reads 01:15 for the second time: 01:30 that day already
+    # happened (05:30Z), so the next occurrence is the following day's.
+    rule = make_rule(parse_wall_time("01:30"), load_zone("America/New_York"), WEEKDAYS)
+    found = first_after(rule, parse_instant("2027-11-07T06:15:00.000Z"))
+    assert found is not None
+    assert format_instant(Instant(found[1])) == "2027-11-08T06:30:00.000Z"
+
+
+def test_a_target_the_current_rules_do_not_produce_is_delivered_itself() -> None:
+    # As if the zone's rules had changed since the target was computed: no occurrence lies
+    # between the stored target and the decision, so the stored target is the one delivered.
+    reminder = record(9 * HOUR, "UTC", WEEKDAYS, parse_instant("2026-12-01T12:00:00.000Z"))
+    decided_at = parse_instant("2026-12-01T13:00:00.000Z")
+    assert latest_daily_due(reminder, decided_at) == (parse_instant("2026-12-01T12:00:00.000Z"), 0)
+    assert next_daily_target(reminder, decided_at) == parse_instant("2026-12-02T09:00:00.000Z")
+
+
+def test_a_rule_lists_at_least_one_weekday() -> None:
+    with pytest.raises(ValueError, match="a daily rule lists at least one weekday"):
+        make_rule(0, load_zone("UTC"), ())

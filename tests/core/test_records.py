@@ -9,6 +9,7 @@ from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
     make_view,
@@ -22,6 +23,14 @@ AFTER = AfterScheduleRecord(
 AT = AtScheduleRecord(id=ScheduleId("sch_2"), prompt="q", scheduled_at="2026-12-01T00:00:00.000Z")
 EVERY = EveryScheduleRecord(
     id=ScheduleId("sch_3"), prompt="r", every_seconds=600, scheduled_at="2026-11-29T20:10:00.000Z"
+)
+DAILY = DailyScheduleRecord(
+    id=ScheduleId("sch_4"),
+    prompt="s",
+    local_time="09:00:00.000",
+    time_zone="Asia/Tokyo",
+    weekdays=["mon", "fri"],
+    scheduled_at="2026-11-30T00:00:00.000Z",
 )
 
 
@@ -66,6 +75,21 @@ EVERY = EveryScheduleRecord(
                 "deliveryMode": "session-local",
             },
         ),
+        (
+            DAILY,
+            "2026-11-30T00:00:00.001Z",
+            {
+                "kind": "daily",
+                "id": "sch_4",
+                "prompt": "s",
+                "time": "09:00:00.000",
+                "timeZone": "Asia/Tokyo",
+                "weekdays": ["mon", "fri"],
+                "scheduledAt": "2026-11-30T00:00:00.000Z",
+                "state": "overdue",
+                "deliveryMode": "session-local",
+            },
+        ),
     ],
 )
 def test_views_add_state_and_delivery_mode_to_the_wire_fields(
@@ -75,7 +99,12 @@ def test_views_add_state_and_delivery_mode_to_the_wire_fields(
 
 
 def test_record_kinds() -> None:
-    assert [record_kind(record) for record in (AFTER, AT, EVERY)] == ["after", "at", "every"]
+    assert [record_kind(record) for record in (AFTER, AT, EVERY, DAILY)] == [
+        "after",
+        "at",
+        "every",
+        "daily",
+    ]
 
 
 def test_ids_have_one_form() -> None:
@@ -98,6 +127,6 @@ def test_errors_carry_a_stable_code_and_message() -> None:
 def test_make_views_agrees_with_make_view() -> None:
     for now in ("2026-11-29T20:01:30.000Z", "2026-11-29T20:01:29.999Z"):
         instant = parse_instant(now)
-        assert make_views([AFTER, AT, EVERY], instant) == [
-            make_view(record, instant) for record in (AFTER, AT, EVERY)
+        assert make_views([AFTER, AT, EVERY, DAILY], instant) == [
+            make_view(record, instant) for record in (AFTER, AT, EVERY, DAILY)
         ]

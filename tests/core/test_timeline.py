@@ -145,3 +145,50 @@ def test_daily_expansion_agrees_with_resolving_each_date(
     if due:
         assert timeline.occurrences[0].skipped == len(due) - 1
         assert timeline.occurrences[0].kind == "daily"
+
+
+def daily_utc(target: str) -> DailyScheduleRecord:
+    return DailyScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="p",
+        local_time="09:00:00.000",
+        time_zone="UTC",
+        weekdays=list(WEEKDAYS),
+        scheduled_at=target,
+    )
+
+
+def test_an_overdue_daily_record_shows_its_latest_due_occurrence_then_the_next_ones() -> None:
+    now = parse_instant("2026-01-03T10:00:00.000Z")
+    timeline = build_timeline(
+        [daily_utc("2026-01-01T09:00:00.000Z")],
+        now=now,
+        until=Instant(now + 2 * 86_400_000),
+        zone=UTC,
+        limit=10,
+    )
+    assert [(o.scheduled_at, o.state, o.skipped) for o in timeline.occurrences] == [
+        ("2026-01-03T09:00:00.000Z", "overdue", 2),
+        ("2026-01-04T09:00:00.000Z", "scheduled", 0),
+        ("2026-01-05T09:00:00.000Z", "scheduled", 0),
+    ]
+    assert timeline.total == 3
+
+
+def test_daily_windows_stop_at_year_9999_and_before_the_target() -> None:
+    now = parse_instant("9999-12-31T10:00:00.000Z")
+    last = build_timeline(
+        [daily_utc("9999-12-30T09:00:00.000Z")], now=now, until=MAX_INSTANT, zone=UTC, limit=10
+    )
+    assert [(o.scheduled_at, o.skipped) for o in last.occurrences] == [
+        ("9999-12-31T09:00:00.000Z", 1)
+    ]
+    assert last.total == 1
+    early = build_timeline(
+        [daily_utc("2026-01-05T09:00:00.000Z")],
+        now=parse_instant("2026-01-01T00:00:00.000Z"),
+        until=parse_instant("2026-01-02T00:00:00.000Z"),
+        zone=UTC,
+        limit=10,
+    )
+    assert (early.occurrences, early.total) == ([], 0)

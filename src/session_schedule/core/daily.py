@@ -90,21 +90,19 @@ def occurrence_on(rule: DailyRule, day: int) -> int:
 
 
 def listed_from(rule: DailyRule, day: int) -> int:
-    """The first listed date on or after ``day``."""
-    weekday = weekday_of(day)
-    for step in range(7):
-        if rule.mask >> ((weekday + step) % 7) & 1:
-            return day + step
-    raise AssertionError("a daily rule lists at least one weekday")
+    """The first listed date on or after ``day`` (at most six days on: a weekday is listed)."""
+    weekday, step = weekday_of(day), 0
+    while not rule.mask >> ((weekday + step) % 7) & 1:
+        step += 1
+    return day + step
 
 
 def listed_until(rule: DailyRule, day: int) -> int:
-    """The last listed date on or before ``day``."""
-    weekday = weekday_of(day)
-    for step in range(7):
-        if rule.mask >> ((weekday - step) % 7) & 1:
-            return day - step
-    raise AssertionError("a daily rule lists at least one weekday")
+    """The last listed date on or before ``day`` (at most six days back)."""
+    weekday, step = weekday_of(day), 0
+    while not rule.mask >> ((weekday - step) % 7) & 1:
+        step += 1
+    return day - step
 
 
 def count_listed(rule: DailyRule, first: int, last: int) -> int:
