@@ -173,7 +173,7 @@ days_1850_2250 = st.integers(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     zone=zones,
     day=days_1850_2250,
@@ -187,7 +187,7 @@ def test_next_occurrence_agrees_with_the_oracle(
     check_next(zone, time_of_day, weekdays, day * DAY + shift)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     zone=zones,
     day=st.integers(
