@@ -39,6 +39,7 @@ from session_schedule.testing.clock import FakeClock
 from session_schedule.tools import ScheduleTools
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
+from tests.session.files import replace_entry_line, reseal_entry
 
 START = "2026-11-29T20:00:00.000Z"
 NOW = "2026-11-29T23:30:00.000Z"
@@ -291,7 +292,7 @@ def test_sessions_marks_a_corrupt_session_and_goes_on(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_session(data, OTHER)
-    replace_line(path_of(data, OTHER), 3, b"{not json")
+    replace_entry_line(path_of(data, OTHER), 2, b"{not json")
     assert run(data, "sessions", "--json") == 0
     rows = json.loads(capsys.readouterr().out)
     assert [row["id"] for row in rows] == [session, OTHER]
@@ -299,12 +300,13 @@ def test_sessions_marks_a_corrupt_session_and_goes_on(
     assert rows[1]["entries"] is None
     assert rows[1]["activeReminders"] is None
     assert rows[1]["problem"].startswith(
-        f"session {OTHER} is corrupt at entry 2 (line 4 of {OTHER}.jsonl): malformed JSON"
+        f"session {OTHER} is corrupt at entry 2 (line 5 of {OTHER}.jsonl): the line is not an "
+        "entry line"
     )
     assert run(data, "sessions") == 0
     out = capsys.readouterr().out
     assert f"{OTHER}   {START}   —        ?         corrupt" in out
-    assert f"\nsession {OTHER} is corrupt at entry 2 (line 4 of {OTHER}.jsonl)" in out
+    assert f"\nsession {OTHER} is corrupt at entry 2 (line 5 of {OTHER}.jsonl)" in out
 
 
 def test_sessions_reports_an_unreadable_header_beside_the_others(
@@ -408,8 +410,8 @@ def test_show_points_at_a_change_the_fold_rejects_and_exits_5(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A well-formed line that breaks a fold rule: deleting sch_1 again, after its dispatch.
-    line = b'{"type":"schedule/change","data":{"operation":"delete","version":1,"id":"sch_1"}}'
-    replace_line(path_of(data, session), 10, line)
+    data_bytes = b'{"operation":"delete","version":1,"id":"sch_1"}'
+    reseal_entry(path_of(data, session), 9, "schedule/change", data_bytes)
     assert run(data, "show", session) == 5
     captured = capsys.readouterr()
     assert "9    2026-11-29T20:01:30.000Z" not in captured.out  # entry 9 was replaced
@@ -678,6 +680,24 @@ def test_check_a_fork(data: Path, session: SessionId, capsys: pytest.CaptureFixt
     )
 
 
+def test_check_a_torn_tail_of_whole_lines_is_reported_and_left_alone(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What a power cut can leave after the last barrier: a zero-filled page, then a later line.
+    path = path_of(data, session)
+    with path.open("ab") as file:
+        file.write(bytes(4095) + b"\n" + b'{"seq":13,"type":"message","data":{}}\n')
+    before = path.read_bytes()
+    assert run(data, "check", session) == 0
+    assert capsys.readouterr().out == (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders; the file ends in 4134 bytes (2 lines) written after the last "
+        "barrier that do not verify (a torn tail: appends a crash cut short or lost), which are "
+        "ignored and will be cut when the session is next opened\n"
+    )
+    assert path.read_bytes() == before
+
+
 def test_check_a_torn_last_line_is_reported_and_left_alone(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -698,20 +718,20 @@ def test_check_a_torn_last_line_is_reported_and_left_alone(
     ("line", "message"),
     [
         (
-            b'{"type":"message","data":{"role":"user"}}',
-            "session {id} is corrupt at entry 2 (line 4 of {id}.jsonl): invalid message "
+            ("message", b'{"role":"user"}'),
+            "session {id} is corrupt at entry 2 (line 5 of {id}.jsonl): invalid message "
             "payload: object missing required field `content`; the file was left untouched for "
             "inspection\n",
         ),
         (
-            b'{"type":"schedule/change","data":{"operation":"create","version":3}}',
-            "corrupt_schedule_log: schedule/change at entry 2 of session {id} (line 4 of "
+            ("schedule/change", b'{"operation":"create","version":3}'),
+            "corrupt_schedule_log: schedule/change at entry 2 of session {id} (line 5 of "
             "{id}.jsonl) is corrupt: invalid enum value 3 - at `$.version`\n",
         ),
         (
             b"\xff\xfe",
-            "session {id} is corrupt at entry 2 (line 4 of {id}.jsonl): malformed JSON (JSON is "
-            "malformed: invalid character (byte 0)); the file was left untouched for inspection\n",
+            "session {id} is corrupt at entry 2 (line 5 of {id}.jsonl): the line is not an entry "
+            "line (it is damaged or zero-filled); the file was left untouched for inspection\n",
         ),
     ],
 )
@@ -720,12 +740,15 @@ def test_a_corrupt_line_in_the_middle_is_exit_5(
     data: Path,
     session: SessionId,
     command: str,
-    line: bytes,
+    line: bytes | tuple[str, bytes],
     message: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = path_of(data, session)
-    replace_line(path, 3, line)
+    if isinstance(line, bytes):
+        replace_entry_line(path, 2, line)
+    else:
+        reseal_entry(path, 2, *line)
     before = path.read_bytes()
     assert run(data, command, session) == 5
     captured = capsys.readouterr()
@@ -737,11 +760,8 @@ def test_a_corrupt_line_in_the_middle_is_exit_5(
 def test_check_a_change_the_fold_rejects(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = json.dumps(
-        {"type": CHANGE_EVENT_TYPE, "data": {"operation": "dispatch", "version": 1, "id": "sch_2"}},
-        separators=(",", ":"),
-    )
-    replace_line(path_of(data, session), 11, line.encode())
+    change = b'{"operation":"dispatch","version":1,"id":"sch_2"}'
+    reseal_entry(path_of(data, session), 10, CHANGE_EVENT_TYPE, change)
     assert run(data, "check", session) == 5
     assert capsys.readouterr().err == (
         f"session-schedule: corrupt_schedule_log: schedule/change at entry 10 of session "

@@ -39,6 +39,8 @@ class TestMemoryStore(SessionStoreContract):
 
 
 class TestJsonlStore(SessionStoreContract):
+    header_format = 2
+
     def make_store(self, root: Path) -> SessionStore:
         return JsonlSessionStore(root / "sessions")
 
@@ -58,7 +60,7 @@ class TestJsonlStore(SessionStoreContract):
             one_shot(
                 os.write,
                 OSError(errno.ENOSPC, "No space left on device"),
-                when=lambda fd, data: bytes(data).startswith(b'{"type":'),
+                when=lambda fd, data: bytes(data).startswith(b'{"seq":'),
             ),
         )
 

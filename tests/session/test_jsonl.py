@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from session_schedule.session import (
     SessionId,
 )
 from session_schedule.session import jsonl as jsonl_module
+from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import (
     NOW,
     contract_test,
@@ -36,6 +38,27 @@ from tests.session.faults import one_shot
 
 SID = SessionId("s_aaaaaaaaaaaa")
 NAME = f"{SID}.jsonl"
+# Format 2: what the store writes.
+V2_HEADER_LINE = (
+    b'{"type":"header","data":{"format":2,"id":"s_aaaaaaaaaaaa",'
+    b'"createdAt":"2026-05-01T09:00:00.000Z","parentId":null,"seedLength":0},"crc":"ddf36d5c"}\n'
+)
+V2_MESSAGE_LINE = (
+    b'{"seq":0,"type":"message","data":{"role":"user","content":"turn 0",'
+    b'"at":"2026-05-01T09:00:00.000Z","origin":"person"},"crc":"ea677e84"}\n'
+)
+V2_SCHEDULE_LINE = (
+    b'{"seq":1,"type":"schedule/change","data":{"operation":"create","version":1,"schedule":'
+    b'{"kind":"at","id":"sch_1","prompt":"reminder 1","scheduledAt":"2030-01-01T00:00:00.000Z"}},'
+    b'"crc":"9089b7a0"}\n'
+)
+V2_LAST_LINE = (
+    b'{"seq":2,"type":"message","data":{"role":"user","content":"turn 2",'
+    b'"at":"2026-05-01T09:00:00.002Z","origin":"person"},"crc":"5c959cfe"}\n'
+)
+V2_COMMIT_LINE = b'{"ack":3,"chain":"5c959cfe","crc":"fb36f8e1"}\n'
+V2_GOOD = V2_HEADER_LINE + V2_MESSAGE_LINE + V2_SCHEDULE_LINE + V2_LAST_LINE + V2_COMMIT_LINE
+# Format 1: sessions written before format 2, still read and appended to.
 HEADER_LINE = (
     b'{"type":"header","data":{"format":1,"id":"s_aaaaaaaaaaaa",'
     b'"createdAt":"2026-05-01T09:00:00.000Z","parentId":null,"seedLength":0}}\n'
@@ -68,6 +91,25 @@ def write_session(store: JsonlSessionStore, content: bytes) -> Path:
     return path
 
 
+def expect_refused(
+    store: JsonlSessionStore,
+    content: bytes,
+    error: type[Exception],
+    message: str | re.Pattern[str],
+) -> None:
+    """Every way of reading ``content`` raises ``error`` with ``message``; nothing is touched."""
+    path = write_session(store, content)
+    for attempt in (store.open, store.read, lambda sid: store.fork(sid, at=0, now=NOW)):
+        with pytest.raises(error) as caught:
+            asyncio.run(attempt(SID))
+        if isinstance(message, str):
+            assert str(caught.value) == message
+        else:
+            assert message.fullmatch(str(caught.value))
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in store.data_dir.iterdir()) == [NAME]
+
+
 async def make_good_session(store: JsonlSessionStore) -> Path:
     async with await store.create(now=NOW, session_id=SID) as handle:
         handle.append("message", turn(0))
@@ -81,7 +123,57 @@ class TestFormat:
     @contract_test
     async def test_the_file_is_exactly_the_documented_lines(self, store: JsonlSessionStore) -> None:
         path = await make_good_session(store)
+        assert path.read_bytes() == V2_GOOD
+
+    def test_the_checksums_follow_the_documented_rule(self) -> None:
+        # Each seal is the CRC-32 of the bytes before `,"crc":`; an entry's register starts from
+        # the previous entry's checksum (entry 0's from 0); headers and commits start from 0.
+        previous = 0
+        for line in (V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_LAST_LINE):
+            body, seal = line.split(b',"crc":"')
+            previous = zlib.crc32(body, previous)
+            assert seal == b"%08x" % previous + b'"}\n'
+        for line in (V2_HEADER_LINE, V2_COMMIT_LINE):
+            body, seal = line.split(b',"crc":"')
+            assert seal == b"%08x" % zlib.crc32(body) + b'"}\n'
+        assert V2_COMMIT_LINE.startswith(b'{"ack":3,"chain":"%08x"' % previous)
+
+    @contract_test
+    async def test_the_handle_exposes_each_entry_checksum(self, store: JsonlSessionStore) -> None:
+        await make_good_session(store)
+        async with await store.open(SID) as handle:
+            assert [handle.checksum(n) for n in range(3)] == [0xEA677E84, 0x9089B7A0, 0x5C959CFE]
+            with pytest.raises(IndexError):
+                handle.checksum(3)
+            handle.append("message", turn(3))
+            assert handle.checksum(3) == zlib.crc32(
+                b'{"seq":3,"type":"message","data":{"role":"user","content":"turn 3",'
+                b'"at":"2026-05-01T09:00:00.003Z","origin":"person"}',
+                0x5C959CFE,
+            )
+
+    @contract_test
+    async def test_a_format_1_session_stays_in_format_1(self, store: JsonlSessionStore) -> None:
+        path = write_session(store, GOOD[: -len(LAST_LINE)])
+        async with await store.open(SID) as handle:
+            assert handle.format == 1
+            handle.append("message", turn(2))
+            await handle.barrier()
+            with pytest.raises(ValueError, match="format 1, which has no checksums"):
+                handle.checksum(0)
         assert path.read_bytes() == GOOD
+
+    @contract_test
+    async def test_a_fork_of_a_format_1_session_is_written_in_format_2(
+        self, store: JsonlSessionStore
+    ) -> None:
+        write_session(store, GOOD)
+        async with await store.fork(SID, now=NOW, session_id=SessionId("s_bbbbbbbbbbbb")) as fork:
+            assert fork.format == 2
+            lines = fork.path.read_bytes().splitlines(keepends=True)
+        assert lines[1:] == [V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_LAST_LINE]
+        snapshot = await store.read("s_bbbbbbbbbbbb")
+        assert payloads(snapshot.entries) == payloads((await store.read(SID)).entries)
 
     @contract_test
     async def test_files_are_private_and_nothing_else_is_left(
@@ -101,8 +193,9 @@ class TestFormat:
         await make_good_session(store)
         async with await store.fork(SID, at=2, now=NOW) as fork:
             lines = fork.path.read_bytes().splitlines(keepends=True)
-        assert lines[1:] == [MESSAGE_LINE, SCHEDULE_LINE]
-        assert b'"parentId":"s_aaaaaaaaaaaa","seedLength":2}}' in lines[0]
+            assert [fork.checksum(n) for n in range(2)] == [0xEA677E84, 0x9089B7A0]
+        assert lines[1:] == [V2_MESSAGE_LINE, V2_SCHEDULE_LINE]
+        assert b'"parentId":"s_aaaaaaaaaaaa","seedLength":2},"crc":' in lines[0]
 
     @contract_test
     async def test_list_ignores_files_that_are_not_sessions(self, store: JsonlSessionStore) -> None:
@@ -120,7 +213,7 @@ class TestFormat:
         monkeypatch.setattr(jsonl_module, "new_session_id", lambda: next(fresh))
         async with await store.create(now=NOW) as handle:
             assert handle.id == "s_bbbbbbbbbbbb"
-        assert path.read_bytes() == GOOD
+        assert path.read_bytes() == V2_GOOD
         assert len(list(store.data_dir.iterdir())) == 2
 
     @contract_test
@@ -246,26 +339,8 @@ def _flip_high_bit(data: bytes, index: int) -> bytes:
 
 
 class TestCorruption:
-    def _expect(
-        self,
-        store: JsonlSessionStore,
-        content: bytes,
-        error: type[Exception],
-        message: str | re.Pattern[str],
-    ) -> None:
-        path = write_session(store, content)
-        for attempt in (store.open, store.read, lambda sid: store.fork(sid, at=0, now=NOW)):
-            with pytest.raises(error) as caught:
-                asyncio.run(attempt(SID))
-            if isinstance(message, str):
-                assert str(caught.value) == message
-            else:
-                assert message.fullmatch(str(caught.value))
-        assert path.read_bytes() == content
-        assert sorted(p.name for p in store.data_dir.iterdir()) == [NAME]
-
     def test_a_garbage_line_in_the_middle(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + MESSAGE_LINE + b"garbage\n" + SCHEDULE_LINE + LAST_LINE[:-3],
             SessionCorrupt,
@@ -274,7 +349,7 @@ class TestCorruption:
         )
 
     def test_an_empty_line(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + b"\n" + MESSAGE_LINE,
             SessionCorrupt,
@@ -283,7 +358,7 @@ class TestCorruption:
         )
 
     def test_a_bad_last_complete_line_is_not_a_torn_tail(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + MESSAGE_LINE + LAST_LINE[:-9] + b"\n",
             SessionCorrupt,
@@ -292,7 +367,7 @@ class TestCorruption:
         )
 
     def test_a_bad_schedule_entry_is_a_schedule_error(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + MESSAGE_LINE + SCHEDULE_LINE.replace(b'"version":1', b'"version":2'),
             ScheduleError,
@@ -304,7 +379,7 @@ class TestCorruption:
     def test_invalid_utf8_in_a_schedule_entry_is_a_schedule_error(
         self, store: JsonlSessionStore
     ) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + SCHEDULE_LINE.replace(b"reminder", b"r\xe1minder"),
             ScheduleError,
@@ -314,7 +389,7 @@ class TestCorruption:
         )
 
     def test_an_unknown_entry_type(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + b'{"type":"calendar/event","data":{}}\n' + MESSAGE_LINE,
             SessionCorrupt,
@@ -323,7 +398,7 @@ class TestCorruption:
         )
 
     def test_an_envelope_with_an_extra_field(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + MESSAGE_LINE[:-2] + b',"crc":1}\n',
             SessionCorrupt,
@@ -332,7 +407,7 @@ class TestCorruption:
         )
 
     def test_a_bad_message_entry(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + MESSAGE_LINE.replace(b'"person"', b'"model"'),
             SessionCorrupt,
@@ -341,7 +416,7 @@ class TestCorruption:
         )
 
     def test_corruption_wins_over_a_torn_tail(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + b"{}\n" + LAST_LINE[:20],
             SessionCorrupt,
@@ -375,7 +450,8 @@ class TestCorruption:
             ),
             # The wording of this one belongs to the core's instant field.
             (b"09:00:00.000Z", b"09:00:00Z", re.compile(r".* - at `\$\.createdAt`")),
-            (b'"format":1', b'"format":2', "invalid enum value 2 - at `$.format`"),
+            (b'"format":1', b'"format":2', "a format-2 header must end with its checksum"),
+            (b'"format":1', b'"format":3', "invalid enum value 3 - at `$.format`"),
             (b'"seedLength":0', b'"seedLength":-1', "expected `int` >= 0 - at `$.seedLength`"),
             (
                 b'"type":"header"',
@@ -402,12 +478,12 @@ class TestCorruption:
             if isinstance(problem, str)
             else re.compile(re.escape(prefix) + problem.pattern + re.escape(UNTOUCHED))
         )
-        self._expect(
+        expect_refused(
             store, HEADER_LINE.replace(before, after) + MESSAGE_LINE, SessionCorrupt, expected
         )
 
     def test_a_broken_schedule_line_is_a_schedule_error(self, store: JsonlSessionStore) -> None:
-        self._expect(
+        expect_refused(
             store,
             HEADER_LINE + SCHEDULE_LINE[:60] + b"\n" + MESSAGE_LINE,
             ScheduleError,
@@ -435,6 +511,233 @@ class TestCorruption:
             with pytest.raises(expected):
                 asyncio.run(store.open(SID))
             assert path.read_bytes() == content
+
+
+V2_ENTRY_LINES = [V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_LAST_LINE]
+V2_FIRST_TWO = V2_HEADER_LINE + V2_MESSAGE_LINE + V2_SCHEDULE_LINE
+V2_COMMIT_TWO = commit_line(2, 0x9089B7A0)
+
+
+def _v2(*lines: bytes) -> bytes:
+    return b"".join([V2_HEADER_LINE, *lines])
+
+
+class TestFormat2TornTail:
+    """Format 2: whatever follows the last acknowledged entry and does not verify is cut."""
+
+    def test_an_unacknowledged_line_is_cut_at_every_offset(self, store: JsonlSessionStore) -> None:
+        acknowledged = V2_FIRST_TWO + V2_COMMIT_TWO
+        for cut in range(len(V2_LAST_LINE)):
+            write_session(store, acknowledged + V2_LAST_LINE[:cut])
+            asyncio.run(self._recover(store, acknowledged))
+
+    async def _recover(self, store: JsonlSessionStore, acknowledged: bytes) -> None:
+        path = store.path_of(SID)
+        async with await store.open(SID) as handle:
+            assert len(handle.entries) == 2
+            assert path.read_bytes() == acknowledged
+            handle.append("message", turn(2))
+            await handle.barrier()
+        assert path.read_bytes() == acknowledged + V2_LAST_LINE + commit_line(3, 0x5C959CFE)
+
+    @pytest.mark.parametrize(
+        "tail",
+        [
+            bytes(len(V2_LAST_LINE)),
+            bytes(len(V2_LAST_LINE) - 1) + b"\n",
+            bytes(50) + V2_LAST_LINE[50:],
+            V2_LAST_LINE[:-30] + bytes(29) + b"\n",
+            bytes(4096) + b"\n" + V2_LAST_LINE,
+            V2_LAST_LINE.replace(b"turn 2", b"turn 9"),
+            V2_LAST_LINE.replace(b'"seq":2', b'"seq":3'),
+            V2_LAST_LINE[:40] + V2_LAST_LINE[60:],
+            commit_line(3, 0x5C959CFE)[:-9] + b"\n" + V2_LAST_LINE,
+        ],
+    )
+    def test_damage_after_the_last_commit_record_is_a_torn_tail(
+        self, store: JsonlSessionStore, tail: bytes
+    ) -> None:
+        acknowledged = V2_FIRST_TWO + V2_COMMIT_TWO
+        path = write_session(store, acknowledged + tail)
+        snapshot = asyncio.run(store.read(SID))
+        assert len(snapshot.entries) == 2
+        assert path.read_bytes() == acknowledged + tail
+        asyncio.run(self._recover(store, acknowledged))
+
+    @contract_test
+    async def test_intact_entries_past_the_last_commit_record_are_made_durable_and_vouched_for(
+        self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = write_session(store, V2_FIRST_TWO + V2_COMMIT_TWO + V2_LAST_LINE + b'{"seq":3,')
+        calls: list[int] = []
+        monkeypatch.setattr(os, "fsync", _counting(os.fsync, calls))
+        async with await store.open(SID) as handle:
+            assert payloads(handle.entries)[2] == ("message", turn(2))
+            assert handle.durable_length == 3
+        assert len(calls) == 1
+        assert path.read_bytes() == V2_FIRST_TWO + V2_COMMIT_TWO + V2_LAST_LINE + V2_COMMIT_LINE
+
+    @contract_test
+    async def test_entries_a_crash_left_unacknowledged_stay_when_intact(
+        self, store: JsonlSessionStore
+    ) -> None:
+        path = write_session(store, V2_FIRST_TWO)
+        async with await store.open(SID) as handle:
+            assert len(handle.entries) == 2
+        assert path.read_bytes() == V2_FIRST_TWO + V2_COMMIT_TWO
+
+
+class TestFormat2Corruption:
+    """Format 2: an acknowledged line that is damaged, missing, repeated or moved is reported."""
+
+    @pytest.mark.parametrize(
+        ("content", "error", "message"),
+        [
+            (
+                _v2(V2_SCHEDULE_LINE, V2_LAST_LINE, V2_COMMIT_LINE),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): found entry 1 where "
+                f"entry 0 belongs: a line is missing, repeated or out of order{UNTOUCHED}",
+            ),
+            (
+                _v2(V2_MESSAGE_LINE, V2_LAST_LINE, V2_COMMIT_LINE),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 1 (line 3 of {NAME}): found entry 2 where "
+                f"entry 1 belongs: a line is missing, repeated or out of order{UNTOUCHED}",
+            ),
+            (
+                _v2(V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_COMMIT_LINE),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 2 (line 4 of {NAME}): entry 2 is missing: "
+                f"the commit record on line 4 acknowledges 3 entries{UNTOUCHED}",
+            ),
+            (
+                _v2(V2_MESSAGE_LINE, V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_LAST_LINE),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 1 (line 3 of {NAME}): found entry 0 where "
+                f"entry 1 belongs: a line is missing, repeated or out of order{UNTOUCHED}",
+            ),
+            (
+                V2_GOOD + V2_LAST_LINE,
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 3 (line 6 of {NAME}): found entry 2 where "
+                f"entry 3 belongs: a line is missing, repeated or out of order{UNTOUCHED}",
+            ),
+            (
+                _v2(V2_SCHEDULE_LINE, V2_MESSAGE_LINE, V2_LAST_LINE, V2_COMMIT_LINE),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): found entry 1 where "
+                f"entry 0 belongs: a line is missing, repeated or out of order{UNTOUCHED}",
+            ),
+            (
+                _v2(V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_COMMIT_LINE, V2_LAST_LINE),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 2 (line 4 of {NAME}): entry 2 is missing: "
+                f"the commit record on line 4 acknowledges 3 entries{UNTOUCHED}",
+            ),
+        ],
+    )
+    def test_a_moved_acknowledged_line(
+        self, store: JsonlSessionStore, content: bytes, error: type[Exception], message: str
+    ) -> None:
+        expect_refused(store, content, error, message)
+
+    def test_an_altered_acknowledged_schedule_line_is_a_schedule_error(
+        self, store: JsonlSessionStore
+    ) -> None:
+        expect_refused(
+            store,
+            V2_GOOD.replace(b"reminder 1", b"reminder 2"),
+            ScheduleError,
+            f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
+            f"(line 3 of {NAME}) is corrupt: the line does not match its checksum: it, or a line "
+            "before it, was altered",
+        )
+
+    def test_an_altered_acknowledged_message_line(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            V2_GOOD.replace(b"turn 0", b"turn 9"),
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): the line does not match "
+            f"its checksum: it, or a line before it, was altered{UNTOUCHED}",
+        )
+
+    def test_a_zero_filled_acknowledged_line(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            _v2(V2_MESSAGE_LINE, bytes(len(V2_SCHEDULE_LINE) - 1) + b"\n", V2_LAST_LINE)
+            + V2_COMMIT_LINE,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 1 (line 3 of {NAME}): the line is not an entry "
+            f"line (it is damaged or zero-filled){UNTOUCHED}",
+        )
+
+    def test_a_commit_record_that_contradicts_the_chain(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            V2_FIRST_TWO + commit_line(2, 0x12345678),
+            SessionCorrupt,
+            f"session {SID} is corrupt at line 4 of {NAME}: the commit record acknowledges "
+            f"entry 1 with checksum 12345678, but the entry's checksum is 9089b7a0{UNTOUCHED}",
+        )
+
+    def test_a_sealed_line_that_does_not_decode_is_corruption_even_unacknowledged(
+        self, store: JsonlSessionStore
+    ) -> None:
+        body = b'{"seq":0,"type":"schedule/change","data":{"operation":"delete","version":2,"id":"sch_1"}'
+        sealed = body + b',"crc":"%08x"}\n' % zlib.crc32(body)
+        expect_refused(
+            store,
+            V2_HEADER_LINE + sealed,
+            ScheduleError,
+            f"corrupt_schedule_log: schedule/change at entry 0 of session {SID} "
+            f"(line 2 of {NAME}) is corrupt: invalid enum value 2 - at `$.version`",
+        )
+
+    def test_a_fork_missing_a_copied_line(self, store: JsonlSessionStore) -> None:
+        header = V2_HEADER_LINE.replace(b'"seedLength":0', b'"seedLength":2')
+        body = header[: header.index(b',"crc":"')]
+        header = body + b',"crc":"%08x"}\n' % zlib.crc32(body)
+        expect_refused(
+            store,
+            header + V2_SCHEDULE_LINE,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): found entry 1 where "
+            f"entry 0 belongs: a line is missing, repeated or out of order{UNTOUCHED}",
+        )
+
+    def test_a_header_that_does_not_match_its_checksum(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            V2_GOOD.replace(b"09:00:00.000Z", b"09:00:01.000Z", 1),
+            SessionCorrupt,
+            f"session {SID} is corrupt at its header (line 1 of {NAME}): the header does not "
+            f"match its checksum{UNTOUCHED}",
+        )
+
+    def test_every_deletion_repeat_and_swap_of_an_acknowledged_line_is_reported(
+        self, store: JsonlSessionStore
+    ) -> None:
+        lines = V2_GOOD.splitlines(keepends=True)
+        variants: list[list[bytes]] = []
+        for index in range(1, 4):
+            variants.append(lines[:index] + lines[index + 1 :])
+            variants.extend(
+                [*lines[:place], lines[index], *lines[place:]]
+                for place in range(1, len(lines) + 1)
+                if place not in (index, index + 1)
+            )
+            swapped = list(lines)
+            swapped[index], swapped[index + 1] = swapped[index + 1], swapped[index]
+            variants.append(swapped)
+        for variant in variants:
+            content = b"".join(variant)
+            path = write_session(store, content)
+            with pytest.raises((SessionCorrupt, ScheduleError)):
+                asyncio.run(store.open(SID))
+            assert path.read_bytes() == content
+        assert len(variants) == 3 * (1 + 3 + 1)
 
 
 def _counting(real: Callable[[int], None], calls: list[int]) -> Callable[[int], None]:
@@ -491,16 +794,19 @@ class TestFaults:
         with pytest.raises(PersistenceUncertain) as caught:
             handle.append("message", turn(1))
         monkeypatch.undo()
+        line = V2_MESSAGE_LINE.replace(b'"seq":0', b'"seq":1').replace(b"turn 0", b"turn 1")
         assert caught.value.message == (
             f"session {SID} cannot confirm that its entries are durable (writing entry 1 "
-            f"failed: [Errno 5] short write ({len(MESSAGE_LINE) - 10} of {len(MESSAGE_LINE)} "
+            f"failed: [Errno 5] short write ({len(line) - 10} of {len(line)} "
             "bytes)); reopen the session from storage"
         )
         await handle.close()
         assert not store.path_of(SID).read_bytes().endswith(b"\n")
         async with await store.open(SID) as reopened:
             assert payloads(reopened.entries) == [("message", turn(0))]
-        assert store.path_of(SID).read_bytes() == HEADER_LINE + MESSAGE_LINE
+        assert store.path_of(SID).read_bytes() == (
+            V2_HEADER_LINE + V2_MESSAGE_LINE + commit_line(1, 0xEA677E84)
+        )
 
     @contract_test
     async def test_a_failing_fsync_while_cutting_a_torn_tail(
@@ -510,7 +816,7 @@ class TestFaults:
         monkeypatch.setattr(
             os, "fsync", one_shot(os.fsync, OSError(errno.EIO, "Input/output error"))
         )
-        with pytest.raises(PersistenceUncertain, match="cutting the torn last line failed"):
+        with pytest.raises(PersistenceUncertain, match="cutting the torn tail failed"):
             await store.open(SID)
         async with await store.open(SID) as handle:
             assert len(handle.entries) == 2

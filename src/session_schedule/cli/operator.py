@@ -651,7 +651,8 @@ def _timeline(arguments: argparse.Namespace) -> int:
 
 def _check(arguments: argparse.Namespace) -> int:
     store = JsonlSessionStore(data_dir(arguments))
-    snapshot = asyncio.run(store.read(arguments.session))
+    inspection = asyncio.run(store.inspect(arguments.session))
+    snapshot = inspection.snapshot
     state = fold_snapshot(snapshot)
     header, entries = snapshot
     problem = transcript_problem(entries)
@@ -672,23 +673,21 @@ def _check(arguments: argparse.Namespace) -> int:
     ]
     if header.parent_id is not None:
         parts.append(f"forked from {header.parent_id} at entry {header.seed_length}")
-    if _has_torn_tail(store, header.id):
+    if inspection.torn_lines:
+        lines = inspection.torn_lines
+        parts.append(
+            f"the file ends in {inspection.torn_bytes} bytes ({lines} line"
+            f"{'' if lines == 1 else 's'}) written after the last barrier that do not verify "
+            "(a torn tail: appends a crash cut short or lost), which are ignored and will be cut "
+            "when the session is next opened"
+        )
+    elif inspection.torn_bytes:
         parts.append(
             "the file ends in an incomplete line (an append cut short), which is ignored and "
             "will be cut when the session is next opened"
         )
     print("; ".join(parts))
     return EXIT_OK
-
-
-def _has_torn_tail(store: JsonlSessionStore, session_id: SessionId) -> bool:
-    """Whether the session's file ends with bytes after its last newline."""
-    with store.path_of(session_id).open("rb") as file:
-        size = file.seek(0, 2)
-        if size == 0:
-            return False
-        file.seek(size - 1)
-        return file.read(1) != b"\n"
 
 
 # -- fork ------------------------------------------------------------------------------------

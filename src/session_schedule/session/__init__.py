@@ -10,7 +10,9 @@ General layout:
 - ``errors``   — ``SessionError`` and its kinds, ``PersistenceUncertain`` among them;
 - ``message``  — the ``message`` entry type (transcript turns), registered in the persistence
                  catalog beside the core's ``schedule/change``;
-- ``codec``    — the envelope and line format shared by the file and database backends;
+- ``codec``    — the envelope and payload bytes shared by the file and database backends;
+- ``lines``    — the JSONL file's line formats (1 and 2: sequence numbers, chained checksums,
+                 commit records) and the scan that tells a torn tail from corruption;
 - ``barrier``  — group commit, the mechanism behind ``barrier()``;
 - ``worker``   — the dedicated thread each open file or database session runs its blocking
                  calls on;

@@ -1,10 +1,12 @@
 """The byte forms of a session, shared by the file and the database backends.
 
-Every stored record is an envelope ``{"type": T, "data": D}``: ``D`` is the canonical JSON of the
-payload (msgspec, fields in declaration order, no whitespace). In a JSONL file each envelope is
-one line ending in ``\\n``: line 1 is the header (``T`` = ``"header"``, ``D`` a
-:class:`~session_schedule.session.port.SessionHeader`), line ``n + 2`` is entry ``n``. The
-database stores ``T`` and ``D`` in columns and the header's ``D`` in its own table. Example::
+Every stored record is an entry type ``T`` and ``D``, the canonical JSON of the payload (msgspec,
+fields in declaration order, no whitespace). The database stores ``T`` and ``D`` in columns and
+the header's ``D`` in its own table. A JSONL file of format 1 holds envelopes
+``{"type": T, "data": D}``, one per line ending in ``\\n``: line 1 is the header (``T`` =
+``"header"``, ``D`` a :class:`~session_schedule.session.port.SessionHeader`), line ``n + 2`` is
+entry ``n``; format 2 adds a sequence number and a chained checksum to each line, and commit
+records between them (see :mod:`session_schedule.session.lines`). A format-1 file::
 
     {"type":"header","data":{"format":1,"id":"s_7k2m4q9x3v5b","createdAt":"2026-05-01T09:00:00.000Z","parentId":null,"seedLength":0}}
     {"type":"message","data":{"role":"user","content":"remind me at 10","at":"2026-05-01T09:00:01.000Z","origin":"person"}}
@@ -32,6 +34,8 @@ from session_schedule.session.ids import parse_session_id
 from session_schedule.session.port import LogEntry, SessionHeader
 
 HEADER_TYPE: Final = "header"
+SINGLE_FORMAT: Final = frozenset({1})
+"""The header formats a store with a single format (the database, memory) reads."""
 _SCHEDULE_PREFIX: Final = b'{"type":"schedule/change","data":'
 
 
@@ -46,21 +50,40 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     lines: bool
     """Whether records are lines of ``name`` (the header on line 1, entry ``n`` on line n+2)."""
 
-    def locate(self, position: int | None) -> str:
-        """The record of entry ``position`` (``None``: the header) as a reader finds it."""
+    def locate(self, position: int | None, *, line: int | None = None) -> str:
+        """The record of entry ``position`` (``None``: the header) as a reader finds it.
+
+        ``line`` is the record's line number when it is not ``position + 2`` (a format-2 file
+        has commit records between its entries).
+        """
         if not self.lines:
             return self.name
-        return f"line {1 if position is None else position + 2} of {self.name}"
+        if line is None:
+            line = 1 if position is None else position + 2
+        return f"line {line} of {self.name}"
 
-    def where(self, position: int) -> str:
+    def where(self, position: int, *, line: int | None = None) -> str:
         """Entry ``position`` as the catalog decoders name it in their messages."""
-        return f"at entry {position} of session {self.session_id} ({self.locate(position)})"
+        return (
+            f"at entry {position} of session {self.session_id} ({self.locate(position, line=line)})"
+        )
 
-    def corrupt(self, position: int | None, problem: str) -> SessionCorrupt:
+    def corrupt(
+        self, position: int | None, problem: str, *, line: int | None = None
+    ) -> SessionCorrupt:
         """The error for ``problem`` in entry ``position`` (``None``: the header)."""
         record = "its header" if position is None else f"entry {position}"
         return session_corrupt(
-            self.session_id, f"at {record} ({self.locate(position)})", problem, self.storage
+            self.session_id,
+            f"at {record} ({self.locate(position, line=line)})",
+            problem,
+            self.storage,
+        )
+
+    def corrupt_line(self, line: int, problem: str) -> SessionCorrupt:
+        """The error for ``problem`` on line ``line``, which holds no entry."""
+        return session_corrupt(
+            self.session_id, f"at line {line} of {self.name}", problem, self.storage
         )
 
 
@@ -106,12 +129,19 @@ def entry_line(entry_type: str, data: bytes) -> bytes:
     return b'{"type":' + _ENCODER.encode(entry_type) + b',"data":' + data + b"}\n"
 
 
-def decode_header(data: bytes, source: Source) -> SessionHeader:
-    """Strictly decode a header's ``data``; it must name ``source.session_id``."""
+def decode_header(
+    data: bytes, source: Source, *, formats: frozenset[int] = SINGLE_FORMAT
+) -> SessionHeader:
+    """Strictly decode a header's ``data``; it must name ``source.session_id`` and be of one
+    of the store's ``formats``."""
     try:
         header = _HEADER.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as error:
         raise source.corrupt(None, _sentence(error)) from None
+    if header.format not in formats:
+        raise source.corrupt(
+            None, f"format {header.format} is not a format of this store - at `$.format`"
+        )
     if parse_session_id(header.id) is None:
         raise source.corrupt(None, f"{header.id!r} is not a session id - at `$.id`")
     if header.id != source.session_id:
@@ -127,12 +157,14 @@ def decode_header(data: bytes, source: Source) -> SessionHeader:
     return header
 
 
-def decode_header_line(line: bytes, source: Source) -> SessionHeader:
-    """The header from line 1 of a session file (without its ``\\n``)."""
+def decode_envelope_header(
+    line: bytes, source: Source, *, formats: frozenset[int] = SINGLE_FORMAT
+) -> SessionHeader:
+    """The header from a ``{"type":"header","data":…}`` envelope (without its ``\\n``)."""
     envelope = _decode_envelope(line, None, source)
     if envelope.type != HEADER_TYPE:
         raise source.corrupt(None, f"expected the header, found a {envelope.type!r} record")
-    return decode_header(bytes(envelope.data), source)
+    return decode_header(bytes(envelope.data), source, formats=formats)
 
 
 def decode_entry_line(line: bytes, position: int, source: Source) -> LogEntry:
@@ -141,12 +173,15 @@ def decode_entry_line(line: bytes, position: int, source: Source) -> LogEntry:
     return decode_payload(envelope.type, bytes(envelope.data), position, source)
 
 
-def decode_payload(entry_type: str, data: bytes, position: int, source: Source) -> LogEntry:
-    """The entry at ``position`` from its type and payload bytes."""
+def decode_payload(
+    entry_type: str, data: bytes, position: int, source: Source, *, line: int | None = None
+) -> LogEntry:
+    """The entry at ``position`` (on line ``line``, see :meth:`Source.locate`) from its type and
+    payload bytes."""
     decoder = CATALOG.decoder(entry_type)
     if decoder is None:
-        raise source.corrupt(position, f"unknown entry type {entry_type!r}")
-    where = source.where(position)
+        raise source.corrupt(position, f"unknown entry type {entry_type!r}", line=line)
+    where = source.where(position, line=line)
     try:
         payload = decoder(data, where)
     except ScheduleError:
@@ -157,7 +192,9 @@ def decode_payload(entry_type: str, data: bytes, position: int, source: Source) 
         problem = _sentence(error)
         if entry_type == CHANGE_EVENT_TYPE:
             raise corrupt(where, problem) from error
-        raise source.corrupt(position, f"invalid {entry_type} payload: {problem}") from error
+        raise source.corrupt(
+            position, f"invalid {entry_type} payload: {problem}", line=line
+        ) from error
     return LogEntry(position=position, type=entry_type, payload=payload)
 
 

@@ -1,8 +1,10 @@
 """The JSONL store: one file per session in a data directory — the embedded default.
 
 A session is the file ``<data_dir>/<session id>.jsonl`` (mode ``0600``): the header on line 1,
-entry ``n`` on line ``n + 2`` (the line format is in :mod:`session_schedule.session.codec`). The
-discipline, after SPEC §9:
+then the entries, one line each, in order. New sessions are written in format 2 (sequence
+numbers, chained checksums and commit records); sessions of format 1 are still read and appended
+to in format 1. Both formats are in :mod:`session_schedule.session.lines`. The discipline, after
+SPEC §9:
 
 - **Creation is atomic.** The header — and a fork's copied entries — go to a hidden temporary
   file, which is fsync'd and then hard-linked to the session's name (``link`` never replaces an
@@ -15,10 +17,14 @@ discipline, after SPEC §9:
   included, on an ``O_APPEND`` descriptor; a failed or short write poisons the handle.
 - **The barrier is an fsync** on the session's own thread, with group commit (see
   :mod:`session_schedule.session.barrier`): a hundred appends, then one barrier, cost one fsync.
-- **Opening repairs only a torn last line.** Bytes after the final newline are what a crash in
-  the middle of an append leaves; once every complete line has decoded, they are cut
-  (``ftruncate`` + ``fsync``). Any complete line that does not decode — the last one included —
-  is corruption: it is reported and the file is left byte-for-byte untouched.
+  In format 2, once the fsync has returned, the barrier appends a commit record for the entries
+  it made durable (durable itself with the next fsync); a failure to write it fails the barrier.
+- **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
+  does not verify, provided no commit record vouches for an entry at or past it; in format 1,
+  the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
+  intact entries that no commit record covers yet are fsync'd and then vouched for by a commit
+  record, as a barrier would. Anything else that does not verify is corruption: it is reported
+  and the file is left byte-for-byte untouched.
 """
 
 from __future__ import annotations
@@ -33,14 +39,8 @@ from pathlib import Path
 from typing import Final, NamedTuple, final
 
 from session_schedule.core.instants import Instant
-from session_schedule.session.codec import (
-    Source,
-    check_seed_length,
-    decode_entry_line,
-    decode_header_line,
-    entry_line,
-    header_line,
-)
+from session_schedule.session import codec
+from session_schedule.session.codec import Source, encode_payload
 from session_schedule.session.errors import (
     SessionCorrupt,
     persistence_uncertain,
@@ -55,6 +55,19 @@ from session_schedule.session.ids import (
     new_session_id,
     parse_session_id,
     require_session_id,
+)
+from session_schedule.session.lines import (
+    CHAIN_SEED,
+    CURRENT_FORMAT,
+    Checksums,
+    Format,
+    Scan,
+    commit_line,
+    decode_header_line,
+    entry_line,
+    header_line_for,
+    new_checksums,
+    scan,
 )
 from session_schedule.session.port import (
     LogEntry,
@@ -81,11 +94,13 @@ class JsonlSessionHandle(LogHandle):
         *,
         header: SessionHeader,
         entries: list[LogEntry],
+        checksums: Checksums,
         fd: int,
         path: Path,
         worker: Worker,
     ) -> None:
         super().__init__(header=header, entries=entries)
+        self._checksums = checksums
         self._fd = fd
         self._path = path
         self._worker = worker
@@ -94,36 +109,69 @@ class JsonlSessionHandle(LogHandle):
     def path(self) -> Path:
         return self._path
 
-    def _write(self, position: int, entry_type: str, data: bytes) -> None:  # noqa: ARG002
-        line = entry_line(entry_type, data)
-        written = os.write(self._fd, line)
-        if written != len(line):
-            raise OSError(errno.EIO, f"short write ({written} of {len(line)} bytes)")
+    @property
+    def format(self) -> Format:
+        """The file's format (see :mod:`session_schedule.session.lines`)."""
+        return self.header.format
+
+    def checksum(self, position: int) -> int:
+        """Entry ``position``'s chained checksum (format 2), to bind a derived snapshot to it.
+
+        Raises ``IndexError`` for a position not appended, ``ValueError`` for a format-1 file.
+        """
+        if self.header.format == 1:
+            raise ValueError(f"session {self.id} is in format 1, which has no checksums")
+        self._check_usable()
+        if not 0 <= position < len(self._checksums):
+            raise IndexError(f"session {self.id} has no entry {position}")
+        return self._checksums[position]
+
+    def _write(self, position: int, entry_type: str, data: bytes) -> None:
+        if self.header.format == 1:
+            line = codec.entry_line(entry_type, data)
+            checksum = None
+        else:
+            previous = self._checksums[-1] if position else CHAIN_SEED
+            line, checksum = entry_line(position, entry_type, data, previous)
+        _write_all(self._fd, line)
+        if checksum is not None:
+            self._checksums.append(checksum)
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:  # noqa: ARG002
         fd = self._fd
-        return self._worker.submit(lambda: os.fsync(fd))
+        if self.header.format == 1:
+            return self._worker.submit(lambda: os.fsync(fd))
+        # Written once the fsync has returned: a readable commit record never vouches for bytes
+        # that were not durable. It becomes durable itself with the next barrier's fsync.
+        commit = commit_line(target, self._checksums[target - 1])
+
+        def flush() -> None:
+            os.fsync(fd)
+            _write_all(fd, commit)
+
+        return self._worker.submit(flush)
 
     async def _release(self) -> None:
         fd = self._fd
         await self._worker.stop(lambda: os.close(fd))
 
 
-class _Parsed(NamedTuple):
-    header: SessionHeader
-    entries: list[LogEntry]
-    lines: list[bytes]
-    """The entries' lines, without their newlines."""
-    complete: int
-    """Bytes up to and including the last newline."""
-    torn: int
-    """Bytes after the last newline: a torn last line."""
+@final
+class JsonlInspection(NamedTuple):
+    """A session file as :meth:`JsonlSessionStore.inspect` finds it."""
+
+    snapshot: SessionSnapshot
+    torn_bytes: int
+    """Bytes a torn tail holds: opening the session cuts them."""
+    torn_lines: int
+    """Complete lines among them (0: only an incomplete last line)."""
 
 
 class _Opened(NamedTuple):
     fd: int
     header: SessionHeader
     entries: list[LogEntry]
+    checksums: Checksums
 
 
 @final
@@ -149,9 +197,14 @@ class JsonlSessionStore:
             lambda: _create(
                 self._dir,
                 chosen,
-                lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0),
-                [],
-                [],
+                lambda new_id: make_header(
+                    new_id,
+                    now=now,
+                    parent_id=None,
+                    seed_length=0,
+                    format_version=CURRENT_FORMAT,
+                ),
+                _Seed([], [], new_checksums()),
             )
         )
 
@@ -176,9 +229,14 @@ class JsonlSessionStore:
             return _create(
                 self._dir,
                 chosen,
-                lambda new_id: make_header(new_id, now=now, parent_id=parent, seed_length=count),
-                parsed.lines[:count],
-                parsed.entries[:count],
+                lambda new_id: make_header(
+                    new_id,
+                    now=now,
+                    parent_id=parent,
+                    seed_length=count,
+                    format_version=CURRENT_FORMAT,
+                ),
+                _seed(parsed, count),
             )
 
         return await self._own(job)
@@ -189,6 +247,20 @@ class JsonlSessionStore:
             lambda: _read(self.path_of(checked), _source(checked), sync=False)
         )
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
+
+    async def inspect(self, session_id: str) -> JsonlInspection:
+        """Like :meth:`read`, and also what opening the session would cut."""
+        checked = require_session_id(session_id)
+
+        def job() -> JsonlInspection:
+            parsed = _read(self.path_of(checked), _source(checked), sync=False)
+            return JsonlInspection(
+                SessionSnapshot(parsed.header, tuple(parsed.entries)),
+                parsed.size - parsed.keep,
+                parsed.lines_cut,
+            )
+
+        return await asyncio.to_thread(job)
 
     async def list(self) -> tuple[SessionHeader, ...]:
         return listed(await self.scan())
@@ -202,6 +274,7 @@ class JsonlSessionStore:
         return JsonlSessionHandle(
             header=opened.header,
             entries=opened.entries,
+            checksums=opened.checksums,
             fd=opened.fd,
             path=self.path_of(opened.header.id),
             worker=worker,
@@ -225,22 +298,36 @@ def _open(path: Path, source: Source) -> _Opened:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise session_busy(source.session_id) from None
-        parsed = _parse(_read_all(fd), source)
-        if parsed.torn:
-            try:
-                os.ftruncate(fd, parsed.complete)
-                os.fsync(fd)
-            except OSError as error:
-                raise persistence_uncertain(
-                    source.session_id, f"cutting the torn last line failed: {error}"
-                ) from error
+        data = _read_all(fd)
+        parsed = scan(data, source)
+        _recover(fd, parsed, torn=len(data) - parsed.keep, source=source)
     except BaseException:
         os.close(fd)
         raise
-    return _Opened(fd, parsed.header, parsed.entries)
+    return _Opened(fd, parsed.header, parsed.entries, parsed.checksums)
 
 
-def _read(path: Path, source: Source, *, sync: bool) -> _Parsed:
+def _recover(fd: int, parsed: Scan, *, torn: int, source: Source) -> None:
+    """Cut a torn tail; in format 2, also vouch for entries no commit record covers yet.
+
+    Entries past the last commit record were written before a crash but perhaps never made
+    durable: they are fsync'd before a commit record for them is written, as a barrier does.
+    """
+    unacknowledged = parsed.header.format == 2 and len(parsed.entries) > parsed.acknowledged
+    if not torn and not unacknowledged:
+        return
+    try:
+        if torn:
+            os.ftruncate(fd, parsed.keep)
+        os.fsync(fd)
+        if unacknowledged:
+            _write_all(fd, commit_line(len(parsed.entries), parsed.checksums[-1]))
+    except OSError as error:
+        what = "cutting the torn tail" if torn else "making the recovered entries durable"
+        raise persistence_uncertain(source.session_id, f"{what} failed: {error}") from error
+
+
+def _read(path: Path, source: Source, *, sync: bool) -> Scan:
     """The file's complete lines, ignoring (not cutting) a torn tail; no lock is taken.
 
     With ``sync``, the file is fsync'd first, so everything read is durable even when its owner
@@ -258,20 +345,41 @@ def _read(path: Path, source: Source, *, sync: bool) -> _Parsed:
                 raise persistence_uncertain(
                     source.session_id, f"making the session durable before the fork failed: {error}"
                 ) from error
-        return _parse(_read_all(fd), source)
+        return scan(_read_all(fd), source)
     finally:
         os.close(fd)
 
 
-def _parse(data: bytes, source: Source) -> _Parsed:
-    complete = data.rfind(b"\n") + 1
-    lines = data[:complete].split(b"\n")[:-1]
-    if not lines:
-        raise source.corrupt(None, "the file has no complete header line")
-    header = decode_header_line(lines[0], source)
-    entries = [decode_entry_line(line, position, source) for position, line in enumerate(lines[1:])]
-    check_seed_length(header, len(entries), source)
-    return _Parsed(header, entries, lines[1:], complete, len(data) - complete)
+def _write_all(fd: int, line: bytes) -> None:
+    """One ``write`` of a whole line; a short write is an ``OSError``."""
+    written = os.write(fd, line)
+    if written != len(line):
+        raise OSError(errno.EIO, f"short write ({written} of {len(line)} bytes)")
+
+
+class _Seed(NamedTuple):
+    """A new session's first entries: their format-2 lines, values and checksums."""
+
+    lines: list[bytes]
+    entries: list[LogEntry]
+    checksums: Checksums
+
+
+def _seed(parent: Scan, count: int) -> _Seed:
+    """A fork's first ``count`` entries: format-2 lines are copied verbatim (their chain starts
+    at 0, so a copied entry keeps its checksum); format-1 entries are written anew."""
+    entries = parent.entries[:count]
+    if parent.header.format == 2:
+        return _Seed(parent.lines[:count], entries, parent.checksums[:count])
+    lines: list[bytes] = []
+    checksums = new_checksums()
+    previous = CHAIN_SEED
+    for entry in entries:
+        _, data = encode_payload(entry.type, entry.payload)
+        line, previous = entry_line(entry.position, entry.type, data, previous)
+        lines.append(line[:-1])
+        checksums.append(previous)
+    return _Seed(lines, entries, checksums)
 
 
 def _read_all(fd: int) -> bytes:
@@ -285,19 +393,18 @@ def _create(
     data_dir: Path,
     chosen: SessionId | None,
     header_for: Callable[[SessionId], SessionHeader],
-    lines: list[bytes],
-    entries: list[LogEntry],
+    seed: _Seed,
 ) -> _Opened:
-    """Create and lock a new session file holding the header and ``lines``."""
+    """Create and lock a new session file holding the header and the seed's lines."""
     _ensure_directory(data_dir)
-    body = b"".join(line + b"\n" for line in lines)
+    body = b"".join(line + b"\n" for line in seed.lines)
     while True:
         session_id = chosen or new_session_id()
         header = header_for(session_id)
-        fd = _publish(data_dir, session_id, header_line(header) + body)
+        fd = _publish(data_dir, session_id, header_line_for(header) + body)
         if fd is not None:
             _fsync_directory(data_dir)
-            return _Opened(fd, header, list(entries))
+            return _Opened(fd, header, list(seed.entries), seed.checksums)
         if chosen is not None:
             raise session_exists(session_id, str(data_dir))
 

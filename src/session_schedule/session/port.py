@@ -46,8 +46,8 @@ class SessionHeader(
 ):
     """What a session says about itself; written once, when the session is created."""
 
-    format: Literal[1]
-    """The storage format version."""
+    format: Literal[1, 2]
+    """The storage format version (JSONL files: 1 or 2; the other stores: 1)."""
     id: SessionIdField
     created_at: InstantField
     """The ``now`` given to ``create`` or ``fork``, canonical UTC."""
@@ -208,11 +208,16 @@ class SessionStore(Protocol):
 
 
 def make_header(
-    session_id: SessionId, *, now: Instant, parent_id: SessionId | None, seed_length: int
+    session_id: SessionId,
+    *,
+    now: Instant,
+    parent_id: SessionId | None,
+    seed_length: int,
+    format_version: Literal[1, 2] = FORMAT_VERSION,
 ) -> SessionHeader:
     """The header of a session created at ``now`` (``ValueError`` when ``now`` is out of range)."""
     return SessionHeader(
-        format=FORMAT_VERSION,
+        format=format_version,
         id=session_id,
         created_at=format_instant(now),
         parent_id=parent_id,

@@ -113,6 +113,9 @@ def payloads(entries: Sequence[LogEntry]) -> list[tuple[str, object]]:
 class SessionStoreContract(abc.ABC):
     """The contract tests; subclass and implement the hooks (see the module docstring)."""
 
+    header_format: int = 1
+    """The format version a new session's header states."""
+
     @abc.abstractmethod
     def make_store(self, root: Path) -> SessionStore:
         """A store over the storage under ``root`` (same root, same sessions)."""
@@ -145,7 +148,7 @@ class SessionStoreContract(abc.ABC):
             header = handle.header
             assert parse_session_id(handle.id) == handle.id
             assert (header.format, header.id, header.created_at) == (
-                1,
+                self.header_format,
                 handle.id,
                 "2026-05-01T09:00:00.000Z",
             )
