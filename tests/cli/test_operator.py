@@ -324,6 +324,41 @@ def test_sessions_reports_an_unreadable_header_beside_the_others(
     assert f"{OTHER}   ?" in out
 
 
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize("where", ["header", "entry"])
+def test_a_deeply_nested_line_is_exit_5_and_the_listing_goes_on(
+    data: Path, session: SessionId, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_session(data, OTHER)
+    path = path_of(data, OTHER)
+    if where == "header":
+        replace_line(path, 0, b'{"type":"header","data":' + DEEP + b"}")
+        expected = (
+            f"session {OTHER} is corrupt at its header (line 1 of {OTHER}.jsonl): the JSON is "
+            "nested too deeply; the file was left untouched for inspection"
+        )
+    else:
+        # A session written in format 1: its entries are whole envelopes.
+        lines = path.read_bytes().split(b"\n")
+        header = lines[0].split(b',"crc":')[0].replace(b'"format":2', b'"format":1') + b"}"
+        path.write_bytes(header + b"\n" + b'{"type":"message","data":' + DEEP + b"}\n")
+        expected = (
+            f"session {OTHER} is corrupt at entry 0 (line 2 of {OTHER}.jsonl): the JSON is "
+            "nested too deeply; the file was left untouched for inspection"
+        )
+    before = path.read_bytes()
+    assert run(data, "check", OTHER) == 5
+    assert capsys.readouterr().err == f"session-schedule: {expected}\n"
+    assert run(data, "sessions", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in rows] == [session, OTHER]
+    assert rows[0]["problem"] is None
+    assert rows[1]["problem"] == expected
+    assert path.read_bytes() == before
+
+
 # -- show ------------------------------------------------------------------------------------
 
 

@@ -26,7 +26,16 @@ from session_schedule.core.time_input import format_time_of_day
 instants = st.integers(min_value=MIN_INSTANT, max_value=MAX_INSTANT).map(Instant)
 canonical_instants = instants.map(format_instant)
 ids = st.integers(min_value=1, max_value=10**16 - 1).map(make_schedule_id)
-prompts = st.text(min_size=1, max_size=40)
+# What a create can store: trimmed, non-empty, no control character but newline and tab.
+prompts = (
+    st.text(
+        st.characters(blacklist_categories=("Cc", "Cs")) | st.sampled_from("\n\t"),
+        min_size=1,
+        max_size=40,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
 local_times = st.integers(min_value=0, max_value=86_400_000 - 1).map(format_time_of_day)
 zone_names = st.sampled_from(["UTC", "Asia/Tokyo", "America/New_York", "Pacific/Apia"])
 weekday_lists = st.sets(st.sampled_from(WEEKDAYS), min_size=1).map(

@@ -18,11 +18,17 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.records import AfterScheduleRecord, DailyScheduleRecord
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    DailyScheduleRecord,
+)
+from session_schedule.core.rules import DEFAULT_MAX_PROMPT_CHARS, check_prompt
 from tests.core.strategies import changes, json_values
 
 GOLDEN = Path(__file__).parent / "golden" / "v1.jsonl"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "v2.jsonl"
+FUTURE = "2030-01-01T00:00:00.000Z"
 
 CREATE_AFTER = (
     b'{"operation":"create","version":1,"schedule":{"kind":"after","id":"sch_1",'
@@ -166,6 +172,99 @@ def _corrupt(detail: str) -> str:
             _corrupt("invalid UTF-8 in a string (unexpected end of data)"),
         ),
         (b'{"operation":', _corrupt("malformed JSON (Input data was truncated)")),
+        # Only what a writer produces: one form, so no repeated key for a last one to win.
+        (
+            b'{"operation":"delete","version":1,"id":"sch_9","id":"sch_1"}',
+            _corrupt("the key `id` appears more than once - at `$`"),
+        ),
+        (
+            b'{"operation":"delete","operation":"delete","version":1,"id":"sch_1"}',
+            _corrupt("the key `operation` appears more than once - at `$`"),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":"p","prompt":"q","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt("the key `prompt` appears more than once - at `$.schedule`"),
+        ),
+        (
+            b'{"operation":"delete", "version":1,"id":"sch_1"}',
+            _corrupt(
+                "the bytes are not the canonical encoding of their value (whitespace, key order "
+                "or escapes differ from what a writer produces)"
+            ),
+        ),
+        (
+            b'{"version":1,"operation":"delete","id":"sch_1"}',
+            _corrupt(
+                "the bytes are not the canonical encoding of their value (whitespace, key order "
+                "or escapes differ from what a writer produces)"
+            ),
+        ),
+        (
+            b'{"operation":"delete","version":1,"id":"sch_\\u0031"}',
+            _corrupt(
+                "the bytes are not the canonical encoding of their value (whitespace, key order "
+                "or escapes differ from what a writer produces)"
+            ),
+        ),
+        # Only prompts a create stores: trimmed, non-empty, no control character but \n and \t.
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":"   ","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt has leading or trailing whitespace; a create stores it trimmed - at "
+                "`$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":" stretch","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt has leading or trailing whitespace; a create stores it trimmed - at "
+                "`$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":"stretch\\n","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt has leading or trailing whitespace; a create stores it trimmed - at "
+                "`$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":"a\\u0000b","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt contains the control character U+0000 at index 1; only newline and "
+                "tab are allowed - at `$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"every","id":"sch_1",'
+            b'"prompt":"x\\u001b[2Jy","everySeconds":300,"scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt contains the control character U+001B at index 1; only newline and "
+                "tab are allowed - at `$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"after","id":"sch_1",'
+            b'"prompt":"x\xc2\x85y","afterSeconds":5,"scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt contains the control character U+0085 at index 1; only newline and "
+                "tab are allowed - at `$.schedule.prompt`"
+            ),
+        ),
+        # Any depth is a located corruption, never a RecursionError.
+        (
+            b'{"operation":"delete","version":1,"id":' + b"[" * 5000 + b"]" * 5000 + b"}",
+            _corrupt("expected `str`, got `array` - at `$.id`"),
+        ),
+        (
+            b"[" * 100_000 + b"]" * 100_000,
+            _corrupt("expected `object`, got `array`"),
+        ),
     ],
 )
 def test_decode_rejects_with_a_located_message(line: bytes, message: str) -> None:
@@ -266,3 +365,55 @@ def test_golden_v1_log_decodes_and_re_encodes_byte_for_byte() -> None:
     assert len(lines) == 9
     for number, line in enumerate(lines):
         assert encode_change(decode_change(line, where=f"at line {number + 1}")) == line
+
+
+@given(st.text(max_size=12))
+def test_the_decoder_accepts_a_prompt_exactly_when_a_create_stores_it(prompt: str) -> None:
+    change = create_change(
+        AtScheduleRecord(id=ScheduleId("sch_1"), prompt=prompt, scheduled_at=FUTURE)
+    )
+    try:
+        stored = check_prompt(prompt, DEFAULT_MAX_PROMPT_CHARS)
+    except ScheduleError:
+        stored = None
+    try:
+        decode_change(encode_change(change))
+    except ScheduleError as error:
+        assert error.code == "corrupt_schedule_log"
+        assert stored != prompt
+    else:
+        assert stored == prompt
+
+
+@given(changes, st.data())
+def test_a_repeated_key_is_always_refused(change: ScheduleChange, data: st.DataObject) -> None:
+    encoded = encode_change(change)
+    document = msgspec.json.decode(encoded)
+    assert isinstance(document, dict)
+    key = data.draw(st.sampled_from(sorted(document)))
+    value = data.draw(st.sampled_from([document[key], "sch_1", 1, None]))
+    repeated = encoded[:-1] + b"," + msgspec.json.encode(key) + b":" + msgspec.json.encode(value)
+    with pytest.raises(ScheduleError) as caught:
+        decode_change(repeated + b"}")
+    assert caught.value.code == "corrupt_schedule_log"
+    if value == document[key]:
+        # A well-typed repeat decodes; the comparison with the canonical bytes refuses it.
+        assert caught.value.message == (
+            f"schedule/change is corrupt: the key `{key}` appears more than once - at `$`"
+        )
+
+
+@given(st.integers(min_value=1, max_value=20_000), st.sampled_from(["[", '{"a":']))
+def test_nesting_of_any_depth_is_corrupt_schedule_log(depth: int, opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    nested = (opener * depth + "1" + closer * depth).encode()
+    for line in (
+        nested,
+        b'{"operation":"delete","version":1,"id":' + nested + b"}",
+        b'{"operation":"delete","version":1,"id":"sch_1","extra":' + nested + b"}",
+        b'{"x":' + nested + b',"operation":"delete","version":1,"id":"sch_1"}',
+        b'{"operation":"create","version":1,"schedule":{"prompt":' + nested + b"}}",
+    ):
+        with pytest.raises(ScheduleError) as caught:
+            decode_change(line)
+        assert caught.value.code == "corrupt_schedule_log"

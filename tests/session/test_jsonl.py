@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.session import (
@@ -738,6 +740,147 @@ class TestFormat2Corruption:
                 asyncio.run(store.open(SID))
             assert path.read_bytes() == content
         assert len(variants) == 3 * (1 + 3 + 1)
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def _sealed(body: bytes, previous: int = 0) -> bytes:
+    return body + b',"crc":"%08x"}\n' % zlib.crc32(body, previous)
+
+
+class TestStrictDecoding:
+    """Only what a writer produces decodes: no repeated key, no depth that breaks a reader."""
+
+    def test_a_repeated_envelope_key(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            HEADER_LINE + MESSAGE_LINE[:-2] + b',"type":"message"}\n',
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): the key `type` appears "
+            f"more than once - at `$`{UNTOUCHED}",
+        )
+
+    def test_a_repeated_data_key_in_a_schedule_line(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            HEADER_LINE
+            + b'{"type":"schedule/change","data":{"operation":"delete","version":1,"id":"sch_9"},'
+            b'"data":{"operation":"delete","version":1,"id":"sch_1"}}\n',
+            ScheduleError,
+            f"corrupt_schedule_log: schedule/change at entry 0 of session {SID} (line 2 of "
+            f"{NAME}) is corrupt: the key `data` appears more than once - at `$`",
+        )
+
+    def test_a_repeated_key_in_a_schedule_payload(self, store: JsonlSessionStore) -> None:
+        for header, line in (
+            (
+                HEADER_LINE,
+                b'{"type":"schedule/change","data":{"operation":"delete","version":1,'
+                b'"id":"sch_9","id":"sch_1"}}\n',
+            ),
+            (
+                V2_HEADER_LINE,
+                _sealed(
+                    b'{"seq":0,"type":"schedule/change","data":{"operation":"delete",'
+                    b'"version":1,"id":"sch_9","id":"sch_1"}'
+                ),
+            ),
+        ):
+            expect_refused(
+                store,
+                header + line,
+                ScheduleError,
+                f"corrupt_schedule_log: schedule/change at entry 0 of session {SID} (line 2 of "
+                f"{NAME}) is corrupt: the key `id` appears more than once - at `$`",
+            )
+
+    def test_a_repeated_key_in_a_sealed_entry_frame(self, store: JsonlSessionStore) -> None:
+        expect_refused(
+            store,
+            V2_HEADER_LINE + _sealed(b'{"seq":0,"type":"message","type":"message","data":{}'),
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): the line is not an entry "
+            f"line{UNTOUCHED}",
+        )
+
+    @pytest.mark.parametrize("sealed", [False, True])
+    def test_a_repeated_key_in_the_header(self, store: JsonlSessionStore, sealed: bool) -> None:
+        header = (V2_HEADER_LINE if sealed else HEADER_LINE).split(b',"crc":')[0]
+        header = header.replace(b'"parentId":null', b'"parentId":null,"parentId":null')
+        line = _sealed(header) if sealed else header + b"\n"
+        expect_refused(
+            store,
+            line,
+            SessionCorrupt,
+            f"session {SID} is corrupt at its header (line 1 of {NAME}): the key `parentId` "
+            f"appears more than once - at `$`{UNTOUCHED}",
+        )
+
+    @pytest.mark.parametrize(
+        ("content", "error", "message"),
+        [
+            (
+                HEADER_LINE + b'{"type":"message","data":' + DEEP + b"}\n",
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): the JSON is nested too "
+                f"deeply{UNTOUCHED}",
+            ),
+            (
+                HEADER_LINE + b'{"type":"schedule/change","data":' + DEEP + b"}\n",
+                ScheduleError,
+                f"corrupt_schedule_log: schedule/change at entry 0 of session {SID} (line 2 of "
+                f"{NAME}) is corrupt: the JSON is nested too deeply",
+            ),
+            (
+                b'{"type":"header","data":' + DEEP + b"}\n",
+                SessionCorrupt,
+                f"session {SID} is corrupt at its header (line 1 of {NAME}): the JSON is nested "
+                f"too deeply{UNTOUCHED}",
+            ),
+            (
+                V2_HEADER_LINE + _sealed(b'{"seq":0,"type":"message","data":' + DEEP),
+                SessionCorrupt,
+                f"session {SID} is corrupt at entry 0 (line 2 of {NAME}): invalid message "
+                f"payload: expected `object`, got `array`{UNTOUCHED}",
+            ),
+        ],
+    )
+    def test_a_deeply_nested_line(
+        self, store: JsonlSessionStore, content: bytes, error: type[Exception], message: str
+    ) -> None:
+        expect_refused(store, content, error, message)
+        headers, problems = asyncio.run(store.scan())
+        if content.startswith(b'{"type":"header","data":['):
+            assert [problem.message for problem in problems] == [message]
+        else:
+            assert [header.id for header in headers] == [SID]
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        depth=st.integers(min_value=0, max_value=30_000),
+        opener=st.sampled_from([b"[", b'{"a":']),
+        place=st.sampled_from(["v1 message", "v1 schedule", "v1 type", "header", "v2 data"]),
+    )
+    def test_any_depth_anywhere_is_a_located_corruption(
+        self, tmp_path_factory: pytest.TempPathFactory, depth: int, opener: bytes, place: str
+    ) -> None:
+        store = JsonlSessionStore(tmp_path_factory.mktemp("deep"))
+        nested = opener * depth + b"1" + (b"]" if opener == b"[" else b"}") * depth
+        content = {
+            "v1 message": HEADER_LINE + b'{"type":"message","data":' + nested + b"}\n",
+            "v1 schedule": HEADER_LINE + b'{"type":"schedule/change","data":' + nested + b"}\n",
+            "v1 type": HEADER_LINE + b'{"type":' + nested + b',"data":{}}\n',
+            "header": b'{"type":"header","data":' + nested + b"}\n",
+            "v2 data": V2_HEADER_LINE + _sealed(b'{"seq":0,"type":"message","data":' + nested),
+        }[place]
+        write_session(store, content)
+        for attempt in (store.open, store.read):
+            with pytest.raises((SessionCorrupt, ScheduleError)) as caught:
+                asyncio.run(attempt(SID))
+            if isinstance(caught.value, ScheduleError):
+                assert caught.value.code == "corrupt_schedule_log"
+        asyncio.run(store.scan())
 
 
 def _counting(real: Callable[[int], None], calls: list[int]) -> Callable[[int], None]:

@@ -323,3 +323,70 @@ class TestCorruption:
         headers, problems = await store.scan()
         assert headers == ()
         assert [problem.message for problem in problems] == [caught.value.message]
+
+    @contract_test
+    async def test_a_repeated_key_in_a_schedule_row(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(
+            store,
+            'UPDATE entries SET data = \'{"operation":"delete","version":1,"id":"sch_9",'
+            '"id":"sch_1"}\' WHERE position = 1',
+        )
+        await self._expect(
+            store,
+            ScheduleError,
+            f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} "
+            "(sessions.db) is corrupt: the key `id` appears more than once - at `$`",
+        )
+
+    @contract_test
+    async def test_a_repeated_key_in_the_header(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(
+            store,
+            "UPDATE sessions SET header = replace(header, '\"seedLength\":0', "
+            '\'"seedLength":0,"seedLength":0\')',
+        )
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at its header (sessions.db): the key `seedLength` "
+            f"appears more than once - at `$`{UNTOUCHED}",
+        )
+
+    @contract_test
+    async def test_a_format_2_header_is_not_this_stores(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(
+            store, "UPDATE sessions SET header = replace(header, 'format\":1', 'format\":2')"
+        )
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at its header (sessions.db): format 2 is not a format "
+            f"of this store - at `$.format`{UNTOUCHED}",
+        )
+
+    @contract_test
+    async def test_nesting_of_any_depth_is_corruption(self, store: SqliteSessionStore) -> None:
+        await make_good_session(store)
+        self._execute(
+            store,
+            "UPDATE entries SET data = ? WHERE position = 0",
+            '{"role":"user","content":' + "[" * 50_000 + "]" * 50_000 + "}",
+        )
+        await self._expect(
+            store,
+            SessionCorrupt,
+            f"session {SID} is corrupt at entry 0 (sessions.db): invalid message payload: "
+            f"expected `str`, got `array` - at `$.content`{UNTOUCHED}",
+        )
+        self._execute(
+            store, "UPDATE sessions SET header = ?", '{"format":' + "[" * 50_000 + "]" * 50_000
+        )
+        headers, problems = await store.scan()
+        assert headers == ()
+        assert [problem.message for problem in problems] == [
+            f"session {SID} is corrupt at its header (sessions.db): expected `int`, got `array` "
+            f"- at `$.format`{UNTOUCHED}"
+        ]

@@ -43,6 +43,7 @@ class PersistenceCatalog:
     def __init__(self) -> None:
         self._entries: dict[str, CatalogEntry] = {}
         self._decoders: dict[str, Decoder] = {}
+        self._types: dict[str, object] = {}
 
     def register(
         self, name: str, *, versions: tuple[int, ...], declaration: object, decode: Decoder
@@ -70,6 +71,7 @@ class PersistenceCatalog:
         )
         self._entries[name] = entry
         self._decoders[name] = decode
+        self._types[name] = declaration
         return entry
 
     def __iter__(self) -> Iterator[CatalogEntry]:
@@ -84,6 +86,10 @@ class PersistenceCatalog:
     def decoder(self, name: str) -> Decoder | None:
         """The strict decoder of ``name``, or ``None`` for a type nobody registered."""
         return self._decoders.get(name)
+
+    def declared_type(self, name: str) -> object | None:
+        """The type that declares ``name``'s payload, or ``None`` for a type nobody registered."""
+        return self._types.get(name)
 
     def to_json(self) -> bytes:
         """The catalog as canonical JSON: a list of entries ordered by name."""

@@ -4,10 +4,13 @@ Version 2 exists for one change only: the create of a ``daily`` record. A versio
 an ``after``, ``at`` or ``every`` record and a version-2 create a ``daily`` one; deletes and
 dispatches are version 1 (a ``daily`` dispatch carries ``acceptedAt``, as an Every dispatch does).
 
-The codec is the durable format's gatekeeper. :func:`decode_change` accepts exactly the shapes
-below — no unknown versions, no extra or missing fields, no coercion (only JSON integers are
-integers), only canonical instants and well-formed ids — and :func:`encode_change` writes the one
-canonical byte form of a change. The promise: decoding raises nothing but a
+The codec is the durable format's gatekeeper. :func:`decode_change` accepts exactly what a create,
+delete or dispatch decision writes: the shapes below — no unknown versions, no extra or missing
+fields, no coercion (only JSON integers are integers), only canonical instants and well-formed
+ids — in their one canonical byte form (so no repeated key, see
+:mod:`session_schedule.core.canonical`), with a prompt that passes the prompt rule of
+:mod:`session_schedule.core.prompts` and is stored trimmed. :func:`encode_change` writes that
+canonical byte form. The promise: decoding raises nothing but a
 ``corrupt_schedule_log`` :class:`ScheduleError`, whatever the bytes; anything else is a bug.
 """
 
@@ -19,10 +22,12 @@ from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, format_instant, why_not_canonical
+from session_schedule.core.prompts import describe_fault, is_trimmed, prompt_fault
 from session_schedule.core.records import (
     WEEKDAYS,
     DailyScheduleRecord,
@@ -139,6 +144,11 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
         raise corrupt(where, f"malformed JSON ({error})") from None
     except UnicodeDecodeError as error:
         raise corrupt(where, f"invalid UTF-8 in a string ({error.reason})") from None
+    except RecursionError:
+        raise corrupt(where, NESTED_TOO_DEEPLY) from None
+    raw = data if isinstance(data, bytes) else data.encode()
+    if _ENCODER.encode(change) != raw:
+        raise corrupt(where, why_not_canonical_json(raw))
     return _checked(change, where)
 
 
@@ -151,15 +161,23 @@ def convert_change(value: object, *, where: str = "") -> ScheduleChange:
         change: ScheduleChange = msgspec.convert(value, ScheduleChange, strict=True)
     except msgspec.ValidationError as error:
         raise corrupt(where, _explain(str(error), lambda: value)) from None
+    except RecursionError:
+        raise corrupt(where, NESTED_TOO_DEEPLY) from None
     return _checked(change, where)
 
 
 def _checked(change: ScheduleChange, where: str) -> ScheduleChange:
-    """``change``, once the rules no type states hold: a create's version matches its kind, and
-    a ``daily`` record names a supported zone and lists its weekdays distinct, in week order."""
+    """``change``, once the rules no type states hold: a create's prompt is what a create stores,
+    its version matches its kind, and a ``daily`` record names a supported zone and lists its
+    weekdays distinct, in week order."""
     if not isinstance(change, ScheduleCreateChange):
         return change
     record = change.schedule
+    prompt = record.prompt
+    # A shortcut: a printable prompt holds no control character (nor newline or tab) and no lone
+    # surrogate, so one that is also trimmed is valid. Anything else goes through the prompt rule.
+    if not prompt.isprintable() or prompt.strip() != prompt:
+        _check_prompt(prompt, where)
     daily = isinstance(record, DailyScheduleRecord)
     if daily != (change.version == DAILY_CREATE_VERSION):
         kind = "a `daily`" if daily else f"an `{record_kind(record)}`"
@@ -184,6 +202,19 @@ def _checked(change: ScheduleChange, where: str) -> ScheduleChange:
     return change
 
 
+def _check_prompt(prompt: str, where: str) -> None:
+    """A stored prompt is what a create writes: trimmed, and valid by the prompt rule."""
+    if not is_trimmed(prompt):
+        raise corrupt(
+            where,
+            "the prompt has leading or trailing whitespace; a create stores it trimmed - at "
+            "`$.schedule.prompt`",
+        )
+    fault = prompt_fault(prompt, max_chars=None)
+    if fault is not None:
+        raise corrupt(where, f"{describe_fault(fault)} - at `$.schedule.prompt`")
+
+
 _PATTERN_FAILURE: Final = re.compile(r"Expected `str` matching regex '.*' - at `(\$[^`]*)`")
 
 
@@ -193,7 +224,10 @@ def _explain(message: str, document: Callable[[], object]) -> str:
     if failure is None:
         return message[:1].lower() + message[1:]
     path = failure.group(1)
-    value = document()
+    try:
+        value = document()
+    except (msgspec.DecodeError, RecursionError):
+        return message[:1].lower() + message[1:]
     for key in path.split(".")[1:]:
         value = value[key] if isinstance(value, dict) else None
     text = str(value)

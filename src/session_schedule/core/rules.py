@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-import unicodedata
 from collections.abc import Mapping
-from typing import Final, final
+from typing import Final, assert_never, final
 
 import msgspec
 
@@ -39,6 +38,7 @@ from session_schedule.core.instants import (
     Instant,
     format_instant,
 )
+from session_schedule.core.prompts import prompt_fault
 from session_schedule.core.records import (
     MAX_SAFE_INTEGER,
     MIN_EVERY_SECONDS,
@@ -49,7 +49,7 @@ from session_schedule.core.records import (
     ScheduleRecord,
 )
 from session_schedule.core.time_input import load_zone, parse_at, parse_daily_at
-from session_schedule.core.visible import escape_unencodable, first_surrogate
+from session_schedule.core.visible import escape_unencodable
 
 CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
 DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
@@ -193,32 +193,31 @@ def check_prompt(value: object, max_chars: int) -> str:
             f"`prompt` must be a string with the reminder's content, got {_show(value)}.",
         )
     prompt = value.strip()
-    if not prompt:
-        raise ScheduleError(
-            "invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do."
-        )
-    if len(prompt) > max_chars:
-        raise ScheduleError(
-            "invalid_prompt",
-            f"`prompt` has {len(prompt)} characters, more than the {max_chars} allowed; "
-            "shorten it.",
-        )
-    surrogate = first_surrogate(prompt)
-    if surrogate is not None:
-        raise ScheduleError(
-            "invalid_prompt",
-            f"`prompt` contains the lone surrogate U+{ord(prompt[surrogate]):04X} at index "
-            f"{surrogate}, half of a character that cannot be encoded; send the whole character "
-            "or remove it.",
-        )
-    for index, char in enumerate(prompt):
-        if char not in "\n\t" and unicodedata.category(char) == "Cc":
-            raise ScheduleError(
-                "invalid_prompt",
-                f"`prompt` contains the control character U+{ord(char):04X} at index {index}; "
-                "only newline and tab are allowed.",
+    fault = prompt_fault(prompt, max_chars=max_chars)
+    if fault is None:
+        return prompt
+    match fault.kind:
+        case "empty":
+            message = "`prompt` is empty; say what the reminder should prompt you to do."
+        case "too_long":
+            message = (
+                f"`prompt` has {fault.at} characters, more than the {max_chars} allowed; "
+                "shorten it."
             )
-    return prompt
+        case "surrogate":
+            message = (
+                f"`prompt` contains the lone surrogate U+{ord(fault.character):04X} at index "
+                f"{fault.at}, half of a character that cannot be encoded; send the whole "
+                "character or remove it."
+            )
+        case "control":
+            message = (
+                f"`prompt` contains the control character U+{ord(fault.character):04X} at index "
+                f"{fault.at}; only newline and tab are allowed."
+            )
+        case _:
+            assert_never(fault.kind)
+    raise ScheduleError("invalid_prompt", message)
 
 
 def _selector(arguments: Mapping[str, object]) -> str:

@@ -21,10 +21,12 @@ nobody registered) — whatever the bytes.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Final, final
 
 import msgspec
 
+from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, corrupt
 from session_schedule.core.errors import ScheduleError
@@ -100,20 +102,25 @@ _HEADER: Final = msgspec.json.Decoder(SessionHeader)
 def encode_payload(entry_type: str, payload: object) -> tuple[object, bytes]:
     """The decoded value and canonical bytes of a payload about to be appended.
 
-    The payload is encoded, then decoded by its type's strict decoder, so the log never holds
-    bytes it could not read back. Raises ``ValueError`` (a developer error) for a type not in
-    the persistence catalog or a payload that does not encode or does not decode strictly.
+    A payload that is not a struct (a dict, say) is first converted to its declared type, whose
+    fields have one order; the canonical bytes are then decoded by the type's strict decoder, so
+    the log never holds bytes it could not read back. Raises ``ValueError`` (a developer error)
+    for a type not in the persistence catalog or a payload that does not encode or does not
+    decode strictly.
     """
     decoder = CATALOG.decoder(entry_type)
     if decoder is None:
         raise ValueError(f"entry type {entry_type!r} is not registered in the persistence catalog")
     try:
+        if not isinstance(payload, msgspec.Struct):
+            with contextlib.suppress(msgspec.ValidationError):
+                # Unconvertible: the type's own decoder says what is wrong, in its words.
+                payload = msgspec.convert(payload, CATALOG.declared_type(entry_type), strict=True)
         data = _ENCODER.encode(payload)
         value = decoder(data, "being appended")
     except (ScheduleError, ValueError, TypeError, msgspec.EncodeError) as error:
         raise ValueError(f"a {entry_type} payload must decode strictly: {error}") from error
-    # A struct of the decoded type already encodes canonically (its fields have one order).
-    return value, data if type(value) is type(payload) else _ENCODER.encode(value)
+    return value, data
 
 
 def encode_header(header: SessionHeader) -> bytes:
@@ -136,8 +143,10 @@ def decode_header(
     of the store's ``formats``."""
     try:
         header = _HEADER.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError) as error:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as error:
         raise source.corrupt(None, _sentence(error)) from None
+    if _ENCODER.encode(header) != data:
+        raise source.corrupt(None, why_not_canonical_json(data))
     if header.format not in formats:
         raise source.corrupt(
             None, f"format {header.format} is not a format of this store - at `$.format`"
@@ -207,16 +216,24 @@ def check_seed_length(header: SessionHeader, count: int, source: Source) -> None
 
 
 def _decode_envelope(line: bytes, position: int | None, source: Source) -> _Envelope:
+    """The envelope of a line, in its canonical form ``{"type":T,"data":D}`` and no other."""
     try:
-        return _ENVELOPE.decode(line)
-    except (msgspec.DecodeError, UnicodeDecodeError) as error:
-        if position is not None and line.startswith(_SCHEDULE_PREFIX):
-            # The line says what it is before it breaks: it is a damaged schedule entry.
-            raise corrupt(source.where(position), _sentence(error)) from None
-        raise source.corrupt(position, _sentence(error)) from None
+        envelope = _ENVELOPE.decode(line)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as error:
+        problem = _sentence(error)
+    else:
+        if line == b'{"type":%b,"data":%b}' % (_ENCODER.encode(envelope.type), envelope.data):
+            return envelope
+        problem = why_not_canonical_json(line)
+    if position is not None and line.startswith(_SCHEDULE_PREFIX):
+        # The line says what it is before it breaks: it is a damaged schedule entry.
+        raise corrupt(source.where(position), problem) from None
+    raise source.corrupt(position, problem) from None
 
 
 def _sentence(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return NESTED_TOO_DEEPLY
     text = str(error)
     if isinstance(error, UnicodeDecodeError):
         return f"invalid UTF-8 ({text})"

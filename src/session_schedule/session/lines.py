@@ -268,7 +268,7 @@ def _decode_entry(line: bytes, position: int, line_number: int, source: Source) 
     """The entry of a line whose seal matched the chain: anything wrong now is corruption."""
     prefix = b'{"seq":%d,"type":"' % position
     type_end = line.find(b'","data":', len(prefix))
-    if not line.startswith(prefix) or type_end < 0:
+    if not line.startswith(prefix) or type_end < 0 or b'"' in line[len(prefix) : type_end]:
         found = _SEQ.match(line)
         problem = (
             _out_of_place(int(found[1]), position)

@@ -19,6 +19,7 @@ from typing import Annotated, Final, Literal, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import InstantField
@@ -72,10 +73,12 @@ _ORIGINS: Final[dict[Role, frozenset[Origin]]] = {
     "tool": frozenset({"tool"}),
 }
 _DECODER: Final = msgspec.json.Decoder(MessageEntry)
+_ENCODER: Final = msgspec.json.Encoder()
 
 
 def decode_message(data: bytes) -> MessageEntry:
-    """Strictly decode one ``message`` payload; raises ``ValueError`` saying what is wrong."""
+    """Strictly decode one ``message`` payload in its canonical byte form (so no repeated key);
+    raises ``ValueError`` saying what is wrong."""
     try:
         message = _DECODER.decode(data)
     except msgspec.ValidationError as error:
@@ -84,6 +87,10 @@ def decode_message(data: bytes) -> MessageEntry:
         raise ValueError(f"malformed JSON ({error})") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"invalid UTF-8 ({error})") from None
+    except RecursionError:
+        raise ValueError(NESTED_TOO_DEEPLY) from None
+    if _ENCODER.encode(message) != data:
+        raise ValueError(why_not_canonical_json(data))
     check_message(message)
     return message
 
@@ -107,6 +114,11 @@ def check_message(message: MessageEntry) -> None:
             except (msgspec.DecodeError, UnicodeDecodeError):
                 raise ValueError(
                     f"tool call arguments are not JSON text - at `$.toolCalls[{index}].arguments`"
+                ) from None
+            except RecursionError:
+                raise ValueError(
+                    f"tool call arguments are nested too deeply - at "
+                    f"`$.toolCalls[{index}].arguments`"
                 ) from None
 
 

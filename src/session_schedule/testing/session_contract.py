@@ -228,7 +228,7 @@ class SessionStoreContract(abc.ABC):
         store = self.make_store(tmp_path)
         every = EveryScheduleRecord(
             id=make_schedule_id(2),
-            prompt='stretch ☕ "now"\n',
+            prompt='stretch ☕ "now"\n\tthen sit',
             every_seconds=300,
             scheduled_at="2026-05-01T09:05:00.000Z",
         )
