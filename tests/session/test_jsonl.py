@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import logging
 import os
 import re
 import stat
@@ -25,6 +26,7 @@ from session_schedule.session import (
     PersistenceUncertain,
     SessionBusy,
     SessionCorrupt,
+    SessionExists,
     SessionId,
 )
 from session_schedule.session import jsonl as jsonl_module
@@ -219,9 +221,13 @@ class TestFormat:
         assert len(list(store.data_dir.iterdir())) == 2
 
     @contract_test
-    async def test_list_skips_a_file_that_vanishes(self, store: JsonlSessionStore) -> None:
+    async def test_list_skips_a_file_that_vanishes(
+        self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         await make_good_session(store)
-        (store.data_dir / "s_bbbbbbbbbbbb.jsonl").symlink_to(store.data_dir / "gone")
+        listed = list(store.data_dir.iterdir())
+        gone = store.data_dir / "s_bbbbbbbbbbbb.jsonl"
+        monkeypatch.setattr(Path, "iterdir", lambda _self: iter([*listed, gone]))
         assert [header.id for header in await store.list()] == [SID]
 
 
@@ -743,6 +749,7 @@ class TestFormat2Corruption:
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
+DEEP_HEADER = b"[" * 20_000 + b"]" * 20_000
 
 
 def _sealed(body: bytes, previous: int = 0) -> bytes:
@@ -833,10 +840,22 @@ class TestStrictDecoding:
                 f"{NAME}) is corrupt: the JSON is nested too deeply",
             ),
             (
-                b'{"type":"header","data":' + DEEP + b"}\n",
+                b'{"type":"header","data":' + DEEP_HEADER + b"}\n",
                 SessionCorrupt,
                 f"session {SID} is corrupt at its header (line 1 of {NAME}): the JSON is nested "
                 f"too deeply{UNTOUCHED}",
+            ),
+            (
+                b'{"type":"header","data":' + DEEP + b"}\n",
+                SessionCorrupt,
+                f"session {SID} is corrupt at its header (line 1 of {NAME}): the header line is "
+                f"longer than 65536 bytes, which no header is{UNTOUCHED}",
+            ),
+            (
+                b"{" * 70_000,
+                SessionCorrupt,
+                f"session {SID} is corrupt at its header (line 1 of {NAME}): the header line is "
+                f"longer than 65536 bytes, which no header is{UNTOUCHED}",
             ),
             (
                 V2_HEADER_LINE + _sealed(b'{"seq":0,"type":"message","data":' + DEEP),
@@ -851,7 +870,7 @@ class TestStrictDecoding:
     ) -> None:
         expect_refused(store, content, error, message)
         headers, problems = asyncio.run(store.scan())
-        if content.startswith(b'{"type":"header","data":['):
+        if "at its header" in message:
             assert [problem.message for problem in problems] == [message]
         else:
             assert [header.id for header in headers] == [SID]
@@ -881,6 +900,115 @@ class TestStrictDecoding:
             if isinstance(caught.value, ScheduleError):
                 assert caught.value.code == "corrupt_schedule_log"
         asyncio.run(store.scan())
+
+
+OTHER = SessionId("s_bbbbbbbbbbbb")
+
+
+def _not_regular(name: str, kind: str) -> str:
+    return (
+        f"session {OTHER} is corrupt: {name} is {kind}, not a regular file; nothing was read "
+        "from or written to it — remove it, or put the session's file back in its place"
+    )
+
+
+class TestSpecialFiles:
+    """Only regular files are sessions: links are not followed, FIFOs and devices not read."""
+
+    def _refused(self, store: JsonlSessionStore, message: str) -> None:
+        async def attempts() -> None:
+            for attempt in (
+                store.open,
+                store.read,
+                lambda sid: store.fork(sid, now=NOW),
+                store.inspect,
+            ):
+                with pytest.raises(SessionCorrupt) as caught:
+                    await attempt(OTHER)
+                assert caught.value.message == message
+            headers, problems = await store.scan()
+            assert [header.id for header in headers] == [SID]
+            assert [problem.message for problem in problems] == [message]
+
+        asyncio.run(attempts())
+
+    def test_a_symbolic_link_is_not_followed(
+        self, store: JsonlSessionStore, tmp_path: Path
+    ) -> None:
+        asyncio.run(make_good_session(store))
+        elsewhere = tmp_path / "elsewhere.jsonl"
+        elsewhere.write_bytes(V2_GOOD.replace(SID.encode(), OTHER.encode()))
+        before = elsewhere.read_bytes()
+        store.path_of(OTHER).symlink_to(elsewhere)
+        self._refused(store, _not_regular(f"{OTHER}.jsonl", "a symbolic link"))
+        assert elsewhere.read_bytes() == before
+
+    def test_a_link_to_dev_zero_is_not_read(self, store: JsonlSessionStore) -> None:
+        asyncio.run(make_good_session(store))
+        store.path_of(OTHER).symlink_to("/dev/zero")
+        self._refused(store, _not_regular(f"{OTHER}.jsonl", "a symbolic link"))
+
+    def test_a_fifo_does_not_hang_anything(self, store: JsonlSessionStore) -> None:
+        asyncio.run(make_good_session(store))
+        os.mkfifo(store.path_of(OTHER), 0o600)
+        self._refused(store, _not_regular(f"{OTHER}.jsonl", "a named pipe (FIFO)"))
+
+    def test_a_device_is_not_read(self, store: JsonlSessionStore) -> None:
+        asyncio.run(make_good_session(store))
+        try:
+            os.mknod(store.path_of(OTHER), stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        except PermissionError:
+            pytest.skip("creating a device node needs CAP_MKNOD")
+        self._refused(store, _not_regular(f"{OTHER}.jsonl", "a character device"))
+
+    def test_a_directory_in_place_of_a_file(self, store: JsonlSessionStore) -> None:
+        asyncio.run(make_good_session(store))
+        store.path_of(OTHER).mkdir()
+        self._refused(store, _not_regular(f"{OTHER}.jsonl", "a directory"))
+
+    @contract_test
+    async def test_create_never_writes_through_a_planted_link(
+        self, store: JsonlSessionStore, tmp_path: Path
+    ) -> None:
+        store.data_dir.mkdir()
+        target = tmp_path / "target"
+        target.write_bytes(b"precious\n")
+        store.path_of(OTHER).symlink_to(target)
+        with pytest.raises(SessionExists):
+            await store.create(now=NOW, session_id=OTHER)
+        assert target.read_bytes() == b"precious\n"
+
+    def test_a_shared_data_directory_is_warned_about_once(
+        self, store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        asyncio.run(make_good_session(store))
+        store.data_dir.chmod(0o777)
+        with caplog.at_level(logging.WARNING, logger="session_schedule.session.jsonl"):
+            asyncio.run(store.read(SID))
+            asyncio.run(store.scan())
+            asyncio.run(store.read(SID))
+            JsonlSessionStore(store.data_dir).check_directory()
+        assert [record.getMessage() for record in caplog.records] == [
+            f"session data directory {store.data_dir} is writable by its group and others "
+            "(mode 0777): another user could plant or replace session files; make it private "
+            "(chmod 700)"
+        ] * 2
+
+    def test_a_private_data_directory_is_not_warned_about(
+        self, store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        asyncio.run(make_good_session(store))
+        store.data_dir.chmod(0o750)
+        with caplog.at_level(logging.WARNING, logger="session_schedule.session.jsonl"):
+            asyncio.run(store.scan())
+        assert caplog.records == []
+        store.data_dir.chmod(0o770)
+        with caplog.at_level(logging.WARNING, logger="session_schedule.session.jsonl"):
+            JsonlSessionStore(store.data_dir).check_directory()
+        assert [record.getMessage() for record in caplog.records] == [
+            f"session data directory {store.data_dir} is writable by its group (mode 0770): "
+            "another user could plant or replace session files; make it private (chmod 700)"
+        ]
 
 
 def _counting(real: Callable[[int], None], calls: list[int]) -> Callable[[int], None]:

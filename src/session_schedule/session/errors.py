@@ -110,6 +110,14 @@ def session_corrupt(session_id: str, where: str, problem: str, storage: Storage)
     )
 
 
+def not_a_regular_file(session_id: str, name: str, kind: str) -> SessionCorrupt:
+    return SessionCorrupt(
+        session_id,
+        f"session {session_id} is corrupt: {name} is {kind}, not a regular file; nothing was "
+        "read from or written to it — remove it, or put the session's file back in its place",
+    )
+
+
 def session_closed(session_id: str) -> SessionClosed:
     return SessionClosed(session_id, f"session {session_id} is closed; open it again to use it")
 

@@ -10,6 +10,10 @@ SPEC §9:
   file, which is fsync'd and then hard-linked to the session's name (``link`` never replaces an
   existing session) before the directory is fsync'd. A crash leaves either no session or a
   complete one (and perhaps a stray ``.s_….tmp`` file, which nothing reads).
+- **Only regular files.** Every session file is opened with ``O_NOFOLLOW | O_NONBLOCK`` and
+  ``fstat``'d before a byte moves: a symbolic link, FIFO, device, socket or directory under a
+  session's name is ``SessionCorrupt`` (``scan`` lists it beside the others, and never hangs on
+  a FIFO). A data directory writable by group or others is logged as a warning, once per store.
 - **One writer.** The owning handle holds ``flock(LOCK_EX | LOCK_NB)`` on the file; a second
   owner — another descriptor in this process or another process — is refused with
   ``SessionBusy``. The kernel drops the lock when the owner closes the file or dies.
@@ -32,8 +36,11 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import logging
 import os
 import secrets
+import stat
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, NamedTuple, final
@@ -43,6 +50,8 @@ from session_schedule.session import codec
 from session_schedule.session.codec import Source, encode_payload
 from session_schedule.session.errors import (
     SessionCorrupt,
+    SessionNotFound,
+    not_a_regular_file,
     persistence_uncertain,
     session_busy,
     session_exists,
@@ -59,6 +68,8 @@ from session_schedule.session.ids import (
 from session_schedule.session.lines import (
     CHAIN_SEED,
     CURRENT_FORMAT,
+    HEADER_LIMIT,
+    HEADER_TOO_LONG,
     Checksums,
     Format,
     Scan,
@@ -82,6 +93,7 @@ from session_schedule.session.port import (
 from session_schedule.session.worker import Worker
 
 SUFFIX: Final = ".jsonl"
+_log: Final = logging.getLogger(__name__)
 _READ_CHUNK: Final = 1 << 20
 
 
@@ -180,6 +192,36 @@ class JsonlSessionStore:
 
     def __init__(self, data_dir: Path) -> None:
         self._dir = data_dir
+        self._directory_checked = threading.Lock()
+        self._warned = False
+
+    def check_directory(self) -> None:
+        """Log a warning — once per store — when others than its owner may write the directory.
+
+        Whoever can write the data directory can plant or replace session files (a symbolic
+        link, a FIFO, another session's file), so it should be private (mode ``0700``, as the
+        store creates it).
+        """
+        with self._directory_checked:
+            if self._warned:
+                return
+            try:
+                mode = stat.S_IMODE(self._dir.stat().st_mode)
+            except FileNotFoundError:
+                return
+            if mode & 0o022:
+                self._warned = True
+                _log.warning(
+                    "session data directory %s is writable by %s (mode %04o): another user "
+                    "could plant or replace session files; make it private (chmod 700)",
+                    self._dir,
+                    "its group and others"
+                    if mode & 0o022 == 0o022
+                    else "its group"
+                    if mode & 0o020
+                    else "others",
+                    mode,
+                )
 
     @property
     def data_dir(self) -> Path:
@@ -210,7 +252,9 @@ class JsonlSessionStore:
 
     async def open(self, session_id: str) -> JsonlSessionHandle:
         checked = require_session_id(session_id)
-        return await self._own(lambda: _open(self.path_of(checked), _source(checked)))
+        return await self._own(
+            lambda: _open(self._checked(self.path_of(checked)), _source(checked))
+        )
 
     async def fork(
         self,
@@ -224,7 +268,7 @@ class JsonlSessionStore:
         parent = require_session_id(parent_id)
 
         def job() -> _Opened:
-            parsed = _read(self.path_of(parent), _source(parent), sync=True)
+            parsed = _read(self._checked(self.path_of(parent)), _source(parent), sync=True)
             count = seed_length(at, len(parsed.entries), parent)
             return _create(
                 self._dir,
@@ -244,7 +288,7 @@ class JsonlSessionStore:
     async def read(self, session_id: str) -> SessionSnapshot:
         checked = require_session_id(session_id)
         parsed = await asyncio.to_thread(
-            lambda: _read(self.path_of(checked), _source(checked), sync=False)
+            lambda: _read(self._checked(self.path_of(checked)), _source(checked), sync=False)
         )
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
 
@@ -253,7 +297,7 @@ class JsonlSessionStore:
         checked = require_session_id(session_id)
 
         def job() -> JsonlInspection:
-            parsed = _read(self.path_of(checked), _source(checked), sync=False)
+            parsed = _read(self._checked(self.path_of(checked)), _source(checked), sync=False)
             return JsonlInspection(
                 SessionSnapshot(parsed.header, tuple(parsed.entries)),
                 parsed.size - parsed.keep,
@@ -267,6 +311,10 @@ class JsonlSessionStore:
 
     async def scan(self) -> SessionListing:
         return await asyncio.to_thread(lambda: _scan(self))
+
+    def _checked(self, path: Path) -> Path:
+        self.check_directory()
+        return path
 
     async def _own(self, job: Callable[[], _Opened]) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
@@ -289,10 +337,7 @@ def _source(session_id: str) -> Source:
 
 
 def _open(path: Path, source: Source) -> _Opened:
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise session_not_found(source.session_id, str(path.parent)) from None
+    fd = _open_session_file(path, os.O_RDWR | os.O_APPEND, source)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -333,10 +378,7 @@ def _read(path: Path, source: Source, *, sync: bool) -> Scan:
     With ``sync``, the file is fsync'd first, so everything read is durable even when its owner
     has not called a barrier yet.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise session_not_found(source.session_id, str(path.parent)) from None
+    fd = _open_session_file(path, os.O_RDONLY, source)
     try:
         if sync:
             try:
@@ -348,6 +390,49 @@ def _read(path: Path, source: Source, *, sync: bool) -> Scan:
         return scan(_read_all(fd), source)
     finally:
         os.close(fd)
+
+
+_KINDS: Final = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _open_session_file(path: Path, flags: int, source: Source) -> int:
+    """A descriptor of the session's file, which must be a regular file.
+
+    A symbolic link is not followed (``O_NOFOLLOW``) and a FIFO does not block the open
+    (``O_NONBLOCK``, cleared again once ``fstat`` has shown a regular file); anything but a
+    regular file is refused with ``SessionCorrupt`` before a byte is read or written.
+    """
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise session_not_found(source.session_id, str(path.parent)) from None
+    except OSError as error:
+        kind = {
+            errno.ELOOP: "a symbolic link",
+            errno.EISDIR: "a directory",
+            errno.ENXIO: "a socket or a device without a driver",
+        }.get(error.errno or 0)
+        if kind is None:
+            raise
+        raise not_a_regular_file(source.session_id, source.name, kind) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+        raise not_a_regular_file(source.session_id, source.name, kind)
+    return fd
 
 
 def _write_all(fd: int, line: bytes) -> None:
@@ -454,6 +539,7 @@ def _fsync_directory(directory: Path) -> None:
 def _scan(store: JsonlSessionStore) -> SessionListing:
     if not store.data_dir.is_dir():
         return listing([], [])
+    store.check_directory()
     headers: list[SessionHeader] = []
     problems: list[SessionCorrupt] = []
     for path in store.data_dir.iterdir():
@@ -463,7 +549,7 @@ def _scan(store: JsonlSessionStore) -> SessionListing:
         source = _source(session_id)
         try:
             headers.append(_read_header(path, source))
-        except FileNotFoundError:
+        except SessionNotFound:
             continue
         except SessionCorrupt as problem:
             problems.append(problem)
@@ -471,8 +557,19 @@ def _scan(store: JsonlSessionStore) -> SessionListing:
 
 
 def _read_header(path: Path, source: Source) -> SessionHeader:
-    with path.open("rb") as file:
-        line = file.readline()
-    if not line.endswith(b"\n"):
+    fd = _open_session_file(path, os.O_RDONLY, source)
+    try:
+        start = b""
+        while b"\n" not in start and len(start) <= HEADER_LIMIT:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            start += chunk
+    finally:
+        os.close(fd)
+    end = start.find(b"\n")
+    if end > HEADER_LIMIT or (end < 0 and len(start) > HEADER_LIMIT):
+        raise source.corrupt(None, HEADER_TOO_LONG)
+    if end < 0:
         raise source.corrupt(None, "the file has no complete header line")
-    return decode_header_line(line[:-1], source)
+    return decode_header_line(start[:end], source)

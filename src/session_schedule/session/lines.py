@@ -79,6 +79,9 @@ Format: TypeAlias = Literal[1, 2]
 CURRENT_FORMAT: Final[Format] = 2
 FORMATS: Final[frozenset[int]] = frozenset({1, 2})
 CHAIN_SEED: Final = 0
+HEADER_LIMIT: Final = 1 << 16
+"""The longest header line read (a header is a few hundred bytes); a listing reads no further."""
+HEADER_TOO_LONG: Final = f"the header line is longer than {HEADER_LIMIT} bytes, which no header is"
 """The checksum "before" entry 0."""
 
 Checksums: TypeAlias = "array[int]"
@@ -150,8 +153,10 @@ def scan(data: bytes, source: Source) -> Scan:
     complete = data.rfind(b"\n") + 1
     lines = data[:complete].split(b"\n")
     lines.pop()
-    if not lines:
+    if not lines and len(data) <= HEADER_LIMIT:
         raise source.corrupt(None, "the file has no complete header line")
+    if not lines or len(lines[0]) > HEADER_LIMIT:
+        raise source.corrupt(None, HEADER_TOO_LONG)
     header = decode_header_line(lines[0], source)
     if header.format == 1:
         return _scan_format_1(header, lines, complete, len(data), source)
