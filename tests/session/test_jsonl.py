@@ -157,6 +157,18 @@ class TestFormat:
             )
 
     @contract_test
+    async def test_inspect_exposes_each_entry_checksum_and_the_torn_tail(
+        self, store: JsonlSessionStore
+    ) -> None:
+        path = await make_good_session(store)
+        with path.open("ab") as file:
+            file.write(bytes(100) + b"\n" + b'{"seq":3')
+        inspection = await store.inspect(SID)
+        assert list(inspection.checksums) == [0xEA677E84, 0x9089B7A0, 0x5C959CFE]
+        assert [entry.position for entry in inspection.snapshot.entries] == [0, 1, 2]
+        assert (inspection.torn_bytes, inspection.torn_lines) == (109, 1)
+
+    @contract_test
     async def test_a_format_1_session_stays_in_format_1(self, store: JsonlSessionStore) -> None:
         path = write_session(store, GOOD[: -len(LAST_LINE)])
         async with await store.open(SID) as handle:

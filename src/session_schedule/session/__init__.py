@@ -35,6 +35,7 @@ from session_schedule.session.errors import SessionNotFound as SessionNotFound
 from session_schedule.session.handle import LogHandle as LogHandle
 from session_schedule.session.ids import SessionId as SessionId
 from session_schedule.session.ids import parse_session_id as parse_session_id
+from session_schedule.session.jsonl import JsonlInspection as JsonlInspection
 from session_schedule.session.jsonl import JsonlSessionHandle as JsonlSessionHandle
 from session_schedule.session.jsonl import JsonlSessionStore as JsonlSessionStore
 from session_schedule.session.memory import MemorySessionHandle as MemorySessionHandle

@@ -41,7 +41,7 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, final
 
@@ -177,6 +177,8 @@ class JsonlInspection(NamedTuple):
     """Bytes a torn tail holds: opening the session cuts them."""
     torn_lines: int
     """Complete lines among them (0: only an incomplete last line)."""
+    checksums: Sequence[int]
+    """Entry ``n``'s chained checksum at index ``n`` (format 2; empty for format 1)."""
 
 
 class _Opened(NamedTuple):
@@ -302,6 +304,7 @@ class JsonlSessionStore:
                 SessionSnapshot(parsed.header, tuple(parsed.entries)),
                 parsed.size - parsed.keep,
                 parsed.lines_cut,
+                parsed.checksums,
             )
 
         return await asyncio.to_thread(job)
