@@ -917,6 +917,11 @@ class TestStrictDecoding:
 OTHER = SessionId("s_bbbbbbbbbbbb")
 
 
+async def _create_and_close(store: JsonlSessionStore) -> None:
+    async with await store.create(now=NOW):
+        pass
+
+
 def _not_regular(name: str, kind: str) -> str:
     return (
         f"session {OTHER} is corrupt: {name} is {kind}, not a regular file; nothing was read "
@@ -993,9 +998,10 @@ class TestSpecialFiles:
     def test_a_shared_data_directory_is_warned_about_once(
         self, store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
     ) -> None:
-        asyncio.run(make_good_session(store))
+        store.data_dir.mkdir()
         store.data_dir.chmod(0o777)
         with caplog.at_level(logging.WARNING, logger="session_schedule.session.jsonl"):
+            asyncio.run(make_good_session(store))
             asyncio.run(store.read(SID))
             asyncio.run(store.scan())
             asyncio.run(store.read(SID))
@@ -1021,6 +1027,10 @@ class TestSpecialFiles:
             f"session data directory {store.data_dir} is writable by its group (mode 0770): "
             "another user could plant or replace session files; make it private (chmod 700)"
         ]
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="session_schedule.session.jsonl"):
+            asyncio.run(_create_and_close(JsonlSessionStore(store.data_dir)))
+        assert len(caplog.records) == 1
 
 
 def _counting(real: Callable[[int], None], calls: list[int]) -> Callable[[int], None]:

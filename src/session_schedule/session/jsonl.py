@@ -194,36 +194,36 @@ class JsonlSessionStore:
 
     def __init__(self, data_dir: Path) -> None:
         self._dir = data_dir
-        self._directory_checked = threading.Lock()
-        self._warned = False
+        self._directory_lock = threading.Lock()
+        self._directory_checked = False
 
     def check_directory(self) -> None:
-        """Log a warning — once per store — when others than its owner may write the directory.
+        """Log a warning when others than its owner may write the data directory.
 
         Whoever can write the data directory can plant or replace session files (a symbolic
         link, a FIFO, another session's file), so it should be private (mode ``0700``, as the
-        store creates it).
+        store creates it). Checked once per store, the first time the directory exists.
         """
-        with self._directory_checked:
-            if self._warned:
+        with self._directory_lock:
+            if self._directory_checked:
                 return
             try:
                 mode = stat.S_IMODE(self._dir.stat().st_mode)
             except FileNotFoundError:
                 return
-            if mode & 0o022:
-                self._warned = True
-                _log.warning(
-                    "session data directory %s is writable by %s (mode %04o): another user "
-                    "could plant or replace session files; make it private (chmod 700)",
-                    self._dir,
-                    "its group and others"
-                    if mode & 0o022 == 0o022
-                    else "its group"
-                    if mode & 0o020
-                    else "others",
-                    mode,
-                )
+            self._directory_checked = True
+        if mode & 0o022:
+            _log.warning(
+                "session data directory %s is writable by %s (mode %04o): another user "
+                "could plant or replace session files; make it private (chmod 700)",
+                self._dir,
+                "its group and others"
+                if mode & 0o022 == 0o022
+                else "its group"
+                if mode & 0o020
+                else "others",
+                mode,
+            )
 
     @property
     def data_dir(self) -> Path:
@@ -237,8 +237,9 @@ class JsonlSessionStore:
         self, *, now: Instant, session_id: SessionId | None = None
     ) -> JsonlSessionHandle:
         chosen = chosen_session_id(session_id)
-        return await self._own(
-            lambda: _create(
+
+        def job() -> _Opened:
+            opened = _create(
                 self._dir,
                 chosen,
                 lambda new_id: make_header(
@@ -250,7 +251,10 @@ class JsonlSessionStore:
                 ),
                 _Seed([], [], new_checksums()),
             )
-        )
+            self.check_directory()
+            return opened
+
+        return await self._own(job)
 
     async def open(self, session_id: str) -> JsonlSessionHandle:
         checked = require_session_id(session_id)
