@@ -39,7 +39,7 @@ from session_schedule.testing.clock import FakeClock
 from session_schedule.tools import ScheduleTools
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
-from tests.session.files import replace_entry_line, reseal_entry
+from tests.session.files import remove_entry, replace_entry_line, reseal_entry
 
 START = "2026-11-29T20:00:00.000Z"
 NOW = "2026-11-29T23:30:00.000Z"
@@ -902,10 +902,7 @@ def test_a_fork_between_a_tool_call_and_its_result_is_refused(
 def test_check_reports_an_unanswered_tool_call_and_exits_5(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = path_of(data, session)
-    lines = path.read_bytes().split(b"\n")
-    del lines[4]  # entry 3: the result of call_1
-    path.write_bytes(b"\n".join(lines))
+    remove_entry(path_of(data, session), 3)  # the result of call_1
     assert run(data, "check", session) == 5
     assert capsys.readouterr().err == (
         f"session-schedule: session {session} has a transcript no strict model endpoint "

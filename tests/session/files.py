@@ -44,3 +44,22 @@ def reseal_entry(path: Path, position: int, entry_type: str, data: bytes) -> Non
         lines[i] = sealed[:-1]
         checksums.append(previous)
     path.write_bytes(b"\n".join(lines))
+
+
+def remove_entry(path: Path, position: int) -> None:
+    """Rewrite the session without entry ``position``, sealed and acknowledged throughout: the
+    file a writer that never appended that entry would have left."""
+    lines = path.read_bytes().split(b"\n")
+    entries: list[tuple[str, bytes]] = []
+    for line in lines[1:-1]:
+        if line.startswith(b'{"seq":'):
+            start = line.index(b',"data":') + len(b',"data":')
+            entries.append((json.loads(line)["type"], line[start : line.rindex(b',"crc":"')]))
+    del entries[position]
+    rewritten = [lines[0] + b"\n"]
+    previous = CHAIN_SEED
+    for index, (kind, data) in enumerate(entries):
+        sealed, previous = entry_line(index, kind, data, previous)
+        rewritten.append(sealed)
+    rewritten.append(commit_line(len(entries), previous))
+    path.write_bytes(b"".join(rewritten))
