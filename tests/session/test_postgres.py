@@ -306,7 +306,7 @@ class TestCommits:
         )
         after = AfterScheduleRecord(
             id=make_schedule_id(3),
-            prompt="東京 \u2028 \x7f",
+            prompt="東京 \u2028 \u202e \U000e0041",
             after_seconds=90,
             scheduled_at="2026-05-01T09:01:30.000Z",
         )
