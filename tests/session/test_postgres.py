@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import psycopg
 import pytest
 
@@ -32,7 +33,6 @@ from session_schedule.session import (
     user_message,
 )
 from session_schedule.session import postgres as postgres_module
-from session_schedule.session.codec import entry_line
 from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.postgres_schema import migrate
 from session_schedule.testing.session_contract import (
@@ -330,22 +330,33 @@ class TestCommits:
                 database_handle.append(entry_type, payload)
             await file_handle.barrier()
             await database_handle.barrier()
-        lines = (tmp_path / f"{SID}.jsonl").read_bytes().splitlines(keepends=True)
+        lines = (tmp_path / f"{SID}.jsonl").read_bytes().splitlines()
+        fields = [msgspec.json.decode(line, type=dict[str, msgspec.Raw]) for line in lines]
+        file_entries = [
+            (msgspec.json.decode(line["type"], type=str), bytes(line["data"]))
+            for line in fields[1:]
+            if "data" in line
+        ]
         rows = execute(
             dsn,
             f"SELECT type, data FROM {schema}.entries WHERE session_id = %s ORDER BY position",
             SID,
         )
-        stored: list[bytes] = []
+        stored: list[tuple[str, bytes]] = []
         for stored_type, stored_data in rows:
             assert isinstance(stored_type, str)
             assert isinstance(stored_data, bytes)
-            stored.append(entry_line(stored_type, stored_data))
-        assert stored == lines[1:]
+            stored.append((stored_type, stored_data))
+        assert stored == file_entries
         assert len(stored) == len(written)
         header = execute(dsn, f"SELECT header FROM {schema}.sessions")[0][0]
         assert isinstance(header, bytes)
-        assert lines[0] == b'{"type":"header","data":' + header + b"}\n"
+        # The same header, apart from the storage format each store writes.
+        file_header = msgspec.json.decode(bytes(fields[0]["data"]))
+        database_header = msgspec.json.decode(header)
+        assert isinstance(file_header, dict)
+        assert isinstance(database_header, dict)
+        assert {**file_header, "format": None} == {**database_header, "format": None}
 
 
 class TestSchemaAndDamage:
