@@ -7,7 +7,8 @@ General layout
                  context, the persistence catalog. No clock, no I/O, no asyncio.
 - ``session``  — the Session event log: the port, and the memory, JSONL and SQLite backends.
 - ``runtime``  — the asyncio shell: the clock, the Agent port, the agent-scoped queue, the
-                 live Schedule with its delivery owner, and its operator events.
+                 live Schedule with its delivery owner and its operator events, and the turn
+                 queue that implements the Agent port over a host's ``run_turn``.
 - ``tools``    — the three tools: schemas, descriptions, ``ScheduleTools.call`` and adapters for
                  OpenAI, Anthropic and MCP.
 - ``mcp``      — the MCP server: a pull-based Agent port, and the stdio server over the
@@ -34,6 +35,9 @@ from session_schedule.runtime.events import ScheduleEvents as ScheduleEvents
 from session_schedule.runtime.live import LiveSchedule as LiveSchedule
 from session_schedule.runtime.live import Settings as Settings
 from session_schedule.runtime.queue import AgentQueue as AgentQueue
+from session_schedule.runtime.turns import RunTurn as RunTurn
+from session_schedule.runtime.turns import Turn as Turn
+from session_schedule.runtime.turns import TurnQueue as TurnQueue
 from session_schedule.session import JsonlSessionStore as JsonlSessionStore
 from session_schedule.session import MemorySessionStore as MemorySessionStore
 from session_schedule.session import PersistenceUncertain as PersistenceUncertain

@@ -937,7 +937,12 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
     assert main(["catalog"]) == 0
     out = capsys.readouterr().out
     catalog = json.loads(out)
-    assert [entry["name"] for entry in catalog] == ["message", "schedule/change"]
+    assert [entry["name"] for entry in catalog] == [
+        "message",
+        "schedule/change",
+        "turn/finished",
+        "turn/queued",
+    ]
     assert catalog == json.loads(CATALOG.to_json())
     assert out.startswith('[\n  {\n    "name": "message",')
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+<<<<<<< HEAD
 import asyncio
 from collections.abc import AsyncIterator
+=======
+import inspect
+from collections.abc import AsyncIterator, Coroutine
+>>>>>>> e1b014f (TurnQueue: the Agent port over a host's run_turn, one turn at a time, every accepted turn durable)
 from dataclasses import dataclass
 
 import pytest
@@ -377,6 +382,7 @@ async def test_an_agent_that_never_grants_maintenance_does_not_make_the_owner_sp
     assert agent.attempts == 5
 
 
+<<<<<<< HEAD
 @settings(max_examples=300, deadline=None)
 @given(
     offset=st.integers(min_value=0, max_value=999),
@@ -566,3 +572,126 @@ async def test_a_daily_reminder_follows_the_wall_clock_and_catches_up_after_down
     assert world.dispatches()[-1] == dispatch_change(
         ScheduleId("sch_1"), parse_instant("2026-12-20T00:00:00.000Z")
     )
+=======
+class RightShape:
+    """Every method of the Agent port in its right shape; the subclasses each break one."""
+
+    async def wait_idle(self) -> None:
+        return None
+
+    def begin_maintenance(self) -> bool:
+        return True
+
+    def end_maintenance(self) -> None:
+        return None
+
+    def followup(self, message: str) -> None:
+        return None
+
+
+class AsyncFollowup(RightShape):
+    """``async def followup``: every reminder would be recorded and lost unawaited."""
+
+    async def followup(self, message: str) -> None:  # type: ignore[override]
+        return None
+
+
+class AsyncMaintenance(RightShape):
+    async def begin_maintenance(self) -> bool:  # type: ignore[override]
+        return True
+
+
+class AsyncEndMaintenance(RightShape):
+    async def end_maintenance(self) -> None:  # type: ignore[override]
+        return None
+
+
+class PlainWaitIdle(RightShape):
+    def wait_idle(self) -> None:  # type: ignore[override]
+        return None
+
+
+@pytest.mark.parametrize(
+    ("agent", "message"),
+    [
+        (
+            AsyncFollowup(),
+            "the agent's followup() is `async def`; it must be a plain method that does its "
+            "work before it returns (a coroutine nobody awaits would lose reminders)",
+        ),
+        (
+            AsyncMaintenance(),
+            "the agent's begin_maintenance() is `async def`; it must be a plain method that "
+            "does its work before it returns (a coroutine nobody awaits would lose reminders)",
+        ),
+        (
+            AsyncEndMaintenance(),
+            "the agent's end_maintenance() is `async def`; it must be a plain method that "
+            "does its work before it returns (a coroutine nobody awaits would lose reminders)",
+        ),
+        (PlainWaitIdle(), "the agent's wait_idle() must be `async def`"),
+        (object(), "the agent has no followup() method"),
+    ],
+)
+async def test_an_agent_of_the_wrong_shape_is_refused_at_start(
+    world: World, agent: object, message: str
+) -> None:
+    schedule = LiveSchedule(world.session, agent, clock=world.clock)  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as raised:
+        await schedule.start()
+    assert str(raised.value) == message
+
+
+class SneakyAwaitables:
+    """Plain methods that nevertheless return coroutines (a decorator could do this)."""
+
+    def __init__(self, *, maintenance: bool) -> None:
+        self.maintenance = maintenance
+        self.ran: list[str] = []
+        self.returned: list[Coroutine[None, None, None]] = []
+
+    async def wait_idle(self) -> None:
+        return None
+
+    def begin_maintenance(self) -> object:
+        if self.maintenance:
+            return self._coroutine("begin_maintenance")
+        return True
+
+    def end_maintenance(self) -> None:
+        return None
+
+    def followup(self, message: str) -> object:
+        return self._coroutine("followup")
+
+    def _coroutine(self, name: str) -> Coroutine[None, None, None]:
+        async def run() -> None:
+            self.ran.append(name)
+
+        coroutine = run()
+        self.returned.append(coroutine)
+        return coroutine
+
+
+@pytest.mark.parametrize("method", ["followup", "begin_maintenance"])
+async def test_an_awaitable_returned_at_call_time_is_closed_and_records_no_dispatch(
+    world: World, method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = SneakyAwaitables(maintenance=method == "begin_maintenance")
+    await world.schedule.close()
+    world.schedule = LiveSchedule(world.session, agent, clock=world.clock)  # type: ignore[arg-type]
+    await world.schedule.start()
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    await world.run_for(60)
+    assert world.dispatches() == []
+    assert agent.ran == []
+    assert agent.returned
+    states = {inspect.getcoroutinestate(coroutine) for coroutine in agent.returned}
+    assert states == {inspect.CORO_CLOSED}  # closed, never run, not left for the collector
+    assert caplog.records[0].getMessage() == (
+        f"the agent's {method}() returned an awaitable instead of doing its work; it was "
+        f"discarded and nothing was recorded (write {method}() as a plain method)"
+    )
+    active = await world.schedule.active()
+    assert [view.id for view in active[1]] == ["sch_1"]
+>>>>>>> e1b014f (TurnQueue: the Agent port over a host's run_turn, one turn at a time, every accepted turn durable)

@@ -265,9 +265,12 @@ async def test_forks_copy_the_transcript_up_to_the_chosen_entry(offline: Overlay
     whole = await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": None})
     assert whole.status_code == 201
     assert whole.json()["session"]["parentId"] == parent
-    assert whole.json()["session"]["seedLength"] == 2
-    assert [t["message"]["content"] for t in whole.json()["turns"]] == ["one", "two"]
-    part = await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": 1})
+    # Two queued turns, answered together: their two messages, then two finished marks.
+    assert whole.json()["session"]["seedLength"] == 6
+    turns = whole.json()["turns"]
+    assert [t["message"]["content"] for t in turns] == ["one", "two"]
+    at = turns[0]["position"] + 1
+    part = await offline.client.post(f"/api/sessions/{parent}/fork", json={"at": at})
     assert [t["message"]["content"] for t in part.json()["turns"]] == ["one"]
     listed = (await offline.client.get("/api/sessions")).json()["sessions"]
     assert len(listed) == 3
@@ -797,15 +800,22 @@ async def test_a_poisoned_session_is_reopened_from_storage() -> None:
             f"/api/sessions/{session}/prompts", json={"text": "kept", "zone": None}
         )
         await overlay.settle(session)
+        poisoned = await overlay.app.sessions.get(SessionId(session))
         store.fail_next_write()
-        await overlay.client.post(
+        refused = await overlay.client.post(
             f"/api/sessions/{session}/prompts", json={"text": "lost", "zone": None}
         )
-        live = await overlay.app.sessions.get(SessionId(session))
-        async with asyncio.timeout(15):
-            await live.chat.agent.wait_idle()
-        assert live.session.poisoned
+        assert refused.status_code == 503
+        assert refused.json()["error"].startswith("the prompt was not sent (session ")
+        assert refused.json()["error"].endswith("); send it again.")
+        assert poisoned.session.poisoned
         assert [m["content"] for m in await overlay.messages(session)] == ["kept"]
+        again = await overlay.client.post(
+            f"/api/sessions/{session}/prompts", json={"text": "again", "zone": None}
+        )
+        assert again.status_code == 202
+        await overlay.settle(session)
+        assert [m["content"] for m in await overlay.messages(session)] == ["kept", "again"]
 
 
 async def test_a_failing_barrier_makes_the_schedules_view_503(
@@ -992,7 +1002,7 @@ async def test_the_event_stream_sends_the_backlog_then_live_turns(offline: Overl
         decoded = msgspec.json.decode(live.data)
         assert decoded == {
             "index": 1,
-            "position": 1,
+            "position": 4,  # after the first turn's queued, message and finished entries
             "message": {
                 "role": "user",
                 "content": "after",

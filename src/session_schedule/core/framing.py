@@ -29,6 +29,7 @@ from session_schedule.core.visible import frame_escape
 FRAME_TITLE: Final = "[session-schedule] Reminder follow-up"
 DEFAULT_MAX_FRAME_CHARS: Final = 20_000
 """A batch frame shows prompts in full while it stays within this many characters."""
+_KEY_LABEL: Final = "occurrence key: "
 
 _ONE_SHOT_INTRO: Final = (
     "A reminder you scheduled earlier in this conversation is due. Act on its prompt now; "
@@ -133,7 +134,7 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
         lines.append(f"skipped occurrences: {occurrence.skipped}")
     lines.extend(
         [
-            f"occurrence key: {occurrence.key}",
+            f"{_KEY_LABEL}{occurrence.key}",
             f"prompt: {embed_prompt(record.prompt)}" if show_prompt else _NOT_SHOWN,
         ]
     )
@@ -149,6 +150,18 @@ def daily_rule_text(record: DailyScheduleRecord) -> str:
 def short_time(canonical: str) -> str:
     """``HH:MM:SS.sss`` shortened to ``HH:MM`` or ``HH:MM:SS`` when the rest is zero."""
     return canonical.removesuffix(".000").removesuffix(":00")
+
+
+def occurrence_keys(text: str) -> tuple[str, ...]:
+    """The occurrence keys a frame names, in order; ``()`` when ``text`` is not a frame.
+
+    Only the frame's own lines can start with ``occurrence key:`` (a prompt is one escaped line
+    that starts with ``prompt:``), so this reads back exactly the keys :func:`frame` wrote.
+    """
+    lines = text.split("\n")
+    if lines[0] != FRAME_TITLE:
+        return ()
+    return tuple(line.removeprefix(_KEY_LABEL) for line in lines[1:] if line.startswith(_KEY_LABEL))
 
 
 def _seconds(count: int) -> str:

@@ -35,12 +35,16 @@ async def live_chat(
 ) -> AsyncIterator[LiveChat]:
     """Run the chat agent and its Schedule on ``session`` for the ``async with`` block.
 
-    The Session stays open afterwards; closing it is the caller's business.
+    Turns left pending in the Session by an earlier run (a reminder delivered but not answered
+    when the process stopped) run first. The Session stays open afterwards; closing it is the
+    caller's business.
     """
     clock = clock or SystemClock()
     agent = ChatAgent(session, clock=clock, model=model, time_zone=time_zone, on_event=on_event)
-    schedule = LiveSchedule(session, agent, clock=clock, settings=settings)
+    schedule = LiveSchedule(session, agent.turns, clock=clock, settings=settings)
     tools = ScheduleTools(schedule)
     agent.bind(tools)
-    async with agent, schedule:
+    # The Schedule starts first (a turn left pending from the last run may call the tools) and
+    # stops last.
+    async with schedule, agent:
         yield LiveChat(session=session, agent=agent, schedule=schedule, tools=tools)

@@ -7,19 +7,26 @@ changes a call appends, may sit between them) before any other message. A transc
 this is refused by every strict model endpoint, on every later turn. So :func:`transcript_problem`
 names the first break (``check`` reports it), and :func:`check_fork_cut` refuses a fork whose
 cut would leave calls unanswered, naming the nearest points where it may cut.
+
+A reminder turn is one the harness recorded with origin ``followup``. A prompt the person typed
+(origin ``person``) that looks like a reminder frame — pasted, or forged — reaches the model with
+:data:`PASTED_FRAME_MARK` in front of it, so it cannot pass for a delivery.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple, final
+from typing import Final, NamedTuple, final
 
 import msgspec
 
+from session_schedule.core.framing import FRAME_TITLE
 from session_schedule.core.visible import reveal
 from session_schedule.harness.model import ChatMessage
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
 from session_schedule.session.port import LogEntry
+
+PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
 
 
 def messages_of(entries: Iterable[LogEntry]) -> list[MessageEntry]:
@@ -51,6 +58,8 @@ def chat_messages(turns: Iterable[MessageEntry]) -> list[ChatMessage]:
             messages.append(
                 {"role": "tool", "tool_call_id": turn.tool_call_id, "content": turn.content}
             )
+        elif turn.origin == "person" and FRAME_TITLE in turn.content:
+            messages.append({"role": "user", "content": PASTED_FRAME_MARK + turn.content})
         else:
             messages.append({"role": "user", "content": turn.content})
     return messages

@@ -2,12 +2,25 @@
 
 Schedule never steers and never interrupts a turn. It waits until the agent is fully idle, takes
 a maintenance phase (while it is held no turn starts), queues exactly one follow-up turn, and
-lets go. A host implements this Protocol over its own agent loop.
+lets go. A host implements this Protocol over its own agent loop — or hands its
+``run_turn`` to :class:`~session_schedule.runtime.turns.TurnQueue`, which implements it.
+
+``followup``, ``begin_maintenance`` and ``end_maintenance`` must be plain methods: an
+``async def followup`` would return a coroutine nobody awaits, and the reminder would be recorded
+as delivered and lost. :func:`check_agent` refuses such an agent when the live Schedule starts,
+and :func:`discard_awaitable` catches one at call time.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import inspect
+import logging
+from typing import Final, Protocol
+
+logger = logging.getLogger(__name__)
+
+PLAIN_METHODS: Final = ("followup", "begin_maintenance", "end_maintenance")
+ASYNC_METHODS: Final = ("wait_idle",)
 
 
 class Agent(Protocol):
@@ -36,3 +49,37 @@ class Agent(Protocol):
         records no dispatch (the reminder stays active and is retried).
         """
         ...
+
+
+def check_agent(agent: object) -> None:
+    """Refuse an object that cannot serve as an Agent: ``TypeError`` naming the method that is
+    missing, ``async def`` where it must be plain, or plain where it must be ``async def``."""
+    for name in (*PLAIN_METHODS, *ASYNC_METHODS):
+        method = getattr(agent, name, None)
+        if not callable(method):
+            raise TypeError(f"the agent has no {name}() method")
+        is_async = inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method)
+        if name in ASYNC_METHODS and not is_async:
+            raise TypeError(f"the agent's {name}() must be `async def`")
+        if name in PLAIN_METHODS and is_async:
+            raise TypeError(
+                f"the agent's {name}() is `async def`; it must be a plain method that does its "
+                "work before it returns (a coroutine nobody awaits would lose reminders)"
+            )
+
+
+def discard_awaitable(value: object, method: str) -> bool:
+    """Whether ``value``, returned by the agent's ``method``, is an awaitable where a plain value
+    was due; if so it is closed (never run) and the error is logged."""
+    if not inspect.isawaitable(value):
+        return False
+    close = getattr(value, "close", None)
+    if callable(close):
+        close()
+    logger.error(
+        "the agent's %s() returned an awaitable instead of doing its work; it was discarded "
+        "and nothing was recorded (write %s() as a plain method)",
+        method,
+        method,
+    )
+    return True

@@ -23,9 +23,11 @@ barrier, samples the decision time once, plans with the core (one due one-shot a
 due Every records in one batch), frames the turn, queues it with ``followup()``, appends the
 dispatch change(s) and awaits the barrier.
 
-Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails, nothing is appended
-and the reminder stays active; the owner retries after a back-off that doubles up to
-``retry_max_seconds``, so a permanently failing agent cannot make it spin.
+Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails — or
+``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
+start already) — nothing is appended and the reminder stays active; the owner retries after a
+back-off that doubles up to ``retry_max_seconds``, so a permanently failing agent cannot make it
+spin.
 
 Rule 5a — **no busy loop.** Every pass of the owner's loop awaits something that yields to the
 event loop. "Nothing due" right after the wake-up said something was due can happen once (a
@@ -47,9 +49,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Literal, Self, TypeVar, final
+from typing import Literal, Self, TypeVar, TypeVarTuple, final
 
 import msgspec
 
@@ -68,7 +70,7 @@ from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instan
 from session_schedule.core.records import ScheduleView, make_view, make_views, record_target
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.core.visible import escape_unencodable
-from session_schedule.runtime.agent import Agent
+from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
@@ -78,6 +80,7 @@ from session_schedule.session.port import SessionHandle
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Arguments = TypeVarTuple("Arguments")
 Outcome = Literal["delivered", "nothing due", "agent busy", "agent refused"]
 _BUSY_BEFORE_BACKOFF = 3
 """Consecutive "agent busy" outcomes after which the owner backs off instead of retrying."""
@@ -143,10 +146,12 @@ class LiveSchedule:
         """Fold the Session's log and start delivering.
 
         Raises ``ScheduleError`` — ``corrupt_schedule_log`` for a log the fold rejects,
-        ``persistence_uncertain`` for a poisoned handle.
+        ``persistence_uncertain`` for a poisoned handle — and ``TypeError`` for an agent whose
+        methods are not those of the Agent port (an ``async def followup``, say).
         """
         if self._owner is not None:
             raise RuntimeError("this LiveSchedule was started already")
+        check_agent(self._agent)
         header = self._session.header
         try:
             entries = [
@@ -352,7 +357,10 @@ class LiveSchedule:
             self._parked.set()
 
     async def _deliver_due(self) -> Outcome:
-        if not self._agent.begin_maintenance():
+        entered: object = self._agent.begin_maintenance()
+        if discard_awaitable(entered, "begin_maintenance"):
+            return "agent refused"
+        if not entered:
             return "agent busy"
         try:
             await self._barrier()
@@ -361,13 +369,18 @@ class LiveSchedule:
             if delivery is None:
                 return "nothing due"
             try:
-                self._agent.followup(self.frame(delivery))
+                accepted = _returned(self._agent.followup, self.frame(delivery))
             except Exception as error:
                 self._events.followup_failed(delivery, error)
                 logger.exception(
                     "follow-up for %s in session %s was not accepted; the reminder stays active",
                     ", ".join(occurrence.key for occurrence in delivery.occurrences),
                     self._session.id,
+                )
+                return "agent refused"
+            if discard_awaitable(accepted, "followup"):
+                self._events.followup_failed(
+                    delivery, TypeError("followup() returned an awaitable, which was discarded")
                 )
                 return "agent refused"
             self._recent.append(now)
@@ -382,7 +395,7 @@ class LiveSchedule:
             self._events.dispatched(delivery)
             return "delivered"
         finally:
-            self._agent.end_maintenance()
+            discard_awaitable(_returned(self._agent.end_maintenance), "end_maintenance")
 
     def _budget_allows_at(self, now: Instant) -> Instant:
         """The earliest instant from ``now`` on at which the follow-up budget allows a turn."""
@@ -451,6 +464,12 @@ class LiveSchedule:
             await self._session.barrier()
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
+
+
+def _returned(method: Callable[[*Arguments], object], *arguments: *Arguments) -> object:
+    """What ``method`` returned: the port declares ``None``, and an ``async def`` in its place
+    returns a coroutine that must not be dropped unawaited."""
+    return method(*arguments)
 
 
 def _changes(entries: list[tuple[int, object]]) -> list[tuple[int, ScheduleChange]]:

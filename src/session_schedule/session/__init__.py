@@ -10,6 +10,8 @@ General layout:
 - ``errors``   — ``SessionError`` and its kinds, ``PersistenceUncertain`` among them;
 - ``message``  — the ``message`` entry type (transcript turns), registered in the persistence
                  catalog beside the core's ``schedule/change``;
+- ``turns``    — the ``turn/queued`` and ``turn/finished`` entry types (the durable turn
+                 queue);
 - ``codec``    — the envelope and payload bytes shared by the file and database backends;
 - ``lines``    — the JSONL file's line formats (1 and 2: sequence numbers, chained checksums,
                  commit records) and the scan that tells a torn tail from corruption;
@@ -56,3 +58,7 @@ from session_schedule.session.port import SessionSnapshot as SessionSnapshot
 from session_schedule.session.port import SessionStore as SessionStore
 from session_schedule.session.sqlite import SqliteSessionHandle as SqliteSessionHandle
 from session_schedule.session.sqlite import SqliteSessionStore as SqliteSessionStore
+from session_schedule.session.turns import TURN_FINISHED_TYPE as TURN_FINISHED_TYPE
+from session_schedule.session.turns import TURN_QUEUED_TYPE as TURN_QUEUED_TYPE
+from session_schedule.session.turns import TurnFinished as TurnFinished
+from session_schedule.session.turns import TurnQueued as TurnQueued

@@ -280,7 +280,14 @@ class _Api:
         live = await self._sessions.get(session_id)
         zone = "none" if body.zone is None else loggable(shorten(body.zone))
         logger.info("prompt for session %s (browser zone %s)", live.id, zone)
-        live.chat.agent.submit(body.text, zone=body.zone)
+        try:
+            await live.chat.agent.submit_durably(body.text, zone=body.zone)
+        except PersistenceUncertain as error:
+            # Maybe stored, maybe not: never acknowledged. The next request reopens the Session.
+            logger.warning("a prompt for session %s was not sent: %s", live.id, error.message)
+            raise HttpProblem(
+                503, f"the prompt was not sent ({error.message}); send it again."
+            ) from None
         return _json({"queued": True}, status=202)
 
     async def post_tool(self, request: Request) -> Response:

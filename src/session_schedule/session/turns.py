@@ -1,0 +1,186 @@
+"""The ``turn/queued`` and ``turn/finished`` entries: the durable queue of conversation turns.
+
+A turn is queued in the Session's log the moment it is accepted, before anything else records
+that it was accepted — a reminder's follow-up is appended before its ``schedule/dispatch`` change,
+on the same handle, so the barrier that makes the dispatch durable covers the follow-up too (a
+crash keeps a prefix of the appends, never a gap). When the turn has run, a ``turn/finished``
+entry names it by the position of its ``turn/queued`` entry. A queued turn with no finished entry
+after it is pending: a restarted host runs it again, in order.
+
+``turn/queued`` (version 1) records where the turn came from: ``origin`` ``schedule`` is a
+reminder delivered by Schedule, with the ``occurrences`` (``id@scheduledAt`` keys) its frame
+names; ``host`` is a prompt the host submitted. A zone reported with a prompt is not stored (it
+is guidance for one turn, never a Session default): a prompt run again after a restart has none.
+``turn/finished`` (version 1) says whether the turn ``completed`` or ``failed``.
+
+The decoders are strict: unknown, missing or duplicate keys, a non-canonical instant, an
+occurrence key of the wrong form, occurrences on a host turn or none on a reminder, a negative
+position all make the entry corrupt (``ValueError`` naming the problem; the
+session codec locates it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Final, Literal, TypeAlias, TypeVar, final
+
+import msgspec
+
+from session_schedule.core.catalog import CATALOG
+from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.records import InstantField
+
+TURN_QUEUED_TYPE: Final = "turn/queued"
+TURN_FINISHED_TYPE: Final = "turn/finished"
+TURN_VERSION: Final = 1
+
+T = TypeVar("T")
+TurnOrigin = Literal["schedule", "host"]
+TurnOutcome = Literal["completed", "failed"]
+
+OCCURRENCE_KEY_PATTERN: Final = (
+    r"^sch_[1-9][0-9]{0,15}@[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\Z"
+)
+_OCCURRENCE_KEY: Final = re.compile(OCCURRENCE_KEY_PATTERN.removeprefix("^").removesuffix("\\Z"))
+
+OccurrenceKeyField: TypeAlias = Annotated[str, msgspec.Meta(pattern=OCCURRENCE_KEY_PATTERN)]
+
+
+@final
+class TurnQueued(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename="camel",
+    omit_defaults=True,
+):
+    """A turn accepted into the Session's turn queue."""
+
+    version: Literal[1]
+    origin: TurnOrigin
+    text: str
+    """The turn's text, exactly as the host's ``run_turn`` receives it."""
+    at: InstantField
+    """When it was queued, canonical UTC."""
+    occurrences: tuple[OccurrenceKeyField, ...] = ()
+    """A reminder's occurrence keys, in frame order (absent on a host turn)."""
+
+
+TURN_QUEUED_ENTRY: Final = CATALOG.register(
+    TURN_QUEUED_TYPE,
+    versions=(TURN_VERSION,),
+    declaration=TurnQueued,
+    decode=lambda data, _where: decode_turn_queued(data),
+)
+
+
+@final
+class TurnFinished(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """The turn queued at entry ``turn`` has run."""
+
+    version: Literal[1]
+    turn: Annotated[int, msgspec.Meta(ge=0)]
+    """The position of its ``turn/queued`` entry."""
+    outcome: TurnOutcome
+    at: InstantField
+
+
+TURN_FINISHED_ENTRY: Final = CATALOG.register(
+    TURN_FINISHED_TYPE,
+    versions=(TURN_VERSION,),
+    declaration=TurnFinished,
+    decode=lambda data, _where: decode_turn_finished(data),
+)
+
+_QUEUED: Final = msgspec.json.Decoder(TurnQueued)
+_FINISHED: Final = msgspec.json.Decoder(TurnFinished)
+
+
+def decode_turn_queued(data: bytes) -> TurnQueued:
+    """Strictly decode one ``turn/queued`` payload; raises ``ValueError`` saying what is wrong."""
+    queued = _decode(_QUEUED, data)
+    check_turn_queued(queued)
+    return queued
+
+
+def decode_turn_finished(data: bytes) -> TurnFinished:
+    """Strictly decode one ``turn/finished`` payload; raises ``ValueError`` saying what is
+    wrong."""
+    finished = _decode(_FINISHED, data)
+    _check_instant(finished.at)
+    return finished
+
+
+def check_turn_queued(queued: TurnQueued) -> None:
+    """The rules the struct types only describe; raises ``ValueError`` naming the first broken."""
+    _check_instant(queued.at)
+    for index, key in enumerate(queued.occurrences):
+        try:
+            parse_instant(key.partition("@")[2])
+        except ValueError as error:
+            raise ValueError(f"{error} - at `$.occurrences[{index}]`") from None
+    if queued.origin == "schedule":
+        if not queued.occurrences:
+            raise ValueError("a schedule turn names its occurrences - at `$.occurrences`")
+    elif queued.occurrences:
+        raise ValueError("only a schedule turn names occurrences - at `$.occurrences`")
+
+
+def turn_queued(
+    text: str,
+    *,
+    at: Instant,
+    origin: TurnOrigin,
+    occurrences: tuple[str, ...] = (),
+) -> TurnQueued:
+    """A ``turn/queued`` payload; ``ValueError`` for a combination the decoder would refuse."""
+    for key in occurrences:
+        if _OCCURRENCE_KEY.fullmatch(key) is None:
+            raise ValueError(f"{key!r} is not an occurrence key like `sch_1@<canonical instant>`")
+    queued = TurnQueued(
+        versions=(TURN_VERSION,),
+        origin=origin,
+        text=text,
+        at=format_instant(at),
+        occurrences=occurrences,
+    )
+    check_turn_queued(queued)
+    return queued
+
+
+def turn_finished(turn: int, *, at: Instant, outcome: TurnOutcome) -> TurnFinished:
+    return TurnFinished(version=TURN_VERSION, turn=turn, outcome=outcome, at=format_instant(at))
+
+
+def _decode(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
+    try:
+        value = decoder.decode(data)
+    except msgspec.ValidationError as error:
+        raise ValueError(str(error)[:1].lower() + str(error)[1:]) from None
+    except msgspec.DecodeError as error:
+        raise ValueError(f"malformed JSON ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"invalid UTF-8 ({error})") from None
+    # msgspec keeps the last of repeated keys; a repeated key is damage, not a choice.
+    json.loads(data, object_pairs_hook=_refuse_repeated_keys)
+    return value
+
+
+def _check_instant(text: str) -> None:
+    try:
+        parse_instant(text)
+    except ValueError as error:
+        raise ValueError(f"{error} - at `$.at`") from None
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
