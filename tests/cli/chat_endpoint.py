@@ -12,6 +12,7 @@ import http.server
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Self
@@ -46,6 +47,8 @@ class Fail:
 
 
 Reply = Answer | CallTool | Fail
+Responder = Callable[[dict[str, Any]], Reply]
+"""Picks the reply to a request body (for a script as long as the test runs)."""
 
 
 @dataclass
@@ -58,15 +61,21 @@ class Recorded:
 @dataclass
 class _Script:
     replies: list[Reply]
+    responder: Responder | None = None
     requests: list[Recorded] = field(default_factory=list)
     changed: threading.Condition = field(default_factory=threading.Condition)
 
 
 class ScriptedEndpoint:
-    """``with ScriptedEndpoint([...]) as endpoint:`` serves ``endpoint.base_url``."""
+    """``with ScriptedEndpoint([...]) as endpoint:`` serves ``endpoint.base_url``.
 
-    def __init__(self, replies: list[Reply]) -> None:
-        self._script = _Script(list(replies))
+    ``replies`` is the script, one reply per request, or a :data:`Responder` that picks each.
+    """
+
+    def __init__(self, replies: list[Reply] | Responder) -> None:
+        self._script = (
+            _Script([], responder=replies) if callable(replies) else _Script(list(replies))
+        )
         script = self._script
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -80,11 +89,12 @@ class ScriptedEndpoint:
                         )
                     )
                     number = len(script.requests)
-                    reply: Reply = (
-                        script.replies.pop(0)
-                        if script.replies
-                        else Fail(500, "the script has no reply left")
-                    )
+                    if script.responder is not None:
+                        reply: Reply = script.responder(body)
+                    elif script.replies:
+                        reply = script.replies.pop(0)
+                    else:
+                        reply = Fail(500, "the script has no reply left")
                     script.changed.notify_all()
                 if self.path != PATH:
                     reply = Fail(404, f"no route {self.path}")

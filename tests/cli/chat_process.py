@@ -141,6 +141,15 @@ class ChatProcess:
         with self._changed:
             return Finished(returncode, "".join(self._stdout), "".join(self._stderr))
 
+    def kill(self) -> Finished:
+        """SIGKILL the child at once and collect what it wrote."""
+        self._process.send_signal(signal.SIGKILL)
+        returncode = self._process.wait(TIMEOUT)
+        for reader in self._readers:
+            reader.join(TIMEOUT)
+        with self._changed:
+            return Finished(returncode, "".join(self._stdout), "".join(self._stderr))
+
     def __enter__(self) -> Self:
         return self
 

@@ -27,13 +27,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import stat
 import sys
 import urllib.parse
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, assert_never, final
@@ -50,16 +51,27 @@ from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.session.errors import PersistenceUncertain, SessionError
+from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MessageEntry
+from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.sqlite import SqliteSessionStore
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+logger = logging.getLogger(__name__)
 
 MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
 API_KEY_PLACEHOLDER: Final = "not-needed"
 """Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
 such as Ollama or llama.cpp need none, but the SDK insists on one)."""
+STORES: Final = ("jsonl", "sqlite")
+SQLITE_FILE: Final = "sessions.db"
+REOPEN_INITIAL_SECONDS: Final = 1.0
+REOPEN_MAX_SECONDS: Final = 30.0
+"""After a storage failure the session is reopened after 1 s, then 2 s, 4 s … up to this."""
 HISTORY_TURNS: Final = 8
 """How many of the last transcript turns a resumed chat shows."""
 MAX_LINE_BYTES: Final = 1 << 20
@@ -69,6 +81,9 @@ OFFLINE_BANNER: Final = (
     "set --model (and --base-url / OPENAI_API_KEY) to chat with a model"
 )
 OFFLINE_NOTE: Final = "recorded as a user turn; no model is connected to answer (offline mode)"
+NOT_SENT_REOPENING: Final = (
+    "not sent: the session is being reopened from storage; send it again in a moment"
+)
 
 DESCRIPTION: Final = f"""\
 Chat with an agent that can set reminders; each reminder comes back into the conversation as a
@@ -131,6 +146,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="URL",
         help="an OpenAI-compatible endpoint, such as http://localhost:11434/v1 "
         "(default: $OPENAI_BASE_URL, else OpenAI's)",
+    )
+    parser.add_argument(
+        "--store",
+        choices=STORES,
+        default="jsonl",
+        help="where sessions are kept: jsonl, one file per session in the data directory (the "
+        f"default), or sqlite, every session in {SQLITE_FILE} in the data directory",
     )
     parser.add_argument(
         "--time-zone",
@@ -196,6 +218,7 @@ def run(arguments: argparse.Namespace) -> int:
         directory=data_dir(arguments),
         explicit_directory=arguments.data_dir is not None,
         session=arguments.session,
+        store=arguments.store,
         model=config,
         time_zone=zone,
         interactive=interactive,
@@ -210,6 +233,7 @@ class _Options:
     directory: Path
     explicit_directory: bool
     session: str | None
+    store: str
     model: ModelConfig | None
     time_zone: str | None
     interactive: bool
@@ -234,14 +258,22 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
         yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
 
 
+def _store(options: _Options) -> SessionStore:
+    if options.store == "sqlite":
+        options.directory.mkdir(parents=True, exist_ok=True)
+        return SqliteSessionStore(options.directory / SQLITE_FILE)
+    return JsonlSessionStore(options.directory)
+
+
 async def _chat(options: _Options) -> None:
-    store = JsonlSessionStore(options.directory)
+    store = _store(options)
     clock = SystemClock()
     if options.session is None:
         session = await store.create(now=clock.now())
     else:
         session = await store.open(options.session)
-    async with session, _connect(options.model) as connection:
+    session_id = session.id
+    async with _connect(options.model) as connection:
         display = Display(
             styled_writer(_console()) if options.interactive else plain_writer,
             echo_person=not options.interactive,
@@ -251,13 +283,48 @@ async def _chat(options: _Options) -> None:
         display.banner(
             _banner(
                 options,
-                session.id,
+                session_id,
                 endpoint=connection.endpoint,
                 resumed=options.session is not None,
                 turns=len(history),
             )
         )
         display.history(history)
+        front = _Front(display)
+        reading = asyncio.create_task(
+            front.interactive() if options.interactive else front.piped(), name="chat input"
+        )
+        try:
+            while True:
+                failure = await _live(session, connection, clock, options, display, front, reading)
+                if failure is None:
+                    break
+                logger.error("session %s stopped delivering: %s", session_id, failure)
+                display.error(
+                    f"storage failed ({failure}); reminders are paused while session "
+                    f"{session_id} is reopened from storage"
+                )
+                session = await _reopen(store, session_id, display)
+                display.note(f"session {session_id} reopened from storage; reminders resume")
+        finally:
+            if not reading.done():
+                reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+        display.banner([_resume_hint(options, session_id)])
+
+
+async def _live(
+    session: SessionHandle,
+    connection: _Connection,
+    clock: SystemClock,
+    options: _Options,
+    display: Display,
+    front: _Front,
+    reading: asyncio.Task[None],
+) -> BaseException | None:
+    """Run the chat on ``session`` until the input ends (``None``) or storage fails (the
+    failure). The handle is closed on return."""
+    async with session:
         async with live_chat(
             session,
             model=connection.model,
@@ -265,13 +332,49 @@ async def _chat(options: _Options) -> None:
             time_zone=options.time_zone,
             on_event=display.event,
         ) as live:
-            front = _Front(live, display)
-            if options.interactive:
-                await front.interactive()
-            else:
-                await front.piped()
-        await session.barrier()
-        display.banner([_resume_hint(options, session.id)])
+            front.attach(live)
+            try:
+                failure = await _first_of(reading, live, front)
+            finally:
+                front.detach()
+        if failure is None:
+            with contextlib.suppress(PersistenceUncertain):
+                await session.barrier()
+        return failure
+
+
+async def _first_of(
+    reading: asyncio.Task[None], live: LiveChat, front: _Front
+) -> BaseException | None:
+    """``None`` when the input has ended; the failure when the live chat stopped for one or a
+    prompt could not be stored."""
+    failed = asyncio.ensure_future(live.wait_failure())
+    refused = asyncio.ensure_future(front.refused.wait())
+    try:
+        await asyncio.wait({reading, failed, refused}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        failed.cancel()
+        refused.cancel()
+    if reading.done():
+        reading.result()  # an error of the input loop is a bug: let it show
+        return None
+    front.refused.clear()
+    return live.failure or front.refusal or RuntimeError("the chat stopped")
+
+
+async def _reopen(store: SessionStore, session_id: SessionId, display: Display) -> SessionHandle:
+    """``session_id`` opened again from storage, retrying with a doubling back-off."""
+    delay = REOPEN_INITIAL_SECONDS
+    while True:
+        await asyncio.sleep(delay)
+        try:
+            return await store.open(session_id)
+        except (SessionError, ScheduleError, OSError) as error:
+            logger.error("reopening session %s failed: %s", session_id, error)  # noqa: TRY400
+            display.error(
+                f"reopening session {session_id} failed ({error}); retrying in {delay * 2:g} s"
+            )
+            delay = min(delay * 2, REOPEN_MAX_SECONDS)
 
 
 def _banner(
@@ -310,23 +413,36 @@ def _resume_hint(options: _Options, session_id: str) -> str:
 
 @final
 class _Front:
-    """What the person types, handed to the agent."""
+    """What the person types, handed to the live chat of the moment (none while the session is
+    being reopened: a prompt typed then is reported as not sent)."""
 
-    def __init__(self, live: LiveChat, display: Display) -> None:
-        self._live = live
+    def __init__(self, display: Display) -> None:
         self._display = display
+        self._live: LiveChat | None = None
+        self._changed = asyncio.Event()
+        self.refused = asyncio.Event()
+        """Set when a prompt could not be stored: the session needs reopening."""
+        self.refusal: PersistenceUncertain | None = None
 
-    def handle(self, line: str) -> bool:
+    def attach(self, live: LiveChat) -> None:
+        self._live = live
+        self._changed.set()
+
+    def detach(self) -> None:
+        self._live = None
+        self._changed.set()
+
+    async def handle(self, line: str) -> bool:
         """Act on one line; ``False`` when the person asked to leave."""
         command = parse_line(line)
         match command:
             case Say(text=""):
                 pass
             case Say(text=text):
-                self._live.agent.submit(text)
+                await self._send(lambda live: live.agent.submit_durably(text))
             case CallTool(name=name, arguments=arguments):
                 self._display.tool_request(name, arguments)
-                self._live.agent.submit_tool(name, arguments)
+                await self._send(lambda live: _call_tool(live, name, arguments))
             case Local(command="quit"):
                 return False
             case Local():
@@ -336,6 +452,38 @@ class _Front:
             case _:
                 assert_never(command)
         return True
+
+    async def _send(self, send: Callable[[LiveChat], Awaitable[object]]) -> None:
+        live = self._live
+        if live is None:
+            self._display.error(NOT_SENT_REOPENING)
+            return
+        try:
+            await send(live)
+        except PersistenceUncertain as error:
+            self._display.error(f"not sent: {error}")
+            self.refusal = error
+            self.refused.set()
+        except RuntimeError:
+            self._display.error(NOT_SENT_REOPENING)
+
+    async def idle(self) -> None:
+        """Return once the live chat of the moment is idle (waiting out a reopening)."""
+        while True:
+            self._changed.clear()
+            live = self._live
+            changed = asyncio.ensure_future(self._changed.wait())
+            if live is None:
+                await changed
+                continue
+            idle = asyncio.ensure_future(live.agent.wait_idle())
+            try:
+                await asyncio.wait({idle, changed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                changed.cancel()
+                idle.cancel()
+            if idle.done() and not idle.cancelled():
+                return
 
     async def interactive(self) -> None:
         """Read lines at a prompt_toolkit prompt until Ctrl-D, Ctrl-C or ``/quit``."""
@@ -350,7 +498,7 @@ class _Front:
                     line = await prompt.prompt_async(FormattedText([("bold ansigreen", "you> ")]))
                 except (EOFError, KeyboardInterrupt):
                     return
-                if not self.handle(line):
+                if not await self.handle(line):
                     return
 
     async def piped(self) -> None:
@@ -362,10 +510,14 @@ class _Front:
                 except ValueError:
                     self._display.error(f"a line longer than {MAX_LINE_BYTES} bytes was ignored")
                     continue
-                if line is None or not self.handle(line):
+                if line is None or not await self.handle(line):
                     break
-                await self._live.agent.wait_idle()
-        await self._live.agent.wait_idle()
+                await self.idle()
+        await self.idle()
+
+
+async def _call_tool(live: LiveChat, name: str, arguments: Mapping[str, object]) -> None:
+    live.agent.submit_tool(name, arguments)
 
 
 @final

@@ -3,6 +3,7 @@ together. This is the whole integration — read it as the template for your own
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,6 +22,25 @@ class LiveChat:
     agent: ChatAgent
     schedule: LiveSchedule
     tools: ScheduleTools
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the Schedule or the turn queue, if a failure did."""
+        return self.schedule.failure or self.agent.turns.failure
+
+    async def wait_failure(self) -> BaseException | None:
+        """Wait until the Schedule or the turn queue stops; the failure that stopped it (a
+        storage failure: reopen the Session from storage), or ``None`` when it was closed."""
+        waiters = {
+            asyncio.ensure_future(self.schedule.wait_stopped()),
+            asyncio.ensure_future(self.agent.turns.wait_stopped()),
+        }
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        return self.failure
 
 
 @asynccontextmanager

@@ -132,6 +132,7 @@ class LiveSchedule:
         self._state = ScheduleFold(session=session.id)
         self._wake = asyncio.Event()
         self._parked = asyncio.Event()
+        self._stopped = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self._events = ScheduleEvents(session.id)
@@ -172,6 +173,7 @@ class LiveSchedule:
         if owner is not None and not owner.done():
             owner.cancel()
             await asyncio.gather(owner, return_exceptions=True)
+        self._stopped.set()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -201,6 +203,11 @@ class LiveSchedule:
     def failure(self) -> BaseException | None:
         """What stopped the owner, if anything did (it is also logged)."""
         return self._failure
+
+    async def wait_stopped(self) -> None:
+        """Return once the owner has stopped: closed, or stopped by a failure (:attr:`failure`;
+        after a storage failure, reopen the Session from storage and start a new Schedule)."""
+        await self._stopped.wait()
 
     def now(self) -> Instant:
         """The wall clock this Schedule reads."""
@@ -355,6 +362,7 @@ class LiveSchedule:
             logger.exception("schedule owner of session %s failed", self._session.id)
         finally:
             self._parked.set()
+            self._stopped.set()
 
     async def _deliver_due(self) -> Outcome:
         entered: object = self._agent.begin_maintenance()
