@@ -7,8 +7,12 @@ command in a child process whose stdin stays open meanwhile (one of them on the 
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
+import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import msgspec
@@ -42,6 +46,7 @@ from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock
 from tests.cli.chat_process import SESSION_ID, ChatProcess
+from tests.session.faults import one_shot
 
 
 def followup_frame(*, after_seconds: int) -> re.Pattern[str]:
@@ -467,3 +472,69 @@ def test_the_persons_tool_call_is_shown_once() -> None:
     ]
     display.history([echo])
     assert plain_text(shown[-2]) == "tool call> schedule_list {}"
+
+
+def test_the_chat_reopens_the_session_after_a_storage_failure_and_keeps_delivering(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    """The flush that would make the prompt "two" durable fails: the prompt is reported as not
+    sent, the cause is logged and shown, the session is reopened, and the reminder set before
+    the failure is still delivered."""
+
+    def holds_two(fd: object) -> bool:
+        try:  # the session file is open for writing only: open it again to read it
+            return b'"text":"two"' in Path(f"/proc/self/fd/{fd}").read_bytes()
+        except OSError:  # the data directory's descriptor
+            return False
+
+    monkeypatch.setattr(
+        os,
+        "fsync",
+        one_shot(os.fsync, OSError(errno.EIO, "injected fsync failure"), when=holds_two),
+    )
+    monkeypatch.setattr("session_schedule.cli.chat.REOPEN_INITIAL_SECONDS", 0.2)
+    read_end, write_end = os.pipe()
+    stdin = os.fdopen(read_end, "r")
+    monkeypatch.setattr("sys.stdin", stdin)
+
+    def type_lines() -> None:
+        with os.fdopen(write_end, "w") as typing:
+            for line, pause in (("/create after 1s stretch", 0.3), ("two", 2.0), ("three", 0.3)):
+                typing.write(line + "\n")
+                typing.flush()
+                time.sleep(pause)
+
+    typist = threading.Thread(target=type_lines)
+    typist.start()
+    with stdin:
+        code = main(["--data-dir", str(tmp_path), "chat"])
+    typist.join()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    session_id = session_id_of(out)
+    lines = out.splitlines()
+    cause = (
+        f"session {session_id} cannot confirm that its entries are durable "
+        "(OSError: [Errno 5] injected fsync failure); reopen the session from storage"
+    )
+    assert f"error> not sent: {cause}" in lines, out + err
+    assert lines.count("you> two") <= 1  # not run before the reopen; maybe after (if stored)
+    assert (
+        f"error> storage failed ({cause}); reminders are paused while session {session_id} is "
+        "reopened from storage"
+    ) in lines
+    assert f"note> session {session_id} reopened from storage; reminders resume" in lines
+    logged = [r.getMessage() for r in caplog.records if r.name == "session_schedule.cli.chat"]
+    assert logged == [f"session {session_id} stopped delivering: {cause}"]
+    assert lines.index("you> three") > lines.index(
+        f"note> session {session_id} reopened from storage; reminders resume"
+    )
+    assert followup_frame(after_seconds=1).search(out), out
+    snapshot = read(tmp_path, session_id)
+    assert [type(change) for change in changes(snapshot)] == [
+        ScheduleCreateChange,
+        ScheduleDispatchChange,
+    ]

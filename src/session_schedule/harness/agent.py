@@ -188,12 +188,11 @@ class ChatAgent:
         await self._session.barrier()
 
     async def _guarded(self, work: Awaitable[None]) -> None:
-        """Run ``work``, showing what goes wrong; a storage failure also stops the queue."""
+        """Run ``work``, showing what goes wrong; a storage failure stops the queue instead."""
         try:
             await work
-        except PersistenceUncertain as error:
-            self._emit(ChatEvent(kind="error", text=str(error)))
-            raise
+        except PersistenceUncertain:
+            raise  # the turn queue stops; the front end reports the failure once, as it reopens
         except (ModelError, SessionError, ScheduleError) as error:
             self._emit(ChatEvent(kind="error", text=str(error)))
         except Exception as error:

@@ -211,13 +211,23 @@ class TurnQueue:
         return self._accept(text, origin="host", occurrences=(), zone=zone)
 
     async def submit_durably(self, text: str, *, zone: str | None = None) -> Turn:
-        """:meth:`submit`, then await the barrier: on return the prompt survives a crash.
+        """:meth:`submit`, but the turn is queued only once the barrier says it is durable: on
+        return the prompt survives a crash.
 
         Raises ``PersistenceUncertain`` when it may not have been stored (tell the person it
-        was not sent).
+        was not sent); it does not run in this queue then.
         """
-        turn = self.submit(text, zone=zone)
+        self._check_open()
+        position = self._session.append(
+            TURN_QUEUED_TYPE, turn_queued(text, at=self._clock.now(), origin="host")
+        )
+        # Queued only once durable: a prompt that may not be stored never runs here (if it was
+        # stored after all, the queue built on the reopened Session runs it).
         await self._session.barrier()
+        self._check_open()
+        turn = Turn(position=position, origin="host", text=text, zone=zone)
+        self._pending.append(turn)
+        self._refresh()
         return turn
 
     def call(self, step: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
