@@ -1130,3 +1130,47 @@ async def test_a_reminder_set_by_the_model_is_streamed_as_a_followup_turn(
         assert 'prompt: "<b>stand up</b>"' in followup["message"]["content"]
         reply = msgspec.json.decode((await stream.next_event()).data)
         assert reply["message"]["content"] == "Time to stand up."
+
+
+async def test_a_storage_failure_reopens_the_session_tells_the_page_and_delivery_resumes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = MemorySessionStore()
+    async with open_overlay(store) as overlay:
+        session = await overlay.new_session()
+        created = await overlay.client.post(
+            f"/api/sessions/{session}/tools/schedule_create",
+            json={"prompt": "water the plants", "after_seconds": 60},
+        )
+        assert created.status_code == 202
+        await overlay.settle(session)
+        failing = await overlay.app.sessions.get(SessionId(session))
+        async with SseStream(overlay.app, f"/api/sessions/{session}/events") as stream:
+            assert await stream.next_raw() == b"retry: 2000"
+            for _ in range(2):  # the tool call and its result
+                assert (await stream.next_event()).event == "turn"
+            store.fail_next_barrier()
+            refused = await overlay.client.post(
+                f"/api/sessions/{session}/prompts", json={"text": "lost?", "zone": None}
+            )
+            assert refused.status_code == 503
+            notice = await stream.next_event()
+            assert notice.event == "notice"
+            cause = failing.chat.failure
+            assert cause is not None
+            assert msgspec.json.decode(notice.data) == {
+                "text": f"storage failed ({cause}); reminders are paused while the session is "
+                "reopened from storage"
+            }
+        async with asyncio.timeout(15):
+            while overlay.app.sessions.live_session(SessionId(session)) in (None, failing):
+                await asyncio.sleep(0)
+        reopened = overlay.app.sessions.live_session(SessionId(session))
+        assert reopened is not None
+        assert reopened.healthy
+        assert f"session {session} stopped delivering: {cause}" in caplog.text
+        overlay.clock.advance(60)
+        await overlay.settle(session)
+        followup = (await overlay.messages(session))[-1]
+        assert followup["origin"] == "followup"
+        assert 'prompt: "water the plants"' in str(followup["content"])

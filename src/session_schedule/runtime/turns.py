@@ -218,12 +218,15 @@ class TurnQueue:
         was not sent); it does not run in this queue then.
         """
         self._check_open()
-        position = self._session.append(
-            TURN_QUEUED_TYPE, turn_queued(text, at=self._clock.now(), origin="host")
-        )
+        payload = turn_queued(text, at=self._clock.now(), origin="host")
         # Queued only once durable: a prompt that may not be stored never runs here (if it was
         # stored after all, the queue built on the reopened Session runs it).
-        await self._session.barrier()
+        try:
+            position = self._session.append(TURN_QUEUED_TYPE, payload)
+            await self._session.barrier()
+        except PersistenceUncertain as error:
+            self._stop(error)
+            raise
         self._check_open()
         turn = Turn(position=position, origin="host", text=text, zone=zone)
         self._pending.append(turn)
@@ -298,11 +301,25 @@ class TurnQueue:
     ) -> Turn:
         self._check_open()
         payload = turn_queued(text, at=self._clock.now(), origin=origin, occurrences=occurrences)
-        position = self._session.append(TURN_QUEUED_TYPE, payload)
+        try:
+            position = self._session.append(TURN_QUEUED_TYPE, payload)
+        except PersistenceUncertain as error:
+            self._stop(error)
+            raise
         turn = Turn(position=position, origin=origin, text=text, occurrences=occurrences, zone=zone)
         self._pending.append(turn)
         self._refresh()
         return turn
+
+    def _stop(self, error: PersistenceUncertain) -> None:
+        """Stop for good: the Session can no longer confirm its writes (Rule 5)."""
+        if self._failure is None:
+            self._failure = error
+            logger.error("turn queue of session %s stopped: %s", self._session.id, error)
+        worker = self._worker
+        if worker is not None and not worker.done() and worker is not asyncio.current_task():
+            worker.cancel()
+        self._stopped.set()
 
     def _refresh(self) -> None:
         if self._running or self._pending or self._maintenance:
@@ -331,11 +348,7 @@ class TurnQueue:
                     self._current = None
                     self._refresh()
         except PersistenceUncertain as error:
-            self._failure = error
-            # An expected stop (the Session cannot confirm its writes): the message says it all.
-            logger.error(  # noqa: TRY400
-                "turn queue of session %s stopped: %s", self._session.id, error
-            )
+            self._stop(error)
         except Exception as error:
             self._failure = error
             logger.exception("turn queue of session %s failed", self._session.id)

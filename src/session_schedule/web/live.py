@@ -18,6 +18,11 @@ Every transcript turn gets an ``index`` (its place among the transcript turns) a
 to the subscribers as it is appended. Taking the backlog and subscribing happen in one step, with
 no ``await`` between them, so a subscriber sees every turn exactly once, in order. A subscriber
 that falls too far behind is dropped; its page reconnects and resumes from the index it has.
+
+A live Session whose storage fails (a write or a flush: the handle is poisoned, and its Schedule
+or turn queue stops) is reopened from storage at once, then after 1 s, 2 s, 4 s … up to
+``REOPEN_MAX_SECONDS`` while reopening fails; its pages are told (a :class:`Notice`) and their
+streams end, so they reconnect to the reopened Session, whose delivery resumes.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ ModelFactory: TypeAlias = Callable[[], Model]
 """Makes the model of one live Session (``None`` instead of a factory: offline mode)."""
 
 DEFAULT_MAX_PENDING: Final = 1000
+REOPEN_INITIAL_SECONDS: Final = 1.0
+REOPEN_MAX_SECONDS: Final = 30.0
 
 
 @final
@@ -198,7 +205,7 @@ class LiveSession:
             chat is not None
             and not self._session.closed
             and not self._session.poisoned
-            and chat.schedule.failure is None
+            and chat.failure is None
         )
 
     async def start(self, *, model: Model | None, clock: Clock, settings: Settings | None) -> None:
@@ -235,6 +242,10 @@ class LiveSession:
         if active or self._subscribers:
             return True
         return not self.chat.agent.begin_maintenance()
+
+    def notify(self, text: str) -> None:
+        """Tell every page ``text`` (shown, never stored)."""
+        self._on_event(ChatEvent(kind="error", text=text))
 
     def close_streams(self) -> None:
         for subscription in self._subscribers:
@@ -291,6 +302,7 @@ class LiveSessions:
         self._live: dict[SessionId, LiveSession] = {}
         self._lock = asyncio.Lock()
         self._closed = False
+        self._watchers: set[asyncio.Task[None]] = set()
 
     @property
     def offline(self) -> bool:
@@ -308,6 +320,10 @@ class LiveSessions:
 
     def is_live(self, session_id: SessionId) -> bool:
         return session_id in self._live
+
+    def live_session(self, session_id: SessionId) -> LiveSession | None:
+        """The Session live here under ``session_id`` (healthy or not), without opening it."""
+        return self._live.get(session_id)
 
     async def scan(self) -> SessionListing:
         """Every stored Session's header, and the Sessions whose header cannot be read."""
@@ -365,6 +381,10 @@ class LiveSessions:
     async def close(self) -> None:
         """Close every live Session."""
         self._closed = True
+        watchers, self._watchers = self._watchers, set()
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
         async with self._lock:
             lives, self._live = list(self._live.values()), {}
             for live in lives:
@@ -421,7 +441,36 @@ class LiveSessions:
         live.last_used = self._clock.now()
         self._live[live.id] = live
         logger.info("session %s is live", live.id)
+        watcher = asyncio.create_task(self._watch(live, live.chat), name=f"watch {live.id}")
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
         return live
+
+    async def _watch(self, live: LiveSession, chat: LiveChat) -> None:
+        """Reopen ``live`` from storage once its storage fails, retrying with back-off."""
+        failure = await chat.wait_failure()
+        if failure is None or self._closed:
+            return
+        logger.error("session %s stopped delivering: %s", live.id, failure)
+        live.notify(
+            f"storage failed ({failure}); reminders are paused while the session is reopened "
+            "from storage"
+        )
+        delay = REOPEN_INITIAL_SECONDS
+        while not self._closed:
+            try:
+                await self.get(live.id)
+            except ServerStopping:
+                return
+            except Exception as error:
+                logger.error(  # noqa: TRY400 - the cause is the message
+                    "reopening session %s failed: %s; retrying in %g s", live.id, error, delay
+                )
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, REOPEN_MAX_SECONDS)
+            else:
+                logger.info("session %s reopened from storage; reminders resume", live.id)
+                return
 
 
 async def _close_quietly(live: LiveSession) -> None:
