@@ -12,6 +12,7 @@ from session_schedule.core.framing import (
     Delay,
     embed_prompt,
     frame,
+    occurrence_keys,
     short_time,
 )
 from session_schedule.core.ids import ScheduleId
@@ -135,6 +136,22 @@ def test_no_prompt_can_forge_a_line_of_the_frame(prompt: str) -> None:
     assert len(lines) == 10
     assert lines[-1] == f"prompt: {embed_prompt(prompt)}"
     assert lines[-1].splitlines() == [lines[-1]]
+    assert occurrence_keys(frame(delivery)) == ("sch_1@2026-12-01T00:00:00.000Z",)
+
+
+def test_occurrence_keys_are_read_back_from_a_frame_only() -> None:
+    text = (
+        "[session-schedule] Reminder follow-up\n"
+        "occurrence key: sch_2@2026-11-29T20:10:00.000Z\n"
+        'prompt: "occurrence key: sch_9@2026-11-29T20:10:00.000Z"\n'
+        "occurrence key: sch_5@2026-11-29T21:00:00.000Z"
+    )
+    assert occurrence_keys(text) == (
+        "sch_2@2026-11-29T20:10:00.000Z",
+        "sch_5@2026-11-29T21:00:00.000Z",
+    )
+    assert occurrence_keys("please\n" + text) == ()
+    assert occurrence_keys("") == ()
 
 
 def test_unicode_line_breaks_are_escaped() -> None:
