@@ -278,3 +278,30 @@ async def test_a_followup_queued_before_a_crash_runs_after_the_restart() -> None
         await live.schedule.settled()
         assert [m.origin for m in live.agent.transcript].count("followup") == 1
     await reopened.close()
+
+
+async def test_a_followup_queued_in_the_middle_of_a_turn_waits_for_the_tool_results(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    """The follow-up is queued while the model is between its tool call and the call's result;
+    its message enters the transcript only when its own turn starts."""
+    frame = "[session-schedule] Reminder follow-up\noccurrence key: sch_7@2026-11-29T20:00:00.000Z"
+    model.replies += [
+        create_call('{"prompt": "p", "after_seconds": 600}'),
+        ModelReply(content="set"),
+        ModelReply(content="reminded"),
+    ]
+    chat.live.agent.submit("set one")
+    while not model.seen:
+        await asyncio.sleep(0)
+    chat.live.agent.turns.followup(frame)  # the model is answering: its tool call comes next
+    await chat.settle()
+    assert [(m.role, m.origin) for m in chat.live.agent.transcript] == [
+        ("user", "person"),
+        ("assistant", "model"),
+        ("tool", "tool"),
+        ("assistant", "model"),
+        ("user", "followup"),
+        ("assistant", "model"),
+    ]
+    assert model.seen[2][-1] == {"role": "user", "content": frame}

@@ -27,6 +27,10 @@ from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
 from session_schedule.session.port import LogEntry
 
 PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
+INTERRUPTED_RESULT: Final = (
+    "this call was interrupted: the program stopped before it returned, so whether it took "
+    "effect is unknown; check with schedule_list"
+)
 
 
 def messages_of(entries: Iterable[LogEntry]) -> list[MessageEntry]:
@@ -39,9 +43,19 @@ def messages_of(entries: Iterable[LogEntry]) -> list[MessageEntry]:
 
 
 def chat_messages(turns: Iterable[MessageEntry]) -> list[ChatMessage]:
-    """The turns in the OpenAI Chat Completions message format."""
+    """The turns in the OpenAI Chat Completions message format.
+
+    Model APIs require every tool call to be answered by its result right after it. A call whose
+    result never reached the log (the process stopped in the middle of the call) is answered with
+    :data:`INTERRUPTED_RESULT`, in the model's context only, so a resumed conversation stays
+    valid.
+    """
     messages: list[ChatMessage] = []
+    unanswered: list[str] = []
     for turn in turns:
+        if turn.role != "tool" and unanswered:
+            messages.extend(_interrupted(unanswered))
+            unanswered = []
         if turn.role == "assistant":
             message: ChatMessage = {"role": "assistant", "content": turn.content or None}
             if not isinstance(turn.tool_calls, msgspec.UnsetType) and turn.tool_calls:
@@ -53,8 +67,11 @@ def chat_messages(turns: Iterable[MessageEntry]) -> list[ChatMessage]:
                     }
                     for call in turn.tool_calls
                 ]
+                unanswered = [call.id for call in turn.tool_calls]
             messages.append(message)
         elif turn.role == "tool":
+            if turn.tool_call_id in unanswered:
+                unanswered.remove(str(turn.tool_call_id))
             messages.append(
                 {"role": "tool", "tool_call_id": turn.tool_call_id, "content": turn.content}
             )
@@ -62,7 +79,15 @@ def chat_messages(turns: Iterable[MessageEntry]) -> list[ChatMessage]:
             messages.append({"role": "user", "content": PASTED_FRAME_MARK + turn.content})
         else:
             messages.append({"role": "user", "content": turn.content})
+    messages.extend(_interrupted(unanswered))
     return messages
+
+
+def _interrupted(call_ids: list[str]) -> list[ChatMessage]:
+    return [
+        {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT}
+        for call_id in call_ids
+    ]
 
 
 class TranscriptProblem(NamedTuple):
