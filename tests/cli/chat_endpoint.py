@@ -8,6 +8,7 @@ JSON body. Standard library only; a thread serves it for the ``with`` block.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
@@ -81,7 +82,10 @@ class ScriptedEndpoint:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
+                try:
+                    body = json.loads(self.rfile.read(length))
+                except json.JSONDecodeError:  # the client was killed in the middle of sending
+                    return
                 with script.changed:
                     script.requests.append(
                         Recorded(
@@ -120,7 +124,8 @@ class ScriptedEndpoint:
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("x-should-retry", "false")
                 self.end_headers()
-                self.wfile.write(data)
+                with contextlib.suppress(ConnectionError):  # the client was killed meanwhile
+                    self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass

@@ -10,7 +10,8 @@ Theory of operation
 Rule 1 — **accepted means appended.** ``followup()`` and ``submit()`` append a ``turn/queued``
 entry to the Session's log before they return (or raise and queue nothing). Schedule appends its
 dispatch after ``followup()`` returns, on the same handle, and then awaits the barrier: once the
-dispatch is durable, so is the follow-up it stands for.
+dispatch is durable, so is the follow-up it stands for. ``submit_durably()`` queues the host's
+prompt only once the barrier says it is durable, so a prompt that may be lost never runs.
 
 Rule 2 — **one turn at a time, in order.** A worker task takes the queued turns in the order they
 were accepted and awaits ``run_turn`` for each; no turn starts while another runs or while a
