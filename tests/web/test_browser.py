@@ -518,8 +518,9 @@ def test_a_fork_says_it_is_a_fork_without_the_reminders(
     expect(page.locator(".turn")).to_have_count(4)  # prompt, call, result, reply
     page.click("#fork-session")
     wait_for(lambda: session_of(page) != first, "the fork to open")
+    # The queued turn, its four messages, the create and the finished mark: 7 entries.
     expect(page.locator("#session-note")).to_have_text(
-        f"A fork of {first}: it has that session's first 5 log entries (the history shown) and "
+        f"A fork of {first}: it has that session's first 7 log entries (the history shown) and "
         "none of its reminders; reminders set there stay there."
     )
     expect(page.locator(".schedules .empty")).to_have_text("No active reminders.")
