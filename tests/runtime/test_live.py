@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-<<<<<<< HEAD
 import asyncio
-from collections.abc import AsyncIterator
-=======
 import inspect
 from collections.abc import AsyncIterator, Coroutine
->>>>>>> e1b014f (TurnQueue: the Agent port over a host's run_turn, one turn at a time, every accepted turn durable)
 from dataclasses import dataclass
 
 import pytest
@@ -382,7 +378,6 @@ async def test_an_agent_that_never_grants_maintenance_does_not_make_the_owner_sp
     assert agent.attempts == 5
 
 
-<<<<<<< HEAD
 @settings(max_examples=300, deadline=None)
 @given(
     offset=st.integers(min_value=0, max_value=999),
@@ -572,7 +567,8 @@ async def test_a_daily_reminder_follows_the_wall_clock_and_catches_up_after_down
     assert world.dispatches()[-1] == dispatch_change(
         ScheduleId("sch_1"), parse_instant("2026-12-20T00:00:00.000Z")
     )
-=======
+
+
 class RightShape:
     """Every method of the Agent port in its right shape; the subclasses each break one."""
 
@@ -694,4 +690,3 @@ async def test_an_awaitable_returned_at_call_time_is_closed_and_records_no_dispa
     )
     active = await world.schedule.active()
     assert [view.id for view in active[1]] == ["sch_1"]
->>>>>>> e1b014f (TurnQueue: the Agent port over a host's run_turn, one turn at a time, every accepted turn durable)

@@ -25,7 +25,7 @@ def test_both_types_are_in_the_catalog() -> None:
     for name in (TURN_QUEUED_TYPE, TURN_FINISHED_TYPE):
         entry = CATALOG.entry(name)
         assert entry is not None
-        assert entry.version == 1
+        assert entry.versions == (1,)
         assert entry.module == "session_schedule.session.turns"
 
 

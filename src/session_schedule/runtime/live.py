@@ -165,7 +165,9 @@ class LiveSchedule:
         self._state = fold(
             _changes(entries), seed_length=header.seed_length, session=self._session.id
         )
-        self._owner = asyncio.create_task(self._own(), name=f"schedule owner {header.id}")
+        self._owner = asyncio.create_task(
+            self._own_until_stopped(), name=f"schedule owner {header.id}"
+        )
 
     async def close(self) -> None:
         """Stop delivering. Idempotent; a delivery in progress is cancelled before it appends."""
@@ -291,6 +293,12 @@ class LiveSchedule:
             if self._parked.is_set() and not self._queue.busy:
                 return
 
+    async def _own_until_stopped(self) -> None:
+        try:
+            await self._own()
+        finally:
+            self._stopped.set()
+
     async def _own(self) -> None:
         backoff = self._settings.retry_initial_seconds
         busy_in_a_row = 0
@@ -362,7 +370,6 @@ class LiveSchedule:
             logger.exception("schedule owner of session %s failed", self._session.id)
         finally:
             self._parked.set()
-            self._stopped.set()
 
     async def _deliver_due(self) -> Outcome:
         entered: object = self._agent.begin_maintenance()

@@ -142,7 +142,7 @@ def turn_queued(
         if _OCCURRENCE_KEY.fullmatch(key) is None:
             raise ValueError(f"{key!r} is not an occurrence key like `sch_1@<canonical instant>`")
     queued = TurnQueued(
-        versions=(TURN_VERSION,),
+        version=TURN_VERSION,
         origin=origin,
         text=text,
         at=format_instant(at),
