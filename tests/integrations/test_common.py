@@ -172,7 +172,9 @@ def test_a_missing_extra_is_one_line_naming_the_install(
 
 @pytest.mark.parametrize(
     ("module", "blocked", "extra"),
-    [],
+    [
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ],
 )
 def test_importing_an_adapter_without_its_framework_names_the_extra(
     module: str, blocked: str, extra: str
