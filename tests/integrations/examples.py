@@ -27,6 +27,7 @@ def readme_snippet(heading: str) -> str:
     """The first ``python`` block under the README heading ``heading``."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split(f"\n{heading}\n", 1)[1]
+    section = re.split(r"\n#{2,3} ", section, maxsplit=1)[0]
     found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert found is not None, f"no python block under {heading!r}"
     return found.group(1)
