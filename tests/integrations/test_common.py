@@ -176,6 +176,7 @@ def test_a_missing_extra_is_one_line_naming_the_install(
         ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
         ("openai_agents", "agents", "openai-agents"),
         ("langchain", "langgraph", "langchain"),
+        ("anthropic", "anthropic", "anthropic"),
     ],
 )
 def test_importing_an_adapter_without_its_framework_names_the_extra(
