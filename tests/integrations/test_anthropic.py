@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 
 import httpx2
 from anthropic import AsyncAnthropic
@@ -15,7 +13,7 @@ from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
 from session_schedule.integrations.anthropic import AnthropicConversation, schedule_tools
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
-from tests.integrations.examples import EXAMPLES, FOLLOW_UP, load, readme_snippet
+from tests.integrations.examples import FOLLOW_UP, load
 
 EXAMPLE = load("anthropic_reminders")
 
@@ -113,19 +111,3 @@ async def test_the_example_delivers_the_reminder_into_the_same_messages() -> Non
         "reminder",
         "assistant Time to stretch!",
     ]
-
-
-def test_the_example_runs_as_a_program() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "anthropic_reminders.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    assert done.stdout == "prompt -> I will remind you in a second.\nreminder -> Time to stretch!\n"
-
-
-def test_the_readme_shows_the_examples_code() -> None:
-    snippet = readme_snippet("### Anthropic Messages API")
-    assert snippet in (EXAMPLES / "anthropic_reminders.py").read_text()

@@ -177,6 +177,7 @@ def test_a_missing_extra_is_one_line_naming_the_install(
         ("openai_agents", "agents", "openai-agents"),
         ("langchain", "langgraph", "langchain"),
         ("anthropic", "anthropic", "anthropic"),
+        ("openai", "openai", "openai"),
     ],
 )
 def test_importing_an_adapter_without_its_framework_names_the_extra(

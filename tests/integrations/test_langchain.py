@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,7 +15,7 @@ from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
 from session_schedule.integrations.langchain import agent_graph, schedule_tools
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
-from tests.integrations.examples import EXAMPLES, FOLLOW_UP, load, readme_snippet
+from tests.integrations.examples import FOLLOW_UP, load
 
 CREATE = {"prompt": "stretch", "after_seconds": 90, "at": None, "every_seconds": None}
 
@@ -114,19 +112,3 @@ async def test_the_example_delivers_the_reminder_into_the_same_thread() -> None:
         "reminder",
         "text Time to stretch!",
     ]
-
-
-def test_the_example_runs_as_a_program() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "langgraph_reminders.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    assert done.stdout == "prompt -> I will remind you in a second.\nreminder -> Time to stretch!\n"
-
-
-def test_the_readme_shows_the_examples_code() -> None:
-    snippet = readme_snippet("### LangChain and LangGraph")
-    assert snippet in (EXAMPLES / "langgraph_reminders.py").read_text()

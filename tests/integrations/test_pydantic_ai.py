@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -21,7 +18,7 @@ from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
 from session_schedule.integrations.pydantic_ai import schedule_tools
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
-from tests.integrations.examples import EXAMPLES, FOLLOW_UP, load, readme_snippet
+from tests.integrations.examples import FOLLOW_UP, load
 
 
 async def test_the_model_sees_strict_tools_without_defaults() -> None:
@@ -77,18 +74,3 @@ async def test_the_example_delivers_the_reminder_into_the_same_history() -> None
         "text Time to stretch!",
     ]
     assert isinstance(conversation.history[-2], ModelRequest)
-
-
-def test_the_example_runs_as_a_program() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "pydantic_ai_reminders.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    assert done.stdout == "prompt -> I will remind you in a second.\nreminder -> Time to stretch!\n"
-
-
-def test_the_readme_shows_the_examples_code() -> None:
-    assert readme_snippet("### PydanticAI") in (EXAMPLES / "pydantic_ai_reminders.py").read_text()
