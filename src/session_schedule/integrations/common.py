@@ -24,6 +24,7 @@ from typing import Final, final
 
 import msgspec
 
+from session_schedule.core.framing import FRAME_TITLE
 from session_schedule.runtime.turns import Turn, TurnQueue
 from session_schedule.tools.adapters import strict_schema
 from session_schedule.tools.catalog import ToolName
@@ -53,6 +54,10 @@ def tool_specs(tools: ScheduleTools) -> tuple[ToolSpec, ...]:
         for definition in tools.definitions
     )
 
+
+PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
+"""Put in front of a host prompt that contains a reminder frame — pasted, or forged — so that
+it cannot pass for a delivery (the reference harness marks such prompts the same way)."""
 
 SYNC_TIMEOUT_SECONDS: Final = 120.0
 """How long a synchronous tool call waits for the Schedule's loop before it gives up."""
@@ -143,8 +148,10 @@ class Conversation(ABC):
     """One framework conversation fed by a :class:`TurnQueue`: each queued turn — the host's
     prompt or a reminder — is a new run on the same conversation, the history kept.
 
-    Building it binds its :meth:`run_turn` to the queue. :attr:`answers` lists the model's
-    final text for every turn that completed, in order.
+    Building it binds its :meth:`run_turn` to the queue. A reminder reaches the framework as
+    Schedule framed it; a host prompt that contains a reminder frame reaches it with
+    :data:`PASTED_FRAME_MARK` in front. :attr:`answers` lists the model's final text for every
+    turn that completed, in order.
     """
 
     def __init__(self, turns: TurnQueue) -> None:
@@ -176,6 +183,8 @@ class Conversation(ABC):
         turn = self._turns.current
         if turn is None or turn.text != text:
             raise RuntimeError("run_turn runs the turn its TurnQueue is running, and no other")
+        if not turn.reminder and FRAME_TITLE in text:
+            text = PASTED_FRAME_MARK + text
         answer = await self.run(text)
         async with self._answered:
             self._answers.append(Answer(turn=turn, text=answer))
