@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import httpx2
+import pytest
 from anthropic import AsyncAnthropic
 
 from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
@@ -111,3 +112,31 @@ async def test_the_example_delivers_the_reminder_into_the_same_messages() -> Non
         "reminder",
         "assistant Time to stretch!",
     ]
+
+
+async def test_a_turn_that_keeps_calling_tools_fails_and_leaves_no_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        call = {"type": "tool_use", "id": "toolu_1", "name": "schedule_list", "input": {}}
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m"}
+        usage = {"input_tokens": 1, "output_tokens": 1}
+        body = {**message, "content": [call], "stop_reason": "tool_use", "usage": usage}
+        return httpx2.Response(200, json=body)
+
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    client = AsyncAnthropic(
+        api_key="offline", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint))
+    )
+    conversation = AnthropicConversation(
+        turns, client, ScheduleTools(schedule), model="m", max_tool_rounds=2
+    )
+    async with client, schedule, turns:
+        conversation.submit("list them forever")
+        await turns.wait_idle()
+    assert conversation.messages == []
+    assert conversation.answers == ()
+    assert "the model was still calling tools after 2 requests" in caplog.text

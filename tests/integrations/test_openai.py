@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import httpx2
+import pytest
 from openai import AsyncOpenAI
 
 from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
@@ -112,3 +113,32 @@ async def test_the_example_delivers_the_reminder_into_the_same_messages() -> Non
         "reminder",
         "text Time to stretch!",
     ]
+
+
+async def test_a_turn_that_keeps_calling_tools_fails_and_leaves_no_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        function = {"name": "schedule_list", "arguments": "{}"}
+        call = {"id": "call_1", "type": "function", "function": function}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m"}
+        return httpx2.Response(200, json={**body, "choices": [choice]})
+
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    client = AsyncOpenAI(
+        api_key="offline", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint))
+    )
+    conversation = OpenAIConversation(
+        turns, client, ScheduleTools(schedule), model="m", max_tool_rounds=2
+    )
+    async with client, schedule, turns:
+        conversation.submit("list them forever")
+        await turns.wait_idle()
+    assert conversation.messages == []
+    assert conversation.answers == ()
+    assert "the model was still calling tools after 2 requests" in caplog.text
