@@ -29,6 +29,7 @@ CREATE = {
     "after_seconds": 1,
     "at": None,
     "every_seconds": None,
+    "daily_at": None,
 }
 
 

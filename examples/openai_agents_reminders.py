@@ -35,6 +35,13 @@ from session_schedule import LiveSchedule, MemorySessionStore, ScheduleTools, Sy
 from session_schedule.integrations.openai_agents import AgentsConversation, schedule_tools
 
 FOLLOW_UP = "[session-schedule] Reminder follow-up"
+CREATE = {
+    "prompt": "Tell the user to stretch.",
+    "after_seconds": 1,
+    "at": None,
+    "every_seconds": None,
+    "daily_at": None,
+}
 
 
 class ScriptedModel(Model):
@@ -60,12 +67,11 @@ class ScriptedModel(Model):
         content = item.get("content") if isinstance(item, dict) else item
         if isinstance(content, str) and content.startswith(FOLLOW_UP):
             return _answer("Time to stretch!")
-        arguments = {"prompt": "Tell the user to stretch.", "after_seconds": 1}
         call = ResponseFunctionToolCall(
             type="function_call",
             call_id="call_1",
             name="schedule_create",
-            arguments=json.dumps({**arguments, "at": None, "every_seconds": None}),
+            arguments=json.dumps(CREATE),
         )
         return ModelResponse(output=[call], usage=Usage(), response_id=None)
 

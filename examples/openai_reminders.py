@@ -23,6 +23,7 @@ CREATE = {
     "after_seconds": 1,
     "at": None,
     "every_seconds": None,
+    "daily_at": None,
 }
 
 

@@ -22,6 +22,13 @@ from session_schedule import LiveSchedule, MemorySessionStore, ScheduleTools, Sy
 from session_schedule.integrations.pydantic_ai import PydanticAIConversation, schedule_tools
 
 FOLLOW_UP = "[session-schedule] Reminder follow-up"
+CREATE = {
+    "prompt": "Tell the user to stretch.",
+    "after_seconds": 1,
+    "at": None,
+    "every_seconds": None,
+    "daily_at": None,
+}
 
 
 def scripted_model(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
@@ -31,10 +38,7 @@ def scripted_model(messages: list[ModelMessage], _info: AgentInfo) -> ModelRespo
         return ModelResponse(parts=[TextPart("I will remind you in a second.")])
     if FOLLOW_UP in str(getattr(last, "content", "")):
         return ModelResponse(parts=[TextPart("Time to stretch!")])
-    arguments = {"prompt": "Tell the user to stretch.", "after_seconds": 1}
-    return ModelResponse(
-        parts=[ToolCallPart("schedule_create", {**arguments, "at": None, "every_seconds": None})]
-    )
+    return ModelResponse(parts=[ToolCallPart("schedule_create", CREATE)])
 
 
 async def main() -> PydanticAIConversation:

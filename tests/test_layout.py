@@ -13,7 +13,18 @@ import pytest
 import session_schedule
 
 PACKAGE = Path(session_schedule.__file__).parent
-ORDER = ["core", "extras", "session", "runtime", "tools", "integrations", "harness", "web", "mcp", "cli"]
+ORDER = [
+    "core",
+    "extras",
+    "session",
+    "runtime",
+    "tools",
+    "integrations",
+    "harness",
+    "web",
+    "mcp",
+    "cli",
+]
 FRAMEWORKS = {
     "pydantic_ai": "pydantic_ai",
     "agents": "openai_agents",

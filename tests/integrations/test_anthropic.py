@@ -36,6 +36,7 @@ async def test_the_tools_are_strict_and_carry_no_default() -> None:
         "after_seconds",
         "at",
         "every_seconds",
+        "daily_at",
     ]
 
 

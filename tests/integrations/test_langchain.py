@@ -17,7 +17,13 @@ from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
 from tests.integrations.examples import FOLLOW_UP, load
 
-CREATE = {"prompt": "stretch", "after_seconds": 90, "at": None, "every_seconds": None}
+CREATE = {
+    "prompt": "stretch",
+    "after_seconds": 90,
+    "at": None,
+    "every_seconds": None,
+    "daily_at": None,
+}
 
 
 @pytest.fixture
@@ -41,7 +47,13 @@ async def test_the_model_is_given_strict_tools_without_defaults(schedule: LiveSc
     create = model.bound_tools[0]["function"]
     assert create["strict"] is True
     assert "default" not in json.dumps(create["parameters"])
-    assert create["parameters"]["required"] == ["prompt", "after_seconds", "at", "every_seconds"]
+    assert create["parameters"]["required"] == [
+        "prompt",
+        "after_seconds",
+        "at",
+        "every_seconds",
+        "daily_at",
+    ]
 
 
 async def test_a_tool_runs_from_async_code_and_from_a_worker_thread(

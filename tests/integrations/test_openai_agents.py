@@ -31,6 +31,7 @@ async def test_the_tools_are_strict_and_answer_a_mistake_with_a_result() -> None
         "after_seconds",
         "at",
         "every_seconds",
+        "daily_at",
     ]
     async with schedule:
         made = await create.on_invoke_tool(

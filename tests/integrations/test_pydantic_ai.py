@@ -44,6 +44,7 @@ async def test_the_model_sees_strict_tools_without_defaults() -> None:
         "after_seconds",
         "at",
         "every_seconds",
+        "daily_at",
     ]
 
 
