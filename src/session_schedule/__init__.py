@@ -11,13 +11,16 @@ General layout
                  queue that implements the Agent port over a host's ``run_turn``.
 - ``tools``    — the three tools: schemas, descriptions, ``ScheduleTools.call`` and adapters for
                  OpenAI, Anthropic and MCP.
+- ``integrations`` — framework adapters (PydanticAI, the OpenAI Agents SDK, LangChain/LangGraph,
+                 Anthropic, OpenAI), each behind its extra (``extras`` reports a missing one).
 - ``mcp``      — the MCP server: a pull-based Agent port, and the stdio server over the
                  optional MCP SDK (imported only by ``mcp.server``).
 - ``cli``      — the ``session-schedule`` program.
 - ``testing``  — fakes for tests in virtual time, and the storage contract suite.
 
-Imports flow one way: cli → tools → runtime → session → core; ``testing`` may use anything and
-nothing uses it. The names below are the public API.
+Imports flow one way: cli → tools → runtime → session → core; ``integrations`` stand above
+``tools`` and nothing imports them; ``testing`` may use anything and nothing uses it. The names
+below are the public API.
 """
 
 from session_schedule.core.errors import ErrorCode as ErrorCode

@@ -1,0 +1,59 @@
+"""Optional dependencies: which extra brings each one, and the one gate every optional import
+passes.
+
+``pip install session-schedule`` installs the library; the framework adapters
+(``session_schedule.integrations``) need their framework, which its extra brings
+(``pip install 'session-schedule[pydantic-ai]'``). Code that needs one calls :func:`require`
+before it imports from it, so that a missing package is one line naming the command to run,
+never a traceback from deep inside an import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Final, Literal, final
+
+Extra = Literal["openai", "anthropic", "pydantic-ai", "openai-agents", "langchain"]
+
+EXTRAS: Final[Mapping[Extra, tuple[str, ...]]] = {
+    "openai": ("openai",),
+    "anthropic": ("anthropic",),
+    "pydantic-ai": ("pydantic_ai",),
+    "openai-agents": ("agents",),
+    "langchain": ("langchain_core", "langgraph"),
+}
+"""The top-level modules that :func:`require` imports for each extra."""
+
+
+@final
+class MissingExtraError(ImportError):
+    """A package of an extra is not installed; the message is one line naming the install
+    command."""
+
+    def __init__(self, message: str, *, extra: Extra, name: str) -> None:
+        super().__init__(message, name=name)
+        self.extra: Final = extra
+
+
+def install_command(extra: Extra) -> str:
+    """The ``pip install`` that brings ``extra``."""
+    return f"pip install 'session-schedule[{extra}]'"
+
+
+def require(extra: Extra, *, purpose: str) -> None:
+    """Import the modules of ``extra``; ``purpose`` says, for the message, what needs them.
+
+    Raises :class:`MissingExtraError` when one of them, or a module it imports, is not installed.
+    """
+    for module in EXTRAS[extra]:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            missing = error.name or module
+            raise MissingExtraError(
+                f"{purpose} needs the {extra!r} extra ({missing} is not installed): "
+                f"{install_command(extra)}",
+                extra=extra,
+                name=missing,
+            ) from None

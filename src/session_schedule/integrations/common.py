@@ -1,0 +1,196 @@
+"""What every framework adapter shares: strict tool specifications, a synchronous bridge onto
+the Schedule's event loop, and the conversation base that runs each queued turn.
+
+Construction is a straight line in every adapter — the tools need the Schedule, the Schedule
+needs the agent port, the framework's agent needs the tools — so the :class:`TurnQueue` comes
+first and the conversation last::
+
+    turns = TurnQueue(session)
+    schedule = LiveSchedule(session, turns)
+    tools = ScheduleTools(schedule)
+    agent = <the framework's agent, given the adapter's tools built from ``tools``>
+    conversation = <the adapter's Conversation>(turns, agent)  # binds its run_turn
+
+Every turn — the host's prompts and the reminders Schedule delivers — is a new run of the
+framework on the same conversation, one at a time, with the history kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from abc import ABC, abstractmethod
+from typing import Final, final
+
+import msgspec
+
+from session_schedule.core.framing import FRAME_TITLE
+from session_schedule.runtime.turns import Turn, TurnQueue
+from session_schedule.tools.adapters import strict_schema
+from session_schedule.tools.catalog import ToolName
+from session_schedule.tools.handlers import ScheduleTools
+from session_schedule.tools.schemas import Schema
+
+
+@final
+class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool as the adapters hand it to a framework."""
+
+    name: ToolName
+    description: str
+    parameters: Schema
+    """The arguments' JSON schema in strict form: every property required (optional ones are
+    nullable), no others allowed, no ``default`` keywords."""
+
+
+def tool_specs(tools: ScheduleTools) -> tuple[ToolSpec, ...]:
+    """The three tools of ``tools``, their schemas in strict form."""
+    return tuple(
+        ToolSpec(
+            name=definition.name,
+            description=definition.description,
+            parameters=strict_schema(definition.input_schema),
+        )
+        for definition in tools.definitions
+    )
+
+
+PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
+"""Put in front of a host prompt that contains a reminder frame — pasted, or forged — so that
+it cannot pass for a delivery (the reference harness marks such prompts the same way)."""
+
+SYNC_TIMEOUT_SECONDS: Final = 120.0
+"""How long a synchronous tool call waits for the Schedule's loop before it gives up."""
+
+
+@final
+class SyncBridge:
+    """Runs a tool call from synchronous code on the event loop that runs the Schedule.
+
+    A framework that calls tools synchronously (LangChain's ``tool.invoke``) may do so from a
+    worker thread while the loop runs elsewhere; the call is routed onto that loop with
+    ``asyncio.run_coroutine_threadsafe`` and its result awaited in the calling thread. The loop
+    is the one running when the bridge is built, or ``loop``; a bridge built outside a running
+    loop learns it from the first asynchronous call.
+    """
+
+    def __init__(
+        self,
+        tools: ScheduleTools,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        timeout: float = SYNC_TIMEOUT_SECONDS,
+    ) -> None:
+        self._tools = tools
+        self._timeout = timeout
+        if loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+        self._loop = loop
+
+    async def call(self, name: str, arguments: object) -> str:
+        """The tool call, from asynchronous code on the Schedule's loop."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return await self._tools.call_json(name, arguments)
+
+    def call_sync(self, name: str, arguments: object) -> str:
+        """The tool call, from synchronous code in any thread but the loop's own.
+
+        Raises ``RuntimeError`` when called on the loop's thread (the loop would wait on itself:
+        use the asynchronous call there), when the loop is unknown or not running, and when the
+        call does not finish within the timeout.
+        """
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError(
+                f"{name} was called synchronously before the event loop that runs the Schedule "
+                "was known: build the tools inside that loop, or pass loop="
+            )
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise RuntimeError(
+                f"{name} was called synchronously on the thread of the event loop that runs "
+                "the Schedule, which would wait on itself; call it asynchronously there "
+                "(await tool.ainvoke(...)) or from another thread"
+            )
+        if loop.is_closed() or not loop.is_running():
+            raise RuntimeError(
+                f"{name} was called synchronously, but the event loop that runs the Schedule "
+                "is not running"
+            )
+        future = asyncio.run_coroutine_threadsafe(self._tools.call_json(name, arguments), loop)
+        try:
+            return future.result(self._timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise RuntimeError(
+                f"{name} did not finish within {self._timeout:g} s on the Schedule's event loop"
+            ) from None
+
+
+@final
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model answered to one turn."""
+
+    turn: Turn
+    """The turn: a host prompt, or a reminder Schedule delivered (``turn.reminder``)."""
+    text: str
+    """The model's final text for the turn."""
+
+
+class Conversation(ABC):
+    """One framework conversation fed by a :class:`TurnQueue`: each queued turn — the host's
+    prompt or a reminder — is a new run on the same conversation, the history kept.
+
+    Building it binds its :meth:`run_turn` to the queue. A reminder reaches the framework as
+    Schedule framed it; a host prompt that contains a reminder frame reaches it with
+    :data:`PASTED_FRAME_MARK` in front. :attr:`answers` lists the model's final text for every
+    turn that completed, in order.
+    """
+
+    def __init__(self, turns: TurnQueue) -> None:
+        self._turns = turns
+        self._answers: list[Answer] = []
+        self._answered = asyncio.Condition()
+        turns.bind(self.run_turn)
+
+    @property
+    def turns(self) -> TurnQueue:
+        return self._turns
+
+    @property
+    def answers(self) -> tuple[Answer, ...]:
+        return tuple(self._answers)
+
+    def submit(self, text: str) -> Turn:
+        """Queue the host's own prompt as a turn (see :meth:`TurnQueue.submit`)."""
+        return self._turns.submit(text)
+
+    async def wait_answers(self, count: int) -> tuple[Answer, ...]:
+        """Return the answers once there are at least ``count`` of them."""
+        async with self._answered:
+            await self._answered.wait_for(lambda: len(self._answers) >= count)
+        return self.answers
+
+    async def run_turn(self, text: str) -> None:
+        """One turn: a new run of the framework on this conversation (the queue calls it)."""
+        turn = self._turns.current
+        if turn is None or turn.text != text:
+            raise RuntimeError("run_turn runs the turn its TurnQueue is running, and no other")
+        if not turn.reminder and FRAME_TITLE in text:
+            text = PASTED_FRAME_MARK + text
+        answer = await self.run(text)
+        async with self._answered:
+            self._answers.append(Answer(turn=turn, text=answer))
+            self._answered.notify_all()
+
+    @abstractmethod
+    async def run(self, text: str) -> str:
+        """Run the framework on ``text`` as the next user turn of this conversation, keeping
+        the history; return the model's final text."""

@@ -1,0 +1,151 @@
+"""LangChain and LangGraph: the three tools as LangChain ``StructuredTool`` objects that work
+from asynchronous and synchronous code alike, a ready tool-calling LangGraph graph, and a
+conversation that runs each queued turn as a new run on one checkpointer thread.
+
+Needs the ``langchain`` extra (``langchain-core`` and ``langgraph``):
+``pip install 'session-schedule[langchain]'``.
+"""
+
+from __future__ import annotations
+
+from session_schedule.extras import require
+
+require("langchain", purpose="session_schedule.integrations.langchain")
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from session_schedule.integrations.common import Conversation, SyncBridge, tool_specs
+from session_schedule.runtime.turns import TurnQueue
+from session_schedule.tools.handlers import ScheduleTools
+
+__all__ = ["LangGraphConversation", "MessagesGraph", "agent_graph", "schedule_tools"]
+
+MessagesGraph = CompiledStateGraph[MessagesState, None, MessagesState, MessagesState]
+"""A compiled LangGraph graph over a list of messages, as :func:`agent_graph` builds."""
+
+
+def schedule_tools(
+    tools: ScheduleTools, *, loop: asyncio.AbstractEventLoop | None = None
+) -> list[BaseTool]:
+    """``schedule_create``, ``schedule_list`` and ``schedule_delete`` as LangChain tools.
+
+    Their argument schemas are the strict ones (every property required, optional ones
+    nullable, no ``default``), so ``model.bind_tools(tools, strict=True)`` can enforce them.
+    ``await tool.ainvoke(...)`` runs on the Schedule's event loop; ``tool.invoke(...)`` works
+    from synchronous code in any other thread — the call is routed onto that loop, which is the
+    one running when the tools are built, or ``loop`` — and raises ``RuntimeError`` on the
+    loop's own thread, where it would wait on itself. A tool returns the result as JSON text; a
+    model's mistake is an ``{"ok": false, ...}`` result, never an exception.
+    """
+    bridge = SyncBridge(tools, loop=loop)
+    built: list[BaseTool] = []
+    for spec in tool_specs(tools):
+        asynchronous, synchronous = _functions(bridge, spec.name)
+        built.append(
+            StructuredTool(
+                name=spec.name,
+                description=spec.description,
+                args_schema=dict(spec.parameters),
+                func=synchronous,
+                coroutine=asynchronous,
+            )
+        )
+    return built
+
+
+class _AsyncFunction(Protocol):
+    def __call__(self, **arguments: object) -> Awaitable[str]: ...
+
+
+class _SyncFunction(Protocol):
+    def __call__(self, **arguments: object) -> str: ...
+
+
+def _functions(bridge: SyncBridge, name: str) -> tuple[_AsyncFunction, _SyncFunction]:
+    async def call(**arguments: object) -> str:
+        return await bridge.call(name, arguments)
+
+    def call_sync(**arguments: object) -> str:
+        return bridge.call_sync(name, arguments)
+
+    return call, call_sync
+
+
+def agent_graph(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    *,
+    checkpointer: BaseCheckpointSaver[str] | None = None,
+    strict: bool = True,
+) -> MessagesGraph:
+    """A tool-calling graph: the model answers or calls tools, the tools run, the model sees
+    their results, until it answers. ``model.bind_tools(tools, strict=strict)`` gives the model
+    the tools; ``checkpointer`` (an ``InMemorySaver`` by default) keeps each thread's messages.
+    """
+    bound = model.bind_tools(tools, strict=strict)
+
+    async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=checkpointer or InMemorySaver())
+
+
+class LangGraphConversation(Conversation):
+    """A LangGraph conversation fed by ``turns``: each turn — a host prompt or a reminder — is
+    ``graph.ainvoke({"messages": [HumanMessage(text)]})`` on one checkpointer thread, so the
+    checkpointer keeps the history.
+
+    ``graph`` is compiled with a checkpointer (:func:`agent_graph` builds one); ``thread_id``
+    names the thread (a new one by default; pass an earlier one to continue it).
+    """
+
+    def __init__(
+        self, turns: TurnQueue, graph: MessagesGraph, *, thread_id: str | None = None
+    ) -> None:
+        super().__init__(turns)
+        self._graph = graph
+        self._thread_id = thread_id or f"session-schedule-{uuid.uuid4()}"
+
+    @property
+    def thread_id(self) -> str:
+        return self._thread_id
+
+    @property
+    def config(self) -> RunnableConfig:
+        """The run configuration naming this conversation's thread."""
+        return {"configurable": {"thread_id": self._thread_id}}
+
+    async def messages(self) -> list[BaseMessage]:
+        """The thread's messages so far, as the checkpointer keeps them."""
+        snapshot = await self._graph.aget_state(self.config)
+        values: object = snapshot.values
+        messages: object = values.get("messages", []) if isinstance(values, dict) else []
+        if not isinstance(messages, list):
+            raise TypeError(f"the thread's state has no list of messages: {messages!r}")
+        return [message for message in messages if isinstance(message, BaseMessage)]
+
+    async def run(self, text: str) -> str:
+        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, self.config)
+        last = state["messages"][-1]
+        if not isinstance(last, AIMessage):
+            raise TypeError(f"the graph's run ended with a {type(last).__name__}, not the model")
+        return last.text

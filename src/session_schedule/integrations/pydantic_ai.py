@@ -1,0 +1,81 @@
+"""PydanticAI: the three tools as ``pydantic_ai.Tool`` objects (strict mode), and a conversation
+that runs each queued turn as a new ``agent.run`` with the ``message_history`` kept.
+
+Needs the ``pydantic-ai`` extra: ``pip install 'session-schedule[pydantic-ai]'``.
+"""
+
+from __future__ import annotations
+
+from session_schedule.extras import require
+
+require("pydantic-ai", purpose="session_schedule.integrations.pydantic_ai")
+
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
+
+from pydantic_ai import Agent, Tool
+from pydantic_ai.messages import ModelMessage
+
+from session_schedule.integrations.common import Conversation, ToolSpec, tool_specs
+from session_schedule.runtime.turns import TurnQueue
+from session_schedule.tools.handlers import ScheduleTools
+
+__all__ = ["PydanticAIConversation", "schedule_tools"]
+
+
+def schedule_tools(tools: ScheduleTools) -> list[Tool[None]]:
+    """``schedule_create``, ``schedule_list`` and ``schedule_delete`` as PydanticAI tools.
+
+    Their schemas are the strict ones (every property required, optional ones nullable, no
+    ``default``), and ``strict`` is on, so providers that support strict tool calls enforce them.
+    A tool returns the result object; a model's mistake is an ``{"ok": false, ...}`` result,
+    never an exception.
+    """
+    built: list[Tool[None]] = []
+    for spec in tool_specs(tools):
+        tool: Tool[None] = Tool.from_schema(
+            _function(tools, spec),
+            name=spec.name,
+            description=spec.description,
+            json_schema=dict(spec.parameters),
+        )
+        tool.strict = True
+        built.append(tool)
+    return built
+
+
+class _ToolFunction(Protocol):
+    def __call__(self, **arguments: object) -> Awaitable[dict[str, object]]: ...
+
+
+def _function(tools: ScheduleTools, spec: ToolSpec) -> _ToolFunction:
+    async def call(**arguments: object) -> dict[str, object]:
+        return await tools.call(spec.name, arguments)
+
+    call.__name__ = spec.name
+    return call
+
+
+class PydanticAIConversation(Conversation):
+    """A PydanticAI conversation fed by ``turns``: each turn — a host prompt or a reminder —
+    is ``agent.run(text, message_history=...)`` and the run's messages become the history.
+
+    ``history`` continues an earlier conversation (for instance one stored with
+    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far.
+    """
+
+    def __init__(
+        self, turns: TurnQueue, agent: Agent[None, str], *, history: Sequence[ModelMessage] = ()
+    ) -> None:
+        super().__init__(turns)
+        self._agent = agent
+        self._history: list[ModelMessage] = list(history)
+
+    @property
+    def history(self) -> list[ModelMessage]:
+        return list(self._history)
+
+    async def run(self, text: str) -> str:
+        result = await self._agent.run(text, message_history=self._history)
+        self._history = result.all_messages()
+        return result.output

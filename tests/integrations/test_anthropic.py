@@ -1,0 +1,143 @@
+"""The Anthropic adapter: strict tools, reminders as new turns on the same messages list, and
+a failed turn that leaves the conversation valid."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx2
+import pytest
+from anthropic import AsyncAnthropic
+
+from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
+from session_schedule.integrations.anthropic import AnthropicConversation, schedule_tools
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.testing.clock import FakeClock
+from tests.integrations.examples import FOLLOW_UP, load
+
+EXAMPLE = load("anthropic_reminders")
+
+
+async def test_the_tools_are_strict_and_carry_no_default() -> None:
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    schedule = LiveSchedule(session, TurnQueue(session, clock=clock), clock=clock)
+    tools = schedule_tools(ScheduleTools(schedule))
+    assert [tool["name"] for tool in tools] == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+    ]
+    assert all(tool.get("strict") is True for tool in tools)
+    assert "default" not in json.dumps(tools)
+    assert tools[0]["input_schema"]["required"] == [
+        "prompt",
+        "after_seconds",
+        "at",
+        "every_seconds",
+        "daily_at",
+    ]
+
+
+async def test_a_reminder_is_a_new_turn_on_the_same_messages_in_virtual_time() -> None:
+    requests: list[dict[str, object]] = []
+
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        requests.append(body)
+        if body["messages"][-1]["content"] == "fail, please":
+            return httpx2.Response(
+                400,
+                json={"type": "error", "error": {"type": "invalid_request_error", "message": "no"}},
+            )
+        response: httpx2.Response = EXAMPLE.scripted_endpoint(request)
+        return response
+
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    client = AsyncAnthropic(
+        api_key="offline",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint)),
+    )
+    conversation = AnthropicConversation(
+        turns, client, ScheduleTools(schedule), model="m", system="be brief"
+    )
+    async with client, schedule, turns:
+        conversation.submit("Remind me to stretch in a second.")
+        conversation.submit("fail, please")
+        await turns.wait_idle()
+        after_failure = conversation.messages
+        await schedule.settled()
+        clock.advance(1)
+        answers = await asyncio.wait_for(conversation.wait_answers(2), 5)
+    assert [answer.text for answer in answers] == [
+        "I will remind you in a second.",
+        "Time to stretch!",
+    ]
+    assert len(after_failure) == 4  # the failed turn left nothing behind
+    assert all(request["tools"] == schedule_tools(ScheduleTools(schedule)) for request in requests)
+    assert all(request["system"] == "be brief" for request in requests)
+    reminder_request = requests[-1]["messages"]
+    assert isinstance(reminder_request, list)
+    assert reminder_request[:4] == after_failure
+    assert reminder_request[4]["content"].startswith(FOLLOW_UP)
+
+
+async def test_the_example_delivers_the_reminder_into_the_same_messages() -> None:
+    conversation = await EXAMPLE.main()
+    first, reminder = conversation.answers
+    assert (first.turn.reminder, first.text) == (False, "I will remind you in a second.")
+    assert (reminder.turn.reminder, reminder.text) == (True, "Time to stretch!")
+    kinds: list[str] = []
+    for message in conversation.messages:
+        content = message["content"]
+        if isinstance(content, str):
+            kinds.append("reminder" if content.startswith(FOLLOW_UP) else "prompt")
+            continue
+        for block in content:
+            if block["type"] == "tool_use":
+                kinds.append(f"call {block['name']}")
+            elif block["type"] == "tool_result":
+                kinds.append(f"result ok={json.loads(block['content'])['ok']}")
+            else:
+                kinds.append(f"{message['role']} {block['text']}")
+    assert kinds == [
+        "prompt",
+        "call schedule_create",
+        "result ok=True",
+        "assistant I will remind you in a second.",
+        "reminder",
+        "assistant Time to stretch!",
+    ]
+
+
+async def test_a_turn_that_keeps_calling_tools_fails_and_leaves_no_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        call = {"type": "tool_use", "id": "toolu_1", "name": "schedule_list", "input": {}}
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m"}
+        usage = {"input_tokens": 1, "output_tokens": 1}
+        body = {**message, "content": [call], "stop_reason": "tool_use", "usage": usage}
+        return httpx2.Response(200, json=body)
+
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    client = AsyncAnthropic(
+        api_key="offline", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint))
+    )
+    conversation = AnthropicConversation(
+        turns, client, ScheduleTools(schedule), model="m", max_tool_rounds=2
+    )
+    async with client, schedule, turns:
+        conversation.submit("list them forever")
+        await turns.wait_idle()
+    assert conversation.messages == []
+    assert conversation.answers == ()
+    assert "the model was still calling tools after 2 requests" in caplog.text

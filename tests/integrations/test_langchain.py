@@ -1,0 +1,126 @@
+"""The LangChain/LangGraph adapter: strict tools that work from sync and async code, and
+reminders as new runs on the same checkpointer thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+
+from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
+from session_schedule.integrations.langchain import agent_graph, schedule_tools
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.testing.clock import FakeClock
+from tests.integrations.examples import FOLLOW_UP, load
+
+CREATE = {
+    "prompt": "stretch",
+    "after_seconds": 90,
+    "at": None,
+    "every_seconds": None,
+    "daily_at": None,
+}
+
+
+@pytest.fixture
+async def schedule() -> AsyncIterator[LiveSchedule]:
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    live = LiveSchedule(session, TurnQueue(session, clock=clock), clock=clock)
+    async with live:
+        yield live
+
+
+def _by_name(tools: list[BaseTool]) -> dict[str, BaseTool]:
+    return {tool.name: tool for tool in tools}
+
+
+async def test_the_model_is_given_strict_tools_without_defaults(schedule: LiveSchedule) -> None:
+    model = load("langgraph_reminders").scripted_model()
+    agent_graph(model, schedule_tools(ScheduleTools(schedule)))
+    names = [tool["function"]["name"] for tool in model.bound_tools]
+    assert names == ["schedule_create", "schedule_list", "schedule_delete"]
+    create = model.bound_tools[0]["function"]
+    assert create["strict"] is True
+    assert "default" not in json.dumps(create["parameters"])
+    assert create["parameters"]["required"] == [
+        "prompt",
+        "after_seconds",
+        "at",
+        "every_seconds",
+        "daily_at",
+    ]
+
+
+async def test_a_tool_runs_from_async_code_and_from_a_worker_thread(
+    schedule: LiveSchedule,
+) -> None:
+    tools = _by_name(schedule_tools(ScheduleTools(schedule)))
+    made = json.loads(await tools["schedule_create"].ainvoke(CREATE))
+    assert made["schedule"]["scheduledAt"] == "2026-11-29T20:01:30.000Z"
+    listed = json.loads(await asyncio.to_thread(tools["schedule_list"].invoke, {}))
+    assert [view["id"] for view in listed["schedules"]] == ["sch_1"]
+    deleted = await asyncio.to_thread(tools["schedule_delete"].invoke, {"id": "sch_1"})
+    assert json.loads(deleted) == {"ok": True, "id": "sch_1", "deleted": True}
+
+
+async def test_a_tool_answers_a_models_mistake_with_a_result(schedule: LiveSchedule) -> None:
+    tools = _by_name(schedule_tools(ScheduleTools(schedule)))
+    refused = json.loads(await tools["schedule_create"].ainvoke({**CREATE, "after_seconds": 0}))
+    assert refused["ok"] is False
+    assert refused["error"]["code"] == "invalid_rule"
+
+
+async def test_a_sync_call_on_the_loops_own_thread_is_refused(schedule: LiveSchedule) -> None:
+    tools = _by_name(schedule_tools(ScheduleTools(schedule)))
+    with pytest.raises(RuntimeError) as caught:
+        tools["schedule_list"].invoke({})
+    assert str(caught.value) == (
+        "schedule_list was called synchronously on the thread of the event loop that runs the "
+        "Schedule, which would wait on itself; call it asynchronously there "
+        "(await tool.ainvoke(...)) or from another thread"
+    )
+
+
+async def test_tools_built_outside_the_loop_learn_it_from_the_first_async_call(
+    schedule: LiveSchedule,
+) -> None:
+    tools = _by_name(
+        await asyncio.to_thread(schedule_tools, ScheduleTools(schedule))  # no loop in that thread
+    )
+    with pytest.raises(RuntimeError) as caught:
+        await asyncio.to_thread(tools["schedule_list"].invoke, {})
+    assert "before the event loop that runs the Schedule was known" in str(caught.value)
+    await tools["schedule_list"].ainvoke({})
+    listed = json.loads(await asyncio.to_thread(tools["schedule_list"].invoke, {}))
+    assert listed["schedules"] == []
+
+
+async def test_the_example_delivers_the_reminder_into_the_same_thread() -> None:
+    conversation = await load("langgraph_reminders").main()
+    first, reminder = conversation.answers
+    assert (first.turn.reminder, first.text) == (False, "I will remind you in a second.")
+    assert (reminder.turn.reminder, reminder.text) == (True, "Time to stretch!")
+    kinds: list[str] = []
+    for message in await conversation.messages():
+        if isinstance(message, HumanMessage):
+            kinds.append("reminder" if message.text.startswith(FOLLOW_UP) else "prompt")
+        elif isinstance(message, ToolMessage):
+            kinds.append(f"result ok={json.loads(message.text)['ok']}")
+        else:
+            assert isinstance(message, AIMessage)
+            kinds.extend(f"call {call['name']}" for call in message.tool_calls)
+            if message.text:
+                kinds.append(f"text {message.text}")
+    assert kinds == [
+        "prompt",
+        "call schedule_create",
+        "result ok=True",
+        "text I will remind you in a second.",
+        "reminder",
+        "text Time to stretch!",
+    ]
