@@ -14,6 +14,7 @@ from session_schedule.core.changes import (
     convert_change,
     create_change,
     decode_change,
+    decode_changes,
     encode_change,
 )
 from session_schedule.core.errors import ScheduleError
@@ -417,3 +418,70 @@ def test_nesting_of_any_depth_is_corrupt_schedule_log(depth: int, opener: str) -
         with pytest.raises(ScheduleError) as caught:
             decode_change(line)
         assert caught.value.code == "corrupt_schedule_log"
+
+
+_BAD_PAYLOADS = (
+    b'{"operation":"delete","version":1,"id":"sch_01"}',
+    b'{"operation":"delete","version":1,"id":"sch_\\u0031"}',
+    b'{"operation":"delete", "version":1,"id":"sch_1"}',
+    b'{"operation":"delete","version":1,"id":"sch_9","id":"sch_1"}',
+    b'{"operation":"dispatch","version":1,"id":"sch_1","acceptedAt":"2026-02-30T20:01:30.000Z"}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":" padded","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":"padded ","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":"a\\u0000b","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":"a\x7fb","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    b'{"operation":"create","version":2,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    _daily_create(1),
+    _daily_create(2, time="24:00:00.000"),
+    _daily_create(2, timeZone="Mars/Olympus"),
+    _daily_create(2, weekdays=["fri", "mon"]),
+    b'{"operation":"delete","version":1,"id":"sch_1"}\n{"operation":"delete","version":1,"id":"sch_2"}',
+    b"",
+    b"[]",
+)
+
+
+@given(
+    st.lists(changes, max_size=8),
+    st.one_of(st.none(), st.sampled_from(_BAD_PAYLOADS)),
+    st.integers(min_value=0, max_value=8),
+)
+def test_decoding_many_payloads_is_decoding_each(
+    valid: list[ScheduleChange], bad: bytes | None, at: int
+) -> None:
+    payloads = [encode_change(change) for change in valid]
+    if bad is not None:
+        payloads.insert(min(at, len(payloads)), bad)
+    expected: list[ScheduleChange] | str = []
+    try:
+        expected = [
+            decode_change(payload, where=f"at entry {index}")
+            for index, payload in enumerate(payloads)
+        ]
+    except ScheduleError as error:
+        expected = error.message
+    try:
+        decoded: list[ScheduleChange] | str = decode_changes(
+            payloads, where=lambda index: f"at entry {index}"
+        )
+    except ScheduleError as error:
+        assert error.code == "corrupt_schedule_log"
+        decoded = error.message
+    assert decoded == expected
+
+
+def test_each_bad_payload_is_refused_alone_and_among_good_ones() -> None:
+    good = encode_change(
+        create_change(AtScheduleRecord(id=ScheduleId("sch_1"), prompt="p", scheduled_at=FUTURE))
+    )
+    for bad in _BAD_PAYLOADS:
+        with pytest.raises(ScheduleError) as alone:
+            decode_change(bad, where="at entry 1")
+        with pytest.raises(ScheduleError) as among:
+            decode_changes([good, bad, good], where=lambda index: f"at entry {index}")
+        assert among.value.message == alone.value.message

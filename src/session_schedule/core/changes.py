@@ -17,7 +17,7 @@ canonical byte form. The promise: decoding raises nothing but a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, Literal, TypeAlias, final
 
 import msgspec
@@ -25,14 +25,20 @@ import msgspec
 from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.ids import ScheduleId
-from session_schedule.core.instants import Instant, format_instant, why_not_canonical
+from session_schedule.core.ids import SCHEDULE_ID, ScheduleId
+from session_schedule.core.instants import (
+    CANONICAL_INSTANT,
+    Instant,
+    format_instant,
+    why_not_canonical,
+)
 from session_schedule.core.prompts import describe_fault, is_trimmed, prompt_fault
 from session_schedule.core.records import (
+    DAILY_TIME_PATTERN,
     WEEKDAYS,
     DailyScheduleRecord,
-    IdField,
-    InstantField,
+    RecordIdField,
+    RecordInstantField,
     ScheduleRecord,
     record_kind,
 )
@@ -50,6 +56,7 @@ class _Change(
     forbid_unknown_fields=True,
     rename="camel",
     tag_field="operation",
+    gc=False,
 ):
     pass
 
@@ -67,7 +74,7 @@ class ScheduleDeleteChange(_Change, tag="delete", frozen=True):
     """The terminal removal of an active record."""
 
     version: Literal[1]
-    id: IdField
+    id: RecordIdField
 
 
 @final
@@ -80,8 +87,8 @@ class ScheduleDispatchChange(_Change, tag="dispatch", frozen=True):
     """
 
     version: Literal[1]
-    id: IdField
-    accepted_at: InstantField | msgspec.UnsetType = msgspec.UNSET
+    id: RecordIdField
+    accepted_at: RecordInstantField | msgspec.UnsetType = msgspec.UNSET
 
 
 ScheduleChange: TypeAlias = ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
@@ -116,6 +123,7 @@ def dispatch_change(
 
 
 _ENCODER: Final = msgspec.json.Encoder()
+_DAILY_TIME: Final = re.compile(DAILY_TIME_PATTERN.removeprefix("^").removesuffix("\\Z"))
 _DECODER: Final[msgspec.json.Decoder[ScheduleChange]] = msgspec.json.Decoder(ScheduleChange)
 
 
@@ -146,10 +154,93 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
         raise corrupt(where, f"invalid UTF-8 in a string ({error.reason})") from None
     except RecursionError:
         raise corrupt(where, NESTED_TOO_DEEPLY) from None
+    _check_forms(change, where)
     raw = data if isinstance(data, bytes) else data.encode()
     if _ENCODER.encode(change) != raw:
         raise corrupt(where, why_not_canonical_json(raw))
-    return _checked(change, where)
+    return _checked(change, where, plain=raw.isascii() and _ESCAPES.search(raw) is None)
+
+
+def decode_changes(
+    payloads: Sequence[bytes], *, where: Callable[[int], str] | None = None
+) -> list[ScheduleChange]:
+    """Strictly decode many ``schedule/change`` payloads: the changes :func:`decode_change`
+    returns for each, or the error it raises for the first bad one (``where(index)`` names the
+    payload at ``index``).
+
+    The payloads are decoded, re-encoded and compared as one buffer, and the id, instant, time
+    and prompt rules are checked on that buffer by a few scans, so a long log pays almost no
+    per-change Python work. When any of that does not pass cleanly, each payload is decoded on
+    its own and the first error is raised exactly as :func:`decode_change` raises it.
+    """
+    if not payloads:
+        return []
+    if where is None:
+        where = _nowhere
+    joined = b"\n".join(payloads)
+    changes = _decode_joined(joined, len(payloads))
+    if changes is None:
+        return [
+            decode_change(payload, where=where(index)) for index, payload in enumerate(payloads)
+        ]
+    if not joined.isascii() or b"\\" in joined or b"\x7f" in joined:
+        # Some string may hold a control character or a lone surrogate: each prompt is checked.
+        for index, change in enumerate(changes):
+            if type(change) is ScheduleCreateChange:
+                _checked(change, where(index), plain=False)
+    elif b'"kind":"daily"' in joined:
+        for index, change in enumerate(changes):
+            if (
+                type(change) is ScheduleCreateChange
+                and type(change.schedule) is DailyScheduleRecord
+            ):
+                _checked(change, where(index), plain=True)
+    return changes
+
+
+def _nowhere(index: int) -> str:
+    del index
+    return ""
+
+
+def _decode_joined(joined: bytes, count: int) -> list[ScheduleChange] | None:
+    """The changes of ``count`` newline-separated payloads when every rule visibly holds for all
+    of them; ``None`` when any might not (then each is decoded on its own)."""
+    try:
+        changes = _DECODER.decode_lines(joined)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    encoded = _ENCODER.encode_lines(changes)
+    if (
+        len(changes) != count
+        or len(encoded) != len(joined) + 1
+        or not encoded.startswith(joined)
+        or any(doubt.search(joined) is not None for doubt in _DOUBTFUL)
+    ):
+        return None
+    return changes
+
+
+# In canonical bytes every field is written ``"key":value``, and a string value's quote marks
+# inside it are escaped, so these find every id, instant and time field that is not in its one
+# accepted form, every prompt that is not trimmed (in ASCII text without escapes, the only
+# whitespace is a space), and every create whose version does not match its kind. A false alarm
+# only sends the payloads down the one-by-one path.
+_DOUBTFUL: Final = tuple(
+    re.compile(pattern)
+    for pattern in (
+        rb'"id":"(?!' + SCHEDULE_ID.pattern.encode() + rb'")',
+        rb'"scheduledAt":"(?!' + CANONICAL_INSTANT.pattern.encode() + rb'")',
+        rb'"acceptedAt":"(?!' + CANONICAL_INSTANT.pattern.encode() + rb'")',
+        rb'"time":"(?!' + _DAILY_TIME.pattern.encode() + rb'")',
+        rb'"prompt":"(?: |[^"]* ")',
+        (
+            rb'"operation":"create","version":(?:1,"schedule":\{"kind":"daily"'
+            rb'|(?!1,)[^,]*,"schedule":\{"kind":"(?!daily"))'
+        ),
+    )
+)
+"""Each with a literal start, which the expression engine finds without trying every quote."""
 
 
 def convert_change(value: object, *, where: str = "") -> ScheduleChange:
@@ -163,20 +254,72 @@ def convert_change(value: object, *, where: str = "") -> ScheduleChange:
         raise corrupt(where, _explain(str(error), lambda: value)) from None
     except RecursionError:
         raise corrupt(where, NESTED_TOO_DEEPLY) from None
-    return _checked(change, where)
+    _check_forms(change, where)
+    return _checked(change, where, plain=False)
 
 
-def _checked(change: ScheduleChange, where: str) -> ScheduleChange:
+# Ids known to be of the id form: the ids a delete or dispatch names are, nearly always, ids a
+# create named before, so most changes need one set look-up instead of an expression. Bounded:
+# it is forgotten whenever it fills.
+_KNOWN_IDS: Final[set[str]] = set()
+_IDS_REMEMBERED: Final = 1 << 16
+# In canonical bytes that are ASCII, a control character or a lone surrogate in a string can only
+# appear escaped, and DEL is the one ASCII control character JSON leaves unescaped.
+_ESCAPES: Final = re.compile(rb"[\\\x7f]")
+
+
+def _check_forms(change: ScheduleChange, where: str) -> None:
+    """The id, instant and time fields are in their one accepted form (in field order, with the
+    message and path of a pattern failure)."""
+    if isinstance(change, ScheduleCreateChange):
+        record = change.schedule
+        _check_id(record.id, where, "$.schedule.id")
+        if (
+            isinstance(record, DailyScheduleRecord)
+            and _DAILY_TIME.fullmatch(record.local_time) is None
+        ):
+            raise corrupt(
+                where,
+                "expected a wall-clock time of the form HH:MM:SS.sss, got "
+                f"{record.local_time!r} - at `$.schedule.time`",
+            )
+        if CANONICAL_INSTANT.fullmatch(record.scheduled_at) is None:
+            raise corrupt(
+                where, f"{why_not_canonical(record.scheduled_at)} - at `$.schedule.scheduledAt`"
+            )
+        return
+    _check_id(change.id, where, "$.id")
+    if isinstance(change, ScheduleDispatchChange):
+        accepted_at = change.accepted_at
+        if isinstance(accepted_at, str) and CANONICAL_INSTANT.fullmatch(accepted_at) is None:
+            raise corrupt(where, f"{why_not_canonical(accepted_at)} - at `$.acceptedAt`")
+
+
+def _check_id(text: str, where: str, path: str) -> None:
+    if text in _KNOWN_IDS:
+        return
+    if SCHEDULE_ID.fullmatch(text) is None:
+        raise corrupt(where, f"expected a schedule id like `sch_1`, got {text!r} - at `{path}`")
+    if len(_KNOWN_IDS) >= _IDS_REMEMBERED:
+        _KNOWN_IDS.clear()
+    _KNOWN_IDS.add(text)
+
+
+def _checked(change: ScheduleChange, where: str, *, plain: bool) -> ScheduleChange:
     """``change``, once the rules no type states hold: a create's prompt is what a create stores,
     its version matches its kind, and a ``daily`` record names a supported zone and lists its
-    weekdays distinct, in week order."""
+    weekdays distinct, in week order.
+
+    ``plain``: the change was decoded from canonical ASCII bytes without escapes, so its strings
+    hold no control character and no lone surrogate.
+    """
     if not isinstance(change, ScheduleCreateChange):
         return change
     record = change.schedule
     prompt = record.prompt
-    # A shortcut: a printable prompt holds no control character (nor newline or tab) and no lone
-    # surrogate, so one that is also trimmed is valid. Anything else goes through the prompt rule.
-    if not prompt.isprintable() or prompt.strip() != prompt:
+    # A shortcut: a prompt without control characters (nor newline or tab) and lone surrogates
+    # is valid once it is also trimmed. Anything else goes through the prompt rule.
+    if not (plain or prompt.isprintable()) or prompt.strip() != prompt:
         _check_prompt(prompt, where)
     daily = isinstance(record, DailyScheduleRecord)
     if daily != (change.version == DAILY_CREATE_VERSION):

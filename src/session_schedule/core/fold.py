@@ -54,6 +54,7 @@ from session_schedule.core.changes import (
     ScheduleChange,
     ScheduleCreateChange,
     ScheduleDeleteChange,
+    ScheduleDispatchChange,
     corrupt,
 )
 from session_schedule.core.daily import next_daily_target
@@ -180,8 +181,9 @@ class ScheduleFold:
 
         ``position`` (the change's entry position in the Session log) locates it in errors.
         """
-        # isinstance tests rather than ``match``: replay runs this once per stored change.
-        if isinstance(change, ScheduleCreateChange):
+        # Type tests rather than ``match`` (the change classes are final):
+        # replay runs this once per stored change.
+        if type(change) is ScheduleCreateChange:
             record = change.schedule
             number = id_number(record.id)
             if number <= self._highest_id:
@@ -191,19 +193,22 @@ class ScheduleFold:
                     f"{make_schedule_id(self._highest_id)} was already used",
                 )
             self._highest_id = number
-            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            if type(record) is EveryScheduleRecord or type(record) is DailyScheduleRecord:
                 self._every_targets[record.id] = instant_of_canonical(record.scheduled_at)
-            self._activate(record)
+            self._records[record.id] = record
+            if self._heaps is not None:
+                heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
             return
         record_or_none = self._records.get(change.id)
         if record_or_none is None:
-            operation = "delete" if isinstance(change, ScheduleDeleteChange) else "dispatch"
+            operation = "delete" if type(change) is ScheduleDeleteChange else "dispatch"
             raise self._corrupt(position, f"{operation} of {change.id}, which is not active")
-        if isinstance(change, ScheduleDeleteChange):
+        if type(change) is ScheduleDeleteChange:
             del self._records[change.id]
-            self._every_targets.pop(change.id, None)
-            self._stale.discard(change.id)
-        else:
+            if change.id in self._every_targets:
+                del self._every_targets[change.id]
+                self._stale.discard(change.id)
+        elif type(change) is ScheduleDispatchChange:
             self._dispatch(record_or_none, change.accepted_at, position)
 
     def note_inherited(self, change: ScheduleChange) -> None:
@@ -313,9 +318,10 @@ def fold(
     ``corrupt_schedule_log`` naming the entry of the first change that breaks a rule.
     """
     state = ScheduleFold(session=session)
+    apply = state.apply
     for position, change in changes:
         if position < seed_length:
             state.note_inherited(change)
         else:
-            state.apply(change, position=position)
+            apply(change, position=position)
     return state

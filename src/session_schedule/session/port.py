@@ -58,7 +58,7 @@ class SessionHeader(
 
 
 @final
-class LogEntry(msgspec.Struct, frozen=True, kw_only=True):
+class LogEntry(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One entry of a session: its position, its catalog type and its decoded payload."""
 
     position: int
