@@ -183,7 +183,8 @@ def test_chat_is_the_default_command(
     assert "\nyou> hi\n" in out
     # Without --data-dir the resume hint needs none: the environment names the directory.
     assert out.endswith(f"resume it with: session-schedule chat {session_id_of(out)}\n")
-    assert [path.suffix for path in tmp_path.iterdir()] == [".jsonl"]
+    # The session, and the checkpoint its close left beside it.
+    assert sorted(path.suffix for path in tmp_path.iterdir()) == [".checkpoint", ".jsonl"]
 
 
 def test_help_and_quit(

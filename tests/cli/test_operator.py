@@ -882,7 +882,7 @@ def test_fork_beyond_the_last_entry_is_a_usage_error(
         "",
         f"session-schedule: cannot fork session {session} at entry 13: it has 12 durable entries\n",
     )
-    assert sorted(path.name for path in data.iterdir()) == [f"{session}.jsonl"]
+    assert sorted(path.name for path in data.glob("*.jsonl")) == [f"{session}.jsonl"]
 
 
 @pytest.mark.parametrize("at", ["2", "3"])
@@ -895,7 +895,7 @@ def test_a_fork_between_a_tool_call_and_its_result_is_refused(
         f"session-schedule: cannot fork session {session} at entry {at}: it would part the tool "
         "call call_1 of entry 1 from its results; fork at entry 1 or 4 instead\n",
     )
-    assert sorted(path.name for path in data.iterdir()) == [f"{session}.jsonl"]
+    assert sorted(path.name for path in data.glob("*.jsonl")) == [f"{session}.jsonl"]
     assert run(data, "fork", session, "--at", "4") == 0
 
 

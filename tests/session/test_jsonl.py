@@ -201,8 +201,12 @@ class TestFormat:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(store.data_dir.stat().st_mode) == 0o700
         names = sorted(p.name for p in store.data_dir.iterdir())
-        assert len(names) == 2
-        assert all(name.startswith("s_") and name.endswith(".jsonl") for name in names)
+        # The fork ends without a commit record (its seedLength vouches for its entries), so
+        # only the parent has a checkpoint.
+        assert len(names) == 3
+        assert names[0] == f"{SID}.checkpoint"
+        assert all(name.startswith("s_") and name.endswith(".jsonl") for name in names[1:])
+        assert stat.S_IMODE(store.checkpoint_path(SID).stat().st_mode) == 0o600
 
     @contract_test
     async def test_a_fork_copies_the_lines_verbatim(self, store: JsonlSessionStore) -> None:
@@ -230,7 +234,11 @@ class TestFormat:
         async with await store.create(now=NOW) as handle:
             assert handle.id == "s_bbbbbbbbbbbb"
         assert path.read_bytes() == V2_GOOD
-        assert len(list(store.data_dir.iterdir())) == 2
+        assert sorted(p.name for p in store.data_dir.iterdir()) == [
+            f"{SID}.checkpoint",
+            f"{SID}.jsonl",
+            "s_bbbbbbbbbbbb.jsonl",
+        ]
 
     @contract_test
     async def test_list_skips_a_file_that_vanishes(

@@ -56,6 +56,7 @@ from session_schedule.core.changes import (
     ScheduleDeleteChange,
     ScheduleDispatchChange,
     corrupt,
+    create_change,
 )
 from session_schedule.core.daily import next_daily_target
 from session_schedule.core.errors import ScheduleError
@@ -122,7 +123,39 @@ class ScheduleFold:
         # Due one-shots take priority over recurring batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
 
+    @classmethod
+    def resumed(
+        cls, records: Iterable[ScheduleRecord], *, highest_id: int, session: str = ""
+    ) -> ScheduleFold:
+        """The state a snapshot describes: ``records`` active (in creation order) and
+        ``highest_id`` the largest id number the stream used.
+
+        Raises ``corrupt_schedule_log`` when that state is impossible: ids not increasing, or
+        an id above ``highest_id``.
+        """
+        state = cls(session=session)
+        for record in records:
+            state.apply(create_change(record))
+        if highest_id < state._highest_id:
+            raise corrupt(
+                "",
+                f"the snapshot's largest id number {highest_id} is below an active id "
+                f"{make_schedule_id(state._highest_id)}",
+            )
+        state._highest_id = highest_id
+        return state
+
     # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def highest_id(self) -> int:
+        """The largest id number the stream used (0 when none)."""
+        return self._highest_id
+
+    def by_creation(self) -> list[ScheduleRecord]:
+        """The active records in creation (id) order."""
+        self._refresh_all()
+        return sorted(self._records.values(), key=lambda record: id_number(record.id))
 
     def __len__(self) -> int:
         return len(self._records)

@@ -154,17 +154,31 @@ class LiveSchedule:
             raise RuntimeError("this LiveSchedule was started already")
         check_agent(self._agent)
         header = self._session.header
+        # Opened from a checkpoint: fold only what follows it.
+        resume = self._session.resume
+        start = 0 if resume is None else resume.position
         try:
             entries = [
                 (entry.position, entry.payload)
-                for entry in self._session.entries
+                for entry in self._session.entries[start:]
                 if entry.type == CHANGE_EVENT_TYPE
             ]
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
-        self._state = fold(
-            _changes(entries), seed_length=header.seed_length, session=self._session.id
-        )
+        if resume is None:
+            self._state = fold(
+                _changes(entries), seed_length=header.seed_length, session=self._session.id
+            )
+        else:
+            state = ScheduleFold.resumed(
+                resume.records, highest_id=resume.highest_id, session=self._session.id
+            )
+            for position, change in _changes(entries):
+                if position < header.seed_length:
+                    state.note_inherited(change)
+                else:
+                    state.apply(change, position=position)
+            self._state = state
         self._owner = asyncio.create_task(
             self._own_until_stopped(), name=f"schedule owner {header.id}"
         )

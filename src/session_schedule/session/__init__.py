@@ -19,6 +19,8 @@ General layout:
 - ``worker``   — the dedicated thread each open file or database session runs its blocking
                  calls on;
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
+- ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
+                 decodes only the log's tail;
 - ``memory``, ``jsonl``, ``sqlite`` — the backends;
 - ``postgres``, ``postgres_schema`` — the PostgreSQL backend and its schema, imported only by
                  name (``from session_schedule.session.postgres import PostgresSessionStore``):

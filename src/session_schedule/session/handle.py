@@ -21,9 +21,80 @@ from session_schedule.session.errors import (
     session_closed,
 )
 from session_schedule.session.ids import SessionId
-from session_schedule.session.port import LogEntry, SessionHeader
+from session_schedule.session.port import LogEntry, ResumePoint, SessionHeader
 
 _AnySlice: TypeAlias = "slice[SupportsIndex | None, SupportsIndex | None, SupportsIndex | None]"
+
+
+@final
+class LazyEntries(Sequence[LogEntry]):
+    """A session's entries when it was opened from a checkpoint at ``position``.
+
+    The entries from ``position`` on (and the checkpoint's window just before it) are held
+    decoded; the ones before are read and strictly decoded by ``load`` the first time any of
+    them is asked for (``load`` raises what opening the whole log would raise).
+    """
+
+    __slots__ = ("_load", "_prefix", "_start", "_tail", "_window", "position")
+
+    def __init__(
+        self, position: int, window: list[LogEntry], load: Callable[[], list[LogEntry]]
+    ) -> None:
+        self.position = position
+        self._window = window
+        self._start = position - len(window)
+        self._load = load
+        self._prefix: list[LogEntry] | None = None
+        self._tail: list[LogEntry] = []
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the entries before the window have been read."""
+        return self._prefix is not None or self._start == 0
+
+    def append(self, entry: LogEntry) -> None:
+        self._tail.append(entry)
+
+    def extend(self, entries: list[LogEntry]) -> None:
+        self._tail.extend(entries)
+
+    def __len__(self) -> int:
+        return self.position + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> LogEntry: ...
+
+    @overload
+    def __getitem__(self, index: _AnySlice) -> list[LogEntry]: ...
+
+    def __getitem__(self, index: int | _AnySlice) -> LogEntry | list[LogEntry]:
+        length = len(self)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(length)
+            if step == 1 and start >= self._start:
+                if start >= self.position:
+                    return self._tail[start - self.position : stop - self.position]
+                return (self._window + self._tail)[start - self._start : stop - self._start]
+            return self._all()[index]
+        position = index + length if index < 0 else index
+        if not 0 <= position < length:
+            raise IndexError("entry index out of range")
+        if position >= self.position:
+            return self._tail[position - self.position]
+        if position >= self._start:
+            return self._window[position - self._start]
+        return self._all()[position]
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return iter(self._all())
+
+    def _all(self) -> list[LogEntry]:
+        if self._prefix is None:
+            if self._start == 0:
+                self._prefix = []
+            else:
+                self._prefix = self._load()[: self._start]
+        return self._prefix + self._window + self._tail
 
 
 @final
@@ -32,7 +103,7 @@ class EntriesView(Sequence[LogEntry]):
 
     __slots__ = ("_check", "_entries")
 
-    def __init__(self, entries: list[LogEntry], check: Callable[[], None]) -> None:
+    def __init__(self, entries: list[LogEntry] | LazyEntries, check: Callable[[], None]) -> None:
         self._entries = entries
         self._check = check
 
@@ -63,9 +134,16 @@ class EntriesView(Sequence[LogEntry]):
 class LogHandle(abc.ABC):
     """The owner of one open session (see the port for the promises)."""
 
-    def __init__(self, *, header: SessionHeader, entries: list[LogEntry]) -> None:
+    def __init__(
+        self,
+        *,
+        header: SessionHeader,
+        entries: list[LogEntry] | LazyEntries,
+        resume: ResumePoint | None = None,
+    ) -> None:
         self._header = header
         self._entries = entries
+        self._resume = resume
         self._closed = False
         self._write_failure: str | None = None
         self._commit = GroupCommit(
@@ -89,6 +167,10 @@ class LogHandle(abc.ABC):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def resume(self) -> ResumePoint | None:
+        return self._resume
 
     @property
     def poisoned(self) -> bool:

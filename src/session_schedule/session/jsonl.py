@@ -45,8 +45,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, final
 
+import msgspec
+
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    ScheduleChange,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.instants import Instant
-from session_schedule.session import codec
+from session_schedule.session import checkpoint, codec
 from session_schedule.session.codec import Source, encode_payload
 from session_schedule.session.errors import (
     SessionCorrupt,
@@ -57,7 +68,7 @@ from session_schedule.session.errors import (
     session_exists,
     session_not_found,
 )
-from session_schedule.session.handle import LogHandle
+from session_schedule.session.handle import LazyEntries, LogHandle
 from session_schedule.session.ids import (
     SessionId,
     chosen_session_id,
@@ -73,15 +84,19 @@ from session_schedule.session.lines import (
     Checksums,
     Format,
     Scan,
+    TailStart,
     commit_line,
     decode_header_line,
     entry_line,
     header_line_for,
+    intact_commit,
     new_checksums,
     scan,
+    scan_tail,
 )
 from session_schedule.session.port import (
     LogEntry,
+    ResumePoint,
     SessionHeader,
     SessionListing,
     SessionSnapshot,
@@ -101,21 +116,20 @@ _READ_CHUNK: Final = 1 << 20
 class JsonlSessionHandle(LogHandle):
     """The owner of one session file: holds its descriptor and its ``flock``."""
 
-    def __init__(
-        self,
-        *,
-        header: SessionHeader,
-        entries: list[LogEntry],
-        checksums: Checksums,
-        fd: int,
-        path: Path,
-        worker: Worker,
-    ) -> None:
-        super().__init__(header=header, entries=entries)
-        self._checksums = checksums
-        self._fd = fd
+    def __init__(self, *, opened: _Opened, path: Path, worker: Worker) -> None:
+        super().__init__(header=opened.header, entries=opened.entries, resume=opened.resume)
+        # ``_checksums[i]`` is entry ``_origin + i``'s (a session opened from a checkpoint at
+        # ``n`` starts with entry ``n - 1``'s).
+        self._checksums = opened.checksums
+        self._origin = opened.origin
+        self._prefix_bytes = opened.offset
+        self._fd = opened.fd
         self._path = path
         self._worker = worker
+        self._lines = opened.lines
+        """Complete lines in the file when it was opened, plus the entry lines written since."""
+        self._commit_lines = 0
+        """Commit records written since (counted on the worker thread)."""
 
     @property
     def path(self) -> Path:
@@ -134,9 +148,13 @@ class JsonlSessionHandle(LogHandle):
         if self.header.format == 1:
             raise ValueError(f"session {self.id} is in format 1, which has no checksums")
         self._check_usable()
-        if not 0 <= position < len(self._checksums):
+        if not 0 <= position < self._origin + len(self._checksums):
             raise IndexError(f"session {self.id} has no entry {position}")
-        return self._checksums[position]
+        if position < self._origin:
+            # Before a checkpoint: the chain is read from the file (as the entries are).
+            prefix = _read_prefix(self._fd, self._prefix_bytes, _source(self.id), self._origin + 1)
+            return prefix.checksums[position]
+        return self._checksums[position - self._origin]
 
     def _write(self, position: int, entry_type: str, data: bytes) -> None:
         if self.header.format == 1:
@@ -146,6 +164,7 @@ class JsonlSessionHandle(LogHandle):
             previous = self._checksums[-1] if position else CHAIN_SEED
             line, checksum = entry_line(position, entry_type, data, previous)
         _write_all(self._fd, line)
+        self._lines += 1
         if checksum is not None:
             self._checksums.append(checksum)
 
@@ -155,17 +174,101 @@ class JsonlSessionHandle(LogHandle):
             return self._worker.submit(lambda: os.fsync(fd))
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
-        commit = commit_line(target, self._checksums[target - 1])
+        commit = commit_line(target, self._checksums[target - 1 - self._origin])
 
         def flush() -> None:
             os.fsync(fd)
             _write_all(fd, commit)
+            self._commit_lines += 1
 
         return self._worker.submit(flush)
 
     async def _release(self) -> None:
         fd = self._fd
-        await self._worker.stop(lambda: os.close(fd))
+        save = self._checkpoint_job()
+
+        def last() -> None:
+            if save is not None:
+                try:
+                    save()
+                except (OSError, ScheduleError) as error:
+                    _log.warning("no checkpoint written for session %s: %s", self.id, error)
+            os.close(fd)
+
+        await self._worker.stop(last)
+
+    def _checkpoint_job(self) -> Callable[[], None] | None:
+        """What writes a checkpoint at close, if one would be new and can be bound: every entry
+        durable and the file ending with the commit record that says so."""
+        count = len(self._entries)
+        if (
+            self.header.format != 2
+            or self._poison() is not None
+            or count == 0
+            or self._commit.durable != count
+            or (self._resume is not None and self._resume.position == count)
+        ):
+            return None
+        fd, entries, resume = self._fd, self._entries, self._resume
+        chain = self._checksums[count - 1 - self._origin]
+        source = _source(self.id)
+        seed = self.header.seed_length
+        target = checkpoint_path(self._path)
+
+        def save() -> None:
+            size = os.fstat(fd).st_size
+            if intact_commit(
+                _pread_all(fd, min(size, _COMMIT_READ), size - min(size, _COMMIT_READ))
+            ) != (
+                count,
+                chain,
+            ):
+                return
+            state = _fold_for_checkpoint(entries, resume, seed, source.session_id)
+            window = [
+                (entry.type, msgspec.json.encode(entry.payload))
+                for entry in entries[max(0, count - checkpoint.WINDOW) : count]
+            ]
+            data = checkpoint.encode_checkpoint(
+                session=source.session_id,
+                entries=count,
+                offset=size,
+                lines=self._lines + self._commit_lines,
+                chain=chain,
+                state=state,
+                window=window,
+            )
+            _write_checkpoint(target, data)
+
+        return save
+
+
+def _fold_for_checkpoint(
+    entries: Sequence[LogEntry], resume: ResumePoint | None, seed: int, session: str
+) -> ScheduleFold:
+    """The fold of every entry, from the checkpoint the session was opened from if any."""
+    start = 0 if resume is None else resume.position
+    changes = [
+        (entry.position, entry.payload)
+        for entry in entries[start:]
+        if entry.type == CHANGE_EVENT_TYPE
+    ]
+    typed: list[tuple[int, ScheduleChange]] = []
+    for position, payload in changes:
+        if not isinstance(
+            payload, ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
+        ):
+            raise ScheduleError("corrupt_schedule_log", f"entry {position} is not a change")
+        typed.append((position, payload))
+    if resume is None:
+        return fold(typed, seed_length=seed, session=session)
+    state = ScheduleFold.resumed(resume.records, highest_id=resume.highest_id, session=session)
+    for position, change in typed:
+        if position < seed:
+            state.note_inherited(change)
+        else:
+            state.apply(change, position=position)
+    return state
 
 
 @final
@@ -184,8 +287,15 @@ class JsonlInspection(NamedTuple):
 class _Opened(NamedTuple):
     fd: int
     header: SessionHeader
-    entries: list[LogEntry]
+    entries: list[LogEntry] | LazyEntries
     checksums: Checksums
+    lines: int
+    """Complete lines in the file."""
+    origin: int = 0
+    """The position of ``checksums[0]``."""
+    offset: int = 0
+    """The bytes a checkpoint covered (0: opened without one)."""
+    resume: ResumePoint | None = None
 
 
 @final
@@ -257,10 +367,16 @@ class JsonlSessionStore:
         return await self._own(job)
 
     async def open(self, session_id: str) -> JsonlSessionHandle:
+        """Own an existing session (see :class:`SessionStore`), from its checkpoint when one
+        matches the log (see :mod:`session_schedule.session.checkpoint`)."""
         checked = require_session_id(session_id)
         return await self._own(
             lambda: _open(self._checked(self.path_of(checked)), _source(checked))
         )
+
+    def checkpoint_path(self, session_id: SessionId) -> Path:
+        """The checkpoint file of session ``session_id`` (beside its log)."""
+        return checkpoint_path(self.path_of(session_id))
 
     async def fork(
         self,
@@ -326,14 +442,7 @@ class JsonlSessionStore:
     async def _own(self, job: Callable[[], _Opened]) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
         opened = await worker.start(job, undo=lambda opened: os.close(opened.fd))
-        return JsonlSessionHandle(
-            header=opened.header,
-            entries=opened.entries,
-            checksums=opened.checksums,
-            fd=opened.fd,
-            path=self.path_of(opened.header.id),
-            worker=worker,
-        )
+        return JsonlSessionHandle(opened=opened, path=self.path_of(opened.header.id), worker=worker)
 
 
 def _source(session_id: str) -> Source:
@@ -350,33 +459,182 @@ def _open(path: Path, source: Source) -> _Opened:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise session_busy(source.session_id) from None
+        resumed = _open_from_checkpoint(fd, checkpoint_path(path), source)
+        if resumed is not None:
+            return resumed
         data = _read_all(fd)
         parsed = scan(data, source)
-        _recover(fd, parsed, torn=len(data) - parsed.keep, source=source)
+        wrote = _recover(fd, parsed, torn=len(data) - parsed.keep, source=source)
     except BaseException:
         os.close(fd)
         raise
-    return _Opened(fd, parsed.header, parsed.entries, parsed.checksums)
+    return _Opened(fd, parsed.header, parsed.entries, parsed.checksums, parsed.kept_lines + wrote)
 
 
-def _recover(fd: int, parsed: Scan, *, torn: int, source: Source) -> None:
+def checkpoint_path(log: Path) -> Path:
+    """The checkpoint file beside the session file ``log``."""
+    return log.with_suffix(checkpoint.SUFFIX)
+
+
+_COMMIT_READ: Final = 256
+"""Bytes read back from the end of a file to find its last commit record (a few dozen)."""
+
+
+def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | None:
+    """The session opened from its checkpoint, or ``None`` when there is none that matches
+    the log (then the reason is logged and the whole log is read)."""
+    found = _read_checkpoint(where, source)
+    if isinstance(found, checkpoint.Rejected):
+        if found.reason != "missing":
+            log = _log.info if found.reason == "version" else _log.warning
+            log("checkpoint of session %s not used (%s): %s", source.session_id, *found)
+        return None
+    size = os.fstat(fd).st_size
+    head = _pread_all(fd, min(size, HEADER_LIMIT + 1), 0)
+    end = head.find(b"\n")
+    if end < 0:
+        return None  # the whole-log read reports it
+    header = decode_header_line(head[:end], source)
+    ending = _pread_all(
+        fd, min(found.offset, _COMMIT_READ), found.offset - min(found.offset, _COMMIT_READ)
+    )
+    if (
+        header.format != 2
+        or found.offset > size
+        or intact_commit(ending) != (found.entries, found.chain)
+    ):
+        _log.warning(
+            "checkpoint of session %s not used (log mismatch): the log has no commit record "
+            "for %d entries with checksum %08x where it says",
+            source.session_id,
+            found.entries,
+            found.chain,
+        )
+        return None
+    restored = checkpoint.restore(found, source)
+    if isinstance(restored, checkpoint.Rejected):
+        _log.warning("checkpoint of session %s not used (%s): %s", source.session_id, *restored)
+        return None
+    after = TailStart(found.entries, found.offset, found.lines, found.chain)
+    parsed = scan_tail(
+        header, _pread_all(fd, size - found.offset, found.offset), source, after=after
+    )
+    count = found.entries + len(parsed.entries)
+    last = parsed.checksums[-1] if parsed.checksums else found.chain
+    wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
+    entries = LazyEntries(
+        found.entries,
+        restored.window,
+        lambda: _read_prefix(fd, found.offset, source, found.entries).entries,
+    )
+    entries.extend(parsed.entries)
+    checksums = new_checksums()
+    checksums.append(found.chain)
+    checksums.extend(parsed.checksums)
+    state = restored.state
+    return _Opened(
+        fd,
+        header,
+        entries,
+        checksums,
+        parsed.kept_lines + wrote,
+        origin=found.entries - 1,
+        offset=found.offset,
+        resume=ResumePoint(found.entries, tuple(state.by_creation()), state.highest_id),
+    )
+
+
+def _read_checkpoint(
+    where: Path, source: Source
+) -> checkpoint.CheckpointFile | checkpoint.Rejected:
+    try:
+        fd = os.open(where, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return checkpoint.Rejected("missing", "there is none")
+    except OSError as error:
+        return checkpoint.Rejected("damaged", f"it cannot be opened: {error}")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return checkpoint.Rejected("damaged", "it is not a regular file")
+        os.set_blocking(fd, True)
+        data = _read_all(fd)
+    finally:
+        os.close(fd)
+    return checkpoint.decode_checkpoint(data, source)
+
+
+def _read_prefix(fd: int, size: int, source: Source, count: int) -> Scan:
+    """The first ``size`` bytes of a session file, which a checkpoint said hold ``count``
+    entries followed by the commit record for them: anything else is corruption."""
+    parsed = scan(_pread_all(fd, size, 0), source)
+    if len(parsed.entries) != count or parsed.keep != size or parsed.acknowledged < count:
+        raise source.corrupt(
+            None,
+            f"the first {size} bytes no longer hold the {count} acknowledged entries the "
+            "checkpoint was bound to",
+        )
+    return parsed
+
+
+def _pread_all(fd: int, size: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.pread(fd, min(size, 1 << 30), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_checkpoint(target: Path, data: bytes) -> None:
+    """Replace the checkpoint (no fsync: a lost or torn one is ignored, and costs only time)."""
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        temporary.replace(target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _recover(
+    fd: int,
+    parsed: Scan,
+    *,
+    torn: int,
+    source: Source,
+    count: int | None = None,
+    last: int | None = None,
+) -> int:
     """Cut a torn tail; in format 2, also vouch for entries no commit record covers yet.
 
     Entries past the last commit record were written before a crash but perhaps never made
     durable: they are fsync'd before a commit record for them is written, as a barrier does.
+    ``count`` and ``last`` are the entry count and the last entry's checksum when ``parsed``
+    is a tail. Returns how many lines it wrote (0 or 1).
     """
-    unacknowledged = parsed.header.format == 2 and len(parsed.entries) > parsed.acknowledged
+    if count is None:
+        count = len(parsed.entries)
+    unacknowledged = parsed.header.format == 2 and count > parsed.acknowledged
     if not torn and not unacknowledged:
-        return
+        return 0
     try:
         if torn:
             os.ftruncate(fd, parsed.keep)
         os.fsync(fd)
         if unacknowledged:
-            _write_all(fd, commit_line(len(parsed.entries), parsed.checksums[-1]))
+            _write_all(fd, commit_line(count, parsed.checksums[-1] if last is None else last))
+            return 1
     except OSError as error:
         what = "cutting the torn tail" if torn else "making the recovered entries durable"
         raise persistence_uncertain(source.session_id, f"{what} failed: {error}") from error
+    return 0
 
 
 def _read(path: Path, source: Source, *, sync: bool) -> Scan:
@@ -496,7 +754,7 @@ def _create(
         fd = _publish(data_dir, session_id, header_line_for(header) + body)
         if fd is not None:
             _fsync_directory(data_dir)
-            return _Opened(fd, header, list(seed.entries), seed.checksums)
+            return _Opened(fd, header, list(seed.entries), seed.checksums, 1 + len(seed.lines))
         if chosen is not None:
             raise session_exists(session_id, str(data_dir))
 
@@ -507,7 +765,7 @@ def _publish(data_dir: Path, session_id: SessionId, content: bytes) -> int | Non
     Returns the locked descriptor, or ``None`` when the session's name is taken already.
     """
     temporary = data_dir / f".{session_id}.{secrets.token_hex(4)}.tmp"
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     fd = os.open(temporary, flags, 0o600)
     try:
         # Locked before it has its public name: no other process can own it first.

@@ -142,6 +142,8 @@ class Scan(NamedTuple):
     """The file's size in bytes."""
     lines_cut: int
     """How many complete lines the torn tail holds."""
+    kept_lines: int
+    """How many complete lines stay (the header's included)."""
 
 
 def scan(data: bytes, source: Source) -> Scan:
@@ -185,7 +187,9 @@ def _scan_format_1(
     del lines[0]
     entries = [decode_entry_line(line, position, source) for position, line in enumerate(lines)]
     check_seed_length(header, len(entries), source)
-    return Scan(header, entries, lines, new_checksums(), complete, len(entries), size, 0)
+    return Scan(
+        header, entries, lines, new_checksums(), complete, len(entries), size, 0, len(lines) + 1
+    )
 
 
 class _Break(NamedTuple):
@@ -201,44 +205,93 @@ class _Commit(NamedTuple):
     line: int
 
 
+class TailStart(NamedTuple):
+    """Where the tail of a format-2 file starts: after its first ``entries`` entries (the last of
+    them with the chained checksum ``chain``), ``offset`` bytes and ``lines`` lines."""
+
+    entries: int
+    offset: int
+    lines: int
+    chain: int
+
+
+def scan_tail(header: SessionHeader, data: bytes, source: Source, *, after: TailStart) -> Scan:
+    """Read the lines of a format-2 file that follow ``after`` (``data``: the file's bytes from
+    ``after.offset`` on) as :func:`scan` reads a whole file.
+
+    The result's ``entries``, ``lines`` and ``checksums`` are the tail's; ``keep``, ``size`` and
+    ``kept_lines`` count from the start of the file. Raises like :func:`scan`.
+    """
+    complete = data.rfind(b"\n") + 1
+    lines = data[:complete].split(b"\n")
+    lines.pop()
+    return _scan_format_2(
+        header, lines, after.offset + complete, after.offset + len(data), source, after=after
+    )
+
+
 def _scan_format_2(
-    header: SessionHeader, lines: list[bytes], complete: int, size: int, source: Source
+    header: SessionHeader,
+    lines: list[bytes],
+    complete: int,
+    size: int,
+    source: Source,
+    *,
+    after: TailStart | None = None,
 ) -> Scan:
     entries: list[LogEntry] = []
     entry_lines: list[bytes] = []
+    # ``checksums[i]`` is entry ``origin + i``'s; a tail keeps the one before it at index 0.
     checksums = new_checksums()
-    previous = CHAIN_SEED
-    acknowledged = header.seed_length
+    if after is None:
+        first, start, origin, previous, offset, line_base = (
+            1,
+            0,
+            0,
+            CHAIN_SEED,
+            len(lines[0]) + 1,
+            0,
+        )
+        acknowledged = header.seed_length
+    else:
+        first, start, origin, previous = 0, after.entries, after.entries - 1, after.chain
+        offset, line_base = after.offset, after.lines
+        acknowledged = max(header.seed_length, after.entries)
+        checksums.append(after.chain)
     broken: _Break | None = None
-    offset = len(lines[0]) + 1
-    for index in range(1, len(lines)):
+    for index in range(first, len(lines)):
         line = lines[index]
+        line_number = line_base + index + 1
         if line.startswith(_COMMIT_START):
-            commit = _commit(line, index + 1)
+            commit = _commit(line, line_number)
             if commit is not None:
-                if broken is None or commit.acknowledged <= len(entries):
-                    _check_commit(commit, checksums, source)
+                if broken is None or commit.acknowledged <= start + len(entries):
+                    _check_commit(commit, checksums, source, origin=origin)
                 acknowledged = max(acknowledged, commit.acknowledged)
             elif broken is None:
                 broken = _Break(index, offset)
         elif broken is None:
-            position = len(entries)
+            position = start + len(entries)
             checksum = _verify(line, previous)
             if checksum is None:
-                _refuse_a_repeat(line, entry_lines, index + 1, source)
+                _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
                 broken = _Break(index, offset)
             else:
-                entries.append(_decode_entry(line, position, index + 1, source))
+                entries.append(_decode_entry(line, position, line_number, source))
                 entry_lines.append(line)
                 checksums.append(checksum)
                 previous = checksum
         offset += len(line) + 1
-    if broken is not None and acknowledged > len(entries):
-        raise _damaged(lines[broken.at], len(entries), broken, source)
-    check_seed_length(header, len(entries), source)
+    count = start + len(entries)
+    if broken is not None and acknowledged > count:
+        raise _damaged(lines[broken.at], count, broken, source, line_base=line_base)
+    check_seed_length(header, count, source)
     keep = complete if broken is None else broken.offset
     cut = 0 if broken is None else len(lines) - broken.at
-    return Scan(header, entries, entry_lines, checksums, keep, acknowledged, size, cut)
+    kept_lines = line_base + (len(lines) if broken is None else broken.at)
+    if after is not None:
+        del checksums[0]
+    return Scan(header, entries, entry_lines, checksums, keep, acknowledged, size, cut, kept_lines)
 
 
 def _verify(line: bytes, previous: int) -> int | None:
@@ -251,14 +304,17 @@ def _verify(line: bytes, previous: int) -> int | None:
     return checksum if checksum == stored else None
 
 
-def _refuse_a_repeat(line: bytes, earlier: list[bytes], line_number: int, source: Source) -> None:
-    """A copy of an earlier line is corruption wherever it is: no power cut writes one."""
+def _refuse_a_repeat(
+    line: bytes, earlier: list[bytes], line_number: int, source: Source, *, start: int = 0
+) -> None:
+    """A copy of an earlier line (``earlier``: entries ``start …``) is corruption wherever it
+    is: no power cut writes one."""
     found = _SEQ.match(line)
     if found is None:
         return
     seq = int(found[1])
-    if seq < len(earlier) and earlier[seq] == line:
-        position = len(earlier)
+    if start <= seq < start + len(earlier) and earlier[seq - start] == line:
+        position = start + len(earlier)
         raise source.corrupt(position, _out_of_place(seq, position), line=line_number)
 
 
@@ -298,8 +354,19 @@ def _commit(line: bytes, line_number: int) -> _Commit | None:
     return _Commit(int(found[1]), int(found[2], 16), line_number)
 
 
-def _check_commit(commit: _Commit, checksums: Checksums, source: Source) -> None:
-    count = len(checksums)
+def intact_commit(ending: bytes) -> tuple[int, int] | None:
+    """``(acknowledged, checksum)`` of the commit record that ends ``ending`` (bytes that end with
+    its newline), or ``None`` when they do not end with an intact one."""
+    if not ending.endswith(b"\n"):
+        return None
+    found = _commit(ending[:-1].rsplit(b"\n", 1)[-1], 0)
+    return None if found is None else (found.acknowledged, found.checksum)
+
+
+def _check_commit(commit: _Commit, checksums: Checksums, source: Source, *, origin: int) -> None:
+    """``checksums[i]`` is entry ``origin + i``'s; a commit record for entries before
+    ``origin`` (in a tail after a checkpoint, which vouched for them) is not checked."""
+    count = origin + len(checksums)
     if commit.acknowledged > count:
         raise source.corrupt(
             count,
@@ -307,7 +374,9 @@ def _check_commit(commit: _Commit, checksums: Checksums, source: Source) -> None
             f"{commit.acknowledged} entries",
             line=commit.line,
         )
-    actual = checksums[commit.acknowledged - 1]
+    if commit.acknowledged - 1 < origin:
+        return
+    actual = checksums[commit.acknowledged - 1 - origin]
     if actual != commit.checksum:
         raise source.corrupt_line(
             commit.line,
@@ -316,9 +385,11 @@ def _check_commit(commit: _Commit, checksums: Checksums, source: Source) -> None
         )
 
 
-def _damaged(line: bytes, position: int, broken: _Break, source: Source) -> Exception:
+def _damaged(
+    line: bytes, position: int, broken: _Break, source: Source, *, line_base: int = 0
+) -> Exception:
     """The error for an acknowledged line that does not verify."""
-    line_number = broken.at + 1
+    line_number = line_base + broken.at + 1
     found = _SEQ.match(line)
     if found is not None and int(found[1]) != position:
         return source.corrupt(position, _out_of_place(int(found[1]), position), line=line_number)

@@ -29,7 +29,7 @@ from typing import Annotated, Final, Literal, NamedTuple, Protocol, Self, TypeAl
 import msgspec
 
 from session_schedule.core.instants import Instant, format_instant
-from session_schedule.core.records import InstantField
+from session_schedule.core.records import InstantField, ScheduleRecord
 from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
 
@@ -65,6 +65,19 @@ class LogEntry(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     type: str
     payload: object
     """The value the catalog decoder of ``type`` produced (a frozen struct)."""
+
+
+@final
+class ResumePoint(NamedTuple):
+    """The schedule fold of a session's first ``position`` entries, as a checkpoint stored it
+    (see :mod:`session_schedule.session.checkpoint`): a live Schedule folds only the entries
+    from ``position`` on."""
+
+    position: int
+    records: tuple[ScheduleRecord, ...]
+    """The active records, in creation order."""
+    highest_id: int
+    """The largest schedule id number the first ``position`` entries use."""
 
 
 @final
@@ -105,6 +118,12 @@ class SessionHandle(Protocol):
 
     @property
     def closed(self) -> bool: ...
+
+    @property
+    def resume(self) -> ResumePoint | None:
+        """Where the schedule fold may start instead of entry 0: set when the session was
+        opened from a checkpoint, otherwise ``None``."""
+        ...
 
     @property
     def poisoned(self) -> bool: ...

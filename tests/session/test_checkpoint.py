@@ -1,0 +1,285 @@
+"""Checkpoints of the JSONL store: used when they match the log, ignored (and rebuilt) otherwise."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from session_schedule.core.changes import create_change, delete_change, dispatch_change
+from session_schedule.core.fold import fold
+from session_schedule.core.ids import make_schedule_id
+from session_schedule.core.instants import parse_instant
+from session_schedule.core.records import EveryScheduleRecord
+from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
+from session_schedule.session.checkpoint import WINDOW, CheckpointFile
+from session_schedule.session.jsonl import JsonlSessionHandle
+from session_schedule.testing.session_contract import (
+    NOW,
+    contract_test,
+    payloads,
+    schedule_create,
+    turn,
+)
+
+SID = SessionId("s_aaaaaaaaaaaa")
+OTHER = SessionId("s_bbbbbbbbbbbb")
+LOGGER = "session_schedule.session.jsonl"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JsonlSessionStore:
+    return JsonlSessionStore(tmp_path / "data")
+
+
+def every(number: int) -> object:
+    return create_change(
+        EveryScheduleRecord(
+            id=make_schedule_id(number),
+            prompt=f"every {number}",
+            every_seconds=600,
+            scheduled_at="2030-01-01T00:00:00.000Z",
+        )
+    )
+
+
+async def write_history(store: JsonlSessionStore, session: SessionId = SID) -> None:
+    """A session of 200 entries: turns, creates, deletes and dispatches, in several barriers;
+    25 Every records stay active."""
+    async with await store.create(now=NOW, session_id=session) as handle:
+        for number in range(1, 51):
+            handle.append("message", turn(number))
+            handle.append(
+                "schedule/change", every(number) if number % 2 else schedule_create(number)
+            )
+            if number % 2 == 0:
+                handle.append("schedule/change", delete_change(make_schedule_id(number)))
+            else:
+                handle.append(
+                    "schedule/change",
+                    dispatch_change(
+                        make_schedule_id(number), parse_instant("2030-01-01T01:00:00.000Z")
+                    ),
+                )
+            handle.append("message", turn(1000 + number))
+            if number % 7 == 0:
+                await handle.barrier()
+        await handle.barrier()
+
+
+def folded(handle: JsonlSessionHandle) -> list[object]:
+    changes = [
+        (entry.position, entry.payload)
+        for entry in handle.entries
+        if entry.type == "schedule/change"
+    ]
+    return list(fold(changes).ordered())  # type: ignore[arg-type]
+
+
+async def full_read(store: JsonlSessionStore, session: SessionId = SID) -> list[tuple[str, object]]:
+    return payloads((await store.read(session)).entries)
+
+
+def rewrite(path: Path, edit: dict[str, object]) -> None:
+    """Change fields of a checkpoint and seal it again, as a writer of that content would."""
+    body = path.read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    document.update(edit)
+    new_body = msgspec.json.encode(document)
+    path.write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
+
+
+@contract_test
+async def test_close_leaves_a_checkpoint_that_the_next_open_resumes_from(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    assert store.checkpoint_path(SID).exists()
+    expected = await full_read(store)
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == len(expected) == 200
+        assert list(handle.resume.records) == folded(handle)
+        # The window and the tail are there without reading the rest of the log.
+        assert payloads(handle.entries[len(expected) - WINDOW :]) == expected[-WINDOW:]
+        assert handle.entries[-1].payload == expected[-1][1]
+        assert payloads(handle.entries) == expected
+        checksums = (await store.inspect(SID)).checksums
+        assert [handle.checksum(n) for n in (0, 150, 199)] == [checksums[n] for n in (0, 150, 199)]
+
+
+@contract_test
+async def test_entries_after_the_checkpoint_are_the_tail_and_the_next_close_moves_it(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    async with await store.open(SID) as handle:
+        handle.append("schedule/change", delete_change(make_schedule_id(1)))
+        handle.append("message", turn(5000))
+        await handle.barrier()
+        handle.append("message", turn(5001))  # not durable: no checkpoint covers it
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == 200
+        assert len(handle.entries) == 203
+        assert list(handle.resume.records) != folded(handle)
+        handle.append("message", turn(5002))
+        await handle.barrier()
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == 204
+        assert payloads(handle.entries) == await full_read(store)
+        assert list(handle.resume.records) == folded(handle)
+
+
+@contract_test
+async def test_a_torn_tail_after_the_checkpoint_is_cut(store: JsonlSessionStore) -> None:
+    await write_history(store)
+    path = store.path_of(SID)
+    intact = path.read_bytes()
+    path.write_bytes(intact + b'{"seq":200,"type":"mess')
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert len(handle.entries) == 200
+    assert path.read_bytes() == intact
+
+
+@contract_test
+async def test_a_missing_checkpoint_is_rebuilt_silently(
+    store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    await write_history(store)
+    store.checkpoint_path(SID).unlink()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        async with await store.open(SID) as handle:
+            assert handle.resume is None
+            handle.append("message", turn(9000))
+            await handle.barrier()
+    assert caplog.records == []
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == 201
+
+
+def _damage(store: JsonlSessionStore) -> None:
+    path = store.checkpoint_path(SID)
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _other_version(store: JsonlSessionStore) -> None:
+    rewrite(store.checkpoint_path(SID), {"library": "0.0.0-other"})
+
+
+def _other_format(store: JsonlSessionStore) -> None:
+    rewrite(store.checkpoint_path(SID), {"checkpoint": 99})
+
+
+def _other_session(store: JsonlSessionStore) -> None:
+    rewrite(store.checkpoint_path(SID), {"session": OTHER})
+
+
+def _stale(store: JsonlSessionStore) -> None:
+    # The log is now shorter than the checkpoint says.
+    rewrite(store.checkpoint_path(SID), {"offset": store.path_of(SID).stat().st_size + 10})
+
+
+def _other_chain(store: JsonlSessionStore) -> None:
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    found = msgspec.json.decode(body, type=CheckpointFile)
+    rewrite(store.checkpoint_path(SID), {"chain": found.chain ^ 1})
+
+
+def _other_position(store: JsonlSessionStore) -> None:
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    found = msgspec.json.decode(body, type=CheckpointFile)
+    rewrite(store.checkpoint_path(SID), {"entries": found.entries - 1})
+
+
+def _impossible_fold(store: JsonlSessionStore) -> None:
+    rewrite(store.checkpoint_path(SID), {"highestId": 1})
+
+
+def _bad_record(store: JsonlSessionStore) -> None:
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    found = msgspec.json.decode(body, type=CheckpointFile)
+    first = bytes(found.active[0]).replace(b'"prompt":"', b'"prompt":" ')
+    rewrite(
+        store.checkpoint_path(SID),
+        {"active": [msgspec.json.decode(first), *map(msgspec.json.decode, found.active[1:])]},
+    )
+
+
+@pytest.mark.parametrize(
+    ("spoil", "level", "reason"),
+    [
+        (_damage, logging.WARNING, "damaged"),
+        (_other_version, logging.INFO, "version"),
+        (_other_format, logging.INFO, "version"),
+        (_other_session, logging.WARNING, "session"),
+        (_stale, logging.WARNING, "log mismatch"),
+        (_other_chain, logging.WARNING, "log mismatch"),
+        (_other_position, logging.WARNING, "log mismatch"),
+        (_impossible_fold, logging.WARNING, "invalid"),
+        (_bad_record, logging.WARNING, "invalid"),
+    ],
+)
+@contract_test
+async def test_a_checkpoint_that_does_not_hold_is_ignored_and_rebuilt(
+    store: JsonlSessionStore,
+    caplog: pytest.LogCaptureFixture,
+    spoil: object,
+    level: int,
+    reason: str,
+) -> None:
+    await write_history(store)
+    expected = await full_read(store)
+    assert callable(spoil)
+    spoil(store)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        async with await store.open(SID) as handle:
+            assert handle.resume is None
+            assert payloads(handle.entries) == expected
+            handle.append("message", turn(9000))
+            await handle.barrier()
+    [record] = caplog.records
+    assert record.levelno == level
+    assert record.getMessage().startswith(f"checkpoint of session {SID} not used ({reason})")
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == len(expected) + 1
+        assert list(handle.resume.records) == folded(handle)
+
+
+@contract_test
+async def test_a_log_altered_before_the_checkpoint_is_reported_when_read(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    path = store.path_of(SID)
+    path.write_bytes(path.read_bytes().replace(b'"content":"turn 3"', b'"content":"turn 9"', 1))
+    async with await store.open(SID) as handle:
+        # The checkpoint still matches the end of the log; the damage shows once it is read.
+        assert handle.resume is not None
+        assert handle.entries[-1].position == 199
+        with pytest.raises(SessionCorrupt, match="does not match its checksum"):
+            list(handle.entries)
+    with pytest.raises(SessionCorrupt, match="does not match its checksum"):
+        await store.read(SID)
+
+
+@contract_test
+async def test_a_fork_resumes_without_its_parents_reminders(store: JsonlSessionStore) -> None:
+    await write_history(store)
+    async with await store.fork(SID, now=NOW, session_id=OTHER) as fork:
+        fork.append("schedule/change", schedule_create(51))
+        await fork.barrier()
+    async with await store.open(OTHER) as fork:
+        assert fork.resume is not None
+        assert [record.id for record in fork.resume.records] == ["sch_51"]
+        assert fork.resume.highest_id == 51
+        assert payloads(fork.entries[:200]) == await full_read(store)
