@@ -30,6 +30,7 @@ from session_schedule.core.records import (
     EveryScheduleRecord,
     ScheduleRecord,
     Weekday,
+    make_views,
 )
 
 GOLDEN = Path(__file__).parent / "golden" / "v1.jsonl"
@@ -498,3 +499,25 @@ def test_fold_agrees_with_the_reference_model(changes: list[ScheduleChange]) -> 
             assert accepted
         assert state.ordered() == reference.ordered()
         assert state.next_id() == reference.next_id()
+
+
+@given(
+    st.lists(small_changes, max_size=40),
+    st.integers(min_value=0, max_value=40),
+    st.lists(near_instants, min_size=1, max_size=3),
+)
+def test_views_kept_in_order_agree_with_views_built_afresh(
+    changes: list[ScheduleChange], first_look: int, nows: list[Instant]
+) -> None:
+    # The ordered views are built at the first look (after ``first_look`` changes, with Every
+    # targets perhaps stale until then) and kept current by every later change.
+    state = ScheduleFold()
+    reference = Reference()
+    for number, change in enumerate(changes):
+        if reference.apply(change):
+            state.apply(change)
+        if number >= first_look:
+            for now in nows:
+                assert state.views(now) == make_views(reference.ordered(), now)
+    for now in nows:
+        assert state.views(now) == make_views(reference.ordered(), now)

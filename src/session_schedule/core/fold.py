@@ -68,11 +68,13 @@ from session_schedule.core.instants import (
     format_instant,
     instant_of_canonical,
 )
+from session_schedule.core.ordered_views import OrderedViews, order_key
 from session_schedule.core.records import (
     DailyScheduleRecord,
     EveryScheduleRecord,
     RecurringScheduleRecord,
     ScheduleRecord,
+    ScheduleView,
     is_recurring,
     record_kind,
 )
@@ -90,11 +92,6 @@ def next_every_target(target: Instant, decided_at: Instant, every_seconds: int) 
 def skipped_occurrences(target: Instant, decided_at: Instant, every_seconds: int) -> int:
     """How many due occurrences before the latest one a dispatch at ``decided_at`` passes over."""
     return (decided_at - target) // (every_seconds * MS_PER_SECOND)
-
-
-def order_key(record: ScheduleRecord) -> tuple[str, int]:
-    """Target order, then creation order (canonical instants sort as text; ids increase)."""
-    return record.scheduled_at, id_number(record.id)
 
 
 # A heap slot: (scheduledAt, id number, id). A slot is live only while its record is active with
@@ -122,6 +119,9 @@ class ScheduleFold:
         self._highest_id = 0
         # Due one-shots take priority over recurring batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
+        # The records in list order with their views, built when first asked for (never by a
+        # replay) and kept up to date from then on.
+        self._order: OrderedViews | None = None
 
     @classmethod
     def resumed(
@@ -174,8 +174,18 @@ class ScheduleFold:
 
     def ordered(self) -> list[ScheduleRecord]:
         """The active records in target order, then creation order."""
-        self._refresh_all()
-        return sorted(self._records.values(), key=order_key)
+        return self._ordered_views().records()
+
+    def views(self, now: Instant) -> list[ScheduleView]:
+        """The views of the active records as seen at ``now``, in target order, then creation
+        order. After the first call, the cost is two slices of ready-made lists."""
+        return self._ordered_views().views(format_instant(now))
+
+    def _ordered_views(self) -> OrderedViews:
+        if self._order is None:
+            self._refresh_all()
+            self._order = OrderedViews(self._records.values())
+        return self._order
 
     def earliest_one_shot(self) -> ScheduleRecord | None:
         return self._peek(self._indexed()[0])
@@ -231,12 +241,16 @@ class ScheduleFold:
             self._records[record.id] = record
             if self._heaps is not None:
                 heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
+            if self._order is not None:
+                self._order.add(record)
             return
         record_or_none = self._records.get(change.id)
         if record_or_none is None:
             operation = "delete" if type(change) is ScheduleDeleteChange else "dispatch"
             raise self._corrupt(position, f"{operation} of {change.id}, which is not active")
         if type(change) is ScheduleDeleteChange:
+            if self._order is not None:
+                self._order.remove(record_or_none)
             del self._records[change.id]
             if change.id in self._every_targets:
                 del self._every_targets[change.id]
@@ -257,6 +271,8 @@ class ScheduleFold:
                 raise self._corrupt(
                     position, f"dispatch of one-shot {record.id} carries `acceptedAt`"
                 )
+            if self._order is not None:
+                self._order.remove(record)
             del self._records[record.id]
             return
         if not isinstance(accepted_at, str):
@@ -276,13 +292,15 @@ class ScheduleFold:
             following = next_every_target(target, decided_at, record.every_seconds)
         else:
             following = next_daily_target(record, decided_at)
+        if self._order is not None:
+            self._order.remove(record)
         if following is None or following > MAX_INSTANT:
             del self._records[record.id]
             del self._every_targets[record.id]
             self._stale.discard(record.id)
             return
         self._every_targets[record.id] = following
-        if self._heaps is None:
+        if self._heaps is None and self._order is None:
             self._stale.add(record.id)
         else:
             self._activate(
@@ -299,6 +317,8 @@ class ScheduleFold:
         self._records[record.id] = record
         if self._heaps is not None:
             heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
+        if self._order is not None:
+            self._order.add(record)
 
     def _refresh(self, schedule_id: ScheduleId) -> None:
         self._stale.discard(schedule_id)

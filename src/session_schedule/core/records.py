@@ -187,9 +187,18 @@ def make_views(records: Iterable[ScheduleRecord], now: Instant) -> list[Schedule
     return [_view(record, now_text) for record in records]
 
 
+def view_pair(record: ScheduleRecord) -> tuple[ScheduleView, ScheduleView]:
+    """Both views of ``record``: while its target is in the future, and once it has passed."""
+    return view_in_state(record, "scheduled"), view_in_state(record, "overdue")
+
+
 def _view(record: ScheduleRecord, now_text: str) -> ScheduleView:
     # Canonical instants sort as text, so the state needs no conversion.
-    state: ScheduleState = "scheduled" if record.scheduled_at > now_text else "overdue"
+    return view_in_state(record, "scheduled" if record.scheduled_at > now_text else "overdue")
+
+
+def view_in_state(record: ScheduleRecord, state: ScheduleState) -> ScheduleView:
+    """The view of ``record`` in delivery state ``state``."""
     match record:
         case AfterScheduleRecord():
             return AfterScheduleView(

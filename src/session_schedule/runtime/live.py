@@ -67,7 +67,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import Delay, frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
-from session_schedule.core.records import ScheduleView, make_view, make_views, record_target
+from session_schedule.core.records import ScheduleView, make_view, record_target
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable
@@ -275,7 +275,7 @@ class LiveSchedule:
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
         await self._barrier()
         now = self._clock.now()
-        return now, make_views(self._state.ordered(), now)
+        return now, self._state.views(now)
 
     async def _pending(self) -> Delivery | None:
         await self._barrier()
