@@ -65,6 +65,13 @@ class TestJsonlStore(SessionStoreContract):
         )
 
 
+class TestJsonlStoreFlushingOnItsThread(TestJsonlStore):
+    """Every flush on the session's thread, lone barriers included."""
+
+    def make_store(self, root: Path) -> SessionStore:
+        return JsonlSessionStore(root / "sessions", flush_on_loop=False)
+
+
 class TestSqliteStore(SessionStoreContract):
     def make_store(self, root: Path) -> SessionStore:
         return SqliteSessionStore(root / "db" / "sessions.db")

@@ -1179,7 +1179,8 @@ class TestGroupCommit:
             release.wait(5)
             real_fsync(fd)
 
-        async with await store.create(now=NOW) as handle:
+        threaded = JsonlSessionStore(store.data_dir, flush_on_loop=False)
+        async with await threaded.create(now=NOW) as handle:
             monkeypatch.setattr(os, "fsync", slow)
             handle.append("message", turn(0))
             first = asyncio.ensure_future(handle.barrier())
@@ -1202,3 +1203,82 @@ class TestGroupCommit:
         assert len(threads) == 2
         assert all(name.startswith("session-jsonl") for name in threads)
         assert threading.current_thread().name not in threads
+
+
+class TestFlushOnTheLoop:
+    @staticmethod
+    def record_fsync_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        threads: list[str] = []
+        real_fsync = os.fsync
+
+        def fsync(fd: int) -> None:
+            threads.append(threading.current_thread().name)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        return threads
+
+    @contract_test
+    async def test_a_lone_barrier_fsyncs_on_the_loops_thread(
+        self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with await store.create(now=NOW) as handle:
+            threads = self.record_fsync_threads(monkeypatch)
+            handle.append("message", turn(0))
+            await handle.barrier()
+            assert threads == [threading.current_thread().name]
+            assert handle.flush_count == 1
+            assert handle.durable_length == 1
+            checksum = handle.checksum(0)
+        assert (await store.read(handle.id)).entries[0].payload == turn(0)
+        assert store.path_of(handle.id).read_bytes().endswith(commit_line(1, checksum))
+
+    @contract_test
+    async def test_barriers_called_together_share_one_fsync_on_the_sessions_thread(
+        self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with await store.create(now=NOW) as handle:
+            threads = self.record_fsync_threads(monkeypatch)
+
+            async def write(number: int) -> None:
+                handle.append("message", turn(number))
+                await handle.barrier()
+
+            await asyncio.gather(*(write(number) for number in range(10)))
+            assert threads == ["session-jsonl"]
+            assert handle.flush_count == 1
+            assert handle.durable_length == 10
+
+    @contract_test
+    async def test_cancelling_a_lone_barrier_while_it_yields_strands_nobody(
+        self, store: JsonlSessionStore
+    ) -> None:
+        async with await store.create(now=NOW) as handle:
+            handle.append("message", turn(0))
+            lone = asyncio.ensure_future(handle.barrier())
+            joined = asyncio.ensure_future(handle.barrier())
+            # The first yields before flushing, the second joins it as a waiter; then the
+            # first is cancelled while it yields.
+            await asyncio.sleep(0)
+            lone.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await lone
+            await asyncio.wait_for(joined, 5)
+            assert handle.durable_length == 1
+            assert not handle.poisoned
+
+    @contract_test
+    async def test_a_failed_fsync_on_the_loop_poisons_the_handle(
+        self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        handle = await store.create(now=NOW)
+        monkeypatch.setattr(
+            os, "fsync", one_shot(os.fsync, OSError(errno.EIO, "Input/output error"))
+        )
+        handle.append("message", turn(0))
+        with pytest.raises(PersistenceUncertain, match=r"OSError: \[Errno 5\] Input/output error"):
+            await handle.barrier()
+        assert handle.durable_length == 0
+        with pytest.raises(PersistenceUncertain):
+            handle.append("message", turn(1))
+        await handle.close()

@@ -80,7 +80,8 @@ Step = tuple[Literal["append", "barrier", "append during fsync", "cut during fsy
 
 async def write(root: Path, steps: Iterable[Step], monkeypatch: pytest.MonkeyPatch) -> Written:
     """Run ``steps`` against a fresh session; the last fsync's coverage is recorded."""
-    store = JsonlSessionStore(root)
+    # Flushes on the session's thread, so that appends and cuts can happen during an fsync.
+    store = JsonlSessionStore(root, flush_on_loop=False)
     real_fsync = os.fsync
     covered = [0]
     release = threading.Event()

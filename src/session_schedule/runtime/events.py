@@ -116,15 +116,17 @@ class ScheduleEvents:
 
     def emit(self, event: ScheduleEvent) -> None:
         """Log ``event``, then hand it to every callback (one that raises is logged)."""
-        logger.log(
-            _LEVELS[event.kind],
-            "session %s: %s %s%s",
-            event.session_id,
-            event.kind,
-            event.outcome,
-            _suffix(event),
-            extra=event.log_fields(),
-        )
+        level = _LEVELS[event.kind]
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "session %s: %s %s%s",
+                event.session_id,
+                event.kind,
+                event.outcome,
+                _suffix(event),
+                extra=event.log_fields(),
+            )
         for callback in list(self._callbacks.values()):
             try:
                 callback(event)

@@ -15,7 +15,8 @@ barrier poisons the Session handle, and every later operation reports ``persiste
 
 Rule 3 — **bounded waits on the wall clock.** The owner sleeps until the core's next wake-up
 instant but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever it wakes;
-a create or delete wakes it at once.
+a delete wakes it at once, and so does a create whose target is due sooner than the owner's
+current sleep lasts (otherwise that sleep ends first anyway).
 
 Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
@@ -138,6 +139,8 @@ class LiveSchedule:
         self._events = ScheduleEvents(session.id)
         self._recent: collections.deque[Instant] = collections.deque()
         """Decision times of the follow-ups queued within the last window, oldest first."""
+        self._sleep_seconds: float | None = None
+        """How long the owner's current sleep until the next wake-up lasts, while it sleeps."""
         self._held: tuple[Instant, Instant] | None = None
         """When the budget first and last held back deliveries, while some of those wait."""
 
@@ -268,7 +271,11 @@ class LiveSchedule:
         change = decide_create(arguments, now=now, state=self._state, limits=self._settings.limits)
         self._append(change)
         await self._barrier()
-        self._wake.set()
+        # The owner need not re-arm when its current sleep (however much of it is left) ends
+        # before the new target would be due anyway.
+        sleeping = self._sleep_seconds
+        if sleeping is None or (record_target(change.schedule) - now) / MS_PER_SECOND < sleeping:
+            self._wake.set()
         self._events.created(change.schedule.id, now)
         return make_view(change.schedule, now)
 
@@ -324,7 +331,7 @@ class LiveSchedule:
                 wakeup = next_wakeup(self._state)
                 if wakeup is None or wakeup > now:
                     nothing_in_a_row = 0
-                    await self._wait(self._bounded(wakeup, now))
+                    await self._sleep(self._bounded(wakeup, now))
                     continue
                 allowed_at = self._budget_allows_at(now)
                 if allowed_at > now:
@@ -459,6 +466,14 @@ class LiveSchedule:
         if wakeup is None:
             return limit
         return min(limit, (wakeup - now) / MS_PER_SECOND)
+
+    async def _sleep(self, seconds: float) -> None:
+        """:meth:`_wait` for the next wake-up, remembering how long this sleep lasts."""
+        self._sleep_seconds = seconds
+        try:
+            await self._wait(seconds)
+        finally:
+            self._sleep_seconds = None
 
     async def _wait(self, seconds: float) -> None:
         """Sleep ``seconds`` on the clock, or less if a create or delete wakes the owner."""

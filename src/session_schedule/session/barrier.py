@@ -14,6 +14,13 @@ Rules:
    ``PersistenceUncertain`` on every later operation.
 
 A cancelled barrier does not cancel the shared flush.
+
+**A lone barrier flushes on the spot.** A handle may also give a synchronous ``flush_now``. Then
+a barrier that finds no flush in flight first yields once to the event loop, so that barriers
+called in the same pass of the loop can join it; if none did, it runs ``flush_now`` right there,
+on the loop's thread, instead of handing the flush to the session's thread and waiting to be
+called back (a hand-off that costs about as much again as the ``fsync`` itself). If others
+joined, the flush goes to the session's thread as above and is shared. Either way rules 1 to 3 hold.
 """
 
 from __future__ import annotations
@@ -26,13 +33,22 @@ Flush = Callable[[int, int], Awaitable[None]]
 """``flush(durable, target)``: make entries ``[durable, target)`` durable, or fail.
 
 It may return a future (no task is then created: one loop iteration less per barrier)."""
+FlushNow = Callable[[int, int], None]
+"""``flush_now(durable, target)``: the same flush, done before returning (or raising)."""
 
 
 @final
 class GroupCommit:
     """Coalesces barriers of one handle into as few flushes as the rules above allow."""
 
-    def __init__(self, *, durable: int, appended: Callable[[], int], flush: Flush) -> None:
+    def __init__(
+        self,
+        *,
+        durable: int,
+        appended: Callable[[], int],
+        flush: Flush,
+        flush_now: FlushNow | None = None,
+    ) -> None:
         self.durable = durable
         """Entries below this position are known durable."""
         self.failure: str | None = None
@@ -41,13 +57,25 @@ class GroupCommit:
         """How many flushes were started (for tests and benchmarks)."""
         self._appended = appended
         self._flush = flush
+        self._flush_now = flush_now
+        self._gathering = False
+        """Whether a lone barrier is yielding once before flushing on the spot."""
         self._flight: asyncio.Future[None] | None = None
         self._waiters: list[asyncio.Future[None]] = []
 
     async def cover(self, target: int) -> None:
         """Return once entries below ``target`` are durable or a flush has failed."""
         while self.durable < target and self.failure is None:
-            if self._flight is None:
+            flush_now = self._flush_now
+            if (
+                self._flight is None
+                and not self._gathering
+                and flush_now is not None
+                and await self._alone()
+            ):
+                self._flush_here(flush_now)
+                continue
+            if self._flight is None and not self._gathering:
                 self._launch()
             # Each waiter has its own future, woken when the flush lands: a cancelled waiter
             # cancels only its own, never the shared flush.
@@ -57,10 +85,44 @@ class GroupCommit:
 
     async def settle(self) -> None:
         """Return once no flush is in flight (whatever its outcome)."""
-        while self._flight is not None:
+        # A lone barrier about to flush on the spot sees this waiter and flushes on the thread.
+        while self._flight is not None or self._gathering:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
+
+    async def _alone(self) -> bool:
+        """Yield once; whether no other barrier joined meanwhile (nor did a flush start)."""
+        self._gathering = True
+        try:
+            await asyncio.sleep(0)
+        except BaseException:
+            # Cancelled: whoever joined must not wait for a flush nobody will start.
+            self._gathering = False
+            self._wake_all()
+            raise
+        self._gathering = False
+        if self._waiters or self._flight is not None:
+            if self._flight is None:
+                self._launch()
+            return False
+        return True
+
+    def _flush_here(self, flush_now: FlushNow) -> None:
+        self.flushes += 1
+        target = self._appended()
+        try:
+            flush_now(self.durable, target)
+        except Exception as error:  # any failure is final, as for a flush on the thread
+            self.failure = f"{type(error).__name__}: {error}"
+        else:
+            self.durable = target
+
+    def _wake_all(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _launch(self) -> None:
         self.flushes += 1
@@ -77,7 +139,4 @@ class GroupCommit:
             self.failure = f"{type(error).__name__}: {error}"
         else:
             self.durable = target
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake_all()

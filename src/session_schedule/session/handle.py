@@ -1,8 +1,9 @@
 """The behaviour every backend's handle shares: positions, the live view, poisoning, barriers.
 
 A backend supplies three things: how one encoded entry is written at once (``_write``), how a
-range of entries is made durable (``_flush``, driven by group commit), and how the session is
-released (``_release``). Everything the port promises about ordering, visibility, poisoning and
+range of entries is made durable (``_flush``, driven by group commit; optionally also
+synchronously, ``flush_now``, for a lone barrier), and how the session is released
+(``_release``). Everything the port promises about ordering, visibility, poisoning and
 closing is implemented here once, so the backends cannot disagree about it.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Self, SupportsIndex, TypeAlias, final, overload
 
-from session_schedule.session.barrier import GroupCommit
+from session_schedule.session.barrier import FlushNow, GroupCommit
 from session_schedule.session.codec import encode_payload
 from session_schedule.session.errors import (
     PersistenceUncertain,
@@ -140,6 +141,7 @@ class LogHandle(abc.ABC):
         header: SessionHeader,
         entries: list[LogEntry] | LazyEntries,
         resume: ResumePoint | None = None,
+        flush_now: FlushNow | None = None,
     ) -> None:
         self._header = header
         self._entries = entries
@@ -147,7 +149,7 @@ class LogHandle(abc.ABC):
         self._closed = False
         self._write_failure: str | None = None
         self._commit = GroupCommit(
-            durable=len(entries), appended=entries.__len__, flush=self._flush
+            durable=len(entries), appended=entries.__len__, flush=self._flush, flush_now=flush_now
         )
         self._view = EntriesView(entries, self._check_usable)
 

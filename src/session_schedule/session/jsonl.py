@@ -19,8 +19,10 @@ SPEC §9:
   ``SessionBusy``. The kernel drops the lock when the owner closes the file or dies.
 - **One write per entry.** ``append`` issues a single ``os.write`` of the whole line, newline
   included, on an ``O_APPEND`` descriptor; a failed or short write poisons the handle.
-- **The barrier is an fsync** on the session's own thread, with group commit (see
-  :mod:`session_schedule.session.barrier`): a hundred appends, then one barrier, cost one fsync.
+- **The barrier is an fsync**, with group commit (see :mod:`session_schedule.session.barrier`):
+  a hundred appends, then one barrier, cost one fsync. A lone barrier fsyncs on the event
+  loop's thread; barriers called together share one fsync on the session's own thread
+  (``flush_on_loop=False``: every flush there).
   In format 2, once the fsync has returned, the barrier appends a commit record for the entries
   it made durable (durable itself with the next fsync); a failure to write it fails the barrier.
 - **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
@@ -116,8 +118,15 @@ _READ_CHUNK: Final = 1 << 20
 class JsonlSessionHandle(LogHandle):
     """The owner of one session file: holds its descriptor and its ``flock``."""
 
-    def __init__(self, *, opened: _Opened, path: Path, worker: Worker) -> None:
-        super().__init__(header=opened.header, entries=opened.entries, resume=opened.resume)
+    def __init__(
+        self, *, opened: _Opened, path: Path, worker: Worker, flush_on_loop: bool = True
+    ) -> None:
+        super().__init__(
+            header=opened.header,
+            entries=opened.entries,
+            resume=opened.resume,
+            flush_now=self._flush_now if flush_on_loop else None,
+        )
         # ``_checksums[i]`` is entry ``_origin + i``'s (a session opened from a checkpoint at
         # ``n`` starts with entry ``n - 1``'s).
         self._checksums = opened.checksums
@@ -167,6 +176,13 @@ class JsonlSessionHandle(LogHandle):
         self._lines += 1
         if checksum is not None:
             self._checksums.append(checksum)
+
+    def _flush_now(self, durable: int, target: int) -> None:  # noqa: ARG002
+        """A lone barrier's flush, on the loop's thread (see :mod:`.barrier`)."""
+        os.fsync(self._fd)
+        if self.header.format == 2:
+            _write_all(self._fd, commit_line(target, self._checksums[target - 1 - self._origin]))
+            self._commit_lines += 1
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:  # noqa: ARG002
         fd = self._fd
@@ -302,8 +318,11 @@ class _Opened(NamedTuple):
 class JsonlSessionStore:
     """Sessions as JSONL files in ``data_dir`` (created ``0700`` when missing)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, flush_on_loop: bool = True) -> None:
+        """``flush_on_loop``: a lone barrier fsyncs on the event loop's thread (fast, but the loop
+        waits for the disk meanwhile); ``False`` sends every flush to the session's thread."""
         self._dir = data_dir
+        self._flush_on_loop = flush_on_loop
         self._directory_lock = threading.Lock()
         self._directory_checked = False
 
@@ -442,7 +461,12 @@ class JsonlSessionStore:
     async def _own(self, job: Callable[[], _Opened]) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
         opened = await worker.start(job, undo=lambda opened: os.close(opened.fd))
-        return JsonlSessionHandle(opened=opened, path=self.path_of(opened.header.id), worker=worker)
+        return JsonlSessionHandle(
+            opened=opened,
+            path=self.path_of(opened.header.id),
+            worker=worker,
+            flush_on_loop=self._flush_on_loop,
+        )
 
 
 def _source(session_id: str) -> Source:
