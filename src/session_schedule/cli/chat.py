@@ -49,7 +49,7 @@ from session_schedule.core.visible import reveal
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
-from session_schedule.harness.transcript import messages_of
+from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, messages_of
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.ids import SessionId
@@ -160,7 +160,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="your time zone, UTC or an IANA name such as Asia/Tokyo: the model reads times you "
         "give without a zone in it (without it, the model asks which zone you mean)",
     )
+    parser.add_argument(
+        "--max-context-chars",
+        metavar="N",
+        type=_positive,
+        default=DEFAULT_MAX_CONTEXT_CHARS,
+        help="the most characters of conversation sent to the model per request; earlier turns "
+        f"are left out (default: {DEFAULT_MAX_CONTEXT_CHARS})",
+    )
     parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 @final
@@ -222,6 +240,7 @@ def run(arguments: argparse.Namespace) -> int:
         model=config,
         time_zone=zone,
         interactive=interactive,
+        max_context_chars=arguments.max_context_chars,
     )
     asyncio.run(_chat(options))
     return EXIT_OK
@@ -237,6 +256,7 @@ class _Options:
     model: ModelConfig | None
     time_zone: str | None
     interactive: bool
+    max_context_chars: int
 
 
 @final
@@ -331,6 +351,7 @@ async def _live(
             clock=clock,
             time_zone=options.time_zone,
             on_event=display.event,
+            max_context_chars=options.max_context_chars,
         ) as live:
             front.attach(live)
             try:

@@ -28,7 +28,13 @@ from session_schedule.core.framing import FRAME_TITLE
 from session_schedule.core.instants import format_instant
 from session_schedule.core.time_context import time_context
 from session_schedule.harness.model import ChatMessage, Model, ModelError
-from session_schedule.harness.transcript import PASTED_FRAME_MARK, chat_messages, messages_of
+from session_schedule.harness.transcript import (
+    DEFAULT_MAX_CONTEXT_CHARS,
+    PASTED_FRAME_MARK,
+    bounded_context,
+    chat_messages,
+    messages_of,
+)
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.turns import Turn, TurnQueue
 from session_schedule.session.errors import PersistenceUncertain, SessionError
@@ -73,6 +79,10 @@ class ChatAgent:
     ``model=None`` is offline mode: prompts are recorded, nobody answers, and the person calls
     the tools directly with :meth:`submit_tool`. Construction reads the turns left pending in the
     Session (see :class:`TurnQueue`); :meth:`start` runs them first.
+
+    Each model request carries at most about ``max_context_chars`` characters of messages (see
+    :func:`~session_schedule.harness.transcript.bounded_context`): the system message, the turn
+    being answered, and the most recent earlier turns that fit.
     """
 
     def __init__(
@@ -83,8 +93,12 @@ class ChatAgent:
         model: Model | None,
         time_zone: str | None = None,
         on_event: Callable[[ChatEvent], None] | None = None,
+        max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
     ) -> None:
+        if max_context_chars < 1:
+            raise ValueError(f"max_context_chars must be positive, not {max_context_chars}")
         self._session = session
+        self._max_context_chars = max_context_chars
         self._clock = clock
         self._model = model
         self._time_zone = time_zone
@@ -202,18 +216,19 @@ class ChatAgent:
     async def _answer(self, model: Model, zones: list[str | None] | None) -> None:
         for _ in range(MAX_TOOL_ROUNDS):
             reply = await model.respond(self._context(zones), self._tool_list())
+            stored = tuple(_storable(call) for call in reply.tool_calls)
             self._append(
                 assistant_message(
-                    reply.content,
-                    at=self._clock.now(),
-                    tool_calls=tuple(_storable(call) for call in reply.tool_calls),
+                    storable_text(reply.content), at=self._clock.now(), tool_calls=stored
                 )
             )
             if not reply.tool_calls:
                 return
-            for call in reply.tool_calls:
+            for call, kept in zip(reply.tool_calls, stored, strict=True):
                 result = await self._call_tool(call.name, call.arguments)
-                self._append(tool_message(result, at=self._clock.now(), tool_call_id=call.id))
+                self._append(
+                    tool_message(storable_text(result), at=self._clock.now(), tool_call_id=kept.id)
+                )
         self._emit(
             ChatEvent(
                 kind="error",
@@ -242,7 +257,7 @@ class ChatAgent:
         if zones is not None:
             lines.append(time_context(zones))
         system: ChatMessage = {"role": "system", "content": "\n".join(lines)}
-        return [system, *chat_messages(self.transcript)]
+        return bounded_context(system, chat_messages(self.transcript), self._max_context_chars)
 
     def _append(self, message: MessageEntry) -> None:
         self._session.append(MESSAGE_ENTRY_TYPE, message)
@@ -255,10 +270,23 @@ class ChatAgent:
             logger.exception("the chat front end failed to take an event")
 
 
-def _storable(call: ToolCall) -> ToolCall:
-    """``call`` with arguments the log accepts: a model's malformed JSON is kept as a string."""
+def storable_text(text: str) -> str:
+    """``text`` as the log can store it: a lone surrogate (which UTF-8 cannot encode) becomes
+    U+FFFD; a surrogate pair becomes the character it encodes."""
     try:
-        msgspec.json.decode(call.arguments)
-    except msgspec.DecodeError:
-        return msgspec.structs.replace(call, arguments=msgspec.json.encode(call.arguments).decode())
-    return call
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _storable(call: ToolCall) -> ToolCall:
+    """``call`` as the log can store it: lone surrogates in its id and name become U+FFFD, and
+    arguments the log cannot hold as JSON (malformed, nested too deeply, or with a lone surrogate)
+    are kept as their raw text, in a JSON string."""
+    arguments = storable_text(call.arguments)
+    try:
+        msgspec.json.decode(arguments)
+    except (msgspec.DecodeError, RecursionError):
+        arguments = msgspec.json.encode(arguments).decode()
+    return ToolCall(id=storable_text(call.id), name=storable_text(call.name), arguments=arguments)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from session_schedule.harness.agent import ChatAgent, ChatEvent
 from session_schedule.harness.model import Model
+from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.port import SessionHandle
@@ -52,6 +53,7 @@ async def live_chat(
     time_zone: str | None = None,
     settings: Settings | None = None,
     on_event: Callable[[ChatEvent], None] | None = None,
+    max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
 ) -> AsyncIterator[LiveChat]:
     """Run the chat agent and its Schedule on ``session`` for the ``async with`` block.
 
@@ -60,7 +62,14 @@ async def live_chat(
     caller's business.
     """
     clock = clock or SystemClock()
-    agent = ChatAgent(session, clock=clock, model=model, time_zone=time_zone, on_event=on_event)
+    agent = ChatAgent(
+        session,
+        clock=clock,
+        model=model,
+        time_zone=time_zone,
+        on_event=on_event,
+        max_context_chars=max_context_chars,
+    )
     schedule = LiveSchedule(session, agent.turns, clock=clock, settings=settings)
     tools = ScheduleTools(schedule)
     agent.bind(tools)

@@ -196,3 +196,63 @@ def check_fork_cut(parent_id: str, entries: Sequence[LogEntry], at: int | None) 
 
 def _ids(ids: Iterable[str]) -> str:
     return ", ".join(reveal(call_id) for call_id in ids)
+
+
+DEFAULT_MAX_CONTEXT_CHARS: Final = 60_000
+"""The default budget of one model request's messages, in characters of their JSON text."""
+OMITTED_NOTE: Final = (
+    "[{count} earlier messages of this conversation are omitted here to keep the request short; "
+    "use schedule_list to see the reminders that are set]"
+)
+
+
+def bounded_context(
+    system: ChatMessage, messages: Sequence[ChatMessage], max_chars: int
+) -> list[ChatMessage]:
+    """The request for ``messages`` (from :func:`chat_messages`) under ``system``, within about
+    ``max_chars`` characters of JSON text.
+
+    Always kept: the system message and the turn being answered — the last run of user messages
+    and everything after them (that turn's tool rounds). Then as many earlier messages as fit,
+    newest first, in whole units: an assistant turn with tool calls goes with its results or not
+    at all. When anything is left out, a user message at the cut says how many messages were
+    omitted. A turn that alone exceeds the budget is sent whole.
+    """
+    start = len(messages)
+    while start > 0 and messages[start - 1].get("role") != "user":
+        start -= 1
+    while start > 0 and messages[start - 1].get("role") == "user":
+        start -= 1
+    if start == len(messages):
+        start = 0  # no user message at all: nothing is singled out as the turn
+    used = _size(system) + sum(_size(message) for message in messages[start:])
+    units = _units(messages[:start])
+    note_room = _size({"role": "user", "content": OMITTED_NOTE.format(count=len(messages))})
+    kept = start
+    for unit_start, unit_end in reversed(units):
+        cost = sum(_size(message) for message in messages[unit_start:unit_end])
+        room = max_chars - (note_room if unit_start > 0 else 0)
+        if used + cost > room:
+            break
+        used += cost
+        kept = unit_start
+    request = [system]
+    if kept > 0:
+        request.append({"role": "user", "content": OMITTED_NOTE.format(count=kept)})
+    request.extend(messages[kept:])
+    return request
+
+
+def _units(messages: Sequence[ChatMessage]) -> list[tuple[int, int]]:
+    """``messages`` split where a cut keeps every tool call with its results."""
+    units: list[tuple[int, int]] = []
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool" and units:
+            units[-1] = (units[-1][0], index + 1)
+        else:
+            units.append((index, index + 1))
+    return units
+
+
+def _size(message: ChatMessage) -> int:
+    return len(msgspec.json.encode(message).decode())
