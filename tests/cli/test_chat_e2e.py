@@ -15,7 +15,7 @@ from session_schedule.core.due import Delivery, Occurrence
 from session_schedule.core.framing import frame
 from session_schedule.core.instants import instant_of_canonical
 from session_schedule.core.records import AfterScheduleRecord, record_target
-from session_schedule.harness.transcript import chat_messages, messages_of
+from session_schedule.harness.transcript import OMITTED_NOTE, chat_messages, messages_of
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.tools.adapters import openai_tools
@@ -202,3 +202,40 @@ def test_a_model_on_an_endpoint_without_a_key_gets_a_placeholder(tmp_path: Path)
     assert (finished.returncode, finished.stderr) == (0, "")
     assert endpoint.requests[0].headers["authorization"] == "Bearer not-needed"
     assert endpoint.requests[0].body["model"] == "local"
+
+
+def test_max_context_chars_bounds_what_the_endpoint_receives(tmp_path: Path) -> None:
+    long = "a" * 600
+    script: list[Reply] = [Answer(long), Answer(long), Answer("short")]
+    with (
+        ScriptedEndpoint(script) as endpoint,
+        ChatProcess(
+            tmp_path,
+            "--model",
+            "scripted",
+            "--base-url",
+            endpoint.base_url,
+            "--time-zone",
+            "Asia/Tokyo",
+            "--max-context-chars",
+            "2000",
+            environment={"OPENAI_API_KEY": "test"},
+        ) as chat,
+    ):
+        for prompt, reply in (("first", long), ("second", long), ("third", "short")):
+            chat.send(prompt)
+            chat.expect(f"assistant> {reply}\n")
+        finished = chat.finish()
+    assert (finished.returncode, finished.stderr) == (0, "")
+    second, third = (request.body["messages"] for request in endpoint.requests[1:])
+    assert second[1:] == [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": long},
+        {"role": "user", "content": "second"},
+    ]
+    assert third[1:] == [
+        {"role": "user", "content": OMITTED_NOTE.format(count=2)},
+        {"role": "user", "content": "second"},
+        {"role": "assistant", "content": long},
+        {"role": "user", "content": "third"},
+    ]

@@ -218,29 +218,32 @@ def bounded_context(
     at all. When anything is left out, a user message at the cut says how many messages were
     omitted. A turn that alone exceeds the budget is sent whole.
     """
-    start = len(messages)
-    while start > 0 and messages[start - 1].get("role") != "user":
-        start -= 1
+    users = [index for index, message in enumerate(messages) if message.get("role") == "user"]
+    start = users[-1] if users else len(messages)  # no user message: no turn is singled out
     while start > 0 and messages[start - 1].get("role") == "user":
         start -= 1
-    if start == len(messages):
-        start = 0  # no user message at all: nothing is singled out as the turn
     used = _size(system) + sum(_size(message) for message in messages[start:])
     units = _units(messages[:start])
-    note_room = _size({"role": "user", "content": OMITTED_NOTE.format(count=len(messages))})
     kept = start
     for unit_start, unit_end in reversed(units):
         cost = sum(_size(message) for message in messages[unit_start:unit_end])
-        room = max_chars - (note_room if unit_start > 0 else 0)
-        if used + cost > room:
+        if used + cost + _note_size(unit_start) > max_chars:
             break
         used += cost
         kept = unit_start
     request = [system]
     if kept > 0:
-        request.append({"role": "user", "content": OMITTED_NOTE.format(count=kept)})
+        request.append(_note(kept))
     request.extend(messages[kept:])
     return request
+
+
+def _note(count: int) -> ChatMessage:
+    return {"role": "user", "content": OMITTED_NOTE.format(count=count)}
+
+
+def _note_size(count: int) -> int:
+    return _size(_note(count)) if count > 0 else 0
 
 
 def _units(messages: Sequence[ChatMessage]) -> list[tuple[int, int]]:
