@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from session_schedule.cli.main import main
@@ -103,3 +104,31 @@ async def _chat(data: Path, arguments: str) -> tuple[str, str, list[tuple[str, s
     reopened = await JsonlSessionStore(data).open(session.id)
     await reopened.close()
     return str(session.id), expected, turns
+
+
+def test_a_call_without_an_id_or_a_name_is_stored_under_placeholders(tmp_path: Path) -> None:
+    async def scenario() -> tuple[list[tuple[str, str]], str, object]:
+        store = JsonlSessionStore(tmp_path)
+        clock = FakeClock(START)
+        session = await store.create(now=clock.now())
+        call = ToolCall(id="", name="", arguments="{}")
+        model = ScriptedModel(
+            replies=[ModelReply(content="", tool_calls=(call,)), ModelReply(content="ok")]
+        )
+        async with live_chat(session, model=model, clock=clock) as live:
+            live.agent.submit("hi")
+            await live.agent.wait_idle()
+            expected = await live.tools.call_json("", "{}")
+            stored = live.agent.transcript[1].tool_calls
+            answer = live.agent.transcript[2]
+        await session.close()
+        assert not isinstance(stored, msgspec.UnsetType)
+        assert answer.content == expected
+        return [(c.id, c.name) for c in stored], str(answer.tool_call_id), expected
+
+    calls, answered, expected = asyncio.run(scenario())
+    assert (calls, answered) == ([("call_1", "unnamed")], "call_1")
+    assert expected == (
+        '{"ok":false,"error":{"code":"invalid_selector","message":"there is no tool \'\'; '
+        'the schedule tools are schedule_create, schedule_list, schedule_delete."}}'
+    )

@@ -216,7 +216,9 @@ class ChatAgent:
     async def _answer(self, model: Model, zones: list[str | None] | None) -> None:
         for _ in range(MAX_TOOL_ROUNDS):
             reply = await model.respond(self._context(zones), self._tool_list())
-            stored = tuple(_storable(call) for call in reply.tool_calls)
+            stored = tuple(
+                _storable(call, number) for number, call in enumerate(reply.tool_calls, 1)
+            )
             self._append(
                 assistant_message(
                     storable_text(reply.content), at=self._clock.now(), tool_calls=stored
@@ -280,13 +282,18 @@ def storable_text(text: str) -> str:
     return text
 
 
-def _storable(call: ToolCall) -> ToolCall:
-    """``call`` as the log can store it: lone surrogates in its id and name become U+FFFD, and
-    arguments the log cannot hold as JSON (malformed, nested too deeply, or with a lone surrogate)
-    are kept as their raw text, in a JSON string."""
+def _storable(call: ToolCall, number: int) -> ToolCall:
+    """``call``, the ``number``-th of its reply, as the log can store it: lone surrogates in its
+    id and name become U+FFFD, an empty id becomes ``call_<number>`` and an empty name
+    ``unnamed``, and arguments the log cannot hold as JSON (malformed, nested too deeply, or with
+    an escaped lone surrogate) are kept as their raw text, in a JSON string."""
     arguments = storable_text(call.arguments)
     try:
         msgspec.json.decode(arguments)
     except (msgspec.DecodeError, RecursionError):
         arguments = msgspec.json.encode(arguments).decode()
-    return ToolCall(id=storable_text(call.id), name=storable_text(call.name), arguments=arguments)
+    return ToolCall(
+        id=storable_text(call.id) or f"call_{number}",
+        name=storable_text(call.name) or "unnamed",
+        arguments=arguments,
+    )
