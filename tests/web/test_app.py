@@ -300,7 +300,7 @@ async def test_a_fork_at_a_bad_place_is_refused(
 async def test_a_fork_between_a_tool_call_and_its_result_is_422(offline: Overlay) -> None:
     parent = await offline.new_session()
     response = await offline.client.post(f"/api/sessions/{parent}/tools/schedule_list", json={})
-    assert response.status_code == 202
+    assert response.status_code == 200
     await offline.settle(parent)
     turns = (await offline.client.get(f"/api/sessions/{parent}")).json()["turns"]
     assert [turn["position"] for turn in turns] == [0, 1]
@@ -676,9 +676,24 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
         f"/api/sessions/{session}/tools/schedule_create",
         json={"prompt": "stretch <script>alert(1)</script>", "after_seconds": 90},
     )
-    assert (created.status_code, created.json()) == (202, {"queued": True})
+    # The answer is the tool's result, as stored in the transcript.
+    assert created.status_code == 200
+    assert created.headers["content-type"] == "application/json"
     await offline.settle(session)
     call, result = await offline.messages(session)
+    assert result["content"] == created.text
+    assert created.json() == {
+        "ok": True,
+        "schedule": {
+            "kind": "after",
+            "id": "sch_1",
+            "prompt": "stretch <script>alert(1)</script>",
+            "afterSeconds": 90,
+            "scheduledAt": "2026-11-29T20:01:30.000Z",
+            "state": "scheduled",
+            "deliveryMode": "session-local",
+        },
+    }
     assert call["toolCalls"] == [
         {
             "id": "person_0",
@@ -717,14 +732,16 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
 async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) -> None:
     session = await offline.new_session()
     listed = await offline.client.post(f"/api/sessions/{session}/tools/schedule_list", headers=JSON)
-    assert listed.status_code == 202
-    await offline.client.post(
+    assert (listed.status_code, listed.json()) == (200, {"ok": True, "now": START, "schedules": []})
+    refused = await offline.client.post(
         f"/api/sessions/{session}/tools/schedule_create", json={"prompt": "x", "after_seconds": 0}
     )
+    # A tool error is the tool's result, not a refusal of the request.
+    assert refused.status_code == 200
     await offline.settle(session)
     results = [m for m in await offline.messages(session) if m["role"] == "tool"]
-    assert msgspec.json.decode(str(results[0]["content"]))["ok"] is True
-    assert msgspec.json.decode(str(results[1]["content"]))["error"]["code"] == "invalid_rule"
+    assert [result["content"] for result in results] == [listed.text, refused.text]
+    assert refused.json()["error"]["code"] == "invalid_rule"
 
 
 @pytest.mark.parametrize(
@@ -816,6 +833,23 @@ async def test_a_poisoned_session_is_reopened_from_storage() -> None:
         assert again.status_code == 202
         await overlay.settle(session)
         assert [m["content"] for m in await overlay.messages(session)] == ["kept", "again"]
+
+
+async def test_a_tool_call_whose_barrier_fails_is_503_not_a_result() -> None:
+    store = MemorySessionStore()
+    async with open_overlay(store) as overlay:
+        session = await overlay.new_session()
+        live = await overlay.app.sessions.get(SessionId(session))
+        store.fail_next_barrier()
+        response = await overlay.client.post(
+            f"/api/sessions/{session}/tools/schedule_create",
+            json={"prompt": "water the plants", "after_seconds": 60},
+        )
+        assert response.status_code == 503
+        error = response.json()["error"]
+        assert error.startswith("the tool call ran but may not be stored (session ")
+        assert error.endswith("); check with schedule_list once the session is back.")
+        assert live.session.poisoned
 
 
 async def test_a_failing_barrier_makes_the_schedules_view_503(
@@ -1142,7 +1176,7 @@ async def test_a_storage_failure_reopens_the_session_tells_the_page_and_delivery
             f"/api/sessions/{session}/tools/schedule_create",
             json={"prompt": "water the plants", "after_seconds": 60},
         )
-        assert created.status_code == 202
+        assert created.status_code == 200
         await overlay.settle(session)
         failing = await overlay.app.sessions.get(SessionId(session))
         async with SseStream(overlay.app, f"/api/sessions/{session}/events") as stream:

@@ -16,10 +16,11 @@ typed by the user when the model reads it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Final, Literal, Self, final
+from typing import Final, Literal, Self, TypeVar, final
 
 import msgspec
 
@@ -50,6 +51,8 @@ from session_schedule.session.port import SessionHandle
 from session_schedule.tools.handlers import ScheduleTools
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SYSTEM_PROMPT: Final = (
     "You are a helpful assistant. You can set reminders for the user with the schedule tools "
@@ -161,10 +164,16 @@ class ChatAgent:
         ``PersistenceUncertain`` means it may not have been stored: report it as not sent."""
         return await self._turns.submit_durably(text, zone=zone or self._time_zone)
 
-    def submit_tool(self, name: str, arguments: Mapping[str, object]) -> None:
+    def submit_tool(self, name: str, arguments: Mapping[str, object]) -> asyncio.Future[str | None]:
         """Queue a tool call made by the person directly (offline mode); it runs between turns.
-        Not stored until it runs."""
-        self._turns.call(lambda: self._guarded(self._person_tool_call(name, arguments)))
+        Not stored until it runs.
+
+        The future gives the tool's JSON result once the call and its result are in the log
+        and durable, or ``None`` when the call failed (the failure is shown as an ``error``
+        event). It raises ``PersistenceUncertain`` when storage failed, and is cancelled when
+        the agent closes before the call ran.
+        """
+        return self._turns.call(lambda: self._guarded(self._person_tool_call(name, arguments)))
 
     # -- the Agent port (the turn queue's) ---------------------------------------------------
 
@@ -201,10 +210,11 @@ class ChatAgent:
             await self._answer(self._model, zones)
         await self._session.barrier()
 
-    async def _guarded(self, work: Awaitable[None]) -> None:
-        """Run ``work``, showing what goes wrong; a storage failure stops the queue instead."""
+    async def _guarded(self, work: Awaitable[T]) -> T | None:
+        """Run ``work``, showing what goes wrong (then ``None``); a storage failure stops the
+        queue instead."""
         try:
-            await work
+            return await work
         except PersistenceUncertain:
             raise  # the turn queue stops; the front end reports the failure once, as it reopens
         except (ModelError, SessionError, ScheduleError) as error:
@@ -212,6 +222,7 @@ class ChatAgent:
         except Exception as error:
             logger.exception("turn failed in session %s", self._session.id)
             self._emit(ChatEvent(kind="error", text=f"the turn failed: {error!r}"))
+        return None
 
     async def _answer(self, model: Model, zones: list[str | None] | None) -> None:
         for _ in range(MAX_TOOL_ROUNDS):
@@ -238,13 +249,14 @@ class ChatAgent:
             )
         )
 
-    async def _person_tool_call(self, name: str, arguments: Mapping[str, object]) -> None:
+    async def _person_tool_call(self, name: str, arguments: Mapping[str, object]) -> str:
         text = msgspec.json.encode(arguments).decode()
         call = ToolCall(id=f"person_{len(self._session.entries)}", name=name, arguments=text)
         self._append(assistant_message("", at=self._clock.now(), tool_calls=(call,)))
         result = await self._call_tool(name, text)
         self._append(tool_message(result, at=self._clock.now(), tool_call_id=call.id))
         await self._session.barrier()
+        return result
 
     async def _call_tool(self, name: str, arguments: str) -> str:
         if self._tools is None:

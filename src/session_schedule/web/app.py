@@ -10,7 +10,8 @@ POST     ``/api/sessions``                      create a Session (empty body or 
 POST     ``/api/sessions/{id}/fork``            ``{"at": N | null}``: fork after N log entries
 GET      ``/api/sessions/{id}``                 header and transcript turns (opens it live)
 POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zone> | null}``
-POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool
+POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
+                                                answer is the tool's result, once stored
 GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
 GET      ``/api/sessions/{id}/events``          Server-Sent Events: turns and notices
 =======  =====================================  =============================================
@@ -304,8 +305,28 @@ class _Api:
         arguments = await self._body(request, dict[str, object], empty={})
         live = await self._sessions.get(session_id)
         logger.info("tool call %s by the person in session %s", name, live.id)
-        live.chat.agent.submit_tool(name, arguments)
-        return _json({"queued": True}, status=202)
+        called = live.chat.agent.submit_tool(name, arguments)
+        try:
+            # Shielded: a client that goes away does not take the queued call back.
+            result = await asyncio.shield(called)
+        except asyncio.CancelledError:
+            if not called.cancelled():
+                raise  # this request was cancelled; the call still runs
+            raise HttpProblem(
+                503, "the session closed before the tool call ran; call the tool again."
+            ) from None
+        except PersistenceUncertain as error:
+            logger.warning(
+                "a tool call in session %s may not be stored: %s", live.id, error.message
+            )
+            raise HttpProblem(
+                503,
+                f"the tool call ran but may not be stored ({error.message}); check with "
+                "schedule_list once the session is back.",
+            ) from None
+        if result is None:
+            raise HttpProblem(500, "the tool call failed; the session's events say why.")
+        return Response(result, media_type="application/json")
 
     async def schedules(self, request: Request) -> Response:
         live = await self._live(request)
