@@ -8,6 +8,9 @@ this is refused by every strict model endpoint, on every later turn. So :func:`t
 names the first break (``check`` reports it), and :func:`check_fork_cut` refuses a fork whose
 cut would leave calls unanswered, naming the nearest points where it may cut.
 
+The same rule bounds a model request: :func:`bounded_context` leaves earlier messages out only
+in whole units, an assistant turn with tool calls together with their results.
+
 A reminder turn is one the harness recorded with origin ``followup``. A prompt the person typed
 (origin ``person``) that looks like a reminder frame — pasted, or forged — reaches the model with
 :data:`PASTED_FRAME_MARK` in front of it, so it cannot pass for a delivery.
