@@ -223,7 +223,9 @@ def run(arguments: argparse.Namespace) -> int:
         time_zone=zone,
         interactive=interactive,
     )
-    asyncio.run(_chat(options))
+    # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_chat(options))
     return EXIT_OK
 
 
