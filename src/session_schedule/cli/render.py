@@ -284,14 +284,15 @@ def _table(table: Table, width: int) -> list[str]:
     ]
     fixed = sum(natural[:-1]) + len(SEPARATOR) * (columns - 1)
     widths = [*natural[:-1], max(1, min(natural[-1], width - fixed))]
-    lines = _row(header, widths)
+    lines = _row(header, widths, bottom=True)
     lines.append("─" * (sum(widths) + len(SEPARATOR) * (columns - 1)))
     for row in table.rows:
         lines.extend(_row(row, widths))
     return lines
 
 
-def _row(row: Sequence[Cell], widths: Sequence[int]) -> list[str]:
+def _row(row: Sequence[Cell], widths: Sequence[int], *, bottom: bool = False) -> list[str]:
+    """The lines of one row; cells are aligned to its top (the header's to its bottom)."""
     blocks = [
         [_fit(line, width) for line in _lines(cell)]
         if index < len(widths) - 1
@@ -299,6 +300,11 @@ def _row(row: Sequence[Cell], widths: Sequence[int]) -> list[str]:
         for index, (cell, width) in enumerate(zip(row, widths, strict=True))
     ]
     height = max(len(block) for block in blocks)
+    if bottom:
+        blocks = [
+            [" " * width] * (height - len(block)) + block
+            for block, width in zip(blocks, widths, strict=True)
+        ]
     return [
         SEPARATOR.join(
             block[line] if line < len(block) else " " * width
