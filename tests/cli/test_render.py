@@ -9,6 +9,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+from rich.text import Text as RichText
 
 from session_schedule.cli.render import WIDTH, Group, PlainOutput, Renderable, Table, Text
 
@@ -97,7 +98,8 @@ def test_styles_are_kept_apart_from_the_text() -> None:
     assert text.plain == "bold [red]plain[/red] dim!"
     assert _plain(text) == "bold [red]plain[/red] dim!\n"
     rich_text = text.to_rich()
-    assert str(rich_text) == text.plain
+    assert isinstance(rich_text, RichText)
+    assert (rich_text.plain, rich_text.style) == (text.plain, "italic")
     assert [(span.start, span.end, str(span.style)) for span in rich_text.spans] == [
         (0, 4, "bold"),
         (22, 25, "dim"),
