@@ -17,6 +17,8 @@ import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -122,6 +124,19 @@ def _port_in_use(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _fetch(address: str) -> int:
+    """The status of ``address``: uvicorn logs its start-up a moment before it listens."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        try:
+            with urllib.request.urlopen(address, timeout=TIMEOUT) as page:  # noqa: S310
+                return int(page.status)
+        except urllib.error.URLError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _serve(argv: list[str], environment: dict[str, str]) -> None:
     """Start a server example, fetch its page, stop it as Ctrl-C in a terminal does."""
     if "--port" not in argv and _port_in_use(8765):
@@ -145,8 +160,7 @@ def _serve(argv: list[str], environment: dict[str, str]) -> None:
                 found = _ADDRESS.search(line)
                 address = found.group(1) if found else address
                 if address is not None and "Application startup complete." in line:
-                    with urllib.request.urlopen(address, timeout=TIMEOUT) as page:  # noqa: S310
-                        assert page.status == 200
+                    assert _fetch(address) == 200
                     break
             else:
                 pytest.fail(f"the server did not start: {''.join(seen)}")
