@@ -50,7 +50,9 @@ def run_once(argv: list[str], environment: dict[str, str]) -> tuple[float, float
     """(wall, CPU) seconds of one run of ``argv``; raises if it fails."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        process = subprocess.Popen(argv, env=environment, stdout=subprocess.DEVNULL, stderr=errors)
+        process = subprocess.Popen(  # noqa: S603 - this interpreter and program, our arguments
+            argv, env=environment, stdout=subprocess.DEVNULL, stderr=errors
+        )
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -62,7 +64,7 @@ def run_once(argv: list[str], environment: dict[str, str]) -> tuple[float, float
 
 def make_session(environment: dict[str, str]) -> str:
     """A new session with two reminders, created by the offline chat; its id."""
-    subprocess.run(
+    subprocess.run(  # noqa: S603 - the program beside this interpreter
         [str(PROGRAM), "chat"],
         input="/create after 1h stretch your legs\n/create every 10m check the build\n",
         text=True,
@@ -70,7 +72,7 @@ def make_session(environment: dict[str, str]) -> str:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    listed = subprocess.run(
+    listed = subprocess.run(  # noqa: S603 - the program beside this interpreter
         [str(PROGRAM), "sessions", "--json"],
         text=True,
         env=environment,

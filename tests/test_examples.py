@@ -100,6 +100,8 @@ def _skip_reason(command: str) -> str | None:
     words = shlex.split(command, comments=True)
     if "--model" in words or any(word.startswith("OPENAI_API_KEY=") for word in words):
         return "talks to a model"
+    if "db" in words:
+        return "needs a PostgreSQL server (tests/cli/test_db.py runs these commands on one)"
     if "--host" in words and "0.0.0.0" in words:  # noqa: S104 - recognising it, not binding
         return "listens on every interface of the machine"
     return None
@@ -125,11 +127,13 @@ def _port_in_use(port: int) -> bool:
 
 
 def _fetch(address: str) -> int:
-    """The status of ``address``: uvicorn logs its start-up a moment before it listens."""
+    """The status of ``address`` as a browser sees it (the token it carries is traded for a
+    cookie); uvicorn logs its start-up a moment before it listens."""
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
     deadline = time.monotonic() + TIMEOUT
     while True:
         try:
-            with urllib.request.urlopen(address, timeout=TIMEOUT) as page:  # noqa: S310
+            with browser.open(address, timeout=TIMEOUT) as page:
                 return int(page.status)
         except urllib.error.URLError:
             if time.monotonic() > deadline:

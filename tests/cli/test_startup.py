@@ -177,6 +177,18 @@ def _without(module: str, *argv: str, tmp_path: Path) -> subprocess.CompletedPro
             "pip install 'session-schedule[web]'",
         ),
         (
+            "mcp",
+            ["mcp"],
+            "the MCP server needs the 'mcp' extra (mcp is not installed): "
+            "pip install 'session-schedule[mcp]'",
+        ),
+        (
+            "psycopg",
+            ["db", "init", "--dsn", "postgresql://app@db.invalid/app"],
+            "the PostgreSQL store needs the 'postgres' extra (psycopg is not installed): "
+            "pip install 'session-schedule[postgres]'",
+        ),
+        (
             "openai",
             ["chat", "--model", "gpt-4.1-mini"],
             "chatting with a model needs the 'openai' extra (openai is not installed): "
