@@ -1,6 +1,6 @@
 """How fast the ``session-schedule`` program starts, against ``python -c pass`` in the same run.
 
-    python3 dev.py bench cli_startup [--runs N] [--no-bytecode-cache]
+    python3 dev.py bench cli_startup [--runs N] [--no-bytecode-cache] [--src DIR]
 
 Each round runs every command once, in turn (so all of them see the same machine), as a fresh
 process of the installed console script next to this interpreter; the figures are the medians
@@ -95,17 +95,27 @@ def main() -> None:
         action="store_true",
         help="compile the package on every run (PYTHONDONTWRITEBYTECODE=1, no cache)",
     )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        metavar="DIR",
+        help="measure the session_schedule package under DIR instead (another checkout's src/, "
+        "for a before-and-after comparison)",
+    )
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         environment = {**os.environ, "SESSION_SCHEDULE_DATA_DIR": str(Path(scratch) / "data")}
         for variable in ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
             environment.pop(variable, None)
+        if arguments.src is not None:
+            environment["PYTHONPATH"] = str(arguments.src.resolve())
         if arguments.no_bytecode_cache:
             # A copy of the package without its __pycache__, first on the path; the standard
             # library and the dependencies keep the bytecode their installers wrote.
             copy = Path(scratch) / "src"
+            original = arguments.src or Path(session_schedule.__file__).parent.parent
             shutil.copytree(
-                Path(session_schedule.__file__).parent,
+                original / "session_schedule",
                 copy / "session_schedule",
                 ignore=shutil.ignore_patterns("__pycache__"),
             )
@@ -118,8 +128,14 @@ def main() -> None:
             cache = "on (warmed up)"
         session = make_session(environment)
         table = commands(session)
-        for argv in table.values():  # warm-up: writes the bytecode cache, warms the page cache
-            run_once(argv, environment)
+        for name, argv in list(table.items()):  # warm-up: the bytecode cache, the page cache
+            try:
+                run_once(argv, environment)
+            except RuntimeError:
+                if arguments.src is None:
+                    raise
+                print(f"{name}: fails with the package from {arguments.src}; left out")
+                del table[name]
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in table}
         for round_number in range(arguments.runs):
             names = list(table)
@@ -133,6 +149,7 @@ def main() -> None:
         f"{platform.python_implementation()} {platform.python_version()} on "
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs; "
         f"medians of {arguments.runs} runs; bytecode cache {cache}"
+        + ("" if arguments.src is None else f"; the package from {arguments.src}")
     )
     print(f"{'command':40} {'wall ms':>9} {'ratio':>6} {'CPU ms':>9} {'ratio':>6}")
     for name in table:
