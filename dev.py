@@ -5,7 +5,8 @@
     python3 dev.py test [--all-pythons] [PYTEST ARGS...]
                                    set up, then lint, type-check and run the whole test suite;
                                    with --all-pythons, the suite runs on every supported Python
-                                   the machine has (3.11, 3.12, 3.13), each in its own venv
+                                   the machine has (3.11, 3.12, 3.13: on PATH, or installed
+                                   with pyenv), each in its own venv
     python3 dev.py bench NAME      set up, then run ``benchmarks/NAME.py``
     python3 dev.py setup           only create or refresh the virtual environment
 
@@ -122,24 +123,43 @@ def pytest(environment: Path, pytest_args: list[str]) -> int:
     return code
 
 
+def _works(executable: str) -> bool:
+    return (
+        subprocess.call(
+            [executable, "-c", "import venv"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        == 0
+    )
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter of Python ``version`` ("3.12"): ``python3.12`` on PATH, else pyenv's."""
+    candidates = [found] if (found := shutil.which(f"python{version}")) else []
+    pyenv = shutil.which("pyenv")
+    if pyenv is not None:
+        # A pyenv shim runs only the versions pyenv has selected: ask pyenv for the others.
+        listed = subprocess.run(
+            [pyenv, "versions", "--bare"], capture_output=True, text=True, check=False
+        ).stdout.split()
+        patches = [v for v in listed if v.startswith(f"{version}.") and v.split(".")[2].isdigit()]
+        for installed in sorted(patches, key=lambda v: int(v.split(".")[2]), reverse=True):
+            prefix = subprocess.run(
+                [pyenv, "prefix", installed], capture_output=True, text=True, check=False
+            ).stdout.strip()
+            if prefix:
+                candidates.append(str(Path(prefix) / "bin" / f"python{version}"))
+    return next((candidate for candidate in candidates if _works(candidate)), None)
+
+
 def other_pythons() -> list[tuple[str, str]]:
-    """(version, executable) of each supported Python on PATH other than the one running."""
+    """(version, executable) of each supported Python here other than the one running."""
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     found: list[tuple[str, str]] = []
     for version in SUPPORTED_PYTHONS:
         if version == running:
             continue
-        executable = shutil.which(f"python{version}")
-        # A pyenv shim exists for versions that are not installed too: ask the interpreter.
-        works = executable is not None and (
-            subprocess.call(
-                [executable, "-c", "import venv"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            == 0
-        )
-        if executable is None or not works:
+        executable = find_python(version)
+        if executable is None:
             print(f"dev.py: Python {version} is not available here; skipping it", file=sys.stderr)
             continue
         found.append((version, executable))
