@@ -152,6 +152,15 @@ def test_require_names_the_missing_module_and_the_command_to_run(
     assert isinstance(raised.value, ImportError)
 
 
+def test_require_can_import_only_some_modules_of_an_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "prompt_toolkit", None)
+    require("cli", purpose="styled output", modules=("rich",))
+    with pytest.raises(ValueError, match=r"\['starlette'\] are not modules of the 'cli' extra"):
+        require("cli", purpose="styled output", modules=("starlette",))
+
+
 def test_require_is_silent_when_the_extra_is_installed() -> None:
     require("cli", purpose="the chat")
     assert install_command("postgres") == "pip install 'session-schedule[postgres]'"

@@ -56,12 +56,16 @@ def install_command(extra: Extra) -> str:
     return f"pip install 'session-schedule[{extra}]'"
 
 
-def require(extra: Extra, *, purpose: str) -> None:
-    """Import the modules of ``extra``; ``purpose`` says, for the message, what needs them.
+def require(extra: Extra, *, purpose: str, modules: tuple[str, ...] = ()) -> None:
+    """Import the modules of ``extra`` (or only ``modules``, some of them); ``purpose`` says, for
+    the message, what needs them.
 
     Raises :class:`MissingExtraError` when one of them, or a module it imports, is not installed.
     """
-    for module in EXTRAS[extra]:
+    unknown = set(modules) - set(EXTRAS[extra])
+    if unknown:
+        raise ValueError(f"{sorted(unknown)} are not modules of the {extra!r} extra")
+    for module in modules or EXTRAS[extra]:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as error:

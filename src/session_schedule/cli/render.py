@@ -177,7 +177,7 @@ def output() -> Iterator[Output]:
     once the caller is done."""
     if sys.stdout.isatty():
         try:
-            require("cli", purpose="styled output")
+            require("cli", purpose="styled output", modules=("rich",))
         except MissingExtraError:
             pass
         else:
