@@ -27,6 +27,7 @@ LAZY_PACKAGES = [
     "session_schedule.session",
     "session_schedule.runtime",
     "session_schedule.tools",
+    "session_schedule.harness",
 ]
 
 
