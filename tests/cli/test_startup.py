@@ -133,6 +133,7 @@ def test_a_command_imports_its_own_module_only(tmp_path: Path) -> None:
         "session_schedule.cli.main",
         "session_schedule.cli.resolve",
     }
+    assert "asyncio" not in loaded  # only a daily input needs the clock (and its asyncio)
 
 
 def test_the_chat_without_a_terminal_needs_no_terminal_library(tmp_path: Path) -> None:

@@ -16,7 +16,13 @@ from session_schedule.core.daily import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.framing import short_time
-from session_schedule.core.instants import MAX_INSTANT, Instant, civil_from_days, format_instant
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MIN_INSTANT,
+    Instant,
+    civil_from_days,
+    format_instant,
+)
 from session_schedule.core.records import WEEKDAYS
 from session_schedule.core.time_input import (
     format_local,
@@ -25,7 +31,6 @@ from session_schedule.core.time_input import (
     parse_daily_at,
     parse_rfc3339,
 )
-from session_schedule.runtime.clock import SystemClock
 
 LOCAL_FORM_HELP = "DATE TIME ZONE, e.g. '2026-12-01 09:00 Asia/Tokyo'"
 DAILY_FORM_HELP = "daily TIME ZONE [DAYS], e.g. 'daily 09:00 Asia/Tokyo mon,wed,fri'"
@@ -56,7 +61,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _resolve(arguments: argparse.Namespace) -> int:
-    after = SystemClock().now() if arguments.after is None else parse_rfc3339(arguments.after)
+    if arguments.after is not None:
+        after = parse_rfc3339(arguments.after)
+    elif any(text.split()[:1] == ["daily"] for text in arguments.inputs):
+        # Only a daily input needs "now"; the clock's module imports asyncio, which `at` inputs
+        # can start without.
+        from session_schedule.runtime.clock import SystemClock  # noqa: PLC0415
+
+        after = SystemClock().now()
+    else:
+        after = MIN_INSTANT  # only daily inputs read it, and there is none
     results = [resolve(text, after=after) for text in arguments.inputs]
     for _, line in results:
         print(line)
