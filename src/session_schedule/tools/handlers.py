@@ -146,13 +146,15 @@ def _arguments(arguments: object) -> Mapping[str, object]:
         value = _decode(arguments)
     if value is None:
         return {}
+    # Depth first: whether a deep array decodes at all (or hits the recursion limit, reported
+    # the same way) differs between Python versions, and the message must not.
+    if _too_deeply_nested(value):
+        raise _too_deep()
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise ScheduleError(
             "invalid_selector",
             f"the arguments must be a JSON object, not {_kind(value)}.",
         )
-    if _too_deeply_nested(value):
-        raise _too_deep()
     return value
 
 
