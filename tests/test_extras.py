@@ -90,13 +90,16 @@ def test_a_lazy_namespace_exports_exactly_what_it_declares(package: str) -> None
         _ = module.nothing
 
 
-def test_importing_any_part_of_the_session_package_registers_the_message_entry_type() -> None:
-    loaded = _loaded_after(
-        "from session_schedule.session.jsonl import JsonlSessionStore\n"
-        "from session_schedule.core.catalog import CATALOG\n"
-        "assert CATALOG.decoder('message') is not None"
+def test_importing_any_part_of_the_session_package_registers_its_entry_types() -> None:
+    package = Path(str(importlib.import_module("session_schedule.session").__file__)).parent
+    registering = sorted(
+        f"session_schedule.session.{path.stem}"
+        for path in package.glob("*.py")
+        if "CATALOG.register(" in path.read_text()
     )
-    assert "session_schedule.session.message" in loaded
+    assert "session_schedule.session.message" in registering
+    loaded = _loaded_after("from session_schedule.session.jsonl import JsonlSessionStore")
+    assert set(registering) <= loaded
 
 
 def test_the_version_is_the_installed_distributions() -> None:

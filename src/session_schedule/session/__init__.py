@@ -35,9 +35,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Final
 
-# The ``message`` entry type registers itself in the persistence catalog when its module is
-# imported, and every store decodes entries of that type: importing any part of this package
-# imports it.
+# The ``message``, ``turn/queued`` and ``turn/finished`` entry types register themselves in the
+# persistence catalog when their modules are imported, and every store decodes entries of those
+# types: importing any part of this package imports them.
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE as MESSAGE_ENTRY_TYPE
 from session_schedule.session.message import MessageEntry as MessageEntry
 from session_schedule.session.message import Origin as Origin
@@ -46,6 +46,10 @@ from session_schedule.session.message import ToolCall as ToolCall
 from session_schedule.session.message import assistant_message as assistant_message
 from session_schedule.session.message import tool_message as tool_message
 from session_schedule.session.message import user_message as user_message
+from session_schedule.session.turns import TURN_FINISHED_TYPE as TURN_FINISHED_TYPE
+from session_schedule.session.turns import TURN_QUEUED_TYPE as TURN_QUEUED_TYPE
+from session_schedule.session.turns import TurnFinished as TurnFinished
+from session_schedule.session.turns import TurnQueued as TurnQueued
 
 if TYPE_CHECKING:
     from session_schedule.session.errors import PersistenceUncertain as PersistenceUncertain
@@ -71,10 +75,6 @@ if TYPE_CHECKING:
     from session_schedule.session.port import SessionStore as SessionStore
     from session_schedule.session.sqlite import SqliteSessionHandle as SqliteSessionHandle
     from session_schedule.session.sqlite import SqliteSessionStore as SqliteSessionStore
-    from session_schedule.session.turns import TURN_FINISHED_TYPE as TURN_FINISHED_TYPE
-    from session_schedule.session.turns import TURN_QUEUED_TYPE as TURN_QUEUED_TYPE
-    from session_schedule.session.turns import TurnFinished as TurnFinished
-    from session_schedule.session.turns import TurnQueued as TurnQueued
 
 _EXPORTS: Final = {
     "PersistenceUncertain": "session_schedule.session.errors",
@@ -100,10 +100,6 @@ _EXPORTS: Final = {
     "SessionStore": "session_schedule.session.port",
     "SqliteSessionHandle": "session_schedule.session.sqlite",
     "SqliteSessionStore": "session_schedule.session.sqlite",
-    "TURN_FINISHED_TYPE": "session_schedule.session.turns",
-    "TURN_QUEUED_TYPE": "session_schedule.session.turns",
-    "TurnFinished": "session_schedule.session.turns",
-    "TurnQueued": "session_schedule.session.turns",
 }
 """Each public name and the module that defines it."""
 
