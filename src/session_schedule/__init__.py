@@ -13,40 +13,129 @@ General layout
                  OpenAI, Anthropic and MCP.
 - ``integrations`` — framework adapters (PydanticAI, the OpenAI Agents SDK, LangChain/LangGraph,
                  Anthropic, OpenAI), each behind its extra (``extras`` reports a missing one).
+- ``harness``  — the reference agent harness: a chat agent over the Session log, the model
+                 client.
+- ``web``      — the web overlay (the ``web`` extra): a chat on a live Session in the browser.
 - ``mcp``      — the MCP server: a pull-based Agent port, and the stdio server over the
-                 optional MCP SDK (imported only by ``mcp.server``).
-- ``cli``      — the ``session-schedule`` program.
+                 optional MCP SDK (the ``mcp`` extra, imported only by ``mcp.server``).
+- ``cli``      — the ``session-schedule`` program (the ``cli`` extra for the terminal).
 - ``testing``  — fakes for tests in virtual time, and the storage contract suite.
+- ``extras``   — the optional dependencies: which extra brings each, and the one gate
+                 (``require``) every optional import passes.
 
-Imports flow one way: cli → tools → runtime → session → core; ``integrations`` stand above
-``tools`` and nothing imports them; ``testing`` may use anything and nothing uses it. The names
-below are the public API.
+Imports flow one way: cli → mcp → web → harness → integrations → tools → runtime → session →
+extras → core; nothing imports ``integrations``; ``testing`` may use anything and nothing uses
+it. The names below are the public API. They are loaded on first use, so
+``import session_schedule`` (and the ``session-schedule`` program's start) costs only what is
+actually used.
 """
 
-from session_schedule.core.errors import ErrorCode as ErrorCode
-from session_schedule.core.errors import ScheduleError as ScheduleError
-from session_schedule.core.instants import Instant as Instant
-from session_schedule.core.instants import format_instant as format_instant
-from session_schedule.core.instants import parse_instant as parse_instant
-from session_schedule.core.rules import Limits as Limits
-from session_schedule.core.time_context import time_context as time_context
-from session_schedule.runtime.agent import Agent as Agent
-from session_schedule.runtime.clock import Clock as Clock
-from session_schedule.runtime.clock import SystemClock as SystemClock
-from session_schedule.runtime.events import ScheduleEvent as ScheduleEvent
-from session_schedule.runtime.events import ScheduleEvents as ScheduleEvents
-from session_schedule.runtime.live import LiveSchedule as LiveSchedule
-from session_schedule.runtime.live import Settings as Settings
-from session_schedule.runtime.queue import AgentQueue as AgentQueue
-from session_schedule.runtime.turns import RunTurn as RunTurn
-from session_schedule.runtime.turns import Turn as Turn
-from session_schedule.runtime.turns import TurnQueue as TurnQueue
-from session_schedule.session import JsonlSessionStore as JsonlSessionStore
-from session_schedule.session import MemorySessionStore as MemorySessionStore
-from session_schedule.session import PersistenceUncertain as PersistenceUncertain
-from session_schedule.session import SessionHandle as SessionHandle
-from session_schedule.session import SessionStore as SessionStore
-from session_schedule.session import SqliteSessionStore as SqliteSessionStore
-from session_schedule.tools.catalog import ToolDefinition as ToolDefinition
-from session_schedule.tools.catalog import tool_definitions as tool_definitions
-from session_schedule.tools.handlers import ScheduleTools as ScheduleTools
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from session_schedule.core.errors import ErrorCode as ErrorCode
+    from session_schedule.core.errors import ScheduleError as ScheduleError
+    from session_schedule.core.instants import Instant as Instant
+    from session_schedule.core.instants import format_instant as format_instant
+    from session_schedule.core.instants import parse_instant as parse_instant
+    from session_schedule.core.rules import Limits as Limits
+    from session_schedule.core.time_context import time_context as time_context
+    from session_schedule.runtime.agent import Agent as Agent
+    from session_schedule.runtime.clock import Clock as Clock
+    from session_schedule.runtime.clock import SystemClock as SystemClock
+    from session_schedule.runtime.events import ScheduleEvent as ScheduleEvent
+    from session_schedule.runtime.events import ScheduleEvents as ScheduleEvents
+    from session_schedule.runtime.live import LiveSchedule as LiveSchedule
+    from session_schedule.runtime.live import Settings as Settings
+    from session_schedule.runtime.queue import AgentQueue as AgentQueue
+    from session_schedule.runtime.turns import RunTurn as RunTurn
+    from session_schedule.runtime.turns import Turn as Turn
+    from session_schedule.runtime.turns import TurnQueue as TurnQueue
+    from session_schedule.session import JsonlSessionStore as JsonlSessionStore
+    from session_schedule.session import MemorySessionStore as MemorySessionStore
+    from session_schedule.session import PersistenceUncertain as PersistenceUncertain
+    from session_schedule.session import SessionHandle as SessionHandle
+    from session_schedule.session import SessionStore as SessionStore
+    from session_schedule.session import SqliteSessionStore as SqliteSessionStore
+    from session_schedule.tools.catalog import ToolDefinition as ToolDefinition
+    from session_schedule.tools.catalog import tool_definitions as tool_definitions
+    from session_schedule.tools.handlers import ScheduleTools as ScheduleTools
+
+__version__ = "0.1.0"
+
+_EXPORTS: Final = {
+    "ErrorCode": "session_schedule.core.errors",
+    "ScheduleError": "session_schedule.core.errors",
+    "Instant": "session_schedule.core.instants",
+    "format_instant": "session_schedule.core.instants",
+    "parse_instant": "session_schedule.core.instants",
+    "Limits": "session_schedule.core.rules",
+    "time_context": "session_schedule.core.time_context",
+    "Agent": "session_schedule.runtime.agent",
+    "Clock": "session_schedule.runtime.clock",
+    "SystemClock": "session_schedule.runtime.clock",
+    "ScheduleEvent": "session_schedule.runtime.events",
+    "ScheduleEvents": "session_schedule.runtime.events",
+    "LiveSchedule": "session_schedule.runtime.live",
+    "Settings": "session_schedule.runtime.live",
+    "AgentQueue": "session_schedule.runtime.queue",
+    "RunTurn": "session_schedule.runtime.turns",
+    "Turn": "session_schedule.runtime.turns",
+    "TurnQueue": "session_schedule.runtime.turns",
+    "JsonlSessionStore": "session_schedule.session",
+    "MemorySessionStore": "session_schedule.session",
+    "PersistenceUncertain": "session_schedule.session",
+    "SessionHandle": "session_schedule.session",
+    "SessionStore": "session_schedule.session",
+    "SqliteSessionStore": "session_schedule.session",
+    "ToolDefinition": "session_schedule.tools.catalog",
+    "tool_definitions": "session_schedule.tools.catalog",
+    "ScheduleTools": "session_schedule.tools.handlers",
+}
+"""Each public name and the module that defines it."""
+
+__all__ = [
+    "Agent",
+    "AgentQueue",
+    "Clock",
+    "ErrorCode",
+    "Instant",
+    "JsonlSessionStore",
+    "Limits",
+    "LiveSchedule",
+    "MemorySessionStore",
+    "PersistenceUncertain",
+    "RunTurn",
+    "ScheduleError",
+    "ScheduleEvent",
+    "ScheduleEvents",
+    "ScheduleTools",
+    "SessionHandle",
+    "SessionStore",
+    "Settings",
+    "SqliteSessionStore",
+    "SystemClock",
+    "ToolDefinition",
+    "Turn",
+    "TurnQueue",
+    "format_instant",
+    "parse_instant",
+    "time_context",
+    "tool_definitions",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -1,11 +1,12 @@
 """Optional dependencies: which extra brings each one, and the one gate every optional import
 passes.
 
-``pip install session-schedule`` installs the library; the framework adapters
-(``session_schedule.integrations``) need their framework, which its extra brings
-(``pip install 'session-schedule[pydantic-ai]'``). Code that needs one calls :func:`require`
-before it imports from it, so that a missing package is one line naming the command to run,
-never a traceback from deep inside an import.
+``pip install session-schedule`` installs the core (msgspec and tzdata). The program's terminal,
+the model clients, the web overlay, the PostgreSQL store, the MCP server and the framework
+adapters (``session_schedule.integrations``) need more; each such package belongs to an extra
+(``pip install 'session-schedule[web]'``). Code that needs one
+calls :func:`require` before it imports from it, so that a missing package is one line naming
+the command to run, never a traceback from deep inside an import.
 """
 
 from __future__ import annotations
@@ -14,9 +15,23 @@ import importlib
 from collections.abc import Mapping
 from typing import Final, Literal, final
 
-Extra = Literal["openai", "anthropic", "pydantic-ai", "openai-agents", "langchain"]
+Extra = Literal[
+    "cli",
+    "web",
+    "postgres",
+    "mcp",
+    "openai",
+    "anthropic",
+    "pydantic-ai",
+    "openai-agents",
+    "langchain",
+]
 
 EXTRAS: Final[Mapping[Extra, tuple[str, ...]]] = {
+    "cli": ("rich", "prompt_toolkit"),
+    "web": ("starlette", "uvicorn"),
+    "postgres": ("psycopg", "psycopg_pool"),
+    "mcp": ("mcp",),
     "openai": ("openai",),
     "anthropic": ("anthropic",),
     "pydantic-ai": ("pydantic_ai",),
@@ -41,12 +56,16 @@ def install_command(extra: Extra) -> str:
     return f"pip install 'session-schedule[{extra}]'"
 
 
-def require(extra: Extra, *, purpose: str) -> None:
-    """Import the modules of ``extra``; ``purpose`` says, for the message, what needs them.
+def require(extra: Extra, *, purpose: str, modules: tuple[str, ...] = ()) -> None:
+    """Import the modules of ``extra`` (or only ``modules``, some of them); ``purpose`` says, for
+    the message, what needs them.
 
     Raises :class:`MissingExtraError` when one of them, or a module it imports, is not installed.
     """
-    for module in EXTRAS[extra]:
+    unknown = set(modules) - set(EXTRAS[extra])
+    if unknown:
+        raise ValueError(f"{sorted(unknown)} are not modules of the {extra!r} extra")
+    for module in modules or EXTRAS[extra]:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as error:

@@ -25,6 +25,7 @@ from session_schedule.core.records import (
     DailyScheduleRecord,
 )
 from session_schedule.core.rules import DEFAULT_MAX_PROMPT_CHARS, check_prompt
+from tests import invalid_utf8
 from tests.core.strategies import changes, json_values
 
 GOLDEN = Path(__file__).parent / "golden" / "v1.jsonl"
@@ -170,7 +171,7 @@ def _corrupt(detail: str) -> str:
         (b"[]", _corrupt("expected `object`, got `array`")),
         (
             b'{"operation":"delete","version":1,"id":"sch_\xe1"}',
-            _corrupt("invalid UTF-8 in a string (unexpected end of data)"),
+            _corrupt(invalid_utf8.in_a_string("unexpected end of data")),
         ),
         (b'{"operation":', _corrupt("malformed JSON (Input data was truncated)")),
         # Only what a writer produces: one form, so no repeated key for a last one to win.

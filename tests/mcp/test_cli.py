@@ -17,7 +17,8 @@ def test_without_the_sdk_the_command_says_how_to_install_it(
     monkeypatch.delitem(sys.modules, "session_schedule.mcp.server", raising=False)
     assert main(["mcp"]) == 2
     assert capsys.readouterr().err == (
-        "session-schedule: the mcp command needs the MCP SDK: pip install 'session-schedule[mcp]'\n"
+        "session-schedule: the MCP server needs the 'mcp' extra (mcp is not installed): "
+        "pip install 'session-schedule[mcp]'\n"
     )
 
 

@@ -38,6 +38,7 @@ from session_schedule.testing.session_contract import (
     schedule_create,
     turn,
 )
+from tests import invalid_utf8
 from tests.session.faults import one_shot
 
 SID = SessionId("s_aaaaaaaaaaaa")
@@ -412,8 +413,8 @@ class TestCorruption:
             HEADER_LINE + SCHEDULE_LINE.replace(b"reminder", b"r\xe1minder"),
             ScheduleError,
             f"corrupt_schedule_log: schedule/change at entry 0 of session {SID} "
-            f"(line 2 of {NAME}) is corrupt: invalid UTF-8 in a string (invalid continuation "
-            "byte)",
+            f"(line 2 of {NAME}) is corrupt: "
+            + invalid_utf8.in_a_string("invalid continuation byte"),
         )
 
     def test_an_unknown_entry_type(self, store: JsonlSessionStore) -> None:

@@ -15,6 +15,7 @@ from session_schedule.session.message import (
     user_message,
 )
 from session_schedule.testing.session_contract import NOW
+from tests import invalid_utf8
 
 AT = '"at":"2026-05-01T09:00:00.000Z"'
 
@@ -133,5 +134,9 @@ def test_a_non_canonical_instant_is_refused() -> None:
 
 
 def test_invalid_utf8_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match=r"^invalid UTF-8"):
+    with pytest.raises(ValueError) as caught:
         decode_message(b'{"role":"user","content":"\xe1","at":"x","origin":"person"}')
+    if invalid_utf8.MSGSPEC_CHECKS_UTF8:
+        assert str(caught.value) == invalid_utf8.MALFORMED
+    else:
+        assert str(caught.value).startswith("invalid UTF-8 (")

@@ -46,6 +46,7 @@ from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.time_input import is_supported_zone, load_zone
 from session_schedule.core.visible import reveal
+from session_schedule.extras import require
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
@@ -232,6 +233,10 @@ def run(arguments: argparse.Namespace) -> int:
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if interactive:
+        require("cli", purpose="the chat on a terminal")
+    if config is not None:
+        require("openai", purpose="chatting with a model")
     options = _Options(
         directory=data_dir(arguments),
         explicit_directory=arguments.data_dir is not None,
@@ -242,7 +247,9 @@ def run(arguments: argparse.Namespace) -> int:
         interactive=interactive,
         max_context_chars=arguments.max_context_chars,
     )
-    asyncio.run(_chat(options))
+    # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_chat(options))
     return EXIT_OK
 
 
@@ -272,6 +279,7 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
     if config is None:
         yield _Connection(model=None, endpoint="")
         return
+    # ``run`` checked that the SDK is installed (the ``openai`` extra).
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
     async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:

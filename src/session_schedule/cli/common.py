@@ -9,16 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from session_schedule.core.errors import ScheduleError
-from session_schedule.session.errors import (
-    PersistenceUncertain,
-    SessionBusy,
-    SessionCorrupt,
-    SessionError,
-    SessionExists,
-    SessionNotFound,
-)
-
 DATA_DIR_VARIABLE: Final = "SESSION_SCHEDULE_DATA_DIR"
 
 EXIT_OK: Final = 0
@@ -30,6 +20,8 @@ EXIT_BUSY: Final = 4
 EXIT_CORRUPT: Final = 5
 EXIT_STORAGE: Final = 6
 """Storage failed: a write or a flush did not complete, or the data directory is unusable."""
+EXIT_INTERRUPTED: Final = 130
+"""Interrupted by Ctrl-C (SIGINT), as a shell reports it: 128 + the signal's number."""
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -57,7 +49,18 @@ def fail(message: str, code: int) -> int:
 
 
 def exit_code_for(error: Exception) -> int:
-    """The documented exit code of an error a command lets escape."""
+    """The documented exit code of an error a command lets escape; re-raises any other."""
+    # Imported here, not at the top: starting the program (``--help``) needs no storage layer.
+    from session_schedule.core.errors import ScheduleError  # noqa: PLC0415
+    from session_schedule.session.errors import (  # noqa: PLC0415
+        PersistenceUncertain,
+        SessionBusy,
+        SessionCorrupt,
+        SessionError,
+        SessionExists,
+        SessionNotFound,
+    )
+
     if isinstance(error, SessionNotFound):
         return EXIT_NOT_FOUND
     if isinstance(error, SessionBusy):

@@ -13,6 +13,7 @@ import os
 from typing import Final
 
 from session_schedule.cli.common import EXIT_OK, EXIT_STORAGE, EXIT_USAGE, fail
+from session_schedule.extras import require
 
 DSN_VARIABLE: Final = "SESSION_SCHEDULE_PG_DSN"
 DEFAULT_SCHEMA: Final = "session_schedule"
@@ -78,20 +79,17 @@ def _run(arguments: argparse.Namespace) -> int:
     dsn = arguments.dsn or os.environ.get(DSN_VARIABLE)
     if not dsn:
         return fail(f"db {arguments.db_command} needs --dsn or ${DSN_VARIABLE}", EXIT_USAGE)
-    try:
-        import psycopg  # noqa: PLC0415 - only these commands need the database driver
+    # Only these commands need the database driver: without the ``postgres`` extra this raises
+    # MissingExtraError, which ``main`` reports in one line (exit 2).
+    require("postgres", purpose="the PostgreSQL store")
+    import psycopg  # noqa: PLC0415
 
-        from session_schedule.session.postgres_schema import (  # noqa: PLC0415
-            SCHEMA_VERSION,
-            check_schema_name,
-            migrate,
-        )
-    except ImportError as error:
-        return fail(
-            f"the PostgreSQL store needs the postgres extra "
-            f"(pip install 'session-schedule[postgres]'): {error}",
-            EXIT_USAGE,
-        )
+    from session_schedule.session.postgres_schema import (  # noqa: PLC0415
+        SCHEMA_VERSION,
+        check_schema_name,
+        migrate,
+    )
+
     try:
         check_schema_name(arguments.schema)
     except ValueError as error:

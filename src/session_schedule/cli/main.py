@@ -1,36 +1,169 @@
-"""Entry point of the ``session-schedule`` command."""
+"""Entry point of the ``session-schedule`` command.
+
+The program starts like a native tool: the parser lists every command by name, but a command's
+arguments are registered — and its module imported — only once the command line names it. So
+``--help`` imports no command at all, ``list`` imports the operator commands and never the web
+server or a model SDK, and only ``serve`` loads the web overlay.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, cast, final
 
-from session_schedule.cli import chat, db, mcp, operator, resolve, serve, walkthrough
+from session_schedule import __version__
 from session_schedule.cli.common import (
     DATA_DIR_VARIABLE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_REJECTED,
+    EXIT_USAGE,
     exit_code_for,
     fail,
 )
-from session_schedule.core.errors import ScheduleError
-from session_schedule.core.time_input import parse_rfc3339
-from session_schedule.runtime.clock import SystemClock
-from session_schedule.session.errors import SessionError
+from session_schedule.extras import MissingExtraError
+
+if TYPE_CHECKING:
+    _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    _SubParsersAction = argparse._SubParsersAction
 
 EPILOG = f"""\
 exit codes: 0 success; 1 an input was rejected; 2 usage error; 3 session not found;
-4 session open elsewhere; 5 corrupt session log; 6 storage failure.
+4 session open elsewhere; 5 corrupt session log; 6 storage failure; 130 interrupted.
 The data directory is --data-dir, else ${DATA_DIR_VARIABLE}, else
 $XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule)."""
-
 
 DATA_DIR_HELP = "where sessions are stored (one JSONL file each)"
 
 
+class Command(NamedTuple):
+    """A command as the top-level help lists it, and the module that registers and runs it."""
+
+    name: str
+    module: str
+    """A module of ``session_schedule.cli`` with a :class:`CommandModule` ``register``."""
+    help: str
+    data_dir: bool = True
+    """Whether it takes ``--data-dir`` (the database commands do not)."""
+
+
+COMMANDS: Final = (
+    Command(
+        "chat",
+        "chat",
+        "chat with an agent that sets reminders (offline without a model; the default)",
+    ),
+    Command("sessions", "operator", "list the sessions in the data directory"),
+    Command("show", "operator", "show a session's transcript and schedule events"),
+    Command("list", "operator", "list a session's active reminders as the model sees them"),
+    Command("timeline", "operator", "show a session's upcoming reminder occurrences"),
+    Command("check", "operator", "validate a session's whole log strictly"),
+    Command("fork", "operator", "fork a session and print the new session's id"),
+    Command("catalog", "operator", "print the persistence catalog as JSON"),
+    Command("tools", "operator", "print the schedule tool definitions as JSON"),
+    Command(
+        "serve",
+        "serve",
+        "the web overlay: chat in the browser, the browser's time zone on every prompt",
+    ),
+    Command(
+        "mcp",
+        "mcp",
+        "an MCP server (stdio) for one session: the schedule tools and pulled follow-ups",
+    ),
+    Command(
+        "walkthrough",
+        "walkthrough",
+        "show, in virtual time, what a model sends, what is stored and what comes back",
+    ),
+    Command(
+        "resolve",
+        "resolve",
+        "resolve `at` and `daily_at` inputs to UTC, or show the error a model would get",
+    ),
+    Command("db", "db", "create or upgrade the PostgreSQL store's schema", data_dir=False),
+)
+"""Every command, in the order the help lists them."""
+
+
+class CommandModule(Protocol):
+    """What a command's module offers the entry point."""
+
+    def register(self, commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        """Add the module's commands, with their arguments and handlers, to ``commands``."""
+
+
+@final
+class _Commands(_SubParsersAction):
+    """The subcommands, listed by name from the start and registered in full by their module
+    only when the command line names one of them."""
+
+    pending: dict[str, Command]
+    """The commands whose module has not registered them yet."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        """The parser of a listed command, given the module's description, epilog and
+        formatter; the one-line ``help`` must be the one listed."""
+        command = self.pending.pop(name, None)
+        if command is None:
+            raise ValueError(f"{name!r} is not a command listed in COMMANDS, or is registered")
+        parser = self.choices[name]
+        for key, value in kwargs.items():
+            if key == "help" and value == command.help:
+                continue
+            if key in {"description", "epilog"} and isinstance(value, str):
+                setattr(parser, key, value)
+            elif (
+                key == "formatter_class"
+                and isinstance(value, type)
+                and issubclass(value, argparse.HelpFormatter)
+            ):
+                parser.formatter_class = value
+            else:
+                raise ValueError(f"command {name!r}: {key}={value!r} differs from COMMANDS")
+        return parser
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, Sequence) and values and isinstance(values[0], str):
+            self.register(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+    def register(self, name: str) -> None:
+        """Have the module of command ``name`` register its commands, unless it did already."""
+        command = self.pending.get(name)
+        if command is None:
+            return  # registered already, or no such command (argparse reports that)
+        mine = [other for other in self.pending.values() if other.module == command.module]
+        module = importlib.import_module(f"session_schedule.cli.{command.module}")
+        cast(CommandModule, module).register(self)
+        for registered in mine:
+            if registered.name in self.pending:
+                raise ValueError(f"{command.module} did not register command {registered.name!r}")
+            if not registered.data_dir:
+                continue
+            # Also accepted after the command name; SUPPRESS keeps a value given before it.
+            self.choices[registered.name].add_argument(
+                "--data-dir",
+                type=Path,
+                metavar="DIR",
+                default=argparse.SUPPRESS,
+                help=DATA_DIR_HELP,
+            )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The program's parser; a command's arguments are registered once it is named."""
     parser = argparse.ArgumentParser(
         prog="session-schedule",
         description="Durable, session-local reminders for LLM agents: a chat with reminders, "
@@ -38,50 +171,38 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR_HELP)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    chat.register(commands)
-    operator.register(commands)
-    serve.register(commands)
-    mcp.register(commands)
-    walkthrough_parser = commands.add_parser(
-        "walkthrough",
-        help="show, in virtual time, what a model sends, what is stored and what comes back",
-        description="A walkthrough of Schedule's core in virtual time; it stores nothing.",
-        epilog="example: session-schedule walkthrough",
-    )
-    walkthrough_parser.set_defaults(handler=_walkthrough)
-    resolve_parser = commands.add_parser(
-        "resolve",
-        help="resolve `at` and `daily_at` inputs to UTC, or show the error a model would get",
-        description="Resolve `at` and `daily_at` inputs exactly as schedule_create does. Each "
-        "input is an RFC 3339 string with an offset, the local form "
-        + resolve.LOCAL_FORM_HELP
-        + ", or "
-        + resolve.DAILY_FORM_HELP
-        + f" (its next {resolve.OCCURRENCES_SHOWN} occurrences, with their offsets).",
-        epilog="example: session-schedule resolve '2026-12-01T09:00:00+09:00' "
-        "'2027-03-14 02:30 America/New_York' 'daily 02:30 America/New_York'",
-    )
-    resolve_parser.add_argument("inputs", nargs="+", metavar="INPUT")
-    resolve_parser.add_argument(
-        "--after",
-        metavar="TIME",
-        help="list daily occurrences after this RFC 3339 time (default: now)",
-    )
-    resolve_parser.set_defaults(handler=_resolve)
-    for command in commands.choices.values():
-        # Also accepted after the command name; SUPPRESS keeps a value given before it.
-        command.add_argument(
-            "--data-dir", type=Path, metavar="DIR", default=argparse.SUPPRESS, help=DATA_DIR_HELP
-        )
-    db.register(commands)  # after the loop: the database commands take no data directory
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands)
+    if not isinstance(commands, _Commands):
+        raise TypeError(f"argparse made a {type(commands).__name__} of the subcommands")
+    commands.pending = {}
+    for command in COMMANDS:
+        argparse._SubParsersAction.add_parser(commands, command.name, help=command.help)
+        commands.pending[command.name] = command
     return parser
 
 
+def register_all(parser: argparse.ArgumentParser) -> None:
+    """Register every command of ``parser`` in full (for tests and documentation)."""
+    for action in parser._actions:
+        if isinstance(action, _Commands):
+            for name in list(action.pending):
+                action.register(name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the program with ``argv`` (default: the process's arguments); the exit code."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except MissingExtraError as error:
+        return fail(str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _main(given: list[str]) -> int:
     parser = build_parser()
-    given = sys.argv[1:] if argv is None else argv
     arguments = parser.parse_args(given)
     if arguments.command is None:
         arguments = parser.parse_args([*given, "chat"])
@@ -92,21 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         # Python from complaining again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except (SessionError, ScheduleError, OSError) as error:
+    except (MissingExtraError, KeyboardInterrupt):
+        raise
+    except Exception as error:  # exit_code_for re-raises what it does not know
         return fail(str(error), exit_code_for(error))
-    except KeyboardInterrupt:
-        return EXIT_OK
     return code
-
-
-def _walkthrough(_arguments: argparse.Namespace) -> int:
-    walkthrough.run(print)
-    return EXIT_OK
-
-
-def _resolve(arguments: argparse.Namespace) -> int:
-    after = SystemClock().now() if arguments.after is None else parse_rfc3339(arguments.after)
-    results = [resolve.resolve(text, after=after) for text in arguments.inputs]
-    for _, line in results:
-        print(line)
-    return EXIT_OK if all(ok for ok, _ in results) else EXIT_REJECTED

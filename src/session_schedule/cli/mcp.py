@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Final
 
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import EXIT_OK, data_dir
 
 EPILOG: Final = """\
 example: session-schedule mcp s_7k2m4q9x3v5b
@@ -46,14 +46,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(arguments: argparse.Namespace) -> int:
     """The ``mcp`` command. Session errors escape for ``main`` to report (3 not found, 4 busy)."""
-    try:
-        from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
-    except ModuleNotFoundError as error:
-        if error.name is None or error.name.split(".")[0] not in {"mcp", "mcp_types"}:
-            raise
-        return fail(
-            "the mcp command needs the MCP SDK: pip install 'session-schedule[mcp]'", EXIT_USAGE
-        )
+    # The server module imports the optional SDK, which it checks for first: without the ``mcp``
+    # extra this raises MissingExtraError, which ``main`` reports in one line (exit 2).
+    from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     asyncio.run(serve_stdio(data_dir(arguments), arguments.session))
     return EXIT_OK

@@ -6,9 +6,10 @@
 - ``fork`` creates a new session (the parent is not modified) and prints only its id.
 - ``catalog`` and ``tools`` print the persistence catalog and the tool definitions as JSON.
 
-Tables are drawn with rich (styled on a terminal; plain, 120 columns wide, elsewhere). The text
-inside them — prompts, turns, tool arguments — is untrusted, so it is always wrapped in
-:class:`rich.text.Text` (never parsed as markup) with terminal control characters made visible.
+Tables and text go through :mod:`session_schedule.cli.render`: styled with rich on a terminal
+(when the ``cli`` extra is installed), plain and 120 columns wide elsewhere. The text inside them
+— prompts, turns, tool arguments — is untrusted: it is never read as markup, and terminal control
+characters are made visible.
 JSON goes to stdout with ``print``. "Now" is read from the module's ``clock``.
 Storage errors are left to escape: ``main`` turns them into one line on stderr and the documented
 exit code (3 for a missing session, 5 for a corrupt log).
@@ -18,19 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import io
 import re
-import sys
 import zoneinfo
 from collections.abc import Iterator, Sequence
 from typing import Final, Literal, assert_never, final
 
 import msgspec
-from rich import box
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from session_schedule.cli.common import (
     EXIT_CORRUPT,
@@ -41,6 +35,7 @@ from session_schedule.cli.common import (
     exit_code_for,
     fail,
 )
+from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
@@ -89,7 +84,7 @@ from session_schedule.tools.results import ListResult
 clock: Clock = SystemClock()
 """Where "now" comes from (a module attribute, so tests can put a fake clock here)."""
 
-TABLE_WIDTH: Final = 120
+TABLE_WIDTH: Final = WIDTH
 """The width of tables written to anything that is not a terminal (pipes, files, tests)."""
 DEFAULT_LIMIT: Final = 100
 DEFAULT_UNTIL: Final = "24h"
@@ -175,7 +170,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--until",
         type=_until,
-        default=_until(DEFAULT_UNTIL),
+        default=DEFAULT_UNTIL,
         metavar="WHEN",
         help="the end of the window: a duration from now such as 90m, 36h or 7d (units s, m, h, "
         "d, w), or an RFC 3339 instant with an offset (default: 24h)",
@@ -183,7 +178,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--zone",
         type=_zone,
-        default=load_zone("UTC"),
+        default="UTC",
         metavar="ZONE",
         help="show times in this zone: UTC or an IANA name such as Europe/Paris (default: UTC)",
     )
@@ -330,12 +325,12 @@ def _sessions(arguments: argparse.Namespace) -> int:
     if arguments.json:
         _print_json(summaries)
         return EXIT_OK
-    with _output() as console:
+    with output() as console:
         if not summaries:
             console.print(Text(f"no sessions in {store.data_dir}"))
             return EXIT_OK
         now = format_instant(clock.now())
-        table = _table("id", "created (UTC)", "parent", "entries", "active", "next target")
+        table = Table("id", "created (UTC)", "parent", "entries", "active", "next target")
         for summary in summaries:
             parent = (
                 Text("—", style="dim")
@@ -371,12 +366,12 @@ def _show(arguments: argparse.Namespace) -> int:
     snapshot = _read(arguments)
     header = snapshot.header
     replay = _Replay(snapshot.header)
-    table = _table("#", "time (UTC)", "entry")
+    table = Table("#", "time (UTC)", "entry")
     for entry in snapshot.entries:
         time, body = replay.describe(entry)
         inherited = entry.position < header.seed_length
         table.add_row(Text(str(entry.position), style="dim" if inherited else ""), time, body)
-    with _output() as console:
+    with output() as console:
         console.print(
             Text.assemble(
                 "session ",
@@ -419,7 +414,7 @@ class _Replay:
         # Every record ever created, inherited ones included, to name a change's kind.
         self._records: dict[ScheduleId, ScheduleRecord] = {}
 
-    def describe(self, entry: LogEntry) -> tuple[Text, RenderableType]:
+    def describe(self, entry: LogEntry) -> tuple[Text, Cell]:
         """The entry's time (blank when it has none) and what it says or did."""
         prefix = Text("inherited · ", style="dim italic")
         if entry.position >= self._seed_length:
@@ -435,7 +430,7 @@ class _Replay:
         text = _untrusted(f"{entry.type} {_JSON.encode(payload).decode()}")
         return Text(), Text.assemble(prefix, text)
 
-    def _change(self, position: int, change: ScheduleChange, prefix: Text) -> RenderableType:
+    def _change(self, position: int, change: ScheduleChange, prefix: Text) -> Cell:
         line = _change_line(change, self._records.get(_change_id(change)), prefix)
         if isinstance(change, ScheduleCreateChange):
             self._records[change.schedule.id] = change.schedule
@@ -469,7 +464,7 @@ def _change_id(change: ScheduleChange) -> ScheduleId:
     return change.id
 
 
-def _message_body(message: MessageEntry, prefix: Text) -> RenderableType:
+def _message_body(message: MessageEntry, prefix: Text) -> Cell:
     match message.role, message.origin:
         case "user", "followup":
             label = Text.assemble(
@@ -480,7 +475,7 @@ def _message_body(message: MessageEntry, prefix: Text) -> RenderableType:
             label.append_text(_untrusted(str(message.tool_call_id)))
         case role, origin:
             label = Text.assemble((role, "bold"), f" · {origin}")
-    parts: list[RenderableType] = [Text.assemble(prefix, label)]
+    parts: list[Cell] = [Text.assemble(prefix, label)]
     if message.content:
         parts.append(_untrusted(message.content))
     if not isinstance(message.tool_calls, msgspec.UnsetType):
@@ -535,7 +530,7 @@ def _list(arguments: argparse.Namespace) -> int:
     if arguments.json:
         _print_json(result)
         return EXIT_OK
-    with _output() as console:
+    with output() as console:
         count = len(result.schedules)
         console.print(
             Text(
@@ -545,7 +540,7 @@ def _list(arguments: argparse.Namespace) -> int:
         )
         if not result.schedules:
             return EXIT_OK
-        table = _table("id", "rule", "target (UTC)", "state", "delivery", "prompt")
+        table = Table("id", "rule", "target (UTC)", "state", "delivery", "prompt")
         for view in result.schedules:
             table.add_row(
                 Text(view.id),
@@ -602,7 +597,7 @@ def _timeline(arguments: argparse.Namespace) -> int:
     if arguments.json:
         _print_json(timeline)
         return EXIT_OK
-    with _output() as console:
+    with output() as console:
         console.print(
             Text(
                 f"session {snapshot.header.id}: from {format_local(now, zone)} (now) "
@@ -612,7 +607,7 @@ def _timeline(arguments: argparse.Namespace) -> int:
         if not timeline.occurrences:
             console.print(Text("no reminders in this window", style="dim"))
             return EXIT_OK
-        table = _table(f"time ({timeline.zone})", "id", "kind", "state", "prompt")
+        table = Table(f"time ({timeline.zone})", "id", "kind", "state", "prompt")
         for occurrence in timeline.occurrences:
             state = Text(occurrence.state)
             if occurrence.state == "overdue":
@@ -790,35 +785,6 @@ def _seconds(seconds: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
-
-
-@contextlib.contextmanager
-def _output() -> Iterator[Console]:
-    """A console for stdout: styled on a terminal; elsewhere plain text, ``TABLE_WIDTH``
-    columns wide and without trailing blanks, written once the block ends."""
-    if sys.stdout.isatty():
-        yield Console(file=sys.stdout, markup=False, emoji=False, highlight=False)
-        return
-    buffer = io.StringIO()
-    yield Console(
-        file=buffer,
-        width=TABLE_WIDTH,
-        color_system=None,
-        force_terminal=False,
-        markup=False,
-        emoji=False,
-        highlight=False,
-    )
-    sys.stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
-
-
-def _table(*columns: str) -> Table:
-    """A table whose last column takes the room that is left and wraps; the others never wrap."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in columns[:-1]:
-        table.add_column(column, no_wrap=True)
-    table.add_column(columns[-1], overflow="fold", ratio=1)
-    return table
 
 
 def _untrusted(text: str, *, style: str = "") -> Text:

@@ -3,8 +3,10 @@ occurrences of a ``daily_at`` input."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Final
 
+from session_schedule.cli.common import EXIT_OK, EXIT_REJECTED
 from session_schedule.core.daily import (
     first_after,
     listed_from,
@@ -14,18 +16,65 @@ from session_schedule.core.daily import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.framing import short_time
-from session_schedule.core.instants import MAX_INSTANT, Instant, civil_from_days, format_instant
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MIN_INSTANT,
+    Instant,
+    civil_from_days,
+    format_instant,
+)
 from session_schedule.core.records import WEEKDAYS
 from session_schedule.core.time_input import (
     format_local,
     load_zone,
     parse_at,
     parse_daily_at,
+    parse_rfc3339,
 )
 
 LOCAL_FORM_HELP = "DATE TIME ZONE, e.g. '2026-12-01 09:00 Asia/Tokyo'"
 DAILY_FORM_HELP = "daily TIME ZONE [DAYS], e.g. 'daily 09:00 Asia/Tokyo mon,wed,fri'"
 OCCURRENCES_SHOWN: Final = 5
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``resolve`` to the program's subcommands."""
+    parser = commands.add_parser(
+        "resolve",
+        help="resolve `at` and `daily_at` inputs to UTC, or show the error a model would get",
+        description="Resolve `at` and `daily_at` inputs exactly as schedule_create does. Each "
+        "input is an RFC 3339 string with an offset, the local form "
+        + LOCAL_FORM_HELP
+        + ", or "
+        + DAILY_FORM_HELP
+        + f" (its next {OCCURRENCES_SHOWN} occurrences, with their offsets).",
+        epilog="example: session-schedule resolve '2026-12-01T09:00:00+09:00' "
+        "'2027-03-14 02:30 America/New_York' 'daily 02:30 America/New_York'",
+    )
+    parser.add_argument("inputs", nargs="+", metavar="INPUT")
+    parser.add_argument(
+        "--after",
+        metavar="TIME",
+        help="list daily occurrences after this RFC 3339 time (default: now)",
+    )
+    parser.set_defaults(handler=_resolve)
+
+
+def _resolve(arguments: argparse.Namespace) -> int:
+    if arguments.after is not None:
+        after = parse_rfc3339(arguments.after)
+    elif any(text.split()[:1] == ["daily"] for text in arguments.inputs):
+        # Only a daily input needs "now"; the clock's module imports asyncio, which `at` inputs
+        # can start without.
+        from session_schedule.runtime.clock import SystemClock  # noqa: PLC0415
+
+        after = SystemClock().now()
+    else:
+        after = MIN_INSTANT  # only daily inputs read it, and there is none
+    results = [resolve(text, after=after) for text in arguments.inputs]
+    for _, line in results:
+        print(line)
+    return EXIT_OK if all(ok for ok, _ in results) else EXIT_REJECTED
 
 
 def at_argument(text: str) -> object:

@@ -27,6 +27,7 @@ from typing import Final
 
 from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
 from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.extras import require
 from session_schedule.harness.model import OpenAIChatModel
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.web.app import create_app
@@ -137,6 +138,8 @@ def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
+    if config is not None:
+        require("openai", purpose="chatting with a model")
     try:
         sock = bind(host, arguments.port)
     except OSError as error:
@@ -177,6 +180,7 @@ async def _model(config: ModelConfig | None) -> AsyncIterator[ModelFactory | Non
     if config is None:
         yield None
         return
+    # ``run`` checked that the SDK is installed (the ``openai`` extra).
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
     async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:

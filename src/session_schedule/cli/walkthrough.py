@@ -3,12 +3,14 @@ what comes back as a follow-up turn. It reads no clock and touches no storage.""
 
 from __future__ import annotations
 
+import argparse
 import zoneinfo
 from collections.abc import Callable
 from typing import Final
 
 import msgspec
 
+from session_schedule.cli.common import EXIT_OK
 from session_schedule.core.changes import ScheduleChange, encode_change
 from session_schedule.core.due import plan_delivery
 from session_schedule.core.errors import ScheduleError
@@ -37,6 +39,22 @@ CREATES: Final[tuple[dict[str, object], ...]] = (
         "date": "2027-03-14", "time": "02:30", "time_zone": "America/New_York"}},
     {"prompt": "No zone given.", "at": "2026-11-30T09:00:00"},
 )  # fmt: skip
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``walkthrough`` to the program's subcommands."""
+    parser = commands.add_parser(
+        "walkthrough",
+        help="show, in virtual time, what a model sends, what is stored and what comes back",
+        description="A walkthrough of Schedule's core in virtual time; it stores nothing.",
+        epilog="example: session-schedule walkthrough",
+    )
+    parser.set_defaults(handler=_walkthrough)
+
+
+def _walkthrough(_arguments: argparse.Namespace) -> int:
+    run(print)
+    return EXIT_OK
 
 
 def run(write: Callable[[str], None]) -> None:

@@ -11,6 +11,7 @@ from session_schedule.extras import require
 require("openai-agents", purpose="session_schedule.integrations.openai_agents")
 
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 
 from agents import (
@@ -75,7 +76,13 @@ class AgentsConversation(Conversation):
     ) -> None:
         super().__init__(turns)
         self._agent = agent
-        self._session: Session = session or SQLiteSession(f"session-schedule-{uuid.uuid4()}")
+        if session is None:
+            owned = SQLiteSession(f"session-schedule-{uuid.uuid4()}")
+            # The default session's database connection closes with the conversation (Python
+            # 3.13 warns about a connection left to the garbage collector).
+            weakref.finalize(self, owned.close)
+            session = owned
+        self._session: Session = session
         self._run_config = run_config
 
     @property

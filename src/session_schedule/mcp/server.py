@@ -43,6 +43,11 @@ from pathlib import Path
 from typing import Final, Literal, final, get_args
 
 import msgspec
+
+from session_schedule.extras import require
+
+require("mcp", purpose="the MCP server")  # before anything imports the SDK
+
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server

@@ -26,24 +26,18 @@ General layout:
                  name (``from session_schedule.session.postgres import PostgresSessionStore``):
                  they need the ``postgres`` extra (psycopg), which nothing else imports.
 
-Imports flow one way: this package uses ``session_schedule.core`` and nothing above it.
+Imports flow one way: this package uses ``session_schedule.core`` and nothing above it. The names
+below are loaded on first use, so importing one backend does not import the others.
 """
 
-from session_schedule.session.errors import PersistenceUncertain as PersistenceUncertain
-from session_schedule.session.errors import SessionBusy as SessionBusy
-from session_schedule.session.errors import SessionClosed as SessionClosed
-from session_schedule.session.errors import SessionCorrupt as SessionCorrupt
-from session_schedule.session.errors import SessionError as SessionError
-from session_schedule.session.errors import SessionExists as SessionExists
-from session_schedule.session.errors import SessionNotFound as SessionNotFound
-from session_schedule.session.handle import LogHandle as LogHandle
-from session_schedule.session.ids import SessionId as SessionId
-from session_schedule.session.ids import parse_session_id as parse_session_id
-from session_schedule.session.jsonl import JsonlInspection as JsonlInspection
-from session_schedule.session.jsonl import JsonlSessionHandle as JsonlSessionHandle
-from session_schedule.session.jsonl import JsonlSessionStore as JsonlSessionStore
-from session_schedule.session.memory import MemorySessionHandle as MemorySessionHandle
-from session_schedule.session.memory import MemorySessionStore as MemorySessionStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final
+
+# The ``message``, ``turn/queued`` and ``turn/finished`` entry types register themselves in the
+# persistence catalog when their modules are imported, and every store decodes entries of those
+# types: importing any part of this package imports them.
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE as MESSAGE_ENTRY_TYPE
 from session_schedule.session.message import MessageEntry as MessageEntry
 from session_schedule.session.message import Origin as Origin
@@ -52,15 +46,110 @@ from session_schedule.session.message import ToolCall as ToolCall
 from session_schedule.session.message import assistant_message as assistant_message
 from session_schedule.session.message import tool_message as tool_message
 from session_schedule.session.message import user_message as user_message
-from session_schedule.session.port import FORMAT_VERSION as FORMAT_VERSION
-from session_schedule.session.port import LogEntry as LogEntry
-from session_schedule.session.port import SessionHandle as SessionHandle
-from session_schedule.session.port import SessionHeader as SessionHeader
-from session_schedule.session.port import SessionSnapshot as SessionSnapshot
-from session_schedule.session.port import SessionStore as SessionStore
-from session_schedule.session.sqlite import SqliteSessionHandle as SqliteSessionHandle
-from session_schedule.session.sqlite import SqliteSessionStore as SqliteSessionStore
 from session_schedule.session.turns import TURN_FINISHED_TYPE as TURN_FINISHED_TYPE
 from session_schedule.session.turns import TURN_QUEUED_TYPE as TURN_QUEUED_TYPE
 from session_schedule.session.turns import TurnFinished as TurnFinished
 from session_schedule.session.turns import TurnQueued as TurnQueued
+
+if TYPE_CHECKING:
+    from session_schedule.session.errors import PersistenceUncertain as PersistenceUncertain
+    from session_schedule.session.errors import SessionBusy as SessionBusy
+    from session_schedule.session.errors import SessionClosed as SessionClosed
+    from session_schedule.session.errors import SessionCorrupt as SessionCorrupt
+    from session_schedule.session.errors import SessionError as SessionError
+    from session_schedule.session.errors import SessionExists as SessionExists
+    from session_schedule.session.errors import SessionNotFound as SessionNotFound
+    from session_schedule.session.handle import LogHandle as LogHandle
+    from session_schedule.session.ids import SessionId as SessionId
+    from session_schedule.session.ids import parse_session_id as parse_session_id
+    from session_schedule.session.jsonl import JsonlInspection as JsonlInspection
+    from session_schedule.session.jsonl import JsonlSessionHandle as JsonlSessionHandle
+    from session_schedule.session.jsonl import JsonlSessionStore as JsonlSessionStore
+    from session_schedule.session.memory import MemorySessionHandle as MemorySessionHandle
+    from session_schedule.session.memory import MemorySessionStore as MemorySessionStore
+    from session_schedule.session.port import FORMAT_VERSION as FORMAT_VERSION
+    from session_schedule.session.port import LogEntry as LogEntry
+    from session_schedule.session.port import SessionHandle as SessionHandle
+    from session_schedule.session.port import SessionHeader as SessionHeader
+    from session_schedule.session.port import SessionSnapshot as SessionSnapshot
+    from session_schedule.session.port import SessionStore as SessionStore
+    from session_schedule.session.sqlite import SqliteSessionHandle as SqliteSessionHandle
+    from session_schedule.session.sqlite import SqliteSessionStore as SqliteSessionStore
+
+_EXPORTS: Final = {
+    "PersistenceUncertain": "session_schedule.session.errors",
+    "SessionBusy": "session_schedule.session.errors",
+    "SessionClosed": "session_schedule.session.errors",
+    "SessionCorrupt": "session_schedule.session.errors",
+    "SessionError": "session_schedule.session.errors",
+    "SessionExists": "session_schedule.session.errors",
+    "SessionNotFound": "session_schedule.session.errors",
+    "LogHandle": "session_schedule.session.handle",
+    "SessionId": "session_schedule.session.ids",
+    "parse_session_id": "session_schedule.session.ids",
+    "JsonlInspection": "session_schedule.session.jsonl",
+    "JsonlSessionHandle": "session_schedule.session.jsonl",
+    "JsonlSessionStore": "session_schedule.session.jsonl",
+    "MemorySessionHandle": "session_schedule.session.memory",
+    "MemorySessionStore": "session_schedule.session.memory",
+    "FORMAT_VERSION": "session_schedule.session.port",
+    "LogEntry": "session_schedule.session.port",
+    "SessionHandle": "session_schedule.session.port",
+    "SessionHeader": "session_schedule.session.port",
+    "SessionSnapshot": "session_schedule.session.port",
+    "SessionStore": "session_schedule.session.port",
+    "SqliteSessionHandle": "session_schedule.session.sqlite",
+    "SqliteSessionStore": "session_schedule.session.sqlite",
+}
+"""Each public name and the module that defines it."""
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MESSAGE_ENTRY_TYPE",
+    "TURN_FINISHED_TYPE",
+    "TURN_QUEUED_TYPE",
+    "JsonlInspection",
+    "JsonlSessionHandle",
+    "JsonlSessionStore",
+    "LogEntry",
+    "LogHandle",
+    "MemorySessionHandle",
+    "MemorySessionStore",
+    "MessageEntry",
+    "Origin",
+    "PersistenceUncertain",
+    "Role",
+    "SessionBusy",
+    "SessionClosed",
+    "SessionCorrupt",
+    "SessionError",
+    "SessionExists",
+    "SessionHandle",
+    "SessionHeader",
+    "SessionId",
+    "SessionNotFound",
+    "SessionSnapshot",
+    "SessionStore",
+    "SqliteSessionHandle",
+    "SqliteSessionStore",
+    "ToolCall",
+    "TurnFinished",
+    "TurnQueued",
+    "assistant_message",
+    "parse_session_id",
+    "tool_message",
+    "user_message",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -45,6 +45,10 @@ from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import Final, NamedTuple, Self, TypeAlias, cast, final
 
+from session_schedule.extras import require
+
+require("postgres", purpose="the PostgreSQL store")  # before anything imports psycopg
+
 import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool

@@ -22,6 +22,10 @@ from __future__ import annotations
 import re
 from typing import Final, Literal, NamedTuple, final
 
+from session_schedule.extras import require
+
+require("postgres", purpose="the PostgreSQL store")  # before anything imports psycopg
+
 import psycopg
 from psycopg import sql
 

@@ -146,13 +146,15 @@ def _arguments(arguments: object) -> Mapping[str, object]:
         value = _decode(arguments)
     if value is None:
         return {}
+    # Depth first: whether a deep array decodes at all (or hits the recursion limit, reported
+    # the same way) differs between Python versions, and the message must not.
+    if _too_deeply_nested(value):
+        raise _too_deep()
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise ScheduleError(
             "invalid_selector",
             f"the arguments must be a JSON object, not {_kind(value)}.",
         )
-    if _too_deeply_nested(value):
-        raise _too_deep()
     return value
 
 
@@ -164,15 +166,17 @@ _SURROGATE_TEXT: Final = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
 """A lone surrogate, raw or as a JSON escape: the strict decoder refuses both."""
 
 
+_NOT_UTF8: Final = (
+    "the arguments are not valid UTF-8 text; send a JSON object such as "
+    '{"prompt": "...", "after_seconds": 600}.'
+)
+
+
 def _decode(text: str | bytes | bytearray) -> object:
     try:
         return msgspec.json.decode(text)
-    except UnicodeDecodeError:
-        raise ScheduleError(
-            "invalid_selector",
-            "the arguments are not valid UTF-8 text; send a JSON object such as "
-            '{"prompt": "...", "after_seconds": 600}.',
-        ) from None
+    except UnicodeDecodeError:  # msgspec before 0.23 lets Python's error through
+        raise ScheduleError("invalid_selector", _NOT_UTF8) from None
     except RecursionError:
         raise _too_deep() from None
     except msgspec.ValidationError:
@@ -182,7 +186,12 @@ def _decode(text: str | bytes | bytearray) -> object:
             '{"prompt": "...", "after_seconds": 600}.',
         ) from None
     except (UnicodeEncodeError, msgspec.DecodeError):
-        if not isinstance(text, str) or not _SURROGATE_TEXT.search(text):
+        if not isinstance(text, str):
+            # msgspec 0.23 and later report invalid UTF-8 in a string as malformed JSON.
+            raise ScheduleError(
+                "invalid_selector", _NOT_UTF8 if _json_but_for_utf8(text) else _NOT_JSON
+            ) from None
+        if not _SURROGATE_TEXT.search(text):
             raise ScheduleError("invalid_selector", _NOT_JSON) from None
     # JSON text holding a lone surrogate (raw, or the escape a model wrote as "\ud83d"): read it
     # leniently so that the checks can say which value holds it (a prompt: invalid_prompt).
@@ -192,6 +201,20 @@ def _decode(text: str | bytes | bytearray) -> object:
         raise _too_deep() from None
     except ValueError:
         raise ScheduleError("invalid_selector", _NOT_JSON) from None
+
+
+def _json_but_for_utf8(data: bytes | bytearray) -> bool:
+    """Whether ``data`` is JSON once its bytes that are not UTF-8 are replaced: then they are
+    the one problem, and the message says so (as msgspec before 0.23 made it say)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            msgspec.json.decode(data.decode("utf-8", errors="replace"))
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        return True
+    return False
 
 
 def _refuse_constant(name: str) -> object:

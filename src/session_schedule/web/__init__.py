@@ -15,7 +15,13 @@ General layout:
 - ``static/``   — the page: one HTML file, one script, one style sheet (no build step).
 
 Imports flow one way: this package uses ``harness`` and the layers below it; only ``cli`` uses it.
+It needs the ``web`` extra (starlette, uvicorn): without it, importing the package raises
+:class:`~session_schedule.extras.MissingExtraError` naming the command that installs it.
 """
+
+from session_schedule.extras import require
+
+require("web", purpose="the web overlay")  # before anything imports starlette or uvicorn
 
 from session_schedule.web.app import OverlayApp as OverlayApp
 from session_schedule.web.app import create_app as create_app
