@@ -202,11 +202,13 @@ class TestFormat:
         assert stat.S_IMODE(store.data_dir.stat().st_mode) == 0o700
         names = sorted(p.name for p in store.data_dir.iterdir())
         # The fork ends without a commit record (its seedLength vouches for its entries), so
-        # only the parent has a checkpoint.
-        assert len(names) == 3
-        assert names[0] == f"{SID}.checkpoint"
-        assert all(name.startswith("s_") and name.endswith(".jsonl") for name in names[1:])
+        # only the parent has a checkpoint. Both hold a schedule change: their closes recorded
+        # them in the next-target index.
+        assert len(names) == 4
+        assert names[:2] == [".next-targets", f"{SID}.checkpoint"]
+        assert all(name.startswith("s_") and name.endswith(".jsonl") for name in names[2:])
         assert stat.S_IMODE(store.checkpoint_path(SID).stat().st_mode) == 0o600
+        assert stat.S_IMODE((store.data_dir / names[0]).stat().st_mode) == 0o600
 
     @contract_test
     async def test_a_fork_copies_the_lines_verbatim(self, store: JsonlSessionStore) -> None:
@@ -235,6 +237,7 @@ class TestFormat:
             assert handle.id == "s_bbbbbbbbbbbb"
         assert path.read_bytes() == V2_GOOD
         assert sorted(p.name for p in store.data_dir.iterdir()) == [
+            ".next-targets",
             f"{SID}.checkpoint",
             f"{SID}.jsonl",
             "s_bbbbbbbbbbbb.jsonl",

@@ -21,6 +21,8 @@ General layout:
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
 - ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
                  decodes only the log's tail;
+- ``targets``  — the next-target index every store keeps (``due_sessions``), and
+                 ``jsonl_targets``, the JSONL store's sidecar file for it;
 - ``memory``, ``jsonl``, ``sqlite`` — the backends;
 - ``postgres``, ``postgres_schema`` — the PostgreSQL backend and its schema, imported only by
                  name (``from session_schedule.session.postgres import PostgresSessionStore``):
@@ -53,6 +55,7 @@ from session_schedule.session.message import assistant_message as assistant_mess
 from session_schedule.session.message import tool_message as tool_message
 from session_schedule.session.message import user_message as user_message
 from session_schedule.session.port import FORMAT_VERSION as FORMAT_VERSION
+from session_schedule.session.port import DueSession as DueSession
 from session_schedule.session.port import LogEntry as LogEntry
 from session_schedule.session.port import SessionHandle as SessionHandle
 from session_schedule.session.port import SessionHeader as SessionHeader
