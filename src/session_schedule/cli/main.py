@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from session_schedule.cli import chat, db, mcp, operator, resolve, serve, walkthrough
+from session_schedule.cli import chat, db, host, mcp, operator, resolve, serve, walkthrough
 from session_schedule.cli.common import (
     DATA_DIR_VARIABLE,
     EXIT_OK,
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.register(commands)
     operator.register(commands)
     serve.register(commands)
+    host.register(commands)
     mcp.register(commands)
     walkthrough_parser = commands.add_parser(
         "walkthrough",
