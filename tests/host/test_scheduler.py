@@ -10,15 +10,17 @@ import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
 from session_schedule.core.instants import MS_PER_SECOND, Instant
-from session_schedule.host import HostSettings, ScheduleHost
+from session_schedule.host import HostSettings, ScheduleHost, turn_queue_agents
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.runtime.turns import RunTurn
 from session_schedule.session.ids import SessionId
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import CHANGE, at_create
+from session_schedule.tools.handlers import ScheduleTools
 
 START = "2026-11-29T20:00:00.000Z"
 SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
@@ -206,3 +208,29 @@ def test_settings_are_checked() -> None:
         ScheduleHost(MemorySessionStore(), Agents(), settings=HostSettings(lead_seconds=0))
     with pytest.raises(ValueError, match=r"^max_open must be at least 1, not 0$"):
         ScheduleHost(MemorySessionStore(), Agents(), settings=HostSettings(max_open=0))
+
+
+@in_virtual_time
+async def test_the_hosts_own_run_turn_answers_through_the_turn_queue(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 5)
+    ran: list[tuple[SessionId, str]] = []
+
+    def run_turn_for(session: SessionHandle, tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            ran.append((session.id, text))
+            # The model sets the next reminder from the follow-up, through its tools.
+            await tools.call("schedule_create", {"prompt": "again", "after_seconds": 10})
+
+        return run_turn
+
+    factory = turn_queue_agents(run_turn_for)
+    async with ScheduleHost(store, factory, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 6)
+        assert [sid for sid, _ in ran] == [session_id]
+        assert "sch_1@2026-11-29T20:00:05.000Z" in ran[0][1]
+        await run_for(clock, host, 10)
+        assert len(ran) == 2
+        assert "sch_2@" in ran[1][1]
+    del agents

@@ -144,3 +144,27 @@ def test_superseded_records_are_compacted(tmp_path: Path) -> None:
         assert oct(index.stat().st_mode & 0o777) == "0o600"
 
     asyncio.run(body())
+
+
+def test_a_session_opened_from_a_checkpoint_is_indexed_without_reading_its_log(
+    tmp_path: Path,
+) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, LATER_TARGET))
+            for number in range(100):
+                handle.append("message", turn(number))
+            await handle.barrier()
+        assert store.checkpoint_path(handle.id).exists()
+        async with await store.open(handle.id) as reopened:
+            assert reopened.resume is not None
+            reopened.append(CHANGE, at_create(2, TARGET))
+            await reopened.barrier()
+            # The next target came from the checkpoint's fold: the log before it was not read.
+            assert not reopened._entries.loaded  # type: ignore[union-attr]
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        (store.data_dir / INDEX_NAME).unlink()
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+
+    asyncio.run(body())
