@@ -102,6 +102,8 @@ def _skip_reason(command: str) -> str | None:
         return "talks to a model"
     if "db" in words:
         return "needs a PostgreSQL server (tests/cli/test_db.py runs these commands on one)"
+    if "--dsn" in words or "--postgres" in words:
+        return "needs a PostgreSQL server (tests/host/test_failover.py runs hosts on one)"
     if "--host" in words and "0.0.0.0" in words:  # noqa: S104 - recognising it, not binding
         return "listens on every interface of the machine"
     return None

@@ -1,4 +1,4 @@
-"""Imports flow one way: cli → mcp → web → harness → integrations → tools → runtime → session
+"""Imports flow one way: cli → mcp → web → host → harness → integrations → tools → runtime → session
 → extras → core; nothing imports testing, only the mcp layer imports the MCP SDK, nothing in the
 library imports ``integrations``, and each framework is imported only by its own adapter.
 ``extras`` is one module (the gate of the optional dependencies)."""
@@ -21,6 +21,7 @@ ORDER = [
     "tools",
     "integrations",
     "harness",
+    "host",
     "web",
     "mcp",
     "cli",

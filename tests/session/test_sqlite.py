@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.session import (
+    DueSession,
     PersistenceUncertain,
     SessionCorrupt,
     SessionError,
@@ -72,7 +74,7 @@ class TestStorage:
             assert stat.S_IMODE(Path(f"{store.path}-wal").stat().st_mode) == 0o600
             with connect(store) as connection:
                 assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-                assert connection.execute("PRAGMA user_version").fetchone() == (1,)
+                assert connection.execute("PRAGMA user_version").fetchone() == (2,)
                 rows = connection.execute("SELECT * FROM entries").fetchall()
                 header = connection.execute("SELECT header FROM sessions").fetchone()[0]
         assert rows == [
@@ -99,9 +101,13 @@ class TestStorage:
         threads: list[str] = []
         real_insert = sqlite_module._insert
 
-        def recording(connection: sqlite3.Connection, rows: list[sqlite_module.Row]) -> None:
+        def recording(
+            connection: sqlite3.Connection,
+            rows: list[sqlite_module.Row],
+            index: tuple[SessionId, Instant | None] | None,
+        ) -> None:
             threads.append(threading.current_thread().name)
-            real_insert(connection, rows)
+            real_insert(connection, rows, index)
 
         monkeypatch.setattr(sqlite_module, "_insert", recording)
         async with await store.create(now=NOW) as handle:
@@ -136,13 +142,36 @@ class TestStorage:
         with connect(store) as connection:
             connection.execute("PRAGMA user_version = 7")
         message = (
-            f"database {store.path} has schema version 7, but this program reads version 1; "
+            f"database {store.path} has schema version 7, but this program reads version 2; "
             "upgrade the program"
         )
         for attempt in (store.list(), store.read(SID), store.open(SID)):
             with pytest.raises(SessionError) as caught:
                 await attempt
             assert caught.value.message == message
+
+    @contract_test
+    async def test_a_version_1_database_gets_its_next_target_index(
+        self, store: SqliteSessionStore
+    ) -> None:
+        await make_good_session(store)
+        async with await store.create(now=NOW) as quiet:
+            quiet.append("message", turn(1))
+            await quiet.barrier()
+        async with await store.create(now=NOW) as damaged:
+            damaged.append("schedule/change", schedule_create(2))
+            await damaged.barrier()
+        with connect(store) as connection:
+            connection.execute("DROP TABLE next_targets")
+            connection.execute("UPDATE entries SET data = 'x' WHERE session_id = ?", (damaged.id,))
+            connection.execute("PRAGMA user_version = 1")
+        target = parse_instant("2030-01-01T00:00:00.000Z")
+        assert await store.due_sessions(Instant(target + 1)) == (DueSession(SID, target),)
+        with connect(store) as connection:
+            assert connection.execute("PRAGMA user_version").fetchone() == (2,)
+            assert sorted(connection.execute("SELECT * FROM next_targets").fetchall()) == sorted(
+                [(SID, target), (quiet.id, None)]
+            )
 
     @contract_test
     async def test_another_process_is_refused(self, store: SqliteSessionStore) -> None:

@@ -72,6 +72,11 @@ COMMANDS: Final = (
         "the web overlay: chat in the browser, the browser's time zone on every prompt",
     ),
     Command(
+        "host",
+        "host",
+        "keep every session with reminders live, answering reminders while chats are closed",
+    ),
+    Command(
         "mcp",
         "mcp",
         "an MCP server (stdio) for one session: the schedule tools and pulled follow-ups",

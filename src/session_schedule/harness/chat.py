@@ -54,12 +54,15 @@ async def live_chat(
     settings: Settings | None = None,
     on_event: Callable[[ChatEvent], None] | None = None,
     max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
+    driven: bool = False,
+    on_wake: Callable[[], None] | None = None,
 ) -> AsyncIterator[LiveChat]:
     """Run the chat agent and its Schedule on ``session`` for the ``async with`` block.
 
     Turns left pending in the Session by an earlier run (a reminder delivered but not answered
     when the process stopped) run first. The Session stays open afterwards; closing it is the
-    caller's business.
+    caller's business. ``driven`` and ``on_wake`` are the Schedule's: a host that drives delivery
+    itself passes them.
     """
     clock = clock or SystemClock()
     agent = ChatAgent(
@@ -70,7 +73,9 @@ async def live_chat(
         on_event=on_event,
         max_context_chars=max_context_chars,
     )
-    schedule = LiveSchedule(session, agent.turns, clock=clock, settings=settings)
+    schedule = LiveSchedule(
+        session, agent.turns, clock=clock, settings=settings, driven=driven, on_wake=on_wake
+    )
     tools = ScheduleTools(schedule)
     agent.bind(tools)
     # The Schedule starts first (a turn left pending from the last run may call the tools) and

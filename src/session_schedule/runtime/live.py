@@ -41,6 +41,11 @@ delivery waits until the window allows one — nothing is dropped, nothing goes 
 frame says since when and why it was held back. A reminder that re-creates itself from its own
 follow-up (``after_seconds: 1``) thus cannot make a model loop at full speed.
 
+Rule 5c — **one owner, or one driver.** By default each LiveSchedule runs its own owner task.
+Built with ``driven=True`` it runs none: a host that keeps many sessions live calls
+:meth:`LiveSchedule.step` — the very pass the owner loops over — from its own single timer, and
+learns of creates and deletes through ``on_wake``.
+
 Rule 6 — **at-least-once.** A crash after ``followup()`` accepted a turn and before the dispatch is
 durable repeats that reminder after recovery, with the same occurrence key (``id@scheduledAt``).
 """
@@ -111,7 +116,9 @@ class LiveSchedule:
     """Schedule for one live Session, serving one agent.
 
     Use ``async with LiveSchedule(session, agent):`` or :meth:`start` and :meth:`close`. Closing
-    stops delivery; it does not close the Session.
+    stops delivery; it does not close the Session. ``driven=True``: no owner task; the caller
+    drives delivery with :meth:`step` (Rule 5c) and ``on_wake`` is called after every create
+    that may move the next wake-up and every actual delete.
     """
 
     def __init__(
@@ -122,8 +129,12 @@ class LiveSchedule:
         clock: Clock | None = None,
         settings: Settings | None = None,
         queue: AgentQueue | None = None,
+        driven: bool = False,
+        on_wake: Callable[[], None] | None = None,
     ) -> None:
         self._session = session
+        self._driven = driven
+        self._on_wake = on_wake
         self._agent = agent
         self._clock = clock or SystemClock()
         self._settings = settings or Settings()
@@ -135,6 +146,7 @@ class LiveSchedule:
         self._parked = asyncio.Event()
         self._stopped = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
+        self._started = False
         self._failure: BaseException | None = None
         self._events = ScheduleEvents(session.id)
         self._recent: collections.deque[Instant] = collections.deque()
@@ -143,6 +155,13 @@ class LiveSchedule:
         """How long the owner's current sleep until the next wake-up lasts, while it sleeps."""
         self._held: tuple[Instant, Instant] | None = None
         """When the budget first and last held back deliveries, while some of those wait."""
+        self._backoff = self._settings.retry_initial_seconds
+        self._retry_at: Instant | None = None
+        """The end of the current back-off, if one runs."""
+        self._busy_in_a_row = 0
+        self._nothing_in_a_row = 0
+        self._resting = False
+        """Whether the last pass found nothing due (the owner then sleeps until the wake-up)."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -153,7 +172,7 @@ class LiveSchedule:
         ``persistence_uncertain`` for a poisoned handle — and ``TypeError`` for an agent whose
         methods are not those of the Agent port (an ``async def followup``, say).
         """
-        if self._owner is not None:
+        if self._owner is not None or self._started:
             raise RuntimeError("this LiveSchedule was started already")
         check_agent(self._agent)
         header = self._session.header
@@ -182,6 +201,9 @@ class LiveSchedule:
                 else:
                     state.apply(change, position=position)
             self._state = state
+        if self._driven:
+            self._started = True
+            return
         self._owner = asyncio.create_task(
             self._own_until_stopped(), name=f"schedule owner {header.id}"
         )
@@ -275,7 +297,7 @@ class LiveSchedule:
         # before the new target would be due anyway.
         sleeping = self._sleep_seconds
         if sleeping is None or (record_target(change.schedule) - now) / MS_PER_SECOND < sleeping:
-            self._wake.set()
+            self._wake_owner()
         self._events.created(change.schedule.id, now)
         return make_view(change.schedule, now)
 
@@ -298,7 +320,7 @@ class LiveSchedule:
             return schedule_id, False
         self._append(change)
         await self._barrier()
-        self._wake.set()
+        self._wake_owner()
         self._events.deleted(schedule_id, self._clock.now(), deleted=True)
         return schedule_id, True
 
@@ -321,63 +343,18 @@ class LiveSchedule:
             self._stopped.set()
 
     async def _own(self) -> None:
-        backoff = self._settings.retry_initial_seconds
-        busy_in_a_row = 0
-        nothing_in_a_row = 0
         try:
             while True:
                 self._wake.clear()
+                resume = await self._step()
                 now = self._clock.now()
-                wakeup = next_wakeup(self._state)
-                if wakeup is None or wakeup > now:
-                    nothing_in_a_row = 0
-                    await self._sleep(self._bounded(wakeup, now))
-                    continue
-                allowed_at = self._budget_allows_at(now)
-                if allowed_at > now:
-                    if self._held is None:
-                        self._events.backing_off(
-                            now,
-                            reason="follow-up budget",
-                            seconds=(allowed_at - now) / MS_PER_SECOND,
-                            detail=f"{self._settings.followup_limit} reminder follow-ups within "
-                            f"{self._settings.followup_window_seconds} s",
-                        )
-                    self._held = (now if self._held is None else self._held[0], now)
-                    await self._wait(self._bounded(allowed_at, now))
-                    continue
-                await self._parked_while(self._agent.wait_idle())
-                outcome = await self._queue.run(self._deliver_due)
-                busy_in_a_row = busy_in_a_row + 1 if outcome == "agent busy" else 0
-                nothing_in_a_row = nothing_in_a_row + 1 if outcome == "nothing due" else 0
-                if outcome == "delivered":
-                    backoff = self._settings.retry_initial_seconds
-                elif (
-                    outcome == "agent refused"
-                    or busy_in_a_row >= _BUSY_BEFORE_BACKOFF
-                    or nothing_in_a_row >= _NOTHING_BEFORE_BACKOFF
-                ):
-                    # A refusing agent, one that reports idle yet keeps refusing maintenance, or
-                    # a wake-up the planner keeps contradicting: back off rather than spin.
-                    reason: BackOffReason = "agent busy"
-                    detail = None
-                    if outcome == "agent refused":
-                        reason = "agent refused"
-                    elif nothing_in_a_row:
-                        reason = "nothing due"
-                        detail = (
-                            f"a reminder was due at {format_instant(wakeup)} but nothing was "
-                            "due to deliver"
-                        )
-                    self._events.backing_off(
-                        self._clock.now(), reason=reason, seconds=backoff, detail=detail
-                    )
-                    await self._wait(backoff)
-                    backoff = min(backoff * 2, self._settings.retry_max_seconds)
-                else:
-                    # A turn started between idle and the queue slot, or the due reminder went
-                    # (a delete, a clock step back): yield, then look again.
+                if resume is not None and resume <= now:
+                    # Look again at once, but yield first (Rule 5a).
                     await asyncio.sleep(0)
+                elif self._resting:
+                    await self._sleep(self._bounded(resume, now))
+                else:
+                    await self._wait(self._bounded(resume, now))
         except asyncio.CancelledError:
             raise
         except ScheduleError as error:
@@ -391,6 +368,92 @@ class LiveSchedule:
             logger.exception("schedule owner of session %s failed", self._session.id)
         finally:
             self._parked.set()
+
+    async def step(self) -> Instant | None:
+        """One pass of the delivery owner, for a host that drives many Schedules from one timer
+        (a Schedule built with ``driven=True`` runs no owner task of its own; Rule 5c).
+
+        If something is due now (and the follow-up budget allows it), wait until the agent is
+        idle and deliver it exactly as the owner does (Rules 4 to 5b). Return the wall-clock
+        instant at which the next pass should run: the next target, the end of a back-off or of
+        a budget hold, or about now after a delivery; ``None`` when nothing is active. Raises
+        ``ScheduleError`` when the Session is poisoned. Never call it while another call runs.
+        """
+        if not self._driven:
+            raise RuntimeError("this LiveSchedule runs its own owner task (driven=False)")
+        return await self._step()
+
+    @property
+    def agent(self) -> Agent:
+        return self._agent
+
+    @property
+    def parked(self) -> bool:
+        """Whether the owner (or a driven :meth:`step`) is waiting — for the agent to be idle,
+        or sleeping — rather than working. For tests in virtual time."""
+        return self._parked.is_set()
+
+    async def _step(self) -> Instant | None:
+        self._resting = False
+        now = self._clock.now()
+        if self._retry_at is not None and now < self._retry_at:
+            return self._retry_at
+        self._retry_at = None
+        wakeup = next_wakeup(self._state)
+        if wakeup is None or wakeup > now:
+            self._nothing_in_a_row = 0
+            self._resting = True
+            return wakeup
+        allowed_at = self._budget_allows_at(now)
+        if allowed_at > now:
+            if self._held is None:
+                self._events.backing_off(
+                    now,
+                    reason="follow-up budget",
+                    seconds=(allowed_at - now) / MS_PER_SECOND,
+                    detail=f"{self._settings.followup_limit} reminder follow-ups within "
+                    f"{self._settings.followup_window_seconds} s",
+                )
+            self._held = (now if self._held is None else self._held[0], now)
+            return allowed_at
+        await self._parked_while(self._agent.wait_idle())
+        outcome = await self._queue.run(self._deliver_due)
+        self._busy_in_a_row = self._busy_in_a_row + 1 if outcome == "agent busy" else 0
+        self._nothing_in_a_row = self._nothing_in_a_row + 1 if outcome == "nothing due" else 0
+        if outcome == "delivered":
+            self._backoff = self._settings.retry_initial_seconds
+        elif (
+            outcome == "agent refused"
+            or self._busy_in_a_row >= _BUSY_BEFORE_BACKOFF
+            or self._nothing_in_a_row >= _NOTHING_BEFORE_BACKOFF
+        ):
+            # A refusing agent, one that reports idle yet keeps refusing maintenance, or a
+            # wake-up the planner keeps contradicting: back off rather than spin.
+            reason: BackOffReason = "agent busy"
+            detail = None
+            if outcome == "agent refused":
+                reason = "agent refused"
+            elif self._nothing_in_a_row:
+                reason = "nothing due"
+                detail = (
+                    f"a reminder was due at {format_instant(wakeup)} but nothing was due to deliver"
+                )
+            backoff = self._backoff
+            now = self._clock.now()
+            self._events.backing_off(now, reason=reason, seconds=backoff, detail=detail)
+            self._backoff = min(backoff * 2, self._settings.retry_max_seconds)
+            # A create or delete ends the back-off early (it wakes the owner).
+            self._retry_at = Instant(now + round(backoff * MS_PER_SECOND))
+            return self._retry_at
+        # Delivered; or a turn started between idle and the queue slot, or the due reminder
+        # went (a delete, a clock step back): look again at once.
+        return self._clock.now()
+
+    def _wake_owner(self) -> None:
+        self._retry_at = None
+        self._wake.set()
+        if self._on_wake is not None:
+            self._on_wake()
 
     async def _deliver_due(self) -> Outcome:
         entered: object = self._agent.begin_maintenance()

@@ -19,6 +19,8 @@ General layout:
 - ``worker``   — the dedicated thread each open file or database session runs its blocking
                  calls on;
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
+- ``targets``  — the next-target index every store keeps (``due_sessions``), and
+                 ``jsonl_targets``, the JSONL store's sidecar file for it;
 - ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
                  decodes only the log's tail;
 - ``memory``, ``jsonl``, ``sqlite`` — the backends;
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from session_schedule.session.memory import MemorySessionHandle as MemorySessionHandle
     from session_schedule.session.memory import MemorySessionStore as MemorySessionStore
     from session_schedule.session.port import FORMAT_VERSION as FORMAT_VERSION
+    from session_schedule.session.port import DueSession as DueSession
     from session_schedule.session.port import LogEntry as LogEntry
     from session_schedule.session.port import SessionHandle as SessionHandle
     from session_schedule.session.port import SessionHeader as SessionHeader
@@ -93,6 +96,7 @@ _EXPORTS: Final = {
     "MemorySessionHandle": "session_schedule.session.memory",
     "MemorySessionStore": "session_schedule.session.memory",
     "FORMAT_VERSION": "session_schedule.session.port",
+    "DueSession": "session_schedule.session.port",
     "LogEntry": "session_schedule.session.port",
     "SessionHandle": "session_schedule.session.port",
     "SessionHeader": "session_schedule.session.port",
@@ -108,6 +112,7 @@ __all__ = [
     "MESSAGE_ENTRY_TYPE",
     "TURN_FINISHED_TYPE",
     "TURN_QUEUED_TYPE",
+    "DueSession",
     "JsonlInspection",
     "JsonlSessionHandle",
     "JsonlSessionStore",

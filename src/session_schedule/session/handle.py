@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Self, SupportsIndex, TypeAlias, final, overload
 
+from session_schedule.core.instants import Instant
 from session_schedule.session.barrier import FlushNow, GroupCommit
 from session_schedule.session.codec import encode_payload
 from session_schedule.session.errors import (
@@ -23,6 +24,7 @@ from session_schedule.session.errors import (
 )
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import LogEntry, ResumePoint, SessionHeader
+from session_schedule.session.targets import NextTarget, holds_changes
 
 _AnySlice: TypeAlias = "slice[SupportsIndex | None, SupportsIndex | None, SupportsIndex | None]"
 
@@ -152,6 +154,7 @@ class LogHandle(abc.ABC):
             durable=len(entries), appended=entries.__len__, flush=self._flush, flush_now=flush_now
         )
         self._view = EntriesView(entries, self._check_usable)
+        self._next_target = NextTarget(header, resume)
 
     @property
     def id(self) -> SessionId:
@@ -230,6 +233,14 @@ class LogHandle(abc.ABC):
     def __repr__(self) -> str:
         state = "closed" if self._closed else "poisoned" if self.poisoned else "open"
         return f"<{type(self).__name__} {self.id} {state}, {len(self._entries)} entries>"
+
+    def _index_update(self, durable: int, target: int) -> tuple[bool, Instant | None]:
+        """For a flush of entries ``[durable, target)``: whether they hold schedule changes
+        (the next-target index must then be updated with the flush), and the session's
+        earliest active target once they are applied."""
+        if not holds_changes(self._entries[durable:target]):
+            return False, None
+        return True, self._next_target.after(self._entries, target)
 
     def _poison(self) -> str | None:
         return self._write_failure or self._commit.failure

@@ -25,6 +25,9 @@ SPEC §9:
   (``flush_on_loop=False``: every flush there).
   In format 2, once the fsync has returned, the barrier appends a commit record for the entries
   it made durable (durable itself with the next fsync); a failure to write it fails the barrier.
+- **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs kept by
+  the owners and checked against each file's inode, size and mtime by readers
+  (:mod:`session_schedule.session.jsonl_targets`), answers ``due_sessions``.
 - **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
   does not verify, provided no commit record vouches for an entry at or past it; in format 1,
   the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
@@ -78,6 +81,7 @@ from session_schedule.session.ids import (
     parse_session_id,
     require_session_id,
 )
+from session_schedule.session.jsonl_targets import TargetIndexFile
 from session_schedule.session.lines import (
     CHAIN_SEED,
     CURRENT_FORMAT,
@@ -97,6 +101,8 @@ from session_schedule.session.lines import (
     scan_tail,
 )
 from session_schedule.session.port import (
+    DEFAULT_DUE_LIMIT,
+    DueSession,
     LogEntry,
     ResumePoint,
     SessionHeader,
@@ -107,6 +113,7 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
+from session_schedule.session.targets import check_limit, holds_changes
 from session_schedule.session.worker import Worker
 
 SUFFIX: Final = ".jsonl"
@@ -119,7 +126,13 @@ class JsonlSessionHandle(LogHandle):
     """The owner of one session file: holds its descriptor and its ``flock``."""
 
     def __init__(
-        self, *, opened: _Opened, path: Path, worker: Worker, flush_on_loop: bool = True
+        self,
+        *,
+        opened: _Opened,
+        path: Path,
+        worker: Worker,
+        index: TargetIndexFile,
+        flush_on_loop: bool = True,
     ) -> None:
         super().__init__(
             header=opened.header,
@@ -139,6 +152,11 @@ class JsonlSessionHandle(LogHandle):
         """Complete lines in the file when it was opened, plus the entry lines written since."""
         self._commit_lines = 0
         """Commit records written since (counted on the worker thread)."""
+        self._index = index
+        # Opened from a checkpoint, the log may hold a schedule change before it: record it.
+        self._indexed = opened.resume is not None or holds_changes(opened.entries)
+        """Whether the log holds a schedule change (a session that never had one needs no
+        next-target record until a reader rebuilds it)."""
 
     @property
     def path(self) -> Path:
@@ -177,17 +195,22 @@ class JsonlSessionHandle(LogHandle):
         if checksum is not None:
             self._checksums.append(checksum)
 
-    def _flush_now(self, durable: int, target: int) -> None:  # noqa: ARG002
+    def _flush_now(self, durable: int, target: int) -> None:
         """A lone barrier's flush, on the loop's thread (see :mod:`.barrier`)."""
+        indexed = holds_changes(self._entries[durable:target])
         os.fsync(self._fd)
         if self.header.format == 2:
             _write_all(self._fd, commit_line(target, self._checksums[target - 1 - self._origin]))
             self._commit_lines += 1
+        if indexed:
+            self._indexed = True
+            self._record_target()
 
-    def _flush(self, durable: int, target: int) -> Awaitable[None]:  # noqa: ARG002
+    def _flush(self, durable: int, target: int) -> Awaitable[None]:
         fd = self._fd
+        indexed = holds_changes(self._entries[durable:target])
         if self.header.format == 1:
-            return self._worker.submit(lambda: os.fsync(fd))
+            return self._flushed(self._worker.submit(lambda: os.fsync(fd)), indexed=indexed)
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
         commit = commit_line(target, self._checksums[target - 1 - self._origin])
@@ -197,10 +220,23 @@ class JsonlSessionHandle(LogHandle):
             _write_all(fd, commit)
             self._commit_lines += 1
 
-        return self._worker.submit(flush)
+        return self._flushed(self._worker.submit(flush), indexed=indexed)
+
+    async def _flushed(self, flush: Awaitable[None], *, indexed: bool) -> None:
+        await flush
+        if indexed:
+            self._indexed = True
+            self._record_target()
+
+    def _record_target(self) -> None:
+        # On the event loop, between flushes: the file holds exactly these entries now.
+        target = self._next_target.after(self._entries, len(self._entries))
+        self._index.record(self.id, target, self._fd)
 
     async def _release(self) -> None:
         fd = self._fd
+        if self._indexed and self._poison() is None:
+            self._record_target()
         save = self._checkpoint_job()
 
         def last() -> None:
@@ -322,6 +358,7 @@ class JsonlSessionStore:
         """``flush_on_loop``: a lone barrier fsyncs on the event loop's thread (fast, but the loop
         waits for the disk meanwhile); ``False`` sends every flush to the session's thread."""
         self._dir = data_dir
+        self._index = TargetIndexFile(data_dir, suffix=SUFFIX, read_log=_read_log)
         self._flush_on_loop = flush_on_loop
         self._directory_lock = threading.Lock()
         self._directory_checked = False
@@ -454,6 +491,15 @@ class JsonlSessionStore:
     async def scan(self) -> SessionListing:
         return await asyncio.to_thread(lambda: _scan(self))
 
+    async def due_sessions(
+        self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
+    ) -> tuple[DueSession, ...]:
+        """See the port; answered from the sidecar index ``.next-targets`` of the data directory
+        (:mod:`session_schedule.session.jsonl_targets`), which reads a session's log only when
+        its record is missing or stale."""
+        check_limit(limit)
+        return await asyncio.to_thread(lambda: self._index.due(before, limit))
+
     def _checked(self, path: Path) -> Path:
         self.check_directory()
         return path
@@ -465,8 +511,14 @@ class JsonlSessionStore:
             opened=opened,
             path=self.path_of(opened.header.id),
             worker=worker,
+            index=self._index,
             flush_on_loop=self._flush_on_loop,
         )
+
+
+def _read_log(path: Path, session_id: SessionId) -> tuple[SessionHeader, list[LogEntry]]:
+    parsed = _read(path, _source(session_id), sync=False)
+    return parsed.header, parsed.entries
 
 
 def _source(session_id: str) -> Source:

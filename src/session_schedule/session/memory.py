@@ -25,6 +25,8 @@ from session_schedule.session.ids import (
     require_session_id,
 )
 from session_schedule.session.port import (
+    DEFAULT_DUE_LIMIT,
+    DueSession,
     LogEntry,
     SessionHeader,
     SessionListing,
@@ -34,6 +36,7 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
+from session_schedule.session.targets import due
 
 _PLACE: Final = "this memory store"
 
@@ -44,11 +47,13 @@ Fault = Literal["write", "barrier"]
 class _Stored:
     """A session as storage holds it: the header and the barriered entries."""
 
-    __slots__ = ("entries", "header")
+    __slots__ = ("entries", "header", "next_target")
 
     def __init__(self, header: SessionHeader, entries: list[LogEntry]) -> None:
         self.header = header
         self.entries = entries
+        self.next_target: Instant | None = None
+        """The next-target index's record of this session (a fork has nothing active)."""
 
 
 @final
@@ -71,8 +76,11 @@ class MemorySessionHandle(LogHandle):
             raise OSError(errno.EIO, "the store crashed during the flush")
         if self._store._take_fault("barrier"):
             raise OSError(errno.EIO, "injected barrier failure")
+        indexed, next_target = self._index_update(durable, target)
         del self._stored.entries[durable:]
         self._stored.entries.extend(self._entries[durable:target])
+        if indexed:
+            self._stored.next_target = next_target
 
     async def _release(self) -> None:
         self._store._release(self)
@@ -143,6 +151,15 @@ class MemorySessionStore:
     async def scan(self) -> SessionListing:
         # Headers held in memory are always readable.
         return listing([stored.header for stored in self._sessions.values()], [])
+
+    async def due_sessions(
+        self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
+    ) -> tuple[DueSession, ...]:
+        return due(
+            {session_id: stored.next_target for session_id, stored in self._sessions.items()},
+            before,
+            limit,
+        )
 
     def _new(
         self,

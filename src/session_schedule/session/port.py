@@ -34,6 +34,8 @@ from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
 
 FORMAT_VERSION: Final = 1
+DEFAULT_DUE_LIMIT: Final = 1000
+"""How many sessions ``due_sessions`` lists at most, unless told otherwise."""
 
 SessionIdField: TypeAlias = Annotated[
     SessionId, msgspec.Meta(extra_json_schema={"pattern": SESSION_ID_PATTERN})
@@ -86,6 +88,15 @@ class SessionSnapshot(NamedTuple):
 
     header: SessionHeader
     entries: tuple[LogEntry, ...]
+
+
+@final
+class DueSession(NamedTuple):
+    """A session with an active reminder due before some instant (see ``due_sessions``)."""
+
+    session_id: SessionId
+    next_target: Instant
+    """Its earliest active target."""
 
 
 @final
@@ -223,6 +234,20 @@ class SessionStore(Protocol):
     async def scan(self) -> SessionListing:
         """Like :meth:`list`, but a session whose header cannot be read is reported beside the
         others instead of stopping the listing."""
+        ...
+
+    async def due_sessions(
+        self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
+    ) -> tuple[DueSession, ...]:
+        """The sessions whose earliest active reminder target is before ``before``: soonest
+        first, then by id, at most ``limit`` (``ValueError`` when it is below 1).
+
+        Answered from the store's next-target index, without reading any log: every commit
+        that holds ``schedule/change`` entries records the session's earliest active target
+        (or that nothing is active) with it. Only committed changes count; ownership is not
+        considered (a listed session may be open elsewhere). A session whose log the fold
+        rejects is indexed as having nothing active.
+        """
         ...
 
 

@@ -26,8 +26,8 @@ its own, so a few connections serve many sessions.
   durable, and neither take nor need the lease.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
   same statement, the session's earliest active target (``NULL`` when nothing is active), from
-  the handle's own fold of the log; :meth:`PostgresSessionStore.due_sessions` lists the sessions
-  due before an instant — the start of the interface a host needs to keep due sessions live.
+  the handle's own fold of the log (:mod:`session_schedule.session.targets`);
+  :meth:`PostgresSessionStore.due_sessions` lists the sessions due before an instant.
 
 A store and its handles belong to the event loop they are first used in. Close the store (or use
 it as an async context manager) to close its pool; handles still open are closed first.
@@ -43,7 +43,7 @@ import socket
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
-from typing import Final, NamedTuple, Self, TypeAlias, cast, final
+from typing import Final, NamedTuple, Self, TypeAlias, final
 
 from session_schedule.extras import require
 
@@ -53,10 +53,6 @@ import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleChange
-from session_schedule.core.due import next_wakeup
-from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.instants import Instant
 from session_schedule.session.codec import (
     Source,
@@ -81,6 +77,8 @@ from session_schedule.session.ids import (
     require_session_id,
 )
 from session_schedule.session.port import (
+    DEFAULT_DUE_LIMIT,
+    DueSession,
     LogEntry,
     SessionHeader,
     SessionListing,
@@ -96,6 +94,7 @@ from session_schedule.session.postgres_schema import (
     version_problem,
     version_queries,
 )
+from session_schedule.session.targets import check_limit
 
 DEFAULT_LEASE_SECONDS: Final = 15.0
 DEFAULT_POOL_SIZE: Final = 10
@@ -184,6 +183,10 @@ class _Statements:
         self.headers = q("SELECT id, header FROM {s}.sessions")
 
 
+def _moment(instant: Instant | None) -> dt.datetime | None:
+    return None if instant is None else _EPOCH + dt.timedelta(milliseconds=instant)
+
+
 def _columns(rows: Sequence[Row]) -> tuple[list[int], list[str], list[bytes]]:
     return [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]
 
@@ -210,11 +213,6 @@ class PostgresSessionHandle(LogHandle):
         """Why this handle lost its ownership (it is then poisoned)."""
         self._renewal_error: BaseException | None = None
         """Why the last renewal attempt failed, until one succeeds."""
-        self._targets: ScheduleFold | None = None
-        """The schedule, folded up to entry ``_folded``, for the next-target index."""
-        self._folded = 0
-        self._unindexable = False
-        """Whether the fold rejected the log (the index then says nothing is active)."""
         self._loop = asyncio.get_running_loop()
         self._pending: list[Row] = []
         """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
@@ -241,9 +239,14 @@ class PostgresSessionHandle(LogHandle):
         started = self._loop.time()
         store = self._store
         lease = (store.lease_seconds, self.id, self._epoch)
-        if any(row[1] == CHANGE_EVENT_TYPE for row in rows):
+        end = rows[-1][0] + 1 if rows else 0
+        indexed, next_target = self._index_update(rows[0][0], end) if rows else (False, None)
+        if indexed:
             statement = store._sql.flush_with_target
-            parameters: tuple[object, ...] = (*lease, self._next_target(rows[-1][0] + 1))
+            moment = (
+                None if next_target is None else _EPOCH + dt.timedelta(milliseconds=next_target)
+            )
+            parameters: tuple[object, ...] = (*lease, moment)
         else:
             statement, parameters = store._sql.flush, lease
         async with store._connection() as connection:
@@ -256,34 +259,6 @@ class PostgresSessionHandle(LogHandle):
             )
             raise _LeaseLost(self._lost)
         self._renewed(started)
-
-    def _next_target(self, end: int) -> dt.datetime | None:
-        """The earliest active target once entries below ``end`` are applied (``None``: none).
-
-        The schedule is folded here, once, the first time a flush holds a schedule change, then
-        kept up to date. A log the fold rejects is indexed as having nothing active (and logged):
-        opening the session reports the damage.
-        """
-        if self._targets is None:
-            self._targets = ScheduleFold(session=self.id)
-        state = self._targets
-        seed = self._header.seed_length
-        try:
-            for entry in self._entries[self._folded : end]:
-                if entry.type != CHANGE_EVENT_TYPE:
-                    continue
-                change = cast("ScheduleChange", entry.payload)
-                if entry.position < seed:
-                    state.note_inherited(change)
-                else:
-                    state.apply(change, position=entry.position)
-        except ScheduleError as error:
-            if not self._unindexable:
-                _log.warning("session %s: its next target is not indexed: %s", self.id, error)
-            self._unindexable = True
-        self._folded = end
-        wakeup = None if self._unindexable else next_wakeup(state)
-        return None if wakeup is None else _EPOCH + dt.timedelta(milliseconds=wakeup)
 
     async def _release(self) -> None:
         self._renewal.cancel()
@@ -357,15 +332,6 @@ class PostgresSessionHandle(LogHandle):
                 store._sql.renew, (store.lease_seconds, self.id, self._epoch)
             )
             return cursor.rowcount == 1
-
-
-@final
-class DueSession(NamedTuple):
-    """A session with an active reminder due before some instant."""
-
-    session_id: SessionId
-    next_target: Instant
-    """Its earliest active target."""
 
 
 class _Loaded(NamedTuple):
@@ -499,15 +465,10 @@ class PostgresSessionStore:
                 problems.append(problem)
         return listing(headers, problems)
 
-    async def due_sessions(self, before: Instant, *, limit: int = 1000) -> tuple[DueSession, ...]:
-        """The sessions whose earliest active reminder target is before ``before``, soonest
-        first (then by id), at most ``limit`` of them.
-
-        The start of the interface a host process needs to keep due sessions live: every commit
-        that holds a ``schedule/change`` entry also records, in the same transaction, the
-        session's earliest active target (or that nothing is active). Ownership is not
-        considered: a listed session may be open elsewhere.
-        """
+    async def due_sessions(
+        self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
+    ) -> tuple[DueSession, ...]:
+        check_limit(limit)
         await self._start()
         async with self._connection() as connection:
             cursor = await connection.execute(

@@ -1,10 +1,14 @@
 """The SQLite store: many sessions in one database file.
 
-Schema (``PRAGMA user_version = 1``)::
+Schema (``PRAGMA user_version = 2``)::
 
     sessions(id TEXT PRIMARY KEY, header TEXT NOT NULL)  -- the header's canonical JSON
     entries(session_id TEXT, position INTEGER, type TEXT, data TEXT,  -- data: canonical JSON
             PRIMARY KEY (session_id, position))
+    next_targets(session_id TEXT PRIMARY KEY, next_target INTEGER)  -- epoch ms, NULL: none
+
+A database of version 1 (without ``next_targets``) is upgraded when it is first opened: the table
+is created and filled from every session's log, in one transaction.
 
 The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
 
@@ -21,6 +25,8 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   second handle in the same process is refused like another process. The primary key is the
   backstop: should two writers ever reach one session, the second commit fails on the taken
   position (and poisons that handle); positions can never interleave.
+- **The next-target index** (``next_targets``) is written in the barrier's own transaction
+  whenever the rows it commits hold ``schedule/change`` entries; ``due_sessions`` reads only it.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` use their own connection and see
   exactly what barriers made durable.
 """
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -36,6 +43,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias, final
 
+from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
 from session_schedule.session.codec import (
     Source,
@@ -59,6 +67,8 @@ from session_schedule.session.ids import (
     require_session_id,
 )
 from session_schedule.session.port import (
+    DEFAULT_DUE_LIMIT,
+    DueSession,
     LogEntry,
     SessionHeader,
     SessionListing,
@@ -68,9 +78,11 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
+from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+_log: Final = logging.getLogger(__name__)
 BUSY_TIMEOUT_SECONDS: Final = 10.0
 """How long a barrier waits for another connection's write transaction before it fails."""
 
@@ -87,7 +99,24 @@ _SCHEMA: Final = (
     ),
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
+_TARGETS_SCHEMA: Final = (
+    (
+        "CREATE TABLE next_targets ("
+        " session_id TEXT PRIMARY KEY REFERENCES sessions (id),"
+        " next_target INTEGER"
+        ") WITHOUT ROWID"
+    ),
+    "CREATE INDEX next_targets_by_target ON next_targets (next_target)",
+)
 _INSERT: Final = "INSERT INTO entries (session_id, position, type, data) VALUES (?, ?, ?, ?)"
+_SET_TARGET: Final = (
+    "INSERT INTO next_targets (session_id, next_target) VALUES (?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET next_target = excluded.next_target"
+)
+_DUE: Final = (
+    "SELECT session_id, next_target FROM next_targets WHERE next_target < ?"
+    " ORDER BY next_target, session_id LIMIT ?"
+)
 
 Row: TypeAlias = tuple[str, int, str, str]
 """An entry row as inserted: session id, position, type, canonical JSON payload."""
@@ -123,7 +152,9 @@ class SqliteSessionHandle(LogHandle):
         self._pending_base = durable
         rows = self._pending[: target - durable]
         connection = self._connection
-        return self._worker.submit(lambda: _insert(connection, rows))
+        indexed, next_target = self._index_update(durable, target)
+        index = (self.id, next_target) if indexed else None
+        return self._worker.submit(lambda: _insert(connection, rows, index))
 
     async def _release(self) -> None:
         connection, lock_fd = self._connection, self._lock_fd
@@ -257,6 +288,12 @@ class SqliteSessionStore:
     async def scan(self) -> SessionListing:
         return await asyncio.to_thread(_scan, self._db)
 
+    async def due_sessions(
+        self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
+    ) -> tuple[DueSession, ...]:
+        check_limit(limit)
+        return await asyncio.to_thread(_due, self._db, before, limit)
+
 
 async def _own(job: Callable[[], _Opened]) -> SqliteSessionHandle:
     worker = Worker("session-sqlite")
@@ -354,6 +391,21 @@ def _scan(db: _Database) -> SessionListing:
     return listing(headers, problems)
 
 
+def _due(db: _Database, before: Instant, limit: int) -> tuple[DueSession, ...]:
+    try:
+        connection = _connect(db.path, create=False)
+    except FileNotFoundError:
+        return ()
+    try:
+        rows = connection.execute(_DUE, (before, limit)).fetchall()
+    finally:
+        connection.close()
+    return tuple(
+        DueSession(SessionId(_stored_text(session_id)), Instant(target))
+        for session_id, target in rows
+    )
+
+
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     """A connection in WAL mode with ``synchronous=FULL`` and the schema in place.
 
@@ -384,6 +436,9 @@ def _prepare_schema(connection: sqlite3.Connection, path: Path, *, create: bool)
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
+    if version == 1:
+        _upgrade_from_1(connection, path)
+        return
     if version != 0:
         raise SessionError(
             "",
@@ -400,8 +455,40 @@ def _create_schema(connection: sqlite3.Connection) -> None:
     try:
         # Another process may have created it since we looked.
         if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
-            for statement in _SCHEMA:
+            for statement in (*_SCHEMA[:-1], *_TARGETS_SCHEMA, _SCHEMA[-1]):
                 connection.execute(statement)
+        connection.execute("COMMIT")
+    except BaseException:
+        _rollback(connection)
+        raise
+
+
+def _upgrade_from_1(connection: sqlite3.Connection, path: Path) -> None:
+    """Add the next-target index to a version-1 database, filled from every session's log."""
+    db = _Database(path, path.with_name(f"{path.name}.locks"))
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have upgraded it since we looked.
+        if connection.execute("PRAGMA user_version").fetchone()[0] == 1:
+            for statement in _TARGETS_SCHEMA:
+                connection.execute(statement)
+            session_ids = [
+                _stored_text(row[0])
+                for row in connection.execute("SELECT id FROM sessions").fetchall()
+            ]
+            for session_id in session_ids:
+                try:
+                    loaded = _load_rows(db, connection, SessionId(session_id))
+                except (SessionError, ScheduleError) as error:
+                    # Opening the session reports the damage; the index says nothing is active.
+                    _log.warning(
+                        "session %s: its next target is not indexed: %s", session_id, error
+                    )
+                    continue
+                connection.execute(
+                    _SET_TARGET, (session_id, next_target_of(loaded.header, loaded.entries))
+                )
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
         _rollback(connection)
@@ -429,18 +516,21 @@ def _lock(locks_dir: Path, session_id: SessionId) -> int:
 
 def _load(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Loaded:
     """The committed header and entries of a session, read in one transaction."""
-    source = db.source(session_id)
     connection.execute("BEGIN")
     try:
-        found = connection.execute(
-            "SELECT header FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        rows = connection.execute(
-            "SELECT position, type, data FROM entries WHERE session_id = ? ORDER BY position",
-            (session_id,),
-        ).fetchall()
+        return _load_rows(db, connection, session_id)
     finally:
         _rollback(connection)
+
+
+def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Loaded:
+    """The header and entries of a session, read in the transaction the caller holds."""
+    source = db.source(session_id)
+    found = connection.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    rows = connection.execute(
+        "SELECT position, type, data FROM entries WHERE session_id = ? ORDER BY position",
+        (session_id,),
+    ).fetchall()
     if found is None:
         raise session_not_found(session_id, db.place)
     header = decode_header(_stored_bytes(found[0]), source)
@@ -492,11 +582,18 @@ def _insert_session(connection: sqlite3.Connection, header: SessionHeader, rows:
     return True
 
 
-def _insert(connection: sqlite3.Connection, rows: list[Row]) -> None:
-    """Commit ``rows`` in one transaction (a barrier)."""
+def _insert(
+    connection: sqlite3.Connection,
+    rows: list[Row],
+    index: tuple[SessionId, Instant | None] | None,
+) -> None:
+    """Commit ``rows`` in one transaction (a barrier), with the session's ``index`` record when
+    the rows hold schedule changes."""
     connection.execute("BEGIN IMMEDIATE")
     try:
         connection.executemany(_INSERT, rows)
+        if index is not None:
+            connection.execute(_SET_TARGET, index)
         connection.execute("COMMIT")
     except BaseException:
         _rollback(connection)

@@ -23,7 +23,7 @@ What the suite pins down: append order and immediacy; header and fork semantics;
 guarantees (everything appended before it survives a close and is seen by another reader) and
 what nothing guarantees before one (after a close without a barrier, a prefix of the unbarriered
 entries — possibly none — survives); poisoned handles; ownership refusal; reopening after close;
-many sessions side by side.
+many sessions side by side; the next-target index behind ``due_sessions``.
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ import pytest
 from session_schedule.core.changes import create_change, delete_change, dispatch_change
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import make_schedule_id
-from session_schedule.core.instants import Instant, parse_instant
+from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord
 from session_schedule.session import (
+    DueSession,
     LogEntry,
     MessageEntry,
     PersistenceUncertain,
@@ -620,3 +621,72 @@ class SessionStoreContract(abc.ABC):
             assert isinstance(caught.value.__cause__, ScheduleError)
             assert caught.value.__cause__.code == "corrupt_schedule_log"
             assert list(handle.entries) == []
+
+    # The next-target index.
+
+    @contract_test
+    async def test_due_sessions_follow_committed_schedule_changes(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        early, late = (
+            parse_instant("2030-01-01T00:00:00.000Z"),
+            parse_instant("2030-06-01T00:00:00.000Z"),
+        )
+        far = parse_instant("2031-01-01T00:00:00.000Z")
+        quiet = await store.create(now=NOW)
+        quiet.append("message", turn(1))
+        await quiet.barrier()
+        one = await store.create(now=NOW)
+        one.append(CHANGE, at_create(1, late))
+        await one.barrier()
+        two = await store.create(now=NOW)
+        two.append(CHANGE, at_create(1, late))
+        two.append(CHANGE, at_create(2, early))
+        two.append("message", turn(2))
+        await two.barrier()
+        assert await store.due_sessions(far) == (
+            DueSession(two.id, early),
+            DueSession(one.id, late),
+        )
+        assert await store.due_sessions(far, limit=1) == (DueSession(two.id, early),)
+        assert await store.due_sessions(late) == (DueSession(two.id, early),)
+        assert await store.due_sessions(early) == ()
+        # A one-shot dispatched, and one deleted: the next target moves, then there is none.
+        two.append(CHANGE, dispatch_change(make_schedule_id(2)))
+        await two.barrier()
+        one.append(CHANGE, delete_change(make_schedule_id(1)))
+        await one.barrier()
+        assert await store.due_sessions(far) == (DueSession(two.id, late),)
+        # Seen by another store over the same storage, after the owners closed.
+        fork = await store.fork(two.id, now=LATER)
+        await fork.barrier()
+        for handle in (quiet, one, two, fork):
+            await handle.close()
+        assert await self.make_store(tmp_path).due_sessions(far) == (DueSession(two.id, late),)
+        # A fork inherits no active reminder, until it creates its own.
+        async with await self.make_store(tmp_path).open(fork.id) as reopened:
+            reopened.append(CHANGE, at_create(3, early))
+            await reopened.barrier()
+        assert await self.make_store(tmp_path).due_sessions(far) == (
+            DueSession(fork.id, early),
+            DueSession(two.id, late),
+        )
+
+    @contract_test
+    async def test_due_sessions_refuses_a_limit_below_one(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        with pytest.raises(ValueError, match=r"^limit must be at least 1, not 0$"):
+            await store.due_sessions(LATER, limit=0)
+        assert await store.due_sessions(LATER) == ()
+
+
+CHANGE: Final = "schedule/change"
+
+
+def at_create(number: int, target: Instant) -> object:
+    """A ``schedule/change`` create of an ``at`` reminder ``sch_<number>`` due at ``target``."""
+    record = AtScheduleRecord(
+        id=make_schedule_id(number),
+        prompt=f"reminder {number}",
+        scheduled_at=format_instant(target),
+    )
+    return create_change(record)

@@ -1,0 +1,220 @@
+"""``session-schedule host``: keep every session with reminders live, in one process.
+
+The store is the data directory (JSONL, the default) or, with ``--dsn`` or ``--postgres``, a
+PostgreSQL database (where several hosts share the sessions through their leases). The model is
+configured as for the chat; without one the host is offline: a due reminder's follow-up turn is
+recorded in the transcript, unanswered, for the person to find. It runs until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from typing import Final
+
+from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
+from session_schedule.cli.common import EXIT_OK, EXIT_STORAGE, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
+from session_schedule.core.instants import Instant
+from session_schedule.harness.model import Model, OpenAIChatModel
+from session_schedule.host import HostSettings, ScheduleHost, reference_agents
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.port import SessionStore
+
+DESCRIPTION: Final = (
+    "Keep every session that has reminders live, in one process: each session is opened shortly "
+    "before its next reminder is due, its follow-up turn is answered by the model (offline: "
+    "recorded in the transcript, unanswered), and it is closed again once idle. A session open "
+    "elsewhere (a chat) is skipped and tried again later."
+)
+_LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``host`` to the program's subcommands."""
+    parser = commands.add_parser(
+        "host",
+        help="keep every session with reminders live, answering reminders while chats are closed",
+        description=DESCRIPTION,
+        epilog="example: session-schedule host --model gpt-4.1-mini\n"
+        "example: session-schedule host --dsn postgresql://app@db.internal/app --lease-seconds 15",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    store = parser.add_mutually_exclusive_group()
+    store.add_argument(
+        "--dsn",
+        metavar="DSN",
+        help="serve the sessions of this PostgreSQL database (default: the data directory)",
+    )
+    store.add_argument(
+        "--postgres",
+        action="store_true",
+        help=f"serve the PostgreSQL database named by ${DSN_VARIABLE}",
+    )
+    parser.add_argument(
+        "--schema",
+        default=DEFAULT_SCHEMA,
+        help=f"the PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA})",
+    )
+    parser.add_argument(
+        "--lease-seconds",
+        type=_positive,
+        default=15.0,
+        metavar="SECONDS",
+        help="PostgreSQL: how long a session stays owned by a host that stopped renewing "
+        "(default: 15)",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="MODEL",
+        help=f"the model that answers follow-ups (default: ${MODEL_VARIABLE}; without one: "
+        "offline)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)",
+    )
+    defaults = HostSettings()
+    parser.add_argument(
+        "--lead",
+        type=_positive,
+        default=defaults.lead_seconds,
+        metavar="SECONDS",
+        help=f"open a session this long before its next reminder (default: "
+        f"{defaults.lead_seconds:g})",
+    )
+    parser.add_argument(
+        "--poll",
+        type=_positive,
+        default=defaults.poll_seconds,
+        metavar="SECONDS",
+        help=f"re-read the next-target index this often (default: {defaults.poll_seconds:g})",
+    )
+    parser.add_argument(
+        "--busy-retry",
+        type=_positive,
+        default=defaults.busy_retry_seconds,
+        metavar="SECONDS",
+        help=f"try a session open elsewhere again this much later (default: "
+        f"{defaults.busy_retry_seconds:g})",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="log every reminder event, not only problems"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def run(arguments: argparse.Namespace) -> int:
+    config = model_config(arguments.model, arguments.base_url, os.environ)
+    if isinstance(config, str):
+        return fail(config, EXIT_USAGE)
+    dsn: str | None = arguments.dsn
+    if arguments.postgres:
+        dsn = os.environ.get(DSN_VARIABLE) or None
+        if dsn is None:
+            return fail(f"host --postgres needs ${DSN_VARIABLE}", EXIT_USAGE)
+    logging.basicConfig(
+        level=logging.INFO if arguments.verbose else logging.WARNING,
+        format=_LOG_FORMAT,
+        stream=sys.stderr,
+    )
+    settings = HostSettings(
+        lead_seconds=arguments.lead,
+        poll_seconds=arguments.poll,
+        busy_retry_seconds=arguments.busy_retry,
+    )
+    if dsn is None:
+        directory = data_dir(arguments)
+        where = f"the sessions in {directory}"
+        return asyncio.run(_serve(JsonlSessionStore(directory), where, config, settings))
+    try:
+        import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
+
+        from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+        from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
+    except ImportError as error:
+        return fail(
+            f"the PostgreSQL store needs the postgres extra "
+            f"(pip install 'session-schedule[postgres]'): {error}",
+            EXIT_USAGE,
+        )
+    try:
+        check_schema_name(arguments.schema)
+    except ValueError as error:
+        return fail(str(error), EXIT_USAGE)
+    store = PostgresSessionStore(
+        dsn, schema=arguments.schema, lease_seconds=arguments.lease_seconds
+    )
+    try:
+        return asyncio.run(
+            _serve(
+                store, f"the sessions in schema {arguments.schema} of PostgreSQL", config, settings
+            )
+        )
+    except psycopg.Error as error:
+        problem = " ".join(str(error).split())
+        return fail(f"the database could not be used: {problem}", EXIT_STORAGE)
+
+
+async def _serve(
+    store: SessionStore, where: str, config: ModelConfig | None, settings: HostSettings
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signal_number, stop.set)
+    async with _model(config) as model, contextlib.AsyncExitStack() as resources:
+        closing = getattr(store, "close", None)
+        if closing is not None:
+            resources.push_async_callback(closing)
+        # A first read of the index: a store that cannot be used fails here, not in the timer.
+        await store.due_sessions(Instant(0))
+        answered = f"answering with {config.name}" if config is not None else "offline"
+        print(
+            f"session-schedule host: keeping {where} live ({answered}); stop with Ctrl-C",
+            flush=True,
+        )
+        async with ScheduleHost(store, reference_agents(model), settings=settings) as host:
+            stopped = asyncio.ensure_future(stop.wait())
+            timer = asyncio.ensure_future(host.wait_stopped())
+            await asyncio.wait({stopped, timer}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            timer.cancel()
+            stats = host.stats
+            failure = host.failure
+        print(
+            f"session-schedule host: stopped; sessions opened {stats.opened}, closed "
+            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}",
+            flush=True,
+        )
+    if failure is not None:
+        return fail(f"the host stopped: {failure}", EXIT_STORAGE)
+    return EXIT_OK
+
+
+@contextlib.asynccontextmanager
+async def _model(config: ModelConfig | None) -> AsyncIterator[Model | None]:
+    if config is None:
+        yield None
+        return
+    from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
+
+    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+        yield OpenAIChatModel(client, config.name)

@@ -1,0 +1,495 @@
+"""One process that keeps every session with reminders live, over any store.
+
+Theory of operation
+-------------------
+A :class:`ScheduleHost` owns no session for long. It reads the store's next-target index
+(``due_sessions``), opens a session shortly before its next target, lets its Schedule deliver
+what is due, and closes it again once it is idle. Per session it keeps exactly the rules of
+:class:`~session_schedule.runtime.live.LiveSchedule` — it runs one, built with ``driven=True``,
+and calls its :meth:`~session_schedule.runtime.live.LiveSchedule.step`, the same delivery pass
+its own owner task would loop over: one queue, barrier discipline, never into a running turn,
+back-off on refusal, the follow-up budget.
+
+Rule 1 — **one timer for all sessions.** One task holds a heap of ``(instant, session)``: when
+to open a closed session, or when to run the next pass of an open one. It sleeps until the
+earliest entry, but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever
+it wakes (a stale heap entry — superseded by a later plan — is dropped when popped). Opening,
+stepping and closing a session run as short tasks of their own, so a slow session never holds
+the timer up.
+
+Rule 2 — **the index is re-read periodically.** Every ``poll_seconds`` (and at start) the host
+asks for the sessions whose next target is before ``now + lead_seconds + poll_seconds`` and
+plans to open each ``lead_seconds`` before its target (at once when that is past).
+
+Rule 3 — **a session held elsewhere is skipped and retried.** ``SessionBusy`` (a chat has it
+open, another host holds its lease) plans another attempt ``busy_retry_seconds`` later, for as
+long as the index says it is due. A session that cannot be opened for another reason (damaged,
+a storage failure) is logged and retried after ``failed_retry_seconds``; one that vanished is
+forgotten.
+
+Rule 4 — **closed when idle.** After a pass, a session whose next pass is more than
+``lead_seconds`` away is closed as soon as its agent is idle: the host enters the agent's
+maintenance phase (so no turn can start), closes the Schedule, the agent and the session. A
+session whose agent is busy (a follow-up turn running) is looked at again once it is idle.
+
+Rule 5 — **a session whose Schedule stops is closed.** A pass that raises — the handle is
+poisoned, e.g. its PostgreSQL lease was taken over by another host — closes the session (nothing
+more is appended through that handle) and plans a fresh open from storage after
+``failed_retry_seconds``, if the index still lists it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import Final, Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.errors import SessionBusy, SessionError, SessionNotFound
+from session_schedule.session.ids import SessionId
+from session_schedule.session.port import SessionHandle, SessionStore
+
+logger = logging.getLogger(__name__)
+
+AgentFactory: TypeAlias = Callable[
+    [SessionHandle, Clock, Settings, Callable[[], None]],
+    AbstractAsyncContextManager[LiveSchedule],
+]
+"""Makes the agent of one session and its Schedule: given the open session, the host's clock,
+the Schedule settings and the wake callback, it yields a started ``LiveSchedule`` built with
+``driven=True`` and ``on_wake=<the callback>``, and stops both (not the session) on exit."""
+
+_Plan: TypeAlias = Literal["open", "retry", "step"]
+"""What a heap entry is for: opening a session (from the index), trying again to open it (after
+a refusal or failure, not brought forward by a poll), or the next pass of an open one."""
+_YIELDS: Final = 8
+
+
+@final
+class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Every knob of a host; the defaults are documented in the README."""
+
+    lead_seconds: float = 30.0
+    """A session is opened this long before its next target."""
+    poll_seconds: float = 10.0
+    """The index is re-read at least this often."""
+    max_wait_seconds: float = 30.0
+    """The timer never sleeps longer than this before re-reading the wall clock."""
+    busy_retry_seconds: float = 5.0
+    """A session held elsewhere is tried again this much later."""
+    failed_retry_seconds: float = 60.0
+    """A session that failed to open, or whose Schedule stopped, is tried again this much later."""
+    max_open: int = 1000
+    """At most this many sessions are open at once; more wait for the next poll."""
+    max_opening: int = 16
+    """At most this many sessions are being opened at once."""
+    due_limit: int = 10_000
+    """At most this many sessions are taken from the index per poll."""
+    drain_seconds: float = 10.0
+    """On close, a session's running turn gets this long to finish before it is cancelled."""
+    schedule: Settings = Settings()
+    """The Settings of every session's Schedule."""
+
+
+@final
+class HostStats(msgspec.Struct, kw_only=True):
+    """Counters since the host started."""
+
+    opened: int = 0
+    closed: int = 0
+    busy: int = 0
+    """Opens refused because the session is held elsewhere."""
+    failed: int = 0
+    """Opens that failed otherwise, and Schedules that stopped."""
+    polls: int = 0
+
+
+@final
+class _Slot:
+    """One open session."""
+
+    __slots__ = ("handle", "resources", "schedule", "stepping", "waiting_idle")
+
+    def __init__(
+        self, handle: SessionHandle, schedule: LiveSchedule, resources: AsyncExitStack
+    ) -> None:
+        self.handle = handle
+        self.schedule = schedule
+        self.resources = resources
+        self.stepping = False
+        self.waiting_idle = False
+
+
+@final
+class ScheduleHost:
+    """Keeps the sessions of ``store`` that have reminders live, with agents from ``factory``.
+
+    Use ``async with ScheduleHost(store, factory):`` or :meth:`start` and :meth:`close`. See the
+    module docstring for the rules.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        factory: AgentFactory,
+        *,
+        clock: Clock | None = None,
+        settings: HostSettings | None = None,
+    ) -> None:
+        self._store = store
+        self._factory = factory
+        self._clock = clock or SystemClock()
+        self._settings = settings or HostSettings()
+        _check(self._settings)
+        self._heap: list[tuple[Instant, int, SessionId]] = []
+        self._planned: dict[SessionId, tuple[Instant, _Plan]] = {}
+        self._sequence = 0
+        self._slots: dict[SessionId, _Slot] = {}
+        self._opening: set[SessionId] = set()
+        self._open_gate = asyncio.Semaphore(self._settings.max_opening)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting: dict[asyncio.Task[None], _Slot | bool] = {}
+        """Tasks that may wait for an agent: a pass (waiting while its Schedule is parked), or a
+        wait for idle (``True``: always waiting)."""
+        self._wake = asyncio.Event()
+        self._parked = asyncio.Event()
+        self._timer: asyncio.Task[None] | None = None
+        self._next_poll: Instant | None = None
+        self._failure: BaseException | None = None
+        self.stats = HostStats()
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._timer is not None:
+            raise RuntimeError("this ScheduleHost was started already")
+        self._timer = asyncio.create_task(self._run(), name="schedule host timer")
+
+    async def close(self) -> None:
+        """Stop the timer, then close every open session, each once its agent is idle or
+        ``drain_seconds`` have passed (a turn still running is then cancelled). Idempotent."""
+        timer, self._timer = self._timer, None
+        if timer is not None and not timer.done():
+            timer.cancel()
+            await asyncio.gather(timer, return_exceptions=True)
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(
+            *(self._drain(session_id) for session_id in list(self._slots)),
+            return_exceptions=True,
+        )
+
+    async def __aenter__(self) -> ScheduleHost:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    @property
+    def settings(self) -> HostSettings:
+        return self._settings
+
+    @property
+    def open_sessions(self) -> frozenset[SessionId]:
+        """The sessions open in this host now."""
+        return frozenset(self._slots)
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the timer, if anything did (it is also logged)."""
+        return self._failure
+
+    async def wait_stopped(self) -> None:
+        """Return once the timer has stopped (closed, or :attr:`failure`)."""
+        timer = self._timer
+        if timer is not None:
+            await asyncio.gather(timer, return_exceptions=True)
+
+    async def settled(self) -> None:
+        """Return once the timer sleeps and no open, pass or close is running or waiting to
+        run. For tests in virtual time."""
+        while True:
+            await self._parked.wait()
+            for _ in range(_YIELDS):
+                await asyncio.sleep(0)
+            if self._parked.is_set() and not self._wake.is_set() and self._tasks_parked():
+                return
+
+    def _tasks_parked(self) -> bool:
+        """Whether every task is only waiting for an agent to become idle."""
+        for task in self._tasks:
+            waiting = self._waiting.get(task)
+            if waiting is None:
+                return False
+            if isinstance(waiting, _Slot) and not waiting.schedule.parked:
+                return False
+        return True
+
+    # -- the timer (Rule 1, Rule 2) ----------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                self._wake.clear()
+                now = self._clock.now()
+                if self._next_poll is None or now >= self._next_poll:
+                    await self._poll(now)
+                    now = self._clock.now()
+                    self._next_poll = _after(now, self._settings.poll_seconds)
+                self._run_due(now)
+                await self._sleep(self._bounded(now))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            self._failure = error
+            logger.exception("the schedule host's timer failed")
+        finally:
+            self._parked.set()
+
+    async def _poll(self, now: Instant) -> None:
+        settings = self._settings
+        horizon = _after(now, settings.lead_seconds + settings.poll_seconds)
+        try:
+            due = await self._store.due_sessions(horizon, limit=settings.due_limit)
+        except (SessionError, OSError) as error:
+            logger.error("the next-target index could not be read: %s", error)  # noqa: TRY400
+            return
+        self.stats.polls += 1
+        lead = round(settings.lead_seconds * MS_PER_SECOND)
+        for session_id, target in due:
+            if session_id in self._slots or session_id in self._opening:
+                continue
+            planned = self._planned.get(session_id)
+            open_at = Instant(max(now, target - lead))
+            # A planned retry stands; a planned open moves earlier if the target did.
+            if planned is None or (planned[1] == "open" and open_at < planned[0]):
+                self._plan(session_id, open_at, "open")
+
+    def _run_due(self, now: Instant) -> None:
+        while self._heap and self._heap[0][0] <= now:
+            at, _, session_id = heapq.heappop(self._heap)
+            planned = self._planned.get(session_id)
+            if planned is None or planned[0] != at:
+                continue  # superseded
+            del self._planned[session_id]
+            if planned[1] != "step":
+                if session_id not in self._slots and session_id not in self._opening:
+                    if len(self._slots) + len(self._opening) >= self._settings.max_open:
+                        continue  # the next poll finds it again
+                    self._opening.add(session_id)
+                    self._spawn(self._open(session_id), f"open {session_id}")
+            else:
+                slot = self._slots.get(session_id)
+                if slot is not None and not slot.stepping:
+                    slot.stepping = True
+                    self._spawn(self._step(session_id, slot), f"step {session_id}", waiting=slot)
+
+    def _bounded(self, now: Instant) -> float:
+        until = _after(now, self._settings.max_wait_seconds)
+        if self._next_poll is not None:
+            until = min(until, self._next_poll)
+        if self._heap:
+            until = min(until, self._heap[0][0])
+        return max(0, until - now) / MS_PER_SECOND
+
+    async def _sleep(self, seconds: float) -> None:
+        if self._wake.is_set():
+            await asyncio.sleep(0)
+            return
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        waker = asyncio.ensure_future(self._wake.wait())
+        self._parked.set()
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._parked.clear()
+            sleeper.cancel()
+            waker.cancel()
+
+    def _plan(self, session_id: SessionId, at: Instant, plan: _Plan) -> None:
+        self._planned[session_id] = (at, plan)
+        self._sequence += 1
+        heapq.heappush(self._heap, (at, self._sequence, session_id))
+        if not self._heap or self._heap[0][2] == session_id:
+            self._wake.set()
+
+    def _spawn(
+        self,
+        work: Coroutine[object, object, None],
+        name: str,
+        *,
+        waiting: _Slot | bool | None = None,
+    ) -> None:
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        if waiting is not None:
+            self._waiting[task] = waiting
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._waiting.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("schedule host task %s failed", task.get_name(), exc_info=task.exception())
+        self._wake.set()
+
+    # -- one session (Rules 3 to 5) ----------------------------------------------------------
+
+    async def _open(self, session_id: SessionId) -> None:
+        try:
+            async with self._open_gate:
+                handle = await self._store.open(session_id)
+        except SessionBusy:
+            self.stats.busy += 1
+            self._opening.discard(session_id)
+            retry_at = _after(self._clock.now(), self._settings.busy_retry_seconds)
+            self._plan(session_id, retry_at, "retry")
+            return
+        except SessionNotFound:
+            self._opening.discard(session_id)
+            return
+        except (SessionError, ScheduleError, OSError) as error:
+            self.stats.failed += 1
+            self._opening.discard(session_id)
+            logger.error(  # noqa: TRY400
+                "session %s could not be opened; trying again in %s s: %s",
+                session_id,
+                self._settings.failed_retry_seconds,
+                error,
+            )
+            self._retry_later(session_id)
+            return
+        resources = AsyncExitStack()
+        try:
+            await resources.enter_async_context(handle)
+            schedule = await resources.enter_async_context(
+                self._factory(
+                    handle,
+                    self._clock,
+                    self._settings.schedule,
+                    lambda: self._woken(session_id),
+                )
+            )
+        except BaseException as error:
+            self._opening.discard(session_id)
+            await resources.aclose()
+            if not isinstance(error, Exception):
+                raise
+            self.stats.failed += 1
+            logger.error(  # noqa: TRY400
+                "session %s could not be started; trying again in %s s: %s",
+                session_id,
+                self._settings.failed_retry_seconds,
+                error,
+            )
+            self._retry_later(session_id)
+            return
+        self._opening.discard(session_id)
+        self._slots[session_id] = _Slot(handle, schedule, resources)
+        self.stats.opened += 1
+        self._plan(session_id, self._clock.now(), "step")
+
+    async def _step(self, session_id: SessionId, slot: _Slot) -> None:
+        try:
+            resume = await slot.schedule.step()
+        except (ScheduleError, SessionError) as error:
+            self.stats.failed += 1
+            logger.error(  # noqa: TRY400
+                "the schedule of session %s stopped; it is closed and opened again from storage "
+                "in %s s: %s",
+                session_id,
+                self._settings.failed_retry_seconds,
+                error,
+            )
+            await self._close_slot(session_id)
+            self._retry_later(session_id)
+            return
+        finally:
+            slot.stepping = False
+        now = self._clock.now()
+        if resume is not None and resume <= _after(now, self._settings.lead_seconds):
+            self._plan(session_id, Instant(max(now, resume)), "step")
+            return
+        # Nothing due within the lead: close when idle (Rule 4).
+        agent = slot.schedule.agent
+        if agent.begin_maintenance():
+            try:
+                await self._close_slot(session_id)
+            finally:
+                agent.end_maintenance()
+            return
+        if not slot.waiting_idle:
+            slot.waiting_idle = True
+            self._spawn(self._after_idle(session_id, slot), f"idle {session_id}", waiting=True)
+
+    async def _after_idle(self, session_id: SessionId, slot: _Slot) -> None:
+        try:
+            await slot.schedule.agent.wait_idle()
+        finally:
+            slot.waiting_idle = False
+        if self._slots.get(session_id) is slot and not slot.stepping:
+            self._plan(session_id, self._clock.now(), "step")
+
+    def _woken(self, session_id: SessionId) -> None:
+        """A create or delete in an open session: run its next pass at once."""
+        slot = self._slots.get(session_id)
+        if slot is not None and not slot.stepping:
+            self._plan(session_id, self._clock.now(), "step")
+
+    def _retry_later(self, session_id: SessionId) -> None:
+        retry_at = _after(self._clock.now(), self._settings.failed_retry_seconds)
+        self._plan(session_id, retry_at, "retry")
+
+    async def _drain(self, session_id: SessionId) -> None:
+        slot = self._slots.get(session_id)
+        if slot is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.drain_seconds):
+                    await slot.schedule.agent.wait_idle()
+        await self._close_slot(session_id)
+
+    async def _close_slot(self, session_id: SessionId) -> None:
+        slot = self._slots.pop(session_id, None)
+        if slot is None:
+            return
+        self._planned.pop(session_id, None)
+        try:
+            await slot.resources.aclose()
+        except Exception:
+            logger.exception("session %s did not close cleanly", session_id)
+        self.stats.closed += 1
+
+
+def _after(now: Instant, seconds: float) -> Instant:
+    return Instant(now + round(seconds * MS_PER_SECOND))
+
+
+def _check(settings: HostSettings) -> None:
+    positive = (
+        "lead_seconds",
+        "poll_seconds",
+        "max_wait_seconds",
+        "busy_retry_seconds",
+        "failed_retry_seconds",
+        "drain_seconds",
+    )
+    for name in positive:
+        value = getattr(settings, name)
+        if not value > 0:
+            raise ValueError(f"{name} must be positive, not {value}")
+    for name in ("max_open", "max_opening", "due_limit"):
+        value = getattr(settings, name)
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, not {value}")

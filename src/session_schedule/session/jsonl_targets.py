@@ -1,0 +1,218 @@
+"""The JSONL store's next-target index: a sidecar file per data directory, a cache of the logs.
+
+The logs stay the source of truth. The file ``<data_dir>/.next-targets`` holds one line per
+record, ``["<session id>", <target ms or null>, <inode>, <size>, <mtime ns>]``: the session's
+earliest active target as of the moment its file had that inode, size and modification time.
+The last record of a session wins.
+
+- **Writers.** A session's owner appends a record (one ``write`` on an ``O_APPEND`` descriptor,
+  no fsync: it is a cache) after every barrier whose entries hold a ``schedule/change``, and when
+  it closes the session. The record is taken on the event loop between flushes, so the target
+  covers exactly the entries the file holds at that size.
+- **Readers trust a record only while it describes the file.** ``due`` stats every session file;
+  a session without a record, or whose file's inode, size or modification time differ from its
+  record (a crash before the record was written, a torn tail cut, a file replaced), is read
+  again from its log and its record rebuilt. A log that cannot be read is logged and indexed as
+  having nothing active until the file changes (opening it reports the damage).
+- **Compaction.** When records were rebuilt, or superseded lines outnumber live ones, the reader
+  writes the live records to a temporary file and renames it into place. A record an owner
+  appends to the old file meanwhile is lost; its session then looks stale and is read again —
+  never wrongly fresh, since a session file only grows under one inode.
+- A line of the index that does not decode is logged and ignored (its session is then read
+  again): the index is derived data, rebuilt from the logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, NamedTuple, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import Instant
+from session_schedule.session.errors import SessionError
+from session_schedule.session.ids import SessionId, parse_session_id
+from session_schedule.session.port import DueSession, LogEntry, SessionHeader
+from session_schedule.session.targets import due, next_target_of
+
+INDEX_NAME: Final = ".next-targets"
+_SLACK: Final = 64
+"""Superseded lines tolerated beyond the live ones before the reader compacts the file."""
+
+_log: Final = logging.getLogger(__name__)
+
+ReadLog: TypeAlias = Callable[[Path, SessionId], tuple[SessionHeader, list[LogEntry]]]
+"""Reads a session file's header and entries (``SessionError``/``ScheduleError`` for damage)."""
+
+
+@final
+class _Record(msgspec.Struct, frozen=True, array_like=True):
+    id: str
+    target: int | None
+    inode: int
+    size: int
+    mtime: int
+
+
+_encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder(_Record)
+
+
+class _Loaded(NamedTuple):
+    records: dict[SessionId, _Record]
+    lines: int
+
+
+def _matches(record: _Record, status: os.stat_result) -> bool:
+    return (record.inode, record.size, record.mtime) == (
+        status.st_ino,
+        status.st_size,
+        status.st_mtime_ns,
+    )
+
+
+@final
+class TargetIndexFile:
+    """The sidecar index of the data directory ``data_dir`` (see the module docstring).
+
+    ``suffix`` names session files; ``read_log`` reads one (blocking) when a record is rebuilt.
+    Every method blocks: call it off the event loop, except :meth:`record`, which is one small
+    write.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        suffix: str,
+        read_log: ReadLog,
+    ) -> None:
+        self._dir = data_dir
+        self._path = data_dir / INDEX_NAME
+        self._suffix = suffix
+        self._read_log = read_log
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def record(self, session_id: SessionId, target: Instant | None, fd: int) -> None:
+        """Append the record of ``session_id``, whose open file is ``fd``, with ``target``.
+
+        A failure is logged, not raised: the session then looks stale and is read again.
+        """
+        try:
+            status = os.fstat(fd)
+            line = _encoder.encode(
+                _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
+            )
+            index = os.open(
+                self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
+            try:
+                os.write(index, line + b"\n")
+            finally:
+                os.close(index)
+        except OSError as error:
+            _log.warning("session %s: its next target was not indexed: %s", session_id, error)
+
+    def due(self, before: Instant, limit: int) -> tuple[DueSession, ...]:
+        """The sessions of the directory due before ``before`` (see ``due_sessions``)."""
+        if not self._dir.is_dir():
+            return due({}, before, limit)
+        loaded = self._load()
+        targets: dict[SessionId, Instant | None] = {}
+        live: dict[SessionId, _Record] = {}
+        rebuilt = 0
+        with os.scandir(self._dir) as found:
+            for entry in found:
+                if not entry.name.endswith(self._suffix):
+                    continue
+                session_id = parse_session_id(entry.name.removesuffix(self._suffix))
+                if session_id is None:
+                    continue
+                try:
+                    status = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if not stat.S_ISREG(status.st_mode):
+                    continue  # not a session file; scan() and open() report it
+                record = loaded.records.get(session_id)
+                if record is None or not _matches(record, status):
+                    record = self._rebuild(session_id, Path(entry.path), status)
+                    rebuilt += 1
+                live[session_id] = record
+                targets[session_id] = None if record.target is None else Instant(record.target)
+        if rebuilt or loaded.lines > 2 * len(live) + _SLACK:
+            self._compact(live)
+        return due(targets, before, limit)
+
+    def _load(self) -> _Loaded:
+        try:
+            data = self._path.read_bytes()
+        except FileNotFoundError:
+            return _Loaded({}, 0)
+        records: dict[SessionId, _Record] = {}
+        lines = data.split(b"\n")
+        torn = lines.pop()  # b"" when the file ends with a newline
+        bad = 0
+        for line in lines:
+            try:
+                record = _decoder.decode(line)
+            except msgspec.DecodeError:
+                bad += 1
+                continue
+            session_id = parse_session_id(record.id)
+            if session_id is None:
+                bad += 1
+                continue
+            records[session_id] = record
+        if bad:
+            _log.warning(
+                "%s: %d line(s) of the next-target index do not decode; their sessions are read "
+                "again from their logs",
+                self._path,
+                bad,
+            )
+        return _Loaded(records, len(lines) + (1 if torn else 0))
+
+    def _rebuild(self, session_id: SessionId, path: Path, status: os.stat_result) -> _Record:
+        target: Instant | None
+        try:
+            header, entries = self._read_log(path, session_id)
+        except (SessionError, ScheduleError) as error:
+            _log.warning("session %s: its next target is not indexed: %s", session_id, error)
+            target = None
+        else:
+            target = next_target_of(header, entries)
+        try:
+            after = path.lstat()
+        except FileNotFoundError:
+            after = status
+        record = _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
+        if not _matches(record, after):
+            # It changed while being read: record nothing that could look fresh.
+            return _Record(session_id, target, -1, -1, -1)
+        return record
+
+    def _compact(self, live: dict[SessionId, _Record]) -> None:
+        temporary = self._dir / f"{INDEX_NAME}.{secrets.token_hex(4)}.tmp"
+        body = b"".join(_encoder.encode(record) + b"\n" for record in live.values())
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(body)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            temporary.replace(self._path)
+        except OSError as error:
+            temporary.unlink(missing_ok=True)
+            _log.warning("%s: the next-target index was not rewritten: %s", self._path, error)

@@ -1,0 +1,104 @@
+"""The next-target index every store keeps: each session's earliest active reminder target.
+
+A host keeping thousands of sessions live must find the ones that are due without reading their
+logs. So every store records, with each commit that holds ``schedule/change`` entries (in the same
+transaction for the databases), the session's earliest active target — or that nothing is active
+— and answers ``due_sessions(before)`` from that record alone.
+
+The target is computed here, from the handle's own fold of its log: :class:`NextTarget` folds the
+``schedule/change`` entries once, incrementally, as commits cover them. A log the fold rejects is
+indexed as having nothing active (and a warning is logged once): opening the session reports the
+damage, and a host must not be stopped by one damaged session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Final, cast, final
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleChange
+from session_schedule.core.due import next_wakeup
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.instants import Instant
+from session_schedule.session.ids import SessionId
+from session_schedule.session.port import DueSession, LogEntry, ResumePoint, SessionHeader
+
+_log: Final = logging.getLogger(__name__)
+
+
+@final
+class NextTarget:
+    """A session's earliest active target, kept up to date as its log grows."""
+
+    __slots__ = ("_folded", "_header", "_state", "_unindexable")
+
+    def __init__(self, header: SessionHeader, resume: ResumePoint | None = None) -> None:
+        self._header = header
+        self._state: ScheduleFold | None = None
+        self._folded = 0
+        self._unindexable = False
+        if resume is not None:
+            # Opened from a checkpoint: the fold of the entries before it is known already.
+            self._state = ScheduleFold.resumed(
+                resume.records, highest_id=resume.highest_id, session=header.id
+            )
+            self._folded = resume.position
+
+    def after(self, entries: Sequence[LogEntry], end: int) -> Instant | None:
+        """The earliest active target once ``entries[:end]`` are applied (``None``: none).
+
+        ``end`` never moves backwards between calls; entries before the last ``end`` are not
+        looked at again.
+        """
+        if self._state is None:
+            self._state = ScheduleFold(session=self._header.id)
+        state = self._state
+        seed = self._header.seed_length
+        if not self._unindexable:
+            try:
+                for entry in entries[self._folded : end]:
+                    if entry.type != CHANGE_EVENT_TYPE:
+                        continue
+                    change = cast("ScheduleChange", entry.payload)
+                    if entry.position < seed:
+                        state.note_inherited(change)
+                    else:
+                        state.apply(change, position=entry.position)
+            except ScheduleError as error:
+                _log.warning(
+                    "session %s: its next target is not indexed: %s", self._header.id, error
+                )
+                self._unindexable = True
+        self._folded = max(self._folded, end)
+        return None if self._unindexable else next_wakeup(state)
+
+
+def holds_changes(entries: Sequence[LogEntry]) -> bool:
+    """Whether any of ``entries`` is a ``schedule/change`` (so the index must be updated)."""
+    return any(entry.type == CHANGE_EVENT_TYPE for entry in entries)
+
+
+def next_target_of(header: SessionHeader, entries: Sequence[LogEntry]) -> Instant | None:
+    """The earliest active target of a whole log (``None``: nothing active, or unindexable)."""
+    return NextTarget(header).after(entries, len(entries))
+
+
+def due(
+    targets: dict[SessionId, Instant | None], before: Instant, limit: int
+) -> tuple[DueSession, ...]:
+    """The entries of ``targets`` before ``before``, soonest first, then by id, at most
+    ``limit`` (``ValueError`` when ``limit`` is below 1)."""
+    check_limit(limit)
+    found = sorted(
+        (target, session_id)
+        for session_id, target in targets.items()
+        if target is not None and target < before
+    )
+    return tuple(DueSession(session_id, target) for target, session_id in found[:limit])
+
+
+def check_limit(limit: int) -> None:
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")

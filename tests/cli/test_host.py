@@ -1,0 +1,170 @@
+"""``session-schedule host`` end to end: a reminder set in a chat comes due after the chat has
+closed; a host process answers it with the (scripted) model, and the answer is waiting in the
+transcript when the person comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.harness.transcript import messages_of
+from session_schedule.runtime.clock import SystemClock
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.message import MessageEntry
+from session_schedule.testing.session_contract import CHANGE, at_create
+from tests.cli.chat_endpoint import Answer, CallTool, Reply, ScriptedEndpoint
+from tests.cli.chat_process import TIMEOUT, ChatProcess, child_environment
+
+CREATE_ARGUMENTS = '{"prompt": "Tell the user to stretch.", "after_seconds": 2}'
+
+
+def transcript(data_dir: Path, session_id: str) -> list[MessageEntry]:
+    snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
+    return messages_of(snapshot.entries)
+
+
+def dispatches(data_dir: Path, session_id: str) -> int:
+    snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
+    return sum(
+        1
+        for entry in snapshot.entries
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+    )
+
+
+def start_host(
+    data_dir: Path, *arguments: str, environment: dict[str, str]
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-m",
+            "session_schedule",
+            "--data-dir",
+            str(data_dir),
+            "host",
+            "--lead",
+            "1",
+            "--poll",
+            "0.2",
+            *arguments,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_environment(environment),
+    )
+
+
+def wait_until(condition: object, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {TIMEOUT} s")
+
+
+def stop(host: subprocess.Popen[str]) -> tuple[int, str, str]:
+    host.send_signal(signal.SIGTERM)
+    out, err = host.communicate(timeout=TIMEOUT)
+    return host.returncode, out, err
+
+
+def test_a_reminder_due_while_the_chat_is_closed_is_answered_by_the_host(tmp_path: Path) -> None:
+    script: list[Reply] = [
+        CallTool("call_1", "schedule_create", CREATE_ARGUMENTS),
+        Answer("I'll remind you."),
+        Answer("Time to stretch!"),
+    ]
+    model = ("--model", "scripted")
+    with ScriptedEndpoint(script) as endpoint:
+        environment = {"OPENAI_API_KEY": "test"}
+        with ChatProcess(
+            tmp_path, *model, "--base-url", endpoint.base_url, environment=environment
+        ) as chat:
+            session_id = chat.session_id()
+            chat.send("remind me in two seconds to stretch")
+            chat.expect("assistant> I'll remind you.\n")
+            finished = chat.finish()
+        assert (finished.returncode, finished.stderr) == (0, "")
+        assert dispatches(tmp_path, session_id) == 0
+        host = start_host(
+            tmp_path, *model, "--base-url", endpoint.base_url, environment=environment
+        )
+        try:
+            wait_until(
+                lambda: any(
+                    m.content == "Time to stretch!" for m in transcript(tmp_path, session_id)
+                ),
+                "the host's answer",
+            )
+        finally:
+            code, out, err = stop(host)
+    assert (code, err) == (0, "")
+    assert out == (
+        f"session-schedule host: keeping the sessions in {tmp_path} live (answering with "
+        "scripted); stop with Ctrl-C\n"
+        "session-schedule host: stopped; sessions opened 1, closed 1, found open elsewhere 0, "
+        "failed 0\n"
+    )
+    messages = transcript(tmp_path, session_id)
+    followup, answer = messages[-2:]
+    assert followup.role == "user"
+    assert followup.origin == "followup"
+    assert followup.content.startswith("[session-schedule] Reminder follow-up")
+    assert "Tell the user to stretch." in followup.content
+    assert (answer.role, answer.content) == ("assistant", "Time to stretch!")
+    assert dispatches(tmp_path, session_id) == 1
+    # The model saw the whole conversation, the follow-up last.
+    last = endpoint.requests[-1].body["messages"]
+    assert last[-1] == {"role": "user", "content": followup.content}
+    assert len(endpoint.requests) == 3
+
+
+def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat(
+    tmp_path: Path,
+) -> None:
+    async def prepare() -> tuple[str, str]:
+        store = JsonlSessionStore(tmp_path)
+        now = SystemClock().now()
+        ids = []
+        for _ in range(2):
+            async with await store.create(now=now) as handle:
+                handle.append(CHANGE, at_create(1, Instant(now + 1 * MS_PER_SECOND)))
+                await handle.barrier()
+            ids.append(handle.id)
+        return ids[0], ids[1]
+
+    free, held = asyncio.run(prepare())
+    # The second session is open in a chat all along.
+    with ChatProcess(tmp_path, held) as chat:
+        chat.expect(f"resumed session {held}")
+        host = start_host(tmp_path, "--busy-retry", "0.2", environment={})
+        try:
+            wait_until(lambda: dispatches(tmp_path, free) == 1, "the offline delivery")
+            # The chat delivers its own session's reminder; the host leaves it alone.
+            wait_until(lambda: dispatches(tmp_path, held) == 1, "the chat's delivery")
+            time.sleep(0.5)
+        finally:
+            code, out, err = stop(host)
+        chat.finish()
+    assert (code, err) == (0, "")
+    assert out.startswith(
+        f"session-schedule host: keeping the sessions in {tmp_path} live (offline); "
+    )
+    assert "sessions opened 1, closed 1, found open elsewhere " in out
+    assert "found open elsewhere 0," not in out
+    assert dispatches(tmp_path, held) == 1
+    followup = transcript(tmp_path, free)[-1]
+    assert (followup.role, followup.origin) == ("user", "followup")
+    assert followup.content.startswith("[session-schedule] Reminder follow-up")

@@ -1,0 +1,95 @@
+"""One host of a fleet, for the failover tests and benchmark: ``python -m tests.host.fleet_child
+DSN SCHEMA LEASE_SECONDS RECORD_FILE``.
+
+It runs a :class:`ScheduleHost` over the PostgreSQL store with an agent that is always idle and
+records every follow-up it accepts — ``<unix time> <session id> <occurrence key>`` per key, one
+``write`` on an ``O_APPEND`` descriptor — before returning, so a SIGKILL right after the
+acceptance still leaves the record. It prints ``ready`` once its store works, and runs until
+SIGTERM or SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Final
+
+from session_schedule.core.instants import Instant
+from session_schedule.host import HostSettings, ScheduleHost
+from session_schedule.runtime.clock import Clock
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.port import SessionHandle
+from session_schedule.session.postgres import PostgresSessionStore
+
+KEY: Final = re.compile(r"\bsch_[0-9]+@[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z")
+
+SETTINGS: Final = HostSettings(
+    lead_seconds=1.0,
+    poll_seconds=0.5,
+    max_wait_seconds=1.0,
+    busy_retry_seconds=0.5,
+    failed_retry_seconds=0.5,
+    schedule=Settings(max_wait_seconds=1.0, followup_limit=100),
+)
+"""The documented bound on a takeover beyond the lease is busy_retry + poll + max_wait."""
+
+
+class RecordingAgent:
+    """Always idle; each accepted follow-up's occurrence keys go to the record file."""
+
+    def __init__(self, session_id: str, record: int) -> None:
+        self._session_id = session_id
+        self._record = record
+        self._maintenance = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    def begin_maintenance(self) -> bool:
+        if self._maintenance:
+            return False
+        self._maintenance = True
+        return True
+
+    def end_maintenance(self) -> None:
+        self._maintenance = False
+
+    def followup(self, message: str) -> None:
+        now = time.time()
+        keys = dict.fromkeys(KEY.findall(message))
+        lines = "".join(f"{now:.3f} {self._session_id} {key}\n" for key in keys)
+        os.write(self._record, lines.encode())
+
+
+async def main(dsn: str, schema: str, lease_seconds: float, record_path: str) -> None:
+    record = os.open(record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    @asynccontextmanager
+    async def agents(
+        session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
+    ) -> AsyncIterator[LiveSchedule]:
+        agent = RecordingAgent(session.id, record)
+        async with LiveSchedule(
+            session, agent, clock=clock, settings=settings, driven=True, on_wake=on_wake
+        ) as schedule:
+            yield schedule
+
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with PostgresSessionStore(dsn, schema=schema, lease_seconds=lease_seconds) as store:
+        await store.due_sessions(Instant(0))
+        print("ready", flush=True)
+        async with ScheduleHost(store, agents, settings=SETTINGS):
+            await stop.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]))

@@ -1,0 +1,236 @@
+"""ScheduleHost in virtual time: one timer over the index, open before due, close when idle."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+
+import pytest
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.host import HostSettings, ScheduleHost, turn_queue_agents
+from session_schedule.runtime.clock import Clock
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.runtime.turns import RunTurn
+from session_schedule.session.ids import SessionId
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.port import SessionHandle
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+from session_schedule.testing.session_contract import CHANGE, at_create
+from session_schedule.tools.handlers import ScheduleTools
+
+START = "2026-11-29T20:00:00.000Z"
+SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
+
+
+class Agents:
+    """A factory of fake agents that remembers them, by session."""
+
+    def __init__(self) -> None:
+        self.made: dict[SessionId, list[FakeAgent]] = {}
+        self.open: set[SessionId] = set()
+
+    @asynccontextmanager
+    async def __call__(
+        self, session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
+    ) -> AsyncIterator[LiveSchedule]:
+        agent = FakeAgent()
+        self.made.setdefault(session.id, []).append(agent)
+        schedule = LiveSchedule(
+            session, agent, clock=clock, settings=settings, driven=True, on_wake=on_wake
+        )
+        self.open.add(session.id)
+        try:
+            async with schedule:
+                yield schedule
+        finally:
+            self.open.discard(session.id)
+
+    def followups(self, session_id: SessionId) -> list[str]:
+        return [text for agent in self.made.get(session_id, []) for text in agent.followups]
+
+
+async def run_for(clock: FakeClock, host: ScheduleHost, seconds: float) -> None:
+    """Let ``seconds`` of virtual time pass, waking the host at each of its deadlines."""
+    remaining = seconds
+    await host.settled()
+    while True:
+        step = clock.next_deadline()
+        if step is None or step > remaining:
+            clock.advance(remaining)
+            await host.settled()
+            return
+        clock.advance(step)
+        remaining -= step
+        await host.settled()
+
+
+async def session_with(
+    store: MemorySessionStore, clock: FakeClock, *targets_in_seconds: int
+) -> SessionId:
+    async with await store.create(now=clock.now()) as handle:
+        for number, seconds in enumerate(targets_in_seconds, start=1):
+            handle.append(CHANGE, at_create(number, Instant(clock.now() + seconds * MS_PER_SECOND)))
+        await handle.barrier()
+    return handle.id
+
+
+async def dispatched(store: MemorySessionStore, session_id: SessionId) -> list[str]:
+    snapshot = await store.read(session_id)
+    return [
+        entry.payload.id
+        for entry in snapshot.entries
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+    ]
+
+
+def in_virtual_time(
+    test: Callable[[MemorySessionStore, FakeClock, Agents], Coroutine[object, object, None]],
+) -> Callable[[], None]:
+    def run() -> None:
+        asyncio.run(test(MemorySessionStore(), FakeClock(START), Agents()))
+
+    run.__name__ = test.__name__
+    return run
+
+
+@in_virtual_time
+async def test_a_session_opens_before_its_target_delivers_and_closes_when_idle(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    due = await session_with(store, clock, 120, 125)
+    quiet = await session_with(store, clock)
+    async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 80)
+        assert host.open_sessions == frozenset()
+        await run_for(clock, host, 15)  # 95 s: within the 30 s lead of the first target
+        assert host.open_sessions == {due}
+        assert agents.followups(due) == []
+        await run_for(clock, host, 25)  # 120 s: the first reminder is due
+        assert len(agents.followups(due)) == 1
+        assert host.open_sessions == {due}  # the second is 5 s away
+        await run_for(clock, host, 5)
+        assert len(agents.followups(due)) == 2
+        assert host.open_sessions == frozenset()  # nothing active: closed
+        assert await dispatched(store, due) == ["sch_1", "sch_2"]
+        assert quiet not in agents.made
+        assert host.stats.opened == host.stats.closed == 1
+        await run_for(clock, host, 3600)
+        assert host.stats.opened == 1
+
+
+@in_virtual_time
+async def test_a_session_held_elsewhere_is_skipped_and_retried(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 60)
+    held = await store.open(session_id)
+    async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 90)
+        assert host.open_sessions == frozenset()
+        assert host.stats.busy >= 10  # tried every 5 s from the lead on
+        await held.close()
+        await run_for(clock, host, 5)
+        assert len(agents.followups(session_id)) == 1
+        assert "sch_1@" in agents.followups(session_id)[0]
+        assert await dispatched(store, session_id) == ["sch_1"]
+
+
+@in_virtual_time
+async def test_a_reminder_created_in_a_hosted_session_is_timed_by_the_host(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 10)
+    async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 1)
+        assert host.open_sessions == {session_id}
+        schedule_of = agents.made[session_id][0]
+        assert schedule_of.followups == []
+        # A tool call while it is open (the model's, in the follow-up turn, say).
+        live = host._slots[session_id].schedule
+        await live.create({"prompt": "again", "after_seconds": 20})
+        await run_for(clock, host, 10)
+        assert len(agents.followups(session_id)) == 1
+        assert host.open_sessions == {session_id}  # the new one is due within the lead
+        await run_for(clock, host, 11)
+        assert len(agents.followups(session_id)) == 2
+        assert host.open_sessions == frozenset()
+
+
+@in_virtual_time
+async def test_a_poisoned_session_is_closed_and_reopened_from_storage(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 5)
+    settings = HostSettings(lead_seconds=30, poll_seconds=10, failed_retry_seconds=20)
+    async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
+        await run_for(clock, host, 1)
+        assert host.open_sessions == {session_id}
+        store.fail_next_barrier()
+        await run_for(clock, host, 5)
+        # The follow-up was queued, its dispatch not confirmed: closed, nothing recorded.
+        assert len(agents.followups(session_id)) == 1
+        assert host.open_sessions == frozenset()
+        assert host.stats.failed == 1
+        assert await dispatched(store, session_id) == []
+        await run_for(clock, host, 20)
+        # At-least-once: delivered again from storage, with the same occurrence key.
+        followups = agents.followups(session_id)
+        assert len(followups) == 2
+        assert all("sch_1@2026-11-29T20:00:05.000Z" in text for text in followups)
+        assert await dispatched(store, session_id) == ["sch_1"]
+        assert host.open_sessions == frozenset()
+
+
+@in_virtual_time
+async def test_a_busy_agent_keeps_its_session_open_until_idle(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 5)
+    async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 1)
+        agent = agents.made[session_id][0]
+        agent.start_turn()
+        await run_for(clock, host, 60)
+        assert agent.followups == []  # never into a running turn
+        assert host.open_sessions == {session_id}
+        agent.finish_turn()
+        await run_for(clock, host, 0)
+        assert len(agent.followups) == 1
+        assert host.open_sessions == frozenset()
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"^lead_seconds must be positive, not 0$"):
+        ScheduleHost(MemorySessionStore(), Agents(), settings=HostSettings(lead_seconds=0))
+    with pytest.raises(ValueError, match=r"^max_open must be at least 1, not 0$"):
+        ScheduleHost(MemorySessionStore(), Agents(), settings=HostSettings(max_open=0))
+
+
+@in_virtual_time
+async def test_the_hosts_own_run_turn_answers_through_the_turn_queue(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 5)
+    ran: list[tuple[SessionId, str]] = []
+
+    def run_turn_for(session: SessionHandle, tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            ran.append((session.id, text))
+            # The model sets the next reminder from the follow-up, through its tools.
+            await tools.call("schedule_create", {"prompt": "again", "after_seconds": 10})
+
+        return run_turn
+
+    factory = turn_queue_agents(run_turn_for)
+    async with ScheduleHost(store, factory, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 6)
+        assert [sid for sid, _ in ran] == [session_id]
+        assert "sch_1@2026-11-29T20:00:05.000Z" in ran[0][1]
+        await run_for(clock, host, 10)
+        assert len(ran) == 2
+        assert "sch_2@" in ran[1][1]
+    del agents

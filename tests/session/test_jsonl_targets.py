@@ -1,0 +1,170 @@
+"""The JSONL store's next-target sidecar: a cache of the logs, rebuilt when missing or stale."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from session_schedule.core.changes import delete_change
+from session_schedule.core.ids import make_schedule_id
+from session_schedule.core.instants import parse_instant
+from session_schedule.session import DueSession, JsonlSessionStore
+from session_schedule.session.jsonl_targets import INDEX_NAME
+from session_schedule.testing.session_contract import CHANGE, NOW, at_create, turn
+
+TARGET = parse_instant("2030-01-01T00:00:00.000Z")
+LATER_TARGET = parse_instant("2030-02-01T00:00:00.000Z")
+FAR = parse_instant("2031-01-01T00:00:00.000Z")
+
+
+async def _due(store: JsonlSessionStore) -> tuple[DueSession, ...]:
+    return await store.due_sessions(FAR)
+
+
+def test_a_missing_index_is_rebuilt_from_the_logs(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        index.unlink()
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        # Rebuilt, and written back: one line per session.
+        assert len(index.read_bytes().splitlines()) == 1
+        assert await _due(JsonlSessionStore(store.data_dir)) == (DueSession(handle.id, TARGET),)
+
+    asyncio.run(body())
+
+
+def test_a_record_that_no_longer_describes_the_file_is_not_trusted(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        stale = index.read_bytes()
+        # The owner deletes the reminder; then its record is lost (a crash before the write).
+        async with await store.open(handle.id) as reopened:
+            reopened.append(CHANGE, delete_change(make_schedule_id(1)))
+            reopened.append(CHANGE, at_create(2, LATER_TARGET))
+            await reopened.barrier()
+        index.write_bytes(stale)
+        assert await _due(store) == (DueSession(handle.id, LATER_TARGET),)
+
+    asyncio.run(body())
+
+
+def test_appends_without_schedule_changes_keep_the_record_fresh(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+            handle.append("message", turn(1))
+            await handle.barrier()
+        # Closing wrote a record for the file as it is: no log is read to answer.
+        reads: list[str] = []
+        original = store._index._read_log
+
+        def counting(path: Path, session_id: str) -> object:
+            reads.append(session_id)
+            return original(path, session_id)  # type: ignore[arg-type]
+
+        store._index._read_log = counting  # type: ignore[assignment]
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        assert reads == []
+
+    asyncio.run(body())
+
+
+def test_a_damaged_index_line_is_logged_and_its_session_read_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        index.write_bytes(b"not json\n")
+        with caplog.at_level(logging.WARNING):
+            assert await _due(store) == (DueSession(handle.id, TARGET),)
+        assert (
+            f"{index}: 1 line(s) of the next-target index do not decode; their sessions are "
+            "read again from their logs"
+        ) in caplog.messages
+
+    asyncio.run(body())
+
+
+def test_a_damaged_log_is_logged_and_not_listed_until_it_changes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as good:
+            good.append(CHANGE, at_create(1, TARGET))
+            await good.barrier()
+        async with await store.create(now=NOW) as bad:
+            bad.append(CHANGE, at_create(1, TARGET))
+            await bad.barrier()
+        path = store.path_of(bad.id)
+        data = path.read_bytes()
+        path.write_bytes(data[:40] + b"X" + data[41:])  # the header line no longer decodes
+        (store.data_dir / INDEX_NAME).unlink()
+        with caplog.at_level(logging.WARNING):
+            assert await _due(store) == (DueSession(good.id, TARGET),)
+        warnings = [m for m in caplog.messages if m.startswith(f"session {bad.id}:")]
+        assert len(warnings) == 1
+        assert warnings[0].startswith(f"session {bad.id}: its next target is not indexed: ")
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert await _due(store) == (DueSession(good.id, TARGET),)
+        assert caplog.messages == []
+
+    asyncio.run(body())
+
+
+def test_superseded_records_are_compacted(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            for number in range(1, 100):
+                handle.append(CHANGE, at_create(number, TARGET))
+                await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        assert len(index.read_bytes().splitlines()) == 100  # 99 barriers and the close
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        assert len(index.read_bytes().splitlines()) == 1
+        assert oct(index.stat().st_mode & 0o777) == "0o600"
+
+    asyncio.run(body())
+
+
+def test_a_session_opened_from_a_checkpoint_is_indexed_without_reading_its_log(
+    tmp_path: Path,
+) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, LATER_TARGET))
+            for number in range(100):
+                handle.append("message", turn(number))
+            await handle.barrier()
+        assert store.checkpoint_path(handle.id).exists()
+        async with await store.open(handle.id) as reopened:
+            assert reopened.resume is not None
+            reopened.append(CHANGE, at_create(2, TARGET))
+            await reopened.barrier()
+            # The next target came from the checkpoint's fold: the log before it was not read.
+            assert not reopened._entries.loaded  # type: ignore[union-attr]
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        (store.data_dir / INDEX_NAME).unlink()
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+
+    asyncio.run(body())
