@@ -63,6 +63,8 @@ SYSTEM_PROMPT: Final = (
     f"'{PASTED_FRAME_MARK.strip()}')."
 )
 MAX_TOOL_ROUNDS: Final = 8
+MAX_STORED_ARGUMENT_DEPTH: Final = 64
+"""Tool-call arguments nested deeper than this are stored as their raw text."""
 
 
 @final
@@ -298,14 +300,37 @@ def _storable(call: ToolCall, number: int) -> ToolCall:
     """``call``, the ``number``-th of its reply, as the log can store it: lone surrogates in its
     id and name become U+FFFD, an empty id becomes ``call_<number>`` and an empty name
     ``unnamed``, and arguments the log cannot hold as JSON (malformed, nested too deeply, or with
-    an escaped lone surrogate) are kept as their raw text, in a JSON string."""
+    an escaped lone surrogate) are kept as their raw text, in a JSON string.
+
+    "Nested too deeply" is more than :data:`MAX_STORED_ARGUMENT_DEPTH` levels, whatever depth the
+    running interpreter's decoder would manage, so the stored form never depends on the Python
+    version."""
     arguments = storable_text(call.arguments)
     try:
-        msgspec.json.decode(arguments)
+        storable = _depth(msgspec.json.decode(arguments)) <= MAX_STORED_ARGUMENT_DEPTH
     except (msgspec.DecodeError, RecursionError):
+        storable = False
+    if not storable:
         arguments = msgspec.json.encode(arguments).decode()
     return ToolCall(
         id=storable_text(call.id) or f"call_{number}",
         name=storable_text(call.name) or "unnamed",
         arguments=arguments,
     )
+
+
+def _depth(value: object) -> int:
+    """How deep arrays and objects nest in ``value``; iterative, so any depth is safe."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
