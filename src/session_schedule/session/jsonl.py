@@ -27,7 +27,10 @@ SPEC §9:
   it made durable (durable itself with the next fsync); a failure to write it fails the barrier.
 - **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs kept by
   the owners and checked against each file's inode, size and mtime by readers
-  (:mod:`session_schedule.session.jsonl_targets`), answers ``due_sessions``.
+  (:mod:`session_schedule.session.jsonl_targets`), answers ``due_sessions``. An owner's record
+  is written on the session's thread after the barrier has returned: it is derived data, which
+  a reader rebuilds from the log whenever it does not describe the file, so neither its fold nor
+  its write is on the path of a create.
 - **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
   does not verify, provided no commit record vouches for an entry at or past it; in format 1,
   the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
@@ -229,9 +232,23 @@ class JsonlSessionHandle(LogHandle):
             self._record_target()
 
     def _record_target(self) -> None:
-        # On the event loop, between flushes: the file holds exactly these entries now.
-        target = self._next_target.after(self._entries, len(self._entries))
-        self._index.record(self.id, target, self._fd)
+        """Queue the next-target record of the file as it is now (see :mod:`.jsonl_targets`).
+
+        On the event loop, between flushes: the file holds exactly these entries now, so its
+        ``fstat`` and the entry count are taken here. Folding the new entries and writing the
+        record (a cache, never fsync'd) run on the session's thread, in order, after anything
+        queued before; no barrier waits for them.
+        """
+        session_id, entries, end = self.id, self._entries, len(self._entries)
+        try:
+            status = os.fstat(self._fd)
+        except OSError as error:
+            _log.warning("session %s: its next target was not indexed: %s", session_id, error)
+            return
+        # Only that thread ever folds: ``after`` is called in order, with ``end`` never
+        # moving backwards, and reads entries that are never changed once appended.
+        fold, index = self._next_target, self._index
+        self._worker.post(lambda: index.record(session_id, fold.after(entries, end), status))
 
     async def _release(self) -> None:
         fd = self._fd

@@ -7,8 +7,10 @@ The last record of a session wins.
 
 - **Writers.** A session's owner appends a record (one ``write`` on an ``O_APPEND`` descriptor,
   no fsync: it is a cache) after every barrier whose entries hold a ``schedule/change``, and when
-  it closes the session. The record is taken on the event loop between flushes, so the target
-  covers exactly the entries the file holds at that size.
+  it closes the session. The file's state (its ``fstat``) and the entry count are taken on the
+  event loop between flushes, so the target, folded up to exactly that count, covers exactly the
+  entries the file holds at that size; the fold and the write then run on the session's own
+  thread, in order, off the barrier's path (a create does not wait for them; the close does).
 - **Readers trust a record only while it describes the file.** ``due`` stats every session file;
   a session without a record, or whose file's inode, size or modification time differ from its
   record (a crash before the record was written, a torn tail cut, a file replaced), is read
@@ -82,8 +84,7 @@ class TargetIndexFile:
     """The sidecar index of the data directory ``data_dir`` (see the module docstring).
 
     ``suffix`` names session files; ``read_log`` reads one (blocking) when a record is rebuilt.
-    Every method blocks: call it off the event loop, except :meth:`record`, which is one small
-    write.
+    Every method blocks: call it off the event loop.
     """
 
     def __init__(
@@ -102,13 +103,13 @@ class TargetIndexFile:
     def path(self) -> Path:
         return self._path
 
-    def record(self, session_id: SessionId, target: Instant | None, fd: int) -> None:
-        """Append the record of ``session_id``, whose open file is ``fd``, with ``target``.
+    def record(self, session_id: SessionId, target: Instant | None, status: os.stat_result) -> None:
+        """Append the record of ``session_id`` with ``target``, for its file as ``status`` (an
+        ``fstat`` of it) describes it.
 
         A failure is logged, not raised: the session then looks stale and is read again.
         """
         try:
-            status = os.fstat(fd)
             line = _encoder.encode(
                 _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
             )

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Generic, TypeVar, final
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 
 @final
@@ -71,6 +73,18 @@ class Worker:
         future: asyncio.Future[T] = loop.create_future()
         self._calls.put(_Call(loop, future, call).run)
         return future
+
+    def post(self, call: Callable[[], object]) -> None:
+        """Run ``call()`` on the thread after every call submitted before it, without waiting
+        for it: for work nobody awaits (an exception it raises is logged)."""
+
+        def run() -> None:
+            try:
+                call()
+            except Exception:
+                _log.exception("a background call on %s failed", self._thread.name)
+
+        self._calls.put(run)
 
     async def run(self, call: Callable[[], T]) -> T:
         return await self.submit(call)
