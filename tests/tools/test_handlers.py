@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import cast
 
 import msgspec
 import pytest
@@ -99,16 +101,19 @@ async def test_a_bug_becomes_internal_error_and_is_logged(
     async def broken(self: LiveSchedule) -> object:
         raise KeyError("oops")
 
+    # ``call`` lists the ready-made plain views, ``call_typed`` the typed ones: break both.
     monkeypatch.setattr(LiveSchedule, "active", broken)
-    with caplog.at_level(logging.ERROR):
-        result = await tools.call("schedule_list")
-    assert result == _error(
+    monkeypatch.setattr(LiveSchedule, "active_plain", broken)
+    expected = _error(
         "internal_error",
         "the schedule tool failed unexpectedly; tell the user that reminders may not be working "
         "and do not retry this call now.",
     )
-    assert "schedule tool 'schedule_list' failed" in caplog.text
-    assert "KeyError: 'oops'" in caplog.text
+    with caplog.at_level(logging.ERROR):
+        assert await tools.call("schedule_list") == expected
+        assert msgspec.to_builtins(await tools.call_typed("schedule_list")) == expected
+    assert caplog.text.count("schedule tool 'schedule_list' failed") == 2
+    assert caplog.text.count("KeyError: 'oops'") == 2
 
 
 async def test_a_failed_barrier_is_persistence_uncertain() -> None:
@@ -332,3 +337,74 @@ async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
         "`time` must have the form HH:MM, HH:MM:SS or HH:MM:SS.sss (24-hour, 1-3 fraction "
         "digits), such as '09:00', not '9'.",
     )
+
+
+_READ_ONLY = (
+    "a view returned by schedule_list is read-only (it is shared with later results); "
+    "copy it first, e.g. with dict(view) or copy.deepcopy(result)"
+)
+
+
+async def test_listed_views_are_shared_read_only_and_follow_every_change() -> None:
+    tools, schedule, _ = await _tools()
+    clock = schedule._clock
+    assert isinstance(clock, FakeClock)
+    try:
+        await tools.call("schedule_create", {"prompt": "a", "after_seconds": 120})
+        await tools.call(
+            "schedule_create",
+            {
+                "prompt": "b",
+                "daily_at": {"time": "09:00", "time_zone": "UTC", "weekdays": ["mon"]},
+            },
+        )
+        await tools.call("schedule_create", {"prompt": "c", "after_seconds": 60})
+        first = await tools.call("schedule_list")
+        # The same result, value for value, as the typed result converted.
+        assert first == msgspec.to_builtins(await tools.call_typed("schedule_list"))
+        assert json.dumps(first) == json.dumps(
+            msgspec.to_builtins(await tools.call_typed("schedule_list"))
+        )
+        listed = _schedules(first)
+        assert [view["id"] for view in listed] == ["sch_3", "sch_1", "sch_2"]
+        view, daily = listed[0], listed[2]
+        weekdays = daily["weekdays"]
+        assert isinstance(weekdays, list)
+        changes: tuple[Callable[[], object], ...] = (
+            lambda: view.__setitem__("prompt", "changed"),
+            lambda: view.pop("prompt"),
+            lambda: view.update(prompt="changed"),
+            lambda: weekdays.append("tue"),
+        )
+        for change in changes:
+            with pytest.raises(TypeError) as refused:
+                change()
+            assert str(refused.value) == _READ_ONLY
+        # The outer list is the caller's own; copies are plain and mutable.
+        listed.clear()
+        copied = _schedules(copy.deepcopy(await tools.call("schedule_list")))
+        assert type(copied[0]) is dict
+        copied[0]["prompt"] = "changed"
+        copied_weekdays = copied[2]["weekdays"]
+        assert type(copied_weekdays) is list
+        copied_weekdays.append("tue")
+        again = _schedules(await tools.call("schedule_list"))
+        assert [view["prompt"] for view in again] == ["c", "a", "b"]
+        assert again[2]["weekdays"] == ["mon"]
+        # Time turns the earliest overdue, and a delete drops one.
+        clock.jump(90)
+        await tools.call("schedule_delete", {"id": "sch_1"})
+        later = await tools.call("schedule_list")
+        assert [(view["id"], view["state"]) for view in _schedules(later)] == [
+            ("sch_3", "overdue"),
+            ("sch_2", "scheduled"),
+        ]
+        assert later == msgspec.to_builtins(await tools.call_typed("schedule_list"))
+    finally:
+        await schedule.close()
+
+
+def _schedules(result: dict[str, object]) -> list[dict[str, object]]:
+    listed = result["schedules"]
+    assert isinstance(listed, list)
+    return cast("list[dict[str, object]]", listed)

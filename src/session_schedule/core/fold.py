@@ -69,6 +69,7 @@ from session_schedule.core.instants import (
     instant_of_canonical,
 )
 from session_schedule.core.ordered_views import OrderedViews, order_key
+from session_schedule.core.plain import ReadOnlyDict
 from session_schedule.core.records import (
     DailyScheduleRecord,
     EveryScheduleRecord,
@@ -180,6 +181,12 @@ class ScheduleFold:
         """The views of the active records as seen at ``now``, in target order, then creation
         order. After the first call, the cost is two slices of ready-made lists."""
         return self._ordered_views().views(format_instant(now))
+
+    def plain_views(self, now: Instant) -> list[ReadOnlyDict]:
+        """:meth:`views` in their JSON-ready form (``msgspec.to_builtins`` of each), as shared
+        read-only dicts (:mod:`session_schedule.core.plain`), in a new list. After the first
+        call, the cost is two slices of ready-made lists."""
+        return self._ordered_views().plain_views(format_instant(now))
 
     def _ordered_views(self) -> OrderedViews:
         if self._order is None:

@@ -6,6 +6,10 @@ work. Here the order is kept as each change lands (a binary search and a list in
 change), and each record's two possible views — ``scheduled`` and ``overdue`` — are built once,
 when it takes its place. Because the order is target order, the overdue records are exactly a
 prefix of it: a list at ``now`` is one binary search and two slices.
+
+The plain (JSON-ready, read-only) forms of both views, which ``ScheduleTools.call`` returns, are
+built the first time a plain list is asked for and kept beside them from then on, so a plain list
+is two slices as well.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from collections.abc import Iterable
 from typing import Final, TypeAlias, final
 
 from session_schedule.core.ids import id_number
+from session_schedule.core.plain import ReadOnlyDict, plain
 from session_schedule.core.records import ScheduleRecord, ScheduleView, view_pair
 
 _Key: TypeAlias = tuple[str, int]
 _AFTER_EVERY_ID: Final = 1 << 64
 """Greater than every id number: ``(t, _AFTER_EVERY_ID)`` sorts after every key at ``t``."""
+_UNBUILT: Final = ReadOnlyDict()
+"""Stands for a plain view not built yet (compared by identity)."""
 
 
 def order_key(record: ScheduleRecord) -> _Key:
@@ -31,7 +38,15 @@ def order_key(record: ScheduleRecord) -> _Key:
 class OrderedViews:
     """Active records kept in :func:`order_key` order, each with both of its views."""
 
-    __slots__ = ("_keys", "_overdue", "_records", "_scheduled")
+    __slots__ = (
+        "_keys",
+        "_overdue",
+        "_plain_overdue",
+        "_plain_scheduled",
+        "_records",
+        "_scheduled",
+        "_unbuilt",
+    )
 
     def __init__(self, records: Iterable[ScheduleRecord]) -> None:
         ordered = sorted(records, key=order_key)
@@ -40,6 +55,10 @@ class OrderedViews:
         pairs = [view_pair(record) for record in ordered]
         self._scheduled = [scheduled for scheduled, _ in pairs]
         self._overdue = [overdue for _, overdue in pairs]
+        # Plain forms: ``_UNBUILT`` until a plain list is first asked for (``_unbuilt`` of them).
+        self._plain_scheduled = [_UNBUILT] * len(ordered)
+        self._plain_overdue = [_UNBUILT] * len(ordered)
+        self._unbuilt = len(ordered)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -52,6 +71,9 @@ class OrderedViews:
         self._records.insert(index, record)
         self._scheduled.insert(index, scheduled)
         self._overdue.insert(index, overdue)
+        self._plain_scheduled.insert(index, _UNBUILT)
+        self._plain_overdue.insert(index, _UNBUILT)
+        self._unbuilt += 1
 
     def remove(self, record: ScheduleRecord) -> None:
         """Forget ``record``, which must be held (with the same target)."""
@@ -62,6 +84,10 @@ class OrderedViews:
         del self._records[index]
         del self._scheduled[index]
         del self._overdue[index]
+        if self._plain_scheduled[index] is _UNBUILT:
+            self._unbuilt -= 1
+        del self._plain_scheduled[index]
+        del self._plain_overdue[index]
 
     def records(self) -> list[ScheduleRecord]:
         """The records, in order (a new list)."""
@@ -72,3 +98,17 @@ class OrderedViews:
         for a target at or before it, ``scheduled`` after."""
         due = bisect_right(self._keys, (now_text, _AFTER_EVERY_ID))
         return self._overdue[:due] + self._scheduled[due:]
+
+    def plain_views(self, now_text: str) -> list[ReadOnlyDict]:
+        """:meth:`views` in their plain form (a new list of shared, read-only dicts)."""
+        if self._unbuilt:
+            self._build_plain()
+        due = bisect_right(self._keys, (now_text, _AFTER_EVERY_ID))
+        return self._plain_overdue[:due] + self._plain_scheduled[due:]
+
+    def _build_plain(self) -> None:
+        for index, built in enumerate(self._plain_scheduled):
+            if built is _UNBUILT:
+                self._plain_scheduled[index] = plain(self._scheduled[index])
+                self._plain_overdue[index] = plain(self._overdue[index])
+        self._unbuilt = 0

@@ -73,6 +73,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import Delay, frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
+from session_schedule.core.plain import ReadOnlyDict
 from session_schedule.core.records import ScheduleView, make_view, record_target
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.core.visible import escape_unencodable
@@ -265,6 +266,11 @@ class LiveSchedule:
         """The decision time used and the active reminders, in target then creation order."""
         return await self._queue.run(self._active)
 
+    async def active_plain(self) -> tuple[Instant, list[ReadOnlyDict]]:
+        """:meth:`active`, with each view in its JSON-ready form, as a read-only dict shared
+        with later calls (see :mod:`session_schedule.core.plain`)."""
+        return await self._queue.run(self._active_plain)
+
     async def delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
         """Delete the reminder ``arguments["id"]`` names: (the id, whether one was deleted).
 
@@ -305,6 +311,11 @@ class LiveSchedule:
         await self._barrier()
         now = self._clock.now()
         return now, self._state.views(now)
+
+    async def _active_plain(self) -> tuple[Instant, list[ReadOnlyDict]]:
+        await self._barrier()
+        now = self._clock.now()
+        return now, self._state.plain_views(now)
 
     async def _pending(self) -> Delivery | None:
         await self._barrier()

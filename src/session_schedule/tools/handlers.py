@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
-from typing import Final, final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final, TypeVar, final
 
 import msgspec
 
@@ -38,6 +38,7 @@ from session_schedule.tools.results import (
 )
 
 logger = logging.getLogger(__name__)
+_Result = TypeVar("_Result")
 
 MAX_ARGUMENT_DEPTH: Final = 8
 """Deepest nesting of arrays and objects accepted in arguments (the deepest legitimate one is 2)."""
@@ -73,8 +74,19 @@ class ScheduleTools:
 
     async def call(self, name: str, arguments: object = None) -> dict[str, object]:
         """Run tool ``name`` with ``arguments`` — a mapping, a JSON text (``str`` or ``bytes``),
-        or ``None`` for none — and return the JSON-ready result object."""
-        result = await self.call_typed(name, arguments)
+        or ``None`` for none — and return the JSON-ready result object.
+
+        A ``schedule_list`` result holds each reminder as a read-only ``dict`` shared with later
+        results (:class:`~session_schedule.core.plain.ReadOnlyDict`: it compares and serialises
+        as a plain ``dict``; copy it to change it), so that listing many reminders builds none.
+        """
+        if name == "schedule_list":
+            listed = await self._guarded(name, arguments, self._list_plain)
+            if isinstance(listed, dict):
+                return listed
+            result: ToolResult = listed
+        else:
+            result = await self.call_typed(name, arguments)
         return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 
     async def call_json(self, name: str, arguments: object = None) -> str:
@@ -94,8 +106,17 @@ class ScheduleTools:
 
     async def call_typed(self, name: str, arguments: object = None) -> ToolResult:
         """:meth:`call`, with the result as a typed value."""
+        return await self._guarded(name, arguments, self._dispatch)
+
+    async def _guarded(
+        self,
+        name: str,
+        arguments: object,
+        run: Callable[[str, Mapping[str, object]], Awaitable[_Result]],
+    ) -> _Result | ErrorResult:
+        """``run(name, arguments)``, with every failure turned into its result."""
         try:
-            return await self._dispatch(name, _arguments(arguments))
+            return await run(name, _arguments(arguments))
         except ScheduleError as error:
             return self._refuse(name, arguments, error)
         except Exception:
@@ -121,11 +142,7 @@ class ScheduleTools:
         if name == "schedule_create":
             return CreateResult(ok=True, schedule=await self._schedule.create(arguments))
         if name == "schedule_list":
-            if arguments:
-                raise ScheduleError(
-                    "invalid_selector",
-                    f"schedule_list takes no arguments, got {_keys(arguments)}; call it with {{}}.",
-                )
+            _check_list_arguments(arguments)
             now, views = await self._schedule.active()
             return ListResult(ok=True, now=format_instant(now), schedules=views)
         if name == "schedule_delete":
@@ -134,6 +151,20 @@ class ScheduleTools:
         raise ScheduleError(
             "invalid_selector",
             f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
+        )
+
+    async def _list_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
+        """``schedule_list``'s result, JSON-ready, from the reminders' ready-made plain views."""
+        _check_list_arguments(arguments)
+        now, views = await self._schedule.active_plain()
+        return {"ok": True, "now": format_instant(now), "schedules": views}
+
+
+def _check_list_arguments(arguments: Mapping[str, object]) -> None:
+    if arguments:
+        raise ScheduleError(
+            "invalid_selector",
+            f"schedule_list takes no arguments, got {_keys(arguments)}; call it with {{}}.",
         )
 
 
