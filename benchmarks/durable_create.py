@@ -4,6 +4,9 @@ Each iteration, interleaved so that all see the same disk: ``os.write`` of the c
 line plus ``os.fsync`` on a file in the same directory (the baseline), then
 ``ScheduleTools.call("schedule_create", …)`` on a JSONL session whose lone barriers fsync on the
 event loop's thread (the default), then on one whose flushes all go to the session's thread.
+Before each measured operation the benchmark sleeps ``--pause`` ms on the event loop, as tool
+calls are apart in use, so that work one of them left to a background thread (a session's
+next-target record) finishes before the next is timed instead of landing in its time.
 
     python3 dev.py bench durable_create [--iterations N] [--dir PATH]
 """
@@ -50,7 +53,7 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def run(iterations: int, directory: Path) -> None:
+async def run(iterations: int, directory: Path, pause: float) -> None:
     settings = Settings(limits=Limits(max_active=iterations + 1))
     schedules = []
     for name, on_loop in (("loop", True), ("thread", False)):
@@ -65,11 +68,13 @@ async def run(iterations: int, directory: Path) -> None:
     try:
         for number in range(1, iterations + 1):
             line = create_line(number)
+            await asyncio.sleep(pause)
             started = time.perf_counter_ns()
             os.write(raw_fd, line)
             os.fsync(raw_fd)
             raw.append((time.perf_counter_ns() - started) / 1e3)
             for samples, (_, _, tools) in zip(measured, schedules, strict=True):
+                await asyncio.sleep(pause)
                 started = time.perf_counter_ns()
                 result = await tools.call("schedule_create", ARGUMENTS)
                 samples.append((time.perf_counter_ns() - started) / 1e3)
@@ -81,7 +86,10 @@ async def run(iterations: int, directory: Path) -> None:
             await schedule.close()
             await handle.close()
     base = statistics.median(raw)
-    print(f"{iterations} iterations, entry line {len(create_line(1))} bytes")
+    print(
+        f"{iterations} iterations, entry line {len(create_line(1))} bytes, "
+        f"{pause * 1e3:g} ms pause before each"
+    )
     print(f"{'':<52}{'p50 µs':>9}{'p99 µs':>9}{'p50 ratio':>11}")
     rows = (
         ("raw os.write + os.fsync", raw),
@@ -100,9 +108,12 @@ def main() -> None:
     parser.add_argument(
         "--dir", type=Path, default=None, help="where to write (default: a temp dir)"
     )
+    parser.add_argument(
+        "--pause", type=float, default=1.0, help="ms slept before each measured operation"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
-        asyncio.run(run(args.iterations, Path(directory)))
+        asyncio.run(run(args.iterations, Path(directory), args.pause / 1e3))
 
 
 if __name__ == "__main__":

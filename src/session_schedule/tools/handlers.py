@@ -252,11 +252,16 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def _too_deeply_nested(value: object) -> bool:
     """Whether arrays and objects nest more than :data:`MAX_ARGUMENT_DEPTH` levels in ``value``.
 
     Iterative, so that no nesting — however deep — can exhaust the interpreter's stack here.
     """
+    if type(value) is dict and all(type(item) in _SCALARS for item in value.values()):
+        return False  # the common case: a flat object (one level)
     pending: list[tuple[object, int]] = [(value, 1)]
     while pending:
         item, depth = pending.pop()
