@@ -4,9 +4,9 @@ Each iteration, interleaved so that all see the same disk: ``os.write`` of the c
 line plus ``os.fsync`` on a file in the same directory (the baseline), then
 ``ScheduleTools.call("schedule_create", …)`` on a JSONL session whose lone barriers fsync on the
 event loop's thread (the default), then on one whose flushes all go to the session's thread.
-Before each measured operation the benchmark sleeps ``--pause`` ms on the event loop, as tool
-calls are apart in use, so that work one of them left to a background thread (a session's
-next-target record) finishes before the next is timed instead of landing in its time.
+With ``--pause MS``, the benchmark sleeps that long on the event loop before each measured
+operation, as tool calls are apart in use: work one of them left to a session's thread (its
+next-target record) then finishes before the next is timed (default 0: back to back).
 
     python3 dev.py bench durable_create [--iterations N] [--dir PATH]
 """
@@ -109,7 +109,7 @@ def main() -> None:
         "--dir", type=Path, default=None, help="where to write (default: a temp dir)"
     )
     parser.add_argument(
-        "--pause", type=float, default=1.0, help="ms slept before each measured operation"
+        "--pause", type=float, default=0.0, help="ms slept before each measured operation"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
