@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from session_schedule.core.changes import delete_change
 from session_schedule.core.ids import make_schedule_id
-from session_schedule.core.instants import parse_instant
+from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.session import DueSession, JsonlSessionStore
+from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl_targets import INDEX_NAME
 from session_schedule.testing.session_contract import CHANGE, NOW, at_create, turn
 
@@ -166,5 +169,45 @@ def test_a_session_opened_from_a_checkpoint_is_indexed_without_reading_its_log(
         assert await _due(store) == (DueSession(handle.id, TARGET),)
         (store.data_dir / INDEX_NAME).unlink()
         assert await _due(store) == (DueSession(handle.id, TARGET),)
+
+    asyncio.run(body())
+
+
+def test_the_owner_folds_and_writes_its_record_on_the_sessions_thread(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        index = store._index
+        original = index.record
+        written: list[tuple[str, int | None, int]] = []
+
+        def recording(
+            session_id: SessionId, target: Instant | None, status: os.stat_result
+        ) -> None:
+            written.append((threading.current_thread().name, target, status.st_size))
+            original(session_id, target, status)
+
+        index.record = recording  # type: ignore[method-assign]
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, LATER_TARGET))
+            await handle.barrier()
+            size = store.path_of(handle.id).stat().st_size
+            handle.append(CHANGE, at_create(2, TARGET))
+            await handle.barrier()
+        # In order, on the session's thread, each for the file as its barrier left it.
+        assert written == [
+            ("session-jsonl", LATER_TARGET, size),
+            ("session-jsonl", TARGET, store.path_of(handle.id).stat().st_size),
+            ("session-jsonl", TARGET, store.path_of(handle.id).stat().st_size),
+        ]
+        reads: list[str] = []
+        read_log = index._read_log
+
+        def counting(path: Path, session_id: str) -> object:
+            reads.append(session_id)
+            return read_log(path, session_id)  # type: ignore[arg-type]
+
+        index._read_log = counting  # type: ignore[assignment]
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        assert reads == []
 
     asyncio.run(body())
