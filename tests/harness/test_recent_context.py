@@ -214,6 +214,8 @@ def test_the_last_turns_are_read_from_the_end() -> None:
 def test_a_short_log_has_all_its_turns() -> None:
     entries = log([user_message("hi", at=AT), None, assistant_message("hello", at=AT)])
     assert recent_turns(entries, 8) == (0, [entries[0], entries[2]])
+    assert recent_turns(entries, 2) == (0, [entries[0], entries[2]])
+    assert recent_turns(entries, 1) == (2, [entries[2]])
     assert recent_turns([], 8) == (0, [])
 
 

@@ -267,8 +267,11 @@ def recent_context(
 
 def recent_turns(entries: Sequence[LogEntry], count: int) -> tuple[int, list[LogEntry]]:
     """The last ``count`` transcript turns of ``entries`` (as their entries), and how many
-    entries come before the first of them — read from the end, :data:`FIRST_STEP` entries
-    first and twice as many each further step, only until ``count`` turns are found."""
+    entries before the first of them hold the earlier turns (0: there are none).
+
+    Read from the end, :data:`FIRST_STEP` entries first and twice as many each further step,
+    only until ``count`` turns are found. Only ``len`` and slices of ``entries`` are used.
+    """
     if count < 1:
         raise ValueError(f"count must be positive, not {count}")
     end = len(entries)
@@ -280,9 +283,10 @@ def recent_turns(entries: Sequence[LogEntry], count: int) -> tuple[int, list[Log
             for entry in entries[begin:end]
             if entry.type == MESSAGE_ENTRY_TYPE and isinstance(entry.payload, MessageEntry)
         ]
-        if len(found) >= count or begin == 0:
-            shown = found[-count:]
-            return (shown[0].position if shown else begin), shown
+        if len(found) > count or (len(found) == count and begin > 0):
+            return found[-count].position, found[-count:]
+        if begin == 0:
+            return 0, found
         step *= 2
 
 
