@@ -217,6 +217,18 @@ def test_a_short_log_has_all_its_turns() -> None:
     assert recent_turns(entries, 2) == (0, [entries[0], entries[2]])
     assert recent_turns(entries, 1) == (2, [entries[2]])
     assert recent_turns([], 8) == (0, [])
+    assert recent_turns(entries, 8, end=2) == (0, [entries[0]])
+    assert recent_turns(entries, 8, end=99) == (0, [entries[0], entries[2]])
+
+
+def test_a_page_of_turns_reads_at_most_max_entries() -> None:
+    entries = long_log()
+    recording = Recording(entries)
+    # Up to entry 1000 (a prompt), 20 entries at most: the 16 turns of entries 980 to 999.
+    earlier, shown = recent_turns(recording, 100, end=1000, max_entries=20)
+    assert (earlier, len(shown), shown[0].position, shown[-1].position) == (980, 16, 980, 999)
+    assert recording.earliest == 980
+    assert recent_turns(recording, 3, end=1000, max_entries=20)[0] == 996
 
 
 def test_steps_and_counts_must_be_positive() -> None:
@@ -226,3 +238,6 @@ def test_steps_and_counts_must_be_positive() -> None:
     with pytest.raises(ValueError) as raised:
         recent_turns([], 0)
     assert str(raised.value) == "count must be positive, not 0"
+    with pytest.raises(ValueError) as raised:
+        recent_turns([], 1, max_entries=0)
+    assert str(raised.value) == "max_entries must be positive, not 0"

@@ -265,19 +265,31 @@ def recent_context(
         return _request(system, messages, kept)
 
 
-def recent_turns(entries: Sequence[LogEntry], count: int) -> tuple[int, list[LogEntry]]:
-    """The last ``count`` transcript turns of ``entries`` (as their entries), and how many
-    entries before the first of them hold the earlier turns (0: there are none).
+def recent_turns(
+    entries: Sequence[LogEntry],
+    count: int,
+    *,
+    end: int | None = None,
+    max_entries: int | None = None,
+) -> tuple[int, list[LogEntry]]:
+    """The last ``count`` transcript turns among the first ``end`` entries (all when ``None``),
+    as their entries, and how many entries before the first of them may hold earlier turns
+    (0: none do).
 
-    Read from the end, :data:`FIRST_STEP` entries first and twice as many each further step,
-    only until ``count`` turns are found. Only ``len`` and slices of ``entries`` are used.
+    Read backwards from ``end``, :data:`FIRST_STEP` entries first and twice as many each
+    further step, only until ``count`` turns are found — or ``max_entries`` entries are read:
+    fewer turns are returned then, and the entries before those read may hold earlier ones.
+    Only ``len`` and slices of ``entries`` are used.
     """
     if count < 1:
         raise ValueError(f"count must be positive, not {count}")
-    end = len(entries)
+    if max_entries is not None and max_entries < 1:
+        raise ValueError(f"max_entries must be positive, not {max_entries}")
+    end = len(entries) if end is None else min(max(end, 0), len(entries))
+    floor = 0 if max_entries is None else max(0, end - max_entries)
     step = FIRST_STEP
     while True:
-        begin = max(0, end - step)
+        begin = max(floor, end - step)
         found = [
             entry
             for entry in entries[begin:end]
@@ -285,8 +297,8 @@ def recent_turns(entries: Sequence[LogEntry], count: int) -> tuple[int, list[Log
         ]
         if len(found) > count or (len(found) == count and begin > 0):
             return found[-count].position, found[-count:]
-        if begin == 0:
-            return 0, found
+        if begin == floor:
+            return begin, found
         step *= 2
 
 
