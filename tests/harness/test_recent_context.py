@@ -229,6 +229,10 @@ def test_a_page_of_turns_reads_at_most_max_entries() -> None:
     assert (earlier, len(shown), shown[0].position, shown[-1].position) == (980, 16, 980, 999)
     assert recording.earliest == 980
     assert recent_turns(recording, 3, end=1000, max_entries=20)[0] == 996
+    # Entry 998 is a result; entry 997, a change, holds no turn: then two entries are read.
+    assert recent_turns(recording, 8, end=999, max_entries=1) == (998, [entries[998]])
+    assert recent_turns(recording, 8, end=998, max_entries=1) == (996, [entries[996]])
+    assert recent_turns(log([None, None, None]), 8, max_entries=1) == (0, [])
 
 
 def test_steps_and_counts_must_be_positive() -> None:

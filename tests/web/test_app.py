@@ -1020,44 +1020,47 @@ async def test_creates_and_forks_are_rate_limited_with_429_and_retry_after() -> 
 
 
 async def test_a_session_shows_its_newest_turns_and_pages_back_to_the_first(
-    offline: Overlay,
+    tmp_path: Path,
 ) -> None:
-    session = await offline.new_session()
-    live = await offline.app.sessions.get(SessionId(session))
-    for n in range(150):
-        live.chat.agent.submit(f"prompt {n}")
-    await offline.settle(session)
-    # The 150 prompts are queued (entries 0 to 149), taken by one turn (150 to 299) and
-    # finished (300 to 449).
-    detail = (await offline.client.get(f"/api/sessions/{session}")).json()
-    assert [t["position"] for t in detail["turns"]] == list(range(200, 300))
-    assert detail["turns"][0]["message"]["content"] == "prompt 50"
-    assert (detail["before"], detail["next"]) == (200, 450)
-    page = (await offline.client.get(f"/api/sessions/{session}/turns?before=200")).json()
-    assert [t["position"] for t in page["turns"]] == list(range(150, 200))
-    assert page["before"] is None
-    page = (await offline.client.get(f"/api/sessions/{session}/turns?before=200&limit=3")).json()
-    assert page == {
-        "turns": [
-            {
-                "position": position,
-                "message": {
-                    "role": "user",
-                    "content": f"prompt {position - 150}",
-                    "at": START,
-                    "origin": "person",
-                },
-            }
-            for position in (197, 198, 199)
-        ],
-        "before": 197,
-    }
-    # Without ``before``: the newest turns; beyond the end: the same.
-    for query in ("limit=2", "before=999999&limit=2"):
-        page = (await offline.client.get(f"/api/sessions/{session}/turns?{query}")).json()
-        assert ([t["position"] for t in page["turns"]], page["before"]) == ([298, 299], 298)
-    page = (await offline.client.get(f"/api/sessions/{session}/turns?before=0")).json()
-    assert page == {"turns": [], "before": None}
+    store = JsonlSessionStore(tmp_path)
+    async with await store.create(now=FakeClock(START).now()) as handle:
+        for n in range(150):
+            handle.append(
+                MESSAGE_ENTRY_TYPE, user_message(f"prompt {n}", at=FakeClock(START).now())
+            )
+        await handle.barrier()
+    session = handle.id
+    async with open_overlay(store) as overlay:
+        # A page reads the last 64 entries at most: here, 64 turns.
+        detail = (await overlay.client.get(f"/api/sessions/{session}")).json()
+        assert [t["position"] for t in detail["turns"]] == list(range(86, 150))
+        assert (detail["before"], detail["next"]) == (86, 150)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=86")).json()
+        assert ([t["position"] for t in page["turns"]], page["before"]) == (list(range(22, 86)), 22)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=22")).json()
+        assert ([t["position"] for t in page["turns"]], page["before"]) == (list(range(22)), None)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=86&limit=3")).json()
+        assert page == {
+            "turns": [
+                {
+                    "position": position,
+                    "message": {
+                        "role": "user",
+                        "content": f"prompt {position}",
+                        "at": START,
+                        "origin": "person",
+                    },
+                }
+                for position in (83, 84, 85)
+            ],
+            "before": 83,
+        }
+        # Without ``before``: the newest turns; beyond the end: the same.
+        for query in ("limit=2", "before=999999&limit=2"):
+            page = (await overlay.client.get(f"/api/sessions/{session}/turns?{query}")).json()
+            assert ([t["position"] for t in page["turns"]], page["before"]) == ([148, 149], 148)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=0")).json()
+        assert page == {"turns": [], "before": None}
 
 
 @pytest.mark.parametrize(

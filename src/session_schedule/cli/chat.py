@@ -308,22 +308,16 @@ async def _chat(options: _Options) -> None:
             echo_person=not options.interactive,
             offline=connection.model is None,
         )
-        entries = len(session.entries)
-        before, shown = recent_turns(session.entries, HISTORY_TURNS)
         display.banner(
             _banner(
                 options,
                 session_id,
                 endpoint=connection.endpoint,
                 resumed=options.session is not None,
-                entries=entries,
+                entries=len(session.entries),
             )
         )
-        display.history(
-            [entry.payload for entry in shown if isinstance(entry.payload, MessageEntry)],
-            earlier=before,
-            show=_show_command(options, session_id),
-        )
+        show_history(display, session, show=_show_command(options, session_id))
         front = _Front(display)
         reading = asyncio.create_task(
             front.interactive() if options.interactive else front.piped(), name="chat input"
@@ -345,6 +339,17 @@ async def _chat(options: _Options) -> None:
                 reading.cancel()
             await asyncio.gather(reading, return_exceptions=True)
         display.banner([_resume_hint(options, session_id)])
+
+
+def show_history(display: Display, session: SessionHandle, *, show: str | None) -> None:
+    """Print the last :data:`HISTORY_TURNS` turns of ``session``, read from the end of its log
+    (the entries before them are not read); ``show`` is the command that prints them all."""
+    earlier, shown = recent_turns(session.entries, HISTORY_TURNS)
+    display.history(
+        [entry.payload for entry in shown if isinstance(entry.payload, MessageEntry)],
+        earlier=earlier,
+        show=show,
+    )
 
 
 async def _live(

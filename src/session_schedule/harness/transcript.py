@@ -277,9 +277,10 @@ def recent_turns(
     (0: none do).
 
     Read backwards from ``end``, :data:`FIRST_STEP` entries first and twice as many each
-    further step, only until ``count`` turns are found — or ``max_entries`` entries are read:
-    fewer turns are returned then, and the entries before those read may hold earlier ones.
-    Only ``len`` and slices of ``entries`` are used.
+    further step, only until ``count`` turns are found — or ``max_entries`` entries are read
+    and hold a turn (else twice as many, and so on): fewer turns are returned then, and the
+    entries before those read may hold earlier ones. Only ``len`` and slices of ``entries``
+    are used.
     """
     if count < 1:
         raise ValueError(f"count must be positive, not {count}")
@@ -297,8 +298,10 @@ def recent_turns(
         ]
         if len(found) > count or (len(found) == count and begin > 0):
             return found[-count].position, found[-count:]
-        if begin == floor:
+        if begin == floor and (found or floor == 0):
             return begin, found
+        if begin == floor:
+            floor = max(0, end - 2 * (end - floor))
         step *= 2
 
 

@@ -2,8 +2,8 @@
 
 ``turn`` events carry a :class:`~session_schedule.web.live.TurnView` and the turn's log position
 as the event id, so a reconnecting ``EventSource`` (which sends ``Last-Event-ID``) resumes right
-after the last turn it saw. ``notice`` events carry a problem to show (never stored, no id). A comment
-line is sent when nothing happened for a while, so dead connections are noticed.
+after the last turn it saw. ``notice`` events carry a problem to show (never stored, no id). A
+comment line is sent when nothing happened for a while, so dead connections are noticed.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from session_schedule.harness.model import Model
 from session_schedule.harness.transcript import check_fork_cut, recent_turns
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
+from session_schedule.session.checkpoint import WINDOW
 from session_schedule.session.ids import SessionId
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
 from session_schedule.session.port import (
@@ -65,8 +66,10 @@ ModelFactory: TypeAlias = Callable[[], Model]
 DEFAULT_MAX_PENDING: Final = 1000
 PAGE_TURNS: Final = 100
 """The most transcript turns in one page (the newest page is what opening a Session shows)."""
-MAX_PAGE_ENTRIES: Final = 1000
-"""The most log entries read for one page; a page can have fewer turns when they are sparse."""
+MAX_PAGE_ENTRIES: Final = WINDOW
+"""The most log entries read for one page (a page has fewer turns when there are more entries).
+As many as a Session opened from its checkpoint holds decoded before the checkpoint, so the
+newest page never reads the history before them."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 
