@@ -126,7 +126,7 @@ async def test_a_harness_turn_chat_history_and_the_overlay_leave_the_history_unr
             await live.agent.wait_idle()
         assert not entries.loaded
     (request,) = model.seen
-    assert request[0]["content"].startswith(SYSTEM_PROMPT)  # type: ignore[union-attr]
+    assert str(request[0]["content"]).startswith(SYSTEM_PROMPT)
     assert request[1] == {"role": "user", "content": OMITTED_NOTE}
     assert request[-1] == {"role": "user", "content": "one more question"}
     whole = messages_of((await store.read(session_id)).entries)
