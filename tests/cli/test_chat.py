@@ -235,10 +235,13 @@ async def closed_session_with_an_overdue_reminder(data_dir: Path) -> str:
 
 def test_resuming_shows_the_history_and_delivers_overdue_reminders(tmp_path: Path) -> None:
     session_id = asyncio.run(closed_session_with_an_overdue_reminder(tmp_path))
+    entries = len(read(tmp_path, session_id).entries)
     with ChatProcess(tmp_path, session_id) as chat:
-        chat.expect(f"session-schedule chat: resumed session {session_id} (3 turns)\n")
         chat.expect(
-            "--- the last 3 of 3 turns ---\n"
+            f"session-schedule chat: resumed session {session_id} ({entries} log entries)\n"
+        )
+        chat.expect(
+            "--- the 3 turns so far ---\n"
             "you> first note\n"
             'tool call> schedule_create {"prompt":"stretch","after_seconds":60}\n'
             "tool result> "
@@ -275,11 +278,16 @@ def test_a_resumed_session_shows_only_its_last_turns(
         monkeypatch, capsys, tmp_path, stdin="".join(f"line {n}\n" for n in range(1, 11))
     )
     session_id = session_id_of(out)
+    entries = read(tmp_path, session_id).entries
+    third = next(e.position for e in entries if getattr(e.payload, "content", "") == "line 3")
     code, out, err = run_chat(monkeypatch, capsys, tmp_path, session_id)
     assert (code, err) == (0, "")
-    assert f"resumed session {session_id} (10 turns)" in out
+    assert f"resumed session {session_id} ({len(entries)} log entries)" in out
     lines = out.splitlines()
-    start = lines.index("--- the last 8 of 10 turns ---")
+    start = lines.index(
+        f"--- the last 8 turns; the earlier ones, in the first {third} log entries, are not "
+        f"shown; see them with: session-schedule --data-dir {tmp_path} show {session_id} ---"
+    )
     assert lines[start + 1 : start + 10] == [*[f"you> line {n}" for n in range(3, 11)], "---"]
 
 
@@ -471,7 +479,7 @@ def test_the_persons_tool_call_is_shown_once() -> None:
         "tool call> schedule_list {}",
         "tool call> schedule_list {}",
     ]
-    display.history([echo])
+    display.history([echo], earlier=0, show=None)
     assert plain_text(shown[-2]) == "tool call> schedule_list {}"
 
 

@@ -234,7 +234,7 @@ def test_max_context_chars_bounds_what_the_endpoint_receives(tmp_path: Path) -> 
         {"role": "user", "content": "second"},
     ]
     assert third[1:] == [
-        {"role": "user", "content": OMITTED_NOTE.format(count=2)},
+        {"role": "user", "content": OMITTED_NOTE},
         {"role": "user", "content": "second"},
         {"role": "assistant", "content": long},
         {"role": "user", "content": "third"},

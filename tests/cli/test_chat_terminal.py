@@ -75,7 +75,7 @@ def test_a_followup_appears_at_the_prompt_and_the_session_resumes(tmp_path: Path
     assert [type(change) for change in changes] == [ScheduleCreateChange, ScheduleDispatchChange]
 
     with terminal(tmp_path, session_id) as chat:
-        chat.expect_exact(f"resumed session {session_id} (4 turns)")
+        chat.expect_exact(f"resumed session {session_id} ({len(snapshot.entries)} log entries)")
         chat.expect_exact("half-typed line")
         chat.expect_exact("you> ")
         chat.sendline("/list")

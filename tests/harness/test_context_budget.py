@@ -46,8 +46,7 @@ def result(call_id: str, text: str) -> ChatMessage:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def note(count: int) -> ChatMessage:
-    return user(OMITTED_NOTE.format(count=count))
+NOTE = user(OMITTED_NOTE)
 
 
 HISTORY: list[ChatMessage] = [
@@ -71,11 +70,11 @@ def test_a_request_within_the_budget_is_the_whole_transcript() -> None:
 def test_the_newest_messages_that_fit_are_kept_with_a_note_at_the_cut() -> None:
     messages = [*HISTORY, *TURN]
     kept = HISTORY[5:]
-    budget = size([SYSTEM, note(5), *kept, *TURN])
-    assert bounded_context(SYSTEM, messages, budget) == [SYSTEM, note(5), *kept, *TURN]
+    budget = size([SYSTEM, NOTE, *kept, *TURN])
+    assert bounded_context(SYSTEM, messages, budget) == [SYSTEM, NOTE, *kept, *TURN]
     assert bounded_context(SYSTEM, messages, budget - 1) == [
         SYSTEM,
-        note(6),
+        NOTE,
         *HISTORY[6:],
         *TURN,
     ]
@@ -85,22 +84,22 @@ def test_a_tool_call_is_kept_with_all_its_results_or_left_out_with_them() -> Non
     messages = [*HISTORY, *TURN]
     # Room for the second result and everything after it, but not for the call and its first
     # result: the call and both results are left out together.
-    budget = size([SYSTEM, note(2), *HISTORY[4:], *TURN])
-    assert bounded_context(SYSTEM, messages, budget) == [SYSTEM, note(5), *HISTORY[5:], *TURN]
-    budget = size([SYSTEM, note(2), *HISTORY[2:], *TURN])
-    assert bounded_context(SYSTEM, messages, budget) == [SYSTEM, note(2), *HISTORY[2:], *TURN]
+    budget = size([SYSTEM, NOTE, *HISTORY[4:], *TURN])
+    assert bounded_context(SYSTEM, messages, budget) == [SYSTEM, NOTE, *HISTORY[5:], *TURN]
+    budget = size([SYSTEM, NOTE, *HISTORY[2:], *TURN])
+    assert bounded_context(SYSTEM, messages, budget) == [SYSTEM, NOTE, *HISTORY[2:], *TURN]
 
 
 def test_the_turn_being_answered_keeps_its_tool_rounds_even_over_the_budget() -> None:
     turn = [*TURN, calls("c3"), result("c3", "y" * 500)]
     request = bounded_context(SYSTEM, [*HISTORY, *turn], 10)
-    assert request == [SYSTEM, note(len(HISTORY)), *turn]
+    assert request == [SYSTEM, NOTE, *turn]
 
 
 def test_a_transcript_without_a_user_message_is_cut_from_the_newest() -> None:
     messages = [assistant("x" * 1000), assistant("y")]
-    request = bounded_context(SYSTEM, messages, size([SYSTEM, note(1), messages[1]]))
-    assert request == [SYSTEM, note(1), messages[1]]
+    request = bounded_context(SYSTEM, messages, size([SYSTEM, NOTE, messages[1]]))
+    assert request == [SYSTEM, NOTE, messages[1]]
 
 
 def test_the_budget_must_be_positive() -> None:
@@ -140,7 +139,7 @@ async def test_a_five_minute_reminder_for_a_day_keeps_every_request_within_the_b
     omitted = last[1]["content"]
     assert isinstance(omitted, str)
     kept = len(last) - 2
-    assert omitted == OMITTED_NOTE.format(count=len(transcript) - 1 - kept)
+    assert omitted == OMITTED_NOTE
     # The newest messages, in order, up to the follow-up being answered.
     assert [m["content"] for m in last[2:]] == [t.content for t in transcript[-1 - kept : -1]]
     # Unbounded, the last request would have carried the whole day.

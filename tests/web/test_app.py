@@ -127,6 +127,8 @@ async def test_sessions_are_created_listed_and_read(offline: Overlay) -> None:
             "live": True,
         },
         "turns": [],
+        "before": None,
+        "next": 0,
     }
 
 
@@ -1014,6 +1016,80 @@ async def test_creates_and_forks_are_rate_limited_with_429_and_retry_after() -> 
         assert len((await overlay.client.get("/api/sessions")).json()["sessions"]) == 3
 
 
+# -- pages of the transcript -----------------------------------------------------------------
+
+
+async def test_a_session_shows_its_newest_turns_and_pages_back_to_the_first(
+    tmp_path: Path,
+) -> None:
+    store = JsonlSessionStore(tmp_path)
+    async with await store.create(now=FakeClock(START).now()) as handle:
+        for n in range(150):
+            handle.append(
+                MESSAGE_ENTRY_TYPE, user_message(f"prompt {n}", at=FakeClock(START).now())
+            )
+        await handle.barrier()
+    session = handle.id
+    async with open_overlay(store) as overlay:
+        # A page reads the last 64 entries at most: here, 64 turns.
+        detail = (await overlay.client.get(f"/api/sessions/{session}")).json()
+        assert [t["position"] for t in detail["turns"]] == list(range(86, 150))
+        assert (detail["before"], detail["next"]) == (86, 150)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=86")).json()
+        assert ([t["position"] for t in page["turns"]], page["before"]) == (list(range(22, 86)), 22)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=22")).json()
+        assert ([t["position"] for t in page["turns"]], page["before"]) == (list(range(22)), None)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=86&limit=3")).json()
+        assert page == {
+            "turns": [
+                {
+                    "position": position,
+                    "message": {
+                        "role": "user",
+                        "content": f"prompt {position}",
+                        "at": START,
+                        "origin": "person",
+                    },
+                }
+                for position in (83, 84, 85)
+            ],
+            "before": 83,
+        }
+        # Without ``before``: the newest turns; beyond the end: the same.
+        for query in ("limit=2", "before=999999&limit=2"):
+            page = (await overlay.client.get(f"/api/sessions/{session}/turns?{query}")).json()
+            assert ([t["position"] for t in page["turns"]], page["before"]) == ([148, 149], 148)
+        page = (await overlay.client.get(f"/api/sessions/{session}/turns?before=0")).json()
+        assert page == {"turns": [], "before": None}
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("before=-1", "before must be a non-negative integer, not '-1'."),
+        ("before=1.5", "before must be a non-negative integer, not '1.5'."),
+        ("limit=0", "limit must be an integer from 1 to 100, not '0'."),
+        ("limit=101", "limit must be an integer from 1 to 100, not '101'."),
+        ("limit=0100", "limit must be an integer from 1 to 100, not '0100'."),
+        ("limit=ten", "limit must be an integer from 1 to 100, not 'ten'."),
+    ],
+)
+async def test_a_page_of_turns_refuses_bad_parameters(
+    offline: Overlay, query: str, error: str
+) -> None:
+    session = await offline.new_session()
+    status, body = await send_raw(offline.app, "GET", f"/api/sessions/{session}/turns?{query}", [])
+    assert (status, body) == (400, {"error": error})
+
+
+async def test_a_page_of_an_unknown_session_is_404(offline: Overlay) -> None:
+    status, body = await send_raw(offline.app, "GET", "/api/sessions/s_000000000000/turns", [])
+    assert (status, body) == (
+        404,
+        {"error": "session s_000000000000 does not exist; check the session id."},
+    )
+
+
 # -- the event stream ------------------------------------------------------------------------
 
 
@@ -1028,14 +1104,13 @@ async def test_the_event_stream_sends_the_backlog_then_live_turns(offline: Overl
         assert stream.headers["cache-control"] == "no-store"
         assert await stream.next_raw() == b"retry: 2000"
         backlog = await stream.next_event()
-        assert (backlog.event, backlog.id) == ("turn", "0")
+        assert (backlog.event, backlog.id) == ("turn", "1")  # after the turn's queued entry
         assert msgspec.json.decode(backlog.data)["message"]["content"] == "before"
         await offline.client.post(prompts, json={"text": "after", "zone": None})
         live = await stream.next_event()
-        assert (live.event, live.id) == ("turn", "1")
+        assert (live.event, live.id) == ("turn", "4")
         decoded = msgspec.json.decode(live.data)
         assert decoded == {
-            "index": 1,
             "position": 4,  # after the first turn's queued, message and finished entries
             "message": {
                 "role": "user",
@@ -1052,11 +1127,12 @@ async def test_the_event_stream_resumes_after_the_last_event_id(offline: Overlay
     for text in ("a", "b", "c"):
         await offline.client.post(prompts, json={"text": text, "zone": None})
     await offline.settle(session)
-    path = f"/api/sessions/{session}/events?from=1"
+    first, second, third = [turn["position"] for turn in await offline.turns(session)]
+    path = f"/api/sessions/{session}/events?from={first + 1}"
     async with SseStream(offline.app, path) as stream:
-        assert (await stream.next_event()).id == "1"
-    async with SseStream(offline.app, path, [(b"last-event-id", b"1")]) as stream:
-        assert (await stream.next_event()).id == "2"
+        assert (await stream.next_event()).id == str(second)
+    async with SseStream(offline.app, path, [(b"last-event-id", str(second).encode())]) as stream:
+        assert (await stream.next_event()).id == str(third)
 
 
 async def test_the_event_stream_sends_keep_alive_comments() -> None:
@@ -1109,7 +1185,7 @@ async def test_the_event_stream_refuses_bad_positions(
 async def test_a_page_that_falls_behind_gets_what_is_queued_then_the_end() -> None:
     subscription = Subscription(max_pending=2)
     turns = [
-        TurnView(index=i, position=i, message=user_message(str(i), at=FakeClock(START).now()))
+        TurnView(position=i, message=user_message(str(i), at=FakeClock(START).now()))
         for i in range(3)
     ]
     for turn in turns:
@@ -1121,7 +1197,7 @@ async def test_a_page_that_falls_behind_gets_what_is_queued_then_the_end() -> No
         await subscription.next(1)
 
 
-async def test_a_subscriber_dropped_for_falling_behind_resumes_from_its_index(
+async def test_a_subscriber_dropped_for_falling_behind_resumes_from_its_position(
     offline: Overlay,
 ) -> None:
     session = await offline.new_session()
@@ -1129,9 +1205,10 @@ async def test_a_subscriber_dropped_for_falling_behind_resumes_from_its_index(
     for text in ("a", "b", "c"):
         live.chat.agent.submit(text)
     await offline.settle(session)
-    backlog, subscription = live.subscribe(1)
+    # The three prompts are queued (entries 0 to 2), then taken together by one turn (3 to 5).
+    backlog, subscription = live.subscribe(4)
     live.unsubscribe(subscription)
-    assert [(t.index, t.message.content) for t in backlog] == [(1, "b"), (2, "c")]
+    assert [(t.position, t.message.content) for t in backlog] == [(4, "b"), (5, "c")]
 
 
 def _tool_call_reply(arguments: str) -> ModelReply:
@@ -1160,7 +1237,10 @@ async def test_a_reminder_set_by_the_model_is_streamed_as_a_followup_turn(
         await online.settle(session)
         online.clock.advance(30)
         followup = msgspec.json.decode((await stream.next_event()).data)
-        assert (followup["index"], followup["message"]["origin"]) == (4, "followup")
+        assert followup["message"]["origin"] == "followup"
+        live = await online.app.sessions.get(SessionId(session))
+        entry = live.session.entries[followup["position"]]
+        assert msgspec.to_builtins(entry.payload) == followup["message"]
         assert 'prompt: "<b>stand up</b>"' in followup["message"]["content"]
         reply = msgspec.json.decode((await stream.next_event()).data)
         assert reply["message"]["content"] == "Time to stand up."

@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from session_schedule.core.instants import Instant
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
+from session_schedule.testing.clock import FakeClock
 from session_schedule.web.app import OverlayApp, create_app
 from session_schedule.web.security import AccessPolicy, access_policy
 from session_schedule.web.server import OverlayServer, bind
@@ -226,6 +229,61 @@ def test_a_reminder_comes_back_into_the_transcript_live_and_survives_a_reload(
     expect(page.locator(".turn")).to_have_count(len(texts))
     assert page.locator(".turn").all_inner_texts() == texts
     expect(page.locator(".turn.followup")).to_have_count(1)
+
+
+def stored_session(data: Path, turns: int) -> str:
+    """A closed session of ``turns`` person prompts, in the store at ``data``."""
+
+    async def create() -> str:
+        clock = FakeClock(Instant(1_796_000_000_000))
+        async with await JsonlSessionStore(data).create(now=clock.now()) as session:
+            for n in range(turns):
+                session.append(MESSAGE_ENTRY_TYPE, user_message(f"prompt {n}", at=clock.now()))
+            await session.barrier()
+            return session.id
+
+    # In a thread of its own: Playwright's sync API runs an event loop in this one.
+    created: list[str] = []
+    thread = threading.Thread(target=lambda: created.append(asyncio.run(create())))
+    thread.start()
+    thread.join()
+    return created[0]
+
+
+def test_a_long_session_shows_its_newest_page_and_earlier_pages_on_demand(
+    offline_server: Running, tmp_path: Path, open_page: Callable[[str, str], Page]
+) -> None:
+    session = stored_session(tmp_path / "data", 150)
+    page = open_page(f"{offline_server.url}#{session}", "Europe/Paris")
+    # A page is the turns of the last 64 entries at most.
+    turns = page.locator(".turn.person .content")
+    expect(turns).to_have_count(64)
+    expect(turns.first).to_have_text("prompt 86")
+    expect(turns.last).to_have_text("prompt 149")
+    earlier = page.locator("#show-earlier")
+    expect(earlier).to_be_visible()
+    with page.expect_request(lambda request: request.url.endswith("/turns?before=86")):
+        earlier.click()
+    expect(turns).to_have_count(128)
+    expect(turns.first).to_have_text("prompt 22")
+    expect(earlier).to_be_visible()
+    earlier.click()
+    expect(turns).to_have_count(150)
+    expect(earlier).to_be_hidden()
+    assert turns.all_inner_texts() == [f"prompt {n}" for n in range(150)]
+    # Live turns still join at the bottom.
+    send(page, "and one more")
+    expect(turns).to_have_count(151)
+    expect(turns.last).to_have_text("and one more")
+    # Queued as entry 150, recorded as entry 151.
+    expect(page.locator(".turn").last).to_have_attribute("data-position", "151")
+    positions = [
+        int(p)
+        for p in page.locator(".turn").evaluate_all(
+            "items => items.map(item => item.dataset.position)"
+        )
+    ]
+    assert positions == sorted(set(positions))
 
 
 def test_markup_in_prompts_and_reminders_is_shown_as_text(

@@ -50,7 +50,7 @@ from session_schedule.extras import require
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
-from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, messages_of
+from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.ids import SessionId
@@ -74,7 +74,8 @@ REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 """After a storage failure the session is reopened after 1 s, then 2 s, 4 s … up to this."""
 HISTORY_TURNS: Final = 8
-"""How many of the last transcript turns a resumed chat shows."""
+"""How many of the last transcript turns a resumed chat shows (read from the end of the log:
+the entries before them are not read)."""
 MAX_LINE_BYTES: Final = 1 << 20
 
 OFFLINE_BANNER: Final = (
@@ -307,17 +308,16 @@ async def _chat(options: _Options) -> None:
             echo_person=not options.interactive,
             offline=connection.model is None,
         )
-        history = messages_of(session.entries)
         display.banner(
             _banner(
                 options,
                 session_id,
                 endpoint=connection.endpoint,
                 resumed=options.session is not None,
-                turns=len(history),
+                entries=len(session.entries),
             )
         )
-        display.history(history)
+        show_history(display, session, show=_show_command(options, session_id))
         front = _Front(display)
         reading = asyncio.create_task(
             front.interactive() if options.interactive else front.piped(), name="chat input"
@@ -339,6 +339,17 @@ async def _chat(options: _Options) -> None:
                 reading.cancel()
             await asyncio.gather(reading, return_exceptions=True)
         display.banner([_resume_hint(options, session_id)])
+
+
+def show_history(display: Display, session: SessionHandle, *, show: str | None) -> None:
+    """Print the last :data:`HISTORY_TURNS` turns of ``session``, read from the end of its log
+    (the entries before them are not read); ``show`` is the command that prints them all."""
+    earlier, shown = recent_turns(session.entries, HISTORY_TURNS)
+    display.history(
+        [entry.payload for entry in shown if isinstance(entry.payload, MessageEntry)],
+        earlier=earlier,
+        show=show,
+    )
 
 
 async def _live(
@@ -407,10 +418,12 @@ async def _reopen(store: SessionStore, session_id: SessionId, display: Display) 
 
 
 def _banner(
-    options: _Options, session_id: str, *, endpoint: str, resumed: bool, turns: int
+    options: _Options, session_id: str, *, endpoint: str, resumed: bool, entries: int
 ) -> list[str]:
     opened = (
-        f"resumed session {session_id} ({turns} turns)" if resumed else f"new session {session_id}"
+        f"resumed session {session_id} ({entries} log entries)"
+        if resumed
+        else f"new session {session_id}"
     )
     lines = [f"session-schedule chat: {opened}"]
     model = options.model
@@ -430,11 +443,19 @@ def _banner(
 
 
 def _resume_hint(options: _Options, session_id: str) -> str:
+    return f"session {session_id} closed; resume it with: {_command(options, 'chat', session_id)}"
+
+
+def _show_command(options: _Options, session_id: str) -> str | None:
+    """The command that prints the whole transcript (``show`` reads the JSONL store only)."""
+    return _command(options, "show", session_id) if options.store == "jsonl" else None
+
+
+def _command(options: _Options, name: str, session_id: str) -> str:
     directory = (
         f" --data-dir {shlex.quote(str(options.directory))}" if options.explicit_directory else ""
     )
-    command = f"session-schedule{directory} chat {session_id}"
-    return f"session {session_id} closed; resume it with: {command}"
+    return f"session-schedule{directory} {name} {session_id}"
 
 
 # -- the person's side -------------------------------------------------------------------------
@@ -653,13 +674,23 @@ class Display:
         for text in lines:
             self._write(Line(label=None, text=text))
 
-    def history(self, turns: list[MessageEntry]) -> None:
-        """The last few turns of a resumed session, for context."""
+    def history(self, turns: list[MessageEntry], *, earlier: int, show: str | None) -> None:
+        """The last few ``turns`` of a resumed session, for context; the earlier turns are in
+        its first ``earlier`` log entries (0: there are none), which ``show`` (a command, if
+        there is one) prints."""
         if not turns:
             return
-        shown = turns[-HISTORY_TURNS:]
-        self._write(Line(label=None, text=f"--- the last {len(shown)} of {len(turns)} turns ---"))
-        for turn in shown:
+        if not earlier:
+            heading = f"--- the {len(turns)} turns so far ---"
+        else:
+            where = "the first log entry" if earlier == 1 else f"the first {earlier} log entries"
+            see = f"; see them with: {show}" if show is not None else ""
+            heading = (
+                f"--- the last {len(turns)} turns; the earlier ones, in {where}, are not "
+                f"shown{see} ---"
+            )
+        self._write(Line(label=None, text=heading))
+        for turn in turns:
             self.turn(turn, live=False)
         self._write(Line(label=None, text="---"))
 

@@ -32,9 +32,8 @@ from session_schedule.harness.model import ChatMessage, Model, ModelError
 from session_schedule.harness.transcript import (
     DEFAULT_MAX_CONTEXT_CHARS,
     PASTED_FRAME_MARK,
-    bounded_context,
-    chat_messages,
     messages_of,
+    recent_context,
 )
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.turns import Turn, TurnQueue
@@ -87,7 +86,9 @@ class ChatAgent:
 
     Each model request carries at most about ``max_context_chars`` characters of messages (see
     :func:`~session_schedule.harness.transcript.bounded_context`): the system message, the turn
-    being answered, and the most recent earlier turns that fit.
+    being answered, and the most recent earlier turns that fit. The request is built from the
+    end of the log (:func:`~session_schedule.harness.transcript.recent_context`), so a turn reads
+    only the entries it sends, however long the Session's history.
     """
 
     def __init__(
@@ -117,6 +118,7 @@ class ChatAgent:
 
     @property
     def transcript(self) -> list[MessageEntry]:
+        """Every transcript turn of the Session (this reads its whole log)."""
         return messages_of(self._session.entries)
 
     @property
@@ -273,7 +275,7 @@ class ChatAgent:
         if zones is not None:
             lines.append(time_context(zones))
         system: ChatMessage = {"role": "system", "content": "\n".join(lines)}
-        return bounded_context(system, chat_messages(self.transcript), self._max_context_chars)
+        return recent_context(system, self._session.entries, self._max_context_chars)
 
     def _append(self, message: MessageEntry) -> None:
         self._session.append(MESSAGE_ENTRY_TYPE, message)

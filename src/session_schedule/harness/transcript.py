@@ -204,9 +204,12 @@ def _ids(ids: Iterable[str]) -> str:
 DEFAULT_MAX_CONTEXT_CHARS: Final = 60_000
 """The default budget of one model request's messages, in characters of their JSON text."""
 OMITTED_NOTE: Final = (
-    "[{count} earlier messages of this conversation are omitted here to keep the request short; "
+    "[earlier messages of this conversation are omitted here to keep the request short; "
     "use schedule_list to see the reminders that are set]"
 )
+FIRST_STEP: Final = 16
+"""How many entries :func:`recent_context` and :func:`recent_turns` read first, from the end
+(each further step reads twice as many)."""
 
 
 def bounded_context(
@@ -218,35 +221,126 @@ def bounded_context(
     Always kept: the system message and the turn being answered — the last run of user messages
     and everything after them (that turn's tool rounds). Then as many earlier messages as fit,
     newest first, in whole units: an assistant turn with tool calls goes with its results or not
-    at all. When anything is left out, a user message at the cut says how many messages were
-    omitted. A turn that alone exceeds the budget is sent whole.
+    at all. When anything is left out, a user message at the cut (:data:`OMITTED_NOTE`) says
+    that earlier messages were omitted. A turn that alone exceeds the budget is sent whole.
     """
+    return _request(system, messages, _kept(system, messages, max_chars, complete=True))
+
+
+def recent_context(
+    system: ChatMessage,
+    entries: Sequence[LogEntry],
+    max_chars: int,
+    *,
+    first_step: int = FIRST_STEP,
+) -> list[ChatMessage]:
+    """``bounded_context(system, chat_messages(messages_of(entries)), max_chars)``, reading only
+    the end of ``entries`` that the request uses.
+
+    ``entries[n-k:n]`` is read for ``k = first_step``, then twice as many, and so on, until the
+    entries read decide the request or entry 0 is reached. Their messages are the end of the
+    whole transcript's, from their first turn that is not a tool result on: a call left
+    unanswered is completed by :func:`chat_messages` right before the next turn that is not a
+    result, in the unit of that call, and a result at the very start of the step answers a call
+    made before it (it belongs to the unit before). So the cut they give is the whole
+    transcript's as soon as the turn being answered, and the newest earlier unit that does not
+    fit the budget, start after their first message (and are therefore not the transcript's
+    first): nothing before that unit can be sent, whatever it is.
+
+    Only ``len`` and slices of ``entries`` are used.
+    """
+    if first_step < 1:
+        raise ValueError(f"first_step must be positive, not {first_step}")
+    end = len(entries)
+    step = first_step
+    while True:
+        begin = max(0, end - step)
+        complete = begin == 0
+        messages = chat_messages(messages_of(entries[begin:end]))
+        try:
+            kept = _kept(system, messages, max_chars, complete=complete)
+        except _Undecided:
+            step *= 2
+            continue
+        return _request(system, messages, kept)
+
+
+def recent_turns(
+    entries: Sequence[LogEntry],
+    count: int,
+    *,
+    end: int | None = None,
+    max_entries: int | None = None,
+) -> tuple[int, list[LogEntry]]:
+    """The last ``count`` transcript turns among the first ``end`` entries (all when ``None``),
+    as their entries, and how many entries before the first of them may hold earlier turns
+    (0: none do).
+
+    Read backwards from ``end``, :data:`FIRST_STEP` entries first and twice as many each
+    further step, only until ``count`` turns are found — or ``max_entries`` entries are read
+    and hold a turn (else twice as many, and so on): fewer turns are returned then, and the
+    entries before those read may hold earlier ones. Only ``len`` and slices of ``entries``
+    are used.
+    """
+    if count < 1:
+        raise ValueError(f"count must be positive, not {count}")
+    if max_entries is not None and max_entries < 1:
+        raise ValueError(f"max_entries must be positive, not {max_entries}")
+    end = len(entries) if end is None else min(max(end, 0), len(entries))
+    floor = 0 if max_entries is None else max(0, end - max_entries)
+    step = FIRST_STEP
+    while True:
+        begin = max(floor, end - step)
+        found = [
+            entry
+            for entry in entries[begin:end]
+            if entry.type == MESSAGE_ENTRY_TYPE and isinstance(entry.payload, MessageEntry)
+        ]
+        if len(found) > count or (len(found) == count and begin > 0):
+            return found[-count].position, found[-count:]
+        if begin == floor and (found or floor == 0):
+            return begin, found
+        if begin == floor:
+            floor = max(0, end - 2 * (end - floor))
+        step *= 2
+
+
+class _Undecided(Exception):  # noqa: N818 - a state, not an error
+    """The cut depends on messages before those at hand."""
+
+
+def _kept(
+    system: ChatMessage, messages: Sequence[ChatMessage], max_chars: int, *, complete: bool
+) -> int:
+    """How many leading ``messages`` the request leaves out. Raises :class:`_Undecided` when
+    that depends on messages before them (``complete``: there are none)."""
     users = [index for index, message in enumerate(messages) if message.get("role") == "user"]
+    if not users and not complete:
+        raise _Undecided
     start = users[-1] if users else len(messages)  # no user message: no turn is singled out
     while start > 0 and messages[start - 1].get("role") == "user":
         start -= 1
+    if start == 0 and not complete:
+        raise _Undecided
     used = _size(system) + sum(_size(message) for message in messages[start:])
-    units = _units(messages[:start])
     kept = start
-    for unit_start, unit_end in reversed(units):
+    for unit_start, unit_end in reversed(_units(messages[:start])):
+        if unit_start == 0 and not complete:
+            raise _Undecided
         cost = sum(_size(message) for message in messages[unit_start:unit_end])
-        if used + cost + _note_size(unit_start) > max_chars:
+        if used + cost + (_NOTE_SIZE if unit_start > 0 else 0) > max_chars:
             break
         used += cost
         kept = unit_start
+    return kept
+
+
+def _request(system: ChatMessage, messages: Sequence[ChatMessage], kept: int) -> list[ChatMessage]:
     request = [system]
     if kept > 0:
-        request.append(_note(kept))
+        request.append({"role": "user", "content": OMITTED_NOTE})
     request.extend(messages[kept:])
     return request
-
-
-def _note(count: int) -> ChatMessage:
-    return {"role": "user", "content": OMITTED_NOTE.format(count=count)}
-
-
-def _note_size(count: int) -> int:
-    return _size(_note(count)) if count > 0 else 0
 
 
 def _units(messages: Sequence[ChatMessage]) -> list[tuple[int, int]]:
@@ -262,3 +356,6 @@ def _units(messages: Sequence[ChatMessage]) -> list[tuple[int, int]]:
 
 def _size(message: ChatMessage) -> int:
     return len(msgspec.json.encode(message).decode())
+
+
+_NOTE_SIZE: Final = _size({"role": "user", "content": OMITTED_NOTE})

@@ -8,13 +8,23 @@ GET      ``/api/info``                          mode (model or offline), model n
 GET      ``/api/sessions``                      every stored Session
 POST     ``/api/sessions``                      create a Session (empty body or ``{}``)
 POST     ``/api/sessions/{id}/fork``            ``{"at": N | null}``: fork after N log entries
-GET      ``/api/sessions/{id}``                 header and transcript turns (opens it live)
+GET      ``/api/sessions/{id}``                 header and the newest page of transcript turns
+                                                (opens it live)
+GET      ``/api/sessions/{id}/turns``           ``?before=P&limit=N``: the turns before log
+                                                position P (a page: N at most 100)
 POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zone> | null}``
 POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
                                                 answer is the tool's result, once stored
 GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
-GET      ``/api/sessions/{id}/events``          Server-Sent Events: turns and notices
+GET      ``/api/sessions/{id}/events``          ``?from=P``: Server-Sent Events, the turns
+                                                from log position P on, then notices and turns
+                                                as they happen
 =======  =====================================  =============================================
+
+A transcript turn is known by its position in the Session's log. The newest page of turns (at
+most :data:`~session_schedule.web.live.PAGE_TURNS`) comes with ``before``, the position to ask
+the earlier turns before (``null``: there are none), and ``next``, the position the event
+stream continues from; only the turns asked for are read from the log.
 
 Refusals: 400 malformed, 401 token, 403 refused origin or host, 404 unknown, 405, 408 slow body,
 409 a session held elsewhere or corrupt, 413 too large, 415 not JSON, 422 wrong shape, 429 too
@@ -36,7 +46,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Final, TypeVar, final
+from typing import Final, TypeVar, final, overload
 
 import msgspec
 from starlette.applications import Starlette
@@ -73,6 +83,7 @@ from session_schedule.web.bodies import (
 from session_schedule.web.events import event_stream
 from session_schedule.web.limits import Rate, TokenBucket
 from session_schedule.web.live import (
+    PAGE_TURNS,
     LiveLimits,
     LiveSession,
     LiveSessions,
@@ -113,6 +124,11 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
     session: SessionSummary
     turns: list[TurnView]
+    """The newest page of transcript turns, oldest first."""
+    before: int | None
+    """The ``before`` of ``/turns`` that gives the turns before these (``None``: none)."""
+    next: int
+    """The log position the event stream continues from (its ``from``)."""
 
 
 @final
@@ -213,6 +229,7 @@ class _Api:
             Route("/api/sessions", self.list_sessions, methods=["GET"]),
             Route("/api/sessions", self.create_session, methods=["POST"]),
             Route("/api/sessions/{session_id}", self.get_session, methods=["GET"]),
+            Route("/api/sessions/{session_id}/turns", self.turns, methods=["GET"]),
             Route("/api/sessions/{session_id}/fork", self.fork_session, methods=["POST"]),
             Route("/api/sessions/{session_id}/prompts", self.post_prompt, methods=["POST"]),
             Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
@@ -272,6 +289,12 @@ class _Api:
     async def get_session(self, request: Request) -> Response:
         live = await self._live(request)
         return _json(self._detail(live))
+
+    async def turns(self, request: Request) -> Response:
+        before = _position(request.query_params.get("before"), "before", None)
+        limit = _limit(request.query_params.get("limit"))
+        live = await self._live(request)
+        return _json(live.page(before, limit))
 
     async def post_prompt(self, request: Request) -> Response:
         session_id = _session_id(request.path_params["session_id"])
@@ -347,10 +370,10 @@ class _Api:
         if self._sessions.closing:
             raise ServerStopping
         live = await self._live(request)
-        start = _index(request.query_params.get("from"), "from", 0)
+        start = _position(request.query_params.get("from"), "from", 0)
         last = request.headers.get("last-event-id")
         if last:
-            start = max(start, _index(last, "Last-Event-ID", 0) + 1)
+            start = max(start, _position(last, "Last-Event-ID", 0) + 1)
         return StreamingResponse(
             self._stream(live, start),
             media_type="text/event-stream",
@@ -391,7 +414,12 @@ class _Api:
         )
 
     def _detail(self, live: LiveSession) -> SessionDetail:
-        return SessionDetail(session=self._summary(live.header), turns=list(live.turns))
+        # Read together, with no await between: ``next`` follows the page's last turn.
+        end = live.end
+        page = live.page(end)
+        return SessionDetail(
+            session=self._summary(live.header), turns=page.turns, before=page.before, next=end
+        )
 
 
 def _json(value: object, status: int = 200) -> Response:
@@ -407,11 +435,29 @@ def _session_id(text: str) -> SessionId:
     return session_id
 
 
-def _index(text: str | None, name: str, default: int) -> int:
+@overload
+def _position(text: str | None, name: str, default: int) -> int: ...
+
+
+@overload
+def _position(text: str | None, name: str, default: None) -> int | None: ...
+
+
+def _position(text: str | None, name: str, default: int | None) -> int | None:
     if text is None:
         return default
     if not text.isdigit() or len(text) > 12:
         raise HttpProblem(400, f"{name} must be a non-negative integer, not {shorten(text)!r}.")
+    return int(text)
+
+
+def _limit(text: str | None) -> int:
+    if text is None:
+        return PAGE_TURNS
+    if not text.isdigit() or len(text) > 3 or not 1 <= int(text) <= PAGE_TURNS:
+        raise HttpProblem(
+            400, f"limit must be an integer from 1 to {PAGE_TURNS}, not {shorten(text)!r}."
+        )
     return int(text)
 
 

@@ -14,10 +14,13 @@ when opening another would pass ``max_live``. A Session in use is never closed f
 reason; when every live Session is in use, opening another is refused
 (:class:`TooManyLiveSessions`). A closed Session is opened again by the next request for it.
 
-Every transcript turn gets an ``index`` (its place among the transcript turns) and is fanned out
-to the subscribers as it is appended. Taking the backlog and subscribing happen in one step, with
-no ``await`` between them, so a subscriber sees every turn exactly once, in order. A subscriber
-that falls too far behind is dropped; its page reconnects and resumes from the index it has.
+A transcript turn is known by its ``position`` in the log, and is fanned out to the subscribers
+as it is appended. Nothing of the transcript is kept here: a page of turns, or the backlog of a
+new subscriber, is read from the end of the Session's entries (see
+:func:`~session_schedule.harness.transcript.recent_turns`), so a long history that nobody asks
+for is never read. Taking the backlog and subscribing happen in one step, with no ``await``
+between them, so a subscriber sees every turn exactly once, in order. A subscriber that falls too
+far behind is dropped; its page reconnects and resumes after the position it has.
 
 A live Session whose storage fails (a write or a flush: the handle is poisoned, and its Schedule
 or turn queue stops) is reopened from storage at once, then after 1 s, 2 s, 4 s … up to
@@ -41,9 +44,10 @@ from session_schedule.core.instants import MIN_INSTANT, Instant
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model
-from session_schedule.harness.transcript import check_fork_cut
+from session_schedule.harness.transcript import check_fork_cut, recent_turns
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
+from session_schedule.session.checkpoint import WINDOW
 from session_schedule.session.ids import SessionId
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
 from session_schedule.session.port import (
@@ -60,6 +64,12 @@ ModelFactory: TypeAlias = Callable[[], Model]
 """Makes the model of one live Session (``None`` instead of a factory: offline mode)."""
 
 DEFAULT_MAX_PENDING: Final = 1000
+PAGE_TURNS: Final = 100
+"""The most transcript turns in one page (the newest page is what opening a Session shows)."""
+MAX_PAGE_ENTRIES: Final = WINDOW
+"""The most log entries read for one page (a page has fewer turns when there are more entries).
+As many as a Session opened from its checkpoint holds decoded before the checkpoint, so the
+newest page never reads the history before them."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 
@@ -79,11 +89,18 @@ class LiveLimits:
 class TurnView(msgspec.Struct, frozen=True, kw_only=True):
     """One transcript turn as the page receives it."""
 
-    index: int
-    """Its place among the Session's transcript turns (0-based)."""
     position: int
-    """Its position in the Session's log (what ``fork`` counts)."""
+    """Its position in the Session's log: its identity, and what ``fork`` counts."""
     message: MessageEntry
+
+
+@final
+class TurnPage(msgspec.Struct, frozen=True, kw_only=True):
+    """Consecutive transcript turns, oldest first, and where the earlier ones are."""
+
+    turns: list[TurnView]
+    before: int | None
+    """The ``before`` that asks for the turns before these; ``None`` when there are none."""
 
 
 @final
@@ -168,7 +185,6 @@ class LiveSession:
     def __init__(self, session: SessionHandle, *, max_pending: int) -> None:
         self._session = session
         self._max_pending = max_pending
-        self._turns: list[TurnView] = _turns(session.entries)
         self._subscribers: set[Subscription] = set()
         self._stack = AsyncExitStack()
         self._chat: LiveChat | None = None
@@ -194,8 +210,17 @@ class LiveSession:
         return self._chat
 
     @property
-    def turns(self) -> Sequence[TurnView]:
-        return tuple(self._turns)
+    def end(self) -> int:
+        """How many entries the Session's log has: the position its next turn can have."""
+        return len(self._session.entries)
+
+    def page(self, before: int | None = None, limit: int = PAGE_TURNS) -> TurnPage:
+        """The last ``limit`` turns before position ``before`` (the end of the log when
+        ``None``); at most :data:`MAX_PAGE_ENTRIES` entries are read."""
+        earlier, entries = recent_turns(
+            self._session.entries, limit, end=before, max_entries=MAX_PAGE_ENTRIES
+        )
+        return TurnPage(turns=_views(entries), before=earlier or None)
 
     @property
     def healthy(self) -> bool:
@@ -221,10 +246,10 @@ class LiveSession:
         )
 
     def subscribe(self, start: int) -> tuple[list[TurnView], Subscription]:
-        """The turns from index ``start`` on, and a subscription to every later event."""
+        """The turns from position ``start`` on, and a subscription to every later event."""
         subscription = Subscription(max_pending=self._max_pending)
         self._subscribers.add(subscription)
-        return self._turns[max(start, 0) :], subscription
+        return _views(self._session.entries[max(start, 0) :]), subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscribers.discard(subscription)
@@ -264,13 +289,9 @@ class LiveSession:
     def _on_event(self, event: ChatEvent) -> None:
         if event.kind == "message" and event.message is not None:
             # The harness reports a message right after appending it: it is the last entry.
-            turn = TurnView(
-                index=len(self._turns),
-                position=len(self._session.entries) - 1,
-                message=event.message,
+            item: StreamItem = TurnView(
+                position=len(self._session.entries) - 1, message=event.message
             )
-            self._turns.append(turn)
-            item: StreamItem = turn
         else:
             item = Notice(text=event.text)
         for subscription in list(self._subscribers):
@@ -484,9 +505,9 @@ def _last_used(live: LiveSession) -> int:
     return live.last_used if live.last_used is not None else MIN_INSTANT
 
 
-def _turns(entries: Sequence[LogEntry]) -> list[TurnView]:
-    turns: list[TurnView] = []
-    for entry in entries:
-        if entry.type == MESSAGE_ENTRY_TYPE and isinstance(entry.payload, MessageEntry):
-            turns.append(TurnView(index=len(turns), position=entry.position, message=entry.payload))
-    return turns
+def _views(entries: Sequence[LogEntry]) -> list[TurnView]:
+    return [
+        TurnView(position=entry.position, message=entry.payload)
+        for entry in entries
+        if entry.type == MESSAGE_ENTRY_TYPE and isinstance(entry.payload, MessageEntry)
+    ]

@@ -18,7 +18,9 @@
 
   const state = {
     sessionId: null,
-    next: 0, // index of the next transcript turn expected
+    next: 0, // the log position the event stream continues from
+    earlier: null, // the position to ask the earlier turns before (null: none, or not loaded)
+    loadingEarlier: false,
     source: null, // the EventSource of the open session
     skew: 0, // server clock minus browser clock, in ms
     schedules: [],
@@ -216,7 +218,6 @@
   function renderTurn(turn) {
     const message = turn.message;
     const item = el("li", `turn ${message.role} ${message.origin}`);
-    item.dataset.index = String(turn.index);
     item.dataset.position = String(turn.position);
 
     const head = el("div", "turn-head");
@@ -253,20 +254,44 @@
     return item;
   }
 
+  // A turn is known by its log position: one the page has already is not shown twice.
   function addTurn(turn) {
-    if (turn.index < state.next) return; // seen already
-    if (turn.index > state.next) {
-      // A gap cannot happen on one stream; if it ever does, start over from the server's copy.
-      openSession(state.sessionId).catch((error) => notice(error.message));
-      return;
-    }
+    if (turn.position < state.next) return; // seen already
     if (turn.message.origin === "person") settlePending(turn.message.content);
     const list = $("transcript");
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
     list.append(renderTurn(turn));
-    state.next += 1;
+    state.next = turn.position + 1;
     if (atBottom) list.scrollTop = list.scrollHeight;
     refreshSoon();
+  }
+
+  function showEarlierControl() {
+    const button = $("show-earlier");
+    button.hidden = state.earlier === null;
+    button.disabled = state.loadingEarlier;
+  }
+
+  // The previous page of turns, put above those shown; what is on screen stays where it is.
+  async function loadEarlier() {
+    const id = state.sessionId;
+    if (!id || state.earlier === null || state.loadingEarlier) return;
+    state.loadingEarlier = true;
+    showEarlierControl();
+    try {
+      const page = await api("GET", `${sessionPath(id, "turns")}?before=${state.earlier}`);
+      if (id !== state.sessionId) return;
+      const list = $("transcript");
+      const fromBottom = list.scrollHeight - list.scrollTop;
+      list.prepend(...page.turns.map(renderTurn));
+      list.scrollTop = list.scrollHeight - fromBottom;
+      state.earlier = page.before;
+    } finally {
+      if (id === state.sessionId) {
+        state.loadingEarlier = false;
+        showEarlierControl();
+      }
+    }
   }
 
   // A prompt sent while a turn runs joins the transcript when the next turn takes it.
@@ -480,6 +505,9 @@
     closeStream();
     state.sessionId = valid ? id : null;
     state.next = 0;
+    state.earlier = null;
+    state.loadingEarlier = false;
+    showEarlierControl();
     state.schedules = [];
     clearPending();
     if (switching) $("prompt").value = ""; // a draft belongs to the session it was typed in
@@ -505,6 +533,9 @@
     describeSession(detail.session);
     setUsable(true);
     for (const turn of detail.turns) addTurn(turn);
+    state.next = Math.max(state.next, detail.next);
+    state.earlier = detail.before;
+    showEarlierControl();
     const list = $("transcript");
     list.scrollTop = list.scrollHeight;
     await loadSessions();
@@ -623,6 +654,7 @@
     });
     $("new-session").addEventListener("click", () => newSession().catch(show));
     $("fork-session").addEventListener("click", () => forkSession(null).catch(show));
+    $("show-earlier").addEventListener("click", () => loadEarlier().catch(show));
     $("session-select").addEventListener("change", (event) => {
       openSession(event.target.value).catch(show);
     });
