@@ -140,7 +140,9 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
         ids = []
         for _ in range(2):
             async with await store.create(now=now) as handle:
-                handle.append(CHANGE, at_create(1, Instant(now + 1 * MS_PER_SECOND)))
+                # Due once both the chat and the host have started, even on a loaded machine:
+                # the host must find the held session due while the chat holds it.
+                handle.append(CHANGE, at_create(1, Instant(now + 4 * MS_PER_SECOND)))
                 await handle.barrier()
             ids.append(handle.id)
         return ids[0], ids[1]
