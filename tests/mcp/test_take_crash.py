@@ -134,18 +134,24 @@ class World:
         ]
 
 
-@pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
+async def _open_world(directory: Path) -> World:
+    """A new session in ``directory``, served live with its outbox there."""
     clock = FakeClock(START)
-    session = await JsonlSessionStore(tmp_path).create(now=clock.now())
-    outbox = tmp_path / f"{session.id}{OUTBOX_SUFFIX}"
+    session = await JsonlSessionStore(directory).create(now=clock.now())
+    outbox = directory / f"{session.id}{OUTBOX_SUFFIX}"
     agent = PullAgent(clock=clock, outbox=outbox)
     schedule = LiveSchedule(session, agent, clock=clock)
     await schedule.start()
     server = ScheduleMcpServer(schedule, agent, session=session.id)
-    yield World(clock, session, agent, schedule, server, Wire(), outbox)
-    await schedule.close()
-    await session.close()
+    return World(clock, session, agent, schedule, server, Wire(), outbox)
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    current = await _open_world(tmp_path)
+    yield current
+    await current.schedule.close()
+    await current.session.close()
 
 
 async def _every_step_of_a_cancelled_take(world: World, step: int) -> tuple[bool, bool]:
@@ -164,16 +170,9 @@ async def test_a_take_cancelled_at_any_await_point_loses_nothing(tmp_path: Path)
     windows = 0
     step = 0
     while True:
-        clock = FakeClock(START)
-        directory = tmp_path / f"step-{step}"
-        session = await JsonlSessionStore(directory).create(now=clock.now())
-        outbox = directory / f"{session.id}{OUTBOX_SUFFIX}"
-        agent = PullAgent(clock=clock, outbox=outbox)
-        schedule = LiveSchedule(session, agent, clock=clock)
-        await schedule.start()
-        server = ScheduleMcpServer(schedule, agent, session=session.id)
-        world = World(clock, session, agent, schedule, server, Wire(), outbox)
-        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        world = await _open_world(tmp_path / f"step-{step}")
+        agent, outbox = world.agent, world.outbox
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
         await world.run_for(120)
 
         cancelled, dispatched = await _every_step_of_a_cancelled_take(world, step)
@@ -189,8 +188,8 @@ async def test_a_take_cancelled_at_any_await_point_loses_nothing(tmp_path: Path)
         assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
         assert agent.undelivered == ()
         assert not outbox.exists()
-        await schedule.close()
-        await session.close()
+        await world.schedule.close()
+        await world.session.close()
         if not cancelled:
             break
         step += 1
