@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 import session_schedule
-from session_schedule.extras import EXTRAS, Extra, MissingExtraError, install_command, require
+from session_schedule.extras import (
+    EXTRAS,
+    Extra,
+    MissingExtraError,
+    install_command,
+    lazy_exports,
+    require,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -61,7 +68,8 @@ def test_import_session_schedule_loads_no_optional_package_and_nothing_it_does_n
     loaded = _loaded_after("import session_schedule")
     assert {name.split(".")[0] for name in loaded} & OPTIONAL == set()
     assert sorted(name for name in loaded if name.startswith("session_schedule")) == [
-        "session_schedule"
+        "session_schedule",
+        "session_schedule.extras",
     ]
     assert "asyncio" not in loaded
 
@@ -81,6 +89,7 @@ def test_a_lazy_namespace_exports_exactly_what_it_declares(package: str) -> None
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package)
         for alias in node.names
+        if alias.name != "lazy_exports"  # the helper behind ``__getattr__``, not an export
     }
     assert set(module.__all__) == declared
     for name in module.__all__:
@@ -88,6 +97,38 @@ def test_a_lazy_namespace_exports_exactly_what_it_declares(package: str) -> None
         assert name in dir(module)
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'nothing'"):
         _ = module.nothing
+
+
+def test_lazy_exports_imports_a_name_on_first_access_and_keeps_it() -> None:
+    namespace: dict[str, object] = {"__name__": "pkg", "local": 1}
+    load, names = lazy_exports("pkg", namespace, {"dumps": "json", "OrderedDict": "collections"})
+    assert names() == ["OrderedDict", "__name__", "dumps", "local"]
+    assert load("dumps") is json.dumps
+    assert namespace["dumps"] is json.dumps
+    assert "OrderedDict" not in namespace
+    with pytest.raises(AttributeError) as raised:
+        load("loads")
+    assert str(raised.value) == "module 'pkg' has no attribute 'loads'"
+    assert "loads" not in namespace
+
+
+def test_lazy_exports_lets_a_missing_extra_raise_its_own_error() -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "from session_schedule.extras import lazy_exports\n"
+        "load, _ = lazy_exports('pkg', {}, "
+        "{'PostgresSessionStore': 'session_schedule.session.postgres'})\n"
+        "load('PostgresSessionStore')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "session_schedule.extras.MissingExtraError: the PostgreSQL store needs the 'postgres' "
+        "extra (psycopg is not installed): pip install 'session-schedule[postgres]'"
+    )
 
 
 def test_importing_any_part_of_the_session_package_registers_its_entry_types() -> None:

@@ -7,12 +7,16 @@ adapters (``session_schedule.integrations``) need more; each such package belong
 (``pip install 'session-schedule[web]'``). Code that needs one
 calls :func:`require` before it imports from it, so that a missing package is one line naming
 the command to run, never a traceback from deep inside an import.
+
+The packages of the library load their public names on first use, through
+:func:`lazy_exports`, so that importing a package costs only what is actually used (and an
+optional dependency behind one of its names is required only when that name is).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Final, Literal, final
 
 Extra = Literal[
@@ -76,3 +80,31 @@ def require(extra: Extra, *, purpose: str, modules: tuple[str, ...] = ()) -> Non
                 extra=extra,
                 name=missing,
             ) from None
+
+
+def lazy_exports(
+    module: str, namespace: MutableMapping[str, object], exports: Mapping[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The module-level ``__getattr__`` and ``__dir__`` of the package ``module`` whose globals
+    are ``namespace``, exporting each name of ``exports`` from the module it maps to.
+
+    A name is imported on first access and then kept in ``namespace``, so later accesses are
+    plain lookups; an import that needs a missing extra raises its :class:`MissingExtraError`
+    then. Any other name raises ``AttributeError`` with the interpreter's own message.
+    ``__dir__`` lists the globals and every exported name, sorted. Type checkers see the
+    exported names only through the package's own ``if TYPE_CHECKING:`` imports, so a package
+    declares each name there as well.
+    """
+
+    def load(name: str) -> object:
+        source = exports.get(name)
+        if source is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value: object = getattr(importlib.import_module(source), name)
+        namespace[name] = value
+        return value
+
+    def names() -> list[str]:
+        return sorted({*namespace, *exports})
+
+    return load, names

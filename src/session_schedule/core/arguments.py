@@ -7,11 +7,25 @@ names, and the schemas the tools publish are generated from these types.
 
 from __future__ import annotations
 
-from typing import Annotated, Final, final
+from typing import Annotated, Final, TypeAlias, final
 
 import msgspec
 
 from session_schedule.core.records import Weekday
+
+WallClockTime: TypeAlias = Annotated[
+    str,
+    msgspec.Meta(
+        description="Wall-clock time, 24-hour HH:MM, HH:MM:SS or HH:MM:SS.sss, such as '09:00'."
+    ),
+]
+TimeZoneName: TypeAlias = Annotated[
+    str,
+    msgspec.Meta(
+        description="'UTC' or an IANA Area/Location zone name, such as 'Asia/Tokyo' or "
+        "'America/New_York'."
+    ),
+]
 
 
 @final
@@ -21,38 +35,16 @@ class LocalAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     date: Annotated[
         str, msgspec.Meta(description="Calendar date, YYYY-MM-DD, such as '2026-12-01'.")
     ]
-    time: Annotated[
-        str,
-        msgspec.Meta(
-            description="Wall-clock time, 24-hour HH:MM, HH:MM:SS or HH:MM:SS.sss, such as '09:00'."
-        ),
-    ]
-    time_zone: Annotated[
-        str,
-        msgspec.Meta(
-            description="'UTC' or an IANA Area/Location zone name, such as 'Asia/Tokyo' or "
-            "'America/New_York'."
-        ),
-    ]
+    time: WallClockTime
+    time_zone: TimeZoneName
 
 
 @final
 class DailyAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A wall-clock time in a named zone, every day or on listed days of the week."""
 
-    time: Annotated[
-        str,
-        msgspec.Meta(
-            description="Wall-clock time, 24-hour HH:MM, HH:MM:SS or HH:MM:SS.sss, such as '09:00'."
-        ),
-    ]
-    time_zone: Annotated[
-        str,
-        msgspec.Meta(
-            description="'UTC' or an IANA Area/Location zone name, such as 'Asia/Tokyo' or "
-            "'America/New_York'."
-        ),
-    ]
+    time: WallClockTime
+    time_zone: TimeZoneName
     weekdays: Annotated[
         list[Weekday] | None,
         msgspec.Meta(

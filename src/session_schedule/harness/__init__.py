@@ -6,8 +6,9 @@ the model client.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from session_schedule.extras import lazy_exports
 
 if TYPE_CHECKING:
     from session_schedule.harness.agent import ChatAgent as ChatAgent
@@ -36,15 +37,4 @@ __all__ = [
     "OpenAIChatModel",
 ]
 
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value: object = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -12,19 +12,23 @@ from session_schedule.extras import require
 require("anthropic", purpose="session_schedule.integrations.anthropic")
 
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import cast
 
 from anthropic import AsyncAnthropic, omit
 from anthropic.types import ContentBlockParam, MessageParam, ToolParam, ToolResultBlockParam
 
-from session_schedule.integrations.common import Conversation, tool_specs
+from session_schedule.integrations.common import (
+    MAX_TOOL_ROUNDS,
+    Reply,
+    ToolLoopConversation,
+    ToolResult,
+    ToolUse,
+    tool_specs,
+)
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
 __all__ = ["AnthropicConversation", "schedule_tools"]
-
-MAX_TOOL_ROUNDS: Final = 16
-"""The most model requests one turn makes before it gives up (each answers tool calls)."""
 
 
 def schedule_tools(tools: ScheduleTools) -> list[ToolParam]:
@@ -42,7 +46,7 @@ def schedule_tools(tools: ScheduleTools) -> list[ToolParam]:
     ]
 
 
-class AnthropicConversation(Conversation):
+class AnthropicConversation(ToolLoopConversation[MessageParam]):
     """A Messages API conversation fed by ``turns``: each turn — a host prompt or a reminder —
     is a user message on the same ``messages`` list, then requests to ``client`` until the model
     stops calling tools (each call runs through ``tools``; its result goes back as a
@@ -65,59 +69,43 @@ class AnthropicConversation(Conversation):
         messages: Sequence[MessageParam] = (),
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, tools, messages=messages, max_tool_rounds=max_tool_rounds)
         self._client = client
-        self._tools = tools
         self._tool_params = schedule_tools(tools)
         self._model = model
         self._max_tokens = max_tokens
         self._system = system
-        self._messages: list[MessageParam] = list(messages)
-        self._max_tool_rounds = max_tool_rounds
 
-    @property
-    def messages(self) -> list[MessageParam]:
-        return list(self._messages)
+    def _user_message(self, text: str) -> MessageParam:
+        return {"role": "user", "content": text}
 
-    async def run(self, text: str) -> str:
-        start = len(self._messages)
-        try:
-            return await self._run(text)
-        except BaseException:
-            del self._messages[start:]
-            raise
-
-    async def _run(self, text: str) -> str:
-        self._messages.append({"role": "user", "content": text})
-        for _ in range(self._max_tool_rounds):
-            response = await self._client.messages.create(
-                model=self._model,
-                max_tokens=self._max_tokens,
-                messages=self._messages,
-                tools=self._tool_params,
-                system=omit if self._system is None else self._system,
-            )
-            self._messages.append(
-                {
-                    "role": "assistant",
-                    "content": [
-                        cast("ContentBlockParam", block.model_dump(mode="json", exclude_none=True))
-                        for block in response.content
-                    ],
-                }
-            )
-            results: list[ToolResultBlockParam] = [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": block.id,
-                    "content": await self._tools.call_json(block.name, block.input),
-                }
+    async def _request(self, messages: list[MessageParam]) -> Reply[MessageParam]:
+        response = await self._client.messages.create(
+            model=self._model,
+            max_tokens=self._max_tokens,
+            messages=messages,
+            tools=self._tool_params,
+            system=omit if self._system is None else self._system,
+        )
+        return Reply(
+            message={
+                "role": "assistant",
+                "content": [
+                    cast("ContentBlockParam", block.model_dump(mode="json", exclude_none=True))
+                    for block in response.content
+                ],
+            },
+            tool_uses=tuple(
+                ToolUse(id=block.id, name=block.name, arguments=block.input)
                 for block in response.content
                 if block.type == "tool_use"
-            ]
-            if not results:
-                return "".join(block.text for block in response.content if block.type == "text")
-            self._messages.append({"role": "user", "content": results})
-        raise RuntimeError(
-            f"the model was still calling tools after {self._max_tool_rounds} requests"
+            ),
+            text="".join(block.text for block in response.content if block.type == "text"),
         )
+
+    def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageParam]:
+        blocks: list[ToolResultBlockParam] = [
+            {"type": "tool_result", "tool_use_id": result.use.id, "content": result.content}
+            for result in results
+        ]
+        return [{"role": "user", "content": blocks}]

@@ -1,5 +1,6 @@
 """What every framework adapter shares: strict tool specifications, a synchronous bridge onto
-the Schedule's event loop, and the conversation base that runs each queued turn.
+the Schedule's event loop, the conversation base that runs each queued turn, and the tool loop
+of the adapters that talk to a model API directly (Anthropic, OpenAI).
 
 Construction is a straight line in every adapter — the tools need the Schedule, the Schedule
 needs the agent port, the framework's agent needs the tools — so the :class:`TurnQueue` comes
@@ -20,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from abc import ABC, abstractmethod
-from typing import Final, final
+from collections.abc import Sequence
+from typing import Final, Generic, TypeVar, final
 
 import msgspec
 
@@ -194,3 +196,110 @@ class Conversation(ABC):
     async def run(self, text: str) -> str:
         """Run the framework on ``text`` as the next user turn of this conversation, keeping
         the history; return the model's final text."""
+
+
+MAX_TOOL_ROUNDS: Final = 16
+"""The most model requests one turn makes before it gives up (each answers tool calls)."""
+
+MessageT = TypeVar("MessageT")
+"""A provider's message type (the request's ``messages`` items)."""
+
+
+@final
+class ToolUse(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call the model asked for, as a provider's reply carries it."""
+
+    id: str
+    """The provider's id of the call, which its result refers to."""
+    name: str
+    arguments: object
+    """The arguments as the provider gives them: a JSON text or an already decoded object
+    (:meth:`ScheduleTools.call_json` takes either)."""
+
+
+@final
+class Reply(msgspec.Struct, Generic[MessageT], frozen=True, kw_only=True):
+    """One model response, mapped by a provider: the assistant message to keep, the tool calls
+    it asks for, and its text."""
+
+    message: MessageT
+    """The response as a message of the conversation."""
+    tool_uses: tuple[ToolUse, ...]
+    """The tool calls, in order; none ends the turn."""
+    text: str
+    """The response's text: the turn's answer when it calls no tool."""
+
+
+@final
+class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of one :class:`ToolUse`: the JSON text of ``ScheduleTools.call_json``."""
+
+    use: ToolUse
+    content: str
+
+
+class ToolLoopConversation(Conversation, Generic[MessageT]):
+    """A conversation over a model API: each turn is a user message on one ``messages`` list,
+    then requests to the model until it stops calling tools (each call runs through ``tools``;
+    its results go back as the provider's result messages), at most ``max_tool_rounds``
+    requests.
+
+    A provider supplies the mapping only: :meth:`_user_message`, :meth:`_request` (one request on
+    the conversation so far, its response as a :class:`Reply`) and :meth:`_result_messages`.
+    ``messages`` continues an earlier conversation; :attr:`messages` is the conversation so far.
+    A turn that fails (the API refuses a request, say) or is cancelled leaves no trace in it, so
+    the next turn starts from a valid conversation.
+    """
+
+    def __init__(
+        self,
+        turns: TurnQueue,
+        tools: ScheduleTools,
+        *,
+        messages: Sequence[MessageT],
+        max_tool_rounds: int,
+    ) -> None:
+        super().__init__(turns)
+        self._tools = tools
+        self._messages: list[MessageT] = list(messages)
+        self._max_tool_rounds = max_tool_rounds
+
+    @property
+    def messages(self) -> list[MessageT]:
+        return list(self._messages)
+
+    async def run(self, text: str) -> str:
+        start = len(self._messages)
+        try:
+            return await self._run(text)
+        except BaseException:
+            del self._messages[start:]
+            raise
+
+    async def _run(self, text: str) -> str:
+        self._messages.append(self._user_message(text))
+        for _ in range(self._max_tool_rounds):
+            reply = await self._request(self._messages)
+            self._messages.append(reply.message)
+            if not reply.tool_uses:
+                return reply.text
+            results = [
+                ToolResult(use=use, content=await self._tools.call_json(use.name, use.arguments))
+                for use in reply.tool_uses
+            ]
+            self._messages.extend(self._result_messages(results))
+        raise RuntimeError(
+            f"the model was still calling tools after {self._max_tool_rounds} requests"
+        )
+
+    @abstractmethod
+    def _user_message(self, text: str) -> MessageT:
+        """``text`` as the provider's user message."""
+
+    @abstractmethod
+    async def _request(self, messages: list[MessageT]) -> Reply[MessageT]:
+        """One request to the model on ``messages``; its response mapped to a :class:`Reply`."""
+
+    @abstractmethod
+    def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageT]:
+        """The messages that carry ``results`` back to the model, in order."""

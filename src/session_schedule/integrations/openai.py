@@ -13,7 +13,6 @@ from session_schedule.extras import require
 require("openai", purpose="session_schedule.integrations.openai")
 
 from collections.abc import Sequence
-from typing import Final
 
 from openai import AsyncOpenAI
 from openai.types.chat import (
@@ -23,14 +22,18 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from session_schedule.integrations.common import Conversation, tool_specs
+from session_schedule.integrations.common import (
+    MAX_TOOL_ROUNDS,
+    Reply,
+    ToolLoopConversation,
+    ToolResult,
+    ToolUse,
+    tool_specs,
+)
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
 __all__ = ["OpenAIConversation", "schedule_tools"]
-
-MAX_TOOL_ROUNDS: Final = 16
-"""The most model requests one turn makes before it gives up (each answers tool calls)."""
 
 
 def schedule_tools(tools: ScheduleTools) -> list[ChatCompletionFunctionToolParam]:
@@ -51,7 +54,7 @@ def schedule_tools(tools: ScheduleTools) -> list[ChatCompletionFunctionToolParam
     ]
 
 
-class OpenAIConversation(Conversation):
+class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
     """A Chat Completions conversation fed by ``turns``: each turn — a host prompt or a
     reminder — is a user message on the same ``messages`` list, then requests to ``client``
     until the model stops calling tools (each call runs through ``tools``; its result goes back
@@ -72,62 +75,53 @@ class OpenAIConversation(Conversation):
         messages: Sequence[ChatCompletionMessageParam] = (),
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, tools, messages=messages, max_tool_rounds=max_tool_rounds)
         self._client = client
-        self._tools = tools
         self._tool_params = schedule_tools(tools)
         self._model = model
-        self._messages: list[ChatCompletionMessageParam] = list(messages)
-        self._max_tool_rounds = max_tool_rounds
 
-    @property
-    def messages(self) -> list[ChatCompletionMessageParam]:
-        return list(self._messages)
+    def _user_message(self, text: str) -> ChatCompletionMessageParam:
+        return {"role": "user", "content": text}
 
-    async def run(self, text: str) -> str:
-        start = len(self._messages)
-        try:
-            return await self._run(text)
-        except BaseException:
-            del self._messages[start:]
-            raise
-
-    async def _run(self, text: str) -> str:
-        self._messages.append({"role": "user", "content": text})
-        for _ in range(self._max_tool_rounds):
-            response = await self._client.chat.completions.create(
-                model=self._model, messages=self._messages, tools=self._tool_params
-            )
-            message = response.choices[0].message
-            calls: list[ChatCompletionMessageFunctionToolCallParam] = []
-            for call in message.tool_calls or ():
-                if call.type != "function":
-                    raise RuntimeError(f"the model called a {call.type} tool, which is not offered")
-                calls.append(
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.function.name,
-                            "arguments": call.function.arguments,
-                        },
-                    }
-                )
-            answer: ChatCompletionAssistantMessageParam = {
-                "role": "assistant",
-                "content": message.content,
-            }
-            if calls:
-                answer["tool_calls"] = calls
-            self._messages.append(answer)
-            if not calls:
-                return message.content or ""
-            for call_param in calls:
-                function = call_param["function"]
-                result = await self._tools.call_json(function["name"], function["arguments"])
-                self._messages.append(
-                    {"role": "tool", "tool_call_id": call_param["id"], "content": result}
-                )
-        raise RuntimeError(
-            f"the model was still calling tools after {self._max_tool_rounds} requests"
+    async def _request(
+        self, messages: list[ChatCompletionMessageParam]
+    ) -> Reply[ChatCompletionMessageParam]:
+        response = await self._client.chat.completions.create(
+            model=self._model, messages=messages, tools=self._tool_params
         )
+        message = response.choices[0].message
+        calls: list[ChatCompletionMessageFunctionToolCallParam] = []
+        for call in message.tool_calls or ():
+            if call.type != "function":
+                raise RuntimeError(f"the model called a {call.type} tool, which is not offered")
+            calls.append(
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+            )
+        answer: ChatCompletionAssistantMessageParam = {
+            "role": "assistant",
+            "content": message.content,
+        }
+        if calls:
+            answer["tool_calls"] = calls
+        return Reply(
+            message=answer,
+            tool_uses=tuple(
+                ToolUse(
+                    id=call["id"],
+                    name=call["function"]["name"],
+                    arguments=call["function"]["arguments"],
+                )
+                for call in calls
+            ),
+            text=message.content or "",
+        )
+
+    def _result_messages(self, results: Sequence[ToolResult]) -> list[ChatCompletionMessageParam]:
+        return [
+            {"role": "tool", "tool_call_id": result.use.id, "content": result.content}
+            for result in results
+        ]

@@ -18,15 +18,37 @@ waiting, and at no other time:
 
 So the owner's discipline is unchanged — one queue, barriers, one decision time, at-least-once —
 and a follow-up nobody takes is never dispatched: it stays due, across restarts too.
+
+Handed over is not yet received. The owner records the dispatch right after the hand-over, but
+the host has the text only once the take's answer has gone out, later: a take cancelled in
+between, an answer that is never sent, or a crash of the process in between would leave a
+reminder recorded as dispatched that no host has seen. So every handed-over text is
+*undelivered* until its taker says it went out (:meth:`PullAgent.delivered`):
+
+- ``followup(text)`` first adds ``text`` to the undelivered ones, and with an ``outbox`` file
+  writes them there durably (written whole, flushed to disk, renamed into place) — before the
+  owner appends the dispatch. If that write fails, ``followup`` raises and nothing is recorded.
+- a take cancelled after the hand-over, or a taker that could not send the text
+  (:meth:`PullAgent.requeue`), leaves it undelivered and re-offered: the next take returns it
+  before anything newly due;
+- a process that restarts on the same outbox re-offers every text in it.
+
+A text is removed from the outbox only by :meth:`PullAgent.delivered`. A crash between the
+answer going out and that removal offers the text again after the restart, with the same
+occurrence key: delivery stays at-least-once, never at-most-once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import final
+
+import msgspec
 
 from session_schedule.runtime.clock import Clock, SystemClock
 
@@ -39,12 +61,22 @@ class FollowupNotTakenError(Exception):
 
 
 @final
+class OutboxCorruptError(Exception):
+    """The outbox file of undelivered follow-ups cannot be read as one."""
+
+
+@final
 class PullAgent:
     """An :class:`~session_schedule.runtime.Agent` whose follow-ups are taken, not pushed.
 
     ``announce`` is awaited whenever the owner starts waiting with something due and no take is
     waiting; an exception from it is logged and does not stop delivery. ``clock`` times the
-    takes' waits (the system clock by default; a fake one in tests).
+    takes' waits (the system clock by default; a fake one in tests). ``outbox`` is the file
+    that keeps the handed-over follow-ups not yet :meth:`delivered` across a crash; the texts
+    it holds are re-offered first. Without it they are kept in memory only.
+
+    Raises :class:`OutboxCorruptError` when ``outbox`` exists and is not a JSON array of
+    strings.
     """
 
     def __init__(
@@ -52,11 +84,14 @@ class PullAgent:
         announce: Callable[[], Awaitable[None]] | None = None,
         *,
         clock: Clock | None = None,
+        outbox: Path | None = None,
     ) -> None:
         self._announce = announce
         self._clock = clock or SystemClock()
         self._takers: deque[asyncio.Future[str | None]] = deque()
-        self._unclaimed: deque[str] = deque()
+        self._outbox = outbox
+        self._undelivered: list[str] = [] if outbox is None else _read_outbox(outbox)
+        self._unclaimed: deque[str] = deque(self._undelivered)
         self._signal = asyncio.Event()
         self._in_phase = False
         self._phase_taker: asyncio.Future[str | None] | None = None
@@ -65,8 +100,30 @@ class PullAgent:
 
     @property
     def unclaimed(self) -> int:
-        """How many accepted follow-ups wait for a take (their first take was cancelled)."""
+        """How many accepted follow-ups wait to be offered again (their take was cancelled or
+        could not send them, or the process restarted before they went out)."""
         return len(self._unclaimed)
+
+    @property
+    def undelivered(self) -> tuple[str, ...]:
+        """The follow-ups handed over and not yet :meth:`delivered`, oldest first."""
+        return tuple(self._undelivered)
+
+    def delivered(self, text: str) -> None:
+        """Say that ``text``, returned by a take, has gone out to the host: it is no longer
+        re-offered (and leaves the outbox)."""
+        if text not in self._undelivered:
+            raise ValueError("delivered() names a text that no take has returned")
+        self._undelivered.remove(text)
+        self._write_outbox()
+
+    def requeue(self, text: str) -> None:
+        """Say that ``text``, returned by a take, did not reach the host: the next take returns
+        it again."""
+        if text not in self._undelivered:
+            raise ValueError("requeue() names a text that no take has returned")
+        logger.warning("a follow-up did not reach the host; the next take receives it again")
+        self._unclaimed.appendleft(text)
 
     @property
     def waiting_takes(self) -> int:
@@ -78,8 +135,10 @@ class PullAgent:
 
         Returns its text, or ``None`` when nothing was handed over (nothing was due when the
         owner decided, or the time ran out — then nothing was accepted and the reminder is still
-        due). A follow-up that was accepted for a take that was then cancelled is kept and
-        returned by the next take of this process.
+        due). A follow-up that is waiting to be offered again is returned first. A follow-up that
+        was accepted for a take that was then cancelled is kept and returned by the next take.
+        The text returned stays undelivered until the caller passes it to :meth:`delivered`
+        (or, if it could not send it on, to :meth:`requeue`).
         """
         if self._unclaimed:
             return self._unclaimed.popleft()
@@ -170,7 +229,47 @@ class PullAgent:
             raise FollowupNotTakenError("no host is waiting to take a follow-up")
         if taker.done():
             raise FollowupNotTakenError("the take ended before the follow-up was accepted")
+        self._undelivered.append(message)
+        try:
+            self._write_outbox()
+        except BaseException:
+            self._undelivered.pop()
+            raise
         taker.set_result(message)
+
+    def _write_outbox(self) -> None:
+        """Make the outbox hold exactly the undelivered texts, durably (none: no file)."""
+        path = self._outbox
+        if path is None:
+            return
+        if not self._undelivered:
+            path.unlink(missing_ok=True)
+        else:
+            partial = path.with_name(path.name + ".partial")
+            with partial.open("wb") as file:
+                file.write(msgspec.json.encode(self._undelivered))
+                file.flush()
+                os.fsync(file.fileno())
+            partial.replace(path)
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
 
     def _has_taker(self) -> bool:
         return any(not taker.done() for taker in self._takers)
+
+
+def _read_outbox(path: Path) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    try:
+        return msgspec.json.decode(data, type=list[str])
+    except msgspec.DecodeError as error:
+        raise OutboxCorruptError(
+            f"the outbox of undelivered follow-ups {path} is corrupt ({error}); move it away to "
+            "start without it, and any follow-up it held will not be offered again"
+        ) from None

@@ -28,6 +28,17 @@ after a restart. A take that ends (cancelled, timed out) before the hand-over re
 As everywhere in Schedule, delivery is at-least-once: a crash after the hand-over and before the
 dispatch is durable repeats the reminder with the same occurrence key.
 
+The dispatch is recorded at the hand-over, before the take's answer has gone out; so until it
+has, the follow-up is kept as undelivered in an **outbox** file beside the session's log
+(``<session id>.mcp-outbox.json`` in the data directory), written durably before the dispatch
+is appended. The take's answer counts as gone out once the transport's writer has taken it to
+write to stdout; only then does the text leave the outbox. A take cancelled after the hand-over
+(the host withdrew the request, the server is shutting down), a take whose answer could not be
+built, and a server killed before the answer went out therefore lose nothing: the next take —
+in this process, or after a restart on the same data directory — returns the undelivered text
+first, exactly as framed. A crash after the answer went out and before the outbox was updated
+offers it once more (the same occurrence key): at-least-once, never at-most-once.
+
 Tool results: success is ``structuredContent`` matching the tool's ``outputSchema`` (and the same
 JSON as text content); failure is ``isError: true`` with the ``{"ok": false, "error": …}`` JSON as
 text content and no structured content, so clients that validate ``outputSchema`` accept both.
@@ -38,9 +49,10 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Final, Literal, final, get_args
+from types import TracebackType
+from typing import Final, Literal, Self, final, get_args
 
 import msgspec
 
@@ -54,7 +66,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import SessionMessage
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from session_schedule.core.due import Delivery
@@ -74,6 +88,8 @@ TAKE_TOOL: Final = "schedule_followups_take"
 PENDING_URI: Final = "schedule://followups/pending"
 TAKE_TIMEOUT_SECONDS: Final = 10.0
 """How long a take waits for the owner to hand a due follow-up over."""
+OUTBOX_SUFFIX: Final = ".mcp-outbox.json"
+"""The outbox of a session's undelivered follow-ups is ``<session id>`` + this, beside its log."""
 
 _OCCURRENCE_KEY_LINE: Final = "occurrence key: "
 _LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
@@ -160,6 +176,8 @@ class ScheduleMcpServer:
         self._subscribed = False
         self._log_level: types.LoggingLevel = "debug"
         self._bus = InMemorySubscriptionBus()
+        self._answering: dict[types.RequestId, str] = {}
+        """The follow-up text of each take whose answer has not gone out yet, by request id."""
         definitions = [*mcp_tools(self._tools.definitions), take_tool()]
         self._tool_list = [types.Tool.model_validate(tool) for tool in definitions]
         # The logging capability is deprecated by the 2026-07-28 protocol but is how a
@@ -230,6 +248,11 @@ class ScheduleMcpServer:
         result: ToolResult | TakeResult
         if params.name == TAKE_TOOL:
             result = await self._take(params.arguments)
+            if isinstance(result, TakeResult) and result.followup is not None:
+                if ctx.request_id is None:  # a request always has one
+                    self._agent.requeue(result.followup)
+                else:
+                    self._answering[ctx.request_id] = result.followup
             if isinstance(result, ErrorResult):
                 self._schedule.events.refused(
                     self._schedule.now(),
@@ -337,15 +360,31 @@ class ScheduleMcpServer:
                 "reminder delivery has stopped in this server; tell the user that reminders "
                 "may not be working.",
             )
+        text: str | None = None
         try:
-            text: str | None = None
             if self._agent.unclaimed or await self._schedule.pending() is not None:
                 text = await self._agent.take(timeout=TAKE_TIMEOUT_SECONDS)
             more = await self._schedule.pending() is not None
-        except ScheduleError as error:
-            return _error(error.code, error.message)
+        except BaseException as error:
+            if text is not None:
+                self._agent.requeue(text)  # handed over, and this take cannot answer with it
+            if isinstance(error, ScheduleError):
+                return _error(error.code, error.message)
+            raise
         keys = [] if text is None else _frame_keys(text)
         return TakeResult(ok=True, followup=text, occurrence_keys=keys, more=more)
+
+    def outgoing(self, stream: WriteStream[SessionMessage]) -> WriteStream[SessionMessage]:
+        """``stream``, the transport's outgoing messages, watched for the takes' answers: once
+        the transport has taken one, its follow-up is :meth:`PullAgent.delivered`; if sending it
+        fails, the follow-up is offered again."""
+        return _Outgoing(stream, self._sending, self._agent)
+
+    def _sending(self, message: SessionMessage) -> str | None:
+        answer = message.message
+        if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
+            return self._answering.pop(answer.id, None)
+        return None
 
     async def _after_delete(self) -> None:
         """A delete may have removed what the owner waits to hand over: let it look again."""
@@ -365,6 +404,48 @@ class ScheduleMcpServer:
 
     def _remember(self, ctx: ServerRequestContext[None, object]) -> None:
         self._peer = ctx.session
+
+
+@final
+class _Outgoing:
+    """A transport's outgoing stream that tells the agent when a take's answer has gone out."""
+
+    def __init__(
+        self,
+        stream: WriteStream[SessionMessage],
+        sending: Callable[[SessionMessage], str | None],
+        agent: PullAgent,
+    ) -> None:
+        self._stream = stream
+        self._sending = sending
+        self._agent = agent
+
+    async def send(self, item: SessionMessage, /) -> None:
+        text = self._sending(item)
+        if text is None:
+            await self._stream.send(item)
+            return
+        try:
+            await self._stream.send(item)
+        except BaseException:
+            self._agent.requeue(text)
+            raise
+        self._agent.delivered(text)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._stream.__aexit__(exc_type, exc_val, exc_tb)
 
 
 async def serve_stdio(
@@ -396,13 +477,13 @@ async def serve_stdio(
             if mcp_server is not None:
                 await mcp_server.announce()
 
-        agent = PullAgent(announce, clock=clock)
+        agent = PullAgent(announce, clock=clock, outbox=data_dir / f"{session.id}{OUTBOX_SUFFIX}")
         async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
             mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
             async with stdio_server() as (read_stream, write_stream):
                 await mcp_server.server.run(
                     read_stream,
-                    write_stream,
+                    mcp_server.outgoing(write_stream),
                     mcp_server.server.create_initialization_options(),
                 )
         await session.barrier()

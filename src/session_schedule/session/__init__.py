@@ -34,8 +34,9 @@ below are loaded on first use, so importing one backend does not import the othe
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from session_schedule.extras import lazy_exports
 
 # The ``message``, ``turn/queued`` and ``turn/finished`` entry types register themselves in the
 # persistence catalog when their modules are imported, and every store decodes entries of those
@@ -146,15 +147,4 @@ __all__ = [
     "user_message",
 ]
 
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value: object = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

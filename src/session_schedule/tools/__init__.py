@@ -6,8 +6,9 @@ live Schedule.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from session_schedule.extras import lazy_exports
 
 if TYPE_CHECKING:
     from session_schedule.tools.adapters import anthropic_tools as anthropic_tools
@@ -39,15 +40,4 @@ __all__ = [
     "tool_definitions",
 ]
 
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value: object = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -1,0 +1,375 @@
+"""A follow-up handed to a take is never lost between the hand-over and the host.
+
+The owner records the dispatch at the hand-over; the host has the text only once the take's
+answer has gone out. These tests cut that path everywhere: a take cancelled at every await
+point from the request to the answer (in virtual time, through the server's own handler and its
+outgoing stream), an answer the transport fails to send, and a server killed with SIGKILL at
+random moments of its take loop and restarted on the same data directory. Every reminder that
+came due must reach the host — at least once, with its occurrence key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import pytest
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared._stream_protocols import WriteStream
+from mcp.shared.message import SessionMessage
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.mcp.agent import OutboxCorruptError, PullAgent
+from session_schedule.mcp.server import OUTBOX_SUFFIX, TAKE_TOOL, ScheduleMcpServer
+from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.port import SessionHandle
+from session_schedule.testing.clock import FakeClock
+
+START = "2026-11-29T20:00:00.000Z"
+
+
+@dataclass
+class Peer:
+    """What the server reads of its client's session: only the protocol version."""
+
+    protocol_version: str = "2026-07-28"
+
+
+@dataclass
+class Wire:
+    """The transport's outgoing side: what it has taken to write is what the host receives."""
+
+    sent: list[SessionMessage] = field(default_factory=list)
+    failures: int = 0
+    """How many sends fail (a broken pipe) before sends succeed again."""
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await asyncio.sleep(0)  # the writer task takes the message
+        if self.failures:
+            self.failures -= 1
+            raise BrokenPipeError("the host closed its end")
+        self.sent.append(item)
+
+    def followups(self) -> list[str]:
+        texts = []
+        for item in self.sent:
+            answer = item.message
+            assert isinstance(answer, types.JSONRPCResponse)
+            followup = answer.result["structuredContent"]["followup"]
+            if followup is not None:
+                texts.append(followup)
+        return texts
+
+
+@dataclass
+class World:
+    clock: FakeClock
+    session: SessionHandle
+    agent: PullAgent
+    schedule: LiveSchedule
+    server: ScheduleMcpServer
+    wire: Wire
+    outbox: Path
+    requests: int = 0
+
+    async def run_for(self, seconds: float) -> None:
+        await self.schedule.settled()
+        self.clock.advance(seconds)
+        await self.schedule.settled()
+
+    async def take(self) -> None:
+        """One take, answered through the server's outgoing stream as the SDK answers it."""
+        self.requests += 1
+        request_id = self.requests
+        context = ServerRequestContext[None, object](
+            session=cast("ServerSession", Peer()),
+            lifespan_context=None,
+            protocol_version="2026-07-28",
+            method="tools/call",
+            request_id=request_id,
+        )
+        result = await self.server._call_tool(  # the entry point the SDK calls
+            context, types.CallToolRequestParams(name=TAKE_TOOL, arguments={})
+        )
+        response = types.JSONRPCResponse(
+            jsonrpc="2.0",
+            id=request_id,
+            result=result.model_dump(by_alias=True, exclude_none=True),
+        )
+        await self.server.outgoing(cast("WriteStream[SessionMessage]", self.wire)).send(
+            SessionMessage(response)
+        )
+
+    async def take_in_time(self) -> None:
+        """A take that is not cancelled: the clock moves on if the owner has nothing to hand."""
+        task = asyncio.create_task(self.take())
+        for _ in range(200):
+            await asyncio.sleep(0)
+            if task.done():
+                break
+        await self.schedule.settled()
+        while not task.done():
+            self.clock.advance(1)
+            await asyncio.sleep(0)
+        await task
+
+    def dispatches(self) -> list[ScheduleDispatchChange]:
+        return [
+            entry.payload
+            for entry in self.session.entries
+            if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+        ]
+
+
+async def _open_world(directory: Path) -> World:
+    """A new session in ``directory``, served live with its outbox there."""
+    clock = FakeClock(START)
+    session = await JsonlSessionStore(directory).create(now=clock.now())
+    outbox = directory / f"{session.id}{OUTBOX_SUFFIX}"
+    agent = PullAgent(clock=clock, outbox=outbox)
+    schedule = LiveSchedule(session, agent, clock=clock)
+    await schedule.start()
+    server = ScheduleMcpServer(schedule, agent, session=session.id)
+    return World(clock, session, agent, schedule, server, Wire(), outbox)
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    current = await _open_world(tmp_path)
+    yield current
+    await current.schedule.close()
+    await current.session.close()
+
+
+async def _every_step_of_a_cancelled_take(world: World, step: int) -> tuple[bool, bool]:
+    """Cancel a take after ``step`` passes of the event loop; say whether it was cancelled, and
+    whether the dispatch had been recorded by then."""
+    task = asyncio.create_task(world.take())
+    for _ in range(step):
+        await asyncio.sleep(0)
+    cancelled = task.cancel()
+    with pytest.raises(asyncio.CancelledError) if cancelled else contextlib.nullcontext():
+        await task
+    return cancelled, bool(world.dispatches())
+
+
+async def test_a_take_cancelled_at_any_await_point_loses_nothing(tmp_path: Path) -> None:
+    windows = 0
+    step = 0
+    while True:
+        world = await _open_world(tmp_path / f"step-{step}")
+        agent, outbox = world.agent, world.outbox
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+
+        cancelled, dispatched = await _every_step_of_a_cancelled_take(world, step)
+        if cancelled and dispatched:
+            windows += 1  # cancelled after the hand-over: the window under test
+            assert agent.unclaimed == 1
+            assert outbox.exists()
+        for _ in range(3):
+            await world.take_in_time()
+        seen = world.wire.followups()
+        assert len(seen) == 1, (step, seen)
+        assert 'prompt: "stretch"' in seen[0].splitlines()
+        assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+        assert agent.undelivered == ()
+        assert not outbox.exists()
+        await world.schedule.close()
+        await world.session.close()
+        if not cancelled:
+            break
+        step += 1
+    assert windows > 0, "no cancellation fell between the hand-over and the answer"
+
+
+async def test_an_answer_the_transport_fails_to_send_is_offered_again(world: World) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    await world.run_for(120)
+    world.wire.failures = 1
+    with pytest.raises(BrokenPipeError, match=r"^the host closed its end$"):
+        await world.take_in_time()
+    assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+    assert world.agent.unclaimed == 1
+    await world.take_in_time()
+    (seen,) = world.wire.followups()
+    assert 'prompt: "stretch"' in seen.splitlines()
+    assert world.agent.undelivered == ()
+    assert not world.outbox.exists()
+
+
+async def test_a_restart_offers_what_was_handed_over_and_not_sent(tmp_path: Path) -> None:
+    clock = FakeClock(START)
+    store = JsonlSessionStore(tmp_path)
+    session = await store.create(now=clock.now())
+    outbox = tmp_path / f"{session.id}{OUTBOX_SUFFIX}"
+    agent = PullAgent(clock=clock, outbox=outbox)
+    schedule = LiveSchedule(session, agent, clock=clock)
+    await schedule.start()
+    await schedule.create({"prompt": "stretch", "after_seconds": 60})
+    await schedule.settled()
+    clock.advance(120)
+    await schedule.settled()
+    text = await agent.take(timeout=10)  # handed over; the process "dies" before it goes out
+    assert text is not None
+    await schedule.close()
+    await session.close()
+    assert json.loads(outbox.read_text()) == [text]
+
+    reopened = await store.open(session.id)
+    again = PullAgent(clock=clock, outbox=outbox)
+    assert again.undelivered == (text,)
+    async with LiveSchedule(reopened, again, clock=clock):
+        assert await again.take(timeout=10) == text
+        again.delivered(text)
+    await reopened.close()
+    assert not outbox.exists()
+
+
+def test_a_corrupt_outbox_is_reported(tmp_path: Path) -> None:
+    outbox = tmp_path / f"s_x{OUTBOX_SUFFIX}"
+    outbox.write_text('["a", 1]')
+    with pytest.raises(OutboxCorruptError) as raised:
+        PullAgent(clock=FakeClock(START), outbox=outbox)
+    assert str(raised.value) == (
+        f"the outbox of undelivered follow-ups {outbox} is corrupt (Expected `str`, got `int` - "
+        "at `$[1]`); move it away to start without it, and any follow-up it held will not be "
+        "offered again"
+    )
+
+
+# -- a server killed at random moments -------------------------------------------------------
+
+
+class Connection:
+    """A minimal MCP client over the server's stdin/stdout, to kill the server at any moment."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.next_id = 0
+
+    async def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        self.next_id += 1
+        await self._write(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        )
+        assert self.process.stdout is not None
+        while True:
+            line = await self.process.stdout.readline()
+            if not line:
+                raise ConnectionError("the server closed its stdout")
+            message = json.loads(line)
+            if message.get("id") == self.next_id:
+                return cast("dict[str, object]", message)
+
+    async def _write(self, message: dict[str, object]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        await self.process.stdin.drain()
+
+    async def initialize(self) -> None:
+        await self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "crash-test", "version": "1"},
+            },
+        )
+        await self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def call(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
+        answer = await self.request("tools/call", {"name": name, "arguments": arguments})
+        result = cast("dict[str, object]", answer["result"])
+        return cast("dict[str, object]", result["structuredContent"])
+
+
+async def _start(data_dir: Path, session_id: str, errlog: Path) -> Connection:
+    with errlog.open("ab") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "session_schedule",
+            "--data-dir",
+            str(data_dir),
+            "mcp",
+            session_id,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+        )
+    connection = Connection(process)
+    await connection.initialize()
+    return connection
+
+
+async def test_a_server_killed_at_random_moments_delivers_every_due_reminder(
+    tmp_path: Path,
+) -> None:
+    session = await JsonlSessionStore(tmp_path).create(now=SystemClock().now())
+    await session.close()
+    errlog = tmp_path / "server-stderr.txt"
+    count = 5  # within the follow-up budget of one server's minute
+    first = await _start(tmp_path, session.id, errlog)
+    for index in range(count):
+        created = await first.call("schedule_create", {"prompt": f"r{index}", "after_seconds": 1})
+        assert created["ok"] is True
+    first.process.kill()
+    await first.process.wait()
+    await asyncio.sleep(1.5)  # every reminder comes due
+
+    chooser = random.Random(20261129)  # noqa: S311 - moments to kill at, not secrets
+    seen: list[str] = []
+    kills = 0
+    for _ in range(40):
+        connection = await _start(tmp_path, session.id, errlog)
+        moment = chooser.uniform(0.0, 0.4)
+
+        async def take_all(connection: Connection = connection) -> None:
+            while True:
+                taken = await connection.call(TAKE_TOOL, {})
+                seen.extend(cast("list[str]", taken["occurrenceKeys"]))
+                if taken["followup"] is None and not taken["more"]:
+                    return
+
+        task = asyncio.create_task(take_all())
+        done, _ = await asyncio.wait({task}, timeout=moment)
+        if not done:
+            os.kill(connection.process.pid, signal.SIGKILL)
+            kills += 1
+            with pytest.raises(ConnectionError):
+                await task
+            await connection.process.wait()
+            continue
+        await task
+        assert connection.process.stdin is not None
+        connection.process.stdin.close()
+        assert await connection.process.wait() == 0
+        break
+    else:
+        pytest.fail("the server was killed in every round")
+
+    assert kills > 0
+    assert {key.split("@")[0] for key in seen} == {f"sch_{n}" for n in range(1, count + 1)}
+    snapshot = await JsonlSessionStore(tmp_path).read(session.id)
+    dispatched = [
+        entry.payload.id
+        for entry in snapshot.entries
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+    ]
+    assert sorted(dispatched) == sorted(f"sch_{n}" for n in range(1, count + 1))
+    assert not (tmp_path / f"{session.id}{OUTBOX_SUFFIX}").exists()
+    assert "Traceback" not in errlog.read_text()
