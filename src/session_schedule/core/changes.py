@@ -192,7 +192,8 @@ hundred-odd bytes, a chunk stays in the processor's cache from the decode to the
 def _decode_chunk(
     chunk: Sequence[bytes], start: int, where: Callable[[int], str]
 ) -> list[ScheduleChange]:
-    """The changes of ``chunk``, the payloads from index ``start`` on (see :func:`decode_changes`)."""
+    """The changes of ``chunk``, the payloads from index ``start`` on, as
+    :func:`decode_changes` returns them."""
     joined = b"\n".join(chunk)
     changes = _decode_joined(joined, len(chunk))
     if changes is None:

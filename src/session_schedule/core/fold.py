@@ -319,30 +319,37 @@ class ScheduleFold:
                         stale.discard(schedule_id)
                     continue
                 accepted_at = change.accepted_at
-                if type(current) is not EveryScheduleRecord or not isinstance(accepted_at, str):
-                    # A one-shot, a ``daily`` record, or a broken Every dispatch.
-                    self._dispatch(current, accepted_at, position)
-                    continue
-                # Rule 4, as ``_dispatch`` applies it, for the commonest change of a long log.
-                target = targets[schedule_id]
-                decided_at = instant_of_canonical(accepted_at)
-                if decided_at < target:
-                    raise self._corrupt(
-                        position,
-                        f"dispatch of {schedule_id} was accepted at {accepted_at}, "
-                        f"before its target {format_instant(Instant(target))}",
-                    )
-                interval = current.every_seconds * MS_PER_SECOND
-                following = target + ((decided_at - target) // interval + 1) * interval
-                if following > MAX_INSTANT:
-                    del records[schedule_id]
-                    del targets[schedule_id]
-                    stale.discard(schedule_id)
+                if type(current) is EveryScheduleRecord and isinstance(accepted_at, str):
+                    self._advance_every(current, accepted_at, position)
                 else:
-                    targets[schedule_id] = following
-                    stale.add(schedule_id)
+                    self._dispatch(current, accepted_at, position)
         finally:
             self._highest_id = highest
+
+    def _advance_every(
+        self, record: EveryScheduleRecord, accepted_at: str, position: int | None
+    ) -> None:
+        """Rule 4 for an Every dispatch with ``acceptedAt`` while nothing is indexed: what
+        :meth:`_dispatch` does then, for the commonest change of a long log."""
+        targets = self._every_targets
+        schedule_id = record.id
+        target = targets[schedule_id]
+        decided_at = instant_of_canonical(accepted_at)
+        if decided_at < target:
+            raise self._corrupt(
+                position,
+                f"dispatch of {schedule_id} was accepted at {accepted_at}, "
+                f"before its target {format_instant(Instant(target))}",
+            )
+        interval = record.every_seconds * MS_PER_SECOND
+        following = target + ((decided_at - target) // interval + 1) * interval
+        if following > MAX_INSTANT:
+            del self._records[schedule_id]
+            del targets[schedule_id]
+            self._stale.discard(schedule_id)
+        else:
+            targets[schedule_id] = following
+            self._stale.add(schedule_id)
 
     def note_inherited(self, change: ScheduleChange) -> None:
         """Rule 5: remember the ids an inherited (pre-seed) change uses, and nothing else."""
