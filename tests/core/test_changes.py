@@ -526,10 +526,19 @@ def _long_log(count: int) -> list[bytes]:
 
 
 _BOUNDARIES = (0, DECODE_CHUNK - 1, DECODE_CHUNK, DECODE_CHUNK + 1, 2 * DECODE_CHUNK - 1)
+# Well-formed JSON of the right shape that breaks one form rule each.
+_BAD_FORMS = (
+    b'{"operation":"create","version":1,"schedule":{"kind":"every","id":"sch_7",'
+    b'"prompt":"p","everySeconds":300,"scheduledAt":"2026-02-29T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"after","id":"sch_0",'
+    b'"prompt":"p","afterSeconds":5,"scheduledAt":"2028-02-29T00:00:00.000Z"}}',
+    b'{"operation":"dispatch","version":1,"id":"sch_7","acceptedAt":"2030-01-01T24:00:00.000Z"}',
+    b'{"operation":"dispatch","version":1,"id":"sch_12345678901234567"}',
+)
 
 
 @pytest.mark.parametrize("index", _BOUNDARIES)
-@pytest.mark.parametrize("bad", _BAD_PAYLOADS)
+@pytest.mark.parametrize("bad", _BAD_PAYLOADS + _BAD_FORMS)
 def test_a_bad_payload_is_named_by_its_index_wherever_it_falls_in_the_chunks(
     bad: bytes, index: int
 ) -> None:
