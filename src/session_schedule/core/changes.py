@@ -169,10 +169,10 @@ def decode_changes(
     payload at ``index``).
 
     The payloads are taken a chunk of :data:`DECODE_CHUNK` at a time. Each chunk is decoded,
-    re-encoded and compared as one buffer, and the id, instant, time and prompt rules are checked
-    on that buffer by a few scans while it is still in the processor's cache, so a long log pays
-    almost no per-change Python work. When any of that does not pass cleanly for a chunk, each
-    of its payloads is decoded on its own and the first error is raised exactly as
+    re-encoded and compared as one buffer, and the id, instant, time, prompt and version rules
+    are checked on that buffer by one scan while it is still in the processor's cache, so a long
+    log pays almost no per-change Python work. When any of that does not pass cleanly for a
+    chunk, each of its payloads is decoded on its own and the first error is raised exactly as
     :func:`decode_change` raises it.
     """
     if where is None:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import TypeAlias, final
+from typing import Final, TypeAlias, final
 
 import msgspec
 
@@ -97,7 +97,7 @@ def skipped_occurrences(target: Instant, decided_at: Instant, every_seconds: int
 # A heap slot: (scheduledAt, id number, id). A slot is live only while its record is active with
 # exactly that target; stale slots are dropped when they reach the top.
 _Slot: TypeAlias = tuple[str, int, ScheduleId]
-_ID_DIGITS = len(ID_PREFIX)
+_ID_DIGITS: Final = len(ID_PREFIX)
 
 
 @final
