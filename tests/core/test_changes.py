@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from session_schedule.core.changes import (
+    DECODE_CHUNK,
     ScheduleChange,
     ScheduleCreateChange,
     ScheduleDispatchChange,
@@ -15,14 +16,18 @@ from session_schedule.core.changes import (
     create_change,
     decode_change,
     decode_changes,
+    delete_change,
+    dispatch_change,
     encode_change,
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
     DailyScheduleRecord,
+    EveryScheduleRecord,
 )
 from session_schedule.core.rules import DEFAULT_MAX_PROMPT_CHARS, check_prompt
 from tests import invalid_utf8
@@ -486,3 +491,107 @@ def test_each_bad_payload_is_refused_alone_and_among_good_ones() -> None:
         with pytest.raises(ScheduleError) as among:
             decode_changes([good, bad, good], where=lambda index: f"at entry {index}")
         assert among.value.message == alone.value.message
+
+
+def _long_log(count: int) -> list[bytes]:
+    """``count`` valid payloads of the common shapes: creates of each kind, dispatches, deletes."""
+    payloads: list[bytes] = []
+    number = 0
+    while len(payloads) < count:
+        number += 3
+        one, two, three = (ScheduleId(f"sch_{number + k}") for k in range(3))
+        payloads += [
+            encode_change(
+                create_change(
+                    AfterScheduleRecord(
+                        id=one, prompt="stretch", after_seconds=60, scheduled_at=FUTURE
+                    )
+                )
+            ),
+            encode_change(
+                create_change(AtScheduleRecord(id=two, prompt="call Aiko", scheduled_at=FUTURE))
+            ),
+            encode_change(
+                create_change(
+                    EveryScheduleRecord(
+                        id=three, prompt="drink", every_seconds=300, scheduled_at=FUTURE
+                    )
+                )
+            ),
+            encode_change(dispatch_change(one)),
+            encode_change(delete_change(two)),
+            encode_change(dispatch_change(three, parse_instant("2030-01-01T00:05:01.000Z"))),
+        ]
+    return payloads[:count]
+
+
+_BOUNDARIES = (0, DECODE_CHUNK - 1, DECODE_CHUNK, DECODE_CHUNK + 1, 2 * DECODE_CHUNK - 1)
+# Well-formed JSON of the right shape that breaks one form rule each.
+_BAD_FORMS = (
+    b'{"operation":"create","version":1,"schedule":{"kind":"every","id":"sch_7",'
+    b'"prompt":"p","everySeconds":300,"scheduledAt":"2026-02-29T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"after","id":"sch_0",'
+    b'"prompt":"p","afterSeconds":5,"scheduledAt":"2028-02-29T00:00:00.000Z"}}',
+    b'{"operation":"dispatch","version":1,"id":"sch_7","acceptedAt":"2030-01-01T24:00:00.000Z"}',
+    b'{"operation":"dispatch","version":1,"id":"sch_12345678901234567"}',
+)
+
+
+@pytest.mark.parametrize("index", _BOUNDARIES)
+@pytest.mark.parametrize("bad", _BAD_PAYLOADS + _BAD_FORMS)
+def test_a_bad_payload_is_named_by_its_index_wherever_it_falls_in_the_chunks(
+    bad: bytes, index: int
+) -> None:
+    payloads = _long_log(2 * DECODE_CHUNK)
+    payloads[index] = bad
+    with pytest.raises(ScheduleError) as alone:
+        decode_change(bad, where=f"at entry {index}")
+    with pytest.raises(ScheduleError) as among:
+        decode_changes(payloads, where=lambda position: f"at entry {position}")
+    assert among.value.code == "corrupt_schedule_log"
+    assert among.value.message == alone.value.message
+    assert f"schedule/change at entry {index} is corrupt: " in among.value.message
+
+
+def test_the_first_bad_payload_is_reported_when_several_chunks_hold_one() -> None:
+    payloads = _long_log(3 * DECODE_CHUNK)
+    payloads[DECODE_CHUNK + 5] = b'{"operation":"delete","version":1,"id":"sch_01"}'
+    payloads[2 * DECODE_CHUNK + 7] = b'{"operation":"delete","version":1,"id":"sch_02"}'
+    payloads[DECODE_CHUNK - 1] = (
+        b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+        b'"prompt":"a\\u0000b","scheduledAt":"2030-01-01T00:00:00.000Z"}}'
+    )
+    with pytest.raises(ScheduleError) as caught:
+        decode_changes(payloads, where=lambda position: f"at entry {position}")
+    assert caught.value.message == (
+        f"schedule/change at entry {DECODE_CHUNK - 1} is corrupt: the prompt contains the "
+        "control character U+0000 at index 1; only newline and tab are allowed "
+        "- at `$.schedule.prompt`"
+    )
+
+
+def test_a_long_log_with_rarer_changes_decodes_as_each_payload_does() -> None:
+    payloads = _long_log(2 * DECODE_CHUNK + 10)
+    daily = encode_change(
+        create_change(
+            DailyScheduleRecord(
+                id=ScheduleId("sch_999999"),
+                prompt="stand up",
+                local_time="09:00:00.000",
+                time_zone="Europe/Berlin",
+                weekdays=["mon", "fri"],
+                scheduled_at=FUTURE,
+            )
+        )
+    )
+    escaped = encode_change(
+        create_change(
+            AtScheduleRecord(
+                id=ScheduleId("sch_1000000"), prompt='say "hi" \\ café', scheduled_at=FUTURE
+            )
+        )
+    )
+    payloads[DECODE_CHUNK - 1] = daily
+    payloads[DECODE_CHUNK] = escaped
+    payloads[-1] = daily
+    assert decode_changes(payloads) == [decode_change(payload) for payload in payloads]

@@ -521,3 +521,35 @@ def test_views_kept_in_order_agree_with_views_built_afresh(
                 assert state.views(now) == make_views(reference.ordered(), now)
     for now in nows:
         assert state.views(now) == make_views(reference.ordered(), now)
+
+
+def _outcome(state: ScheduleFold) -> tuple[list[ScheduleRecord], list[ScheduleRecord], ScheduleId]:
+    return state.by_creation(), state.ordered(), state.next_id()
+
+
+@given(
+    st.lists(small_changes, max_size=40),
+    st.integers(min_value=0, max_value=10),
+    st.booleans(),
+)
+def test_replaying_a_log_is_applying_each_change(
+    changes: list[ScheduleChange], seed_length: int, indexed: bool
+) -> None:
+    replayed, applied = ScheduleFold(session="s_1"), ScheduleFold(session="s_1")
+    if indexed:
+        replayed.earliest_one_shot()
+    replay_error = apply_error = None
+    try:
+        replayed.replay(numbered(*changes), seed_length=seed_length)
+    except ScheduleError as error:
+        replay_error = error.message
+    try:
+        for position, change in numbered(*changes):
+            if position < seed_length:
+                applied.note_inherited(change)
+            else:
+                applied.apply(change, position=position)
+    except ScheduleError as error:
+        apply_error = error.message
+    assert replay_error == apply_error
+    assert _outcome(replayed) == _outcome(applied)

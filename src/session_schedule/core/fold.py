@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import TypeAlias, final
+from typing import Final, TypeAlias, final
 
 import msgspec
 
@@ -60,7 +60,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.daily import next_daily_target
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
+from session_schedule.core.ids import ID_PREFIX, ScheduleId, id_number, make_schedule_id
 from session_schedule.core.instants import (
     MAX_INSTANT,
     MS_PER_SECOND,
@@ -98,6 +98,7 @@ def skipped_occurrences(target: Instant, decided_at: Instant, every_seconds: int
 # A heap slot: (scheduledAt, id number, id). A slot is live only while its record is active with
 # exactly that target; stale slots are dropped when they reach the top.
 _Slot: TypeAlias = tuple[str, int, ScheduleId]
+_ID_DIGITS: Final = len(ID_PREFIX)
 
 
 @final
@@ -265,6 +266,98 @@ class ScheduleFold:
         elif type(change) is ScheduleDispatchChange:
             self._dispatch(record_or_none, change.accepted_at, position)
 
+    def replay(
+        self, changes: Iterable[tuple[int, ScheduleChange]], *, seed_length: int = 0
+    ) -> None:
+        """Apply ``(entry position, change)`` pairs in order: :meth:`note_inherited` for the
+        positions below ``seed_length`` (Rule 5), :meth:`apply` for the others.
+
+        The rules, the errors and the resulting state are exactly those of that loop; the first
+        change that breaks a rule raises, with every change before it applied. Until someone
+        asks what is due (no heaps, no ordered views: a log being replayed), the changes are
+        applied by one loop over plain dictionaries rather than one method call each.
+        """
+        if self._heaps is not None or self._order is not None:
+            for position, change in changes:
+                if position < seed_length:
+                    self.note_inherited(change)
+                else:
+                    self.apply(change, position=position)
+            return
+        records = self._records
+        targets = self._every_targets
+        stale = self._stale
+        active = records.get
+        highest = self._highest_id
+        try:
+            for position, change in changes:
+                if type(change) is ScheduleCreateChange:
+                    record = change.schedule
+                    schedule_id = record.id
+                    number = int(schedule_id[_ID_DIGITS:])
+                    if position < seed_length:
+                        highest = max(highest, number)
+                        continue
+                    if number <= highest:
+                        raise self._corrupt(
+                            position,
+                            f"create uses the id {schedule_id}, but ids must increase and "
+                            f"{make_schedule_id(highest)} was already used",
+                        )
+                    highest = number
+                    record_type = type(record)
+                    if record_type is EveryScheduleRecord or record_type is DailyScheduleRecord:
+                        targets[schedule_id] = instant_of_canonical(record.scheduled_at)
+                    records[schedule_id] = record
+                    continue
+                if position < seed_length:
+                    continue
+                schedule_id = change.id
+                current = active(schedule_id)
+                if current is None:
+                    operation = "delete" if type(change) is ScheduleDeleteChange else "dispatch"
+                    raise self._corrupt(
+                        position, f"{operation} of {schedule_id}, which is not active"
+                    )
+                if type(change) is ScheduleDeleteChange:
+                    del records[schedule_id]
+                    if schedule_id in targets:
+                        del targets[schedule_id]
+                        stale.discard(schedule_id)
+                    continue
+                accepted_at = change.accepted_at
+                if type(current) is EveryScheduleRecord and isinstance(accepted_at, str):
+                    self._advance_every(current, accepted_at, position)
+                else:
+                    self._dispatch(current, accepted_at, position)
+        finally:
+            self._highest_id = highest
+
+    def _advance_every(
+        self, record: EveryScheduleRecord, accepted_at: str, position: int | None
+    ) -> None:
+        """Rule 4 for an Every dispatch with ``acceptedAt`` while nothing is indexed: what
+        :meth:`_dispatch` does then, for the commonest change of a long log."""
+        targets = self._every_targets
+        schedule_id = record.id
+        target = targets[schedule_id]
+        decided_at = instant_of_canonical(accepted_at)
+        if decided_at < target:
+            raise self._corrupt(
+                position,
+                f"dispatch of {schedule_id} was accepted at {accepted_at}, "
+                f"before its target {format_instant(Instant(target))}",
+            )
+        interval = record.every_seconds * MS_PER_SECOND
+        following = target + ((decided_at - target) // interval + 1) * interval
+        if following > MAX_INSTANT:
+            del self._records[schedule_id]
+            del targets[schedule_id]
+            self._stale.discard(schedule_id)
+        else:
+            targets[schedule_id] = following
+            self._stale.add(schedule_id)
+
     def note_inherited(self, change: ScheduleChange) -> None:
         """Rule 5: remember the ids an inherited (pre-seed) change uses, and nothing else."""
         if isinstance(change, ScheduleCreateChange):
@@ -378,10 +471,5 @@ def fold(
     ``corrupt_schedule_log`` naming the entry of the first change that breaks a rule.
     """
     state = ScheduleFold(session=session)
-    apply = state.apply
-    for position, change in changes:
-        if position < seed_length:
-            state.note_inherited(change)
-        else:
-            apply(change, position=position)
+    state.replay(changes, seed_length=seed_length)
     return state

@@ -196,11 +196,7 @@ class LiveSchedule:
             state = ScheduleFold.resumed(
                 resume.records, highest_id=resume.highest_id, session=self._session.id
             )
-            for position, change in _changes(entries):
-                if position < header.seed_length:
-                    state.note_inherited(change)
-                else:
-                    state.apply(change, position=position)
+            state.replay(_changes(entries), seed_length=header.seed_length)
             self._state = state
         if self._driven:
             self._started = True
