@@ -50,17 +50,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, final
 
-import msgspec
-
-from session_schedule.core.changes import (
-    CHANGE_EVENT_TYPE,
-    ScheduleChange,
-    ScheduleCreateChange,
-    ScheduleDeleteChange,
-    ScheduleDispatchChange,
-)
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint, codec
 from session_schedule.session.codec import Source, encode_payload
@@ -243,7 +233,7 @@ class JsonlSessionHandle(LogHandle):
             if save is not None:
                 try:
                     save()
-                except (OSError, ScheduleError) as error:
+                except (OSError, ScheduleError, ValueError) as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
             os.close(fd)
 
@@ -276,51 +266,20 @@ class JsonlSessionHandle(LogHandle):
                 chain,
             ):
                 return
-            state = _fold_for_checkpoint(entries, resume, seed, source.session_id)
-            window = [
-                (entry.type, msgspec.json.encode(entry.payload))
-                for entry in entries[max(0, count - checkpoint.WINDOW) : count]
-            ]
+            progress = checkpoint.progress_of(
+                entries, resume, end=count, seed=seed, session=source.session_id
+            )
             data = checkpoint.encode_checkpoint(
                 session=source.session_id,
-                entries=count,
-                offset=size,
-                lines=self._lines + self._commit_lines,
-                chain=chain,
-                state=state,
-                window=window,
+                binding=checkpoint.Binding(
+                    count, chain, offset=size, lines=self._lines + self._commit_lines
+                ),
+                progress=progress,
+                window=entries[max(0, count - checkpoint.WINDOW) : count],
             )
             _write_checkpoint(target, data)
 
         return save
-
-
-def _fold_for_checkpoint(
-    entries: Sequence[LogEntry], resume: ResumePoint | None, seed: int, session: str
-) -> ScheduleFold:
-    """The fold of every entry, from the checkpoint the session was opened from if any."""
-    start = 0 if resume is None else resume.position
-    changes = [
-        (entry.position, entry.payload)
-        for entry in entries[start:]
-        if entry.type == CHANGE_EVENT_TYPE
-    ]
-    typed: list[tuple[int, ScheduleChange]] = []
-    for position, payload in changes:
-        if not isinstance(
-            payload, ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
-        ):
-            raise ScheduleError("corrupt_schedule_log", f"entry {position} is not a change")
-        typed.append((position, payload))
-    if resume is None:
-        return fold(typed, seed_length=seed, session=session)
-    state = ScheduleFold.resumed(resume.records, highest_id=resume.highest_id, session=session)
-    for position, change in typed:
-        if position < seed:
-            state.note_inherited(change)
-        else:
-            state.apply(change, position=position)
-    return state
 
 
 @final
@@ -598,16 +557,16 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
     count = found.entries + len(parsed.entries)
     last = parsed.checksums[-1] if parsed.checksums else found.chain
     wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
+    first = found.entries - len(restored.window)
     entries = LazyEntries(
-        found.entries,
-        restored.window,
-        lambda: _read_prefix(fd, found.offset, source, found.entries).entries,
+        first,
+        restored.window + parsed.entries,
+        lambda begin, end: _read_prefix(fd, found.offset, source, found.entries).entries[begin:end],
+        chunk=max(1, first),
     )
-    entries.extend(parsed.entries)
     checksums = new_checksums()
     checksums.append(found.chain)
     checksums.extend(parsed.checksums)
-    state = restored.state
     return _Opened(
         fd,
         header,
@@ -616,7 +575,7 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
         parsed.kept_lines + wrote,
         origin=found.entries - 1,
         offset=found.offset,
-        resume=ResumePoint(found.entries, tuple(state.by_creation()), state.highest_id),
+        resume=restored.resume_point(),
     )
 
 
