@@ -284,9 +284,11 @@ class LogHandle(abc.ABC):
             return False, None
         return True, self._next_target.after(self._entries, target)
 
-    def _checkpoint_draft(self, count: int) -> CheckpointFile | None:
-        """The content of a checkpoint at ``count`` (every entry before it durable), unbound;
-        ``None`` when there is none newer than the last or the log's fold fails (logged)."""
+    def _checkpoint_draft(self, count: int, *, window: bool = True) -> CheckpointFile | None:
+        """The content of a checkpoint at ``count`` (every entry before it durable), unbound,
+        with the window of entries before ``count`` unless told not to (a store that reads them
+        from its log); ``None`` when there is none newer than the last or the log's fold fails
+        (logged)."""
         if count <= self._checkpointed or self._progress_broken or self._poison() is not None:
             return None
         try:
@@ -304,7 +306,7 @@ class LogHandle(abc.ABC):
             session=self.id,
             binding=checkpoint.Binding(count, 0),
             progress=progress,
-            window=self._entries[max(0, count - checkpoint.WINDOW) : count],
+            window=self._entries[max(0, count - checkpoint.WINDOW) : count] if window else (),
         )
 
     def _checkpoint_stored(self, count: int) -> None:
