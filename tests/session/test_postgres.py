@@ -372,13 +372,13 @@ class TestSchemaAndDamage:
                 f"{where} holds no session store; create it with `session-schedule db init`"
             )
             migrate(dsn, schema=name)
-            execute(dsn, f"INSERT INTO {name}.schema_version (version) VALUES (2)")
+            execute(dsn, f"INSERT INTO {name}.schema_version (version) VALUES (3)")
             store = PostgresSessionStore(dsn, schema=name)
             for attempt in (store.list(), store.read(SID), store.open(SID)):
                 with pytest.raises(SessionError) as refused:
                     await attempt
                 assert refused.value.message == (
-                    f"{where} is at version 2, newer than this program's 1; upgrade the program"
+                    f"{where} is at version 3, newer than this program's 2; upgrade the program"
                 )
         finally:
             drop_schema(dsn, name)
