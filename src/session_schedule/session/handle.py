@@ -72,6 +72,11 @@ class LazyEntries(Sequence[LogEntry]):
         return self._start
 
     @property
+    def loaded(self) -> bool:
+        """Whether any entry before the held ones has been read (or there is none)."""
+        return self.reads > 0 or self._start == 0
+
+    @property
     def resident(self) -> int:
         """How many decoded entries are held in memory (the held ones and the last chunk read)."""
         return len(self._held) + len(self._cache)
