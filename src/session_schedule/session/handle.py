@@ -5,6 +5,12 @@ range of entries is made durable (``_flush``, driven by group commit; optionally
 synchronously, ``flush_now``, for a lone barrier), and how the session is released
 (``_release``). Everything the port promises about ordering, visibility, poisoning and
 closing is implemented here once, so the backends cannot disagree about it.
+
+A backend that keeps checkpoints (:mod:`session_schedule.session.checkpoint`) also gets the
+content of one at a durable position from :meth:`LogHandle._checkpoint_draft` (kept up to date
+incrementally, never by refolding the log) and reports a stored one with
+:meth:`LogHandle._checkpoint_stored`, which lets the entries before its window leave memory when
+the handle's entries are :class:`LazyEntries`.
 """
 
 from __future__ import annotations
@@ -319,6 +325,10 @@ class LogHandle(abc.ABC):
         (they are read from storage again when asked for)."""
         self._checkpointed = max(self._checkpointed, count)
         if isinstance(self._entries, LazyEntries):
+            # The next-target fold reads on from where it stopped: bring it up to the
+            # checkpoint while those entries are still held.
+            if self._poison() is None:
+                self._next_target.after(self._entries, count)
             self._entries.forget_before(count - checkpoint.WINDOW)
 
     def _poison(self) -> str | None:
