@@ -139,7 +139,8 @@ async def postgres_subject(dsn: str, payloads: list[bytes]) -> AsyncIterator[Sub
     schema = f"bench_open_{secrets.token_hex(4)}"
     migrate(dsn, schema=schema)
     try:
-        async with PostgresSessionStore(dsn, schema=schema) as store:
+        # Decoding a million rows without a checkpoint can outlast the default 15 s lease.
+        async with PostgresSessionStore(dsn, schema=schema, lease_seconds=600) as store:
             await (await store.create(now=FakeClock(NOW).now(), session_id=SID)).close()
             with psycopg.connect(dsn, autocommit=True) as connection:
                 copy_sql = f"COPY {schema}.entries (session_id, position, type, data) FROM STDIN"
