@@ -185,7 +185,11 @@ class _Statements:
             "SELECT position, type, data FROM {s}.entries WHERE session_id = %s ORDER BY position"
         )
         self.headers = q("SELECT id, header FROM {s}.sessions")
-        self.checkpoint = q("SELECT data FROM {s}.checkpoints WHERE session_id = %s")
+        self.checkpoint = q(
+            "SELECT header, data FROM {s}.sessions"
+            " LEFT JOIN {s}.checkpoints ON checkpoints.session_id = sessions.id"
+            " WHERE sessions.id = %s"
+        )
         self.row = q("SELECT type, data FROM {s}.entries WHERE session_id = %s AND position = %s")
         self.entries_from = q(
             "SELECT position, type, data FROM {s}.entries WHERE session_id = %s"
@@ -673,23 +677,25 @@ class PostgresSessionStore:
         source = self._source(session_id)
         cursor = await connection.execute(self._sql.checkpoint, (session_id,))
         stored = await cursor.fetchone()
-        if stored is None:
-            return None
-        found = checkpoint.decode_checkpoint(stored[0], source)
+        if stored is None or stored[1] is None:
+            return None  # no session (the whole read says so), or no checkpoint
+        header_bytes, data = stored
+        found = checkpoint.decode_checkpoint(data, source)
         if isinstance(found, checkpoint.Rejected):
             _rejected(session_id, found)
             return None
-        cursor = await connection.execute(self._sql.header, (session_id,))
-        header_row = await cursor.fetchone()
-        if header_row is None:
-            raise session_not_found(session_id, self._place)
-        header = decode_header(header_row[0], source)
-        cursor = await connection.execute(self._sql.row, (session_id, found.entries - 1))
-        last = await cursor.fetchone()
-        if (
-            found.entries < 1
-            or last is None
-            or checkpoint.row_digest(header_row[0], last[0], last[1]) != found.chain
+        header = decode_header(header_bytes, source)
+        # The window before the checkpoint and everything after it, from the log itself; the
+        # last covered row among them is the binding's.
+        first = max(0, found.entries - checkpoint.WINDOW)
+        cursor = await connection.execute(self._sql.entries_from, (session_id, first))
+        rows: list[Row] = await cursor.fetchall()
+        index = found.entries - 1 - first
+        if not (
+            found.entries >= 1
+            and index < len(rows)
+            and rows[index][0] == found.entries - 1
+            and checkpoint.row_digest(header_bytes, rows[index][1], rows[index][2]) == found.chain
         ):
             _rejected(
                 session_id,
@@ -703,10 +709,7 @@ class PostgresSessionStore:
         if isinstance(restored, checkpoint.Rejected):
             _rejected(session_id, restored)
             return None
-        # The window before the checkpoint and everything after it, from the log itself.
-        first = max(0, found.entries - checkpoint.WINDOW)
-        cursor = await connection.execute(self._sql.entries_from, (session_id, first))
-        held = _decode_rows(await cursor.fetchall(), first, source)
+        held = _decode_rows(rows, first, source)
         check_seed_length(header, first + len(held), source)
         entries = self._entries(session_id, first, held)
         return _Owned(header, entries, epoch, restored.resume_point())
