@@ -29,7 +29,7 @@ def schema(dsn: str) -> Iterator[str]:
     drop_schema(dsn, name)
 
 
-TABLES = ["entries", "leases", "next_targets", "schema_version", "sessions"]
+TABLES = ["checkpoints", "entries", "leases", "next_targets", "schema_version", "sessions"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -143,6 +143,22 @@ def test_the_program_starts_without_importing_psycopg() -> None:
 def test_the_commands_default_to_the_stores_schema() -> None:
     assert db.DEFAULT_SCHEMA == postgres_schema.DEFAULT_SCHEMA
     assert db.DSN_VARIABLE == DSN_VARIABLE
+
+
+def test_a_version_1_schema_gets_the_checkpoints_table(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema)[0] == 0
+    execute(dsn, f"DROP TABLE {schema}.checkpoints")
+    execute(dsn, f"DELETE FROM {schema}.schema_version WHERE version = 2")
+    where = f"schema {schema} of PostgreSQL database {database(dsn)}"
+    assert run(capsys, "db", "migrate", "--dsn", dsn, "--schema", schema) == (
+        0,
+        f"upgraded {where} from version 1 to 2\n",
+        "",
+    )
+    assert tables(dsn, schema) == TABLES
+    assert versions(dsn, schema) == [1, 2]
 
 
 def test_an_older_schema_is_upgraded_by_migrate_only(

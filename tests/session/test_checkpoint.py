@@ -15,7 +15,9 @@ from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
+from session_schedule.session import jsonl as jsonl_module
 from session_schedule.session.checkpoint import WINDOW, CheckpointFile
+from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.testing.session_contract import (
     NOW,
@@ -283,3 +285,39 @@ async def test_a_fork_resumes_without_its_parents_reminders(store: JsonlSessionS
         assert [record.id for record in fork.resume.records] == ["sch_51"]
         assert fork.resume.highest_id == 51
         assert payloads(fork.entries[:200]) == await full_read(store)
+
+
+@contract_test
+async def test_entries_before_the_window_are_read_a_segment_at_a_time(
+    store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await write_history(store)
+    expected = await full_read(store)
+    monkeypatch.setattr(jsonl_module, "_SEGMENT", 600)
+    monkeypatch.setattr(jsonl_module, "_CHUNK", 16)
+    async with await store.open(SID) as handle:
+        entries = handle._entries
+        assert isinstance(entries, LazyEntries)
+        assert entries.start == 200 - WINDOW
+        assert payloads([handle.entries[n] for n in (0, 70, 17, 135, 1)]) == [
+            expected[n] for n in (0, 70, 17, 135, 1)
+        ]
+        assert payloads(handle.entries[30:50]) == expected[30:50]
+        assert payloads(handle.entries) == expected
+        # Held: the window and the last chunk handed out, never the whole prefix.
+        assert entries.resident <= WINDOW + 16
+
+
+@contract_test
+async def test_a_segment_altered_after_the_first_read_is_reported(
+    store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await write_history(store)
+    monkeypatch.setattr(jsonl_module, "_SEGMENT", 600)
+    monkeypatch.setattr(jsonl_module, "_CHUNK", 16)
+    path = store.path_of(SID)
+    async with await store.open(SID) as handle:
+        assert handle.entries[100].position == 100  # the segments are indexed now
+        path.write_bytes(path.read_bytes().replace(b'"content":"turn 3"', b'"content":"turn 9"', 1))
+        with pytest.raises(SessionCorrupt, match="does not match its checksum"):
+            handle.entries[2]

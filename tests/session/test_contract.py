@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from session_schedule.session import (
     JsonlSessionStore,
     MemorySessionStore,
     SessionHandle,
+    SessionId,
     SessionStore,
     SqliteSessionStore,
 )
@@ -40,6 +43,25 @@ class TestMemoryStore(SessionStoreContract):
 
 class TestJsonlStore(SessionStoreContract):
     header_format = 2
+    checkpoints = True
+
+    def read_checkpoint(self, store: SessionStore, session_id: SessionId) -> bytes | None:
+        assert isinstance(store, JsonlSessionStore)
+        path = store.checkpoint_path(session_id)
+        return path.read_bytes() if path.exists() else None
+
+    def write_checkpoint(
+        self, store: SessionStore, session_id: SessionId, data: bytes | None
+    ) -> None:
+        assert isinstance(store, JsonlSessionStore)
+        path = store.checkpoint_path(session_id)
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(data)
+
+    def corrupt_entry(self, store: SessionStore, session_id: SessionId, position: int) -> str:
+        pytest.skip("tests/session/test_checkpoint.py alters a JSONL log before its checkpoint")
 
     def make_store(self, root: Path) -> SessionStore:
         return JsonlSessionStore(root / "sessions")
@@ -73,8 +95,42 @@ class TestJsonlStoreFlushingOnItsThread(TestJsonlStore):
 
 
 class TestSqliteStore(SessionStoreContract):
+    checkpoints = True
+    checkpoints_while_open = True
+
     def make_store(self, root: Path) -> SessionStore:
         return SqliteSessionStore(root / "db" / "sessions.db")
+
+    def read_checkpoint(self, store: SessionStore, session_id: SessionId) -> bytes | None:
+        assert isinstance(store, SqliteSessionStore)
+        with contextlib.closing(sqlite3.connect(store.path)) as connection:
+            row = connection.execute(
+                "SELECT data FROM checkpoints WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def write_checkpoint(
+        self, store: SessionStore, session_id: SessionId, data: bytes | None
+    ) -> None:
+        assert isinstance(store, SqliteSessionStore)
+        with contextlib.closing(sqlite3.connect(store.path)) as connection, connection:
+            connection.execute("DELETE FROM checkpoints WHERE session_id = ?", (session_id,))
+            if data is not None:
+                connection.execute(
+                    "INSERT INTO checkpoints (session_id, data) VALUES (?, ?)", (session_id, data)
+                )
+
+    def corrupt_entry(self, store: SessionStore, session_id: SessionId, position: int) -> str:
+        assert isinstance(store, SqliteSessionStore)
+        with contextlib.closing(sqlite3.connect(store.path)) as connection, connection:
+            connection.execute(
+                "UPDATE entries SET type = 'calendar/event' WHERE session_id = ? AND position = ?",
+                (session_id, position),
+            )
+        return (
+            f"session {session_id} is corrupt at entry {position} (sessions.db): unknown entry "
+            "type 'calendar/event'; the database was left untouched for inspection"
+        )
 
     def break_next_barrier(
         self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch

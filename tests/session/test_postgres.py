@@ -102,6 +102,52 @@ class TestPostgresStore(SessionStoreContract):
         # An append only queues the row: the failure surfaces at the barrier.
         self.break_next_barrier(store, handle, monkeypatch)
 
+    checkpoints = True
+    checkpoints_while_open = True
+
+    def read_checkpoint(self, store: SessionStore, session_id: SessionId) -> bytes | None:
+        assert isinstance(store, PostgresSessionStore)
+        rows = execute(
+            self._dsn,
+            f"SELECT data FROM {store.schema}.checkpoints WHERE session_id = %s",
+            session_id,
+        )
+        if not rows:
+            return None
+        data = rows[0][0]
+        assert isinstance(data, bytes)
+        return data
+
+    def write_checkpoint(
+        self, store: SessionStore, session_id: SessionId, data: bytes | None
+    ) -> None:
+        assert isinstance(store, PostgresSessionStore)
+        execute(
+            self._dsn, f"DELETE FROM {store.schema}.checkpoints WHERE session_id = %s", session_id
+        )
+        if data is not None:
+            execute(
+                self._dsn,
+                f"INSERT INTO {store.schema}.checkpoints (session_id, data) VALUES (%s, %s)",
+                session_id,
+                data,
+            )
+
+    def corrupt_entry(self, store: SessionStore, session_id: SessionId, position: int) -> str:
+        assert isinstance(store, PostgresSessionStore)
+        execute(
+            self._dsn,
+            f"UPDATE {store.schema}.entries SET type = 'calendar/event'"
+            " WHERE session_id = %s AND position = %s",
+            session_id,
+            position,
+        )
+        database = str(execute(self._dsn, "SELECT current_database()")[0][0])
+        return (
+            f"session {session_id} is corrupt at entry {position} (schema {store.schema} of "
+            f"PostgreSQL database {database}): unknown entry type 'calendar/event'{UNTOUCHED}"
+        )
+
 
 @pytest.fixture
 def dsn() -> str:
@@ -372,13 +418,13 @@ class TestSchemaAndDamage:
                 f"{where} holds no session store; create it with `session-schedule db init`"
             )
             migrate(dsn, schema=name)
-            execute(dsn, f"INSERT INTO {name}.schema_version (version) VALUES (2)")
+            execute(dsn, f"INSERT INTO {name}.schema_version (version) VALUES (3)")
             store = PostgresSessionStore(dsn, schema=name)
             for attempt in (store.list(), store.read(SID), store.open(SID)):
                 with pytest.raises(SessionError) as refused:
                     await attempt
                 assert refused.value.message == (
-                    f"{where} is at version 2, newer than this program's 1; upgrade the program"
+                    f"{where} is at version 3, newer than this program's 2; upgrade the program"
                 )
         finally:
             drop_schema(dsn, name)

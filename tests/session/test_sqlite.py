@@ -74,7 +74,7 @@ class TestStorage:
             assert stat.S_IMODE(Path(f"{store.path}-wal").stat().st_mode) == 0o600
             with connect(store) as connection:
                 assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-                assert connection.execute("PRAGMA user_version").fetchone() == (2,)
+                assert connection.execute("PRAGMA user_version").fetchone() == (3,)
                 rows = connection.execute("SELECT * FROM entries").fetchall()
                 header = connection.execute("SELECT header FROM sessions").fetchone()[0]
         assert rows == [
@@ -142,7 +142,7 @@ class TestStorage:
         with connect(store) as connection:
             connection.execute("PRAGMA user_version = 7")
         message = (
-            f"database {store.path} has schema version 7, but this program reads version 2; "
+            f"database {store.path} has schema version 7, but this program reads version 3; "
             "upgrade the program"
         )
         for attempt in (store.list(), store.read(SID), store.open(SID)):
@@ -163,15 +163,34 @@ class TestStorage:
             await damaged.barrier()
         with connect(store) as connection:
             connection.execute("DROP TABLE next_targets")
+            connection.execute("DROP TABLE checkpoints")
             connection.execute("UPDATE entries SET data = 'x' WHERE session_id = ?", (damaged.id,))
             connection.execute("PRAGMA user_version = 1")
         target = parse_instant("2030-01-01T00:00:00.000Z")
         assert await store.due_sessions(Instant(target + 1)) == (DueSession(SID, target),)
         with connect(store) as connection:
-            assert connection.execute("PRAGMA user_version").fetchone() == (2,)
+            assert connection.execute("PRAGMA user_version").fetchone() == (3,)
             assert sorted(connection.execute("SELECT * FROM next_targets").fetchall()) == sorted(
                 [(SID, target), (quiet.id, None)]
             )
+
+    @contract_test
+    async def test_a_version_2_database_gets_its_checkpoints_table(
+        self, store: SqliteSessionStore
+    ) -> None:
+        await make_good_session(store)
+        with connect(store) as connection:
+            connection.execute("DROP TABLE checkpoints")
+            connection.execute("PRAGMA user_version = 2")
+        async with await store.open(SID) as handle:
+            assert handle.resume is None
+            expected = payloads(handle.entries)
+        with connect(store) as connection:
+            assert connection.execute("PRAGMA user_version").fetchone() == (3,)
+            assert connection.execute("SELECT session_id FROM checkpoints").fetchall() == [(SID,)]
+        async with await store.open(SID) as handle:
+            assert handle.resume is not None
+            assert payloads(handle.entries) == expected
 
     @contract_test
     async def test_another_process_is_refused(self, store: SqliteSessionStore) -> None:

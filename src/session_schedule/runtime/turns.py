@@ -49,7 +49,7 @@ import msgspec
 from session_schedule.core.framing import occurrence_keys
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.session.errors import PersistenceUncertain, SessionCorrupt
-from session_schedule.session.port import SessionHandle
+from session_schedule.session.port import LogEntry, SessionHandle
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
@@ -395,19 +395,23 @@ class TurnQueue:
 
 
 def _restore(session: SessionHandle) -> list[Turn | _Action[object]]:
-    """The turns queued in ``session`` (from its fork point on) that have not finished."""
+    """The turns queued in ``session`` (from its fork point on) that have not finished.
+
+    A session opened from a checkpoint says which turns were pending at its position
+    (``session.resume``): only the entries from there on are read.
+    """
     pending: dict[int, Turn] = {}
     entries = session.entries
-    for entry in entries[session.header.seed_length :]:
+    resume = session.resume
+    start = session.header.seed_length
+    if resume is not None:
+        for entry in resume.pending:
+            _queue(pending, entry)
+        start = max(start, resume.position)
+    for entry in entries[start:]:
         payload = entry.payload
-        if entry.type == TURN_QUEUED_TYPE and isinstance(payload, TurnQueued):
-            pending[entry.position] = Turn(
-                position=entry.position,
-                origin=payload.origin,
-                text=payload.text,
-                occurrences=payload.occurrences,
-                restored=True,
-            )
+        if entry.type == TURN_QUEUED_TYPE:
+            _queue(pending, entry)
         elif (
             entry.type == TURN_FINISHED_TYPE
             and isinstance(payload, TurnFinished)
@@ -420,3 +424,15 @@ def _restore(session: SessionHandle) -> list[Turn | _Action[object]]:
                 "storage was left untouched for inspection",
             )
     return list(pending.values())
+
+
+def _queue(pending: dict[int, Turn], entry: LogEntry) -> None:
+    payload = entry.payload
+    if isinstance(payload, TurnQueued):
+        pending[entry.position] = Turn(
+            position=entry.position,
+            origin=payload.origin,
+            text=payload.text,
+            occurrences=payload.occurrences,
+            restored=True,
+        )

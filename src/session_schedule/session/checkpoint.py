@@ -1,40 +1,49 @@
-"""Checkpoints: a derived, rebuildable snapshot of a session's schedule fold, kept beside its log.
+"""Checkpoints: a derived, rebuildable snapshot of a session's fold, kept beside its log.
 
 Folding a year-old log means decoding every entry. A checkpoint records, at one known position
-``n`` of the log, what the fold of entries ``0 … n-1`` is (the active records and the largest id
-number used) and the last :data:`WINDOW` entries before ``n`` (the recent transcript, so a harness
-can resume without the rest). Opening a session with a usable checkpoint strictly decodes only
-the entries from ``n`` on; everything before ``n`` is decoded, still strictly, only if someone
-reads it.
+``n`` of the log, what the entries ``0 … n-1`` amount to — the active records and the largest id
+number used (the schedule fold), the ``turn/queued`` entries no ``turn/finished`` entry has
+answered yet (the pending turns) — and the last :data:`WINDOW` entries before ``n`` (the recent
+transcript, so a harness can resume without the rest). Opening a session with a usable
+checkpoint strictly decodes only the entries from ``n`` on; an entry before ``n`` is decoded,
+still strictly, only if someone reads it.
+
+This module is the store-neutral part: the content, its encoding and validation, and the
+bookkeeping (:class:`Progress`) that keeps a checkpoint's state up to date as entries are
+appended. Each store binds a checkpoint to its own log (the JSONL store to the format-2 commit
+record and chained checksum at ``n``; the database stores to the entry count and a digest of the
+header and of entry ``n-1`` as stored, see :func:`row_digest`) and keeps it where it keeps
+sessions.
 
 The log stays the only authority. A checkpoint is used only when all of this holds, and is
 otherwise ignored (the session opens from its whole log, as without one) and replaced when the
-session is next closed:
+store next writes one:
 
 - it is intact: its own CRC-32 matches its bytes, which decode strictly;
 - it is of this version: the checkpoint format and the library version that wrote it;
 - it names the session being opened;
-- it matches the log: the file has at least the ``offset`` bytes it covers, and the line that
-  ends there is the log's own commit record acknowledging exactly ``n`` entries with the chained
-  checksum the checkpoint was bound to — which covers every entry before ``n`` (see
-  :mod:`session_schedule.session.lines`);
+- it matches the log (the store's binding, above);
 - its records are what a create writes (each is decoded by the strict change decoder) and make a
-  possible fold state, and its window entries decode strictly by their type's decoder.
+  possible fold state, and its pending turns and window entries decode strictly by their type's
+  decoder.
 
-Which of these failed is :class:`Rejected`'s ``reason``; it is logged. A checkpoint is written
-without ``fsync``, to a temporary file renamed into place: losing one costs only time.
+Which of these failed is :class:`Rejected`'s ``reason``; the store logs it. Losing a checkpoint
+costs only time, so none is written with ``fsync`` or in a barrier's transaction.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import zlib
-from collections.abc import Sequence
-from typing import Final, Literal, NamedTuple, final
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal, NamedTuple, cast, final
 
 import msgspec
 
 from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    ScheduleChange,
     ScheduleCreateChange,
     create_change,
     decode_changes,
@@ -43,14 +52,22 @@ from session_schedule.core.changes import (
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.records import ScheduleRecord
-from session_schedule.session.codec import Source, decode_payload
+from session_schedule.session.codec import Source, decode_payload, encode_payload
 from session_schedule.session.errors import SessionCorrupt
-from session_schedule.session.port import LogEntry
+from session_schedule.session.port import LogEntry, ResumePoint
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFinished,
+)
 
-CHECKPOINT_VERSION: Final = 1
+CHECKPOINT_VERSION: Final = 2
 SUFFIX: Final = ".checkpoint"
 WINDOW: Final = 64
 """How many entries before the checkpoint's position it holds, decoded on open."""
+EVERY: Final = 1024
+"""While a session is open, the database stores write a checkpoint once this many entries have
+become durable since the last one (and on close, when there is anything new)."""
 
 RejectionReason = Literal["missing", "damaged", "version", "session", "log mismatch", "invalid"]
 
@@ -59,6 +76,13 @@ RejectionReason = Literal["missing", "damaged", "version", "session", "log misma
 class WindowEntry(msgspec.Struct, frozen=True, array_like=True, gc=False):
     type: str
     data: msgspec.Raw
+
+
+@final
+class PendingTurn(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    position: int
+    data: msgspec.Raw
+    """The canonical payload of its ``turn/queued`` entry."""
 
 
 @final
@@ -75,16 +99,30 @@ class CheckpointFile(
     entries: int
     """``n``: how many leading entries of the log it covers."""
     offset: int
-    """How many leading bytes of the log file it covers (up to the end of a commit record)."""
+    """JSONL: how many leading bytes of the log file it covers (up to the end of a commit
+    record). 0 in the database stores."""
     lines: int
-    """How many lines those bytes hold."""
+    """JSONL: how many lines those bytes hold. 0 in the database stores."""
     chain: int
-    """Entry ``n-1``'s chained checksum (0 when ``n`` is 0)."""
+    """What binds it to entry ``n-1``: its chained checksum (JSONL), or :func:`row_digest` of
+    the header and of its stored type and payload (the database stores); 0 when ``n`` is 0."""
     highest_id: int
     active: list[msgspec.Raw]
     """The active records, each as the canonical payload of the change that creates it."""
+    pending: list[PendingTurn]
+    """The pending turns: ``turn/queued`` entries from the fork point on, not yet finished."""
     window: list[WindowEntry]
     """Entries ``n - len(window) … n-1``: their type and canonical payload."""
+
+
+@final
+class Binding(NamedTuple):
+    """Where a checkpoint sits in its log (see :class:`CheckpointFile`)."""
+
+    entries: int
+    chain: int
+    offset: int = 0
+    lines: int = 0
 
 
 @final
@@ -96,7 +134,17 @@ class Checkpoint(NamedTuple):
     lines: int
     chain: int
     state: ScheduleFold
+    pending: list[LogEntry]
     window: list[LogEntry]
+
+    def resume_point(self) -> ResumePoint:
+        """What the session's handle tells the schedule and the turn queue."""
+        return ResumePoint(
+            self.entries,
+            tuple(self.state.by_creation()),
+            self.state.highest_id,
+            tuple(self.pending),
+        )
 
 
 @final
@@ -117,36 +165,137 @@ def library_version() -> str:
         return "unknown"
 
 
+def row_digest(header: bytes, entry_type: str, data: bytes) -> int:
+    """A database checkpoint's binding to entry ``n-1``: 64 bits of BLAKE2b over the session's
+    stored header and that entry's stored type and payload."""
+    digest = hashlib.blake2b(digest_size=8)
+    for part in (header, entry_type.encode(), data):
+        digest.update(b"%d:" % len(part))
+        digest.update(part)
+    return int.from_bytes(digest.digest(), "big")
+
+
+@final
+class Progress:
+    """What a checkpoint at ``position`` records, kept up to date one entry at a time: the fold
+    of the schedule changes and the pending turns of entries ``0 … position-1``.
+
+    Entries before ``seed`` (a fork's inherited ones) add their ids to the fold and nothing else
+    (Rule 5) and queue no pending turn.
+    """
+
+    __slots__ = ("_pending", "_seed", "_state", "position")
+
+    def __init__(self, *, session: str, seed: int, resume: ResumePoint | None = None) -> None:
+        self._seed = seed
+        if resume is None:
+            self._state = ScheduleFold(session=session)
+            self._pending: dict[int, LogEntry] = {}
+            self.position = 0
+        else:
+            self._state = ScheduleFold.resumed(
+                resume.records, highest_id=resume.highest_id, session=session
+            )
+            self._pending = {entry.position: entry for entry in resume.pending}
+            self.position = resume.position
+
+    @property
+    def state(self) -> ScheduleFold:
+        return self._state
+
+    @property
+    def pending(self) -> list[LogEntry]:
+        """The pending ``turn/queued`` entries, in log order."""
+        return list(self._pending.values())
+
+    def add(self, entries: Iterable[LogEntry]) -> None:
+        """Account for the entries that follow ``position``, in order.
+
+        Raises ``ScheduleError`` (``corrupt_schedule_log``) for a change the fold rejects and
+        ``ValueError`` for a ``turn/finished`` entry that names no pending turn; either leaves
+        this progress unusable.
+        """
+        state, seed, pending = self._state, self._seed, self._pending
+        for entry in entries:
+            if entry.position != self.position:
+                raise ValueError(f"entry {entry.position} follows entry {self.position - 1}")
+            self.position += 1
+            if entry.type == CHANGE_EVENT_TYPE:
+                change = cast("ScheduleChange", entry.payload)
+                if entry.position < seed:
+                    state.note_inherited(change)
+                else:
+                    state.apply(change, position=entry.position)
+            elif entry.position < seed:
+                continue
+            elif entry.type == TURN_QUEUED_TYPE:
+                pending[entry.position] = entry
+            elif entry.type == TURN_FINISHED_TYPE:
+                finished = cast("TurnFinished", entry.payload)
+                if pending.pop(finished.turn, None) is None:
+                    raise ValueError(
+                        f"entry {entry.position} finishes entry {finished.turn}, which is not a "
+                        "pending turn"
+                    )
+
+
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(CheckpointFile)
+
+
+def draft(
+    *,
+    session: str,
+    binding: Binding,
+    progress: Progress,
+    window: Sequence[LogEntry],
+) -> CheckpointFile:
+    """The content of a checkpoint at ``binding.entries`` (which must be ``progress.position``;
+    ``window``: the entries just before it). Nothing in it refers to ``progress`` afterwards, so
+    it may be sealed on another thread while the session goes on."""
+    if progress.position != binding.entries:
+        raise ValueError(
+            f"a checkpoint at entry {binding.entries} cannot hold the state at {progress.position}"
+        )
+    state = progress.state
+    return CheckpointFile(
+        checkpoint=CHECKPOINT_VERSION,
+        library=library_version(),
+        session=session,
+        entries=binding.entries,
+        offset=binding.offset,
+        lines=binding.lines,
+        chain=binding.chain,
+        highest_id=state.highest_id,
+        active=[msgspec.Raw(encode_change(create_change(r))) for r in state.by_creation()],
+        pending=[
+            PendingTurn(entry.position, msgspec.Raw(_payload(entry))) for entry in progress.pending
+        ],
+        window=[WindowEntry(entry.type, msgspec.Raw(_payload(entry))) for entry in window],
+    )
+
+
+def seal(content: CheckpointFile, *, chain: int | None = None) -> bytes:
+    """The bytes of a checkpoint: ``content`` (bound to ``chain`` when given) after its CRC-32."""
+    if chain is not None:
+        content = msgspec.structs.replace(content, chain=chain)
+    body = _ENCODER.encode(content)
+    return b"%08x\n" % zlib.crc32(body) + body
 
 
 def encode_checkpoint(
     *,
     session: str,
-    entries: int,
-    offset: int,
-    lines: int,
-    chain: int,
-    state: ScheduleFold,
-    window: Sequence[tuple[str, bytes]],
+    binding: Binding,
+    progress: Progress,
+    window: Sequence[LogEntry],
 ) -> bytes:
-    """The bytes of a checkpoint file."""
-    body = _ENCODER.encode(
-        CheckpointFile(
-            checkpoint=CHECKPOINT_VERSION,
-            library=library_version(),
-            session=session,
-            entries=entries,
-            offset=offset,
-            lines=lines,
-            chain=chain,
-            highest_id=state.highest_id,
-            active=[msgspec.Raw(encode_change(create_change(r))) for r in state.by_creation()],
-            window=[WindowEntry(entry_type, msgspec.Raw(data)) for entry_type, data in window],
-        )
-    )
-    return b"%08x\n" % zlib.crc32(body) + body
+    """The bytes of a checkpoint at ``binding.entries`` (see :func:`draft`)."""
+    return seal(draft(session=session, binding=binding, progress=progress, window=window))
+
+
+def _payload(entry: LogEntry) -> bytes:
+    return encode_payload(entry.type, entry.payload)[1]
 
 
 def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
@@ -157,6 +306,13 @@ def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
     try:
         found = _DECODER.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as error:
+        # A checkpoint of another format may have other fields: say so rather than "damaged".
+        version = _format_of(body)
+        if version is not None and version != CHECKPOINT_VERSION:
+            return Rejected(
+                "version",
+                f"it is of checkpoint format {version}; this is format {CHECKPOINT_VERSION}",
+            )
         return Rejected("damaged", f"it does not decode: {error}")
     if found.checkpoint != CHECKPOINT_VERSION or found.library != library_version():
         return Rejected(
@@ -166,13 +322,29 @@ def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
         )
     if found.session != source.session_id:
         return Rejected("session", f"it names session {found.session}")
-    if not 0 <= len(found.window) <= found.entries or found.entries < 0 or found.offset < 0:
+    if (
+        not 0 <= len(found.window) <= found.entries
+        or found.entries < 0
+        or found.offset < 0
+        or any(not 0 <= turn.position < found.entries for turn in found.pending)
+    ):
         return Rejected("invalid", "its counts are impossible")
     return found
 
 
+class _Format(msgspec.Struct):
+    checkpoint: int
+
+
+def _format_of(body: bytes) -> int | None:
+    try:
+        return msgspec.json.decode(body, type=_Format).checkpoint
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
 def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
-    """The fold state and window ``found`` describes, strictly decoded."""
+    """The fold state, pending turns and window ``found`` describes, strictly decoded."""
     try:
         changes = decode_changes([bytes(raw) for raw in found.active])
         records: list[ScheduleRecord] = []
@@ -183,6 +355,10 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
         state = ScheduleFold.resumed(
             records, highest_id=found.highest_id, session=source.session_id
         )
+        pending = [
+            decode_payload(TURN_QUEUED_TYPE, bytes(turn.data), turn.position, source)
+            for turn in found.pending
+        ]
         first = found.entries - len(found.window)
         window = [
             decode_payload(entry.type, bytes(entry.data), first + index, source)
@@ -190,4 +366,17 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
         ]
     except (ScheduleError, SessionCorrupt) as error:
         return Rejected("invalid", str(error))
-    return Checkpoint(found.entries, found.offset, found.lines, found.chain, state, window)
+    positions = [entry.position for entry in pending]
+    if positions != sorted(set(positions)):
+        return Rejected("invalid", "its pending turns are not in log order")
+    return Checkpoint(found.entries, found.offset, found.lines, found.chain, state, pending, window)
+
+
+def progress_of(
+    entries: Sequence[LogEntry], resume: ResumePoint | None, *, end: int, seed: int, session: str
+) -> Progress:
+    """The progress of ``entries[:end]``, from ``resume`` if the session was opened from a
+    checkpoint (then only the entries from its position on are read)."""
+    progress = Progress(session=session, seed=seed, resume=resume)
+    progress.add(entries[progress.position : end])
+    return progress

@@ -5,17 +5,27 @@ range of entries is made durable (``_flush``, driven by group commit; optionally
 synchronously, ``flush_now``, for a lone barrier), and how the session is released
 (``_release``). Everything the port promises about ordering, visibility, poisoning and
 closing is implemented here once, so the backends cannot disagree about it.
+
+A backend that keeps checkpoints (:mod:`session_schedule.session.checkpoint`) also gets the
+content of one at a durable position from :meth:`LogHandle._checkpoint_draft` (kept up to date
+incrementally, never by refolding the log) and reports a stored one with
+:meth:`LogHandle._checkpoint_stored`, which lets the entries before its window leave memory when
+the handle's entries are :class:`LazyEntries`.
 """
 
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Self, SupportsIndex, TypeAlias, final, overload
+from typing import Final, Self, SupportsIndex, TypeAlias, final, overload
 
+from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
+from session_schedule.session import checkpoint
 from session_schedule.session.barrier import FlushNow, GroupCommit
+from session_schedule.session.checkpoint import CheckpointFile, Progress
 from session_schedule.session.codec import encode_payload
 from session_schedule.session.errors import (
     PersistenceUncertain,
@@ -26,43 +36,72 @@ from session_schedule.session.ids import SessionId
 from session_schedule.session.port import LogEntry, ResumePoint, SessionHeader
 from session_schedule.session.targets import NextTarget, holds_changes
 
+_log: Final = logging.getLogger(__name__)
 _AnySlice: TypeAlias = "slice[SupportsIndex | None, SupportsIndex | None, SupportsIndex | None]"
 
 
 @final
 class LazyEntries(Sequence[LogEntry]):
-    """A session's entries when it was opened from a checkpoint at ``position``.
+    """A session's entries, of which only those from :attr:`start` on are held decoded.
 
-    The entries from ``position`` on (and the checkpoint's window just before it) are held
-    decoded; the ones before are read and strictly decoded by ``load`` the first time any of
-    them is asked for (``load`` raises what opening the whole log would raise).
+    An entry before :attr:`start` is read from storage and strictly decoded by ``load(begin,
+    end)`` (entries ``begin … end-1``; it raises what opening the whole log would raise) when
+    someone asks for it, ``chunk`` entries at a time; only the last chunk read is kept.
+    Iterating reads the older entries chunk by chunk too. :meth:`forget_before` lets entries
+    that storage holds leave memory.
     """
 
-    __slots__ = ("_load", "_prefix", "_start", "_tail", "_window", "position")
+    __slots__ = ("_cache", "_cache_start", "_chunk", "_held", "_load", "_start", "reads")
 
     def __init__(
-        self, position: int, window: list[LogEntry], load: Callable[[], list[LogEntry]]
+        self,
+        start: int,
+        held: list[LogEntry],
+        load: Callable[[int, int], list[LogEntry]],
+        *,
+        chunk: int,
     ) -> None:
-        self.position = position
-        self._window = window
-        self._start = position - len(window)
+        if chunk < 1:
+            raise ValueError(f"chunk must be at least 1, not {chunk}")
+        self._start = start
+        self._held = held
         self._load = load
-        self._prefix: list[LogEntry] | None = None
-        self._tail: list[LogEntry] = []
+        self._chunk = chunk
+        self._cache: list[LogEntry] = []
+        self._cache_start = 0
+        self.reads = 0
+        """How many times entries before :attr:`start` were read from storage."""
+
+    @property
+    def start(self) -> int:
+        """The position of the first entry held in memory."""
+        return self._start
 
     @property
     def loaded(self) -> bool:
-        """Whether the entries before the window have been read."""
-        return self._prefix is not None or self._start == 0
+        """Whether any entry before the held ones has been read (or there is none)."""
+        return self.reads > 0 or self._start == 0
+
+    @property
+    def resident(self) -> int:
+        """How many decoded entries are held in memory (the held ones and the last chunk read)."""
+        return len(self._held) + len(self._cache)
 
     def append(self, entry: LogEntry) -> None:
-        self._tail.append(entry)
+        self._held.append(entry)
 
     def extend(self, entries: list[LogEntry]) -> None:
-        self._tail.extend(entries)
+        self._held.extend(entries)
+
+    def forget_before(self, position: int) -> None:
+        """Stop holding the entries before ``position`` (storage must hold them)."""
+        drop = min(position, len(self)) - self._start
+        if drop > 0:
+            del self._held[:drop]
+            self._start += drop
 
     def __len__(self) -> int:
-        return self.position + len(self._tail)
+        return self._start + len(self._held)
 
     @overload
     def __getitem__(self, index: int) -> LogEntry: ...
@@ -74,30 +113,40 @@ class LazyEntries(Sequence[LogEntry]):
         length = len(self)
         if isinstance(index, slice):
             start, stop, step = index.indices(length)
-            if step == 1 and start >= self._start:
-                if start >= self.position:
-                    return self._tail[start - self.position : stop - self.position]
-                return (self._window + self._tail)[start - self._start : stop - self._start]
-            return self._all()[index]
+            if step != 1:
+                return list(self)[index]
+            if stop <= start:
+                return []
+            held = self._held[max(start, self._start) - self._start : stop - self._start]
+            if start >= self._start:
+                return held
+            return self._read(start, min(stop, self._start)) + held
         position = index + length if index < 0 else index
         if not 0 <= position < length:
             raise IndexError("entry index out of range")
-        if position >= self.position:
-            return self._tail[position - self.position]
         if position >= self._start:
-            return self._window[position - self._start]
-        return self._all()[position]
+            return self._held[position - self._start]
+        cached = position - self._cache_start
+        if not 0 <= cached < len(self._cache):
+            begin = position - position % self._chunk
+            self._cache = self._read(begin, min(begin + self._chunk, self._start))
+            self._cache_start = begin
+            cached = position - begin
+        return self._cache[cached]
 
     def __iter__(self) -> Iterator[LogEntry]:
-        return iter(self._all())
+        return self._iterate(self._start, len(self))
 
-    def _all(self) -> list[LogEntry]:
-        if self._prefix is None:
-            if self._start == 0:
-                self._prefix = []
-            else:
-                self._prefix = self._load()[: self._start]
-        return self._prefix + self._window + self._tail
+    def _iterate(self, start: int, end: int) -> Iterator[LogEntry]:
+        """Entries ``0 … end-1``, those before ``start`` read chunk by chunk."""
+        for begin in range(0, start, self._chunk):
+            yield from self._read(begin, min(begin + self._chunk, start))
+        for position in range(start, end):
+            yield self[position]
+
+    def _read(self, begin: int, end: int) -> list[LogEntry]:
+        self.reads += 1
+        return self._load(begin, end)
 
 
 @final
@@ -155,6 +204,10 @@ class LogHandle(abc.ABC):
         )
         self._view = EntriesView(entries, self._check_usable)
         self._next_target = NextTarget(header, resume)
+        self._progress: Progress | None = None
+        self._progress_broken = False
+        self._checkpointed = 0 if resume is None else resume.position
+        """The position of the newest checkpoint known to be stored."""
 
     @property
     def id(self) -> SessionId:
@@ -241,6 +294,42 @@ class LogHandle(abc.ABC):
         if not holds_changes(self._entries[durable:target]):
             return False, None
         return True, self._next_target.after(self._entries, target)
+
+    def _checkpoint_draft(self, count: int, *, window: bool = True) -> CheckpointFile | None:
+        """The content of a checkpoint at ``count`` (every entry before it durable), unbound,
+        with the window of entries before ``count`` unless told not to (a store that reads them
+        from its log); ``None`` when there is none newer than the last or the log's fold fails
+        (logged)."""
+        if count <= self._checkpointed or self._progress_broken or self._poison() is not None:
+            return None
+        try:
+            if self._progress is None:
+                self._progress = Progress(
+                    session=self.id, seed=self._header.seed_length, resume=self._resume
+                )
+            progress = self._progress
+            progress.add(self._entries[progress.position : count])
+        except (ScheduleError, ValueError) as error:
+            _log.warning("session %s: no checkpoint will be written: %s", self.id, error)
+            self._progress_broken = True
+            return None
+        return checkpoint.draft(
+            session=self.id,
+            binding=checkpoint.Binding(count, 0),
+            progress=progress,
+            window=self._entries[max(0, count - checkpoint.WINDOW) : count] if window else (),
+        )
+
+    def _checkpoint_stored(self, count: int) -> None:
+        """A checkpoint at ``count`` is stored: the entries before its window may leave memory
+        (they are read from storage again when asked for)."""
+        self._checkpointed = max(self._checkpointed, count)
+        if isinstance(self._entries, LazyEntries):
+            # The next-target fold reads on from where it stopped: bring it up to the
+            # checkpoint while those entries are still held.
+            if self._poison() is None:
+                self._next_target.after(self._entries, count)
+            self._entries.forget_before(count - checkpoint.WINDOW)
 
     def _poison(self) -> str | None:
         return self._write_failure or self._commit.failure

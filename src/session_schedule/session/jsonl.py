@@ -42,6 +42,7 @@ SPEC §9:
 from __future__ import annotations
 
 import asyncio
+import bisect
 import errno
 import fcntl
 import logging
@@ -51,19 +52,11 @@ import stat
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Final, NamedTuple, final
+from typing import Final, NamedTuple, NoReturn, final
 
 import msgspec
 
-from session_schedule.core.changes import (
-    CHANGE_EVENT_TYPE,
-    ScheduleChange,
-    ScheduleCreateChange,
-    ScheduleDeleteChange,
-    ScheduleDispatchChange,
-)
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint, codec
 from session_schedule.session.codec import Source, encode_payload
@@ -260,7 +253,7 @@ class JsonlSessionHandle(LogHandle):
             if save is not None:
                 try:
                     save()
-                except (OSError, ScheduleError) as error:
+                except (OSError, ScheduleError, ValueError) as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
             os.close(fd)
 
@@ -293,51 +286,20 @@ class JsonlSessionHandle(LogHandle):
                 chain,
             ):
                 return
-            state = _fold_for_checkpoint(entries, resume, seed, source.session_id)
-            window = [
-                (entry.type, msgspec.json.encode(entry.payload))
-                for entry in entries[max(0, count - checkpoint.WINDOW) : count]
-            ]
+            progress = checkpoint.progress_of(
+                entries, resume, end=count, seed=seed, session=source.session_id
+            )
             data = checkpoint.encode_checkpoint(
                 session=source.session_id,
-                entries=count,
-                offset=size,
-                lines=self._lines + self._commit_lines,
-                chain=chain,
-                state=state,
-                window=window,
+                binding=checkpoint.Binding(
+                    count, chain, offset=size, lines=self._lines + self._commit_lines
+                ),
+                progress=progress,
+                window=entries[max(0, count - checkpoint.WINDOW) : count],
             )
             _write_checkpoint(target, data)
 
         return save
-
-
-def _fold_for_checkpoint(
-    entries: Sequence[LogEntry], resume: ResumePoint | None, seed: int, session: str
-) -> ScheduleFold:
-    """The fold of every entry, from the checkpoint the session was opened from if any."""
-    start = 0 if resume is None else resume.position
-    changes = [
-        (entry.position, entry.payload)
-        for entry in entries[start:]
-        if entry.type == CHANGE_EVENT_TYPE
-    ]
-    typed: list[tuple[int, ScheduleChange]] = []
-    for position, payload in changes:
-        if not isinstance(
-            payload, ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
-        ):
-            raise ScheduleError("corrupt_schedule_log", f"entry {position} is not a change")
-        typed.append((position, payload))
-    if resume is None:
-        return fold(typed, seed_length=seed, session=session)
-    state = ScheduleFold.resumed(resume.records, highest_id=resume.highest_id, session=session)
-    for position, change in typed:
-        if position < seed:
-            state.note_inherited(change)
-        else:
-            state.apply(change, position=position)
-    return state
 
 
 @final
@@ -615,16 +577,14 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
     count = found.entries + len(parsed.entries)
     last = parsed.checksums[-1] if parsed.checksums else found.chain
     wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
-    entries = LazyEntries(
-        found.entries,
-        restored.window,
-        lambda: _read_prefix(fd, found.offset, source, found.entries).entries,
+    first = found.entries - len(restored.window)
+    older = _Prefix(
+        fd, header, TailStart(found.entries, found.offset, found.lines, found.chain), source
     )
-    entries.extend(parsed.entries)
+    entries = LazyEntries(first, restored.window + parsed.entries, older.read, chunk=_CHUNK)
     checksums = new_checksums()
     checksums.append(found.chain)
     checksums.extend(parsed.checksums)
-    state = restored.state
     return _Opened(
         fd,
         header,
@@ -633,8 +593,111 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
         parsed.kept_lines + wrote,
         origin=found.entries - 1,
         offset=found.offset,
-        resume=ResumePoint(found.entries, tuple(state.by_creation()), state.highest_id),
+        resume=restored.resume_point(),
     )
+
+
+_CHUNK: Final = 1024
+"""How many entries before a checkpoint's window are handed out per read."""
+_SEGMENT: Final = 1 << 20
+"""Bytes of the log before a checkpoint scanned at once."""
+
+
+@final
+class _Prefix:
+    """The entries before a checkpoint, read from the log a segment at a time.
+
+    The first read scans the covered bytes once, in segments of about :data:`_SEGMENT` bytes,
+    strictly (each segment's chain continues from the one before, and the last ends at the
+    checkpoint's commit record and checksum), keeping only where each segment starts: an index
+    of a few entries per megabyte. A later read scans only the segments it needs, and checks
+    that each still ends with the checksum the next one starts from. Memory stays O(segment);
+    only the last segment read is kept. Whatever does not verify is reported with the error of a
+    whole read of those bytes (:func:`_read_prefix`).
+    """
+
+    __slots__ = ("_cached", "_end", "_fd", "_header", "_source", "_starts")
+
+    def __init__(self, fd: int, header: SessionHeader, end: TailStart, source: Source) -> None:
+        self._fd = fd
+        # A segment of a fork may end before its seedLength: the whole read checks that.
+        self._header = msgspec.structs.replace(header, seed_length=0)
+        self._end = end
+        self._source = source
+        self._starts: list[TailStart] | None = None
+        self._cached: tuple[int, list[LogEntry]] | None = None
+
+    def read(self, begin: int, end: int) -> list[LogEntry]:
+        """Entries ``begin … end-1`` (``end`` at most the checkpoint's position)."""
+        starts = self._index()
+        segment = bisect.bisect_right([start.entries for start in starts], begin) - 1
+        found: list[LogEntry] = []
+        while begin + len(found) < end:
+            first = starts[segment].entries
+            entries = self._segment(segment)
+            found.extend(entries[begin + len(found) - first : end - first])
+            segment += 1
+        return found
+
+    def _index(self) -> list[TailStart]:
+        if self._starts is not None:
+            return self._starts
+        head = _pread_all(self._fd, min(self._end.offset, HEADER_LIMIT + 1), 0)
+        start = TailStart(0, head.find(b"\n") + 1, 1, CHAIN_SEED)
+        starts = [start]
+        while start.offset < self._end.offset:
+            size = min(_SEGMENT, self._end.offset - start.offset)
+            data = _pread_all(self._fd, size, start.offset)
+            while b"\n" not in data and start.offset + len(data) < self._end.offset:
+                size = min(2 * size, self._end.offset - start.offset)
+                data = _pread_all(self._fd, size, start.offset)
+            data = data[: data.rfind(b"\n") + 1]
+            if not data:
+                self._fail()
+            parsed = self._scan(start, data)
+            start = TailStart(
+                start.entries + len(parsed.entries),
+                start.offset + len(data),
+                parsed.kept_lines,
+                parsed.checksums[-1] if parsed.checksums else start.chain,
+            )
+            starts.append(start)
+        end = self._end
+        if (start.entries, start.offset, start.chain) != (end.entries, end.offset, end.chain):
+            self._fail()
+        self._starts = starts
+        return starts
+
+    def _segment(self, index: int) -> list[LogEntry]:
+        if self._cached is not None and self._cached[0] == index:
+            return self._cached[1]
+        starts = self._index()
+        start, stop = starts[index], starts[index + 1]
+        parsed = self._scan(start, _pread_all(self._fd, stop.offset - start.offset, start.offset))
+        last = parsed.checksums[-1] if parsed.checksums else start.chain
+        if start.entries + len(parsed.entries) != stop.entries or last != stop.chain:
+            self._fail()
+        self._cached = (index, parsed.entries)
+        return parsed.entries
+
+    def _scan(self, start: TailStart, data: bytes) -> Scan:
+        try:
+            parsed = scan_tail(self._header, data, self._source, after=start)
+        except SessionCorrupt:
+            self._fail()
+        if parsed.keep != start.offset + len(data):
+            self._fail()
+        return parsed
+
+    def _fail(self) -> NoReturn:
+        """Raise what a whole read of the covered bytes finds wrong."""
+        end = self._end
+        _read_prefix(self._fd, end.offset, self._source, end.entries)
+        raise self._source.corrupt(
+            None,
+            f"the first {end.offset} bytes no longer hold the {end.entries} acknowledged "
+            "entries the checkpoint was bound to",
+        )
 
 
 def _read_checkpoint(

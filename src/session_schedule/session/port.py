@@ -71,15 +71,19 @@ class LogEntry(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 @final
 class ResumePoint(NamedTuple):
-    """The schedule fold of a session's first ``position`` entries, as a checkpoint stored it
-    (see :mod:`session_schedule.session.checkpoint`): a live Schedule folds only the entries
-    from ``position`` on."""
+    """The schedule fold and the pending turns of a session's first ``position`` entries, as a
+    checkpoint stored them (see :mod:`session_schedule.session.checkpoint`): a live Schedule
+    folds only the entries from ``position`` on."""
 
     position: int
     records: tuple[ScheduleRecord, ...]
     """The active records, in creation order."""
     highest_id: int
     """The largest schedule id number the first ``position`` entries use."""
+    pending: tuple[LogEntry, ...] = ()
+    """The ``turn/queued`` entries among the first ``position`` (from the fork point on) that
+    no ``turn/finished`` entry among them answers, in log order: a turn queue resumes from them
+    and folds only the entries from ``position`` on."""
 
 
 @final

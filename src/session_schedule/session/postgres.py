@@ -54,6 +54,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from session_schedule.core.instants import Instant
+from session_schedule.session import checkpoint
 from session_schedule.session.codec import (
     Source,
     check_seed_length,
@@ -69,7 +70,7 @@ from session_schedule.session.errors import (
     session_exists,
     session_not_found,
 )
-from session_schedule.session.handle import LogHandle
+from session_schedule.session.handle import LazyEntries, LogHandle
 from session_schedule.session.ids import (
     SessionId,
     chosen_session_id,
@@ -80,6 +81,7 @@ from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
     DueSession,
     LogEntry,
+    ResumePoint,
     SessionHeader,
     SessionListing,
     SessionSnapshot,
@@ -98,6 +100,8 @@ from session_schedule.session.targets import check_limit
 
 DEFAULT_LEASE_SECONDS: Final = 15.0
 DEFAULT_POOL_SIZE: Final = 10
+CHUNK: Final = 1024
+"""How many entries before those held in memory are read from the database at once."""
 
 _log = logging.getLogger(__name__)
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -181,6 +185,26 @@ class _Statements:
             "SELECT position, type, data FROM {s}.entries WHERE session_id = %s ORDER BY position"
         )
         self.headers = q("SELECT id, header FROM {s}.sessions")
+        self.checkpoint = q(
+            "SELECT header, data FROM {s}.sessions"
+            " LEFT JOIN {s}.checkpoints ON checkpoints.session_id = sessions.id"
+            " WHERE sessions.id = %s"
+        )
+        self.row = q("SELECT type, data FROM {s}.entries WHERE session_id = %s AND position = %s")
+        self.entries_from = q(
+            "SELECT position, type, data FROM {s}.entries WHERE session_id = %s"
+            " AND position >= %s ORDER BY position"
+        )
+        self.entries_range = q(
+            "SELECT position, type, data FROM {s}.entries WHERE session_id = %s"
+            " AND position >= %s AND position < %s ORDER BY position"
+        )
+        # Only while the writer holds the lease: a fenced owner leaves its successor's alone.
+        self.save_checkpoint = q(
+            "INSERT INTO {s}.checkpoints (session_id, data)"
+            " SELECT session_id, %s FROM {s}.leases WHERE session_id = %s AND epoch = %s"
+            " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data"
+        )
 
 
 def _moment(instant: Instant | None) -> dt.datetime | None:
@@ -199,12 +223,15 @@ class PostgresSessionHandle(LogHandle):
         self,
         *,
         header: SessionHeader,
-        entries: list[LogEntry],
+        entries: LazyEntries,
+        resume: ResumePoint | None,
         store: PostgresSessionStore,
         epoch: int,
         renewed_at: float,
     ) -> None:
-        super().__init__(header=header, entries=entries)
+        super().__init__(header=header, entries=entries, resume=resume)
+        self._saving: asyncio.Task[None] | None = None
+        """The checkpoint being written while the session is open, if any."""
         self._store = store
         self._epoch = epoch
         self._renewed_at = renewed_at
@@ -259,11 +286,34 @@ class PostgresSessionHandle(LogHandle):
             )
             raise _LeaseLost(self._lost)
         self._renewed(started)
+        if end - self._checkpointed >= checkpoint.EVERY and (
+            self._saving is None or self._saving.done()
+        ):
+            # Its own transaction, after this commit: the barrier does not wait for it.
+            self._saving = self._loop.create_task(
+                self._save_checkpoint(end), name=f"session-checkpoint-{self.id}"
+            )
+
+    async def _save_checkpoint(self, count: int) -> None:
+        """Write a checkpoint at ``count`` (every entry before it committed by this owner)."""
+        content = self._checkpoint_draft(count, window=False)
+        if content is None:
+            return
+        try:
+            saved = await self._store._save_checkpoint(self.id, self._epoch, content)
+        except psycopg.Error as error:
+            _log.warning("no checkpoint written for session %s: %s", self.id, error)
+            return
+        if saved:
+            self._checkpoint_stored(count)
 
     async def _release(self) -> None:
         self._renewal.cancel()
         with suppress(asyncio.CancelledError):
             await self._renewal
+        if self._saving is not None:
+            await asyncio.gather(self._saving, return_exceptions=True)
+        await self._save_checkpoint(self._commit.durable)
         store = self._store
         self._store._forget(self)
         try:
@@ -343,8 +393,9 @@ class _Loaded(NamedTuple):
 
 class _Owned(NamedTuple):
     header: SessionHeader
-    entries: list[LogEntry]
+    entries: LazyEntries
     epoch: int
+    resume: ResumePoint | None = None
 
 
 @final
@@ -422,8 +473,12 @@ class PostgresSessionStore:
                     raise session_busy(checked)
                 raise session_not_found(checked, self._place)
             # Decoding fails inside the transaction: damaged content leaves the lease untouched.
-            loaded = await self._load(connection, checked)
-        return self._own(_Owned(loaded.header, loaded.entries, int(acquired[0])), started)
+            owned = await self._load_from_checkpoint(connection, checked, int(acquired[0]))
+            if owned is None:
+                loaded = await self._load(connection, checked)
+                entries = self._entries(checked, 0, loaded.entries)
+                owned = _Owned(loaded.header, entries, int(acquired[0]))
+        return self._own(owned, started)
 
     async def fork(
         self,
@@ -538,6 +593,7 @@ class PostgresSessionStore:
         handle = PostgresSessionHandle(
             header=owned.header,
             entries=owned.entries,
+            resume=owned.resume,
             store=self,
             epoch=owned.epoch,
             renewed_at=renewed_at,
@@ -573,7 +629,8 @@ class PostgresSessionStore:
                         await connection.execute(
                             self._sql.insert_entries, (session_id, *_columns(seed))
                         )
-                    return self._own(_Owned(header, list(entries), 1), started)
+                    held = self._entries(session_id, 0, list(entries))
+                    return self._own(_Owned(header, held, 1), started)
             if chosen is not None:
                 raise session_exists(session_id, self._place)
 
@@ -597,15 +654,113 @@ class PostgresSessionStore:
             raise session_not_found(session_id, self._place)
         header = decode_header(found[0], source)
         cursor = await connection.execute(self._sql.entries, (session_id,))
-        entries: list[LogEntry] = []
-        rows: list[Row] = []
-        for position, entry_type, data in await cursor.fetchall():
-            expected = len(entries)
-            if position != expected:
-                raise source.corrupt(
-                    expected, f"the entry is missing (the next stored is {position})"
-                )
-            entries.append(decode_payload(entry_type, data, position, source))
-            rows.append((position, entry_type, data))
+        rows: list[Row] = [(row[0], row[1], row[2]) for row in await cursor.fetchall()]
+        entries = _decode_rows(rows, 0, source)
         check_seed_length(header, len(entries), source)
         return _Loaded(header, entries, rows)
+
+    def _entries(self, session_id: SessionId, start: int, held: Sequence[LogEntry]) -> LazyEntries:
+        """A handle's entries: ``held`` from ``start`` on, the ones before read when asked."""
+        dsn, statement, source = self._dsn, self._sql.entries_range, self._source(session_id)
+        return LazyEntries(
+            start,
+            [*held],
+            lambda begin, end: _read_range(dsn, statement, source, begin, end),
+            chunk=CHUNK,
+        )
+
+    async def _load_from_checkpoint(
+        self, connection: Connection, session_id: SessionId, epoch: int
+    ) -> _Owned | None:
+        """The session from its checkpoint and the rows from its window on, read in the
+        caller's transaction; ``None`` when no checkpoint matches the log (the reason logged)."""
+        source = self._source(session_id)
+        cursor = await connection.execute(self._sql.checkpoint, (session_id,))
+        stored = await cursor.fetchone()
+        if stored is None or stored[1] is None:
+            return None  # no session (the whole read says so), or no checkpoint
+        header_bytes, data = stored
+        found = checkpoint.decode_checkpoint(data, source)
+        if isinstance(found, checkpoint.Rejected):
+            _rejected(session_id, found)
+            return None
+        header = decode_header(header_bytes, source)
+        # The window before the checkpoint and everything after it, from the log itself; the
+        # last covered row among them is the binding's.
+        first = max(0, found.entries - checkpoint.WINDOW)
+        cursor = await connection.execute(self._sql.entries_from, (session_id, first))
+        rows: list[Row] = await cursor.fetchall()
+        index = found.entries - 1 - first
+        if not (
+            found.entries >= 1
+            and index < len(rows)
+            and rows[index][0] == found.entries - 1
+            and checkpoint.row_digest(header_bytes, rows[index][1], rows[index][2]) == found.chain
+        ):
+            _rejected(
+                session_id,
+                checkpoint.Rejected(
+                    "log mismatch",
+                    f"the log has no entry {found.entries - 1} with the digest it was bound to",
+                ),
+            )
+            return None
+        restored = checkpoint.restore(found, source)
+        if isinstance(restored, checkpoint.Rejected):
+            _rejected(session_id, restored)
+            return None
+        held = _decode_rows(rows, first, source)
+        check_seed_length(header, first + len(held), source)
+        entries = self._entries(session_id, first, held)
+        return _Owned(header, entries, epoch, restored.resume_point())
+
+    async def _save_checkpoint(
+        self, session_id: SessionId, epoch: int, content: checkpoint.CheckpointFile
+    ) -> bool:
+        """Store ``content`` bound to the committed rows it covers, in a transaction of its own,
+        if ``epoch`` still holds the lease; whether it was stored."""
+        async with self._connection() as connection, connection.transaction():
+            cursor = await connection.execute(self._sql.header, (session_id,))
+            header = await cursor.fetchone()
+            cursor = await connection.execute(self._sql.row, (session_id, content.entries - 1))
+            last = await cursor.fetchone()
+            if header is None or last is None:
+                return False
+            chain = checkpoint.row_digest(header[0], last[0], last[1])
+            cursor = await connection.execute(
+                self._sql.save_checkpoint,
+                (checkpoint.seal(content, chain=chain), session_id, epoch),
+            )
+            return cursor.rowcount == 1
+
+
+def _rejected(session_id: str, rejected: checkpoint.Rejected) -> None:
+    log = _log.info if rejected.reason == "version" else _log.warning
+    log("checkpoint of session %s not used (%s): %s", session_id, *rejected)
+
+
+def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) -> list[LogEntry]:
+    """Entries ``begin … end-1`` of an open session, strictly decoded.
+
+    Called from a synchronous read of the handle's entries, so it blocks the caller on a
+    connection of its own (the store's pool is asynchronous).
+    """
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        rows = connection.execute(statement, (source.session_id, begin, end)).fetchall()
+    entries = _decode_rows(rows, begin, source)
+    if len(entries) != end - begin:
+        raise source.corrupt(
+            begin + len(entries), "the entry is missing (the log is shorter than when opened)"
+        )
+    return entries
+
+
+def _decode_rows(rows: Sequence[Row], first: int, source: Source) -> list[LogEntry]:
+    """Stored rows of positions ``first, first+1, …`` strictly decoded (a gap is corruption)."""
+    entries: list[LogEntry] = []
+    for position, entry_type, data in rows:
+        expected = first + len(entries)
+        if position != expected:
+            raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
+        entries.append(decode_payload(entry_type, data, position, source))
+    return entries

@@ -11,6 +11,7 @@ stores can share a database::
             PRIMARY KEY (session_id, position))
     leases(session_id text PRIMARY KEY, epoch bigint, holder text, expires_at timestamptz)
     next_targets(session_id text PRIMARY KEY, next_target timestamptz)  -- NULL: nothing active
+    checkpoints(session_id text PRIMARY KEY, data bytea)  -- derived (version 2)
 
 Migration steps run in order, each version once, all in one transaction that first takes a
 transaction-level advisory lock for the schema (two ``migrate`` runs at once serialise). A schema
@@ -32,7 +33,7 @@ from psycopg import sql
 from session_schedule.session.errors import SessionError
 
 DEFAULT_SCHEMA: Final = "session_schedule"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The version this program reads and writes."""
 
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}", re.ASCII)
@@ -70,6 +71,13 @@ _STEPS: Final[tuple[tuple[str, ...], ...]] = (
         (
             "CREATE INDEX next_targets_due ON {s}.next_targets (next_target)"
             " WHERE next_target IS NOT NULL"
+        ),
+    ),
+    (
+        (
+            "CREATE TABLE {s}.checkpoints ("
+            " session_id text PRIMARY KEY REFERENCES {s}.sessions (id),"
+            " data bytea NOT NULL)"
         ),
     ),
 )

@@ -1,14 +1,16 @@
 """The SQLite store: many sessions in one database file.
 
-Schema (``PRAGMA user_version = 2``)::
+Schema (``PRAGMA user_version = 3``)::
 
     sessions(id TEXT PRIMARY KEY, header TEXT NOT NULL)  -- the header's canonical JSON
     entries(session_id TEXT, position INTEGER, type TEXT, data TEXT,  -- data: canonical JSON
             PRIMARY KEY (session_id, position))
     next_targets(session_id TEXT PRIMARY KEY, next_target INTEGER)  -- epoch ms, NULL: none
+    checkpoints(session_id TEXT PRIMARY KEY, data BLOB NOT NULL)  -- derived, see below
 
 A database of version 1 (without ``next_targets``) is upgraded when it is first opened: the table
-is created and filled from every session's log, in one transaction.
+is created and filled from every session's log, in one transaction. One of version 2 (without
+``checkpoints``) gets the empty table.
 
 The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
 
@@ -27,6 +29,20 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   position (and poisons that handle); positions can never interleave.
 - **The next-target index** (``next_targets``) is written in the barrier's own transaction
   whenever the rows it commits hold ``schedule/change`` entries; ``due_sessions`` reads only it.
+- **Checkpoints** (:mod:`session_schedule.session.checkpoint`): a derived row per session, the
+  fold and pending turns of its first ``n`` entries and the last few before ``n``, bound to ``n``
+  and to a digest of the header and of entry ``n-1`` as stored. Rows are append-only — a
+  committed ``(session, position)`` row is never rewritten, the primary key refuses a second
+  one, and every commit is one transaction — so the rows ``0 … n-1`` a checkpoint was computed
+  from stay exactly those rows; the digest tells them apart from a log that was replaced (the
+  database restored from an older copy, the session deleted and created again, rows edited by
+  hand at ``n-1``). ``open`` reads the checkpoint and strictly decodes only the rows from ``n``
+  on; a checkpoint that is missing, damaged, of another version, of another session or not
+  bound to the log is ignored (the reason logged) and replaced. One is written in its own
+  transaction after a barrier's commit has returned, once :data:`~.checkpoint.EVERY` entries
+  have become durable since the last, and on close; the entries before its window then leave
+  memory and are read again, a range at a time, when asked for. ``read`` and ``fork`` still
+  decode every row.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` use their own connection and see
   exactly what barriers made durable.
 """
@@ -45,6 +61,7 @@ from typing import Final, NamedTuple, TypeAlias, final
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
+from session_schedule.session import checkpoint
 from session_schedule.session.codec import (
     Source,
     check_seed_length,
@@ -59,7 +76,7 @@ from session_schedule.session.errors import (
     session_exists,
     session_not_found,
 )
-from session_schedule.session.handle import LogHandle
+from session_schedule.session.handle import LazyEntries, LogHandle
 from session_schedule.session.ids import (
     SessionId,
     chosen_session_id,
@@ -70,6 +87,7 @@ from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
     DueSession,
     LogEntry,
+    ResumePoint,
     SessionHeader,
     SessionListing,
     SessionSnapshot,
@@ -81,7 +99,7 @@ from session_schedule.session.port import (
 from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 _log: Final = logging.getLogger(__name__)
 BUSY_TIMEOUT_SECONDS: Final = 10.0
 """How long a barrier waits for another connection's write transaction before it fails."""
@@ -108,6 +126,23 @@ _TARGETS_SCHEMA: Final = (
     ),
     "CREATE INDEX next_targets_by_target ON next_targets (next_target)",
 )
+_CHECKPOINTS_SCHEMA: Final = (
+    "CREATE TABLE checkpoints ("
+    " session_id TEXT PRIMARY KEY REFERENCES sessions (id),"
+    " data BLOB NOT NULL"
+    ") WITHOUT ROWID"
+)
+_SET_CHECKPOINT: Final = (
+    "INSERT INTO checkpoints (session_id, data) VALUES (?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data"
+)
+_ROW: Final = "SELECT type, data FROM entries WHERE session_id = ? AND position = ?"
+_RANGE: Final = (
+    "SELECT position, type, data FROM entries"
+    " WHERE session_id = ? AND position >= ? AND position < ? ORDER BY position"
+)
+CHUNK: Final = 1024
+"""How many entries before those held in memory are read from the database at once."""
 _INSERT: Final = "INSERT INTO entries (session_id, position, type, data) VALUES (?, ?, ?, ?)"
 _SET_TARGET: Final = (
     "INSERT INTO next_targets (session_id, next_target) VALUES (?, ?)"
@@ -129,19 +164,16 @@ class SqliteSessionHandle(LogHandle):
     def __init__(
         self,
         *,
-        header: SessionHeader,
-        entries: list[LogEntry],
-        connection: sqlite3.Connection,
-        lock_fd: int,
+        opened: _Opened,
         worker: Worker,
     ) -> None:
-        super().__init__(header=header, entries=entries)
-        self._connection = connection
-        self._lock_fd = lock_fd
+        super().__init__(header=opened.header, entries=opened.entries, resume=opened.resume)
+        self._connection = opened.connection
+        self._lock_fd = opened.lock_fd
         self._worker = worker
         self._pending: list[Row] = []
         """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
-        self._pending_base = len(entries)
+        self._pending_base = len(opened.entries)
 
     def _write(self, position: int, entry_type: str, data: bytes) -> None:
         self._pending.append((self.id, position, entry_type, data.decode()))
@@ -154,18 +186,56 @@ class SqliteSessionHandle(LogHandle):
         connection = self._connection
         indexed, next_target = self._index_update(durable, target)
         index = (self.id, next_target) if indexed else None
-        return self._worker.submit(lambda: _insert(connection, rows, index))
+        return self._flushed(self._worker.submit(lambda: _insert(connection, rows, index)), target)
+
+    async def _flushed(self, inserted: Awaitable[None], target: int) -> None:
+        await inserted
+        if target - self._checkpointed >= checkpoint.EVERY:
+            # Its own transaction, after this commit: the barrier does not wait for it.
+            job = self._checkpoint_job(target)
+            if job is not None:
+                saved = self._worker.submit(job)
+                saved.add_done_callback(lambda done: self._saved(done, target))
+
+    def _saved(self, done: asyncio.Future[bool], count: int) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            _log.warning("no checkpoint written for session %s: %s", self.id, error)
+        elif done.result():
+            self._checkpoint_stored(count)
+
+    def _checkpoint_job(self, count: int) -> Callable[[], bool] | None:
+        # The window is read from the rows on open: only the fold and the pending turns.
+        content = self._checkpoint_draft(count, window=False)
+        if content is None:
+            return None
+        connection, session_id = self._connection, self.id
+        return lambda: _save_checkpoint(connection, session_id, content)
 
     async def _release(self) -> None:
         connection, lock_fd = self._connection, self._lock_fd
-        await self._worker.stop(lambda: _close(connection, lock_fd))
+        job = self._checkpoint_job(self._commit.durable)
+        session_id = self.id
+
+        def last() -> None:
+            if job is not None:
+                try:
+                    job()
+                except sqlite3.Error as error:
+                    _log.warning("no checkpoint written for session %s: %s", session_id, error)
+            _close(connection, lock_fd)
+
+        await self._worker.stop(last)
 
 
 class _Opened(NamedTuple):
     connection: sqlite3.Connection
     lock_fd: int
     header: SessionHeader
-    entries: list[LogEntry]
+    entries: LazyEntries
+    resume: ResumePoint | None = None
 
 
 class _Loaded(NamedTuple):
@@ -298,13 +368,7 @@ class SqliteSessionStore:
 async def _own(job: Callable[[], _Opened]) -> SqliteSessionHandle:
     worker = Worker("session-sqlite")
     opened = await worker.start(job, undo=lambda opened: _close(opened.connection, opened.lock_fd))
-    return SqliteSessionHandle(
-        header=opened.header,
-        entries=opened.entries,
-        connection=opened.connection,
-        lock_fd=opened.lock_fd,
-        worker=worker,
-    )
+    return SqliteSessionHandle(opened=opened, worker=worker)
 
 
 # Blocking work, run on a worker thread.
@@ -331,11 +395,142 @@ def _open(db: _Database, connection: sqlite3.Connection, session_id: SessionId) 
         raise session_not_found(session_id, db.place)
     lock_fd = _lock(db.locks, session_id)
     try:
-        loaded = _load(db, connection, session_id)
+        connection.execute("BEGIN")
+        try:
+            resumed = _load_from_checkpoint(db, connection, session_id)
+            if resumed is None:
+                loaded = _load_rows(db, connection, session_id)
+                entries = _entries(db, session_id, 0, loaded.entries)
+                return _Opened(connection, lock_fd, loaded.header, entries)
+        finally:
+            _rollback(connection)
     except BaseException:
         os.close(lock_fd)
         raise
-    return _Opened(connection, lock_fd, loaded.header, loaded.entries)
+    header, entries, found = resumed
+    return _Opened(connection, lock_fd, header, entries, found.resume_point())
+
+
+def _entries(db: _Database, session_id: SessionId, start: int, held: list[LogEntry]) -> LazyEntries:
+    """A handle's entries: ``held`` from ``start`` on, the ones before read when asked for."""
+    return LazyEntries(
+        start, held, lambda begin, end: _read_range(db, session_id, begin, end), chunk=CHUNK
+    )
+
+
+def _load_from_checkpoint(
+    db: _Database, connection: sqlite3.Connection, session_id: SessionId
+) -> tuple[SessionHeader, LazyEntries, checkpoint.Checkpoint] | None:
+    """The session from its checkpoint and the rows after it, read in the caller's transaction;
+    ``None`` when there is no checkpoint that matches the log (the reason is logged)."""
+    source = db.source(session_id)
+    stored = connection.execute(
+        "SELECT data FROM checkpoints WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if stored is None:
+        return None
+    found = checkpoint.decode_checkpoint(_stored_bytes(stored[0]), source)
+    if isinstance(found, checkpoint.Rejected):
+        _rejected(session_id, found)
+        return None
+    header_row = connection.execute(
+        "SELECT header FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if header_row is None:
+        raise session_not_found(session_id, db.place)
+    header_bytes = _stored_bytes(header_row[0])
+    header = decode_header(header_bytes, source)
+    last = connection.execute(_ROW, (session_id, found.entries - 1)).fetchone()
+    if (
+        found.entries < 1
+        or last is None
+        or checkpoint.row_digest(header_bytes, _stored_text(last[0]), _stored_bytes(last[1]))
+        != found.chain
+    ):
+        _rejected(
+            session_id,
+            checkpoint.Rejected(
+                "log mismatch",
+                f"the log has no entry {found.entries - 1} with the digest it was bound to",
+            ),
+        )
+        return None
+    restored = checkpoint.restore(found, source)
+    if isinstance(restored, checkpoint.Rejected):
+        _rejected(session_id, restored)
+        return None
+    # The window before the checkpoint and everything after it, from the log itself.
+    first = max(0, found.entries - checkpoint.WINDOW)
+    rows = connection.execute(
+        "SELECT position, type, data FROM entries WHERE session_id = ? AND position >= ?"
+        " ORDER BY position",
+        (session_id, first),
+    ).fetchall()
+    held = _decode_rows(rows, first, source)
+    check_seed_length(header, first + len(held), source)
+    return header, _entries(db, session_id, first, held), restored
+
+
+def _rejected(session_id: str, rejected: checkpoint.Rejected) -> None:
+    log = _log.info if rejected.reason == "version" else _log.warning
+    log("checkpoint of session %s not used (%s): %s", session_id, *rejected)
+
+
+def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> list[LogEntry]:
+    """Entries ``begin … end-1`` of an open session, strictly decoded, from a connection of
+    their own (the session's connection belongs to its thread)."""
+    source = db.source(session_id)
+    connection = _connect(db.path, create=False)
+    try:
+        rows = connection.execute(_RANGE, (session_id, begin, end)).fetchall()
+    finally:
+        connection.close()
+    entries = _decode_rows(rows, begin, source)
+    if len(entries) != end - begin:
+        raise source.corrupt(
+            begin + len(entries), "the entry is missing (the log is shorter than when opened)"
+        )
+    return entries
+
+
+def _decode_rows(rows: list[tuple[object, ...]], first: int, source: Source) -> list[LogEntry]:
+    """Stored rows of positions ``first, first+1, …`` strictly decoded (a gap is corruption)."""
+    entries: list[LogEntry] = []
+    for position, stored_type, stored_data in rows:
+        expected = first + len(entries)
+        if position != expected:
+            raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
+        try:
+            entry_type = _stored_bytes(stored_type).decode()
+        except UnicodeDecodeError as error:
+            raise source.corrupt(expected, f"the entry type is not UTF-8 text ({error})") from None
+        entries.append(decode_payload(entry_type, _stored_bytes(stored_data), expected, source))
+    return entries
+
+
+def _save_checkpoint(
+    connection: sqlite3.Connection, session_id: SessionId, content: checkpoint.CheckpointFile
+) -> bool:
+    """Store ``content`` bound to the committed rows it covers, in a transaction of its own;
+    ``False`` when they are not all committed (nothing is written)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        header = connection.execute(
+            "SELECT header FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        last = connection.execute(_ROW, (session_id, content.entries - 1)).fetchone()
+        if header is None or last is None:
+            _rollback(connection)
+            return False
+        chain = checkpoint.row_digest(
+            _stored_bytes(header[0]), _stored_text(last[0]), _stored_bytes(last[1])
+        )
+        connection.execute(_SET_CHECKPOINT, (session_id, checkpoint.seal(content, chain=chain)))
+        connection.execute("COMMIT")
+    except BaseException:
+        _rollback(connection)
+        raise
+    return True
 
 
 def _create(
@@ -364,7 +559,7 @@ def _create(
             os.close(lock_fd)
             raise
         if created:
-            return _Opened(connection, lock_fd, header, list(entries))
+            return _Opened(connection, lock_fd, header, _entries(db, session_id, 0, list(entries)))
         os.close(lock_fd)
         if chosen is not None:
             raise session_exists(session_id, db.place)
@@ -436,8 +631,8 @@ def _prepare_schema(connection: sqlite3.Connection, path: Path, *, create: bool)
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
-    if version == 1:
-        _upgrade_from_1(connection, path)
+    if version in {1, 2}:
+        _upgrade(connection, path)
         return
     if version != 0:
         raise SessionError(
@@ -455,7 +650,7 @@ def _create_schema(connection: sqlite3.Connection) -> None:
     try:
         # Another process may have created it since we looked.
         if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
-            for statement in (*_SCHEMA[:-1], *_TARGETS_SCHEMA, _SCHEMA[-1]):
+            for statement in (*_SCHEMA[:-1], *_TARGETS_SCHEMA, _CHECKPOINTS_SCHEMA, _SCHEMA[-1]):
                 connection.execute(statement)
         connection.execute("COMMIT")
     except BaseException:
@@ -463,13 +658,15 @@ def _create_schema(connection: sqlite3.Connection) -> None:
         raise
 
 
-def _upgrade_from_1(connection: sqlite3.Connection, path: Path) -> None:
-    """Add the next-target index to a version-1 database, filled from every session's log."""
+def _upgrade(connection: sqlite3.Connection, path: Path) -> None:
+    """Bring a database of version 1 or 2 to this version, in one transaction: version 1 gets
+    the next-target index, filled from every session's log; both get the checkpoints table."""
     db = _Database(path, path.with_name(f"{path.name}.locks"))
     connection.execute("BEGIN IMMEDIATE")
     try:
         # Another process may have upgraded it since we looked.
-        if connection.execute("PRAGMA user_version").fetchone()[0] == 1:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version == 1:
             for statement in _TARGETS_SCHEMA:
                 connection.execute(statement)
             session_ids = [
@@ -488,6 +685,8 @@ def _upgrade_from_1(connection: sqlite3.Connection, path: Path) -> None:
                 connection.execute(
                     _SET_TARGET, (session_id, next_target_of(loaded.header, loaded.entries))
                 )
+        if version in {1, 2}:
+            connection.execute(_CHECKPOINTS_SCHEMA)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
@@ -534,19 +733,8 @@ def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: Sessio
     if found is None:
         raise session_not_found(session_id, db.place)
     header = decode_header(_stored_bytes(found[0]), source)
-    entries: list[LogEntry] = []
-    raw: list[tuple[str, bytes]] = []
-    for position, stored_type, stored_data in rows:
-        expected = len(entries)
-        if position != expected:
-            raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
-        try:
-            entry_type = _stored_bytes(stored_type).decode()
-        except UnicodeDecodeError as error:
-            raise source.corrupt(position, f"the entry type is not UTF-8 text ({error})") from None
-        data = _stored_bytes(stored_data)
-        entries.append(decode_payload(entry_type, data, position, source))
-        raw.append((entry_type, data))
+    entries = _decode_rows(rows, 0, source)
+    raw = [(entry.type, _stored_bytes(row[2])) for entry, row in zip(entries, rows, strict=True)]
     check_seed_length(header, len(entries), source)
     return _Loaded(header, entries, raw)
 

@@ -24,6 +24,16 @@ guarantees (everything appended before it survives a close and is seen by anothe
 what nothing guarantees before one (after a close without a barrier, a prefix of the unbarriered
 entries — possibly none — survives); poisoned handles; ownership refusal; reopening after close;
 many sessions side by side; the next-target index behind ``due_sessions``.
+
+A store that keeps checkpoints (:mod:`session_schedule.session.checkpoint`) sets
+``checkpoints = True`` and implements :meth:`~SessionStoreContract.read_checkpoint` and
+:meth:`~SessionStoreContract.write_checkpoint` (and, to have a damaged entry before a
+checkpoint's window checked, :meth:`~SessionStoreContract.corrupt_entry`); one that writes them
+while a session is open also sets ``checkpoints_while_open = True``. The suite then checks that
+a valid checkpoint is used without reading the log before its window (a live Schedule and a turn
+queue started on it included), that each kind of unusable checkpoint is ignored, logged and
+rewritten, that a fork's checkpoint activates nothing inherited, that older entries are still
+read strictly, and that an open session keeps a bounded number of entries in memory.
 """
 
 from __future__ import annotations
@@ -31,18 +41,23 @@ from __future__ import annotations
 import abc
 import asyncio
 import functools
+import logging
+import zlib
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Final, ParamSpec
+from typing import Final, NamedTuple, ParamSpec, final
 
 import msgspec
 import pytest
 
 from session_schedule.core.changes import create_change, delete_change, dispatch_change
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import fold
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant, parse_instant
-from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord
+from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord, ScheduleRecord
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.runtime.turns import TurnQueue
 from session_schedule.session import (
     DueSession,
     LogEntry,
@@ -50,6 +65,7 @@ from session_schedule.session import (
     PersistenceUncertain,
     SessionBusy,
     SessionClosed,
+    SessionCorrupt,
     SessionExists,
     SessionHandle,
     SessionId,
@@ -61,6 +77,10 @@ from session_schedule.session import (
     tool_message,
     user_message,
 )
+from session_schedule.session.checkpoint import EVERY, WINDOW
+from session_schedule.session.handle import LazyEntries
+from session_schedule.session.turns import turn_finished, turn_queued
+from session_schedule.testing.clock import FakeClock
 
 P = ParamSpec("P")
 
@@ -132,6 +152,29 @@ class SessionStoreContract(abc.ABC):
         self, store: SessionStore, handle: SessionHandle, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Make the next append of ``handle`` fail, at the append or at the next barrier."""
+
+    checkpoints: bool = False
+    """Whether the store keeps checkpoints (then the checkpoint hooks below are implemented)."""
+    checkpoints_while_open: bool = False
+    """Whether it also writes them while a session is open, letting older entries leave
+    memory."""
+
+    def read_checkpoint(self, store: SessionStore, session_id: SessionId) -> bytes | None:
+        """The stored checkpoint of ``session_id`` (``None``: there is none)."""
+        raise NotImplementedError
+
+    def write_checkpoint(
+        self, store: SessionStore, session_id: SessionId, data: bytes | None
+    ) -> None:
+        """Replace the stored checkpoint of ``session_id`` (``None``: delete it)."""
+        raise NotImplementedError
+
+    def corrupt_entry(self, store: SessionStore, session_id: SessionId, position: int) -> str:
+        """Damage the stored entry ``position`` of a closed session so that it no longer
+        decodes, leaving every other entry (and the checkpoint's binding) as it is; return the
+        message of the ``SessionCorrupt`` reading it raises. ``pytest.skip`` when the storage
+        cannot be damaged that way."""
+        raise NotImplementedError
 
     async def dispose(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Release what ``make_store`` opened (pools, connections) at the end of each test.
@@ -678,8 +721,237 @@ class SessionStoreContract(abc.ABC):
             await store.due_sessions(LATER, limit=0)
         assert await store.due_sessions(LATER) == ()
 
+    # Checkpoints.
+
+    def _need_checkpoints(self, *, while_open: bool = False) -> None:
+        if not self.checkpoints or (while_open and not self.checkpoints_while_open):
+            pytest.skip("this store keeps no checkpoints" + (" while open" * while_open))
+
+    @contract_test
+    async def test_a_checkpoint_is_used_without_reading_before_its_window(
+        self, tmp_path: Path
+    ) -> None:
+        self._need_checkpoints()
+        store = self.make_store(tmp_path)
+        history = await write_history(store)
+        async with await store.open(history.session_id) as handle:
+            resume = handle.resume
+            assert resume is not None
+            assert resume.position == len(history.entries)
+            assert list(resume.records) == history.active
+            assert [entry.position for entry in resume.pending] == history.pending
+            entries = lazy(handle)
+            assert entries.start <= len(history.entries) - WINDOW
+            turns = TurnQueue(handle)
+            live = LiveSchedule(handle, turns, clock=FakeClock(format_instant(LATER)))
+            await live.start()
+            assert [turn.position for turn in turns.pending] == history.pending
+            assert sorted(view.id for view in (await live.active())[1]) == sorted(
+                record.id for record in history.active
+            )
+            assert payloads(handle.entries[-WINDOW:]) == payloads(history.entries[-WINDOW:])
+            assert entries.reads == 0
+            await live.close()
+            await turns.close()
+            # The older entries are still there, read (strictly) when asked for.
+            assert handle.entries[0] == history.entries[0]
+            assert payloads(handle.entries) == payloads(history.entries)
+            assert entries.reads > 0
+
+    @contract_test
+    async def test_an_unusable_checkpoint_is_ignored_logged_and_rewritten(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        self._need_checkpoints()
+        store = self.make_store(tmp_path)
+        history = await write_history(store)
+        sid = history.session_id
+        good = self.read_checkpoint(store, sid)
+        assert good is not None
+        edits: dict[str, dict[str, object]] = {
+            "version": {"checkpoint": 1},
+            "session": {"session": "s_bbbbbbbbbbbb"},
+            "log mismatch": {"chain": int(str(_document(good)["chain"])) ^ 1},
+            "invalid": {"highestId": 0},
+        }
+        cases: list[tuple[str, bytes | None]] = [
+            ("missing", None),
+            ("damaged", good[:-2] + b"0}"),
+            *((reason, _reseal(good, edit)) for reason, edit in edits.items()),
+        ]
+        for reason, damaged in cases:
+            self.write_checkpoint(store, sid, damaged)
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="session_schedule"):
+                async with await store.open(sid) as handle:
+                    assert handle.resume is None, reason
+                    assert payloads(handle.entries) == payloads(history.entries)
+            said = [
+                record.getMessage()
+                for record in caplog.records
+                if record.getMessage().startswith(f"checkpoint of session {sid} not used")
+            ]
+            if reason == "missing":
+                assert said == []
+            else:
+                assert len(said) == 1, reason
+                assert said[0].startswith(f"checkpoint of session {sid} not used ({reason}): ")
+            rewritten = self.read_checkpoint(store, sid)
+            assert rewritten is not None
+            assert rewritten != damaged
+            async with await store.open(sid) as handle:
+                assert handle.resume is not None, reason
+                assert list(handle.resume.records) == history.active
+
+    @contract_test
+    async def test_a_forks_checkpoint_activates_nothing_inherited(self, tmp_path: Path) -> None:
+        self._need_checkpoints()
+        store = self.make_store(tmp_path)
+        history = await write_history(store)
+        async with await store.fork(history.session_id, now=LATER) as child:
+            child.append("message", turn(9000))
+            await child.barrier()
+            fork_id = child.id
+        async with await store.open(fork_id) as child:
+            resume = child.resume
+            assert resume is not None
+            assert resume.position == len(history.entries) + 1
+            assert resume.records == ()
+            assert resume.pending == ()
+            assert resume.highest_id == history.highest_id
+            turns = TurnQueue(child)
+            live = LiveSchedule(child, turns, clock=FakeClock(format_instant(LATER)))
+            await live.start()
+            assert turns.pending == ()
+            assert (await live.active())[1] == []
+            await live.close()
+            await turns.close()
+
+    @contract_test
+    async def test_a_damaged_entry_before_the_window_is_reported_when_read(
+        self, tmp_path: Path
+    ) -> None:
+        self._need_checkpoints()
+        store = self.make_store(tmp_path)
+        history = await write_history(store)
+        message = self.corrupt_entry(store, history.session_id, 0)
+        async with await store.open(history.session_id) as handle:
+            assert handle.resume is not None
+            assert payloads(handle.entries[-WINDOW:]) == payloads(history.entries[-WINDOW:])
+            with pytest.raises(SessionCorrupt) as caught:
+                handle.entries[0]
+            assert str(caught.value) == message
+            with pytest.raises(SessionCorrupt) as caught:
+                list(handle.entries)
+            assert str(caught.value) == message
+        with pytest.raises(SessionCorrupt) as caught:
+            await store.read(history.session_id)
+        assert str(caught.value) == message
+
+    @contract_test
+    async def test_an_open_session_keeps_a_bounded_number_of_entries(self, tmp_path: Path) -> None:
+        self._need_checkpoints(while_open=True)
+        store = self.make_store(tmp_path)
+        count = 5 * EVERY
+        async with await store.create(now=NOW) as handle:
+            for number in range(count):
+                handle.append("message", turn(number))
+                if number % 100 == 99:
+                    await handle.barrier()
+            await handle.barrier()
+            entries = lazy(handle)
+            assert len(handle.entries) == count
+            assert entries.resident <= 2 * EVERY + WINDOW
+            assert entries.start > 0
+            assert handle.entries[0].payload == turn(0)
+            assert handle.entries[EVERY + 1].payload == turn(EVERY + 1)
+            assert [entry.payload for entry in handle.entries] == [turn(n) for n in range(count)]
+            assert entries.resident <= 2 * EVERY + WINDOW + max(1, entries.start)
+            session_id = handle.id
+        async with await store.open(session_id) as handle:
+            assert handle.resume is not None
+            assert handle.resume.position == count
+
+
+@final
+class History(NamedTuple):
+    """A closed session :func:`write_history` wrote."""
+
+    session_id: SessionId
+    entries: list[LogEntry]
+    active: list[ScheduleRecord]
+    """Its active records, in creation order."""
+    highest_id: int
+    pending: list[int]
+    """The positions of its pending ``turn/queued`` entries."""
+
+
+async def write_history(store: SessionStore) -> History:
+    """A session of 234 entries — messages, schedule creates, deletes and dispatches, turns
+    queued and finished (one left pending, long before the end) — closed after a barrier."""
+    async with await store.create(now=NOW) as handle:
+        for number in range(1, 201):
+            handle.append("message", turn(number))
+            if number % 10 == 0:
+                handle.append(
+                    "schedule/change",
+                    create_change(
+                        EveryScheduleRecord(
+                            id=make_schedule_id(number // 10),
+                            prompt=f"reminder {number // 10}",
+                            every_seconds=3600,
+                            scheduled_at="2030-01-01T00:00:00.000Z",
+                        )
+                    ),
+                )
+            if number % 30 == 0:
+                handle.append("schedule/change", delete_change(make_schedule_id(number // 10 - 1)))
+            if number % 40 == 0:
+                handle.append(
+                    "schedule/change",
+                    dispatch_change(
+                        make_schedule_id(number // 10),
+                        parse_instant("2030-01-01T00:00:01.000Z"),
+                    ),
+                )
+            if number == 20:
+                handle.append("turn/queued", turn_queued("left pending", at=NOW, origin="host"))
+            if number == 30:
+                queued = handle.append("turn/queued", turn_queued("done", at=NOW, origin="host"))
+                handle.append("turn/finished", turn_finished(queued, at=NOW, outcome="completed"))
+            if number % 50 == 0:
+                await handle.barrier()
+        await handle.barrier()
+        entries = list(handle.entries)
+        session_id = handle.id
+    changes = [(entry.position, entry.payload) for entry in entries if entry.type == CHANGE]
+    state = fold(changes, session=session_id)  # type: ignore[arg-type]
+    pending = [entry.position for entry in entries if entry.type == "turn/queued"][:1]
+    return History(session_id, entries, list(state.by_creation()), state.highest_id, pending)
+
 
 CHANGE: Final = "schedule/change"
+
+
+def lazy(handle: SessionHandle) -> LazyEntries:
+    """The entries behind a handle opened from (or keeping) checkpoints."""
+    entries = getattr(handle, "_entries", None)
+    assert isinstance(entries, LazyEntries), entries
+    return entries
+
+
+def _document(data: bytes) -> dict[str, object]:
+    document = msgspec.json.decode(data.partition(b"\n")[2])
+    assert isinstance(document, dict)
+    return document
+
+
+def _reseal(data: bytes, edit: dict[str, object]) -> bytes:
+    """The checkpoint ``data`` with ``edit`` applied, sealed again as a writer of it would."""
+    document = _document(data)
+    document.update(edit)
+    body = msgspec.json.encode(document)
+    return b"%08x\n" % zlib.crc32(body) + body
 
 
 def at_create(number: int, target: Instant) -> object:
