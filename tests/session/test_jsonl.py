@@ -1090,6 +1090,7 @@ class TestFaults:
         handle = await store.create(now=NOW, session_id=SID)
         handle.append("message", turn(0))
         await handle.barrier()
+        await asyncio.sleep(0)  # the barrier's commit record is written on its own
 
         real_write = os.write
 
@@ -1287,3 +1288,61 @@ class TestFlushOnTheLoop:
         with pytest.raises(PersistenceUncertain):
             handle.append("message", turn(1))
         await handle.close()
+
+
+async def test_a_lone_barriers_commit_record_goes_out_with_the_next_entry(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    writes: list[bytes] = []
+    real_write = os.write
+
+    def recording(fd: int, data: bytes) -> int:
+        writes.append(bytes(data))
+        return real_write(fd, data)
+
+    handle = await store.create(now=NOW, session_id=SID)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "write", recording)
+        handle.append("message", turn(0))
+        await handle.barrier()
+        # No yield: the commit record is still unwritten, and travels ahead of the next line.
+        handle.append("message", turn(1))
+        await handle.barrier()
+        await asyncio.sleep(0)
+    await handle.close()
+    kinds = [[line[:7].decode() for line in data.splitlines()] for data in writes]
+    assert kinds == [['{"seq":'], ['{"ack":', '{"seq":'], ['{"ack":']]
+    lines = (tmp_path / NAME).read_bytes().splitlines()[1:]
+    assert [line[:7] for line in lines] == [b'{"seq":', b'{"ack":', b'{"seq":', b'{"ack":']
+    async with await store.open(SID) as reopened:
+        assert payloads(reopened.entries) == [("message", turn(0)), ("message", turn(1))]
+
+
+async def test_a_failed_commit_record_write_poisons_the_handle_after_its_barrier(
+    tmp_path: Path,
+) -> None:
+    store = JsonlSessionStore(tmp_path)
+    handle = await store.create(now=NOW, session_id=SID)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            os,
+            "write",
+            one_shot(
+                os.write,
+                OSError(errno.ENOSPC, "No space left on device"),
+                when=lambda fd, data: bytes(data).startswith(b'{"ack":'),
+            ),
+        )
+        handle.append("message", turn(0))
+        # The entry is durable once the fsync has returned: the barrier succeeds.
+        await handle.barrier()
+        await asyncio.sleep(0)
+    assert handle.poisoned
+    with pytest.raises(PersistenceUncertain) as caught:
+        handle.append("message", turn(1))
+    assert str(caught.value) == (
+        f"session {SID} cannot confirm that its entries are durable (writing a commit record "
+        "failed: [Errno 28] No space left on device); reopen the session from storage"
+    )
+    await handle.close()
+    async with await store.open(SID) as reopened:
+        assert payloads(reopened.entries) == [("message", turn(0))]

@@ -140,11 +140,53 @@ def test_superseded_records_are_compacted(tmp_path: Path) -> None:
             for number in range(1, 100):
                 handle.append(CHANGE, at_create(number, TARGET))
                 await handle.barrier()
+                # A lone barrier's bookkeeping (the record among it) runs once its caller yields.
+                await asyncio.sleep(0)
         index = store.data_dir / INDEX_NAME
         assert len(index.read_bytes().splitlines()) == 100  # 99 barriers and the close
         assert await _due(store) == (DueSession(handle.id, TARGET),)
         assert len(index.read_bytes().splitlines()) == 1
         assert oct(index.stat().st_mode & 0o777) == "0o600"
+
+    asyncio.run(body())
+
+
+def test_barriers_in_a_tight_loop_leave_a_record_of_the_last_one(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        index = store._index
+        original = index.record
+        written: list[int | None] = []
+
+        def recording(
+            session_id: SessionId, target: Instant | None, status: os.stat_result
+        ) -> None:
+            written.append(target)
+            original(session_id, target, status)
+
+        index.record = recording  # type: ignore[method-assign]
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, LATER_TARGET))
+            await handle.barrier()
+            # No yield: the first barrier's record would describe a file that has moved on,
+            # so the next flush writes it instead.
+            handle.append(CHANGE, at_create(2, TARGET))
+            await handle.barrier()
+            handle.append("message", turn(1))
+            await handle.barrier()
+            await asyncio.sleep(0)
+        # One record for the last barrier, one for the close.
+        assert written == [TARGET, TARGET]
+        reads: list[str] = []
+        read_log = index._read_log
+
+        def counting(path: Path, session_id: str) -> object:
+            reads.append(session_id)
+            return read_log(path, session_id)  # type: ignore[arg-type]
+
+        index._read_log = counting  # type: ignore[assignment]
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+        assert reads == []
 
     asyncio.run(body())
 
@@ -190,9 +232,13 @@ def test_the_owner_folds_and_writes_its_record_on_the_sessions_thread(tmp_path: 
         async with await store.create(now=NOW) as handle:
             handle.append(CHANGE, at_create(1, LATER_TARGET))
             await handle.barrier()
+            # A lone barrier's commit record and next-target record are written once its
+            # caller yields.
+            await asyncio.sleep(0)
             size = store.path_of(handle.id).stat().st_size
             handle.append(CHANGE, at_create(2, TARGET))
             await handle.barrier()
+            await asyncio.sleep(0)
         # In order, on the session's thread, each for the file as its barrier left it.
         assert written == [
             ("session-jsonl", LATER_TARGET, size),

@@ -148,6 +148,12 @@ class JsonlSessionHandle(LogHandle):
         """Complete lines in the file when it was opened, plus the entry lines written since."""
         self._commit_lines = 0
         """Commit records written since (counted on the worker thread)."""
+        self._unwritten_commit: bytes | None = None
+        """A lone barrier's commit record, until it is written (see :meth:`_after_flush`)."""
+        self._index_due = False
+        """Whether a flush covered schedule changes that no next-target record describes yet."""
+        self._closed_fd = False
+        """Whether the file is being released (no more bookkeeping writes)."""
         self._index = index
         # Opened from a checkpoint, the log may hold a schedule change before it: record it.
         self._indexed = opened.resume is not None or holds_changes(opened.entries)
@@ -186,25 +192,63 @@ class JsonlSessionHandle(LogHandle):
         else:
             previous = self._checksums[-1] if position else CHAIN_SEED
             line, checksum = entry_line(position, entry_type, data, previous)
-        _write_all(self._fd, line)
+        commit = self._unwritten_commit
+        _write_all(self._fd, line if commit is None else commit + line)
+        if commit is not None:
+            self._unwritten_commit = None
+            self._commit_lines += 1
         self._lines += 1
         if checksum is not None:
             self._checksums.append(checksum)
 
     def _flush_now(self, durable: int, target: int) -> None:
-        """A lone barrier's flush, on the loop's thread (see :mod:`.barrier`)."""
-        indexed = holds_changes(self._entries[durable:target])
+        """A lone barrier's flush, on the loop's thread (see :mod:`.barrier`).
+
+        Only the ``fsync`` is on the barrier's path. The commit record (format 2) and the
+        next-target record are bookkeeping that no waiter needs: they are done by a callback
+        the loop runs once the barrier's caller has gone on (see :meth:`_after_flush`).
+        """
+        if holds_changes(self._entries[durable:target]):
+            self._indexed = self._index_due = True
         os.fsync(self._fd)
         if self.header.format == 2:
-            _write_all(self._fd, commit_line(target, self._checksums[target - 1 - self._origin]))
-            self._commit_lines += 1
-        if indexed:
-            self._indexed = True
+            self._unwritten_commit = commit_line(target, self._checksums[target - 1 - self._origin])
+        asyncio.get_running_loop().call_soon(self._after_flush, target)
+
+    def _after_flush(self, target: int) -> None:
+        """What follows a lone barrier's ``fsync``, off its path.
+
+        The commit record for entries ``0 … target-1`` is written unless the next entry's
+        write has already carried it (a commit record that is still unwritten goes out in the
+        same ``write`` as the next entry line, ahead of it: the file's order is the same either
+        way). A failure to write it poisons the handle, as a failed entry write does; the
+        entries it vouches for are durable already. The next-target record is written only
+        while the file holds exactly ``target`` entries — otherwise the flush that covers the
+        later ones writes it — since a record describes the file as it is when it is taken.
+        """
+        if self._closed_fd or self._poison() is not None:
+            return
+        self._write_unwritten_commit()
+        if self._index_due and len(self._entries) == target and self._poison() is None:
+            self._index_due = False
             self._record_target()
+
+    def _write_unwritten_commit(self) -> None:
+        commit = self._unwritten_commit
+        if commit is None:
+            return
+        self._unwritten_commit = None
+        try:
+            _write_all(self._fd, commit)
+        except OSError as error:
+            self._write_failure = f"writing a commit record failed: {error}"
+            return
+        self._commit_lines += 1
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
         fd = self._fd
-        indexed = holds_changes(self._entries[durable:target])
+        indexed = self._index_due or holds_changes(self._entries[durable:target])
+        self._index_due = False
         if self.header.format == 1:
             return self._flushed(self._worker.submit(lambda: os.fsync(fd)), indexed=indexed)
         # Written once the fsync has returned: a readable commit record never vouches for bytes
@@ -245,6 +289,9 @@ class JsonlSessionHandle(LogHandle):
 
     async def _release(self) -> None:
         fd = self._fd
+        if self._poison() is None:
+            self._write_unwritten_commit()
+        self._closed_fd = True
         if self._indexed and self._poison() is None:
             self._record_target()
         save = self._checkpoint_job()
