@@ -148,3 +148,25 @@ async def test_a_harness_turn_chat_history_and_the_overlay_leave_the_history_unr
         live_session = overlay.app.sessions.live_session(session_id)
         assert live_session is not None
         assert not lazy(live_session.session).loaded
+
+
+async def test_a_harness_turn_on_a_reopened_session_leaves_its_own_history_unread(
+    tmp_path: Path,
+) -> None:
+    # Not a fork: the turn queue resumes its pending turns from the checkpoint, so starting it
+    # reads nothing before the window either.
+    store = JsonlSessionStore(tmp_path)
+    session_id = await long_session(store)
+    model = ScriptedModel(replies=[ModelReply(content="the last answer")])
+    async with await store.open(session_id) as session:
+        entries = lazy(session)
+        async with live_chat(
+            session, model=model, clock=FakeClock(START), max_context_chars=BUDGET
+        ) as live:
+            await live.agent.submit_durably("one more question")
+            await live.agent.wait_idle()
+        assert not entries.loaded
+    (request,) = model.seen
+    assert request[-1] == {"role": "user", "content": "one more question"}
+    whole = messages_of((await store.read(session_id)).entries)
+    assert request == bounded_context(request[0], chat_messages(whole[:-1]), BUDGET)
