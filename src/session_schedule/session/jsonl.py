@@ -23,8 +23,11 @@ SPEC §9:
   a hundred appends, then one barrier, cost one fsync. A lone barrier fsyncs on the event
   loop's thread; barriers called together share one fsync on the session's own thread
   (``flush_on_loop=False``: every flush there).
-  In format 2, once the fsync has returned, the barrier appends a commit record for the entries
-  it made durable (durable itself with the next fsync); a failure to write it fails the barrier.
+  In format 2, once the fsync has returned, a commit record for the entries it made durable is
+  appended (durable itself with the next fsync). A flush on the session's thread writes it
+  there, and a failure fails the barrier; a lone barrier leaves it to a loop callback run once
+  its caller has gone on, or to the next entry's ``write``, which carries it ahead of the line,
+  and a failure then poisons the handle (the entries are durable already).
 - **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs kept by
   the owners and checked against each file's inode, size and mtime by readers
   (:mod:`session_schedule.session.jsonl_targets`), answers ``due_sessions``. An owner's record
