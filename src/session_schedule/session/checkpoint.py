@@ -343,6 +343,17 @@ def _format_of(body: bytes) -> int | None:
         return None
 
 
+def restore_bound(found: CheckpointFile, source: Source, *, bound: bool) -> Checkpoint | Rejected:
+    """:func:`restore` for a checkpoint whose binding to a database log was checked: ``bound``
+    says whether the log holds entry ``entries - 1`` with the digest the checkpoint names."""
+    if not bound:
+        return Rejected(
+            "log mismatch",
+            f"the log has no entry {found.entries - 1} with the digest it was bound to",
+        )
+    return restore(found, source)
+
+
 def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
     """The fold state, pending turns and window ``found`` describes, strictly decoded."""
     try:

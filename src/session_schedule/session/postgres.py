@@ -691,21 +691,13 @@ class PostgresSessionStore:
         cursor = await connection.execute(self._sql.entries_from, (session_id, first))
         rows: list[Row] = await cursor.fetchall()
         index = found.entries - 1 - first
-        if not (
+        bound = (
             found.entries >= 1
             and index < len(rows)
             and rows[index][0] == found.entries - 1
             and checkpoint.row_digest(header_bytes, rows[index][1], rows[index][2]) == found.chain
-        ):
-            _rejected(
-                session_id,
-                checkpoint.Rejected(
-                    "log mismatch",
-                    f"the log has no entry {found.entries - 1} with the digest it was bound to",
-                ),
-            )
-            return None
-        restored = checkpoint.restore(found, source)
+        )
+        restored = checkpoint.restore_bound(found, source, bound=bound)
         if isinstance(restored, checkpoint.Rejected):
             _rejected(session_id, restored)
             return None

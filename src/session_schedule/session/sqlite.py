@@ -441,21 +441,13 @@ def _load_from_checkpoint(
     header_bytes = _stored_bytes(header_row[0])
     header = decode_header(header_bytes, source)
     last = connection.execute(_ROW, (session_id, found.entries - 1)).fetchone()
-    if (
-        found.entries < 1
-        or last is None
-        or checkpoint.row_digest(header_bytes, _stored_text(last[0]), _stored_bytes(last[1]))
-        != found.chain
-    ):
-        _rejected(
-            session_id,
-            checkpoint.Rejected(
-                "log mismatch",
-                f"the log has no entry {found.entries - 1} with the digest it was bound to",
-            ),
-        )
-        return None
-    restored = checkpoint.restore(found, source)
+    bound = (
+        found.entries >= 1
+        and last is not None
+        and checkpoint.row_digest(header_bytes, _stored_text(last[0]), _stored_bytes(last[1]))
+        == found.chain
+    )
+    restored = checkpoint.restore_bound(found, source, bound=bound)
     if isinstance(restored, checkpoint.Rejected):
         _rejected(session_id, restored)
         return None
