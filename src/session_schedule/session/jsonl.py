@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import errno
 import fcntl
 import logging
@@ -130,12 +131,22 @@ class JsonlSessionHandle(LogHandle):
         index: TargetIndexFile,
         flush_on_loop: bool = True,
     ) -> None:
+        entries = opened.entries
+        older = opened.older
+        if opened.header.format == 2 and older is None:
+            # Every entry is held until the first checkpoint written while open covers some.
+            older = _Prefix(opened.fd, opened.header, None, _source(opened.header.id))
+            entries = LazyEntries(0, list(entries), older.read, chunk=_CHUNK)
         super().__init__(
             header=opened.header,
-            entries=opened.entries,
+            entries=entries,
             resume=opened.resume,
             flush_now=self._flush_now if flush_on_loop else None,
         )
+        self._older = older
+        """Reads the entries before the newest stored checkpoint from the file (format 2)."""
+        self._checkpoint_posted = self._checkpointed
+        """The position of the newest checkpoint queued for writing while open."""
         # ``_checksums[i]`` is entry ``_origin + i``'s (a session opened from a checkpoint at
         # ``n`` starts with entry ``n - 1``'s).
         self._checksums = opened.checksums
@@ -229,9 +240,12 @@ class JsonlSessionHandle(LogHandle):
         if self._closed_fd or self._poison() is not None:
             return
         self._write_unwritten_commit()
-        if self._index_due and len(self._entries) == target and self._poison() is None:
+        if len(self._entries) != target or self._poison() is not None:
+            return
+        if self._index_due:
             self._index_due = False
             self._record_target()
+        self._checkpoint_while_open(target)
 
     def _write_unwritten_commit(self) -> None:
         commit = self._unwritten_commit
@@ -250,7 +264,9 @@ class JsonlSessionHandle(LogHandle):
         indexed = self._index_due or holds_changes(self._entries[durable:target])
         self._index_due = False
         if self.header.format == 1:
-            return self._flushed(self._worker.submit(lambda: os.fsync(fd)), indexed=indexed)
+            return self._flushed(
+                self._worker.submit(lambda: os.fsync(fd)), target=target, indexed=indexed
+            )
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
         commit = commit_line(target, self._checksums[target - 1 - self._origin])
@@ -260,13 +276,92 @@ class JsonlSessionHandle(LogHandle):
             _write_all(fd, commit)
             self._commit_lines += 1
 
-        return self._flushed(self._worker.submit(flush), indexed=indexed)
+        return self._flushed(self._worker.submit(flush), target=target, indexed=indexed)
 
-    async def _flushed(self, flush: Awaitable[None], *, indexed: bool) -> None:
+    async def _flushed(self, flush: Awaitable[None], *, target: int, indexed: bool) -> None:
         await flush
         if indexed:
             self._indexed = True
             self._record_target()
+        if len(self._entries) == target:
+            self._checkpoint_while_open(target)
+
+    def _checkpoint_while_open(self, target: int) -> None:
+        """Queue a checkpoint at ``target`` once :data:`~.checkpoint.EVERY` entries have become
+        durable since the last one (format 2).
+
+        Called on the event loop after a flush of entries ``0 … target-1``, only while the file
+        holds exactly those entries and ends with the commit record for them (no entry written
+        since): so its size and line count now are the checkpoint's binding. A flush that more
+        entries followed before it returned takes none; a later one does, or the close. The
+        state is the incremental draft (:meth:`_checkpoint_draft`); checking the binding,
+        writing the file and bringing the next-target fold up to ``target`` run on the
+        session's thread (the only thread that folds it), which then hands back to the loop
+        (:meth:`_checkpoint_written`).
+        """
+        if (
+            self.header.format != 2
+            or target - self._checkpoint_posted < checkpoint.EVERY
+            or self._unwritten_commit is not None
+            or self._closed_fd
+            or self._poison() is not None
+        ):
+            return
+        content = self._checkpoint_draft(target)
+        if content is None:
+            return
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as error:
+            _log.warning("session %s: no checkpoint written: %s", self.id, error)
+            return
+        self._checkpoint_posted = target
+        end = TailStart(
+            target,
+            size,
+            self._lines + self._commit_lines,
+            self._checksums[target - 1 - self._origin],
+        )
+        session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
+        entries, fold = self._entries, self._next_target
+        loop = asyncio.get_running_loop()
+
+        def save() -> None:
+            try:
+                if _commit_ending_at(fd, end.offset) != (end.entries, end.chain):
+                    _log.info(
+                        "session %s: no checkpoint written at %d entries: the file does not "
+                        "end with their commit record where it did",
+                        session_id,
+                        end.entries,
+                    )
+                    return
+                data = checkpoint.seal(
+                    msgspec.structs.replace(content, offset=end.offset, lines=end.lines),
+                    chain=end.chain,
+                )
+                _write_checkpoint(where, data)
+            except OSError as error:
+                _log.warning("session %s: no checkpoint written: %s", session_id, error)
+                return
+            # The entries before the checkpoint's window may leave memory once this returns:
+            # the fold reads on from where it stopped, so it is brought up to it first.
+            fold.after(entries, end.entries)
+            # A closed loop has no handle left to report to.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._checkpoint_written, end)
+
+        self._worker.post(save)
+
+    def _checkpoint_written(self, end: TailStart) -> None:
+        """A checkpoint bound to ``end`` is stored: the lazy reader of older entries covers the
+        bytes up to it, and the entries before its window leave memory (on the event loop)."""
+        if self._closed_fd or self._poison() is not None or end.entries <= self._checkpointed:
+            return
+        self._checkpointed = end.entries
+        if self._older is not None and isinstance(self._entries, LazyEntries):
+            self._older.cover(end)
+            self._entries.forget_before(end.entries - checkpoint.WINDOW)
 
     def _record_target(self) -> None:
         """Queue the next-target record of the file as it is now (see :mod:`.jsonl_targets`).
@@ -308,43 +403,32 @@ class JsonlSessionHandle(LogHandle):
 
     def _checkpoint_job(self) -> Callable[[], None] | None:
         """What writes a checkpoint at close, if one would be new and can be bound: every entry
-        durable and the file ending with the commit record that says so."""
+        durable and the file ending with the commit record that says so. Its state is the
+        incremental draft (:meth:`_checkpoint_draft`), not a fold of the whole log."""
         count = len(self._entries)
         if (
             self.header.format != 2
             or self._poison() is not None
             or count == 0
             or self._commit.durable != count
-            or (self._resume is not None and self._resume.position == count)
+            or count <= self._checkpoint_posted
         ):
             return None
-        fd, entries, resume = self._fd, self._entries, self._resume
+        content = self._checkpoint_draft(count)
+        if content is None:
+            return None
+        fd = self._fd
         chain = self._checksums[count - 1 - self._origin]
-        source = _source(self.id)
-        seed = self.header.seed_length
         target = checkpoint_path(self._path)
 
         def save() -> None:
             size = os.fstat(fd).st_size
-            if intact_commit(
-                _pread_all(fd, min(size, _COMMIT_READ), size - min(size, _COMMIT_READ))
-            ) != (
-                count,
-                chain,
-            ):
+            if _commit_ending_at(fd, size) != (count, chain):
                 return
-            progress = checkpoint.progress_of(
-                entries, resume, end=count, seed=seed, session=source.session_id
+            bound = msgspec.structs.replace(
+                content, offset=size, lines=self._lines + self._commit_lines
             )
-            data = checkpoint.encode_checkpoint(
-                session=source.session_id,
-                binding=checkpoint.Binding(
-                    count, chain, offset=size, lines=self._lines + self._commit_lines
-                ),
-                progress=progress,
-                window=entries[max(0, count - checkpoint.WINDOW) : count],
-            )
-            _write_checkpoint(target, data)
+            _write_checkpoint(target, checkpoint.seal(bound, chain=chain))
 
         return save
 
@@ -374,6 +458,8 @@ class _Opened(NamedTuple):
     offset: int = 0
     """The bytes a checkpoint covered (0: opened without one)."""
     resume: ResumePoint | None = None
+    older: _Prefix | None = None
+    """What reads the entries before the checkpoint (opened from one)."""
 
 
 @final
@@ -597,13 +683,10 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
     if end < 0:
         return None  # the whole-log read reports it
     header = decode_header_line(head[:end], source)
-    ending = _pread_all(
-        fd, min(found.offset, _COMMIT_READ), found.offset - min(found.offset, _COMMIT_READ)
-    )
     if (
         header.format != 2
         or found.offset > size
-        or intact_commit(ending) != (found.entries, found.chain)
+        or _commit_ending_at(fd, found.offset) != (found.entries, found.chain)
     ):
         _log.warning(
             "checkpoint of session %s not used (log mismatch): the log has no commit record "
@@ -641,7 +724,15 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
         origin=found.entries - 1,
         offset=found.offset,
         resume=restored.resume_point(),
+        older=older,
     )
+
+
+def _commit_ending_at(fd: int, offset: int) -> tuple[int, int] | None:
+    """The entry count and checksum of the commit record whose line ends the file's first
+    ``offset`` bytes (``None``: no intact commit record ends there)."""
+    size = min(offset, _COMMIT_READ)
+    return intact_commit(_pread_all(fd, size, offset - size))
 
 
 _CHUNK: Final = 1024
@@ -654,18 +745,23 @@ _SEGMENT: Final = 1 << 20
 class _Prefix:
     """The entries before a checkpoint, read from the log a segment at a time.
 
-    The first read scans the covered bytes once, in segments of about :data:`_SEGMENT` bytes,
+    It covers the bytes up to the newest checkpoint's commit record (none, for a session that
+    has none yet): :meth:`cover` moves that end when a later checkpoint is stored. The first
+    read scans the covered bytes once, in segments of about :data:`_SEGMENT` bytes,
     strictly (each segment's chain continues from the one before, and the last ends at the
     checkpoint's commit record and checksum), keeping only where each segment starts: an index
     of a few entries per megabyte. A later read scans only the segments it needs, and checks
     that each still ends with the checksum the next one starts from. Memory stays O(segment);
-    only the last segment read is kept. Whatever does not verify is reported with the error of a
+    only the last segment read is kept. Once the end has moved, the next read scans on from
+    where the index ended, as strictly. Whatever does not verify is reported with the error of a
     whole read of those bytes (:func:`_read_prefix`).
     """
 
     __slots__ = ("_cached", "_end", "_fd", "_header", "_source", "_starts")
 
-    def __init__(self, fd: int, header: SessionHeader, end: TailStart, source: Source) -> None:
+    def __init__(
+        self, fd: int, header: SessionHeader, end: TailStart | None, source: Source
+    ) -> None:
         self._fd = fd
         # A segment of a fork may end before its seedLength: the whole read checks that.
         self._header = msgspec.structs.replace(header, seed_length=0)
@@ -673,6 +769,11 @@ class _Prefix:
         self._source = source
         self._starts: list[TailStart] | None = None
         self._cached: tuple[int, list[LogEntry]] | None = None
+
+    def cover(self, end: TailStart) -> None:
+        """Cover the bytes up to ``end``, a later checkpoint's commit record."""
+        if self._end is None or end.entries > self._end.entries:
+            self._end = end
 
     def read(self, begin: int, end: int) -> list[LogEntry]:
         """Entries ``begin … end-1`` (``end`` at most the checkpoint's position)."""
@@ -686,17 +787,28 @@ class _Prefix:
             segment += 1
         return found
 
+    def _covered(self) -> TailStart:
+        if self._end is None:
+            raise ValueError("no checkpoint covers any entry of this session yet")
+        return self._end
+
     def _index(self) -> list[TailStart]:
-        if self._starts is not None:
-            return self._starts
-        head = _pread_all(self._fd, min(self._end.offset, HEADER_LIMIT + 1), 0)
-        start = TailStart(0, head.find(b"\n") + 1, 1, CHAIN_SEED)
-        starts = [start]
-        while start.offset < self._end.offset:
-            size = min(_SEGMENT, self._end.offset - start.offset)
+        end = self._covered()
+        starts = self._starts
+        if starts is not None and starts[-1].offset == end.offset:
+            return starts
+        if starts is None:
+            head = _pread_all(self._fd, min(end.offset, HEADER_LIMIT + 1), 0)
+            starts = [TailStart(0, head.find(b"\n") + 1, 1, CHAIN_SEED)]
+        # Scanned on from the last start (the end of what was covered before), into a copy: the
+        # index grows only once the new bytes have verified.
+        starts = list(starts)
+        start = starts[-1]
+        while start.offset < end.offset:
+            size = min(_SEGMENT, end.offset - start.offset)
             data = _pread_all(self._fd, size, start.offset)
-            while b"\n" not in data and start.offset + len(data) < self._end.offset:
-                size = min(2 * size, self._end.offset - start.offset)
+            while b"\n" not in data and start.offset + len(data) < end.offset:
+                size = min(2 * size, end.offset - start.offset)
                 data = _pread_all(self._fd, size, start.offset)
             data = data[: data.rfind(b"\n") + 1]
             if not data:
@@ -709,7 +821,6 @@ class _Prefix:
                 parsed.checksums[-1] if parsed.checksums else start.chain,
             )
             starts.append(start)
-        end = self._end
         if (start.entries, start.offset, start.chain) != (end.entries, end.offset, end.chain):
             self._fail()
         self._starts = starts
@@ -738,7 +849,7 @@ class _Prefix:
 
     def _fail(self) -> NoReturn:
         """Raise what a whole read of the covered bytes finds wrong."""
-        end = self._end
+        end = self._covered()
         _read_prefix(self._fd, end.offset, self._source, end.entries)
         raise self._source.corrupt(
             None,
