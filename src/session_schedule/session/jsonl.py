@@ -161,6 +161,8 @@ class JsonlSessionHandle(LogHandle):
         """Commit records written since (counted on the worker thread)."""
         self._unwritten_commit: bytes | None = None
         """A lone barrier's commit record, until it is written (see :meth:`_after_flush`)."""
+        self._checkpoint_end: TailStart | None = None
+        """Where that commit record ends, when a checkpoint is due at it."""
         self._index_due = False
         """Whether a flush covered schedule changes that no next-target record describes yet."""
         self._closed_fd = False
@@ -223,7 +225,12 @@ class JsonlSessionHandle(LogHandle):
             self._indexed = self._index_due = True
         os.fsync(self._fd)
         if self.header.format == 2:
-            self._unwritten_commit = commit_line(target, self._checksums[target - 1 - self._origin])
+            commit = commit_line(target, self._checksums[target - 1 - self._origin])
+            self._unwritten_commit = commit
+            if self._checkpoint_due(target):
+                # Nothing else is written to the file before this commit record (the next entry
+                # line carries it, or the callback writes it): it will end there.
+                self._checkpoint_end = self._binding(target, after=commit)
         asyncio.get_running_loop().call_soon(self._after_flush, target)
 
     def _after_flush(self, target: int) -> None:
@@ -236,16 +243,19 @@ class JsonlSessionHandle(LogHandle):
         entries it vouches for are durable already. The next-target record is written only
         while the file holds exactly ``target`` entries — otherwise the flush that covers the
         later ones writes it — since a record describes the file as it is when it is taken.
+        A checkpoint due at ``target`` is queued once the commit record is written.
         """
         if self._closed_fd or self._poison() is not None:
             return
         self._write_unwritten_commit()
-        if len(self._entries) != target or self._poison() is not None:
+        end, self._checkpoint_end = self._checkpoint_end, None
+        if self._poison() is not None:
             return
-        if self._index_due:
+        if self._index_due and len(self._entries) == target:
             self._index_due = False
             self._record_target()
-        self._checkpoint_while_open(target)
+        if end is not None:
+            self._checkpoint_while_open(end)
 
     def _write_unwritten_commit(self) -> None:
         commit = self._unwritten_commit
@@ -283,45 +293,54 @@ class JsonlSessionHandle(LogHandle):
         if indexed:
             self._indexed = True
             self._record_target()
-        if len(self._entries) == target:
-            self._checkpoint_while_open(target)
+        # On the session's thread, the commit record was written after an fsync during which
+        # entries may have been appended: only when none was does it end the file now.
+        if len(self._entries) == target and self._checkpoint_due(target):
+            end = self._binding(target, after=b"")
+            if end is not None:
+                self._checkpoint_while_open(end)
 
-    def _checkpoint_while_open(self, target: int) -> None:
-        """Queue a checkpoint at ``target`` once :data:`~.checkpoint.EVERY` entries have become
-        durable since the last one (format 2).
+    def _checkpoint_due(self, target: int) -> bool:
+        """Whether a flush of entries ``0 … target-1`` takes a checkpoint while the session is
+        open: :data:`~.checkpoint.EVERY` entries have become durable since the last (format 2)."""
+        return (
+            self.header.format == 2
+            and target - self._checkpoint_posted >= checkpoint.EVERY
+            and not self._closed_fd
+        )
 
-        Called on the event loop after a flush of entries ``0 … target-1``, only while the file
-        holds exactly those entries and ends with the commit record for them (no entry written
-        since): so its size and line count now are the checkpoint's binding. A flush that more
-        entries followed before it returned takes none; a later one does, or the close. The
-        state is the incremental draft (:meth:`_checkpoint_draft`); checking the binding,
-        writing the file and bringing the next-target fold up to ``target`` run on the
-        session's thread (the only thread that folds it), which then hands back to the loop
-        (:meth:`_checkpoint_written`).
-        """
-        if (
-            self.header.format != 2
-            or target - self._checkpoint_posted < checkpoint.EVERY
-            or self._unwritten_commit is not None
-            or self._closed_fd
-            or self._poison() is not None
-        ):
-            return
-        content = self._checkpoint_draft(target)
-        if content is None:
-            return
+    def _binding(self, target: int, *, after: bytes) -> TailStart | None:
+        """Where the commit record for ``target`` entries ends: the file as it is now, followed
+        by ``after`` (that commit record, when it is not written yet, or nothing)."""
         try:
             size = os.fstat(self._fd).st_size
         except OSError as error:
             _log.warning("session %s: no checkpoint written: %s", self.id, error)
-            return
-        self._checkpoint_posted = target
-        end = TailStart(
+            return None
+        return TailStart(
             target,
-            size,
-            self._lines + self._commit_lines,
+            size + len(after),
+            self._lines + self._commit_lines + (1 if after else 0),
             self._checksums[target - 1 - self._origin],
         )
+
+    def _checkpoint_while_open(self, end: TailStart) -> None:
+        """Queue a checkpoint bound to ``end``, the commit record a flush wrote (on the loop).
+
+        A lone barrier's flush takes it whenever one is due (see :meth:`_flush_now`); a flush
+        on the session's thread only when no entry was appended while it ran (otherwise the
+        next flush that finds the file so, or the close, does). The state is the incremental
+        draft (:meth:`_checkpoint_draft`); checking that the commit record ends where
+        expected, writing the file and bringing the next-target fold up to it run on the
+        session's thread (the only thread that folds it), which then hands back to the loop
+        (:meth:`_checkpoint_written`).
+        """
+        if self._closed_fd or self._poison() is not None:
+            return
+        content = self._checkpoint_draft(end.entries)
+        if content is None:
+            return
+        self._checkpoint_posted = end.entries
         session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
         entries, fold = self._entries, self._next_target
         loop = asyncio.get_running_loop()
