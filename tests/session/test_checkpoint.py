@@ -20,6 +20,7 @@ from session_schedule.session import jsonl as jsonl_module
 from session_schedule.session.checkpoint import EVERY, WINDOW, CheckpointFile
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle
+from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import (
     NOW,
     contract_test,
@@ -325,12 +326,17 @@ async def test_a_segment_altered_after_the_first_read_is_reported(
 
 
 def stored_position(store: JsonlSessionStore) -> int | None:
-    """The entry count the session's checkpoint file is bound to (``None``: there is none)."""
+    """The entry count the session's checkpoint file is bound to (``None``: there is none),
+    after checking that its offset and line count are those of the log up to a commit record."""
     path = store.checkpoint_path(SID)
     if not path.exists():
         return None
     body = path.read_bytes().partition(b"\n")[2]
-    return msgspec.json.decode(body, type=CheckpointFile).entries
+    found = msgspec.json.decode(body, type=CheckpointFile)
+    covered = store.path_of(SID).read_bytes()[: found.offset]
+    assert covered.endswith(commit_line(found.entries, found.chain))
+    assert covered.count(b"\n") == found.lines
+    return found.entries
 
 
 @pytest.mark.parametrize("flush_on_loop", [True, False], ids=["loop", "thread"])

@@ -31,6 +31,11 @@ SPEC §9:
   is written on the session's thread after the barrier has returned: it is derived data, which
   a reader rebuilds from the log whenever it does not describe the file, so neither its fold nor
   its write is on the path of a create.
+- **A checkpoint** beside the file (``<session id>.checkpoint``, format 2, see
+  :mod:`session_schedule.session.checkpoint`) is bound to a commit record. It is written on the
+  session's thread after a barrier once :data:`~.checkpoint.EVERY` entries have become durable
+  since the last, and at close; the entries before its window then leave memory and are read
+  back from the file, chain-checked, when asked for.
 - **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
   does not verify, provided no commit record vouches for an entry at or past it; in format 1,
   the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
