@@ -271,8 +271,13 @@ def draft(
         pending=[
             PendingTurn(entry.position, msgspec.Raw(_payload(entry))) for entry in progress.pending
         ],
-        window=[WindowEntry(entry.type, msgspec.Raw(_payload(entry))) for entry in window],
+        window=window_of(window),
     )
+
+
+def window_of(entries: Sequence[LogEntry]) -> list[WindowEntry]:
+    """A checkpoint's window holding ``entries`` (each as its type and canonical payload)."""
+    return [WindowEntry(entry.type, msgspec.Raw(_payload(entry))) for entry in entries]
 
 
 def seal(content: CheckpointFile, *, chain: int | None = None) -> bytes:

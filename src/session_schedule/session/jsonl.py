@@ -342,9 +342,11 @@ class JsonlSessionHandle(LogHandle):
         """
         if self._closed_fd or self._poison() is not None:
             return
-        content = self._checkpoint_draft(end.entries)
+        # The window's payloads are encoded on the session's thread (entries never change).
+        content = self._checkpoint_draft(end.entries, window=False)
         if content is None:
             return
+        window = self._entries[max(0, end.entries - checkpoint.WINDOW) : end.entries]
         self._checkpoint_posted = end.entries
         session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
         entries, fold = self._entries, self._next_target
@@ -360,10 +362,13 @@ class JsonlSessionHandle(LogHandle):
                         end.entries,
                     )
                     return
-                data = checkpoint.seal(
-                    msgspec.structs.replace(content, offset=end.offset, lines=end.lines),
-                    chain=end.chain,
+                bound = msgspec.structs.replace(
+                    content,
+                    offset=end.offset,
+                    lines=end.lines,
+                    window=checkpoint.window_of(window),
                 )
+                data = checkpoint.seal(bound, chain=end.chain)
                 _write_checkpoint(where, data)
             except OSError as error:
                 _log.warning("session %s: no checkpoint written: %s", session_id, error)
@@ -438,9 +443,10 @@ class JsonlSessionHandle(LogHandle):
             or count <= self._checkpoint_posted
         ):
             return None
-        content = self._checkpoint_draft(count)
+        content = self._checkpoint_draft(count, window=False)
         if content is None:
             return None
+        window = self._entries[max(0, count - checkpoint.WINDOW) : count]
         fd = self._fd
         chain = self._checksums[count - 1 - self._origin]
         target = checkpoint_path(self._path)
@@ -450,7 +456,10 @@ class JsonlSessionHandle(LogHandle):
             if _commit_ending_at(fd, size) != (count, chain):
                 return
             bound = msgspec.structs.replace(
-                content, offset=size, lines=self._lines + self._commit_lines
+                content,
+                offset=size,
+                lines=self._lines + self._commit_lines,
+                window=checkpoint.window_of(window),
             )
             _write_checkpoint(target, checkpoint.seal(bound, chain=chain))
 
