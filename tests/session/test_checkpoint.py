@@ -339,6 +339,29 @@ def stored_position(store: JsonlSessionStore) -> int | None:
     return found.entries
 
 
+async def append_in_bursts(
+    handle: JsonlSessionHandle, appended: list[tuple[str, object]], store: JsonlSessionStore
+) -> None:
+    """Append up to the next multiple of EVERY entries to a session opened from a checkpoint, in
+    bursts of 128 before each barrier: the checkpoint at the last one moves what is read back."""
+    start = len(handle.entries)
+    for number in range(start, start + EVERY):
+        handle.append("message", turn(number))
+        appended.append(("message", turn(number)))
+        if number % 128 == 127:
+            await handle.barrier()
+    await asyncio.sleep(0)
+    await handle._worker.run(lambda: None)
+    assert stored_position(store) == start + EVERY
+    lazy = handle._entries
+    assert isinstance(lazy, LazyEntries)
+    assert lazy.start == start + EVERY - WINDOW
+    assert (
+        payloads(handle.entries[start - EVERY : start + 10]) == appended[start - EVERY : start + 10]
+    )
+    assert payloads(handle.entries) == appended
+
+
 @pytest.mark.parametrize("flush_on_loop", [True, False], ids=["loop", "thread"])
 @contract_test
 async def test_an_open_session_writes_a_checkpoint_every_so_many_entries_and_forgets_older_ones(
@@ -390,3 +413,8 @@ async def test_an_open_session_writes_a_checkpoint_every_so_many_entries_and_for
         assert reopened.resume.position == 3 * EVERY
         assert list(reopened.resume.records) == folded(reopened)
         assert payloads(reopened.entries) == appended
+        await append_in_bursts(reopened, appended, store)
+    async with await store.open(SID) as again:
+        assert again.resume is not None
+        assert again.resume.position == len(appended)
+        assert list(again.resume.records) == folded(again)
