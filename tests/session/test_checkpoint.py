@@ -375,12 +375,13 @@ async def test_an_open_session_writes_a_checkpoint_every_so_many_entries_and_for
         entries = handle._entries
         assert isinstance(entries, LazyEntries)
         for number in range(3 * EVERY):
-            entry = ("schedule/change", every(number)) if number % 97 == 5 else turn(number)
-            if isinstance(entry, tuple):
-                handle.append(*entry)
-            else:
-                handle.append("message", entry)
-            appended.append(entry if isinstance(entry, tuple) else ("message", entry))
+            entry: tuple[str, object] = (
+                ("schedule/change", every(number))
+                if number % 97 == 5
+                else ("message", turn(number))
+            )
+            handle.append(*entry)
+            appended.append(entry)
             await handle.barrier()
             # The bookkeeping after the flush has run (a loop callback), then whatever it handed
             # to the session's thread, which has reported back.
