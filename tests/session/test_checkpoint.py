@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
 from pathlib import Path
@@ -16,9 +17,10 @@ from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session import jsonl as jsonl_module
-from session_schedule.session.checkpoint import WINDOW, CheckpointFile
+from session_schedule.session.checkpoint import EVERY, WINDOW, CheckpointFile
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle
+from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import (
     NOW,
     contract_test,
@@ -321,3 +323,99 @@ async def test_a_segment_altered_after_the_first_read_is_reported(
         path.write_bytes(path.read_bytes().replace(b'"content":"turn 3"', b'"content":"turn 9"', 1))
         with pytest.raises(SessionCorrupt, match="does not match its checksum"):
             handle.entries[2]
+
+
+def stored_position(store: JsonlSessionStore) -> int | None:
+    """The entry count the session's checkpoint file is bound to (``None``: there is none),
+    after checking that its offset and line count are those of the log up to a commit record."""
+    path = store.checkpoint_path(SID)
+    if not path.exists():
+        return None
+    body = path.read_bytes().partition(b"\n")[2]
+    found = msgspec.json.decode(body, type=CheckpointFile)
+    covered = store.path_of(SID).read_bytes()[: found.offset]
+    assert covered.endswith(commit_line(found.entries, found.chain))
+    assert covered.count(b"\n") == found.lines
+    return found.entries
+
+
+async def append_in_bursts(
+    handle: JsonlSessionHandle, appended: list[tuple[str, object]], store: JsonlSessionStore
+) -> None:
+    """Append up to the next multiple of EVERY entries to a session opened from a checkpoint, in
+    bursts of 128 before each barrier: the checkpoint at the last one moves what is read back."""
+    start = len(handle.entries)
+    for number in range(start, start + EVERY):
+        handle.append("message", turn(number))
+        appended.append(("message", turn(number)))
+        if number % 128 == 127:
+            await handle.barrier()
+    await asyncio.sleep(0)
+    await handle._worker.run(lambda: None)
+    assert stored_position(store) == start + EVERY
+    lazy = handle._entries
+    assert isinstance(lazy, LazyEntries)
+    assert lazy.start == start + EVERY - WINDOW
+    assert (
+        payloads(handle.entries[start - EVERY : start + 10]) == appended[start - EVERY : start + 10]
+    )
+    assert payloads(handle.entries) == appended
+
+
+@pytest.mark.parametrize("flush_on_loop", [True, False], ids=["loop", "thread"])
+@contract_test
+async def test_an_open_session_writes_a_checkpoint_every_so_many_entries_and_forgets_older_ones(
+    tmp_path: Path, flush_on_loop: bool
+) -> None:
+    store = JsonlSessionStore(tmp_path / "data", flush_on_loop=flush_on_loop)
+    appended: list[tuple[str, object]] = []
+    positions: list[int] = []
+    most_held = 0
+    async with await store.create(now=NOW, session_id=SID) as handle:
+        entries = handle._entries
+        assert isinstance(entries, LazyEntries)
+        for number in range(3 * EVERY):
+            entry: tuple[str, object] = (
+                ("schedule/change", every(number))
+                if number % 97 == 5
+                else ("message", turn(number))
+            )
+            handle.append(*entry)
+            appended.append(entry)
+            await handle.barrier()
+            # The bookkeeping after the flush has run (a loop callback), then whatever it handed
+            # to the session's thread, which has reported back.
+            await asyncio.sleep(0)
+            await handle._worker.run(lambda: None)
+            most_held = max(most_held, len(entries) - entries.start)
+            found = stored_position(store)
+            if found is not None and (not positions or positions[-1] != found):
+                positions.append(found)
+            if number == EVERY + EVERY // 2:
+                # Read back from the file (the index of its segments is built now, and grows
+                # with the later checkpoints).
+                assert entries.start == EVERY - WINDOW
+                assert payloads([handle.entries[0], handle.entries[700]]) == [
+                    appended[0],
+                    appended[700],
+                ]
+        assert positions == [EVERY, 2 * EVERY, 3 * EVERY]
+        # The most: the window before one checkpoint and the entries up to the next but one.
+        assert most_held == WINDOW + EVERY - 1
+        assert entries.start == 3 * EVERY - WINDOW
+        assert payloads([handle.entries[0]]) == appended[:1]
+        assert payloads(handle.entries[1500:1600]) == appended[1500:1600]
+        assert payloads(handle.entries) == appended
+        checksums = (await store.inspect(SID)).checksums
+        assert handle.checksum(2000) == checksums[2000]
+    assert payloads((await store.read(SID)).entries) == appended
+    async with await store.open(SID) as reopened:
+        assert reopened.resume is not None
+        assert reopened.resume.position == 3 * EVERY
+        assert list(reopened.resume.records) == folded(reopened)
+        assert payloads(reopened.entries) == appended
+        await append_in_bursts(reopened, appended, store)
+    async with await store.open(SID) as again:
+        assert again.resume is not None
+        assert again.resume.position == len(appended)
+        assert list(again.resume.records) == folded(again)

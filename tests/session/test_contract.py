@@ -44,6 +44,7 @@ class TestMemoryStore(SessionStoreContract):
 class TestJsonlStore(SessionStoreContract):
     header_format = 2
     checkpoints = True
+    checkpoints_while_open = True
 
     def read_checkpoint(self, store: SessionStore, session_id: SessionId) -> bytes | None:
         assert isinstance(store, JsonlSessionStore)

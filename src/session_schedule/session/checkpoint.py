@@ -66,8 +66,8 @@ SUFFIX: Final = ".checkpoint"
 WINDOW: Final = 64
 """How many entries before the checkpoint's position it holds, decoded on open."""
 EVERY: Final = 1024
-"""While a session is open, the database stores write a checkpoint once this many entries have
-become durable since the last one (and on close, when there is anything new)."""
+"""While a session is open, the stores write a checkpoint once this many entries have become
+durable since the last one (and on close, when there is anything new)."""
 
 RejectionReason = Literal["missing", "damaged", "version", "session", "log mismatch", "invalid"]
 
@@ -271,8 +271,13 @@ def draft(
         pending=[
             PendingTurn(entry.position, msgspec.Raw(_payload(entry))) for entry in progress.pending
         ],
-        window=[WindowEntry(entry.type, msgspec.Raw(_payload(entry))) for entry in window],
+        window=window_of(window),
     )
+
+
+def window_of(entries: Sequence[LogEntry]) -> list[WindowEntry]:
+    """A checkpoint's window holding ``entries`` (each as its type and canonical payload)."""
+    return [WindowEntry(entry.type, msgspec.Raw(_payload(entry))) for entry in entries]
 
 
 def seal(content: CheckpointFile, *, chain: int | None = None) -> bytes:

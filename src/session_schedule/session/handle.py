@@ -51,7 +51,7 @@ class LazyEntries(Sequence[LogEntry]):
     that storage holds leave memory.
     """
 
-    __slots__ = ("_cache", "_cache_start", "_chunk", "_held", "_load", "_start", "reads")
+    __slots__ = ("_cache", "_cache_start", "_chunk", "_load", "_span", "reads")
 
     def __init__(
         self,
@@ -63,8 +63,10 @@ class LazyEntries(Sequence[LogEntry]):
     ) -> None:
         if chunk < 1:
             raise ValueError(f"chunk must be at least 1, not {chunk}")
-        self._start = start
-        self._held = held
+        # The position of the first held entry and the held entries, replaced together: a
+        # reader on another thread (a store's own thread reading entries it was handed) sees
+        # either the span before :meth:`forget_before` or the one after, never half of each.
+        self._span: tuple[int, list[LogEntry]] = (start, held)
         self._load = load
         self._chunk = chunk
         self._cache: list[LogEntry] = []
@@ -75,33 +77,34 @@ class LazyEntries(Sequence[LogEntry]):
     @property
     def start(self) -> int:
         """The position of the first entry held in memory."""
-        return self._start
+        return self._span[0]
 
     @property
     def loaded(self) -> bool:
         """Whether any entry before the held ones has been read (or there is none)."""
-        return self.reads > 0 or self._start == 0
+        return self.reads > 0 or self._span[0] == 0
 
     @property
     def resident(self) -> int:
         """How many decoded entries are held in memory (the held ones and the last chunk read)."""
-        return len(self._held) + len(self._cache)
+        return len(self._span[1]) + len(self._cache)
 
     def append(self, entry: LogEntry) -> None:
-        self._held.append(entry)
+        self._span[1].append(entry)
 
     def extend(self, entries: list[LogEntry]) -> None:
-        self._held.extend(entries)
+        self._span[1].extend(entries)
 
     def forget_before(self, position: int) -> None:
         """Stop holding the entries before ``position`` (storage must hold them)."""
-        drop = min(position, len(self)) - self._start
+        start, held = self._span
+        drop = min(position, start + len(held)) - start
         if drop > 0:
-            del self._held[:drop]
-            self._start += drop
+            self._span = (start + drop, held[drop:])
 
     def __len__(self) -> int:
-        return self._start + len(self._held)
+        start, held = self._span
+        return start + len(held)
 
     @overload
     def __getitem__(self, index: int) -> LogEntry: ...
@@ -110,32 +113,33 @@ class LazyEntries(Sequence[LogEntry]):
     def __getitem__(self, index: _AnySlice) -> list[LogEntry]: ...
 
     def __getitem__(self, index: int | _AnySlice) -> LogEntry | list[LogEntry]:
-        length = len(self)
+        first, held = self._span
+        length = first + len(held)
         if isinstance(index, slice):
             start, stop, step = index.indices(length)
             if step != 1:
                 return list(self)[index]
             if stop <= start:
                 return []
-            held = self._held[max(start, self._start) - self._start : stop - self._start]
-            if start >= self._start:
-                return held
-            return self._read(start, min(stop, self._start)) + held
+            tail = held[max(start, first) - first : stop - first]
+            if start >= first:
+                return tail
+            return self._read(start, min(stop, first)) + tail
         position = index + length if index < 0 else index
         if not 0 <= position < length:
             raise IndexError("entry index out of range")
-        if position >= self._start:
-            return self._held[position - self._start]
+        if position >= first:
+            return held[position - first]
         cached = position - self._cache_start
         if not 0 <= cached < len(self._cache):
             begin = position - position % self._chunk
-            self._cache = self._read(begin, min(begin + self._chunk, self._start))
+            self._cache = self._read(begin, min(begin + self._chunk, first))
             self._cache_start = begin
             cached = position - begin
         return self._cache[cached]
 
     def __iter__(self) -> Iterator[LogEntry]:
-        return self._iterate(self._start, len(self))
+        return self._iterate(self._span[0], len(self))
 
     def _iterate(self, start: int, end: int) -> Iterator[LogEntry]:
         """Entries ``0 … end-1``, those before ``start`` read chunk by chunk."""

@@ -34,6 +34,11 @@ SPEC §9:
   is written on the session's thread after the barrier has returned: it is derived data, which
   a reader rebuilds from the log whenever it does not describe the file, so neither its fold nor
   its write is on the path of a create.
+- **A checkpoint** beside the file (``<session id>.checkpoint``, format 2, see
+  :mod:`session_schedule.session.checkpoint`) is bound to a commit record. It is written on the
+  session's thread after a barrier once :data:`~.checkpoint.EVERY` entries have become durable
+  since the last, and at close; the entries before its window then leave memory and are read
+  back from the file, chain-checked, when asked for.
 - **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
   does not verify, provided no commit record vouches for an entry at or past it; in format 1,
   the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import errno
 import fcntl
 import logging
@@ -133,12 +139,22 @@ class JsonlSessionHandle(LogHandle):
         index: TargetIndexFile,
         flush_on_loop: bool = True,
     ) -> None:
+        entries = opened.entries
+        older = opened.older
+        if opened.header.format == 2 and older is None:
+            # Every entry is held until the first checkpoint written while open covers some.
+            older = _Prefix(opened.fd, opened.header, None, _source(opened.header.id))
+            entries = LazyEntries(0, list(entries), older.read, chunk=_CHUNK)
         super().__init__(
             header=opened.header,
-            entries=opened.entries,
+            entries=entries,
             resume=opened.resume,
             flush_now=self._flush_now if flush_on_loop else None,
         )
+        self._older = older
+        """Reads the entries before the newest stored checkpoint from the file (format 2)."""
+        self._checkpoint_posted = self._checkpointed
+        """The position of the newest checkpoint queued for writing while open."""
         # ``_checksums[i]`` is entry ``_origin + i``'s (a session opened from a checkpoint at
         # ``n`` starts with entry ``n - 1``'s).
         self._checksums = opened.checksums
@@ -153,6 +169,8 @@ class JsonlSessionHandle(LogHandle):
         """Commit records written since (counted on the worker thread)."""
         self._unwritten_commit: bytes | None = None
         """A lone barrier's commit record, until it is written (see :meth:`_after_flush`)."""
+        self._checkpoint_end: TailStart | None = None
+        """Where that commit record ends, when a checkpoint is due at it."""
         self._index_due = False
         """Whether a flush covered schedule changes that no next-target record describes yet."""
         self._closed_fd = False
@@ -215,7 +233,12 @@ class JsonlSessionHandle(LogHandle):
             self._indexed = self._index_due = True
         os.fsync(self._fd)
         if self.header.format == 2:
-            self._unwritten_commit = commit_line(target, self._checksums[target - 1 - self._origin])
+            commit = commit_line(target, self._checksums[target - 1 - self._origin])
+            self._unwritten_commit = commit
+            if self._checkpoint_due(target):
+                # Nothing else is written to the file before this commit record (the next entry
+                # line carries it, or the callback writes it): it will end there.
+                self._checkpoint_end = self._binding(target, after=commit)
         asyncio.get_running_loop().call_soon(self._after_flush, target)
 
     def _after_flush(self, target: int) -> None:
@@ -228,13 +251,19 @@ class JsonlSessionHandle(LogHandle):
         entries it vouches for are durable already. The next-target record is written only
         while the file holds exactly ``target`` entries — otherwise the flush that covers the
         later ones writes it — since a record describes the file as it is when it is taken.
+        A checkpoint due at ``target`` is queued once the commit record is written.
         """
         if self._closed_fd or self._poison() is not None:
             return
         self._write_unwritten_commit()
-        if self._index_due and len(self._entries) == target and self._poison() is None:
+        end, self._checkpoint_end = self._checkpoint_end, None
+        if self._poison() is not None:
+            return
+        if self._index_due and len(self._entries) == target:
             self._index_due = False
             self._record_target()
+        if end is not None:
+            self._checkpoint_while_open(end)
 
     def _write_unwritten_commit(self) -> None:
         commit = self._unwritten_commit
@@ -253,7 +282,9 @@ class JsonlSessionHandle(LogHandle):
         indexed = self._index_due or holds_changes(self._entries[durable:target])
         self._index_due = False
         if self.header.format == 1:
-            return self._flushed(self._worker.submit(lambda: os.fsync(fd)), indexed=indexed)
+            return self._flushed(
+                self._worker.submit(lambda: os.fsync(fd)), target=target, indexed=indexed
+            )
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
         commit = commit_line(target, self._checksums[target - 1 - self._origin])
@@ -263,13 +294,106 @@ class JsonlSessionHandle(LogHandle):
             _write_all(fd, commit)
             self._commit_lines += 1
 
-        return self._flushed(self._worker.submit(flush), indexed=indexed)
+        return self._flushed(self._worker.submit(flush), target=target, indexed=indexed)
 
-    async def _flushed(self, flush: Awaitable[None], *, indexed: bool) -> None:
+    async def _flushed(self, flush: Awaitable[None], *, target: int, indexed: bool) -> None:
         await flush
         if indexed:
             self._indexed = True
             self._record_target()
+        # On the session's thread, the commit record was written after an fsync during which
+        # entries may have been appended: only when none was does it end the file now.
+        if len(self._entries) == target and self._checkpoint_due(target):
+            end = self._binding(target, after=b"")
+            if end is not None:
+                self._checkpoint_while_open(end)
+
+    def _checkpoint_due(self, target: int) -> bool:
+        """Whether a flush of entries ``0 … target-1`` takes a checkpoint while the session is
+        open: :data:`~.checkpoint.EVERY` entries have become durable since the last (format 2)."""
+        return (
+            self.header.format == 2
+            and target - self._checkpoint_posted >= checkpoint.EVERY
+            and not self._closed_fd
+        )
+
+    def _binding(self, target: int, *, after: bytes) -> TailStart | None:
+        """Where the commit record for ``target`` entries ends: the file as it is now, followed
+        by ``after`` (that commit record, when it is not written yet, or nothing)."""
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as error:
+            _log.warning("session %s: no checkpoint written: %s", self.id, error)
+            return None
+        return TailStart(
+            target,
+            size + len(after),
+            self._lines + self._commit_lines + (1 if after else 0),
+            self._checksums[target - 1 - self._origin],
+        )
+
+    def _checkpoint_while_open(self, end: TailStart) -> None:
+        """Queue a checkpoint bound to ``end``, the commit record a flush wrote (on the loop).
+
+        A lone barrier's flush takes it whenever one is due (see :meth:`_flush_now`); a flush
+        on the session's thread only when no entry was appended while it ran (otherwise the
+        next flush that finds the file so, or the close, does). The state is the incremental
+        draft (:meth:`_checkpoint_draft`); checking that the commit record ends where
+        expected, writing the file and bringing the next-target fold up to it run on the
+        session's thread (the only thread that folds it), which then hands back to the loop
+        (:meth:`_checkpoint_written`).
+        """
+        if self._closed_fd or self._poison() is not None:
+            return
+        # The window's payloads are encoded on the session's thread (entries never change).
+        content = self._checkpoint_draft(end.entries, window=False)
+        if content is None:
+            return
+        window = self._entries[max(0, end.entries - checkpoint.WINDOW) : end.entries]
+        self._checkpoint_posted = end.entries
+        session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
+        entries, fold = self._entries, self._next_target
+        loop = asyncio.get_running_loop()
+
+        def save() -> None:
+            try:
+                if _commit_ending_at(fd, end.offset) != (end.entries, end.chain):
+                    _log.info(
+                        "session %s: no checkpoint written at %d entries: the file does not "
+                        "end with their commit record where it did",
+                        session_id,
+                        end.entries,
+                    )
+                    return
+                bound = msgspec.structs.replace(
+                    content,
+                    offset=end.offset,
+                    lines=end.lines,
+                    window=checkpoint.window_of(window),
+                )
+                data = checkpoint.seal(bound, chain=end.chain)
+                _write_checkpoint(where, data)
+            except OSError as error:
+                _log.warning("session %s: no checkpoint written: %s", session_id, error)
+                return
+            # The entries before the checkpoint's window may leave memory once this returns:
+            # the fold reads on from where it stopped, so it is brought up to it first.
+            fold.after(entries, end.entries)
+            # A closed loop has no handle left to report to.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._checkpoint_written, end)
+
+        self._worker.post(save)
+
+    def _checkpoint_written(self, end: TailStart) -> None:
+        """A checkpoint bound to ``end`` is stored: the lazy reader of older entries covers the
+        bytes up to it, and the entries before its window leave memory (on the event loop)."""
+        if self._closed_fd or self._poison() is not None or end.entries <= self._checkpointed:
+            return
+        self._checkpointed = end.entries
+        if self._older is not None and isinstance(self._entries, LazyEntries):
+            self._older.cover(end)
+            self._entries.forget_before(end.entries - checkpoint.WINDOW)
 
     def _record_target(self) -> None:
         """Queue the next-target record of the file as it is now (see :mod:`.jsonl_targets`).
@@ -311,43 +435,36 @@ class JsonlSessionHandle(LogHandle):
 
     def _checkpoint_job(self) -> Callable[[], None] | None:
         """What writes a checkpoint at close, if one would be new and can be bound: every entry
-        durable and the file ending with the commit record that says so."""
+        durable and the file ending with the commit record that says so. Its state is the
+        incremental draft (:meth:`_checkpoint_draft`), not a fold of the whole log."""
         count = len(self._entries)
         if (
             self.header.format != 2
             or self._poison() is not None
             or count == 0
             or self._commit.durable != count
-            or (self._resume is not None and self._resume.position == count)
+            or count <= self._checkpoint_posted
         ):
             return None
-        fd, entries, resume = self._fd, self._entries, self._resume
+        content = self._checkpoint_draft(count, window=False)
+        if content is None:
+            return None
+        window = self._entries[max(0, count - checkpoint.WINDOW) : count]
+        fd = self._fd
         chain = self._checksums[count - 1 - self._origin]
-        source = _source(self.id)
-        seed = self.header.seed_length
         target = checkpoint_path(self._path)
 
         def save() -> None:
             size = os.fstat(fd).st_size
-            if intact_commit(
-                _pread_all(fd, min(size, _COMMIT_READ), size - min(size, _COMMIT_READ))
-            ) != (
-                count,
-                chain,
-            ):
+            if _commit_ending_at(fd, size) != (count, chain):
                 return
-            progress = checkpoint.progress_of(
-                entries, resume, end=count, seed=seed, session=source.session_id
+            bound = msgspec.structs.replace(
+                content,
+                offset=size,
+                lines=self._lines + self._commit_lines,
+                window=checkpoint.window_of(window),
             )
-            data = checkpoint.encode_checkpoint(
-                session=source.session_id,
-                binding=checkpoint.Binding(
-                    count, chain, offset=size, lines=self._lines + self._commit_lines
-                ),
-                progress=progress,
-                window=entries[max(0, count - checkpoint.WINDOW) : count],
-            )
-            _write_checkpoint(target, data)
+            _write_checkpoint(target, checkpoint.seal(bound, chain=chain))
 
         return save
 
@@ -377,6 +494,8 @@ class _Opened(NamedTuple):
     offset: int = 0
     """The bytes a checkpoint covered (0: opened without one)."""
     resume: ResumePoint | None = None
+    older: _Prefix | None = None
+    """What reads the entries before the checkpoint (opened from one)."""
 
 
 @final
@@ -600,13 +719,10 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
     if end < 0:
         return None  # the whole-log read reports it
     header = decode_header_line(head[:end], source)
-    ending = _pread_all(
-        fd, min(found.offset, _COMMIT_READ), found.offset - min(found.offset, _COMMIT_READ)
-    )
     if (
         header.format != 2
         or found.offset > size
-        or intact_commit(ending) != (found.entries, found.chain)
+        or _commit_ending_at(fd, found.offset) != (found.entries, found.chain)
     ):
         _log.warning(
             "checkpoint of session %s not used (log mismatch): the log has no commit record "
@@ -644,7 +760,15 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
         origin=found.entries - 1,
         offset=found.offset,
         resume=restored.resume_point(),
+        older=older,
     )
+
+
+def _commit_ending_at(fd: int, offset: int) -> tuple[int, int] | None:
+    """The entry count and checksum of the commit record whose line ends the file's first
+    ``offset`` bytes (``None``: no intact commit record ends there)."""
+    size = min(offset, _COMMIT_READ)
+    return intact_commit(_pread_all(fd, size, offset - size))
 
 
 _CHUNK: Final = 1024
@@ -657,18 +781,23 @@ _SEGMENT: Final = 1 << 20
 class _Prefix:
     """The entries before a checkpoint, read from the log a segment at a time.
 
-    The first read scans the covered bytes once, in segments of about :data:`_SEGMENT` bytes,
+    It covers the bytes up to the newest checkpoint's commit record (none, for a session that
+    has none yet): :meth:`cover` moves that end when a later checkpoint is stored. The first
+    read scans the covered bytes once, in segments of about :data:`_SEGMENT` bytes,
     strictly (each segment's chain continues from the one before, and the last ends at the
     checkpoint's commit record and checksum), keeping only where each segment starts: an index
     of a few entries per megabyte. A later read scans only the segments it needs, and checks
     that each still ends with the checksum the next one starts from. Memory stays O(segment);
-    only the last segment read is kept. Whatever does not verify is reported with the error of a
+    only the last segment read is kept. Once the end has moved, the next read scans on from
+    where the index ended, as strictly. Whatever does not verify is reported with the error of a
     whole read of those bytes (:func:`_read_prefix`).
     """
 
     __slots__ = ("_cached", "_end", "_fd", "_header", "_source", "_starts")
 
-    def __init__(self, fd: int, header: SessionHeader, end: TailStart, source: Source) -> None:
+    def __init__(
+        self, fd: int, header: SessionHeader, end: TailStart | None, source: Source
+    ) -> None:
         self._fd = fd
         # A segment of a fork may end before its seedLength: the whole read checks that.
         self._header = msgspec.structs.replace(header, seed_length=0)
@@ -676,6 +805,11 @@ class _Prefix:
         self._source = source
         self._starts: list[TailStart] | None = None
         self._cached: tuple[int, list[LogEntry]] | None = None
+
+    def cover(self, end: TailStart) -> None:
+        """Cover the bytes up to ``end``, a later checkpoint's commit record."""
+        if self._end is None or end.entries > self._end.entries:
+            self._end = end
 
     def read(self, begin: int, end: int) -> list[LogEntry]:
         """Entries ``begin … end-1`` (``end`` at most the checkpoint's position)."""
@@ -689,17 +823,28 @@ class _Prefix:
             segment += 1
         return found
 
+    def _covered(self) -> TailStart:
+        if self._end is None:
+            raise ValueError("no checkpoint covers any entry of this session yet")
+        return self._end
+
     def _index(self) -> list[TailStart]:
-        if self._starts is not None:
-            return self._starts
-        head = _pread_all(self._fd, min(self._end.offset, HEADER_LIMIT + 1), 0)
-        start = TailStart(0, head.find(b"\n") + 1, 1, CHAIN_SEED)
-        starts = [start]
-        while start.offset < self._end.offset:
-            size = min(_SEGMENT, self._end.offset - start.offset)
+        end = self._covered()
+        starts = self._starts
+        if starts is not None and starts[-1].offset == end.offset:
+            return starts
+        if starts is None:
+            head = _pread_all(self._fd, min(end.offset, HEADER_LIMIT + 1), 0)
+            starts = [TailStart(0, head.find(b"\n") + 1, 1, CHAIN_SEED)]
+        # Scanned on from the last start (the end of what was covered before), into a copy: the
+        # index grows only once the new bytes have verified.
+        starts = list(starts)
+        start = starts[-1]
+        while start.offset < end.offset:
+            size = min(_SEGMENT, end.offset - start.offset)
             data = _pread_all(self._fd, size, start.offset)
-            while b"\n" not in data and start.offset + len(data) < self._end.offset:
-                size = min(2 * size, self._end.offset - start.offset)
+            while b"\n" not in data and start.offset + len(data) < end.offset:
+                size = min(2 * size, end.offset - start.offset)
                 data = _pread_all(self._fd, size, start.offset)
             data = data[: data.rfind(b"\n") + 1]
             if not data:
@@ -712,7 +857,6 @@ class _Prefix:
                 parsed.checksums[-1] if parsed.checksums else start.chain,
             )
             starts.append(start)
-        end = self._end
         if (start.entries, start.offset, start.chain) != (end.entries, end.offset, end.chain):
             self._fail()
         self._starts = starts
@@ -741,7 +885,7 @@ class _Prefix:
 
     def _fail(self) -> NoReturn:
         """Raise what a whole read of the covered bytes finds wrong."""
-        end = self._end
+        end = self._covered()
         _read_prefix(self._fd, end.offset, self._source, end.entries)
         raise self._source.corrupt(
             None,
