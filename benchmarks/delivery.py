@@ -43,6 +43,7 @@ from session_schedule.core.rules import Limits
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session import JsonlSessionStore, LogHandle, MemorySessionStore
 from session_schedule.session.worker import Worker
+from session_schedule.testing import IdleAgent
 from session_schedule.tools.handlers import ScheduleTools
 
 StoreKind = Literal["memory", "jsonl"]
@@ -90,32 +91,24 @@ class Lateness:
 # -- the agent ---------------------------------------------------------------------------------
 
 
-class RecordingAgent:
-    """An always-idle agent: every follow-up is accepted, stamped, and its turn ends at once."""
+class Recorder:
+    """Every follow-up an always-idle agent accepts, stamped: ``IdleAgent(recorder.accept)``."""
 
     def __init__(self, expected: int) -> None:
         self.accepted: list[tuple[int, str]] = []
         """``(time.time_ns() at acceptance, framed text)`` per follow-up, in order."""
         self.all_in = asyncio.Event()
         self._expected = expected
-        self._maintenance = False
 
-    async def wait_idle(self) -> None:
-        return
-
-    def begin_maintenance(self) -> bool:
-        if self._maintenance:
-            return False
-        self._maintenance = True
-        return True
-
-    def end_maintenance(self) -> None:
-        self._maintenance = False
-
-    def followup(self, message: str) -> None:
+    def accept(self, message: str) -> None:
         self.accepted.append((time.time_ns(), message))
         if len(self.accepted) >= self._expected:
             self.all_in.set()
+
+
+def ignore(message: str) -> None:
+    """For runs that only time creates: a follow-up that comes due anyway is taken and dropped."""
+    del message
 
 
 @dataclass
@@ -153,8 +146,9 @@ async def open_session(kind: StoreKind, directory: Path) -> LogHandle:
 
 
 def settings_for(active: int) -> Settings:
-    # max_wait_seconds stays at its default: the owner sleeps to the next target exactly.
-    return Settings(limits=Limits(max_active=active))
+    # max_wait_seconds stays at its default: the owner sleeps to the next target exactly. The
+    # follow-up budget is raised past the run's reminders: this measures lateness, not the budget.
+    return Settings(limits=Limits(max_active=active), followup_limit=active + 1)
 
 
 # -- 1. delivery lateness ----------------------------------------------------------------------
@@ -169,7 +163,7 @@ def target_pattern(count: int, spread_s: float, seed: int) -> list[int]:
 async def pilot_create_seconds(kind: StoreKind, directory: Path) -> float:
     """Median seconds per ``create`` on a throwaway session of this kind of store."""
     session = await open_session(kind, directory)
-    schedule = LiveSchedule(session, RecordingAgent(1), settings=settings_for(PILOT_CREATES))
+    schedule = LiveSchedule(session, IdleAgent(ignore), settings=settings_for(PILOT_CREATES))
     times: list[float] = []
     try:
         await schedule.start()
@@ -201,9 +195,9 @@ async def schedule_lateness(
 ) -> ScheduleRun | None:
     """One run; ``None`` when creation did not finish a margin before the first target."""
     count = len(offsets)
-    agent = RecordingAgent(count)
+    recorder = Recorder(count)
     session = await open_session(kind, directory)
-    schedule = LiveSchedule(session, agent, settings=settings_for(count))
+    schedule = LiveSchedule(session, IdleAgent(recorder.accept), settings=settings_for(count))
     try:
         await schedule.start()
         base = time.time_ns() // 1_000_000 + round(lead_s * 1000)
@@ -224,13 +218,13 @@ async def schedule_lateness(
         flushes_before = session.flush_count
         deadline = (targets[-1] - time.time_ns() / 1e6) / 1000 + DRAIN_TIMEOUT_S
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(agent.all_in.wait(), timeout=deadline)
+            await asyncio.wait_for(recorder.all_in.wait(), timeout=deadline)
         flushes = session.flush_count - flushes_before
         failure = None if schedule.failure is None else repr(schedule.failure)
     finally:
         await schedule.close()
         await session.close()
-    delivered = [read_turn(stamp, message) for stamp, message in agent.accepted]
+    delivered = [read_turn(stamp, message) for stamp, message in recorder.accepted]
     if len({item.key for item in delivered}) != len(delivered):
         raise RuntimeError("a reminder was delivered twice")
     run = ScheduleRun(
@@ -381,7 +375,7 @@ async def delivery(kind: StoreKind, args: argparse.Namespace, directory: Path) -
 async def list_latency(size: int, calls: int) -> None:
     print(f"\n== schedule_list with {size:,} active reminders (memory store) ==")
     session = await open_session("memory", Path())
-    schedule = LiveSchedule(session, RecordingAgent(1), settings=settings_for(size))
+    schedule = LiveSchedule(session, IdleAgent(ignore), settings=settings_for(size))
     tools = ScheduleTools(schedule)
     try:
         await schedule.start()

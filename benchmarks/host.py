@@ -53,6 +53,7 @@ from session_schedule.host import AgentFactory, HostSettings, ScheduleHost
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session import SessionHandle, SessionStore, SqliteSessionStore
+from session_schedule.testing import IdleAgent
 
 KEY: Final = re.compile(r"\bsch_[0-9]+@([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z)")
 DAY_MS: Final = 86_400_000
@@ -62,34 +63,18 @@ LEAD_S: Final = 3.0
 """The failover hosts' lead: host A holds the session this long before its target."""
 
 
-class StampingAgent:
-    """Always idle; stamps every accepted follow-up with its occurrence targets."""
+def stamper(stamps: list[tuple[float, float]], record: int | None) -> Callable[[str], None]:
+    """Stamps every accepted follow-up with its occurrence targets (and writes them to
+    ``record``, when given)."""
 
-    def __init__(self, stamps: list[tuple[float, float]], record: int | None = None) -> None:
-        self._stamps = stamps
-        self._record = record
-        self._maintenance = False
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
-    def begin_maintenance(self) -> bool:
-        if self._maintenance:
-            return False
-        self._maintenance = True
-        return True
-
-    def end_maintenance(self) -> None:
-        self._maintenance = False
-
-    def followup(self, message: str) -> None:
+    def stamp(message: str) -> None:
         now = time.time()
         for target in dict.fromkeys(KEY.findall(message)):
-            self._stamps.append((now, parse_instant(target) / 1000))
-            if self._record is not None:
-                os.write(self._record, f"{now:.6f} {target}\n".encode())
+            stamps.append((now, parse_instant(target) / 1000))
+            if record is not None:
+                os.write(record, f"{now:.6f} {target}\n".encode())
+
+    return stamp
 
 
 def stamping_agents(
@@ -102,7 +87,7 @@ def stamping_agents(
         session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
     ) -> AsyncIterator[LiveSchedule]:
         started = time.perf_counter()
-        agent = StampingAgent(stamps, record)
+        agent = IdleAgent(stamper(stamps, record))
         async with LiveSchedule(
             session, agent, clock=clock, settings=settings, driven=True, on_wake=on_wake
         ) as schedule:

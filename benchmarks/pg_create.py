@@ -39,28 +39,13 @@ from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.codec import encode_payload
 from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.postgres_schema import migrate
+from session_schedule.testing import IdleAgent
 from session_schedule.tools.handlers import ScheduleTools
 
 PROMPT = "check whether the nightly export finished and tell me what failed, if anything"
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 WARM_UP = 20
 DELAY_SECONDS = 86_400
-
-
-class IdleAgent:
-    """An agent that is always idle; nothing comes due during the run."""
-
-    async def wait_idle(self) -> None:
-        return
-
-    def begin_maintenance(self) -> bool:
-        return True
-
-    def end_maintenance(self) -> None:
-        return
-
-    def followup(self, message: str) -> None:
-        raise RuntimeError(f"no reminder is due during the benchmark: {message[:40]}")
 
 
 def percentile(samples: list[float], fraction: float) -> float:

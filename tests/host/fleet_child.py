@@ -26,6 +26,7 @@ from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.port import SessionHandle
 from session_schedule.session.postgres import PostgresSessionStore
+from session_schedule.testing import IdleAgent
 
 KEY: Final = re.compile(r"\bsch_[0-9]+@[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z")
 
@@ -40,33 +41,16 @@ SETTINGS: Final = HostSettings(
 """The documented bound on a takeover beyond the lease is busy_retry + poll + max_wait."""
 
 
-class RecordingAgent:
-    """Always idle; each accepted follow-up's occurrence keys go to the record file."""
+def recorder(session_id: str, record: int) -> Callable[[str], None]:
+    """Writes each accepted follow-up's occurrence keys to the record file."""
 
-    def __init__(self, session_id: str, record: int) -> None:
-        self._session_id = session_id
-        self._record = record
-        self._maintenance = False
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
-    def begin_maintenance(self) -> bool:
-        if self._maintenance:
-            return False
-        self._maintenance = True
-        return True
-
-    def end_maintenance(self) -> None:
-        self._maintenance = False
-
-    def followup(self, message: str) -> None:
+    def write(message: str) -> None:
         now = time.time()
         keys = dict.fromkeys(KEY.findall(message))
-        lines = "".join(f"{now:.3f} {self._session_id} {key}\n" for key in keys)
-        os.write(self._record, lines.encode())
+        lines = "".join(f"{now:.3f} {session_id} {key}\n" for key in keys)
+        os.write(record, lines.encode())
+
+    return write
 
 
 async def main(dsn: str, schema: str, lease_seconds: float, record_path: str) -> None:
@@ -76,7 +60,7 @@ async def main(dsn: str, schema: str, lease_seconds: float, record_path: str) ->
     async def agents(
         session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
     ) -> AsyncIterator[LiveSchedule]:
-        agent = RecordingAgent(session.id, record)
+        agent = IdleAgent(recorder(session.id, record))
         async with LiveSchedule(
             session, agent, clock=clock, settings=settings, driven=True, on_wake=on_wake
         ) as schedule:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import final
 
 
@@ -96,3 +97,36 @@ class FakeAgent:
                 return
         if not self._busy:
             self._idle.set()
+
+
+@final
+class IdleAgent:
+    """An :class:`~session_schedule.runtime.Agent` that is always idle and hands every accepted
+    follow-up to ``accept`` — for benchmarks, load tests and hosts' crash children, where
+    reminders only need to be taken and counted, as fast as they come due.
+
+    Maintenance phases never overlap (a second ``begin_maintenance`` before ``end_maintenance``
+    is refused), so it keeps Schedule's side of the contract as a real agent would. With no
+    ``accept``, a follow-up is an error: for runs where nothing may come due.
+    """
+
+    def __init__(self, accept: Callable[[str], None] | None = None) -> None:
+        self._accept = accept
+        self._maintenance = False
+
+    async def wait_idle(self) -> None:
+        return
+
+    def begin_maintenance(self) -> bool:
+        if self._maintenance:
+            return False
+        self._maintenance = True
+        return True
+
+    def end_maintenance(self) -> None:
+        self._maintenance = False
+
+    def followup(self, message: str) -> None:
+        if self._accept is None:
+            raise RuntimeError(f"no follow-up was expected, got {message[:60]!r}")
+        self._accept(message)
