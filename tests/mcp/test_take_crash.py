@@ -446,7 +446,9 @@ async def test_a_server_killed_at_random_moments_delivers_every_due_reminder(
         if not done:
             os.kill(connection.process.pid, signal.SIGKILL)
             kills += 1
-            with pytest.raises(ConnectionError):
+            # The answers already in the pipe are still read, and the take loop fails on its
+            # next request, unless the last answer was among them: then it has taken all.
+            with contextlib.suppress(ConnectionError):
                 await task
             await connection.process.wait()
             continue
