@@ -1,11 +1,12 @@
 """A follow-up handed to a take is never lost between the hand-over and the host.
 
 The owner records the dispatch at the hand-over; the host has the text only once the take's
-answer has gone out. These tests cut that path everywhere: a take cancelled at every await
-point from the request to the answer (in virtual time, through the server's own handler and its
-outgoing stream), an answer the transport fails to send, and a server killed with SIGKILL at
-random moments of its take loop and restarted on the same data directory. Every reminder that
-came due must reach the host — at least once, with its occurrence key.
+answer has been written to the stdout pipe. These tests cut that path everywhere: a take
+cancelled at every await point from the request to the written answer (in virtual time, through
+the server's own handler, its outgoing stream and the SDK's stdio transport writing to the
+server's stdout wire), an answer whose write is pending or fails, and a server killed with
+SIGKILL at random moments of its take loop and restarted on the same data directory. Every
+reminder that came due must reach the host — at least once, with its occurrence key.
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+import anyio
 import pytest
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
 from session_schedule.mcp.agent import OutboxCorruptError, PullAgent
 from session_schedule.mcp.server import OUTBOX_SUFFIX, TAKE_TOOL, ScheduleMcpServer
+from session_schedule.mcp.stdout import StdoutWire
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.jsonl import JsonlSessionStore
@@ -48,29 +52,57 @@ class Peer:
     protocol_version: str = "2026-07-28"
 
 
+class Silence:
+    """The stdin of an in-process transport: a host that sends nothing until it hangs up."""
+
+    def __init__(self) -> None:
+        self._ended = asyncio.Event()
+
+    def __aiter__(self) -> Silence:
+        return self
+
+    async def __anext__(self) -> str:
+        await self._ended.wait()
+        raise StopAsyncIteration
+
+    def end(self) -> None:
+        self._ended.set()
+
+
 @dataclass
-class Wire:
-    """The transport's outgoing side: what it has taken to write is what the host receives."""
+class Host:
+    """The far end of the stdout pipe: what has been written to it is what the host receives."""
 
-    sent: list[SessionMessage] = field(default_factory=list)
+    lines: list[dict[str, object]] = field(default_factory=list)
     failures: int = 0
-    """How many sends fail (a broken pipe) before sends succeed again."""
+    """How many writes fail (a broken pipe) before writes succeed again."""
+    held: bool = False
+    """Whether writes wait (a full pipe) until :meth:`release`."""
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once a write waits because writes are held."""
+    released: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def send(self, item: SessionMessage, /) -> None:
-        await asyncio.sleep(0)  # the writer task takes the message
+    async def write(self, data: bytes) -> None:
+        await asyncio.sleep(0)  # the bytes are on their way
+        if self.held:
+            self.waiting.set()
+            await self.released.wait()
         if self.failures:
             self.failures -= 1
             raise BrokenPipeError("the host closed its end")
-        self.sent.append(item)
+        self.lines.append(json.loads(data))
+
+    def release(self) -> None:
+        self.held = False
+        self.released.set()
 
     def followups(self) -> list[str]:
         texts = []
-        for item in self.sent:
-            answer = item.message
-            assert isinstance(answer, types.JSONRPCResponse)
-            followup = answer.result["structuredContent"]["followup"]
+        for line in self.lines:
+            result = cast("dict[str, dict[str, object]]", line["result"])
+            followup = result["structuredContent"]["followup"]
             if followup is not None:
-                texts.append(followup)
+                texts.append(cast("str", followup))
         return texts
 
 
@@ -81,9 +113,28 @@ class World:
     agent: PullAgent
     schedule: LiveSchedule
     server: ScheduleMcpServer
-    wire: Wire
+    host: Host
     outbox: Path
+    outgoing: WriteStream[SessionMessage] | None = None
     requests: int = 0
+
+    @contextlib.asynccontextmanager
+    async def connected(self) -> AsyncIterator[None]:
+        """The SDK's stdio transport, its stdin silent and its stdout written to the host
+        through the server's :class:`StdoutWire`."""
+        stdin = Silence()
+        wire = StdoutWire(self.host.write)
+        async with stdio_server(
+            stdin=cast("anyio.AsyncFile[str]", stdin), stdout=cast("anyio.AsyncFile[str]", wire)
+        ) as (read_stream, write_stream):
+            self.outgoing = self.server.outgoing(write_stream, wire)
+            try:
+                yield
+            finally:
+                self.outgoing = None
+                stdin.end()
+                read_stream.close()
+                write_stream.close()
 
     async def run_for(self, seconds: float) -> None:
         await self.schedule.settled()
@@ -92,6 +143,7 @@ class World:
 
     async def take(self) -> None:
         """One take, answered through the server's outgoing stream as the SDK answers it."""
+        assert self.outgoing is not None, "not connected"
         self.requests += 1
         request_id = self.requests
         context = ServerRequestContext[None, object](
@@ -109,22 +161,23 @@ class World:
             id=request_id,
             result=result.model_dump(by_alias=True, exclude_none=True),
         )
-        await self.server.outgoing(cast("WriteStream[SessionMessage]", self.wire)).send(
-            SessionMessage(response)
-        )
+        await self.outgoing.send(SessionMessage(response))
 
     async def take_in_time(self) -> None:
         """A take that is not cancelled: the clock moves on if the owner has nothing to hand."""
         task = asyncio.create_task(self.take())
-        for _ in range(200):
-            await asyncio.sleep(0)
-            if task.done():
-                break
-        await self.schedule.settled()
-        while not task.done():
-            self.clock.advance(1)
-            await asyncio.sleep(0)
-        await task
+        try:
+            for _ in range(200):
+                await asyncio.sleep(0)
+                if task.done():
+                    break
+            await self.schedule.settled()
+            while not task.done():
+                self.clock.advance(1)
+                await asyncio.sleep(0)
+            await task
+        finally:
+            task.cancel()  # when the transport fails under it
 
     def dispatches(self) -> list[ScheduleDispatchChange]:
         return [
@@ -133,9 +186,16 @@ class World:
             if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
         ]
 
+    def outboxed(self) -> list[str]:
+        """The follow-ups the outbox file holds."""
+        if not self.outbox.exists():
+            return []
+        return cast("list[str]", json.loads(self.outbox.read_text()))
 
-async def _open_world(directory: Path) -> World:
-    """A new session in ``directory``, served live with its outbox there."""
+
+@contextlib.asynccontextmanager
+async def _world(directory: Path) -> AsyncIterator[World]:
+    """A new session in ``directory``, served live with its outbox there (not yet connected)."""
     clock = FakeClock(START)
     session = await JsonlSessionStore(directory).create(now=clock.now())
     outbox = directory / f"{session.id}{OUTBOX_SUFFIX}"
@@ -143,15 +203,11 @@ async def _open_world(directory: Path) -> World:
     schedule = LiveSchedule(session, agent, clock=clock)
     await schedule.start()
     server = ScheduleMcpServer(schedule, agent, session=session.id)
-    return World(clock, session, agent, schedule, server, Wire(), outbox)
-
-
-@pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    current = await _open_world(tmp_path)
-    yield current
-    await current.schedule.close()
-    await current.session.close()
+    try:
+        yield World(clock, session, agent, schedule, server, Host(), outbox)
+    finally:
+        await schedule.close()
+        await session.close()
 
 
 async def _every_step_of_a_cancelled_take(world: World, step: int) -> tuple[bool, bool]:
@@ -167,48 +223,88 @@ async def _every_step_of_a_cancelled_take(world: World, step: int) -> tuple[bool
 
 
 async def test_a_take_cancelled_at_any_await_point_loses_nothing(tmp_path: Path) -> None:
-    windows = 0
+    requeued = 0
+    writing = 0
     step = 0
     while True:
-        world = await _open_world(tmp_path / f"step-{step}")
-        agent, outbox = world.agent, world.outbox
-        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
-        await world.run_for(120)
+        async with _world(tmp_path / f"step-{step}") as world, world.connected():
+            await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+            await world.run_for(120)
 
-        cancelled, dispatched = await _every_step_of_a_cancelled_take(world, step)
-        if cancelled and dispatched:
-            windows += 1  # cancelled after the hand-over: the window under test
-            assert agent.unclaimed == 1
-            assert outbox.exists()
-        for _ in range(3):
-            await world.take_in_time()
-        seen = world.wire.followups()
-        assert len(seen) == 1, (step, seen)
-        assert 'prompt: "stretch"' in seen[0].splitlines()
-        assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
-        assert agent.undelivered == ()
-        assert not outbox.exists()
-        await world.schedule.close()
-        await world.session.close()
+            cancelled, dispatched = await _every_step_of_a_cancelled_take(world, step)
+            if cancelled and dispatched:
+                # Cancelled after the hand-over: the window under test. The follow-up is either
+                # offered again, or its answer was sent and its write decides: until written,
+                # it stays undelivered, in the outbox.
+                assert world.agent.undelivered != () or world.host.followups() != [], step
+                assert world.outboxed() == list(world.agent.undelivered), step
+                if world.agent.unclaimed == 1:
+                    requeued += 1
+                else:
+                    writing += 1
+            for _ in range(3):
+                await world.take_in_time()
+            seen = world.host.followups()
+            assert len(seen) == 1, (step, seen)
+            assert 'prompt: "stretch"' in seen[0].splitlines()
+            assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+            assert world.agent.undelivered == ()
+            assert not world.outbox.exists()
         if not cancelled:
             break
         step += 1
-    assert windows > 0, "no cancellation fell between the hand-over and the answer"
+    assert requeued > 0, "no cancellation fell between the hand-over and the sending"
+    assert writing > 0, "no cancellation fell while the answer was being written"
 
 
-async def test_an_answer_the_transport_fails_to_send_is_offered_again(world: World) -> None:
-    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
-    await world.run_for(120)
-    world.wire.failures = 1
-    with pytest.raises(BrokenPipeError, match=r"^the host closed its end$"):
-        await world.take_in_time()
-    assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
-    assert world.agent.unclaimed == 1
-    await world.take_in_time()
-    (seen,) = world.wire.followups()
-    assert 'prompt: "stretch"' in seen.splitlines()
-    assert world.agent.undelivered == ()
-    assert not world.outbox.exists()
+async def test_the_follow_up_leaves_the_outbox_only_once_its_answer_is_written(
+    tmp_path: Path,
+) -> None:
+    async with _world(tmp_path) as world, world.connected():
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+        world.host.held = True
+        task = asyncio.create_task(world.take())
+        await world.host.waiting.wait()
+        # The transport's writer has the answer and is writing it: not gone out yet.
+        (text,) = world.agent.undelivered
+        assert 'prompt: "stretch"' in text.splitlines()
+        assert world.outboxed() == [text]
+        assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+        assert world.host.lines == []
+        assert not task.done()
+        world.host.release()
+        await task
+        assert world.host.followups() == [text]
+        assert world.agent.undelivered == ()
+        assert not world.outbox.exists()
+
+
+async def test_an_answer_whose_write_fails_stays_in_the_outbox_and_is_offered_again(
+    tmp_path: Path,
+) -> None:
+    async with _world(tmp_path) as world:
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+        world.host.failures = 1
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(BrokenPipeError, match=r"^the host closed its end$")
+        ):
+            async with world.connected():
+                await world.take_in_time()
+        await world.schedule.settled()
+        (text,) = world.agent.undelivered
+        assert world.agent.unclaimed == 1
+        assert world.outboxed() == [text]
+        assert world.host.lines == []
+        assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+
+        async with world.connected():
+            await world.take_in_time()
+        assert world.host.followups() == [text]
+        assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+        assert world.agent.undelivered == ()
+        assert not world.outbox.exists()
 
 
 async def test_a_restart_offers_what_was_handed_over_and_not_sent(tmp_path: Path) -> None:
@@ -350,7 +446,9 @@ async def test_a_server_killed_at_random_moments_delivers_every_due_reminder(
         if not done:
             os.kill(connection.process.pid, signal.SIGKILL)
             kills += 1
-            with pytest.raises(ConnectionError):
+            # The answers already in the pipe are still read, and the take loop fails on its
+            # next request, unless the last answer was among them: then it has taken all.
+            with contextlib.suppress(ConnectionError):
                 await task
             await connection.process.wait()
             continue

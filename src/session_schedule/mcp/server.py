@@ -31,13 +31,17 @@ dispatch is durable repeats the reminder with the same occurrence key.
 The dispatch is recorded at the hand-over, before the take's answer has gone out; so until it
 has, the follow-up is kept as undelivered in an **outbox** file beside the session's log
 (``<session id>.mcp-outbox.json`` in the data directory), written durably before the dispatch
-is appended. The take's answer counts as gone out once the transport's writer has taken it to
-write to stdout; only then does the text leave the outbox. A take cancelled after the hand-over
-(the host withdrew the request, the server is shutting down), a take whose answer could not be
-built, and a server killed before the answer went out therefore lose nothing: the next take —
-in this process, or after a restart on the same data directory — returns the undelivered text
-first, exactly as framed. A crash after the answer went out and before the outbox was updated
-offers it once more (the same occurrence key): at-least-once, never at-most-once.
+is appended. The take's answer counts as gone out once all its bytes have been written to the
+stdout pipe (:mod:`session_schedule.mcp.stdout`): from then on a killed server no longer loses
+them, as the host reads what the pipe holds. Only then does the text leave the outbox; the
+transport's writer having merely received the answer is not enough. A take cancelled after the
+hand-over and before its answer was sent (the host withdrew the request, the server is shutting
+down), a take whose answer could not be built or written, and a server killed before the answer
+was written therefore lose nothing: the next take — in this process, or after a restart on the
+same data directory — returns the undelivered text first, exactly as framed. A take cancelled
+while its sent answer is being written leaves the outcome to that write. A crash after the
+answer was written and before the outbox was updated offers it once more (the same occurrence
+key): at-least-once, never at-most-once.
 
 Tool results: success is ``structuredContent`` matching the tool's ``outputSchema`` (and the same
 JSON as text content); failure is ``isError: true`` with the ``{"ok": false, "error": …}`` JSON as
@@ -46,14 +50,16 @@ text content and no structured content, so clients that validate ``outputSchema`
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal, Self, final, get_args
+from typing import Final, Literal, Self, cast, final, get_args
 
+import anyio
 import msgspec
 
 from session_schedule.extras import require
@@ -74,6 +80,7 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
 from session_schedule.mcp.agent import PullAgent
+from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.jsonl import JsonlSessionStore
@@ -374,16 +381,19 @@ class ScheduleMcpServer:
         keys = [] if text is None else _frame_keys(text)
         return TakeResult(ok=True, followup=text, occurrence_keys=keys, more=more)
 
-    def outgoing(self, stream: WriteStream[SessionMessage]) -> WriteStream[SessionMessage]:
+    def outgoing(
+        self, stream: WriteStream[SessionMessage], wire: StdoutWire
+    ) -> WriteStream[SessionMessage]:
         """``stream``, the transport's outgoing messages, watched for the takes' answers: once
-        the transport has taken one, its follow-up is :meth:`PullAgent.delivered`; if sending it
-        fails, the follow-up is offered again."""
-        return _Outgoing(stream, self._sending, self._agent)
+        ``wire`` (the stdout the transport writes to) has written one, its follow-up is
+        :meth:`PullAgent.delivered`; if sending or writing it fails, it is offered again."""
+        return _Outgoing(stream, wire, self._sending, self._agent)
 
-    def _sending(self, message: SessionMessage) -> str | None:
+    def _sending(self, message: SessionMessage) -> tuple[types.RequestId, str] | None:
         answer = message.message
         if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
-            return self._answering.pop(answer.id, None)
+            text = self._answering.pop(answer.id, None)
+            return None if text is None else (answer.id, text)
         return None
 
     async def _after_delete(self) -> None:
@@ -408,29 +418,49 @@ class ScheduleMcpServer:
 
 @final
 class _Outgoing:
-    """A transport's outgoing stream that tells the agent when a take's answer has gone out."""
+    """A transport's outgoing stream that tells the agent when a take's answer has gone out:
+    not when the transport's writer has received it, but when the wire has written it."""
 
     def __init__(
         self,
         stream: WriteStream[SessionMessage],
-        sending: Callable[[SessionMessage], str | None],
+        wire: StdoutWire,
+        sending: Callable[[SessionMessage], tuple[types.RequestId, str] | None],
         agent: PullAgent,
     ) -> None:
         self._stream = stream
+        self._wire = wire
         self._sending = sending
         self._agent = agent
 
     async def send(self, item: SessionMessage, /) -> None:
-        text = self._sending(item)
-        if text is None:
+        answer = self._sending(item)
+        if answer is None:
             await self._stream.send(item)
             return
+        request_id, text = answer
+        written = self._wire.written(request_id)
         try:
             await self._stream.send(item)
         except BaseException:
+            # Not taken by the writer (or, rarely, taken and then this send interrupted: the
+            # text may then go out twice, which at-least-once allows).
+            self._wire.forget(request_id, written)
             self._agent.requeue(text)
             raise
-        self._agent.delivered(text)
+        try:
+            went_out = await asyncio.shield(written)
+        except asyncio.CancelledError:
+            # The writer has the answer: its write, still to come, says whether it went out.
+            written.add_done_callback(lambda done: self._settle(text, went_out=done.result()))
+            raise
+        self._settle(text, went_out=went_out)
+
+    def _settle(self, text: str, *, went_out: bool) -> None:
+        if went_out:
+            self._agent.delivered(text)
+        else:
+            self._agent.requeue(text)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -455,7 +485,11 @@ async def serve_stdio(
     clock: Clock | None = None,
     settings: Settings | None = None,
 ) -> None:
-    """Open (or, without ``session_id``, create) a JSONL session and serve it on stdin/stdout."""
+    """Open (or, without ``session_id``, create) a JSONL session and serve it on stdin/stdout.
+
+    While serving, fd 0 reads as empty and fd 1 writes to stderr (the SDK's transport and
+    :func:`~session_schedule.mcp.stdout.claimed_stdout` serve the wire from private duplicates),
+    so stray output never corrupts the protocol; both are restored on return."""
     clock = clock or SystemClock()
     store = JsonlSessionStore(data_dir)
     if session_id is None:
@@ -480,12 +514,16 @@ async def serve_stdio(
         agent = PullAgent(announce, clock=clock, outbox=data_dir / f"{session.id}{OUTBOX_SUFFIX}")
         async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
             mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
-            async with stdio_server() as (read_stream, write_stream):
-                await mcp_server.server.run(
-                    read_stream,
-                    mcp_server.outgoing(write_stream),
-                    mcp_server.server.create_initialization_options(),
-                )
+            with claimed_stdout() as wire_fd:
+                wire = StdoutWire(fd_writer(wire_fd))
+                # The SDK's writer only calls ``write`` and ``flush`` on the stdout it is given.
+                stdout = cast("anyio.AsyncFile[str]", wire)
+                async with stdio_server(stdout=stdout) as (read_stream, write_stream):
+                    await mcp_server.server.run(
+                        read_stream,
+                        mcp_server.outgoing(write_stream, wire),
+                        mcp_server.server.create_initialization_options(),
+                    )
         await session.barrier()
 
 
