@@ -3,11 +3,12 @@
 One session of more than two checkpoints' worth of entries (messages interleaved with creates of
 every-300 s reminders, their dispatches and deletes) is written through the real store while the
 test records, at many moments, what a power cut at that moment could leave. Those moments are
-*cut points*: after every append, after every barrier, and inside every completed ``fsync`` of
-the log — after the fsync, before the lone barrier's deferred commit record is written. Whenever
-a barrier returns and the next entry is appended at once, that entry's ``write`` carries the
-commit record ahead of its line; a cut after it, with the page fates below, covers every part of
-that write.
+*cut points*: after every append, after every barrier, and inside every ``fsync`` of the log —
+while it is in flight, and once it has returned but before the lone barrier's deferred commit
+record is written. Whenever a barrier returns and the next entry is appended at once, that
+entry's ``write`` carries the commit record ahead of its line; a cut after it, with the page
+fates below, covers every part of that write. Both ways of flushing are written: lone barriers
+on the event loop, and flushes on the session's thread with entries appended while they run.
 
 The model of a power cut, per file, from what the store did up to the cut point:
 
@@ -28,6 +29,12 @@ After the cut the session must open; every acknowledged entry is there, followed
 the others; the resumed fold equals a strict fold of the whole surviving log, with no
 checkpoint; ``session-schedule check`` passes; a checkpoint that does not describe the surviving
 log is ignored, never trusted; and ``due_sessions`` before the open agrees with the log.
+
+The last tests do the same under a real ``LiveSchedule`` on a fake clock, which creates, deletes
+and delivers every-300 s reminders while messages accumulate, and count occurrence keys across
+the cut: every reminder the surviving log created (every acknowledged one among them) is deleted
+there or delivered after the reopen, and a key delivered before the cut is delivered again only
+when its dispatch change did not survive (SPEC §6: at-least-once).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import msgspec
 import pytest
@@ -53,14 +60,19 @@ from session_schedule.cli.main import main
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleChange,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
     create_change,
     delete_change,
     dispatch_change,
 )
 from session_schedule.core.fold import ScheduleFold, fold
+from session_schedule.core.framing import occurrence_keys
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import EveryScheduleRecord, ScheduleRecord
+from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import JsonlSessionStore, SessionId
 from session_schedule.session import jsonl as jsonl_module
 from session_schedule.session.checkpoint import EVERY, CheckpointFile
@@ -69,13 +81,21 @@ from session_schedule.session.jsonl_targets import INDEX_NAME
 from session_schedule.session.lines import commit_line
 from session_schedule.session.port import DueSession, LogEntry
 from session_schedule.session.targets import next_target_of
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import NOW, payloads, turn
 
 PAGE = 4096
 SID = SessionId("s_aaaaaaaaaaaa")
 Fate = Literal["keep", "zero", "drop"]
 FATES: tuple[Fate, ...] = ("keep", "zero", "drop")
-Label = Literal["appended", "acknowledged", "fsync'd, commit record unwritten"]
+Label = Literal["appended", "acknowledged", "fsync in flight", "fsync'd, commit record unwritten"]
+LABELS: tuple[Label, ...] = (
+    "appended",
+    "acknowledged",
+    "fsync in flight",
+    "fsync'd, commit record unwritten",
+)
 ANCHOR = parse_instant("2030-01-01T00:00:00.000Z")
 HOUR = 3_600_000
 LAST_INSTANT = parse_instant("9999-12-31T23:59:59.999Z")
@@ -116,8 +136,12 @@ class Cut:
     """How many checkpoint versions had been renamed into place."""
     index_size: int
     acknowledged: int
-    """How many entries a returned barrier covered."""
+    """How many entries a completed flush made durable."""
     appended: int
+    now: Instant = NOW
+    """The wall clock of the live Schedule (when one runs)."""
+    delivered: int = 0
+    """How many follow-ups its agent had accepted."""
 
 
 @dataclass
@@ -188,10 +212,13 @@ class Writer:
         self.index = root / INDEX_NAME
         self.run = Run(inode=self.path.stat().st_ino)
         self.versions: list[bytes] = []
-        self.synced = 0
-        self.acknowledged = 0
+        self.synced = self.path.stat().st_size
+        """How many leading bytes of the log a completed fsync covered (creating it fsync'd
+        the header)."""
+        self.observe: Callable[[], tuple[Instant, int]] = lambda: (NOW, 0)
+        """What the live Schedule shows at a cut point: its clock and its agent's follow-ups."""
         self.lock = threading.Lock()
-        self.flight: tuple[asyncio.Future[None], int] | None = None
+        self.flight: asyncio.Future[None] | None = None
         self.real_fsync = os.fsync
         self.real_write_checkpoint = jsonl_module._write_checkpoint
 
@@ -206,13 +233,16 @@ class Writer:
                     status.st_mtime_ns,
                     len(self.versions),
                     self.index.stat().st_size if self.index.exists() else 0,
-                    self.acknowledged,
-                    len(self.run.entries),
+                    self.handle.durable_length,
+                    len(self.handle._entries),
+                    *self.observe(),
                 )
             )
 
     def fsync(self, fd: int) -> None:
         status = os.fstat(fd)
+        if status.st_ino == self.run.inode:
+            self.cut("fsync in flight")
         self.real_fsync(fd)
         if status.st_ino == self.run.inode:
             self.synced = max(self.synced, status.st_size)
@@ -227,13 +257,11 @@ class Writer:
         if not self.flush_on_loop and chosen.random() < 0.5:
             if self.flight is None:
                 # A barrier in flight while more entries are appended (session's thread).
-                self.flight = (asyncio.ensure_future(self.handle.barrier()), len(self.run.entries))
+                self.flight = asyncio.ensure_future(self.handle.barrier())
                 await asyncio.sleep(0)
             return
         await self.landed(wait=True)
-        target = len(self.run.entries)
         await self.handle.barrier()
-        self.acknowledged = target
         self.cut("acknowledged")
         if chosen.random() < 0.5:
             # The loop runs the deferred commit record's callback (or, after a flush on the
@@ -242,9 +270,8 @@ class Writer:
             self.cut("acknowledged")
 
     async def landed(self, *, wait: bool) -> None:
-        if self.flight is not None and (wait or self.flight[0].done()):
-            await self.flight[0]
-            self.acknowledged = max(self.acknowledged, self.flight[1])
+        if self.flight is not None and (wait or self.flight.done()):
+            await self.flight
             self.flight = None
 
     async def settle(self) -> None:
@@ -254,19 +281,18 @@ class Writer:
 
     async def append(self, step: tuple[str, object]) -> None:
         self.handle.append(*step)
-        self.run.entries.append(step)
         await self.landed(wait=False)
         self.cut("appended")
 
     async def finish(self) -> Run:
         await self.landed(wait=True)
         await self.handle.barrier()
-        self.acknowledged = len(self.run.entries)
         await self.settle()
         self.cut("acknowledged")
         self.run.log = self.path.read_bytes()
         self.run.index = self.index.read_bytes() if self.index.exists() else b""
         self.run.versions = list(self.versions)
+        self.run.entries = payloads(self.handle.entries)
         await self.handle.close()
         return self.run
 
@@ -309,7 +335,9 @@ def fates(count: int) -> st.SearchStrategy[list[Fate]]:
 
 @st.composite
 def cases(draw: st.DrawFn, run: Run) -> Case:
-    cut = draw(st.sampled_from(run.cuts))
+    # Each kind of cut point as likely as the others (most are appends of messages).
+    label = draw(st.sampled_from(LABELS))
+    cut = draw(st.sampled_from([cut for cut in run.cuts if cut.label == label]))
     log_fates = draw(fates(len(pieces(cut.synced, cut.log_size))))
     version = draw(st.none() | st.integers(0, cut.checkpoints - 1)) if cut.checkpoints else None
     checkpoint_fates: list[Fate] = []
@@ -458,7 +486,7 @@ def test_the_writer_took_periodic_checkpoints_and_cut_points_of_every_kind(
     bound = [msgspec.json.decode(v.partition(b"\n")[2], type=CheckpointFile) for v in run.versions]
     assert [found.entries // EVERY for found in bound][:2] == [1, 2]
     labels = {cut.label for cut in run.cuts}
-    assert labels == {"appended", "acknowledged", "fsync'd, commit record unwritten"}
+    assert labels == set(LABELS)
     changes = [kind for kind, value in run.entries if kind == CHANGE_EVENT_TYPE]
     assert len(changes) > 100
     assert run.cuts[-1].acknowledged == len(run.entries)
@@ -560,3 +588,147 @@ async def test_the_next_target_record_never_counts_an_entry_that_is_not_durable(
     assert [entry.type for entry in survived.entries][:2] == [CHANGE_EVENT_TYPE] * 2
     assert next_target_of(survived.header, survived.entries) == ANCHOR
     assert await store.due_sessions(LAST_INSTANT) == (DueSession(SID, Instant(ANCHOR)),)
+
+
+# Reminder accounting: a live Schedule on a fake clock, cut and reopened.
+
+
+@dataclass
+class LiveRun:
+    """A session a live Schedule kept: the writer's run and every follow-up's keys."""
+
+    run: Run
+    followups: list[tuple[str, ...]]
+    """The occurrence keys of each accepted follow-up, in order."""
+    dispatches: list[int]
+    """The log position of each delivered occurrence's dispatch change, in delivery order."""
+
+
+async def live_write(root: Path, *, seed: int, rounds: int) -> LiveRun:
+    """Rounds of messages, creates of every-300 s reminders, deletes, and 300 s of virtual time
+    in which the owner delivers what is due, recording cut points throughout."""
+    store = JsonlSessionStore(root)
+    handle = await store.create(now=NOW, session_id=SID)
+    writer = Writer(root, handle, flush_on_loop=True)
+    clock = FakeClock(NOW)
+    agent = FakeAgent()
+    writer.observe = lambda: (clock.now(), len(agent.followups))
+    chosen = random.Random(seed)  # noqa: S311 - reproducible test data
+    active: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", writer.fsync)
+        patch.setattr(jsonl_module, "_write_checkpoint", writer.write_checkpoint)
+        async with LiveSchedule(handle, agent, clock=clock) as live:
+            for number in range(rounds):
+                for _ in range(chosen.randrange(60, 120)):
+                    await writer.append(("message", turn(number)))
+                await writer.barrier(chosen)
+                if chosen.random() < 0.7:
+                    view = await live.create({"prompt": f"r{number}", "every_seconds": 300})
+                    active.append(view.id)
+                    writer.cut("acknowledged")
+                if active and chosen.random() < 0.2:
+                    await live.delete({"id": active.pop(chosen.randrange(len(active)))})
+                    writer.cut("acknowledged")
+                clock.advance(chosen.choice([100, 300, 900]))
+                await live.settled()
+                writer.cut("acknowledged")
+        run = await writer.finish()
+    followups = [occurrence_keys(text) for text in agent.followups]
+    dispatches = [
+        position
+        for position, (kind, value) in enumerate(run.entries)
+        if kind == CHANGE_EVENT_TYPE and isinstance(value, ScheduleDispatchChange)
+    ]
+    keys = [key for frame in followups for key in frame]
+    # One dispatch per delivered occurrence, appended in the order they were framed.
+    assert [key.partition("@")[0] for key in keys] == [
+        cast("ScheduleDispatchChange", run.entries[position][1]).id for position in dispatches
+    ]
+    return LiveRun(run, followups, dispatches)
+
+
+async def deliver_after_reopen(root: Path, now: Instant) -> tuple[list[str], ScheduleFold]:
+    """Reopen the session and run a live Schedule from ``now`` for 300 s: the keys it delivers
+    and the fold it started from."""
+    store = JsonlSessionStore(root)
+    clock = FakeClock(now)
+    agent = FakeAgent()
+    async with await store.open(SID) as handle:
+        state = strict_fold((await store.read(SID)).entries)
+        async with LiveSchedule(handle, agent, clock=clock) as live:
+            await live.settled()
+            clock.advance(300)
+            await live.settled()
+    return [key for text in agent.followups for key in occurrence_keys(text)], state
+
+
+def account(live: LiveRun, cut: Cut, survived: list[tuple[str, object]], after: list[str]) -> None:
+    """No acknowledged reminder lost, no phantom dispatch, repeats only after a lost dispatch."""
+    keys = [key for frame in live.followups for key in frame]
+    before = keys[: sum(len(frame) for frame in live.followups[: cut.delivered])]
+    # Every dispatch that survived was preceded by its follow-up.
+    surviving = [position for position in live.dispatches if position < len(survived)]
+    assert len(surviving) <= len(before)
+    # A repeat is allowed only for an occurrence whose dispatch did not survive (at-least-once).
+    lost = {
+        key
+        for key, position in zip(before, live.dispatches, strict=False)
+        if position >= len(survived)
+    }
+    lost |= set(before[len(live.dispatches) :])
+    assert set(after) & set(before) <= lost
+    assert len(after) == len(set(after))
+    # Every reminder the surviving log created is deleted there, or delivered after the reopen.
+    created = {
+        value.schedule.id for kind, value in survived if isinstance(value, ScheduleCreateChange)
+    }
+    deleted = {value.id for kind, value in survived if isinstance(value, ScheduleDeleteChange)}
+    delivered = {key.partition("@")[0] for key in after}
+    assert created - deleted == delivered
+    # Acknowledged creates are among them.
+    acknowledged = {
+        value.schedule.id
+        for kind, value in survived[: cut.acknowledged]
+        if isinstance(value, ScheduleCreateChange)
+    }
+    assert acknowledged <= created
+
+
+_LIVE: list[LiveRun] = []
+
+
+def live_recorded(factory: pytest.TempPathFactory) -> LiveRun:
+    if not _LIVE:
+        root = factory.mktemp("live-writer")
+        _LIVE.append(asyncio.run(live_write(root, seed=11, rounds=30)))
+    return _LIVE[0]
+
+
+def test_the_live_writer_took_checkpoints_and_delivered_across_them(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    live = live_recorded(tmp_path_factory)
+    assert len(live.run.entries) > 2 * EVERY
+    assert len(live.run.versions) >= 2
+    assert len(live.dispatches) > 20
+    assert {cut.label for cut in live.run.cuts} == set(LABELS)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_a_power_cut_under_a_live_schedule_loses_no_acknowledged_reminder(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    data: st.DataObject,
+) -> None:
+    live = live_recorded(tmp_path_factory)
+    case = data.draw(cases(live.run))
+    root = tmp_path_factory.mktemp("crashed") / "data"
+    found, _ = asyncio.run(crash_and_open(root, live.run, case))
+    after, _ = asyncio.run(deliver_after_reopen(root, case.cut.now))
+    account(live, case.cut, found, after)
