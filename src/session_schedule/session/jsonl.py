@@ -300,7 +300,14 @@ class JsonlSessionHandle(LogHandle):
         await flush
         if indexed:
             self._indexed = True
-            self._record_target()
+            if len(self._entries) == target:
+                self._record_target()
+            else:
+                # Entries appended during the fsync are not durable: a record of the file as it
+                # is now would count them, and a power cut that zero-fills them while keeping
+                # the file's size and mtime would leave that record looking fresh. The flush
+                # that covers them writes it (as after a lone barrier).
+                self._index_due = True
         # On the session's thread, the commit record was written after an fsync during which
         # entries may have been appended: only when none was does it end the file now.
         if len(self._entries) == target and self._checkpoint_due(target):
@@ -419,7 +426,8 @@ class JsonlSessionHandle(LogHandle):
         if self._poison() is None:
             self._write_unwritten_commit()
         self._closed_fd = True
-        if self._indexed and self._poison() is None:
+        # Only of a durable file (see :meth:`_flushed`); otherwise a reader rebuilds it.
+        if self._indexed and self._poison() is None and self._commit.durable == len(self._entries):
             self._record_target()
         save = self._checkpoint_job()
 

@@ -7,10 +7,13 @@ The last record of a session wins.
 
 - **Writers.** A session's owner appends a record (one ``write`` on an ``O_APPEND`` descriptor,
   no fsync: it is a cache) after every barrier whose entries hold a ``schedule/change``, and when
-  it closes the session. The file's state (its ``fstat``) and the entry count are taken on the
-  event loop between flushes, so the target, folded up to exactly that count, covers exactly the
-  entries the file holds at that size; the fold and the write then run on the session's own
-  thread, in order, off the barrier's path (a create does not wait for them; the close does).
+  it closes the session — only while every entry the file holds is durable: a power cut may
+  zero-fill the bytes of the others yet keep the file's size and modification time, and a record
+  that counted them would then look fresh. The file's state (its ``fstat``) and the entry count
+  are taken on the event loop between flushes, so the target, folded up to exactly that count,
+  covers exactly the entries the file holds at that size; the fold and the write then run on the
+  session's own thread, in order, off the barrier's path (a create does not wait for them; the
+  close does).
 - **Readers trust a record only while it describes the file.** ``due`` stats every session file;
   a session without a record, or whose file's inode, size or modification time differ from its
   record (a crash before the record was written, a torn tail cut, a file replaced), is read
