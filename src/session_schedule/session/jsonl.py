@@ -34,7 +34,7 @@ SPEC §9:
   is written on the session's thread after the barrier has returned: it is derived data, which
   a reader rebuilds from the log whenever it does not describe the file, so neither its fold nor
   its write is on the path of a create.
-- **A checkpoint** beside the file (``<session id>.checkpoint``, format 2, see
+- **A checkpoint** beside the file (``<session id>.checkpoint``, format 3, see
   :mod:`session_schedule.session.checkpoint`) is bound to a commit record. It is written on the
   session's thread after a barrier once :data:`~.checkpoint.EVERY` entries have become durable
   since the last, and at close; the entries before its window then leave memory and are read
@@ -831,10 +831,10 @@ class _Prefix:
     anew. Whatever does not verify then (or with an index this handle built) is corruption,
     reported with the error of a whole read of those bytes (:func:`_read_prefix`).
 
-    On a 2-core machine, one request at the harness's default budget on a freshly opened session
-    of 100,000 entries (17 MB), which reads about a megabyte before the checkpoint's window: 13
-    ms with the stored index, against 1,170 ms for the scan of every byte it replaces (``bench
-    recent_context``).
+    On a 2-core machine, one model request at the harness's default budget on a freshly opened
+    session of 100,000 entries (17 MB), which reaches before the checkpoint's window: 25 to 27 ms
+    with the stored index (one or two segments read), against 572 to 639 ms when the first read
+    scanned every byte before the checkpoint (``bench recent_context``).
     """
 
     __slots__ = ("_cached", "_fd", "_header", "_source", "_starts", "_stored")
