@@ -8,8 +8,8 @@ session, in the same run. CPU time of the request alone (the open is the same fo
 memory the request allocates at its peak (tracemalloc, a separate pass).
 
 Two budgets: 4,000 characters (the request fits in the 64 entries the checkpoint holds decoded)
-and the default 60,000 (the request reaches before them: the session reads its history, as
-``LazyEntries`` loads all of it when any entry before the window is asked for).
+and the default 60,000 (the request reaches before them: the session reads, from the file, the
+segments of its history that hold them, found in the index its checkpoint carries).
 
     python3 dev.py bench recent_context [--rounds N] [--repeat R]
 """

@@ -20,7 +20,8 @@ otherwise ignored (the session opens from its whole log, as without one) and rep
 store next writes one:
 
 - it is intact: its own CRC-32 matches its bytes, which decode strictly;
-- it is of this version: the checkpoint format and the library version that wrote it;
+- it is of this version: the library version that wrote it, and a checkpoint format this library
+  reads (:data:`READABLE`);
 - it names the session being opened;
 - it matches the log (the store's binding, above);
 - its records are what a create writes (each is decoded by the strict change decoder) and make a
@@ -29,6 +30,11 @@ store next writes one:
 
 Which of these failed is :class:`Rejected`'s ``reason``; the store logs it. Losing a checkpoint
 costs only time, so none is written with ``fsync`` or in a barrier's transaction.
+
+Format 3 added ``segments`` (the JSONL store's index of where the log's segments start, see
+:class:`SegmentStart`); a format-2 checkpoint is read as one without an index. The number changed
+so that a library of format 2, whose decoder refuses unknown fields, says a newer checkpoint is of
+another version (and ignores it) rather than calling it damaged.
 """
 
 from __future__ import annotations
@@ -61,7 +67,9 @@ from session_schedule.session.turns import (
     TurnFinished,
 )
 
-CHECKPOINT_VERSION: Final = 2
+CHECKPOINT_VERSION: Final = 3
+READABLE: Final = frozenset({2, CHECKPOINT_VERSION})
+"""The checkpoint formats this library uses: format 2 is format 3 without ``segments``."""
 SUFFIX: Final = ".checkpoint"
 WINDOW: Final = 64
 """How many entries before the checkpoint's position it holds, decoded on open."""
@@ -83,6 +91,17 @@ class PendingTurn(msgspec.Struct, frozen=True, array_like=True, gc=False):
     position: int
     data: msgspec.Raw
     """The canonical payload of its ``turn/queued`` entry."""
+
+
+@final
+class SegmentStart(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """Where a segment of a JSONL log starts: after its first ``entries`` entries (the last of
+    them with the chained checksum ``chain``), ``offset`` bytes and ``lines`` lines."""
+
+    entries: int
+    offset: int
+    lines: int
+    chain: int
 
 
 @final
@@ -113,6 +132,13 @@ class CheckpointFile(
     """The pending turns: ``turn/queued`` entries from the fork point on, not yet finished."""
     window: list[WindowEntry]
     """Entries ``n - len(window) … n-1``: their type and canonical payload."""
+    segments: list[SegmentStart] = msgspec.field(default_factory=list)
+    """JSONL: where the segments of the covered bytes start, from the header's end to the
+    checkpoint's own (``entries``, ``offset``, ``lines``, ``chain``), about a megabyte apart,
+    so that reading an entry before the window reads one segment rather than every byte before
+    it. Derived like the rest, and checked before use; empty when unknown (a format-2
+    checkpoint, or a session that has not scanned its older bytes since it was opened from one
+    without an index) and in the database stores."""
 
 
 @final
@@ -313,13 +339,13 @@ def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as error:
         # A checkpoint of another format may have other fields: say so rather than "damaged".
         version = _format_of(body)
-        if version is not None and version != CHECKPOINT_VERSION:
+        if version is not None and version not in READABLE:
             return Rejected(
                 "version",
                 f"it is of checkpoint format {version}; this is format {CHECKPOINT_VERSION}",
             )
         return Rejected("damaged", f"it does not decode: {error}")
-    if found.checkpoint != CHECKPOINT_VERSION or found.library != library_version():
+    if found.checkpoint not in READABLE or found.library != library_version():
         return Rejected(
             "version",
             f"it is of checkpoint format {found.checkpoint}, library {found.library}; this is "
