@@ -158,6 +158,10 @@ class JsonlSessionHandle(LogHandle):
         """Reads the entries before the newest stored checkpoint from the file (format 2)."""
         self._checkpoint_posted = self._checkpointed
         """The position of the newest checkpoint queued for writing while open."""
+        self._posted_ends: list[TailStart] = []
+        """The commit records of the checkpoints queued but not yet reported written: segment
+        starts the lazy reader's index does not have yet, which a checkpoint taken meanwhile
+        (or at close, when those reports never arrive) still stores."""
         # ``_checksums[i]`` is entry ``_origin + i``'s (a session opened from a checkpoint at
         # ``n`` starts with entry ``n - 1``'s).
         self._checksums = opened.checksums
@@ -360,8 +364,9 @@ class JsonlSessionHandle(LogHandle):
         if content is None:
             return
         window = self._entries[max(0, end.entries - checkpoint.WINDOW) : end.entries]
-        segments = _segments_of(None if self._older is None else self._older.starts, end)
+        segments = _segments_of(self._index_starts(), end)
         self._checkpoint_posted = end.entries
+        self._posted_ends.append(end)
         session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
         entries, fold = self._entries, self._next_target
         loop = asyncio.get_running_loop()
@@ -397,12 +402,23 @@ class JsonlSessionHandle(LogHandle):
 
         self._worker.post(save)
 
+    def _index_starts(self) -> list[TailStart] | None:
+        """The lazy reader's index, extended by the checkpoints queued since (see
+        :attr:`_posted_ends`); ``None`` when there is no reader."""
+        if self._older is None:
+            return None
+        starts = self._older.starts
+        for end in self._posted_ends:
+            starts = _thinned(starts, end) or starts
+        return starts
+
     def _checkpoint_written(self, end: TailStart) -> None:
         """A checkpoint bound to ``end`` is stored: the lazy reader of older entries covers the
         bytes up to it, and the entries before its window leave memory (on the event loop)."""
         if self._closed_fd or self._poison() is not None or end.entries <= self._checkpointed:
             return
         self._checkpointed = end.entries
+        self._posted_ends = [later for later in self._posted_ends if later.entries > end.entries]
         if self._older is not None and isinstance(self._entries, LazyEntries):
             self._older.cover(end)
             self._entries.forget_before(end.entries - checkpoint.WINDOW)
@@ -466,7 +482,7 @@ class JsonlSessionHandle(LogHandle):
         fd = self._fd
         chain = self._checksums[count - 1 - self._origin]
         target = checkpoint_path(self._path)
-        starts = None if self._older is None else self._older.starts
+        starts = self._index_starts()
 
         def save() -> None:
             size = os.fstat(fd).st_size
