@@ -9,6 +9,7 @@ no type given) in the same run; the target is a ratio of at most 1.5.
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -17,12 +18,12 @@ import msgspec
 
 from session_schedule.core.changes import (
     create_change,
-    decode_changes,
     delete_change,
     dispatch_change,
     encode_change,
+    iter_changes,
 )
-from session_schedule.core.fold import fold
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import (
@@ -72,9 +73,13 @@ def synthetic_log(count: int) -> list[bytes]:
 
 
 def strict_replay(lines: list[bytes]) -> int:
-    """Decode and fold every line, as a Session open does: the first bad line raises."""
-    changes = decode_changes(lines, where=lambda position: f"at entry {position}")
-    return len(fold(enumerate(changes)))
+    """Decode and fold every line, a chunk at a time: the first bad line raises."""
+    state = ScheduleFold()
+    start = 0
+    for changes in iter_changes(lines, where=lambda position: f"at entry {position}"):
+        state.replay(zip(itertools.count(start), changes))
+        start += len(changes)
+    return len(state)
 
 
 def raw_decode(lines: list[bytes]) -> int:

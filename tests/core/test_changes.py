@@ -19,6 +19,7 @@ from session_schedule.core.changes import (
     delete_change,
     dispatch_change,
     encode_change,
+    iter_changes,
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
@@ -595,3 +596,26 @@ def test_a_long_log_with_rarer_changes_decodes_as_each_payload_does() -> None:
     payloads[DECODE_CHUNK] = escaped
     payloads[-1] = daily
     assert decode_changes(payloads) == [decode_change(payload) for payload in payloads]
+
+
+def test_iter_changes_yields_the_changes_a_chunk_at_a_time() -> None:
+    payloads = _long_log(2 * DECODE_CHUNK + 10)
+    chunks = iter_changes(payloads)
+    first = next(chunks)
+    assert first == [decode_change(payload) for payload in payloads[:DECODE_CHUNK]]
+    assert [len(chunk) for chunk in chunks] == [DECODE_CHUNK, 10]
+
+
+def test_iter_changes_decodes_a_chunk_only_when_it_is_taken() -> None:
+    # A replay that folds each chunk as it comes meets a fold error in an early chunk before
+    # any decode error of a later one.
+    payloads = _long_log(2 * DECODE_CHUNK)
+    payloads[DECODE_CHUNK + 3] = b'{"operation":"delete","version":1,"id":"sch_01"}'
+    chunks = iter_changes(payloads, where=lambda position: f"at entry {position}")
+    assert len(next(chunks)) == DECODE_CHUNK
+    with pytest.raises(ScheduleError) as caught:
+        next(chunks)
+    assert caught.value.message == (
+        f"schedule/change at entry {DECODE_CHUNK + 3} is corrupt: expected a schedule id like "
+        "`sch_1`, got 'sch_01' - at `$.id`"
+    )

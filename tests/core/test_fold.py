@@ -194,6 +194,40 @@ def test_fold_rejects_changes_that_break_a_rule(
     assert caught.value.message == message
 
 
+@pytest.mark.parametrize("indexed", [False, True])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            [every("sch_1", 300, "2026-12-01T00:00:00Z")],
+            "schedule/change at entry 0 is corrupt: expected an instant of the form "
+            "YYYY-MM-DDTHH:MM:SS.sssZ, got '2026-12-01T00:00:00Z' - at `$.schedule.scheduledAt`",
+        ),
+        (
+            [
+                every("sch_1", 300, "2026-12-01T00:00:00.000Z"),
+                msgspec.structs.replace(
+                    dispatch_change(ScheduleId("sch_1"), parse_instant("2026-12-01T00:00:00.000Z")),
+                    accepted_at="2026-12-01T24:00:00.000Z",
+                ),
+            ],
+            "schedule/change at entry 1 is corrupt: '2026-12-01T24:00:00.000Z' is not a real "
+            "time of day - at `$.acceptedAt`",
+        ),
+    ],
+)
+def test_a_change_built_with_an_instant_not_in_the_canonical_form_is_refused(
+    changes: list[ScheduleChange], message: str, indexed: bool
+) -> None:
+    # Decoded changes always hold canonical instants; changes built in code are checked too.
+    state = ScheduleFold()
+    if indexed:
+        state.earliest_every()
+    with pytest.raises(ScheduleError) as caught:
+        state.replay(numbered(*changes))
+    assert caught.value.message == message
+
+
 def test_a_rejected_change_leaves_the_state_untouched() -> None:
     state = fold(numbered(every("sch_1", 300, "2026-12-01T00:00:00.000Z")))
     before = state.ordered()

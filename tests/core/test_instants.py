@@ -7,9 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from session_schedule.core.instants import (
+    CANONICAL_INSTANT,
     MAX_INSTANT,
     MIN_INSTANT,
     Instant,
+    canonical_instant,
     civil_from_days,
     days_from_civil,
     format_instant,
@@ -126,3 +128,43 @@ def test_milliseconds_of_n_thousandths_is_n(ms: int) -> None:
 def test_milliseconds_refuses_non_finite_numbers() -> None:
     with pytest.raises(ValueError, match=r"^-inf seconds is not a finite duration$"):
         milliseconds(float("-inf"))
+
+
+# The canonical instants of years 0001-9999, and texts that are nearly one: a canonical text with
+# one character replaced, inserted or dropped.
+_canonical = st.integers(MIN_INSTANT, MAX_INSTANT).map(lambda ms: format_instant(Instant(ms)))
+_near_misses = st.one_of(
+    st.tuples(_canonical, st.integers(0, 23), st.characters(codec="utf-8")).map(
+        lambda t: t[0][: t[1]] + t[2] + t[0][t[1] + 1 :]
+    ),
+    st.tuples(_canonical, st.integers(0, 24), st.characters(codec="utf-8")).map(
+        lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+    ),
+    st.tuples(_canonical, st.integers(0, 23)).map(lambda t: t[0][: t[1]] + t[0][t[1] + 1 :]),
+)
+
+
+def _fully_checked(text: str) -> int | None:
+    """What the canonical form's expression and ``datetime`` say of ``text``."""
+    if CANONICAL_INSTANT.fullmatch(text) is None:
+        return None
+    return (dt.datetime.fromisoformat(text) - EPOCH) // dt.timedelta(milliseconds=1)
+
+
+@given(st.lists(_canonical, min_size=1, max_size=8), st.lists(_near_misses, max_size=8))
+def test_the_remembered_minutes_and_seconds_accept_exactly_the_canonical_form(
+    seen: list[str], others: list[str]
+) -> None:
+    # Seeing instants fills the tables; every minute of one followed by every second of
+    # another is then known, and must still mean what the full check says.
+    for text in seen:
+        assert canonical_instant(text) == _fully_checked(text)
+    spliced = [minute[:17] + second[17:] for minute in seen for second in seen]
+    for text in spliced + others + [text[:17] for text in seen] + [text[17:] for text in seen]:
+        assert canonical_instant(text) == _fully_checked(text), text
+
+
+@given(_canonical)
+def test_parse_instant_round_trips_through_the_remembered_parts(text: str) -> None:
+    assert format_instant(parse_instant(text)) == text
+    assert format_instant(parse_instant(text)) == text

@@ -17,7 +17,7 @@ canonical byte form. The promise: decoding raises nothing but a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, Literal, TypeAlias, final
 
 import msgspec
@@ -27,8 +27,8 @@ from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import SCHEDULE_ID, ScheduleId
 from session_schedule.core.instants import (
-    CANONICAL_INSTANT,
     Instant,
+    canonical_instant,
     format_instant,
     why_not_canonical,
 )
@@ -158,7 +158,7 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
     raw = data if isinstance(data, bytes) else data.encode()
     if _ENCODER.encode(change) != raw:
         raise corrupt(where, why_not_canonical_json(raw))
-    return _checked(change, where, plain=raw.isascii() and _ESCAPES.search(raw) is None)
+    return _checked(change, where, plain=_is_plain(raw))
 
 
 def decode_changes(
@@ -166,54 +166,42 @@ def decode_changes(
 ) -> list[ScheduleChange]:
     """Strictly decode many ``schedule/change`` payloads: the changes :func:`decode_change`
     returns for each, or the error it raises for the first bad one (``where(index)`` names the
-    payload at ``index``).
+    payload at ``index``)."""
+    changes: list[ScheduleChange] = []
+    for chunk in iter_changes(payloads, where=where):
+        changes += chunk
+    return changes
 
-    The payloads are taken a chunk of :data:`DECODE_CHUNK` at a time. Each chunk is decoded,
-    re-encoded and compared as one buffer, and the id, instant, time, prompt and version rules
-    are checked on that buffer by one scan while it is still in the processor's cache, so a long
-    log pays almost no per-change Python work. When any of that does not pass cleanly for a
-    chunk, each of its payloads is decoded on its own and the first error is raised exactly as
-    :func:`decode_change` raises it.
+
+def iter_changes(
+    payloads: Sequence[bytes], *, where: Callable[[int], str] | None = None
+) -> Iterator[list[ScheduleChange]]:
+    """:func:`decode_changes`, a chunk at a time: the changes of the payloads in order, in
+    lists of up to :data:`DECODE_CHUNK`, each decoded once the one before was taken. A replay
+    that folds each chunk as it comes never holds a long log's changes all at once.
+
+    Each chunk is decoded, re-encoded and compared as one buffer, then its id, instant, prompt
+    and version rules are checked by one pass over its changes: a long log pays little Python
+    work per change. When any of that does not pass cleanly, each payload of the chunk is
+    decoded on its own and the first error is raised exactly as :func:`decode_change` raises it.
     """
     if where is None:
         where = _nowhere
-    changes: list[ScheduleChange] = []
     for start in range(0, len(payloads), DECODE_CHUNK):
         chunk = payloads[start : start + DECODE_CHUNK]
-        changes += _decode_chunk(chunk, start, where)
-    return changes
+        joined = b"\n".join(chunk)
+        changes = _decode_joined(joined, len(chunk))
+        if changes is None or not _forms_hold(changes, plain=_is_plain(joined)):
+            changes = [
+                decode_change(payload, where=where(start + index))
+                for index, payload in enumerate(chunk)
+            ]
+        yield changes
 
 
 DECODE_CHUNK: Final = 1024
-"""How many payloads :func:`decode_changes` decodes and checks as one buffer: with payloads of a
-hundred-odd bytes, a chunk stays in the processor's cache from the decode to the last scan."""
-
-
-def _decode_chunk(
-    chunk: Sequence[bytes], start: int, where: Callable[[int], str]
-) -> list[ScheduleChange]:
-    """The changes of ``chunk``, the payloads from index ``start`` on, as
-    :func:`decode_changes` returns them."""
-    joined = b"\n".join(chunk)
-    changes = _decode_joined(joined, len(chunk))
-    if changes is None:
-        return [
-            decode_change(payload, where=where(start + index))
-            for index, payload in enumerate(chunk)
-        ]
-    if not joined.isascii() or b"\\" in joined or b"\x7f" in joined:
-        # Some string may hold a control character or a lone surrogate: each prompt is checked.
-        for index, change in enumerate(changes):
-            if type(change) is ScheduleCreateChange:
-                _checked(change, where(start + index), plain=False)
-    elif b'"kind":"daily"' in joined:
-        for index, change in enumerate(changes):
-            if (
-                type(change) is ScheduleCreateChange
-                and type(change.schedule) is DailyScheduleRecord
-            ):
-                _checked(change, where(start + index), plain=True)
-    return changes
+"""How many payloads :func:`iter_changes` decodes and checks as one buffer: with payloads of a
+hundred-odd bytes, a chunk stays in the processor's cache from the decode to the last check."""
 
 
 def _nowhere(index: int) -> str:
@@ -222,41 +210,61 @@ def _nowhere(index: int) -> str:
 
 
 def _decode_joined(joined: bytes, count: int) -> list[ScheduleChange] | None:
-    """The changes of ``count`` newline-separated payloads when every rule visibly holds for all
-    of them; ``None`` when any might not (then each is decoded on its own)."""
+    """The changes of ``count`` newline-separated payloads when they decode and are in their
+    canonical form; ``None`` otherwise (then each is decoded on its own)."""
     try:
         changes = _DECODER.decode_lines(joined)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
-    encoded = _ENCODER.encode_lines(changes)
-    if (
-        len(changes) != count
-        or len(encoded) != len(joined) + 1
-        or not encoded.startswith(joined)
-        or _DOUBTFUL.search(joined) is not None
-    ):
+    if len(changes) != count or _ENCODER.encode_lines(changes) != joined + b"\n":
         return None
     return changes
 
 
-# In canonical bytes every field is written ``"key":value``, a string value's quote marks are
-# escaped (so no ``"key":`` can hide inside a string), and each field checked here follows
-# another one, hence a comma. So this one scan finds every id, instant and time field that is
-# not in its one accepted form, every prompt that is not trimmed (in ASCII text without
-# escapes, the only whitespace is a space), and every create whose version does not match its
-# kind. A false alarm only sends the payloads down the one-by-one path. One scan with a literal
-# start (the engine looks for ``,"`` and tries the keys' first letters there) costs about half
-# of one scan per rule, each of which has to read the whole buffer.
-_DOUBTFUL: Final = re.compile(
-    rb',"(?:'
-    rb'id":"(?!' + SCHEDULE_ID.pattern.encode() + rb'")'
-    rb'|scheduledAt":"(?!' + CANONICAL_INSTANT.pattern.encode() + rb'")'
-    rb'|acceptedAt":"(?!' + CANONICAL_INSTANT.pattern.encode() + rb'")'
-    rb'|time":"(?!' + _DAILY_TIME.pattern.encode() + rb'")'
-    rb'|prompt":"(?: |[^"]* ")'
-    rb'|version":(?:1,"schedule":\{"kind":"daily"|(?!1,)[^,]*,"schedule":\{"kind":"(?!daily"))'
-    rb")"
-)
+def _is_plain(canonical: bytes) -> bool:
+    """Whether canonical bytes hold only printable ASCII in their strings.
+
+    In canonical bytes that are ASCII, a control character or a lone surrogate in a string can
+    only appear escaped, and DEL is the one ASCII control character JSON leaves unescaped. A
+    quote mark or backslash in a string is escaped too, so a string of plain bytes is printable
+    ASCII whose only whitespace is the space.
+    """
+    return canonical.isascii() and b"\\" not in canonical and b"\x7f" not in canonical
+
+
+def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
+    """Whether every rule no type states holds for each of ``changes`` (decoded from canonical
+    bytes, ``plain`` when :func:`_is_plain`): ids and instants in their one accepted form, a
+    create's version matching its kind, its prompt what a create stores, a ``daily`` record's
+    time, zone and weekdays. ``False`` at the first doubt; the caller then finds the error."""
+    known = _KNOWN_IDS
+    instant = canonical_instant
+    for change in changes:
+        if type(change) is ScheduleCreateChange:
+            record = change.schedule
+            if record.id not in known and not _remember(record.id):
+                return False
+            if instant(record.scheduled_at) is None:
+                return False
+            if plain and type(record) is not DailyScheduleRecord:
+                prompt = record.prompt
+                if prompt[0] == " " or prompt[-1] == " " or change.version != CHANGE_VERSION:
+                    return False
+                continue
+            try:
+                _check_forms(change, "")
+                _checked(change, "", plain=plain)
+            except ScheduleError:
+                return False
+            continue
+        schedule_id = change.id
+        if schedule_id not in known and not _remember(schedule_id):
+            return False
+        if type(change) is ScheduleDispatchChange:
+            accepted_at = change.accepted_at
+            if accepted_at is not msgspec.UNSET and instant(accepted_at) is None:
+                return False
+    return True
 
 
 def convert_change(value: object, *, where: str = "") -> ScheduleChange:
@@ -279,9 +287,6 @@ def convert_change(value: object, *, where: str = "") -> ScheduleChange:
 # it is forgotten whenever it fills.
 _KNOWN_IDS: Final[set[str]] = set()
 _IDS_REMEMBERED: Final = 1 << 16
-# In canonical bytes that are ASCII, a control character or a lone surrogate in a string can only
-# appear escaped, and DEL is the one ASCII control character JSON leaves unescaped.
-_ESCAPES: Final = re.compile(rb"[\\\x7f]")
 
 
 def _check_forms(change: ScheduleChange, where: str) -> None:
@@ -299,7 +304,7 @@ def _check_forms(change: ScheduleChange, where: str) -> None:
                 "expected a wall-clock time of the form HH:MM:SS.sss, got "
                 f"{record.local_time!r} - at `$.schedule.time`",
             )
-        if CANONICAL_INSTANT.fullmatch(record.scheduled_at) is None:
+        if canonical_instant(record.scheduled_at) is None:
             raise corrupt(
                 where, f"{why_not_canonical(record.scheduled_at)} - at `$.schedule.scheduledAt`"
             )
@@ -307,18 +312,23 @@ def _check_forms(change: ScheduleChange, where: str) -> None:
     _check_id(change.id, where, "$.id")
     if isinstance(change, ScheduleDispatchChange):
         accepted_at = change.accepted_at
-        if isinstance(accepted_at, str) and CANONICAL_INSTANT.fullmatch(accepted_at) is None:
+        if isinstance(accepted_at, str) and canonical_instant(accepted_at) is None:
             raise corrupt(where, f"{why_not_canonical(accepted_at)} - at `$.acceptedAt`")
 
 
 def _check_id(text: str, where: str, path: str) -> None:
-    if text in _KNOWN_IDS:
-        return
-    if SCHEDULE_ID.fullmatch(text) is None:
+    if text not in _KNOWN_IDS and not _remember(text):
         raise corrupt(where, f"expected a schedule id like `sch_1`, got {text!r} - at `{path}`")
+
+
+def _remember(text: str) -> bool:
+    """Whether ``text`` is of the id form (then it is remembered as such)."""
+    if SCHEDULE_ID.fullmatch(text) is None:
+        return False
     if len(_KNOWN_IDS) >= _IDS_REMEMBERED:
         _KNOWN_IDS.clear()
     _KNOWN_IDS.add(text)
+    return True
 
 
 def _checked(change: ScheduleChange, where: str, *, plain: bool) -> ScheduleChange:

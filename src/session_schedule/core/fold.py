@@ -45,6 +45,7 @@ is rejected with ``corrupt_schedule_log`` and leaves the state exactly as it was
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterable
 from typing import Final, TypeAlias, final
 
@@ -65,8 +66,9 @@ from session_schedule.core.instants import (
     MAX_INSTANT,
     MS_PER_SECOND,
     Instant,
+    canonical_instant,
     format_instant,
-    instant_of_canonical,
+    why_not_canonical,
 )
 from session_schedule.core.ordered_views import OrderedViews, order_key
 from session_schedule.core.plain import ReadOnlyDict
@@ -245,7 +247,7 @@ class ScheduleFold:
                 )
             self._highest_id = number
             if type(record) is EveryScheduleRecord or type(record) is DailyScheduleRecord:
-                self._every_targets[record.id] = instant_of_canonical(record.scheduled_at)
+                self._every_targets[record.id] = self._target(record, position)
             self._records[record.id] = record
             if self._heaps is not None:
                 heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
@@ -277,17 +279,27 @@ class ScheduleFold:
         asks what is due (no heaps, no ordered views: a log being replayed), the changes are
         applied by one loop over plain dictionaries rather than one method call each.
         """
+        pairs = iter(changes)
+        for position, change in pairs:
+            if position >= seed_length:
+                pairs = itertools.chain([(position, change)], pairs)
+                break
+            self.note_inherited(change)
         if self._heaps is not None or self._order is not None:
-            for position, change in changes:
-                if position < seed_length:
-                    self.note_inherited(change)
-                else:
-                    self.apply(change, position=position)
-            return
+            for position, change in pairs:
+                self.apply(change, position=position)
+        else:
+            self._replay_unindexed(pairs)
+
+    def _replay_unindexed(self, changes: Iterable[tuple[int, ScheduleChange]]) -> None:
+        """:meth:`apply` for each change while nothing is indexed, as one loop over plain
+        dictionaries."""
         records = self._records
         targets = self._every_targets
         stale = self._stale
         active = records.get
+        mark_stale = stale.add
+        instant = canonical_instant
         highest = self._highest_id
         try:
             for position, change in changes:
@@ -295,9 +307,6 @@ class ScheduleFold:
                     record = change.schedule
                     schedule_id = record.id
                     number = int(schedule_id[_ID_DIGITS:])
-                    if position < seed_length:
-                        highest = max(highest, number)
-                        continue
                     if number <= highest:
                         raise self._corrupt(
                             position,
@@ -307,10 +316,11 @@ class ScheduleFold:
                     highest = number
                     record_type = type(record)
                     if record_type is EveryScheduleRecord or record_type is DailyScheduleRecord:
-                        targets[schedule_id] = instant_of_canonical(record.scheduled_at)
+                        target = instant(record.scheduled_at)
+                        targets[schedule_id] = (
+                            self._target(record, position) if target is None else target
+                        )
                     records[schedule_id] = record
-                    continue
-                if position < seed_length:
                     continue
                 schedule_id = change.id
                 current = active(schedule_id)
@@ -326,37 +336,21 @@ class ScheduleFold:
                         stale.discard(schedule_id)
                     continue
                 accepted_at = change.accepted_at
-                if type(current) is EveryScheduleRecord and isinstance(accepted_at, str):
-                    self._advance_every(current, accepted_at, position)
-                else:
-                    self._dispatch(current, accepted_at, position)
+                if type(current) is EveryScheduleRecord and type(accepted_at) is str:
+                    # Rule 4 inline for the commonest change of a long log; anything but the
+                    # plain case goes to _dispatch, which says what is wrong.
+                    target = targets[schedule_id]
+                    decided_at = instant(accepted_at)
+                    if decided_at is not None and decided_at >= target:
+                        interval = current.every_seconds * MS_PER_SECOND
+                        following = target + ((decided_at - target) // interval + 1) * interval
+                        if following <= MAX_INSTANT:
+                            targets[schedule_id] = following
+                            mark_stale(schedule_id)
+                            continue
+                self._dispatch(current, accepted_at, position)
         finally:
             self._highest_id = highest
-
-    def _advance_every(
-        self, record: EveryScheduleRecord, accepted_at: str, position: int | None
-    ) -> None:
-        """Rule 4 for an Every dispatch with ``acceptedAt`` while nothing is indexed: what
-        :meth:`_dispatch` does then, for the commonest change of a long log."""
-        targets = self._every_targets
-        schedule_id = record.id
-        target = targets[schedule_id]
-        decided_at = instant_of_canonical(accepted_at)
-        if decided_at < target:
-            raise self._corrupt(
-                position,
-                f"dispatch of {schedule_id} was accepted at {accepted_at}, "
-                f"before its target {format_instant(Instant(target))}",
-            )
-        interval = record.every_seconds * MS_PER_SECOND
-        following = target + ((decided_at - target) // interval + 1) * interval
-        if following > MAX_INSTANT:
-            del self._records[schedule_id]
-            del targets[schedule_id]
-            self._stale.discard(schedule_id)
-        else:
-            targets[schedule_id] = following
-            self._stale.add(schedule_id)
 
     def note_inherited(self, change: ScheduleChange) -> None:
         """Rule 5: remember the ids an inherited (pre-seed) change uses, and nothing else."""
@@ -380,7 +374,10 @@ class ScheduleFold:
                 position, f"dispatch of {record_kind(record)}-record {record.id} lacks `acceptedAt`"
             )
         target = Instant(self._every_targets[record.id])
-        decided_at = instant_of_canonical(accepted_at)
+        decided_at_ms = canonical_instant(accepted_at)
+        if decided_at_ms is None:
+            raise self._corrupt(position, f"{why_not_canonical(accepted_at)} - at `$.acceptedAt`")
+        decided_at = Instant(decided_at_ms)
         if decided_at < target:
             raise self._corrupt(
                 position,
@@ -406,6 +403,15 @@ class ScheduleFold:
             self._activate(
                 msgspec.structs.replace(record, scheduled_at=format_instant(Instant(following)))
             )
+
+    def _target(self, record: ScheduleRecord, position: int | None) -> int:
+        """The target of a record being created, as an integer."""
+        target = canonical_instant(record.scheduled_at)
+        if target is None:
+            raise self._corrupt(
+                position, f"{why_not_canonical(record.scheduled_at)} - at `$.schedule.scheduledAt`"
+            )
+        return target
 
     def _corrupt(self, position: int | None, problem: str) -> ScheduleError:
         where = "" if position is None else f"at entry {position}"
