@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from random import Random
+
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from session_schedule.core.catalog import PersistenceCatalog
+from session_schedule.core.changes import DECODE_CHUNK
 from session_schedule.core.errors import ScheduleError
-from session_schedule.session import SessionCorrupt
+from session_schedule.session import LogEntry, SessionCorrupt
 from session_schedule.session import codec as codec_module
 from session_schedule.session.codec import (
+    EntryDecoder,
     Source,
     decode_entry_line,
+    decode_payload,
     encode_payload,
     entry_line,
 )
@@ -90,3 +98,69 @@ def test_damaged_schedule_payloads_raise_only_schedule_errors(data: bytes) -> No
     with pytest.raises(ScheduleError) as caught:
         decode_entry_line(b'{"type":"schedule/change","data":' + data + b"}", 0, FILE)
     assert caught.value.code == "corrupt_schedule_log"
+
+
+# -- decoding a run of entries, the changes a chunk at a time ---------------------------------
+
+_BAD_CHANGE = b'{"operation":"delete","version":1,"id":"sch_01"}'
+_BAD_MESSAGE = b'{"role":"nobody","content":"x"}'
+
+
+def _valid(kind: str, number: int) -> tuple[str, bytes]:
+    if kind == "change":
+        return "schedule/change", encode_payload("schedule/change", schedule_create(number + 1))[1]
+    return "message", encode_payload("message", turn(number))[1]
+
+
+def _one_by_one(items: list[tuple[str, bytes]]) -> list[LogEntry]:
+    return [
+        decode_payload(entry_type, data, position, FILE, line=position + 2)
+        for position, (entry_type, data) in enumerate(items)
+    ]
+
+
+def _chunked(items: list[tuple[str, bytes]]) -> list[LogEntry]:
+    decoder = EntryDecoder(FILE)
+    for position, (entry_type, data) in enumerate(items):
+        decoder.add(entry_type, data, position, line=position + 2)
+    return decoder.finish()
+
+
+def _outcome(
+    decode: Callable[[list[tuple[str, bytes]]], list[LogEntry]], items: list[tuple[str, bytes]]
+) -> object:
+    try:
+        return decode(items)
+    except (ScheduleError, SessionCorrupt) as error:
+        return type(error).__name__, str(error)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([1, 7, DECODE_CHUNK - 1, DECODE_CHUNK, DECODE_CHUNK + 1, 2 * DECODE_CHUNK + 7]),
+    st.randoms(use_true_random=False),
+    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from([_BAD_CHANGE, _BAD_MESSAGE]))),
+)
+def test_a_run_of_entries_decodes_as_each_entry_does(
+    count: int, random: Random, damage: list[tuple[int, bytes]]
+) -> None:
+    kinds = random.choices(["change", "message"], weights=[4, 1], k=count)
+    items = [_valid(kind, number) for number, kind in enumerate(kinds)]
+    for at, bad in damage[:3]:
+        entry_type, _ = items[at % len(items)]
+        items[at % len(items)] = (entry_type, bad)
+    assert _outcome(_chunked, items) == _outcome(_one_by_one, items)
+
+
+def test_a_change_waiting_in_its_chunk_is_reported_before_a_later_problem() -> None:
+    decoder = EntryDecoder(FILE)
+    decoder.add("schedule/change", _valid("change", 0)[1], 0, line=2)
+    decoder.add("schedule/change", _BAD_CHANGE, 1, line=3)
+    decoder.add("message", _valid("message", 2)[1], 2, line=4)
+    with pytest.raises(ScheduleError) as caught:
+        decoder.add("message", _BAD_MESSAGE, 3, line=5)
+    assert caught.value.message == (
+        "schedule/change at entry 1 of session s_aaaaaaaaaaaa (line 3 of s_aaaaaaaaaaaa.jsonl) is "
+        "corrupt: expected a schedule id like `sch_1`, got 'sch_01' - at `$.id`"
+    )
+    assert EntryDecoder(FILE).finish() == []

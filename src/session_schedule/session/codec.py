@@ -28,7 +28,7 @@ import msgspec
 
 from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
-from session_schedule.core.changes import CHANGE_EVENT_TYPE, corrupt
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, DECODE_CHUNK, corrupt, decode_changes
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import parse_instant
 from session_schedule.session.errors import SessionCorrupt, Storage, session_corrupt
@@ -205,6 +205,71 @@ def decode_payload(
             position, f"invalid {entry_type} payload: {problem}", line=line
         ) from error
     return LogEntry(position=position, type=entry_type, payload=payload)
+
+
+@final
+class EntryDecoder:
+    """Decodes a run of entries in position order, the ``schedule/change`` payloads a chunk at
+    a time (:func:`~session_schedule.core.changes.decode_changes`) rather than one by one: a
+    long log is mostly changes, and a chunk decodes and checks in a fraction of the time.
+
+    :meth:`add` each entry in order, then take :meth:`finish`'s list. The errors are those of
+    :func:`decode_payload` for the first bad entry in position order, as if each entry were
+    decoded when added: a change waits in the current chunk, so a reader that finds something
+    else wrong first calls :meth:`raise_earlier`, which raises the error of a waiting change
+    if there is one (each waiting change lies before what the reader found).
+    """
+
+    def __init__(self, source: Source) -> None:
+        self._source = source
+        self.entries: list[LogEntry] = []
+        """The entries so far, in order; a waiting change's slot holds a placeholder until its
+        chunk is decoded (so ``len`` counts it)."""
+        self._waiting: list[tuple[int, int, int | None, bytes]] = []
+        """The changes not decoded yet: slot in :attr:`entries`, position, line, payload."""
+
+    def add(self, entry_type: str, data: bytes, position: int, *, line: int | None = None) -> None:
+        """Entry ``position`` (on line ``line``, see :meth:`Source.locate`), decoded now or with
+        its chunk."""
+        if entry_type != CHANGE_EVENT_TYPE:
+            try:
+                entry = decode_payload(entry_type, data, position, self._source, line=line)
+            except Exception:
+                self.raise_earlier()
+                raise
+            self.entries.append(entry)
+            return
+        self._waiting.append((len(self.entries), position, line, data))
+        self.entries.append(_WAITING)
+        if len(self._waiting) >= DECODE_CHUNK:
+            self._decode_waiting()
+
+    def raise_earlier(self) -> None:
+        """Raise the error of the first bad waiting change, if any (then nothing waits)."""
+        self._decode_waiting()
+
+    def finish(self) -> list[LogEntry]:
+        """All the entries added, decoded."""
+        self._decode_waiting()
+        return self.entries
+
+    def _decode_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        if not waiting:
+            return
+        source = self._source
+
+        def where(index: int) -> str:
+            _, position, line, _ = waiting[index]
+            return source.where(position, line=line)
+
+        changes = decode_changes([data for *_, data in waiting], where=where)
+        entries = self.entries
+        for (slot, position, _, _), change in zip(waiting, changes, strict=True):
+            entries[slot] = LogEntry(position=position, type=CHANGE_EVENT_TYPE, payload=change)
+
+
+_WAITING: Final = LogEntry(position=-1, type=CHANGE_EVENT_TYPE, payload=None)
 
 
 def check_seed_length(header: SessionHeader, count: int, source: Source) -> None:

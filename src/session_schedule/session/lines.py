@@ -65,11 +65,11 @@ import msgspec
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, corrupt
 from session_schedule.session.codec import (
+    EntryDecoder,
     Source,
     check_seed_length,
     decode_entry_line,
     decode_envelope_header,
-    decode_payload,
     encode_header,
     header_line,
 )
@@ -239,7 +239,8 @@ def _scan_format_2(
     *,
     after: TailStart | None = None,
 ) -> Scan:
-    entries: list[LogEntry] = []
+    decoder = EntryDecoder(source)
+    entries = decoder.entries
     entry_lines: list[bytes] = []
     # ``checksums[i]`` is entry ``origin + i``'s; a tail keeps the one before it at index 0.
     checksums = new_checksums()
@@ -259,29 +260,36 @@ def _scan_format_2(
         acknowledged = max(header.seed_length, after.entries)
         checksums.append(after.chain)
     broken: _Break | None = None
-    for index in range(first, len(lines)):
-        line = lines[index]
-        line_number = line_base + index + 1
-        if line.startswith(_COMMIT_START):
-            commit = _commit(line, line_number)
-            if commit is not None:
-                if broken is None or commit.acknowledged <= start + len(entries):
-                    _check_commit(commit, checksums, source, origin=origin)
-                acknowledged = max(acknowledged, commit.acknowledged)
+    try:
+        for index in range(first, len(lines)):
+            line = lines[index]
+            line_number = line_base + index + 1
+            if line.startswith(_COMMIT_START):
+                commit = _commit(line, line_number)
+                if commit is not None:
+                    if broken is None or commit.acknowledged <= start + len(entries):
+                        _check_commit(commit, checksums, source, origin=origin)
+                    acknowledged = max(acknowledged, commit.acknowledged)
+                elif broken is None:
+                    broken = _Break(index, offset)
             elif broken is None:
-                broken = _Break(index, offset)
-        elif broken is None:
-            position = start + len(entries)
-            checksum = _verify(line, previous)
-            if checksum is None:
-                _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
-                broken = _Break(index, offset)
-            else:
-                entries.append(_decode_entry(line, position, line_number, source))
-                entry_lines.append(line)
-                checksums.append(checksum)
-                previous = checksum
-        offset += len(line) + 1
+                position = start + len(entries)
+                checksum = _verify(line, previous)
+                if checksum is None:
+                    _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
+                    broken = _Break(index, offset)
+                else:
+                    entry_type, data = _entry_parts(line, position, line_number, source)
+                    decoder.add(entry_type, data, position, line=line_number)
+                    entry_lines.append(line)
+                    checksums.append(checksum)
+                    previous = checksum
+            offset += len(line) + 1
+    except Exception:
+        # A change decoded with its chunk lies before whatever went wrong here.
+        decoder.raise_earlier()
+        raise
+    decoder.finish()
     count = start + len(entries)
     if broken is not None and acknowledged > count:
         raise _damaged(lines[broken.at], count, broken, source, line_base=line_base)
@@ -325,8 +333,9 @@ def _out_of_place(seq: int, position: int) -> str:
     )
 
 
-def _decode_entry(line: bytes, position: int, line_number: int, source: Source) -> LogEntry:
-    """The entry of a line whose seal matched the chain: anything wrong now is corruption."""
+def _entry_parts(line: bytes, position: int, line_number: int, source: Source) -> tuple[str, bytes]:
+    """The entry type and payload of a line whose seal matched the chain: anything wrong now is
+    corruption."""
     prefix = b'{"seq":%d,"type":"' % position
     type_end = line.find(b'","data":', len(prefix))
     if not line.startswith(prefix) or type_end < 0 or b'"' in line[len(prefix) : type_end]:
@@ -338,8 +347,7 @@ def _decode_entry(line: bytes, position: int, line_number: int, source: Source) 
         )
         raise source.corrupt(position, problem, line=line_number)
     entry_type = line[len(prefix) : type_end].decode("utf-8", "replace")
-    data = line[type_end + len(b'","data":') : -_SEAL_LENGTH]
-    return decode_payload(entry_type, data, position, source, line=line_number)
+    return entry_type, line[type_end + len(b'","data":') : -_SEAL_LENGTH]
 
 
 def _commit(line: bytes, line_number: int) -> _Commit | None:

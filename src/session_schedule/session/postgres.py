@@ -56,10 +56,10 @@ from psycopg_pool import AsyncConnectionPool
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import (
+    EntryDecoder,
     Source,
     check_seed_length,
     decode_header,
-    decode_payload,
     encode_header,
 )
 from session_schedule.session.errors import (
@@ -749,10 +749,11 @@ def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) 
 
 def _decode_rows(rows: Sequence[Row], first: int, source: Source) -> list[LogEntry]:
     """Stored rows of positions ``first, first+1, …`` strictly decoded (a gap is corruption)."""
-    entries: list[LogEntry] = []
+    decoder = EntryDecoder(source)
     for position, entry_type, data in rows:
-        expected = first + len(entries)
+        expected = first + len(decoder.entries)
         if position != expected:
+            decoder.raise_earlier()
             raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
-        entries.append(decode_payload(entry_type, data, position, source))
-    return entries
+        decoder.add(entry_type, data, position)
+    return decoder.finish()

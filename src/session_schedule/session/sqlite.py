@@ -63,10 +63,10 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import (
+    EntryDecoder,
     Source,
     check_seed_length,
     decode_header,
-    decode_payload,
     encode_header,
 )
 from session_schedule.session.errors import (
@@ -487,17 +487,19 @@ def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> l
 
 def _decode_rows(rows: list[tuple[object, ...]], first: int, source: Source) -> list[LogEntry]:
     """Stored rows of positions ``first, first+1, …`` strictly decoded (a gap is corruption)."""
-    entries: list[LogEntry] = []
+    decoder = EntryDecoder(source)
     for position, stored_type, stored_data in rows:
-        expected = first + len(entries)
+        expected = first + len(decoder.entries)
         if position != expected:
+            decoder.raise_earlier()
             raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
         try:
             entry_type = _stored_bytes(stored_type).decode()
         except UnicodeDecodeError as error:
+            decoder.raise_earlier()
             raise source.corrupt(expected, f"the entry type is not UTF-8 text ({error})") from None
-        entries.append(decode_payload(entry_type, _stored_bytes(stored_data), expected, source))
-    return entries
+        decoder.add(entry_type, _stored_bytes(stored_data), expected)
+    return decoder.finish()
 
 
 def _save_checkpoint(
