@@ -1153,7 +1153,8 @@ def _recover(
     """
     if count is None:
         count = len(parsed.entries)
-    unacknowledged = parsed.header.format == 2 and count > parsed.acknowledged
+    # Only a commit record that stays counts: one in the torn tail is cut with it.
+    unacknowledged = parsed.header.format == 2 and count > parsed.kept_acknowledged
     if not torn and not unacknowledged:
         return 0
     try:

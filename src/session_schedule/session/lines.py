@@ -144,6 +144,10 @@ class Scan(NamedTuple):
     """How many complete lines the torn tail holds."""
     kept_lines: int
     """How many complete lines stay (the header's included)."""
+    kept_acknowledged: int
+    """:attr:`acknowledged` without the commit records in the torn tail: what the file vouches
+    for once that tail is cut (a commit record written after an entry that a crash then tore
+    vouches for the entries before it, and goes with the tail)."""
 
 
 def scan(data: bytes, source: Source) -> Scan:
@@ -188,7 +192,16 @@ def _scan_format_1(
     entries = [decode_entry_line(line, position, source) for position, line in enumerate(lines)]
     check_seed_length(header, len(entries), source)
     return Scan(
-        header, entries, lines, new_checksums(), complete, len(entries), size, 0, len(lines) + 1
+        header,
+        entries,
+        lines,
+        new_checksums(),
+        complete,
+        len(entries),
+        size,
+        0,
+        len(lines) + 1,
+        len(entries),
     )
 
 
@@ -258,6 +271,7 @@ def _scan_format_2(
         offset, line_base = after.offset, after.lines
         acknowledged = max(header.seed_length, after.entries)
         checksums.append(after.chain)
+    kept_acknowledged = acknowledged
     broken: _Break | None = None
     for index in range(first, len(lines)):
         line = lines[index]
@@ -268,6 +282,8 @@ def _scan_format_2(
                 if broken is None or commit.acknowledged <= start + len(entries):
                     _check_commit(commit, checksums, source, origin=origin)
                 acknowledged = max(acknowledged, commit.acknowledged)
+                if broken is None:
+                    kept_acknowledged = acknowledged
             elif broken is None:
                 broken = _Break(index, offset)
         elif broken is None:
@@ -291,7 +307,18 @@ def _scan_format_2(
     kept_lines = line_base + (len(lines) if broken is None else broken.at)
     if after is not None:
         del checksums[0]
-    return Scan(header, entries, entry_lines, checksums, keep, acknowledged, size, cut, kept_lines)
+    return Scan(
+        header,
+        entries,
+        entry_lines,
+        checksums,
+        keep,
+        acknowledged,
+        size,
+        cut,
+        kept_lines,
+        kept_acknowledged,
+    )
 
 
 def _verify(line: bytes, previous: int) -> int | None:
