@@ -619,6 +619,24 @@ class TestFormat2TornTail:
             assert len(handle.entries) == 2
         assert path.read_bytes() == V2_FIRST_TWO + V2_COMMIT_TWO
 
+    @contract_test
+    async def test_entries_whose_commit_record_followed_a_torn_line_are_vouched_for_again(
+        self, store: JsonlSessionStore
+    ) -> None:
+        """Entry 2 was appended while the fsync of entries 0 and 1 ran, and their commit record
+        written after it; a power cut then zero-filled entry 2's line. The commit record goes
+        with the torn tail, so opening writes one (a checkpoint binds to it at close)."""
+        torn = bytes(len(V2_LAST_LINE) - 1) + b"\n"
+        path = write_session(store, V2_FIRST_TWO + torn + V2_COMMIT_TWO)
+        async with await store.open(SID) as handle:
+            assert len(handle.entries) == 2
+            assert handle.durable_length == 2
+        assert path.read_bytes() == V2_FIRST_TWO + V2_COMMIT_TWO
+        async with await store.open(SID) as again:
+            assert again.resume is not None
+            assert again.resume.position == 2
+        assert path.read_bytes() == V2_FIRST_TWO + V2_COMMIT_TWO
+
 
 class TestFormat2Corruption:
     """Format 2: an acknowledged line that is damaged, missing, repeated or moved is reported."""

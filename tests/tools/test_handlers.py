@@ -339,6 +339,29 @@ async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"prompt": "a", "after_seconds": 120},
+        {"prompt": "b", "at": "2026-12-01T09:00:00+09:00"},
+        {"prompt": "c", "every_seconds": 1200},
+        {"prompt": "d", "daily_at": {"time": "09:00", "time_zone": "UTC", "weekdays": ["mon"]}},
+    ],
+)
+async def test_a_created_view_is_the_typed_result_converted(arguments: dict[str, object]) -> None:
+    # ``call`` converts the view before the barrier; ``call_typed`` returns the typed result.
+    plain_tools, plain_schedule, _ = await _tools()
+    typed_tools, typed_schedule, _ = await _tools()
+    try:
+        created = await plain_tools.call("schedule_create", arguments)
+        typed = msgspec.to_builtins(await typed_tools.call_typed("schedule_create", arguments))
+        assert created["ok"] is True
+        assert json.dumps(created) == json.dumps(typed)
+    finally:
+        await plain_schedule.close()
+        await typed_schedule.close()
+
+
 _READ_ONLY = (
     "a view returned by schedule_list is read-only (it is shared with later results); "
     "copy it first, e.g. with dict(view) or copy.deepcopy(result)"

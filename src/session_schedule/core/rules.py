@@ -221,7 +221,7 @@ def check_prompt(value: object, max_chars: int) -> str:
 
 
 def _selector(arguments: Mapping[str, object]) -> str:
-    unknown = sorted(set(arguments) - CREATE_KEYS)
+    unknown = [] if CREATE_KEYS.issuperset(arguments) else sorted(set(arguments) - CREATE_KEYS)
     if unknown:
         raise ScheduleError(
             "invalid_selector",

@@ -135,12 +135,19 @@ class ScheduleEvents:
 
     # -- the events the live Schedule and the tools emit --------------------------------------
 
+    def heard(self, kind: EventKind) -> bool:
+        """Whether an event of ``kind`` would reach anyone: a subscribed callback, or the log
+        at its level. When not, it need not be built (its time formatted, its record made)."""
+        return bool(self._callbacks) or logger.isEnabledFor(_LEVELS[kind])
+
     def created(self, schedule_id: str, now: Instant) -> None:
-        self.emit(self._event("create", now, "created", schedule_id=schedule_id))
+        if self.heard("create"):
+            self.emit(self._event("create", now, "created", schedule_id=schedule_id))
 
     def deleted(self, schedule_id: str, now: Instant, *, deleted: bool) -> None:
-        outcome: EventOutcome = "deleted" if deleted else "not active"
-        self.emit(self._event("delete", now, outcome, schedule_id=schedule_id))
+        if self.heard("delete"):
+            outcome: EventOutcome = "deleted" if deleted else "not active"
+            self.emit(self._event("delete", now, outcome, schedule_id=schedule_id))
 
     def dispatched(self, delivery: Delivery) -> None:
         for occurrence in delivery.occurrences:

@@ -256,7 +256,12 @@ class LiveSchedule:
 
         Raises ``ScheduleError`` with the stable code of the first failing check.
         """
-        return await self._queue.run(lambda: self._create(arguments))
+        return await self._queue.run(lambda: self._create(arguments, _as_is))
+
+    async def create_plain(self, arguments: Mapping[str, object]) -> dict[str, object]:
+        """:meth:`create`, with the view in its JSON-ready form (``msgspec.to_builtins`` of it),
+        built before the barrier rather than once the ``fsync`` has returned."""
+        return await self._queue.run(lambda: self._create(arguments, _plain))
 
     async def active(self) -> tuple[Instant, list[ScheduleView]]:
         """The decision time used and the active reminders, in target then creation order."""
@@ -289,19 +294,26 @@ class LiveSchedule:
             max_chars=self._settings.limits.max_frame_chars,
         )
 
-    async def _create(self, arguments: Mapping[str, object]) -> ScheduleView:
+    async def _create(
+        self, arguments: Mapping[str, object], shape: Callable[[ScheduleView], T]
+    ) -> T:
         await self._barrier()
         now = self._clock.now()
         change = decide_create(arguments, now=now, state=self._state, limits=self._settings.limits)
         self._append(change)
+        # Prepared before the barrier, which may block the loop on an ``fsync`` after which
+        # everything runs slowly; only returned once it has succeeded.
+        record = change.schedule
+        view = shape(make_view(record, now))
+        due_in = (record_target(record) - now) / MS_PER_SECOND
         await self._barrier()
         # The owner need not re-arm when its current sleep (however much of it is left) ends
         # before the new target would be due anyway.
         sleeping = self._sleep_seconds
-        if sleeping is None or (record_target(change.schedule) - now) / MS_PER_SECOND < sleeping:
+        if sleeping is None or due_in < sleeping:
             self._wake_owner()
-        self._events.created(change.schedule.id, now)
-        return make_view(change.schedule, now)
+        self._events.created(record.id, now)
+        return view
 
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
         await self._barrier()
@@ -578,6 +590,14 @@ class LiveSchedule:
             await self._session.barrier()
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
+
+
+def _as_is(view: ScheduleView) -> ScheduleView:
+    return view
+
+
+def _plain(view: ScheduleView) -> dict[str, object]:
+    return msgspec.to_builtins(view)  # type: ignore[no-any-return]
 
 
 def _returned(method: Callable[[*Arguments], object], *arguments: *Arguments) -> object:

@@ -22,6 +22,7 @@ nobody registered) — whatever the bytes.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Final, final
 
 import msgspec
@@ -247,6 +248,16 @@ class EntryDecoder:
     def raise_earlier(self) -> None:
         """Raise the error of the first bad waiting change, if any (then nothing waits)."""
         self._decode_waiting()
+
+    @contextlib.contextmanager
+    def earlier_first(self) -> Iterator[None]:
+        """A block whose errors give way to that of a bad waiting change (which lies before
+        whatever the block found wrong)."""
+        try:
+            yield
+        except Exception:
+            self.raise_earlier()
+            raise
 
     def finish(self) -> list[LogEntry]:
         """All the entries added, decoded."""

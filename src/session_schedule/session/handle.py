@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Final, Self, SupportsIndex, TypeAlias, final, overload
 
+from session_schedule.core.changes import CHANGE_EVENT_TYPE
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
@@ -212,6 +213,9 @@ class LogHandle(abc.ABC):
         self._progress_broken = False
         self._checkpointed = 0 if resume is None else resume.position
         """The position of the newest checkpoint known to be stored."""
+        self._last_change = -1
+        """The position of the last ``schedule/change`` appended through this handle (-1: none;
+        the entries it opened with are durable, so no flush covers them)."""
 
     @property
     def id(self) -> SessionId:
@@ -258,11 +262,16 @@ class LogHandle(abc.ABC):
             self._write_failure = f"writing entry {position} failed: {error}"
             raise persistence_uncertain(self.id, self._write_failure) from error
         self._entries.append(LogEntry(position=position, type=type, payload=value))
+        if type == CHANGE_EVENT_TYPE:
+            self._last_change = position
         return position
 
     async def barrier(self) -> None:
         self._check_usable()
-        await self._commit.cover(len(self._entries))
+        target = len(self._entries)
+        if self._commit.durable >= target:
+            return  # nothing to make durable: the check above is the whole answer
+        await self._commit.cover(target)
         failure = self._failure()
         if failure is not None:
             raise failure
@@ -295,9 +304,17 @@ class LogHandle(abc.ABC):
         """For a flush of entries ``[durable, target)``: whether they hold schedule changes
         (the next-target index must then be updated with the flush), and the session's
         earliest active target once they are applied."""
-        if not holds_changes(self._entries[durable:target]):
+        if not self._holds_changes(durable, target):
             return False, None
         return True, self._next_target.after(self._entries, target)
+
+    def _holds_changes(self, durable: int, target: int) -> bool:
+        """Whether entries ``[durable, target)`` hold a ``schedule/change`` (the next-target
+        index must then be updated with their flush). A flush covers everything appended so
+        far, which the last change's position answers without looking at the entries."""
+        if target == len(self._entries):
+            return self._last_change >= durable
+        return holds_changes(self._entries[durable:target])
 
     def _checkpoint_draft(self, count: int, *, window: bool = True) -> CheckpointFile | None:
         """The content of a checkpoint at ``count`` (every entry before it durable), unbound,

@@ -234,19 +234,26 @@ class JsonlSessionHandle(LogHandle):
 
         Only the ``fsync`` is on the barrier's path. The commit record (format 2) and the
         next-target record are bookkeeping that no waiter needs: they are done by a callback
-        the loop runs once the barrier's caller has gone on (see :meth:`_after_flush`).
+        the loop runs once the barrier's caller has gone on (see :meth:`_after_flush`). What
+        they need is prepared before the ``fsync`` (which changes none of it), so that only
+        two assignments follow it: code run right after a blocking ``fsync`` runs slowly.
         """
-        if holds_changes(self._entries[durable:target]):
+        if self._holds_changes(durable, target):
             self._indexed = self._index_due = True
-        os.fsync(self._fd)
+        commit = None
+        checkpoint_due = self._checkpoint_due(target)
         if self.header.format == 2:
             commit = commit_line(target, self._checksums[target - 1 - self._origin])
-            self._unwritten_commit = commit
-            if self._checkpoint_due(target):
-                # Nothing else is written to the file before this commit record (the next entry
-                # line carries it, or the callback writes it): it will end there.
-                self._checkpoint_end = self._binding(target, after=commit)
+        # Nothing else is written to the file before this commit record (the next entry line
+        # carries it, or the callback writes it): it will end there.
+        end = self._binding(target, after=commit) if checkpoint_due and commit else None
+        # Scheduled first: should the fsync fail, the callback finds the handle poisoned and
+        # does nothing.
         asyncio.get_running_loop().call_soon(self._after_flush, target)
+        os.fsync(self._fd)
+        self._unwritten_commit = commit
+        if checkpoint_due:
+            self._checkpoint_end = end
 
     def _after_flush(self, target: int) -> None:
         """What follows a lone barrier's ``fsync``, off its path.
@@ -286,7 +293,7 @@ class JsonlSessionHandle(LogHandle):
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
         fd = self._fd
-        indexed = self._index_due or holds_changes(self._entries[durable:target])
+        indexed = self._index_due or self._holds_changes(durable, target)
         self._index_due = False
         if self.header.format == 1:
             return self._flushed(
@@ -1153,7 +1160,8 @@ def _recover(
     """
     if count is None:
         count = len(parsed.entries)
-    unacknowledged = parsed.header.format == 2 and count > parsed.acknowledged
+    # Only a commit record that stays counts: one in the torn tail is cut with it.
+    unacknowledged = parsed.header.format == 2 and count > parsed.kept_acknowledged
     if not torn and not unacknowledged:
         return 0
     try:

@@ -144,6 +144,10 @@ class Scan(NamedTuple):
     """How many complete lines the torn tail holds."""
     kept_lines: int
     """How many complete lines stay (the header's included)."""
+    kept_acknowledged: int
+    """:attr:`acknowledged` without the commit records in the torn tail: what the file vouches
+    for once that tail is cut (a commit record written after an entry that a crash then tore
+    vouches for the entries before it, and goes with the tail)."""
 
 
 def scan(data: bytes, source: Source) -> Scan:
@@ -188,7 +192,16 @@ def _scan_format_1(
     entries = [decode_entry_line(line, position, source) for position, line in enumerate(lines)]
     check_seed_length(header, len(entries), source)
     return Scan(
-        header, entries, lines, new_checksums(), complete, len(entries), size, 0, len(lines) + 1
+        header,
+        entries,
+        lines,
+        new_checksums(),
+        complete,
+        len(entries),
+        size,
+        0,
+        len(lines) + 1,
+        len(entries),
     )
 
 
@@ -244,23 +257,17 @@ def _scan_format_2(
     entry_lines: list[bytes] = []
     # ``checksums[i]`` is entry ``origin + i``'s; a tail keeps the one before it at index 0.
     checksums = new_checksums()
+    tail = after is not None
     if after is None:
-        first, start, origin, previous, offset, line_base = (
-            1,
-            0,
-            0,
-            CHAIN_SEED,
-            len(lines[0]) + 1,
-            0,
-        )
-        acknowledged = header.seed_length
+        first, origin = 1, 0
+        after = TailStart(entries=0, offset=len(lines[0]) + 1, lines=0, chain=CHAIN_SEED)
     else:
-        first, start, origin, previous = 0, after.entries, after.entries - 1, after.chain
-        offset, line_base = after.offset, after.lines
-        acknowledged = max(header.seed_length, after.entries)
+        first, origin = 0, after.entries - 1
         checksums.append(after.chain)
+    start, previous, offset, line_base = after.entries, after.chain, after.offset, after.lines
+    acknowledged = kept_acknowledged = max(header.seed_length, after.entries)
     broken: _Break | None = None
-    try:
+    with decoder.earlier_first():
         for index in range(first, len(lines)):
             line = lines[index]
             line_number = line_base + index + 1
@@ -270,6 +277,8 @@ def _scan_format_2(
                     if broken is None or commit.acknowledged <= start + len(entries):
                         _check_commit(commit, checksums, source, origin=origin)
                     acknowledged = max(acknowledged, commit.acknowledged)
+                    if broken is None:
+                        kept_acknowledged = acknowledged
                 elif broken is None:
                     broken = _Break(index, offset)
             elif broken is None:
@@ -285,10 +294,6 @@ def _scan_format_2(
                     checksums.append(checksum)
                     previous = checksum
             offset += len(line) + 1
-    except Exception:
-        # A change decoded with its chunk lies before whatever went wrong here.
-        decoder.raise_earlier()
-        raise
     decoder.finish()
     count = start + len(entries)
     if broken is not None and acknowledged > count:
@@ -297,9 +302,20 @@ def _scan_format_2(
     keep = complete if broken is None else broken.offset
     cut = 0 if broken is None else len(lines) - broken.at
     kept_lines = line_base + (len(lines) if broken is None else broken.at)
-    if after is not None:
+    if tail:
         del checksums[0]
-    return Scan(header, entries, entry_lines, checksums, keep, acknowledged, size, cut, kept_lines)
+    return Scan(
+        header,
+        entries,
+        entry_lines,
+        checksums,
+        keep,
+        acknowledged,
+        size,
+        cut,
+        kept_lines,
+        kept_acknowledged,
+    )
 
 
 def _verify(line: bytes, previous: int) -> int | None:

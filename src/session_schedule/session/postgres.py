@@ -753,7 +753,7 @@ def _decode_rows(rows: Sequence[Row], first: int, source: Source) -> list[LogEnt
     for position, entry_type, data in rows:
         expected = first + len(decoder.entries)
         if position != expected:
-            decoder.raise_earlier()
+            decoder.raise_earlier()  # a bad change before the gap is reported first
             raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
         decoder.add(entry_type, data, position)
     return decoder.finish()

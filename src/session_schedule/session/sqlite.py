@@ -491,7 +491,7 @@ def _decode_rows(rows: list[tuple[object, ...]], first: int, source: Source) -> 
     for position, stored_type, stored_data in rows:
         expected = first + len(decoder.entries)
         if position != expected:
-            decoder.raise_earlier()
+            decoder.raise_earlier()  # a bad change before the gap is reported first
             raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
         try:
             entry_type = _stored_bytes(stored_type).decode()

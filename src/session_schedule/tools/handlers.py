@@ -80,13 +80,18 @@ class ScheduleTools:
         results (:class:`~session_schedule.core.plain.ReadOnlyDict`: it compares and serialises
         as a plain ``dict``; copy it to change it), so that listing many reminders builds none.
         """
-        if name == "schedule_list":
+        if name == "schedule_create":
+            created = await self._guarded(name, arguments, self._create_plain)
+            if isinstance(created, dict):
+                return created
+            result: ToolResult = created
+        elif name == "schedule_list":
             listed = await self._guarded(name, arguments, self._list_plain)
             if isinstance(listed, dict):
                 return listed
-            result: ToolResult = listed
+            result = listed
         else:
-            result = await self.call_typed(name, arguments)
+            result = await self._guarded(name, arguments, self._dispatch)
         return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 
     async def call_json(self, name: str, arguments: object = None) -> str:
@@ -153,6 +158,10 @@ class ScheduleTools:
             f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
         )
 
+    async def _create_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
+        """``schedule_create``'s result, JSON-ready: the view converted before the barrier."""
+        return {"ok": True, "schedule": await self._schedule.create_plain(arguments)}
+
     async def _list_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """``schedule_list``'s result, JSON-ready, from the reminders' ready-made plain views."""
         _check_list_arguments(arguments)
@@ -175,6 +184,8 @@ def _arguments(arguments: object) -> Mapping[str, object]:
         if not arguments.strip():
             return {}
         value = _decode(arguments)
+    if type(value) is dict and _flat_object(value):
+        return value  # the common case, which every check below passes
     if value is None:
         return {}
     # Depth first: whether a deep array decodes at all (or hits the recursion limit, reported
@@ -253,6 +264,14 @@ def _refuse_constant(name: str) -> object:
 
 
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat_object(value: dict[object, object]) -> bool:
+    """Whether ``value`` is an object of scalars under text keys: nothing nested."""
+    for key, item in value.items():
+        if type(key) is not str or type(item) not in _SCALARS:
+            return False
+    return True
 
 
 def _too_deeply_nested(value: object) -> bool:
