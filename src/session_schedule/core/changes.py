@@ -27,6 +27,8 @@ from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import SCHEDULE_ID, ScheduleId
 from session_schedule.core.instants import (
+    KNOWN_MINUTES,
+    KNOWN_SECONDS,
     Instant,
     canonical_instant,
     format_instant,
@@ -238,13 +240,32 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
     create's version matching its kind, its prompt what a create stores, a ``daily`` record's
     time, zone and weekdays. ``False`` at the first doubt; the caller then finds the error."""
     known = _KNOWN_IDS
+    minutes, seconds = KNOWN_MINUTES, KNOWN_SECONDS
     instant = canonical_instant
     for change in changes:
-        if type(change) is ScheduleCreateChange:
+        if type(change) is ScheduleDispatchChange:
+            schedule_id = change.id
+            if schedule_id not in known and not _remember(schedule_id):
+                return False
+            accepted_at = change.accepted_at
+            if (
+                accepted_at is not msgspec.UNSET
+                and (accepted_at[:17] not in minutes or accepted_at[17:] not in seconds)
+                and instant(accepted_at) is None
+            ):
+                return False
+        elif type(change) is ScheduleDeleteChange:
+            schedule_id = change.id
+            if schedule_id not in known and not _remember(schedule_id):
+                return False
+        else:
             record = change.schedule
+            scheduled_at = record.scheduled_at
             if record.id not in known and not _remember(record.id):
                 return False
-            if instant(record.scheduled_at) is None:
+            if (scheduled_at[:17] not in minutes or scheduled_at[17:] not in seconds) and instant(
+                scheduled_at
+            ) is None:
                 return False
             if plain and type(record) is not DailyScheduleRecord:
                 prompt = record.prompt
@@ -255,14 +276,6 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
                 _check_forms(change, "")
                 _checked(change, "", plain=plain)
             except ScheduleError:
-                return False
-            continue
-        schedule_id = change.id
-        if schedule_id not in known and not _remember(schedule_id):
-            return False
-        if type(change) is ScheduleDispatchChange:
-            accepted_at = change.accepted_at
-            if accepted_at is not msgspec.UNSET and instant(accepted_at) is None:
                 return False
     return True
 

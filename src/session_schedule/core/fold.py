@@ -73,6 +73,8 @@ from session_schedule.core.instants import (
 from session_schedule.core.ordered_views import OrderedViews, order_key
 from session_schedule.core.plain import ReadOnlyDict
 from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     RecurringScheduleRecord,
@@ -314,8 +316,7 @@ class ScheduleFold:
                             f"{make_schedule_id(highest)} was already used",
                         )
                     highest = number
-                    record_type = type(record)
-                    if record_type is EveryScheduleRecord or record_type is DailyScheduleRecord:
+                    if type(record) is EveryScheduleRecord or type(record) is DailyScheduleRecord:
                         target = instant(record.scheduled_at)
                         targets[schedule_id] = (
                             self._target(record, position) if target is None else target
@@ -336,6 +337,11 @@ class ScheduleFold:
                         stale.discard(schedule_id)
                     continue
                 accepted_at = change.accepted_at
+                if accepted_at is msgspec.UNSET and (
+                    type(current) is AfterScheduleRecord or type(current) is AtScheduleRecord
+                ):
+                    del records[schedule_id]  # Rule 3: a one-shot dispatch ends the record
+                    continue
                 if type(current) is EveryScheduleRecord and type(accepted_at) is str:
                     # Rule 4 inline for the commonest change of a long log; anything but the
                     # plain case goes to _dispatch, which says what is wrong.
