@@ -4,7 +4,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_schedule.core.changes import (
@@ -619,3 +619,53 @@ def test_iter_changes_decodes_a_chunk_only_when_it_is_taken() -> None:
         f"schedule/change at entry {DECODE_CHUNK + 3} is corrupt: expected a schedule id like "
         "`sch_1`, got 'sch_01' - at `$.id`"
     )
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(changes, min_size=1, max_size=6),
+    st.integers(min_value=0),
+    st.integers(min_value=0),
+    st.sampled_from([b"0", b"1", b"2", b"9", b" ", b"a", b"Z", b":", b"-", b"\\", b"\x7f", b""]),
+)
+def test_a_payload_damaged_in_one_place_decodes_among_others_as_alone(
+    valid: list[ScheduleChange], which: int, at: int, replacement: bytes
+) -> None:
+    # One byte changed, removed (empty replacement) or doubled: most such payloads still decode
+    # and re-encode to themselves but break a form rule (an id "sch_01", a date "2026-02-30", a
+    # prompt that starts with a space), which the chunk check must catch as decoding alone does.
+    payloads = [encode_change(change) for change in valid]
+    payload = payloads[which % len(payloads)]
+    index = at % len(payload)
+    variants = [
+        payload[:index] + replacement + payload[index + 1 :],
+        payload[:index] + payload[index : index + 1] * 2 + payload[index + 1 :],
+    ]
+    change = valid[which % len(valid)]
+    if isinstance(change, ScheduleCreateChange):
+        # Whitespace at either end of a prompt, which still encodes canonically.
+        prompt = change.schedule.prompt
+        variants += [
+            encode_change(
+                msgspec.structs.replace(
+                    change, schedule=msgspec.structs.replace(change.schedule, prompt=text)
+                )
+            )
+            for text in (" " + prompt, prompt + " ", prompt + "\t", "\u3000" + prompt)
+        ]
+    for mutated in variants:
+        payloads[which % len(payloads)] = mutated
+        try:
+            expected: list[ScheduleChange] | str = [
+                decode_change(payload, where=f"at entry {number}")
+                for number, payload in enumerate(payloads)
+            ]
+        except ScheduleError as error:
+            expected = error.message
+        try:
+            decoded: list[ScheduleChange] | str = decode_changes(
+                payloads, where=lambda number: f"at entry {number}"
+            )
+        except ScheduleError as error:
+            decoded = error.message
+        assert decoded == expected
