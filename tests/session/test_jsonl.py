@@ -40,6 +40,7 @@ from session_schedule.testing.session_contract import (
 )
 from tests import invalid_utf8
 from tests.session.faults import one_shot
+from tests.session.files import reseal_entry
 
 SID = SessionId("s_aaaaaaaaaaaa")
 NAME = f"{SID}.jsonl"
@@ -1364,3 +1365,45 @@ async def test_a_failed_commit_record_write_poisons_the_handle_after_its_barrier
     await handle.close()
     async with await store.open(SID) as reopened:
         assert payloads(reopened.entries) == [("message", turn(0))]
+
+
+_BAD_CHANGE_MESSAGE = (
+    f"corrupt_schedule_log: schedule/change at entry 1 of session {SID} (line 3 of {NAME}) is corrupt: expected a "
+    "schedule id like `sch_1`, got 'sch_01' - at `$.id`"
+)
+
+
+def test_a_bad_change_is_reported_before_a_bad_entry_after_it(
+    store: JsonlSessionStore,
+) -> None:
+    # Changes are decoded a chunk at a time, after the entries that follow them were read: the
+    # error is still the first bad entry's.
+    path = asyncio.run(make_good_session(store))
+    reseal_entry(path, 1, "schedule/change", b'{"operation":"delete","version":1,"id":"sch_01"}')
+    reseal_entry(path, 2, "message", b'{"role":"nobody","content":"x"}')
+    _leave_only(path)
+    expect_refused(store, path.read_bytes(), ScheduleError, _BAD_CHANGE_MESSAGE)
+
+
+@pytest.mark.parametrize("damage", ["repeat", "tear"])
+def test_a_bad_change_is_reported_before_a_damaged_line_after_it(
+    store: JsonlSessionStore, damage: str
+) -> None:
+    path = asyncio.run(make_good_session(store))
+    reseal_entry(path, 1, "schedule/change", b'{"operation":"delete","version":1,"id":"sch_01"}')
+    lines = path.read_bytes().split(b"\n")
+    assert lines[3].startswith(b'{"seq":2,')
+    if damage == "repeat":
+        lines[3] = lines[1]  # entry 0's line again where entry 2 belongs: found while reading
+    else:
+        lines[3] = lines[3].replace(b"turn 2", b"turn 3")  # a seal that no longer matches,
+        # before a commit record that vouches for it: found once every line is read
+    _leave_only(path)
+    expect_refused(store, b"\n".join(lines), ScheduleError, _BAD_CHANGE_MESSAGE)
+
+
+def _leave_only(path: Path) -> None:
+    """Remove the files beside a session's log (its checkpoint, the next-target record)."""
+    for other in path.parent.iterdir():
+        if other != path:
+            other.unlink()
