@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import re
 import zoneinfo
-from collections.abc import Iterator, Sequence
 from typing import Final, Literal, assert_never, final
 
 import msgspec
@@ -38,6 +37,7 @@ from session_schedule.cli.common import (
 from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.changes import (
+    CHANGE_CLASSES,
     CHANGE_EVENT_TYPE,
     ScheduleChange,
     ScheduleCreateChange,
@@ -77,6 +77,7 @@ from session_schedule.session import (
     SessionNotFound,
     SessionSnapshot,
 )
+from session_schedule.session.port import schedule_changes
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
 from session_schedule.tools.results import ListResult
@@ -422,7 +423,7 @@ class _Replay:
         payload = entry.payload
         if entry.type == MESSAGE_ENTRY_TYPE and isinstance(payload, MessageEntry):
             return Text(payload.at), _message_body(payload, prefix)
-        if entry.type == CHANGE_EVENT_TYPE and isinstance(payload, _CHANGE_TYPES):
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(payload, CHANGE_CLASSES):
             time = ""
             if isinstance(payload, ScheduleDispatchChange) and isinstance(payload.accepted_at, str):
                 time = payload.accepted_at
@@ -453,9 +454,6 @@ class _Replay:
             else:
                 line.append(f"; next target {following.scheduled_at}")
         return line
-
-
-_CHANGE_TYPES: Final = (ScheduleCreateChange, ScheduleDeleteChange, ScheduleDispatchChange)
 
 
 def _change_id(change: ScheduleChange) -> ScheduleId:
@@ -748,16 +746,7 @@ def fold_snapshot(snapshot: SessionSnapshot) -> ScheduleFold:
     Raises ``ScheduleError("corrupt_schedule_log")`` naming the first change that breaks a rule.
     """
     header, entries = snapshot
-    return fold(_changes(entries), seed_length=header.seed_length, session=header.id)
-
-
-def _changes(entries: Sequence[LogEntry]) -> Iterator[tuple[int, ScheduleChange]]:
-    for entry in entries:
-        if entry.type == CHANGE_EVENT_TYPE:
-            payload = entry.payload
-            if not isinstance(payload, _CHANGE_TYPES):
-                raise TypeError(f"entry {entry.position} holds a {type(payload).__name__}")
-            yield entry.position, payload
+    return fold(schedule_changes(entries), seed_length=header.seed_length, session=header.id)
 
 
 def _read(arguments: argparse.Namespace) -> SessionSnapshot:

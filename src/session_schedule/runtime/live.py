@@ -64,9 +64,6 @@ import msgspec
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleChange,
-    ScheduleCreateChange,
-    ScheduleDeleteChange,
-    ScheduleDispatchChange,
 )
 from session_schedule.core.due import Delivery, next_wakeup, plan_delivery
 from session_schedule.core.errors import ScheduleError
@@ -82,7 +79,7 @@ from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
 from session_schedule.session.errors import PersistenceUncertain
-from session_schedule.session.port import SessionHandle
+from session_schedule.session.port import SessionHandle, schedule_changes
 
 logger = logging.getLogger(__name__)
 
@@ -181,22 +178,16 @@ class LiveSchedule:
         resume = self._session.resume
         start = 0 if resume is None else resume.position
         try:
-            entries = [
-                (entry.position, entry.payload)
-                for entry in self._session.entries[start:]
-                if entry.type == CHANGE_EVENT_TYPE
-            ]
+            changes = schedule_changes(self._session.entries[start:])
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
         if resume is None:
-            self._state = fold(
-                _changes(entries), seed_length=header.seed_length, session=self._session.id
-            )
+            self._state = fold(changes, seed_length=header.seed_length, session=self._session.id)
         else:
             state = ScheduleFold.resumed(
                 resume.records, highest_id=resume.highest_id, session=self._session.id
             )
-            state.replay(_changes(entries), seed_length=header.seed_length)
+            state.replay(changes, seed_length=header.seed_length)
             self._state = state
         if self._driven:
             self._started = True
@@ -604,15 +595,3 @@ def _returned(method: Callable[[*Arguments], object], *arguments: *Arguments) ->
     """What ``method`` returned: the port declares ``None``, and an ``async def`` in its place
     returns a coroutine that must not be dropped unawaited."""
     return method(*arguments)
-
-
-def _changes(entries: list[tuple[int, object]]) -> list[tuple[int, ScheduleChange]]:
-    """The entries' payloads as changes (the session's catalog decoder produced them)."""
-    changes: list[tuple[int, ScheduleChange]] = []
-    for position, payload in entries:
-        if not isinstance(
-            payload, ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
-        ):
-            raise TypeError(f"entry {position} holds a {type(payload).__name__}, not a change")
-        changes.append((position, payload))
-    return changes

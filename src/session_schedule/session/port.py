@@ -22,12 +22,17 @@ The same behaviour is pinned down by the contract suite in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Annotated, Final, Literal, NamedTuple, Protocol, Self, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.changes import (
+    CHANGE_CLASSES,
+    CHANGE_EVENT_TYPE,
+    ScheduleChange,
+)
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import InstantField, ScheduleRecord
 from session_schedule.session.errors import SessionCorrupt
@@ -67,6 +72,23 @@ class LogEntry(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     type: str
     payload: object
     """The value the catalog decoder of ``type`` produced (a frozen struct)."""
+
+
+def schedule_changes(entries: Iterable[LogEntry]) -> Iterator[tuple[int, ScheduleChange]]:
+    """The position and change of each ``schedule/change`` entry among ``entries``, in order:
+    what the fold takes.
+
+    Raises ``TypeError`` for such an entry whose payload is not a change (a decoder registered
+    for the type returned something else: a programming error, not damage).
+    """
+    for entry in entries:
+        if entry.type == CHANGE_EVENT_TYPE:
+            payload = entry.payload
+            if not isinstance(payload, CHANGE_CLASSES):
+                raise TypeError(
+                    f"entry {entry.position} holds a {type(payload).__name__}, not a change"
+                )
+            yield entry.position, payload
 
 
 @final
