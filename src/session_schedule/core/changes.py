@@ -94,14 +94,14 @@ class ScheduleDispatchChange(_Change, tag="dispatch", frozen=True):
 
 
 ScheduleChange: TypeAlias = ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
-CHANGE_CLASSES: Final = (ScheduleCreateChange, ScheduleDeleteChange, ScheduleDispatchChange)
-"""The classes of :data:`ScheduleChange`, for ``isinstance`` (far cheaper than the union)."""
 SCHEDULE_CHANGE_ENTRY: Final = CATALOG.register(
     CHANGE_EVENT_TYPE,
     versions=CHANGE_VERSIONS,
     declaration=ScheduleChange,
     decode=lambda data, where: decode_change(data, where=where),
 )
+CHANGE_CLASSES: Final = (ScheduleCreateChange, ScheduleDeleteChange, ScheduleDispatchChange)
+"""The classes of :data:`ScheduleChange`, for ``isinstance`` (far cheaper than the union)."""
 
 
 def create_change(record: ScheduleRecord) -> ScheduleCreateChange:
