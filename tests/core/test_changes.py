@@ -464,22 +464,30 @@ def test_decoding_many_payloads_is_decoding_each(
     payloads = [encode_change(change) for change in valid]
     if bad is not None:
         payloads.insert(min(at, len(payloads)), bad)
-    expected: list[ScheduleChange] | str = []
+    alone, together = _alone_and_together(payloads)
+    assert together == alone
+
+
+def _alone_and_together(
+    payloads: list[bytes],
+) -> tuple[list[ScheduleChange] | str, list[ScheduleChange] | str]:
+    """What decoding each payload on its own gives, and what ``decode_changes`` of them all
+    gives: the changes, or the message of the error raised."""
+    alone: list[ScheduleChange] | str
     try:
-        expected = [
+        alone = [
             decode_change(payload, where=f"at entry {index}")
             for index, payload in enumerate(payloads)
         ]
     except ScheduleError as error:
-        expected = error.message
+        alone = error.message
+    together: list[ScheduleChange] | str
     try:
-        decoded: list[ScheduleChange] | str = decode_changes(
-            payloads, where=lambda index: f"at entry {index}"
-        )
+        together = decode_changes(payloads, where=lambda index: f"at entry {index}")
     except ScheduleError as error:
         assert error.code == "corrupt_schedule_log"
-        decoded = error.message
-    assert decoded == expected
+        together = error.message
+    return alone, together
 
 
 def test_each_bad_payload_is_refused_alone_and_among_good_ones() -> None:
@@ -655,17 +663,5 @@ def test_a_payload_damaged_in_one_place_decodes_among_others_as_alone(
         ]
     for mutated in variants:
         payloads[which % len(payloads)] = mutated
-        try:
-            expected: list[ScheduleChange] | str = [
-                decode_change(payload, where=f"at entry {number}")
-                for number, payload in enumerate(payloads)
-            ]
-        except ScheduleError as error:
-            expected = error.message
-        try:
-            decoded: list[ScheduleChange] | str = decode_changes(
-                payloads, where=lambda number: f"at entry {number}"
-            )
-        except ScheduleError as error:
-            decoded = error.message
-        assert decoded == expected
+        alone, together = _alone_and_together(payloads)
+        assert together == alone

@@ -274,8 +274,12 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
                 if prompt[0] == " " or prompt[-1] == " " or change.version != CHANGE_VERSION:
                     return False
                 continue
+            if (
+                type(record) is DailyScheduleRecord
+                and _DAILY_TIME.fullmatch(record.local_time) is None
+            ):
+                return False
             try:
-                _check_forms(change, "")
                 _checked(change, "", plain=plain)
             except ScheduleError:
                 return False
