@@ -144,17 +144,10 @@ def run(arguments: argparse.Namespace) -> int:
         directory = data_dir(arguments)
         where = f"the sessions in {directory}"
         return asyncio.run(_serve(JsonlSessionStore(directory), where, config, settings))
-    try:
-        import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
+    # Without the postgres extra, this raises MissingExtraError: one line, exit 2.
+    from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+    from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
 
-        from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
-        from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
-    except ImportError as error:
-        return fail(
-            f"the PostgreSQL store needs the postgres extra "
-            f"(pip install 'session-schedule[postgres]'): {error}",
-            EXIT_USAGE,
-        )
     try:
         check_schema_name(arguments.schema)
     except ValueError as error:
@@ -162,6 +155,8 @@ def run(arguments: argparse.Namespace) -> int:
     store = PostgresSessionStore(
         dsn, schema=arguments.schema, lease_seconds=arguments.lease_seconds
     )
+    import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
+
     try:
         return asyncio.run(
             _serve(

@@ -196,6 +196,37 @@ def register_all(parser: argparse.ArgumentParser) -> None:
                 action.register(name)
 
 
+def _with_default_command(parser: argparse.ArgumentParser, given: list[str]) -> list[str]:
+    """``given``, with ``chat`` put before a session id that stands where the command would
+    (``session-schedule s_7k2m4q9x3v5b`` resumes that session's chat, the default command)."""
+    taking_a_value = {
+        option
+        for action in parser._actions
+        if action.nargs != 0 and action.option_strings
+        for option in action.option_strings
+    }
+    position = 0
+    while position < len(given):
+        word = given[position]
+        if word == "--":
+            return given
+        if word in taking_a_value:
+            position += 2
+            continue
+        if word.startswith("-"):
+            position += 1
+            continue
+        if word in {command.name for command in COMMANDS}:
+            return given
+        # Imported here, not at the top: a command name needs no part of the storage layer.
+        from session_schedule.session.ids import parse_session_id  # noqa: PLC0415
+
+        if parse_session_id(word) is not None:
+            return [*given[:position], "chat", *given[position:]]
+        return given
+    return given
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the program with ``argv`` (default: the process's arguments); the exit code."""
     try:
@@ -208,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(given: list[str]) -> int:
     parser = build_parser()
-    arguments = parser.parse_args(given)
+    arguments = parser.parse_args(_with_default_command(parser, given))
     if arguments.command is None:
         arguments = parser.parse_args([*given, "chat"])
     try:

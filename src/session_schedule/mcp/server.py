@@ -59,13 +59,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Self, cast, final, get_args
 
-import anyio
 import msgspec
 
 from session_schedule.extras import require
 
-require("mcp", purpose="the MCP server")  # before anything imports the SDK
+require("mcp", purpose="the MCP server")  # before anything imports the SDK (or its anyio)
 
+import anyio
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
