@@ -107,6 +107,7 @@ more examples:
   session-schedule chat                               offline mode, in a new session
   session-schedule chat --model gpt-4o-mini           OpenAI, with $OPENAI_API_KEY
   session-schedule chat s_7k2m4q9x3v5b                resume a session
+  session-schedule s_7k2m4q9x3v5b                     the same: chat is the default command
 
 {HELP}"""
 
