@@ -644,11 +644,12 @@ def test_timeline_cuts_at_the_limit_and_says_so(
     hours = parse_instant("2030-01-01T00:00:00.000Z") - parse_instant("2026-11-30T00:00:00.000Z")
     total = 1 + (hours // 3_600_000 + 1) + 1  # overdue sch_2, then hourly, then sch_3
     assert out.endswith(
-        f"showing the first 3 of {total} occurrences; raise --limit or bring --until closer "
-        "to see the rest\n"
+        f"showing 3 of {total} occurrences, the next of each reminder first; raise --limit or "
+        "bring --until closer\n"
     )
-    assert out.count("hourly check") == 3
-    assert "new year" not in out
+    # The yearly reminder's next occurrence is listed although hourly ones come before it.
+    assert out.count("hourly check") == 2
+    assert out.count("new year") == 1
     argv = ["timeline", session, "--until", "2030-01-01T00:00:00Z", "--limit", "3", "--json"]
     assert run(data, *argv) == 0
     timeline = json.loads(capsys.readouterr().out)

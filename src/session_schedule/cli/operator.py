@@ -631,8 +631,8 @@ def _timeline(arguments: argparse.Namespace) -> int:
         if timeline.truncated:
             console.print(
                 Text(
-                    f"showing the first {len(timeline.occurrences)} of {timeline.total} "
-                    "occurrences; raise --limit or bring --until closer to see the rest",
+                    f"showing {len(timeline.occurrences)} of {timeline.total} occurrences, "
+                    "the next of each reminder first; raise --limit or bring --until closer",
                     style="yellow",
                 )
             )
