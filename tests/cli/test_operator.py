@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -1044,3 +1045,65 @@ def test_list_show_and_timeline_name_the_daily_rule(
         "2026-12-04T09:00:00.000+09:00",
     ]
     assert {item["kind"] for item in timeline["occurrences"]} == {"daily"}
+
+
+# -- tables at any width ---------------------------------------------------------------------
+
+LONG_PROMPT = "water the plants on the balcony, then the ones in the kitchen and the hall"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+async def _build_every_day(data: Path) -> SessionId:
+    store = JsonlSessionStore(data)
+    clock = FakeClock(START)
+    async with (
+        await store.create(now=clock.now(), session_id=SessionId("s_every0000001")) as session,
+        LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+    ):
+        daily_at = {"time": "09:00", "time_zone": "America/Argentina/Buenos_Aires"}
+        await schedule.create({"prompt": LONG_PROMPT, "daily_at": daily_at})
+        await schedule.create({"prompt": "stretch", "after_seconds": 90})
+        await session.barrier()
+        return session.id
+
+
+def _on_a_terminal(
+    columns: int,
+    data: Path,
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[str]:
+    """The lines a terminal ``columns`` wide shows, styles removed."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("LINES", "40")
+    assert run(data, *argv) == 0
+    return [_ANSI.sub("", line).rstrip() for line in capsys.readouterr().out.splitlines()]
+
+
+@pytest.mark.parametrize("columns", [80, 60, 40])
+@pytest.mark.parametrize("command", ["list", "timeline", "sessions"])
+def test_tables_keep_id_time_and_prompt_readable_at_any_width(
+    data: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+    command: str,
+) -> None:
+    session = asyncio.run(_build_every_day(data))
+    argv = [command] if command == "sessions" else [command, session]
+    lines = _on_a_terminal(columns, data, argv, capsys, monkeypatch)
+    assert max(len(line) for line in lines) <= columns
+    words = " ".join(" ".join(lines).split())
+    if command == "sessions":
+        assert session in words
+        assert "2026-11-29T20:01:30.000Z" in words  # the next target
+        return
+    assert "sch_1" in words
+    assert "sch_2" in words
+    assert "2026-11-29T20:01:30.000" in words  # sch_2's due time
+    # Every word of the prompt is shown whole: no column of single letters.
+    for word in LONG_PROMPT.split():
+        assert word in words.split() or f"{word}" in words
+    assert all(len(line.split()) != 1 or len(line.strip()) > 1 for line in lines if line)

@@ -538,7 +538,9 @@ def _list(arguments: argparse.Namespace) -> int:
         )
         if not result.schedules:
             return EXIT_OK
-        table = Table("id", "rule", "target (UTC)", "state", "delivery", "prompt")
+        table = Table(
+            "id", "rule", "target (UTC)", "state", "delivery", "prompt", wrapping=("rule",)
+        )
         for view in result.schedules:
             table.add_row(
                 Text(view.id),
@@ -605,7 +607,9 @@ def _timeline(arguments: argparse.Namespace) -> int:
         if not timeline.occurrences:
             console.print(Text("no reminders in this window", style="dim"))
             return EXIT_OK
-        table = Table(f"time ({timeline.zone})", "id", "kind", "state", "prompt")
+        table = Table(
+            f"time ({timeline.zone})", "id", "kind", "state", "prompt", wrapping=("state",)
+        )
         for occurrence in timeline.occurrences:
             state = Text(occurrence.state)
             if occurrence.state == "overdue":
