@@ -117,7 +117,7 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
     assert lines[:4] == [
         f"session-schedule chat: new session {session_id}",
         OFFLINE_BANNER,
-        f"data directory: {tmp_path}",
+        f"store: jsonl:{tmp_path}",
         "/help lists the commands; Ctrl-D or /quit leaves (the session can be resumed)",
     ]
     assert lines[4:8] == [

@@ -112,7 +112,7 @@ def test_a_reminder_due_while_the_chat_is_closed_is_answered_by_the_host(tmp_pat
             code, out, err = stop(host)
     assert (code, err) == (0, "")
     assert out == (
-        f"session-schedule host: keeping the sessions in {tmp_path} live (answering with "
+        f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live (answering with "
         "scripted); stop with Ctrl-C\n"
         "session-schedule host: stopped; sessions opened 1, closed 1, found open elsewhere 0, "
         "failed 0\n"
@@ -162,7 +162,7 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
         chat.finish()
     assert (code, err) == (0, "")
     assert out.startswith(
-        f"session-schedule host: keeping the sessions in {tmp_path} live (offline); "
+        f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live (offline); "
     )
     assert "sessions opened 1, closed 1, found open elsewhere " in out
     assert "found open elsewhere 0," not in out

@@ -160,6 +160,6 @@ def test_the_host_runs_on_the_data_directory_without_any_extra(
         first = process.stdout.readline()
         process.send_signal(signal.SIGTERM)
         rest, err = process.communicate(timeout=60)
-    assert first.startswith(f"session-schedule host: keeping the sessions in {tmp_path} live")
+    assert first.startswith(f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live")
     assert rest.startswith("session-schedule host: stopped;")
     assert (process.returncode, err) == (0, "")

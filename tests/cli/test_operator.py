@@ -284,7 +284,7 @@ def test_sessions_in_an_empty_data_directory(
     data: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(data, "sessions") == 0
-    assert capsys.readouterr().out == f"no sessions in {data}\n"
+    assert capsys.readouterr().out == f"no sessions in jsonl:{data}\n"
     assert run(data, "sessions", "--json") == 0
     assert json.loads(capsys.readouterr().out) == []
 

@@ -232,7 +232,7 @@ def test_a_non_loopback_host_gets_a_generated_token_printed_at_start(
         "session-schedule: listening on every address of this machine; from another one, use "
         "its address in place of 127.0.0.1",
         "session-schedule: every request needs the token; keep the address secret",
-        f"session-schedule: offline mode (you call the tools on the page); sessions in {tmp_path}",
+        f"session-schedule: offline mode (you call the tools on the page); sessions in jsonl:{tmp_path}",
     ]
 
 

@@ -29,19 +29,23 @@ import asyncio
 import contextlib
 import logging
 import os
-import shlex
 import stat
 import sys
 import urllib.parse
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, assert_never, final
 
 import msgspec
 
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    store_location,
+    store_words,
+)
 from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.time_input import is_supported_zone, load_zone
@@ -54,10 +58,9 @@ from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recen
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.ids import SessionId
-from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import StoreLocation, opened_store, store_url
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionHandle, SessionStore
-from session_schedule.session.sqlite import SqliteSessionStore
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,8 +71,6 @@ MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
 API_KEY_PLACEHOLDER: Final = "not-needed"
 """Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
 such as Ollama or llama.cpp need none, but the SDK insists on one)."""
-STORES: Final = ("jsonl", "sqlite")
-SQLITE_FILE: Final = "sessions.db"
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 """After a storage failure the session is reopened after 1 s, then 2 s, 4 s … up to this."""
@@ -149,13 +150,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="URL",
         help="an OpenAI-compatible endpoint, such as http://localhost:11434/v1 "
         "(default: $OPENAI_BASE_URL, else OpenAI's)",
-    )
-    parser.add_argument(
-        "--store",
-        choices=STORES,
-        default="jsonl",
-        help="where sessions are kept: jsonl, one file per session in the data directory (the "
-        f"default), or sqlite, every session in {SQLITE_FILE} in the data directory",
     )
     parser.add_argument(
         "--time-zone",
@@ -240,10 +234,9 @@ def run(arguments: argparse.Namespace) -> int:
     if config is not None:
         require("openai", purpose="chatting with a model")
     options = _Options(
-        directory=data_dir(arguments),
-        explicit_directory=arguments.data_dir is not None,
+        location=store_location(arguments),
+        store_words=store_words(arguments),
         session=arguments.session,
-        store=arguments.store,
         model=config,
         time_zone=zone,
         interactive=interactive,
@@ -258,10 +251,10 @@ def run(arguments: argparse.Namespace) -> int:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Options:
-    directory: Path
-    explicit_directory: bool
+    location: StoreLocation
+    store_words: str
+    """What a printed command adds to name the store (see ``store_words``)."""
     session: str | None
-    store: str
     model: ModelConfig | None
     time_zone: str | None
     interactive: bool
@@ -288,15 +281,12 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
         yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
 
 
-def _store(options: _Options) -> SessionStore:
-    if options.store == "sqlite":
-        options.directory.mkdir(parents=True, exist_ok=True)
-        return SqliteSessionStore(options.directory / SQLITE_FILE)
-    return JsonlSessionStore(options.directory)
-
-
 async def _chat(options: _Options) -> None:
-    store = _store(options)
+    async with opened_store(options.location) as store:
+        await _chat_on(store, options)
+
+
+async def _chat_on(store: SessionStore, options: _Options) -> None:
     clock = SystemClock()
     if options.session is None:
         session = await store.create(now=clock.now())
@@ -438,7 +428,7 @@ def _banner(
             else "time zone: not declared; the model asks which zone you mean "
             "(set --time-zone to declare yours)"
         )
-    lines.append(f"data directory: {options.directory}")
+    lines.append(f"store: {store_url(options.location)}")
     lines.append("/help lists the commands; Ctrl-D or /quit leaves (the session can be resumed)")
     return lines
 
@@ -447,16 +437,13 @@ def _resume_hint(options: _Options, session_id: str) -> str:
     return f"session {session_id} closed; resume it with: {_command(options, 'chat', session_id)}"
 
 
-def _show_command(options: _Options, session_id: str) -> str | None:
-    """The command that prints the whole transcript (``show`` reads the JSONL store only)."""
-    return _command(options, "show", session_id) if options.store == "jsonl" else None
+def _show_command(options: _Options, session_id: str) -> str:
+    """The command that prints the whole transcript."""
+    return _command(options, "show", session_id)
 
 
 def _command(options: _Options, name: str, session_id: str) -> str:
-    directory = (
-        f" --data-dir {shlex.quote(str(options.directory))}" if options.explicit_directory else ""
-    )
-    return f"session-schedule{directory} {name} {session_id}"
+    return f"session-schedule{options.store_words} {name} {session_id}"
 
 
 # -- the person's side -------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from session_schedule.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    STORE_HELP,
+    STORE_VARIABLE,
     exit_code_for,
     fail,
 )
@@ -36,7 +38,9 @@ EPILOG = f"""\
 exit codes: 0 success; 1 an input was rejected; 2 usage error; 3 session not found;
 4 session open elsewhere; 5 corrupt session log; 6 storage failure; 130 interrupted.
 The data directory is --data-dir, else ${DATA_DIR_VARIABLE}, else
-$XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule)."""
+$XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule). The store is --store, else
+${STORE_VARIABLE}, else the data directory's JSONL files: jsonl:DIR, sqlite:PATH or
+postgresql://…"""
 
 DATA_DIR_HELP = "where sessions are stored (one JSONL file each)"
 
@@ -50,6 +54,8 @@ class Command(NamedTuple):
     help: str
     data_dir: bool = True
     """Whether it takes ``--data-dir`` (the database commands do not)."""
+    store: bool = False
+    """Whether it opens sessions, and so takes ``--store``."""
 
 
 COMMANDS: Final = (
@@ -57,29 +63,35 @@ COMMANDS: Final = (
         "chat",
         "chat",
         "chat with an agent that sets reminders (offline without a model; the default)",
+        store=True,
     ),
-    Command("sessions", "operator", "list the sessions in the data directory"),
-    Command("show", "operator", "show a session's transcript and schedule events"),
-    Command("list", "operator", "list a session's active reminders as the model sees them"),
-    Command("timeline", "operator", "show a session's upcoming reminder occurrences"),
-    Command("check", "operator", "validate a session's whole log strictly"),
-    Command("fork", "operator", "fork a session and print the new session's id"),
+    Command("sessions", "operator", "list the sessions in the store", store=True),
+    Command("show", "operator", "show a session's transcript and schedule events", store=True),
+    Command(
+        "list", "operator", "list a session's active reminders as the model sees them", store=True
+    ),
+    Command("timeline", "operator", "show a session's upcoming reminder occurrences", store=True),
+    Command("check", "operator", "validate a session's whole log strictly", store=True),
+    Command("fork", "operator", "fork a session and print the new session's id", store=True),
     Command("catalog", "operator", "print the persistence catalog as JSON"),
     Command("tools", "operator", "print the schedule tool definitions as JSON"),
     Command(
         "serve",
         "serve",
         "the web overlay: chat in the browser, the browser's time zone on every prompt",
+        store=True,
     ),
     Command(
         "host",
         "host",
         "keep every session with reminders live, answering reminders while chats are closed",
+        store=True,
     ),
     Command(
         "mcp",
         "mcp",
         "an MCP server (stdio) for one session: the schedule tools and pulled follow-ups",
+        store=True,
     ),
     Command(
         "walkthrough",
@@ -165,6 +177,13 @@ class _Commands(_SubParsersAction):
                 default=argparse.SUPPRESS,
                 help=DATA_DIR_HELP,
             )
+            if registered.store:
+                add_store_option(self.choices[registered.name], default=argparse.SUPPRESS)
+
+
+def add_store_option(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """Give ``parser`` the ``--store URL`` option every command that opens sessions takes."""
+    parser.add_argument("--store", metavar="URL", default=default, help=STORE_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -178,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR_HELP)
+    add_store_option(parser, default=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands)
     if not isinstance(commands, _Commands):
         raise TypeError(f"argparse made a {type(commands).__name__} of the subcommands")

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Final
 
-from session_schedule.cli.common import EXIT_OK, data_dir
+from session_schedule.cli.common import EXIT_OK, data_dir, store_location
 
 EPILOG: Final = """\
 example: session-schedule mcp s_7k2m4q9x3v5b
@@ -49,7 +49,19 @@ def run(arguments: argparse.Namespace) -> int:
     # The server module imports the optional SDK, which it checks for first: without the ``mcp``
     # extra this raises MissingExtraError, which ``main`` reports in one line (exit 2).
     from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
+    from session_schedule.session.location import opened_store, store_url  # noqa: PLC0415
 
+    location = store_location(arguments)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve_stdio(data_dir(arguments), arguments.session))
+
+    async def serve() -> None:
+        async with opened_store(location) as store:
+            await serve_stdio(
+                store,
+                arguments.session,
+                outbox_dir=data_dir(arguments),
+                place=store_url(location),
+            )
+
+    asyncio.run(serve())
     return EXIT_OK

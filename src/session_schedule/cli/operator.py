@@ -21,7 +21,8 @@ import argparse
 import asyncio
 import re
 import zoneinfo
-from typing import Final, Literal, assert_never, final
+from collections.abc import Awaitable, Callable
+from typing import Final, Literal, TypeVar, assert_never, final
 
 import msgspec
 
@@ -30,9 +31,9 @@ from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     Handler,
-    data_dir,
     exit_code_for,
     fail,
+    store_location,
 )
 from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
 from session_schedule.core.catalog import CATALOG
@@ -68,7 +69,6 @@ from session_schedule.runtime.clock import Clock, SystemClock
 # persistence catalog when it is imported; ``catalog`` relies on that.
 from session_schedule.session import (
     MESSAGE_ENTRY_TYPE,
-    JsonlSessionStore,
     LogEntry,
     MessageEntry,
     SessionCorrupt,
@@ -77,10 +77,13 @@ from session_schedule.session import (
     SessionNotFound,
     SessionSnapshot,
 )
-from session_schedule.session.port import schedule_changes
+from session_schedule.session.location import opened_store, store_url
+from session_schedule.session.port import SessionStore, schedule_changes
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
 from session_schedule.tools.results import ListResult
+
+_T = TypeVar("_T")
 
 clock: Clock = SystemClock()
 """Where "now" comes from (a module attribute, so tests can put a fake clock here)."""
@@ -122,8 +125,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         commands,
         "sessions",
         _sessions,
-        help="list the sessions in the data directory",
-        description="The sessions in the data directory, oldest first: when each was created, "
+        help="list the sessions in the store",
+        description="The sessions in the store (--store), oldest first: when each was created, "
         "its parent and the entry it was forked at (for a fork), how many entries it has, how "
         "many reminders are active and the earliest target. A session whose log is damaged is "
         "listed with its problem.",
@@ -275,7 +278,7 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Why the log could not be read or folded, or ``None`` when it is sound."""
 
 
-async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
+async def summarize(store: SessionStore) -> list[SessionSummary]:
     """A summary of every session in ``store``, by creation instant, then id."""
     summaries: list[SessionSummary] = []
     headers, unreadable = await store.scan()
@@ -321,14 +324,14 @@ async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
 
 
 def _sessions(arguments: argparse.Namespace) -> int:
-    store = JsonlSessionStore(data_dir(arguments))
-    summaries = asyncio.run(summarize(store))
+    location = store_location(arguments)
+    summaries = _with_store(arguments, summarize)
     if arguments.json:
         _print_json(summaries)
         return EXIT_OK
     with output() as console:
         if not summaries:
-            console.print(Text(f"no sessions in {store.data_dir}"))
+            console.print(Text(f"no sessions in {store_url(location)}"))
             return EXIT_OK
         now = format_instant(clock.now())
         table = Table("id", "created (UTC)", "parent", "entries", "active", "next target")
@@ -647,8 +650,7 @@ def _timeline(arguments: argparse.Namespace) -> int:
 
 
 def _check(arguments: argparse.Namespace) -> int:
-    store = JsonlSessionStore(data_dir(arguments))
-    inspection = asyncio.run(store.inspect(arguments.session))
+    inspection = _with_store(arguments, lambda store: _inspect(store, arguments.session))
     snapshot = inspection.snapshot
     state = fold_snapshot(snapshot)
     header, entries = snapshot
@@ -687,12 +689,31 @@ def _check(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@final
+class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``check`` reports on: the snapshot, and a file store's torn tail."""
+
+    snapshot: SessionSnapshot
+    torn_bytes: int = 0
+    torn_lines: int = 0
+
+
+async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
+    """The session as storage holds it; a store that keeps a file per session (JSONL) also says
+    what a torn tail holds."""
+    inspect = getattr(store, "inspect", None)
+    if inspect is None:
+        return _Inspection(snapshot=await store.read(session_id))
+    found = await inspect(session_id)
+    return _Inspection(
+        snapshot=found.snapshot, torn_bytes=found.torn_bytes, torn_lines=found.torn_lines
+    )
+
+
 # -- fork ------------------------------------------------------------------------------------
 
 
-async def fork_session(
-    store: JsonlSessionStore, parent: str, at: int | None, now: Instant
-) -> SessionId:
+async def fork_session(store: SessionStore, parent: str, at: int | None, now: Instant) -> SessionId:
     """Fork ``parent`` (its first ``at`` entries, or all) and return the new id, closed again.
 
     Raises ``ValueError`` — a ``ForkCutError`` when the cut would part a tool call from its
@@ -704,9 +725,11 @@ async def fork_session(
 
 
 def _fork(arguments: argparse.Namespace) -> int:
-    store = JsonlSessionStore(data_dir(arguments))
     try:
-        child = asyncio.run(fork_session(store, arguments.session, arguments.at, clock.now()))
+        child = _with_store(
+            arguments,
+            lambda store: fork_session(store, arguments.session, arguments.at, clock.now()),
+        )
     except ValueError as error:  # --at beyond the parent's entries, or through a tool call
         return fail(str(error), EXIT_USAGE)
     print(child)
@@ -754,8 +777,18 @@ def fold_snapshot(snapshot: SessionSnapshot) -> ScheduleFold:
 
 
 def _read(arguments: argparse.Namespace) -> SessionSnapshot:
-    store = JsonlSessionStore(data_dir(arguments))
-    return asyncio.run(store.read(arguments.session))
+    return _with_store(arguments, lambda store: store.read(arguments.session))
+
+
+def _with_store(arguments: argparse.Namespace, work: Callable[[SessionStore], Awaitable[_T]]) -> _T:
+    """What ``work`` returns on the command's store (``--store``), closed afterwards."""
+    location = store_location(arguments)
+
+    async def run() -> _T:
+        async with opened_store(location) as store:
+            return await work(store)
+
+    return asyncio.run(run())
 
 
 def _rule(record: ScheduleRecord) -> str:

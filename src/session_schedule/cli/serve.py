@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Final
 
 from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, fail, store_location
 from session_schedule.extras import require
 from session_schedule.harness.model import OpenAIChatModel
-from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import opened_store, store_url
 from session_schedule.web.app import create_app
 from session_schedule.web.live import LiveLimits, ModelFactory
 from session_schedule.web.security import access_policy, is_loopback, is_wildcard
@@ -161,15 +161,15 @@ async def _serve(
     config: ModelConfig | None,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    directory = data_dir(arguments)
-    async with _model(config) as model:
+    location = store_location(arguments)
+    async with _model(config) as model, opened_store(location) as store:
         app = create_app(
-            JsonlSessionStore(directory),
+            store,
             model=model,
             policy=access_policy(arguments.host, token=token),
             live_limits=LiveLimits(max_live=arguments.max_live, idle_seconds=arguments.idle_close),
         )
-        _announce(arguments.host, sock, token=token, config=config, directory=directory)
+        _announce(arguments.host, sock, token=token, config=config, place=store_url(location))
         limits = Limits(max_connections=arguments.max_connections)
         await OverlayServer(app, limits=limits).serve(sockets=[sock])
 
@@ -194,7 +194,7 @@ def _announce(
     *,
     token: str | None,
     config: ModelConfig | None,
-    directory: Path,
+    place: str,
 ) -> None:
     port: int = sock.getsockname()[1]
     shown = "127.0.0.1" if is_wildcard(host) else host.strip("[]")
@@ -220,7 +220,7 @@ def _announce(
             flush=True,
         )
     mode = f"model {config.name}" if config else "offline mode (you call the tools on the page)"
-    print(f"session-schedule: {mode}; sessions in {directory}", flush=True)
+    print(f"session-schedule: {mode}; sessions in {place}", flush=True)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
