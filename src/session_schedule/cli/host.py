@@ -201,7 +201,8 @@ async def _serve(
             failure = host.failure
         print(
             f"session-schedule host: stopped; sessions opened {stats.opened}, closed "
-            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}",
+            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}; "
+            f"turns retried {stats.turn_retries}, turns failed {stats.turns_failed}",
             flush=True,
         )
     if failure is not None:

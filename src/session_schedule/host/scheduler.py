@@ -53,6 +53,7 @@ import msgspec
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.errors import SessionBusy, SessionError, SessionNotFound
 from session_schedule.session.ids import SessionId
@@ -111,6 +112,12 @@ class HostStats(msgspec.Struct, kw_only=True):
     failed: int = 0
     """Opens that failed otherwise, and Schedules that stopped."""
     polls: int = 0
+    turn_retries: int = 0
+    """Failed attempts of a turn that were tried again (per reminder occurrence it delivers,
+    or per host prompt)."""
+    turns_failed: int = 0
+    """Turns recorded ``failed`` after their retries (per reminder occurrence, or host prompt):
+    reminders that could not be delivered."""
 
 
 @final
@@ -396,6 +403,7 @@ class ScheduleHost:
             )
             self._retry_later(session_id)
             return
+        resources.callback(schedule.events.subscribe(self._count))
         self._opening.discard(session_id)
         self._slots[session_id] = _Slot(handle, schedule, resources)
         self.stats.opened += 1
@@ -441,6 +449,12 @@ class ScheduleHost:
             slot.waiting_idle = False
         if self._slots.get(session_id) is slot and not slot.stepping:
             self._plan(session_id, self._clock.now(), "step")
+
+    def _count(self, event: ScheduleEvent) -> None:
+        if event.kind == "turn-retry":
+            self.stats.turn_retries += 1
+        elif event.kind == "turn-failed":
+            self.stats.turns_failed += 1
 
     def _woken(self, session_id: SessionId) -> None:
         """A create or delete in an open session: run its next pass at once."""

@@ -78,6 +78,7 @@ from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
+from session_schedule.runtime.retry import TurnRetry
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.port import SessionHandle, schedule_changes
 
@@ -107,6 +108,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """The most reminder follow-up turns queued within any ``followup_window_seconds``."""
     followup_window_seconds: int = 60
     """The rolling window of ``followup_limit``, in seconds of wall-clock time."""
+    turn_retry: TurnRetry = TurnRetry()
+    """How the turn queue retries a turn that failed (attempts, back-off, elapsed age)."""
 
 
 @final
