@@ -13,7 +13,10 @@ back-off on refusal, the follow-up budget.
 Rule 1 — **one timer for all sessions.** One task holds a heap of ``(instant, session)``: when
 to open a closed session, or when to run the next pass of an open one. It sleeps until the
 earliest entry, but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever
-it wakes (a stale heap entry — superseded by a later plan — is dropped when popped). Opening,
+it wakes (a stale heap entry — superseded by a later plan — is dropped when popped). Each plan is
+also due once the elapsed time it stood for has passed (``Clock.monotonic``): a wall clock that
+steps back during a retry wait or a back-off cannot stretch it, and a pass that comes early for a
+wall-clock target finds nothing due and plans again. Polls are spaced in elapsed time too. Opening,
 stepping and closing a session run as short tasks of their own, so a slow session never holds
 the timer up.
 
@@ -158,7 +161,11 @@ class ScheduleHost:
         self._settings = settings or HostSettings()
         _check(self._settings)
         self._heap: list[tuple[Instant, int, SessionId]] = []
-        self._planned: dict[SessionId, tuple[Instant, _Plan]] = {}
+        self._elapsed_heap: list[tuple[float, int, SessionId]] = []
+        """The same plans, by the monotonic reading at which their wait has elapsed."""
+        self._planned: dict[SessionId, tuple[Instant, _Plan, int]] = {}
+        """Each session's one current plan: its instant, its purpose and its sequence number
+        (heap entries with another number are stale)."""
         self._sequence = 0
         self._slots: dict[SessionId, _Slot] = {}
         self._opening: set[SessionId] = set()
@@ -170,7 +177,8 @@ class ScheduleHost:
         self._wake = asyncio.Event()
         self._parked = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
-        self._next_poll: Instant | None = None
+        self._next_poll: float | None = None
+        """The monotonic reading at which the index is read again."""
         self._failure: BaseException | None = None
         self.stats = HostStats()
 
@@ -251,10 +259,10 @@ class ScheduleHost:
             while True:
                 self._wake.clear()
                 now = self._clock.now()
-                if self._next_poll is None or now >= self._next_poll:
+                if self._next_poll is None or self._clock.monotonic() >= self._next_poll:
                     await self._poll(now)
                     now = self._clock.now()
-                    self._next_poll = _after(now, self._settings.poll_seconds)
+                    self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
                 self._run_due(now)
                 await self._sleep(self._bounded(now))
         except asyncio.CancelledError:
@@ -285,11 +293,18 @@ class ScheduleHost:
                 self._plan(session_id, open_at, "open")
 
     def _run_due(self, now: Instant) -> None:
+        elapsed = self._clock.monotonic()
+        due: list[tuple[int, SessionId]] = []
         while self._heap and self._heap[0][0] <= now:
-            at, _, session_id = heapq.heappop(self._heap)
+            _, sequence, session_id = heapq.heappop(self._heap)
+            due.append((sequence, session_id))
+        while self._elapsed_heap and self._elapsed_heap[0][0] <= elapsed:
+            _, sequence, session_id = heapq.heappop(self._elapsed_heap)
+            due.append((sequence, session_id))
+        for sequence, session_id in sorted(due):
             planned = self._planned.get(session_id)
-            if planned is None or planned[0] != at:
-                continue  # superseded
+            if planned is None or planned[2] != sequence:
+                continue  # superseded, or run already through the other heap
             del self._planned[session_id]
             if planned[1] != "step":
                 if session_id not in self._slots and session_id not in self._opening:
@@ -304,12 +319,15 @@ class ScheduleHost:
                     self._spawn(self._step(session_id, slot), f"step {session_id}", waiting=slot)
 
     def _bounded(self, now: Instant) -> float:
-        until = _after(now, self._settings.max_wait_seconds)
+        seconds = self._settings.max_wait_seconds
+        elapsed = self._clock.monotonic()
         if self._next_poll is not None:
-            until = min(until, self._next_poll)
+            seconds = min(seconds, self._next_poll - elapsed)
         if self._heap:
-            until = min(until, self._heap[0][0])
-        return max(0, until - now) / MS_PER_SECOND
+            seconds = min(seconds, (self._heap[0][0] - now) / MS_PER_SECOND)
+        if self._elapsed_heap:
+            seconds = min(seconds, self._elapsed_heap[0][0] - elapsed)
+        return max(0.0, seconds)
 
     async def _sleep(self, seconds: float) -> None:
         if self._wake.is_set():
@@ -317,8 +335,10 @@ class ScheduleHost:
             return
         sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
         waker = asyncio.ensure_future(self._wake.wait())
-        self._parked.set()
         try:
+            # Parked only once the sleep has begun (settled() then sees a sleeper on the clock).
+            await asyncio.sleep(0)
+            self._parked.set()
             await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._parked.clear()
@@ -326,10 +346,13 @@ class ScheduleHost:
             waker.cancel()
 
     def _plan(self, session_id: SessionId, at: Instant, plan: _Plan) -> None:
-        self._planned[session_id] = (at, plan)
         self._sequence += 1
-        heapq.heappush(self._heap, (at, self._sequence, session_id))
-        if not self._heap or self._heap[0][2] == session_id:
+        sequence = self._sequence
+        self._planned[session_id] = (at, plan, sequence)
+        heapq.heappush(self._heap, (at, sequence, session_id))
+        wait = max(0, at - self._clock.now()) / MS_PER_SECOND
+        heapq.heappush(self._elapsed_heap, (self._clock.monotonic() + wait, sequence, session_id))
+        if self._heap[0][1] == sequence or self._elapsed_heap[0][1] == sequence:
             self._wake.set()
 
     def _spawn(

@@ -28,7 +28,8 @@ Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails �
 ``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
 start already) — nothing is appended and the reminder stays active; the owner retries after a
 back-off that doubles up to ``retry_max_seconds``, so a permanently failing agent cannot make it
-spin.
+spin. A back-off is elapsed time (``Clock.monotonic``), not a wall-clock instant: a step of the
+wall clock during it neither stretches nor shortens it (targets stay wall-clock, SPEC §8).
 
 Rule 5a — **no busy loop.** Every pass of the owner's loop awaits something that yields to the
 event loop. "Nothing due" right after the wake-up said something was due can happen once (a
@@ -55,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Literal, Self, TypeVar, TypeVarTuple, final
@@ -157,8 +159,9 @@ class LiveSchedule:
         self._held: tuple[Instant, Instant] | None = None
         """When the budget first and last held back deliveries, while some of those wait."""
         self._backoff = self._settings.retry_initial_seconds
-        self._retry_at: Instant | None = None
-        """The end of the current back-off, if one runs."""
+        self._retry_until: float | None = None
+        """The end of the current back-off on the clock's monotonic reading, if one runs: a
+        back-off lasts its elapsed time whatever the wall clock does."""
         self._busy_in_a_row = 0
         self._nothing_in_a_row = 0
         self._resting = False
@@ -409,9 +412,12 @@ class LiveSchedule:
     async def _step(self) -> Instant | None:
         self._resting = False
         now = self._clock.now()
-        if self._retry_at is not None and now < self._retry_at:
-            return self._retry_at
-        self._retry_at = None
+        if self._retry_until is not None:
+            remaining = self._retry_until - self._clock.monotonic()
+            if remaining > 0:
+                # The wall-clock instant at which the back-off ends, as seen now.
+                return Instant(now + math.ceil(remaining * MS_PER_SECOND))
+            self._retry_until = None
         wakeup = next_wakeup(self._state)
         if wakeup is None or wakeup > now:
             self._nothing_in_a_row = 0
@@ -456,14 +462,14 @@ class LiveSchedule:
             self._events.backing_off(now, reason=reason, seconds=backoff, detail=detail)
             self._backoff = min(backoff * 2, self._settings.retry_max_seconds)
             # A create or delete ends the back-off early (it wakes the owner).
-            self._retry_at = Instant(now + round(backoff * MS_PER_SECOND))
-            return self._retry_at
+            self._retry_until = self._clock.monotonic() + backoff
+            return Instant(now + math.ceil(backoff * MS_PER_SECOND))
         # Delivered; or a turn started between idle and the queue slot, or the due reminder
         # went (a delete, a clock step back): look again at once.
         return self._clock.now()
 
     def _wake_owner(self) -> None:
-        self._retry_at = None
+        self._retry_until = None
         self._wake.set()
         if self._on_wake is not None:
             self._on_wake()
