@@ -705,6 +705,26 @@ def test_check_a_sound_session(
     )
 
 
+def test_check_overdue_is_a_monitoring_probe(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sound = (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders\n"
+    )
+    assert run(data, "check", session, "--overdue", "5400") == 0
+    assert capsys.readouterr() == (sound, "")
+    assert run(data, "check", session, "--overdue", "5399.5") == 1
+    assert capsys.readouterr() == (
+        sound + "reminder sch_2 is overdue by 1.5 h (due 2026-11-29T22:00:00.000Z), more than "
+        "5399.5 s\n",
+        "",
+    )
+    with pytest.raises(SystemExit):
+        run(data, "check", session, "--overdue", "-1")
+    assert "'-1' is not a number of seconds (0 or more)" in capsys.readouterr().err
+
+
 def test_check_a_fork(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(data, "fork", session, "--at", "5") == 0
     child = capsys.readouterr().out.strip()
