@@ -525,6 +525,12 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "scheduledAt": "2026-11-29T22:00:00.000Z",
                 "state": "overdue",
                 "deliveryMode": "session-local",
+                "runs": 1,
+                "lastRun": {
+                    "occurrence": "sch_2@2026-11-29T21:00:00.000Z",
+                    "outcome": "delivered",
+                    "at": "2026-11-29T21:00:00.000Z",
+                },
             },
             {
                 "kind": "at",
@@ -533,6 +539,8 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "scheduledAt": "2030-01-01T00:00:00.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ],
     }

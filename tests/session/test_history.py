@@ -16,7 +16,7 @@ from session_schedule.core.instants import parse_instant
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.retry import TurnRetry
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.session.history import OCCURRENCE_OUTCOMES, last_runs, occurrence_history
+from session_schedule.session.history import OCCURRENCE_OUTCOMES, OccurrenceLog, occurrence_history
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.turns import turn_failure
@@ -117,8 +117,19 @@ async def test_a_week_of_a_daily_reminder_reads_correctly(tmp_path: Path) -> Non
         "AuthenticationError", status=401, message="Error code: 401 - invalid api key"
     )
     assert [run.lateness_seconds for run in runs] == [0.0, 0.0, 3600.0, 0.0, None]
-    last, count = last_runs(runs)[runs[0].schedule_id]
-    assert (last.outcome, last.due_at, count) == ("delivered", _at("2026-12-05T09:00:00.000Z"), 4)
+    # What a view shows, read in two slices: the latest run and the count, until the delete.
+    log = OccurrenceLog(seed_length=header.seed_length, keep=False)
+    log.feed(entries[: runs[-1].position])
+    found = log.last(runs[0].schedule_id)
+    assert found is not None
+    assert (found[0].outcome, found[0].key, found[1]) == (
+        "delivered",
+        "sch_1@2026-12-05T09:00:00.000Z",
+        4,
+    )
+    log.feed(entries[runs[-1].position :])
+    assert log.last(runs[0].schedule_id) is None
+    assert log.runs == []
 
 
 def test_the_history_command_prints_the_week_as_json_and_as_a_table(

@@ -694,6 +694,8 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
             "scheduledAt": "2026-11-29T20:01:30.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     assert call["toolCalls"] == [
@@ -717,6 +719,8 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
                 "scheduledAt": "2026-11-29T20:01:30.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             }
         ],
     }

@@ -65,6 +65,7 @@ from session_schedule.core.timeline import build_timeline
 from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.harness.transcript import check_fork_cut, transcript_problem
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import with_runs
 
 # The session package registers every durable type it writes (``message`` among them) in the
 # persistence catalog when it is imported; ``catalog`` relies on that.
@@ -79,6 +80,7 @@ from session_schedule.session import (
     SessionNotFound,
     SessionSnapshot,
 )
+from session_schedule.session.history import OccurrenceLog
 from session_schedule.session.port import schedule_changes
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
@@ -530,10 +532,14 @@ def _list(arguments: argparse.Namespace) -> int:
     snapshot = _read(arguments)
     state = fold_snapshot(snapshot)
     now = clock.now()
+    history = OccurrenceLog(
+        seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
+    )
+    history.feed(snapshot.entries)
     result = ListResult(
         ok=True,
         now=format_instant(now),
-        schedules=[make_view(record, now) for record in state.ordered()],
+        schedules=[with_runs(make_view(record, now), history) for record in state.ordered()],
     )
     if arguments.json:
         _print_json(result)

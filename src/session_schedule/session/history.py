@@ -29,7 +29,7 @@ point, as its schedule does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, TypeAlias, final
 
 import msgspec
@@ -113,41 +113,97 @@ def occurrence_history(
     """Every delivered, failed, pending or deleted occurrence of the session whose log is
     ``entries`` (from its first entry), in log order. Raises ``corrupt_schedule_log`` as the fold
     does."""
-    state = ScheduleFold(session=session)
-    runs: list[OccurrenceRun] = []
-    # The latest queued reminder turn naming each occurrence key: its position and time.
-    queued: dict[str, tuple[int, Instant]] = {}
-    by_turn: dict[int, list[int]] = {}
-    for entry in entries:
+    log = OccurrenceLog(seed_length=seed_length, session=session)
+    log.feed(entries)
+    return log.runs
+
+
+@final
+class OccurrenceLog:
+    """The occurrence history of one session, read incrementally: :meth:`feed` it the log's
+    entries in order, from the first, in as many slices as suits.
+
+    With ``keep=False`` only each active reminder's latest run and run count are kept (what a
+    view shows), so memory follows the reminders, not the length of the history.
+    """
+
+    def __init__(self, *, seed_length: int = 0, session: str = "", keep: bool = True) -> None:
+        self._state = ScheduleFold(session=session)
+        self._seed_length = seed_length
+        self._keep = keep
+        self.runs: list[OccurrenceRun] = []
+        """Every occurrence so far, in log order (empty with ``keep=False``)."""
+        self._last: dict[ScheduleId, tuple[OccurrenceRun, int]] = {}
+        # The latest queued reminder turn naming each occurrence key: its position and time.
+        self._queued: dict[str, tuple[int, Instant]] = {}
+        # The runs each unfinished turn delivers: their reminder and index in ``runs``.
+        self._by_turn: dict[int, list[tuple[ScheduleId, int]]] = {}
+        self.position = 0
+        """How many entries have been fed."""
+
+    def last(self, schedule_id: ScheduleId) -> tuple[OccurrenceRun, int] | None:
+        """The latest run of an active reminder (delivered, failed or pending) and how many it
+        has had, or ``None`` before its first."""
+        return self._last.get(schedule_id)
+
+    def feed(self, entries: Iterable[LogEntry]) -> None:
+        """Read the next entries (the first not yet fed, in order). Raises
+        ``corrupt_schedule_log`` as the fold does."""
+        for entry in entries:
+            self._read(entry)
+            self.position = entry.position + 1
+
+    def _read(self, entry: LogEntry) -> None:
         payload = entry.payload
         if entry.type == CHANGE_EVENT_TYPE:
-            if entry.position < seed_length:
+            if entry.position < self._seed_length:
                 if isinstance(payload, ScheduleCreateChange):
-                    state.note_inherited(payload)
-                continue
+                    self._state.note_inherited(payload)
+                return
             if isinstance(payload, ScheduleDispatchChange | ScheduleDeleteChange):
-                run = _run(state, payload, entry.position, queued)
+                run = _run(self._state, payload, entry.position, self._queued)
                 if run is not None:
-                    if run.turn is not None:
-                        by_turn.setdefault(run.turn, []).append(len(runs))
-                    runs.append(run)
+                    self._add(run)
             if isinstance(payload, CHANGE_CLASSES):
-                state.apply(payload, position=entry.position)
-        elif entry.type == TURN_QUEUED_TYPE and entry.position >= seed_length:
+                self._state.apply(payload, position=entry.position)
+        elif entry.type == TURN_QUEUED_TYPE and entry.position >= self._seed_length:
             if isinstance(payload, TurnQueued) and payload.origin == "schedule":
                 at = parse_instant(payload.at)
                 for key in payload.occurrences:
-                    queued[key] = (entry.position, at)
+                    self._queued[key] = (entry.position, at)
         elif entry.type == TURN_FINISHED_TYPE and isinstance(payload, TurnFinished):
-            for index in by_turn.pop(payload.turn, ()):
-                runs[index] = msgspec.structs.replace(
-                    runs[index],
-                    outcome="delivered" if payload.outcome == "completed" else "failed",
-                    attempts=payload.attempts,
-                    failure=payload.failure,
-                    finished_at=parse_instant(payload.at),
-                )
-    return runs
+            self._finish(payload)
+
+    def _add(self, run: OccurrenceRun) -> None:
+        if run.outcome == "deleted":
+            self._last.pop(run.schedule_id, None)
+        else:
+            previous = self._last.get(run.schedule_id)
+            self._last[run.schedule_id] = (run, 1 if previous is None else previous[1] + 1)
+            if run.turn is not None:
+                index = len(self.runs) if self._keep else -1
+                self._by_turn.setdefault(run.turn, []).append((run.schedule_id, index))
+        if self._keep:
+            self.runs.append(run)
+
+    def _finish(self, finished: TurnFinished) -> None:
+        for schedule_id, index in self._by_turn.pop(finished.turn, ()):
+            last = self._last.get(schedule_id)
+            current = last[0] if last is not None and last[0].turn == finished.turn else None
+            run = self.runs[index] if index >= 0 else current
+            if run is None:
+                continue
+            done = msgspec.structs.replace(
+                run,
+                outcome="delivered" if finished.outcome == "completed" else "failed",
+                attempts=finished.attempts,
+                failure=finished.failure,
+                finished_at=parse_instant(finished.at),
+            )
+            if index >= 0:
+                self.runs[index] = done
+            if last is not None and current is not None:
+                self._last[schedule_id] = (done, last[1])
 
 
 def _run(
@@ -187,15 +243,3 @@ def _run(
         turn=None if turn is None else turn[0],
         position=position,
     )
-
-
-def last_runs(runs: Sequence[OccurrenceRun]) -> dict[ScheduleId, tuple[OccurrenceRun, int]]:
-    """Each reminder's latest delivered, failed or pending occurrence, and how many it has had
-    (deletes are not runs)."""
-    last: dict[ScheduleId, tuple[OccurrenceRun, int]] = {}
-    for run in runs:
-        if run.outcome == "deleted":
-            continue
-        count = last[run.schedule_id][1] + 1 if run.schedule_id in last else 1
-        last[run.schedule_id] = (run, count)
-    return last
