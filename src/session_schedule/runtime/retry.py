@@ -68,7 +68,7 @@ _MAX_CHAIN: Final = 8
 class TurnRetry(msgspec.Struct, frozen=True, kw_only=True):
     """How a failed turn is retried (Rule 2); one of the live Schedule's ``Settings``."""
 
-    max_attempts: int = 6
+    max_attempts: int = 10
     """A turn runs at most this many times (1: never retried)."""
     initial_seconds: float = 2.0
     """The back-off step after the first failed attempt; it doubles after each one."""
