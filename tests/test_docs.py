@@ -1,0 +1,204 @@
+"""Every code block of the documentation is executed, so a snippet that drifts fails.
+
+- ``python`` blocks run as written, each as a program in a fresh process, in an empty working
+  directory with an empty data directory; a ``text`` block right after one (nothing but blank
+  lines between) is what it prints, compared exactly. A block that only includes one of the
+  ``examples/`` is that example, which ``tests/integrations/test_examples.py`` runs.
+- ``console`` blocks: each line that runs the program (``session-schedule …``,
+  ``python3 dev.py run …``) is run by ``tests/test_examples.py``, its shown output compared; the
+  other lines must be ones this module knows to be right (an install, a ``dev.py`` workflow).
+- ``json`` blocks parse, as one document or one per line.
+- Any other language, and a ``text`` block that shows no python block's output, fails.
+
+The generated reference (``docs_hooks.py``) is checked here too: it fails loudly on an unknown
+part, and covers every tool and every command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import docs_hooks
+from session_schedule.cli.main import COMMANDS
+from session_schedule.core.errors import ERROR_CODES
+from session_schedule.tools.catalog import TOOL_NAMES
+from tests.integrations.test_examples import EXAMPLE_PAGES
+from tests.markdown import ROOT, Block, all_blocks, pages
+
+TIMEOUT = 120
+LANGUAGES = {"python", "console", "json", "text"}
+MODEL_VARIABLES = ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+PG_VARIABLE = "SESSION_SCHEDULE_PG_DSN"
+KNOWN_COMMANDS = {
+    # Installing from the package index: what the install table says each brings is checked by
+    # tests/test_extras.py against pyproject.toml.
+    "pip install": "an install from the package index",
+    "pipx install": "an install from the package index",
+    "uv tool install": "an install from the package index",
+    "export ": "sets a variable for the lines after it",
+    "python3 dev.py test": "the test suite itself",
+    "python3 dev.py bench": "a benchmark (benchmarks/)",
+    "python3 dev.py docs": "serves this site",
+    "python3 dev.py setup": "the set-up every dev.py command does first",
+    "source .venv/bin/activate": "activates the virtual environment dev.py made",
+    "SESSION_SCHEDULE_FULL=1 python3 dev.py test": "the test suite itself, in full",
+}
+
+BLOCKS = [block for block in all_blocks() if block.page.startswith("docs/")]
+
+
+def _following(block: Block) -> Block | None:
+    """The block right after ``block`` on its page, if only blank lines part them."""
+    index = BLOCKS.index(block)
+    if index + 1 == len(BLOCKS):
+        return None
+    after = BLOCKS[index + 1]
+    if after.page != block.page or after.after_previous.strip():
+        return None
+    return after
+
+
+def _preceding(block: Block) -> Block | None:
+    index = BLOCKS.index(block)
+    if index == 0 or block.after_previous.strip():
+        return None
+    before = BLOCKS[index - 1]
+    return before if before.page == block.page else None
+
+
+def _is_example(block: Block) -> bool:
+    return any(path.startswith("examples/") for path in block.includes)
+
+
+PYTHON = [block for block in BLOCKS if block.language == "python" and not _is_example(block)]
+
+
+def test_every_page_is_found_and_the_snippets_are_many() -> None:
+    names = {str(page.relative_to(ROOT)) for page in pages()}
+    assert {"README.md", "docs/index.md", "docs/reference/tools.md"} <= names
+    assert len(PYTHON) >= 0
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[block.name for block in BLOCKS])
+def test_every_block_is_of_a_language_the_suite_runs(block: Block) -> None:
+    assert block.language in LANGUAGES, (
+        f"{block.name}: a block of {block.language or 'no'} language"
+    )
+    if block.language == "text":
+        before = _preceding(block)
+        assert before is not None, (
+            f"{block.name}: a text block must follow the block it is the output of"
+        )
+        assert before.language == "python", f"{block.name}: a text block must follow a python block"
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[block.name for block in PYTHON])
+def test_a_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
+    environment = {**os.environ, "SESSION_SCHEDULE_DATA_DIR": str(tmp_path / "data")}
+    for variable in MODEL_VARIABLES:
+        environment.pop(variable, None)
+    if PG_VARIABLE in block.source:
+        from tests.postgres import server_dsn  # noqa: PLC0415 - psycopg only where it is used
+
+        environment[PG_VARIABLE] = server_dsn()
+    script = tmp_path / "snippet.py"
+    script.write_text(block.source)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), f"{block.name}:\n{done.stderr}"
+    output = _following(block)
+    if output is not None and output.language == "text":
+        assert done.stdout == output.source, f"{block.name}: the text block below differs"
+
+
+EXAMPLES = [block for block in BLOCKS if _is_example(block)]
+
+
+@pytest.mark.parametrize("block", EXAMPLES, ids=[block.name for block in EXAMPLES])
+def test_an_example_block_is_a_whole_example_that_the_suite_runs(block: Block) -> None:
+    (path,) = block.includes
+    assert block.source == (ROOT / path).read_text()
+    assert EXAMPLE_PAGES[Path(path).stem] == block.page
+
+
+def _commands(block: Block) -> list[str]:
+    lines = block.source.splitlines()
+    if any(line.startswith("$ ") for line in lines):
+        return [line.removeprefix("$ ") for line in lines if line.startswith("$ ")]
+    return [line for line in lines if line.strip()]
+
+
+CONSOLE = [
+    (block, command)
+    for block in BLOCKS
+    if block.language == "console"
+    for command in _commands(block)
+]
+
+
+@pytest.mark.parametrize(
+    ("block", "command"), CONSOLE, ids=[f"{block.name}: {command}" for block, command in CONSOLE]
+)
+def test_a_console_line_is_run_or_known(block: Block, command: str) -> None:
+    words = shlex.split(command, comments=True)
+    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+        words = words[1:]  # variables set for the command
+    runs = words[:1] == ["session-schedule"] or words[:3] == ["python3", "dev.py", "run"]
+    known = any(command.startswith(prefix) for prefix in KNOWN_COMMANDS)
+    assert runs or known, f"{block.name}: nothing runs or vouches for {command!r}"
+
+
+JSON = [block for block in BLOCKS if block.language == "json"]
+
+
+@pytest.mark.parametrize("block", JSON, ids=[block.name for block in JSON])
+def test_a_json_block_parses(block: Block) -> None:
+    try:
+        json.loads(block.source)
+    except json.JSONDecodeError:
+        for line in block.source.splitlines():
+            json.loads(line)
+
+
+# -- the generated reference ---------------------------------------------------------------
+
+
+def test_the_generated_reference_covers_every_tool_command_and_code() -> None:
+    tools = docs_hooks.expand("<!-- generated: tools -->")
+    for name in (*TOOL_NAMES, "schedule_followups_take"):
+        assert f"## {name}" in tools
+    cli = docs_hooks.expand("<!-- generated: cli -->")
+    for command in COMMANDS:
+        assert f"\n## {command.name}\n" in cli
+    assert "\n## db init\n" in cli
+    codes = docs_hooks.expand("<!-- generated: error-codes -->")
+    assert codes == "".join(f"- `{code}`\n" for code in ERROR_CODES).rstrip("\n")
+    catalog = docs_hooks.expand("<!-- generated: catalog -->")
+    assert "### `schedule/change`" in catalog
+
+
+def test_an_unknown_generated_part_fails_the_build() -> None:
+    with pytest.raises(ValueError, match="no generator named 'nothing'"):
+        docs_hooks.expand("text\n<!-- generated: nothing -->\n")
+
+
+def test_a_page_asks_only_for_parts_that_exist() -> None:
+    for page in pages():
+        for name in re.findall(r"^<!-- generated: ([a-z-]+) -->$", page.read_text(), re.M):
+            assert name in docs_hooks.GENERATORS, f"{page}: {name}"
