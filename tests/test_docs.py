@@ -22,6 +22,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -48,11 +49,10 @@ KNOWN_COMMANDS = {
     "python3 dev.py bench": "a benchmark (benchmarks/)",
     "python3 dev.py docs": "serves this site",
     "python3 dev.py setup": "the set-up every dev.py command does first",
-    "source .venv/bin/activate": "activates the virtual environment dev.py made",
-    "SESSION_SCHEDULE_FULL=1 python3 dev.py test": "the test suite itself, in full",
+    ".venv/bin/python -m pytest": "the test suite itself, one file",
 }
 
-BLOCKS = [block for block in all_blocks() if block.page.startswith("docs/")]
+BLOCKS = all_blocks()
 
 
 def _following(block: Block) -> Block | None:
@@ -84,7 +84,7 @@ PYTHON = [block for block in BLOCKS if block.language == "python" and not _is_ex
 def test_every_page_is_found_and_the_snippets_are_many() -> None:
     names = {str(page.relative_to(ROOT)) for page in pages()}
     assert {"README.md", "docs/index.md", "docs/reference/tools.md"} <= names
-    assert len(PYTHON) >= 0
+    assert len(PYTHON) >= 10
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.name for block in BLOCKS])
@@ -160,7 +160,7 @@ def test_a_console_line_is_run_or_known(block: Block, command: str) -> None:
     while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
         words = words[1:]  # variables set for the command
     runs = words[:1] == ["session-schedule"] or words[:3] == ["python3", "dev.py", "run"]
-    known = any(command.startswith(prefix) for prefix in KNOWN_COMMANDS)
+    known = any(shlex.join(words).startswith(prefix) for prefix in KNOWN_COMMANDS)
     assert runs or known, f"{block.name}: nothing runs or vouches for {command!r}"
 
 
@@ -202,3 +202,67 @@ def test_a_page_asks_only_for_parts_that_exist() -> None:
     for page in pages():
         for name in re.findall(r"^<!-- generated: ([a-z-]+) -->$", page.read_text(), re.M):
             assert name in docs_hooks.GENERATORS, f"{page}: {name}"
+
+
+# -- what the README and the install table say ----------------------------------------------
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+INSTALL_TABLES = ["README.md", "docs/getting-started.md"]
+
+
+@pytest.mark.parametrize("page", ["README.md", "CONTRIBUTING.md"])
+def test_a_front_page_links_only_to_files_that_exist(page: str) -> None:
+    targets = [t for t in _LINK.findall((ROOT / page).read_text()) if "://" not in t]
+    assert targets
+    for target in targets:
+        assert (ROOT / target).exists(), f"{page} links to {target}, which does not exist"
+
+
+def _requirement_name(requirement: str) -> str:
+    """``psycopg[binary,pool]>=3.2,<4`` -> ``psycopg[binary,pool]``."""
+    found = re.match(r"[A-Za-z0-9._-]+(\[[a-z,]+\])?", requirement)
+    assert found is not None, requirement
+    return found.group()
+
+
+@pytest.mark.parametrize("page", INSTALL_TABLES)
+def test_the_install_table_says_what_each_extra_brings(page: str) -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    rows = re.findall(r"^\| (.+?) \| (.+?) \| .+ \|$", (ROOT / page).read_text(), re.MULTILINE)
+    table = {extra: brings for extra, brings in rows if extra != "extra" and "---" not in extra}
+    named = set()
+    for extra, brings in table.items():
+        packages = re.findall(r"`([^`]+)`", brings)
+        if extra == "(none)":
+            assert packages == [_requirement_name(r) for r in project["dependencies"]]
+            continue
+        names = re.findall(r"`([^`]+)`", extra)
+        named.update(names)
+        for name in names:
+            assert name in extras, f"{page}: no extra {name!r} in pyproject.toml"
+        if brings == "that framework":
+            assert all(extras[name] for name in names)
+        elif brings == "every extra above":
+            assert names == ["all"]
+        elif brings.startswith("nothing"):
+            (name,) = names
+            assert extras[name] == [], name
+        else:
+            (name,) = names
+            assert packages == [_requirement_name(r) for r in extras[name]], name
+    assert named == set(extras), f"{page}: the table and pyproject.toml name other extras"
+
+
+def test_the_contributors_picture_is_the_layout_the_suite_enforces() -> None:
+    from tests.test_layout import ORDER  # noqa: PLC0415 - the one place the floors are listed
+
+    floors = re.findall(r"^\| (\d+) \| `(\w+)` \|", (ROOT / "CONTRIBUTING.md").read_text(), re.M)
+    assert [name for _, name in floors] == list(reversed(ORDER))
+    assert [int(number) for number, _ in floors] == list(range(len(ORDER), 0, -1))
+
+
+def test_the_performance_page_has_every_benchmark() -> None:
+    page = (ROOT / "docs" / "operations" / "performance.md").read_text()
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        assert f"bench {script.stem}" in page, f"no figures of benchmarks/{script.name}"
