@@ -9,6 +9,9 @@ replaces it with markdown made from the code as it is now, so the reference cann
 - ``catalog``: the persistence catalog (every durable event type, its versions and schema);
 - ``error-codes``: the stable error codes, in the order the code declares them.
 
+The docstrings use Sphinx roles (``:class:`TurnQueue```), which the Python reference renders as
+written; ``on_page_content`` shows each as the code of the name it refers to.
+
 An unknown name fails the build. ``mkdocs build --strict`` runs in ``python3 dev.py test``.
 """
 
@@ -22,6 +25,8 @@ import re
 from collections.abc import Callable, Iterator
 
 _MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", flags=re.MULTILINE)
+_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc):<code>~?(?:[\w.]+\.)?([\w]+)</code>")
+"""A Sphinx cross-reference role in a docstring, as the Python handler renders it."""
 HELP_COLUMNS = "100"
 
 
@@ -141,6 +146,17 @@ def expand(markdown: str) -> str:
     return _MARKER.sub(generate, markdown)
 
 
+def plain_roles(html: str) -> str:
+    """``html`` with each docstring role (``:class:`~a.b.C```, rendered as ``:class:<code>…``)
+    shown as the code of its last name: ``<code>C</code>``."""
+    return _ROLE.sub(r"<code>\1</code>", html)
+
+
 def on_page_markdown(markdown: str, **_: object) -> str:
     """MkDocs calls this with each page's markdown before rendering it."""
     return expand(markdown)
+
+
+def on_page_content(html: str, **_: object) -> str:
+    """MkDocs calls this with each page's HTML once rendered (the Python API reference)."""
+    return plain_roles(html)

@@ -266,3 +266,10 @@ def test_the_performance_page_has_every_benchmark() -> None:
     page = (ROOT / "docs" / "operations" / "performance.md").read_text()
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         assert f"bench {script.stem}" in page, f"no figures of benchmarks/{script.name}"
+
+
+def test_a_docstring_role_renders_as_the_code_of_its_name() -> None:
+    rendered = (
+        "see :class:<code>~session_schedule.runtime.Agent</code> and :meth:<code>start</code>"
+    )
+    assert docs_hooks.plain_roles(rendered) == "see <code>Agent</code> and <code>start</code>"
