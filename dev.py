@@ -9,8 +9,8 @@
                                    with pyenv), each in its own venv
     python3 dev.py bench NAME      set up, then run ``benchmarks/NAME.py``
     python3 dev.py docs [ARGS...]  set up, then serve the documentation site on
-                                   http://127.0.0.1:8000/ (``mkdocs serve ARGS``), rebuilt as
-                                   its pages change
+                                   http://127.0.0.1:8000/session-schedule/ (``mkdocs serve
+                                   ARGS``), rebuilt as its pages change
     python3 dev.py setup           only create or refresh the virtual environment
 
 Set-up needs nothing but Python 3.11+ and its ``venv`` module: it creates ``.venv`` beside this

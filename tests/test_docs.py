@@ -273,3 +273,13 @@ def test_a_docstring_role_renders_as_the_code_of_its_name() -> None:
         "see :class:<code>~session_schedule.runtime.Agent</code> and :meth:<code>start</code>"
     )
     assert docs_hooks.plain_roles(rendered) == "see <code>Agent</code> and <code>start</code>"
+
+
+def test_the_readme_gives_the_address_dev_py_docs_serves() -> None:
+    config = (ROOT / "mkdocs.yml").read_text()
+    found = re.search(r"^site_url: https://[^/]+(/\S*)$", config, re.M)
+    assert found is not None
+    address = f"http://127.0.0.1:8000{found.group(1)}"  # mkdocs serve's default address
+    for page in ("README.md", "docs/getting-started.md"):
+        assert f"`{address}`" in (ROOT / page).read_text(), page
+    assert "dev_addr" not in config
