@@ -283,3 +283,53 @@ def test_the_readme_gives_the_address_dev_py_docs_serves() -> None:
     for page in ("README.md", "docs/getting-started.md"):
         assert f"`{address}`" in (ROOT / page).read_text(), page
     assert "dev_addr" not in config
+
+
+def _defaults_table(page: str, header: str) -> dict[str, str]:
+    """``{field: default}`` of the table of ``page`` whose first header cell is ``header``."""
+    text = (ROOT / page).read_text()
+    table = text[text.index(f"| {header} |") :].split("\n\n", 1)[0]
+    return dict(re.findall(r"^\| `([\w.]+)` \| ([^|]+?) \|", table, re.MULTILINE))
+
+
+def _shown(value: object) -> str:
+    """A default as the tables write it: ``4,000``, ``30`` (for ``30.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int | float) else str(value)
+
+
+def test_the_settings_tables_give_the_codes_defaults() -> None:
+    from session_schedule import Settings  # noqa: PLC0415
+
+    table = _defaults_table("docs/concepts/schedule.md", "`Settings` field")
+    settings = Settings()
+    expected = {
+        name: _shown(getattr(settings, name))
+        for name in Settings.__struct_fields__
+        if name != "limits"
+    }
+    expected |= {
+        f"limits.{name}": _shown(getattr(settings.limits, name))
+        for name in settings.limits.__struct_fields__
+    }
+    assert table == expected
+
+
+def test_the_host_settings_table_gives_the_codes_defaults() -> None:
+    from session_schedule import Settings  # noqa: PLC0415
+    from session_schedule.host import HostSettings  # noqa: PLC0415
+
+    page = "docs/guides/fleet.md"
+    table = _defaults_table(page, "`HostSettings` field")
+    settings = HostSettings()
+    expected = {
+        name: _shown(getattr(settings, name))
+        for name in HostSettings.__struct_fields__
+        if name not in {"schedule", "max_open", "max_opening"}
+    }
+    expected["schedule"] = "`Settings()`"
+    assert table == expected
+    assert settings.schedule == Settings()
+    row = f"| `max_open` / `max_opening` | {settings.max_open:,} / {settings.max_opening:,} |"
+    assert row in (ROOT / page).read_text()
