@@ -11,7 +11,10 @@
 - Any other language, and a ``text`` block that shows no python block's output, fails.
 
 The generated reference (``docs_hooks.py``) is checked here too: it fails loudly on an unknown
-part, and covers every tool and every command.
+part, and covers every tool and every command. So is what the pages state about the code: the
+README's and CONTRIBUTING's links, both install tables against ``pyproject.toml``, the picture of
+the floors against ``tests/test_layout.py``, the settings tables against the code's defaults,
+and the performance page against the scripts in ``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ LANGUAGES = {"python", "console", "json", "text"}
 MODEL_VARIABLES = ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 PG_VARIABLE = "SESSION_SCHEDULE_PG_DSN"
 KNOWN_COMMANDS = {
-    # Installing from the package index: what the install table says each brings is checked by
-    # tests/test_extras.py against pyproject.toml.
+    # Installing from the package index: what the install tables say each extra brings is
+    # checked below against pyproject.toml.
     "pip install": "an install from the package index",
     "pipx install": "an install from the package index",
     "uv tool install": "an install from the package index",
