@@ -2,11 +2,11 @@
 
 The pages are ``README.md``, ``CONTRIBUTING.md`` and every ``*.md`` under ``docs/``, found anew on
 each run, so a new page is tested without more wiring. A block is a fence of three or more
-backticks, possibly indented (inside a list item or an admonition), with its language tag; a
-line ``--8<-- "path"`` inside a block includes that file of the repository, as the site's
-``pymdownx.snippets`` does when it builds (such a block stands between ``<!-- fmt: off -->`` and
-``<!-- fmt: on -->``, so that ``ruff format``, which formats the pages' python blocks, leaves the
-line alone).
+backticks (or tildes), possibly indented (inside a list item or an admonition), with its
+language tag; a line ``--8<-- "path"`` inside a block includes that file of the repository, as
+the site's ``pymdownx.snippets`` does when it builds (such a block stands between
+``<!-- fmt: off -->`` and ``<!-- fmt: on -->``, so that ``ruff format``, which formats the pages'
+python blocks, leaves the line alone).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
-_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,})(?P<language>[\w-]*)(?: [^`]*)?$")
+_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<language>[\w-]*)(?: [^`]*)?$")
 """An opening fence; after the language, attributes such as ``title="…"`` may follow."""
 _INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"$')
 
