@@ -111,7 +111,7 @@ _NOTHING_BEFORE_BACKOFF = 2
 
 @final
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every knob of a live Schedule; the defaults are documented in the README."""
+    """Every knob of a live Schedule; the defaults are documented in docs/concepts/schedule.md."""
 
     limits: Limits = Limits()
     max_wait_seconds: float = 30.0
