@@ -91,6 +91,7 @@ WORKING: Final[list[list[str]]] = [
     ["list", SESSION],
     ["timeline", SESSION],
     ["check", SESSION],
+    ["history", SESSION],
     ["fork", SESSION],
     ["catalog"],
     ["tools"],

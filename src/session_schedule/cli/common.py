@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from session_schedule.session.location import StoreLocation
+    from session_schedule.session.port import SessionSnapshot
 
 DATA_DIR_VARIABLE: Final = "SESSION_SCHEDULE_DATA_DIR"
 STORE_VARIABLE: Final = "SESSION_SCHEDULE_STORE"
@@ -86,6 +87,23 @@ def store_words(arguments: argparse.Namespace) -> str:
             return ""
         return f" --data-dir {shlex.quote(str(location.directory))}"
     return f" --store {shlex.quote(store_url(location))}"
+
+
+def read_session(arguments: argparse.Namespace, session_id: str) -> SessionSnapshot:
+    """What the command's store (``--store``) holds of ``session_id``, read without owning it.
+
+    Raises what ``SessionStore.read`` raises (``SessionNotFound``, ``SessionCorrupt`` …)."""
+    import asyncio  # noqa: PLC0415 - only a command that reads a session needs the loop
+
+    from session_schedule.session.location import opened_store  # noqa: PLC0415
+
+    location = store_location(arguments)
+
+    async def read() -> SessionSnapshot:
+        async with opened_store(location) as store:
+            return await store.read(session_id)
+
+    return asyncio.run(read())
 
 
 class StoreUsageError(ValueError):

@@ -23,6 +23,7 @@ from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
 from session_schedule.cli.common import EXIT_OK, EXIT_STORAGE, EXIT_USAGE, fail, store_location
 from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
 from session_schedule.core.instants import Instant
+from session_schedule.extras import require
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
 from session_schedule.session.location import PostgresLocation, open_store, store_url
@@ -126,6 +127,8 @@ def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
+    if config is not None:
+        require("openai", purpose="chatting with a model")
     dsn: str | None = arguments.dsn
     if arguments.postgres:
         dsn = os.environ.get(DSN_VARIABLE) or None
@@ -193,7 +196,8 @@ async def _serve(
             failure = host.failure
         print(
             f"session-schedule host: stopped; sessions opened {stats.opened}, closed "
-            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}",
+            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}; "
+            f"turns retried {stats.turn_retries}, turns failed {stats.turns_failed}",
             flush=True,
         )
     if failure is not None:

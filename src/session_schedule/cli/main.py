@@ -72,6 +72,12 @@ COMMANDS: Final = (
     ),
     Command("timeline", "operator", "show a session's upcoming reminder occurrences", store=True),
     Command("check", "operator", "validate a session's whole log strictly", store=True),
+    Command(
+        "history",
+        "history",
+        "show what became of each occurrence of a session's reminders",
+        store=True,
+    ),
     Command("fork", "operator", "fork a session and print the new session's id", store=True),
     Command("catalog", "operator", "print the persistence catalog as JSON"),
     Command("tools", "operator", "print the schedule tool definitions as JSON"),

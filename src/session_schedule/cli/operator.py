@@ -29,12 +29,15 @@ import msgspec
 from session_schedule.cli.common import (
     EXIT_CORRUPT,
     EXIT_OK,
+    EXIT_REJECTED,
     EXIT_USAGE,
     Handler,
     exit_code_for,
     fail,
+    read_session,
     store_location,
 )
+from session_schedule.cli.history import overdue_lines
 from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.changes import (
@@ -64,6 +67,7 @@ from session_schedule.core.timeline import build_timeline
 from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.harness.transcript import check_fork_cut, transcript_problem
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import with_runs
 
 # The session package registers every durable type it writes (``message`` among them) in the
 # persistence catalog when it is imported; ``catalog`` relies on that.
@@ -77,6 +81,7 @@ from session_schedule.session import (
     SessionNotFound,
     SessionSnapshot,
 )
+from session_schedule.session.history import OccurrenceLog
 from session_schedule.session.location import opened_store, store_url
 from session_schedule.session.port import SessionStore, schedule_changes
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
@@ -202,11 +207,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="validate a session's whole log strictly",
         description="Read and strictly decode every entry of a session, fold its schedule "
         "changes and check that every tool call in the transcript has its results. Prints a "
-        "one-line summary when the session is sound. Exit codes: 0 sound; 3 no such session; "
-        "5 corrupt (the message names the entry and the field, or the unanswered tool call).",
+        "one-line summary when the session is sound. Exit codes: 0 sound; 1 sound, but with "
+        "--overdue some reminder is later than that; 3 no such session; 5 corrupt (the message "
+        "names the entry and the field, or the unanswered tool call).",
         example="session-schedule check s_7k2m4q9x3v5b",
     )
     _session_argument(parser)
+    parser.add_argument(
+        "--overdue",
+        type=_overdue_seconds,
+        metavar="SECONDS",
+        help="a monitoring probe: also exit 1, naming them, when active reminders are more than "
+        "SECONDS overdue (a sound log whose reminders nobody delivers)",
+    )
 
     parser = _command(
         commands,
@@ -523,10 +536,14 @@ def _list(arguments: argparse.Namespace) -> int:
     snapshot = _read(arguments)
     state = fold_snapshot(snapshot)
     now = clock.now()
+    history = OccurrenceLog(
+        seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
+    )
+    history.feed(snapshot.entries)
     result = ListResult(
         ok=True,
         now=format_instant(now),
-        schedules=[make_view(record, now) for record in state.ordered()],
+        schedules=[with_runs(make_view(record, now), history) for record in state.ordered()],
     )
     if arguments.json:
         _print_json(result)
@@ -686,6 +703,12 @@ def _check(arguments: argparse.Namespace) -> int:
             "will be cut when the session is next opened"
         )
     print("; ".join(parts))
+    if arguments.overdue is not None:
+        late = overdue_lines(state, clock.now(), arguments.overdue)
+        for line in late:
+            print(line)
+        if late:
+            return EXIT_REJECTED
     return EXIT_OK
 
 
@@ -708,6 +731,16 @@ async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
     return _Inspection(
         snapshot=found.snapshot, torn_bytes=found.torn_bytes, torn_lines=found.torn_lines
     )
+
+
+def _overdue_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 # -- fork ------------------------------------------------------------------------------------
@@ -777,7 +810,7 @@ def fold_snapshot(snapshot: SessionSnapshot) -> ScheduleFold:
 
 
 def _read(arguments: argparse.Namespace) -> SessionSnapshot:
-    return _with_store(arguments, lambda store: store.read(arguments.session))
+    return read_session(arguments, arguments.session)
 
 
 def _with_store(arguments: argparse.Namespace, work: Callable[[SessionStore], Awaitable[_T]]) -> _T:
