@@ -149,18 +149,19 @@ def run(arguments: argparse.Namespace) -> int:
         store = open_store(location)
         where = f"the sessions in {store_url(location)}"
         return asyncio.run(_serve(store, where, config, settings))
-    location = dataclasses.replace(location, schema=arguments.schema)
+    if arguments.schema != DEFAULT_SCHEMA:  # else the URL's ?schema=, or the default
+        location = dataclasses.replace(location, schema=arguments.schema)
     # Without the postgres extra, this raises MissingExtraError: one line, exit 2.
     from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
 
     try:
-        check_schema_name(arguments.schema)
+        check_schema_name(location.schema)
     except ValueError as error:
         return fail(str(error), EXIT_USAGE)
     store = open_store(location, lease_seconds=arguments.lease_seconds)
     import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
 
-    where = f"the sessions in schema {arguments.schema} of {store_url(location)}"
+    where = f"the sessions in schema {location.schema} of {store_url(location)}"
     try:
         return asyncio.run(_serve(store, where, config, settings))
     except psycopg.Error as error:

@@ -3,7 +3,8 @@
 - ``jsonl:DIR`` — one JSONL file per session in the directory ``DIR``;
 - ``sqlite:PATH`` — every session in the SQLite database file ``PATH``;
 - ``postgresql://…`` (or ``postgres://…``) — every session in a PostgreSQL database, the URL
-  being the libpq connection URI.
+  being the libpq connection URI; a ``schema`` query parameter (``?schema=reminders``) names the
+  schema of the tables (default ``session_schedule``) and is not passed to the driver.
 
 A relative ``DIR`` or ``PATH`` is taken from the current directory. :func:`parse_store_url` reads
 a URL into a :data:`StoreLocation` (``ValueError`` with a one-sentence message otherwise),
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +74,7 @@ def parse_store_url(text: str) -> StoreLocation:
             case "sqlite" if rest:
                 return SqliteLocation(path=Path(rest).expanduser())
             case "postgresql" | "postgres" if rest.startswith("//"):
-                return PostgresLocation(dsn=text)
+                return _postgres(text)
             case "jsonl":
                 raise ValueError(
                     f"the store URL {text!r} names no directory; write jsonl:DIR, such as "
@@ -91,6 +93,22 @@ def parse_store_url(text: str) -> StoreLocation:
     )
 
 
+def _postgres(text: str) -> PostgresLocation:
+    """A PostgreSQL URL's location: a ``schema`` query parameter is ours (the schema of the
+    tables), every other part is the driver's."""
+    parts = urllib.parse.urlsplit(text)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    if not schemas:
+        return PostgresLocation(dsn=text)
+    if len(schemas) > 1 or not schemas[0]:
+        raise ValueError(f"the store URL {text!r} must name one schema, such as ?schema=reminders")
+    rest = urllib.parse.urlencode([(key, value) for key, value in query if key != "schema"])
+    return PostgresLocation(
+        dsn=urllib.parse.urlunsplit(parts._replace(query=rest)), schema=schemas[0]
+    )
+
+
 def store_url(location: StoreLocation) -> str:
     """The URL of ``location``, for people to read and paste (a password is shown as ``***``)."""
     match location:
@@ -98,11 +116,13 @@ def store_url(location: StoreLocation) -> str:
             return f"jsonl:{directory}"
         case SqliteLocation(path=path):
             return f"sqlite:{path}"
-        case PostgresLocation(dsn=dsn):
+        case PostgresLocation(dsn=dsn, schema=schema):
             if "//" not in dsn:  # a libpq keyword string (the host's --dsn): not a URL
-                return "postgresql:" + " ".join(
-                    _PASSWORD_KEYWORD.sub("password=***", word) for word in dsn.split()
-                )
+                words = [_PASSWORD_KEYWORD.sub("password=***", word) for word in dsn.split()]
+                shown = f" (schema {schema})" if schema != POSTGRES_SCHEMA else ""
+                return "postgresql:" + " ".join(words) + shown
+            if schema != POSTGRES_SCHEMA:
+                dsn += ("&" if "?" in dsn else "?") + urllib.parse.urlencode({"schema": schema})
             scheme, _, rest = dsn.partition("//")
             authority, slash, tail = rest.partition("/")
             if "@" in authority:
