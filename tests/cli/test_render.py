@@ -145,17 +145,43 @@ def test_a_wrapping_column_shrinks_before_the_prompt_does() -> None:
 def test_a_table_too_wide_for_its_columns_is_shown_as_blocks() -> None:
     assert _plain(reminders(), 50) == (
         "sch_1\n"
-        "  rule: daily 09:00 Asia/Tokyo every day\n"
-        "  target (UTC): 2026-12-01T00:00:00.000Z\n"
-        "  prompt: water the plants on the balcony\n"
+        "  rule:           daily 09:00 Asia/Tokyo every day\n"
+        "  target (UTC):   2026-12-01T00:00:00.000Z\n"
+        "  prompt:         water the plants on the balcony\n"
+        "\n"
+        "sch_2\n"
+        "  rule:           after 90s\n"
+        "  target (UTC):   2026-11-30T00:01:30.000Z\n"
+        "  prompt:         stretch\n"
+        "                  and breathe\n"
+    )
+    assert _plain(reminders(), 50) == _rich(reminders(), 50)
+
+
+def test_blocks_too_wide_for_a_value_column_are_lines() -> None:
+    assert _plain(reminders(), 30) == (
+        "sch_1\n"
+        "  rule: daily 09:00 Asia/Tokyo\n"
+        "every day\n"
+        "  target (UTC):\n"
+        "2026-12-01T00:00:00.000Z\n"
+        "  prompt: water the plants on\n"
+        "the balcony\n"
         "\n"
         "sch_2\n"
         "  rule: after 90s\n"
-        "  target (UTC): 2026-11-30T00:01:30.000Z\n"
+        "  target (UTC):\n"
+        "2026-11-30T00:01:30.000Z\n"
         "  prompt: stretch\n"
-        "    and breathe\n"
+        "and breathe\n"
     )
-    assert _plain(reminders(), 50) == _rich(reminders(), 50)
+    assert _plain(reminders(), 30) == _rich(reminders(), 30)
+
+
+def test_a_table_without_its_header_shows_only_the_rows() -> None:
+    table = Table("key", "value", header=False)
+    table.add_row(Text("a"), Text("one"))
+    assert _plain(table) == _rich(table) == "a   one\n"
 
 
 def test_only_columns_before_the_last_can_wrap() -> None:

@@ -13,8 +13,8 @@ A table reads at any width. Besides the last column, a table may name columns th
 reminder's rule): when the table is too wide, they shrink down to their longest word, and the
 last column down to :data:`MIN_LAST` columns (or its own width). When even that does not fit, each
 row is shown as a block instead — its first cell on a line, then one ``column: value`` line per
-other column — so an id, a time and a prompt never turn into a column of single letters, and no
-column is dropped.
+other column, the values wrapping under themselves — so an id, a time and a prompt never turn
+into a column of single letters, and no column is dropped.
 """
 
 from __future__ import annotations
@@ -124,13 +124,15 @@ class Table:
     """Rows under a header; the last column takes the room that is left and wraps, the columns
     named in ``wrapping`` wrap when the table is too wide, the others never wrap."""
 
-    __slots__ = ("columns", "rows", "wrapping")
+    __slots__ = ("columns", "header", "rows", "wrapping")
 
-    def __init__(self, *columns: str, wrapping: tuple[str, ...] = ()) -> None:
+    def __init__(self, *columns: str, wrapping: tuple[str, ...] = (), header: bool = True) -> None:
+        """``header``: whether the column names and the rule under them are shown."""
         unknown = set(wrapping) - set(columns[:-1])
         if unknown:
             raise ValueError(f"{sorted(unknown)} are not columns before the last")
         self.columns: Final = columns
+        self.header: Final = header
         self.wrapping: Final = frozenset(columns.index(name) for name in wrapping)
         self.rows: Final[list[tuple[Cell, ...]]] = []
 
@@ -142,12 +144,20 @@ class Table:
     def to_rich(self, width: int = WIDTH) -> RenderableType:
         """The table for a console ``width`` columns wide."""
         from rich import box  # noqa: PLC0415 - only a terminal needs rich
+        from rich.console import Group as RichGroup  # noqa: PLC0415
         from rich.table import Table as RichTable  # noqa: PLC0415
 
         widths = layout(self, width)
         if widths is None:
-            return stacked(self).to_rich()
-        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            return RichGroup(
+                *(
+                    part.to_rich(width) if isinstance(part, Table) else part.to_rich()
+                    for part in stacked(self, width)
+                )
+            )
+        table = RichTable(
+            box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_header=self.header
+        )
         last = len(self.columns) - 1
         for index, column in enumerate(self.columns):
             if index == last:
@@ -166,6 +176,8 @@ def layout(table: Table, width: int) -> list[int] | None:
     fit and its rows are shown as blocks (:func:`stacked`)."""
     columns = len(table.columns)
     rows = [tuple(Text(column) for column in table.columns), *table.rows]
+    if not table.header:
+        rows = rows[1:]
     natural = [
         max(max((cell_width(line) for line in _lines(row[index])), default=0) for row in rows)
         for index in range(columns)
@@ -190,24 +202,32 @@ def layout(table: Table, width: int) -> list[int] | None:
     return widths
 
 
-def stacked(table: Table) -> Group:
-    """The rows of ``table`` as blocks: the first cell, then ``column: value`` lines, a blank
-    line between rows."""
-    blocks: list[Text | Group] = []
+def stacked(table: Table, width: int) -> list[Text | Table]:
+    """The rows of ``table`` as blocks ``width`` columns wide: the first cell, then a
+    ``column: value`` line for every other column (values wrap under themselves), a blank line
+    between rows."""
+    parts: list[Text | Table] = []
     for number, row in enumerate(table.rows):
         if number:
-            blocks.append(Text())
+            parts.append(Text())
         first = row[0]
-        blocks.append(first if isinstance(first, Group) else Text.assemble(first))
+        parts.append(Text(_plain_text(first)) if isinstance(first, Group) else first)
+        fields = Table("column", "value", header=False)
+        for column, cell in zip(table.columns[1:], row[1:], strict=True):
+            fields.add_row(Text(f"  {column}:", style="dim"), cell)
+        widths = layout(fields, width)
+        longest = max(
+            (cell_width(word) for cell in row[1:] for word in _plain_text(cell).split()),
+            default=0,
+        )
+        if widths is not None and widths[-1] >= longest:  # values wrap, but never inside a word
+            parts.append(fields)
+            continue
         for column, cell in zip(table.columns[1:], row[1:], strict=True):
             line = Text.assemble("  ", (f"{column}:", "dim"), " ")
-            items = cell.items if isinstance(cell, Group) else (cell,)
-            for index, item in enumerate(items):
-                if index:
-                    line.append("\n    ")
-                line.append_text(item if isinstance(item, Text) else Text(_plain_text(item)))
-            blocks.append(line)
-    return Group(*blocks)
+            line.append_text(cell if isinstance(cell, Text) else Text(_plain_text(cell)))
+            parts.append(line)
+    return parts
 
 
 def _plain_text(cell: Cell) -> str:
@@ -358,11 +378,13 @@ def _fit(line: str, width: int) -> str:
 def _table(table: Table, width: int) -> list[str]:
     widths = layout(table, width)
     if widths is None:
-        return _wrap(stacked(table), width)
+        return [line for part in stacked(table, width) for line in render(part, width)]
     columns = len(table.columns)
-    header: tuple[Cell, ...] = tuple(Text(column) for column in table.columns)
-    lines = _row(header, widths, table.wrapping, bottom=True)
-    lines.append("─" * (sum(widths) + len(SEPARATOR) * (columns - 1)))
+    lines: list[str] = []
+    if table.header:
+        header: tuple[Cell, ...] = tuple(Text(column) for column in table.columns)
+        lines.extend(_row(header, widths, table.wrapping, bottom=True))
+        lines.append("─" * (sum(widths) + len(SEPARATOR) * (columns - 1)))
     for row in table.rows:
         lines.extend(_row(row, widths, table.wrapping))
     return lines
