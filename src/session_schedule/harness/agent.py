@@ -219,7 +219,9 @@ class ChatAgent:
         if turn.reminder:
             if turn.attempt == 1:
                 self._append(user_message(text, at=self._clock.now(), origin="followup"))
-            zones: list[str | None] | None = None
+            # A reminder turn has no prompt to report a zone: the zone the person set (the
+            # chat's --time-zone) still holds, so the model reads times there as in their turns.
+            zones: list[str | None] | None = None if self._time_zone is None else [self._time_zone]
         else:
             prompts = [turn] if turn.attempt == 1 else []
             for prompt in [*prompts, *self._turns.take_prompts()]:
