@@ -15,10 +15,10 @@ require("langchain", purpose="session_schedule.integrations.langchain")
 import asyncio
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -66,6 +66,10 @@ def schedule_tools(
     return built
 
 
+TIME_CONTEXT_KEY: Final = "session_schedule_time_context"
+"""The key of a run's time context in its configuration's ``configurable``."""
+
+
 class _AsyncFunction(Protocol):
     def __call__(self, **arguments: object) -> Awaitable[str]: ...
 
@@ -97,8 +101,15 @@ def agent_graph(
     """
     bound = model.bind_tools(tools, strict=strict)
 
-    async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await bound.ainvoke(state["messages"])]}
+    async def call_model(
+        state: MessagesState, config: RunnableConfig
+    ) -> dict[str, list[BaseMessage]]:
+        # The run's time context goes first, for this request only: the state does not keep it.
+        context = config.get("configurable", {}).get(TIME_CONTEXT_KEY)
+        messages = state["messages"]
+        if isinstance(context, str):
+            messages = [SystemMessage(context), *messages]
+        return {"messages": [await bound.ainvoke(messages)]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("model", call_model)
@@ -115,13 +126,21 @@ class LangGraphConversation(Conversation):
     checkpointer keeps the history.
 
     ``graph`` is compiled with a checkpointer (:func:`agent_graph` builds one); ``thread_id``
-    names the thread (a new one by default; pass an earlier one to continue it).
+    names the thread (a new one by default; pass an earlier one to continue it). Each run passes
+    the time context (the current time, and ``time_zone`` when given) in its configuration under
+    :data:`TIME_CONTEXT_KEY`: :func:`agent_graph` puts it before the messages of every model
+    request; a graph of your own reads it there.
     """
 
     def __init__(
-        self, turns: TurnQueue, graph: MessagesGraph, *, thread_id: str | None = None
+        self,
+        turns: TurnQueue,
+        graph: MessagesGraph,
+        *,
+        thread_id: str | None = None,
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, time_zone=time_zone)
         self._graph = graph
         self._thread_id = thread_id or f"session-schedule-{uuid.uuid4()}"
 
@@ -134,6 +153,12 @@ class LangGraphConversation(Conversation):
         """The run configuration naming this conversation's thread."""
         return {"configurable": {"thread_id": self._thread_id}}
 
+    def _run_config(self) -> RunnableConfig:
+        """:attr:`config`, with the time context of this run (read by :func:`agent_graph`)."""
+        return {
+            "configurable": {"thread_id": self._thread_id, TIME_CONTEXT_KEY: self.time_context()}
+        }
+
     async def messages(self) -> list[BaseMessage]:
         """The thread's messages so far, as the checkpointer keeps them."""
         snapshot = await self._graph.aget_state(self.config)
@@ -144,7 +169,7 @@ class LangGraphConversation(Conversation):
         return [message for message in messages if isinstance(message, BaseMessage)]
 
     async def run(self, text: str) -> str:
-        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, self.config)
+        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, self._run_config())
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):
             raise TypeError(f"the graph's run ended with a {type(last).__name__}, not the model")

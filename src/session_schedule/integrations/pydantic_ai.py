@@ -61,13 +61,19 @@ class PydanticAIConversation(Conversation):
     is ``agent.run(text, message_history=...)`` and the run's messages become the history.
 
     ``history`` continues an earlier conversation (for instance one stored with
-    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far.
+    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far. Each run adds the
+    time context (the current time, and ``time_zone`` when given) to the agent's instructions.
     """
 
     def __init__(
-        self, turns: TurnQueue, agent: Agent[None, str], *, history: Sequence[ModelMessage] = ()
+        self,
+        turns: TurnQueue,
+        agent: Agent[None, str],
+        *,
+        history: Sequence[ModelMessage] = (),
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, time_zone=time_zone)
         self._agent = agent
         self._history: list[ModelMessage] = list(history)
 
@@ -76,6 +82,8 @@ class PydanticAIConversation(Conversation):
         return list(self._history)
 
     async def run(self, text: str) -> str:
-        result = await self._agent.run(text, message_history=self._history)
+        result = await self._agent.run(
+            text, message_history=self._history, instructions=self.time_context()
+        )
         self._history = result.all_messages()
         return result.output
