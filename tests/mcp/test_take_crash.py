@@ -293,7 +293,7 @@ async def test_the_follow_up_leaves_the_outbox_once_its_answer_is_written_and_ac
         await task
         assert world.host.followups() == [text]
         # Written, not yet acknowledged: the host may have cancelled the take and dropped it.
-        assert world.agent.undelivered == (text,)
+        assert list(world.agent.undelivered) == [text]
         assert world.outboxed() == [text]
         await world.take_in_time()  # the host's next take acknowledges the one before
         assert world.host.followups() == [text]
@@ -323,7 +323,7 @@ async def test_an_answer_whose_write_fails_stays_in_the_outbox_and_is_offered_ag
         async with world.connected():
             await world.take_in_time()
         assert world.host.followups() == [text]
-        assert world.agent.undelivered == (text,)
+        assert list(world.agent.undelivered) == [text]
         await world.server.acknowledge()  # the host hung up: it kept what it received
         assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
         assert not world.agent.undelivered
