@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Final, Self, SupportsIndex, TypeAlias, final, overload
 
-from session_schedule.core.changes import CHANGE_EVENT_TYPE
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
