@@ -581,6 +581,44 @@ async def test_a_take_cancelled_while_its_answer_is_written_is_offered_again(
         assert not world.outbox.exists()
 
 
+@pytest.mark.parametrize("answered", [True, False])
+async def test_a_take_cancelled_before_its_answer_is_sent_is_offered_again(
+    tmp_path: Path, *, answered: bool
+) -> None:
+    """The cancel is read after the take's handler returned: the SDK may still send the answer
+    (it had started) or not (it read the cancel in time)."""
+    async with _world(tmp_path) as world, world.connected():
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+        assert world.outgoing is not None
+        context = ServerRequestContext[None, object](
+            session=cast("ServerSession", Peer()),
+            lifespan_context=None,
+            protocol_version="2026-07-28",
+            method="tools/call",
+            request_id=100,
+        )
+        task = asyncio.create_task(
+            world.server._call_tool(context, types.CallToolRequestParams(name=TAKE_TOOL))
+        )
+        await world.schedule.settled()
+        result = await task
+        await world.server.cancelled(100)
+        if answered:
+            response = types.JSONRPCResponse(
+                jsonrpc="2.0", id=100, result=result.model_dump(by_alias=True, exclude_none=True)
+            )
+            await world.outgoing.send(SessionMessage(response))
+        assert world.agent.unclaimed == 1
+        (text,) = world.agent.undelivered
+        await world.take_in_time()
+        await world.take_in_time()
+        assert world.host.followups()[-1:] == [text]
+        assert world.host.followups() == [text] * (2 if answered else 1)
+        assert not world.agent.undelivered
+        assert not world.outbox.exists()
+
+
 async def test_a_restart_drops_an_outbox_text_whose_dispatch_was_never_recorded(
     tmp_path: Path,
 ) -> None:

@@ -426,11 +426,16 @@ class ScheduleMcpServer:
         await self._agent.delivered(*answered.values())
 
     async def cancelled(self, request_id: types.RequestId) -> None:
-        """The host cancelled request ``request_id``: if it is a take whose answer went out (or
-        is going out), the host drops that answer, so its follow-up is offered again."""
-        if request_id in self._answering or request_id in self._writing:
-            self._withdrawn.add(request_id)
-        elif (text := self._unacknowledged.pop(request_id, None)) is not None:
+        """The host cancelled request ``request_id``: if it is a take whose answer went out, is
+        going out or may still go out, the host drops that answer, so its follow-up is offered
+        again."""
+        if request_id in self._writing:
+            self._withdrawn.add(request_id)  # the write's outcome re-offers it
+            return
+        # An answer not yet sent may be sent or not (the SDK sends none once it has read the
+        # cancel in time): offered again either way, and its sending is then left alone.
+        text = self._answering.pop(request_id, None) or self._unacknowledged.pop(request_id, None)
+        if text is not None:
             self._agent.requeue(text)
         elif (text := self._acknowledged.pop(request_id, None)) is not None:
             await self._agent.reoffer(text)
