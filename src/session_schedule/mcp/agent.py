@@ -103,7 +103,7 @@ class PullAgent:
         self._phase_taker: asyncio.Future[str | None] | None = None
         self._recheck = False
         self._owner_waiting = False
-        self._writing = asyncio.Lock()
+        self._last_write: asyncio.Future[None] | None = None
         self._handing_over: asyncio.Future[None] | None = None
         self._handovers: dict[str, asyncio.Future[None]] = {}
         """The outbox writes of texts handed over, until each is done."""
@@ -311,16 +311,33 @@ class PullAgent:
     async def _persist(self) -> None:
         """Make the outbox hold exactly the undelivered texts, durably, on a worker thread.
 
-        Writes run one at a time, each of the texts as they are when it starts, so the last
-        write leaves the latest state."""
+        Writes run one after another, each of the texts as they are when it starts, so the last
+        write leaves the latest state. A caller cancelled while it waits leaves its write to
+        finish: a write is never abandoned halfway, nor overlapped by the next."""
         path = self._outbox
         if path is None:
             return
-        async with self._writing:
+        previous = self._last_write
+
+        async def write() -> None:
+            if previous is not None:
+                await asyncio.wait({previous})  # its own caller hears how it ended
             await _off_loop(_write_outbox, path, list(self._undelivered))
+
+        task = asyncio.ensure_future(write())
+        task.add_done_callback(_heard)
+        self._last_write = task
+        await asyncio.shield(task)
 
     def _has_taker(self) -> bool:
         return any(not taker.done() for taker in self._takers)
+
+
+def _heard(write: asyncio.Future[None]) -> None:
+    """Retrieve how ``write`` ended, so that a failure whose caller was cancelled is not
+    reported as never retrieved (its caller, or the next write, has been told)."""
+    if not write.cancelled():
+        write.exception()
 
 
 async def _off_loop(write: Callable[[Path, list[str]], None], path: Path, texts: list[str]) -> None:
