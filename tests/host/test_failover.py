@@ -313,7 +313,7 @@ def test_a_turn_in_flight_when_its_host_dies_is_answered_by_another(
             kills += 1
             fleet.hosts[index] = fleet.start()
         bound = LEASE_SECONDS + BOUND_SECONDS + answer_seconds + SLACK_SECONDS
-        deadline = time.time() + bound + 30
+        deadline = max(end, time.time()) + bound + 30
         while pending(dsn, schema) and time.time() < deadline:
             time.sleep(0.5)
     finally:
