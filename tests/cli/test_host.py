@@ -11,10 +11,14 @@ import sys
 import time
 from pathlib import Path
 
+from session_schedule.cli.host import host_settings
+from session_schedule.cli.main import build_parser
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.harness.transcript import messages_of
+from session_schedule.host import HostSettings
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.location import opened_store, parse_store_url
 from session_schedule.session.message import MessageEntry
@@ -205,3 +209,26 @@ def test_an_offline_host_serves_a_sqlite_store(tmp_path: Path) -> None:
     assert "sessions opened 1, closed " in out
     assert "found open elsewhere 0, failed 0;" in out
     assert not (tmp_path / "unused").exists()
+
+
+def test_the_settings_that_bound_a_takeover_are_options() -> None:
+    arguments = build_parser().parse_args(
+        [
+            "host",
+            "--max-wait-seconds",
+            "2",
+            "--failed-retry-seconds",
+            "3.5",
+            "--drain-seconds",
+            "20",
+            "--followup-limit",
+            "12",
+        ]
+    )
+    assert host_settings(arguments) == HostSettings(
+        max_wait_seconds=2.0,
+        failed_retry_seconds=3.5,
+        drain_seconds=20.0,
+        schedule=Settings(followup_limit=12),
+    )
+    assert host_settings(build_parser().parse_args(["host"])) == HostSettings()

@@ -42,6 +42,7 @@ import msgspec
 from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    add_followup_limit,
     fail,
     store_location,
     store_words,
@@ -56,6 +57,7 @@ from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.ids import SessionId
 from session_schedule.session.location import StoreLocation, opened_store, store_url
@@ -165,6 +167,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the most characters of conversation sent to the model per request; earlier turns "
         f"are left out (default: {DEFAULT_MAX_CONTEXT_CHARS})",
     )
+    add_followup_limit(parser)
     parser.set_defaults(handler=run)
 
 
@@ -241,6 +244,7 @@ def run(arguments: argparse.Namespace) -> int:
         time_zone=zone,
         interactive=interactive,
         max_context_chars=arguments.max_context_chars,
+        followup_limit=arguments.followup_limit,
     )
     # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
     with contextlib.suppress(KeyboardInterrupt):
@@ -259,6 +263,7 @@ class _Options:
     time_zone: str | None
     interactive: bool
     max_context_chars: int
+    followup_limit: int
 
 
 @final
@@ -362,6 +367,7 @@ async def _live(
             time_zone=options.time_zone,
             on_event=display.event,
             max_context_chars=options.max_context_chars,
+            settings=Settings(followup_limit=options.followup_limit),
         ) as live:
             front.attach(live)
             try:

@@ -10,6 +10,7 @@ from session_schedule.extras import require
 
 require("openai-agents", purpose="session_schedule.integrations.openai_agents")
 
+import dataclasses
 import inspect
 import uuid
 import weakref
@@ -26,7 +27,7 @@ from agents import (
 )
 from agents.memory import Session
 
-from session_schedule.integrations.common import Conversation, tool_specs
+from session_schedule.integrations.common import Conversation, tool_specs, turn_metadata
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -64,7 +65,8 @@ class AgentsConversation(Conversation):
     is ``Runner.run(agent, text, session=session)``, so the ``Session`` keeps the history.
 
     ``session`` defaults to an in-memory ``SQLiteSession``; pass a file-backed one (or any
-    ``Session``) to keep the conversation across restarts. ``run_config`` is passed to every run.
+    ``Session``) to keep the conversation across restarts. ``run_config`` is passed to every run,
+    its ``trace_metadata`` completed with the turn's :func:`turn_metadata` (its occurrence keys).
     Each run is of a copy of ``agent`` whose instructions end with the time context (the current
     time, and ``time_zone`` when given).
     """
@@ -94,10 +96,18 @@ class AgentsConversation(Conversation):
         return self._session
 
     async def run(self, text: str) -> str:
+        run_config = self._run_config
+        turn = self.current_turn
+        if turn is not None:
+            # The SDK's run metadata: recorded with the run's trace.
+            base = run_config or RunConfig()
+            run_config = dataclasses.replace(
+                base, trace_metadata={**(base.trace_metadata or {}), **turn_metadata(turn)}
+            )
         agent = self._agent.clone(
             instructions=_with_context(self._agent.instructions, self.time_context())
         )
-        result = await Runner.run(agent, text, session=self._session, run_config=self._run_config)
+        result = await Runner.run(agent, text, session=self._session, run_config=run_config)
         return str(result.final_output)
 
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage
 
-from session_schedule.integrations.common import Conversation, ToolSpec, tool_specs
+from session_schedule.integrations.common import Conversation, ToolSpec, tool_specs, turn_metadata
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -61,8 +61,10 @@ class PydanticAIConversation(Conversation):
     is ``agent.run(text, message_history=...)`` and the run's messages become the history.
 
     ``history`` continues an earlier conversation (for instance one stored with
-    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far. Each run adds the
-    time context (the current time, and ``time_zone`` when given) to the agent's instructions.
+    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far. Each run's
+    ``metadata`` (``ctx.metadata`` in a tool) is the turn's :func:`turn_metadata` (its
+    occurrence keys), and the run adds the time context (the current time, and ``time_zone``
+    when given) to the agent's instructions.
     """
 
     def __init__(
@@ -82,8 +84,13 @@ class PydanticAIConversation(Conversation):
         return list(self._history)
 
     async def run(self, text: str) -> str:
+        turn = self.current_turn
+        metadata = None if turn is None else turn_metadata(turn)
         result = await self._agent.run(
-            text, message_history=self._history, instructions=self.time_context()
+            text,
+            message_history=self._history,
+            metadata=metadata,
+            instructions=self.time_context(),
         )
         self._history = result.all_messages()
         return result.output
