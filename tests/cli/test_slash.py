@@ -176,6 +176,12 @@ PHRASINGS = [
             "weekdays", "a reminder every day at 07:00 UTC with the prompt 'weekdays standup'"
         ),
     ),
+    (
+        "/create daily 09:00 UTC mon-fri standup",
+        day_or_prompt(
+            "mon-fri", "a reminder every day at 09:00 UTC with the prompt 'mon-fri standup'"
+        ),
+    ),
     ("/create in 1 month x", Usage(message=UNREADABLE.format("1 month"), usage=CREATE_USAGE)),
     ("/create in 5 minutes", Usage(message=MISSING_PROMPT, usage=CREATE_USAGE)),
     ("/create in soon x", Usage(message=UNREADABLE.format("soon"), usage=CREATE_USAGE)),

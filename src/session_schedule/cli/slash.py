@@ -85,11 +85,11 @@ _DAYS_WORD: Final = re.compile(rf",*{_DAY_NAME}(?:,+{_DAY_NAME})*,*|,+", re.ASCI
 them (``Sun`` is not one of its names)."""
 _DAY_NAMES: Final = re.compile(_DAY_NAME, re.ASCII | re.IGNORECASE)
 _DAY_LIKE: Final = re.compile(
-    r"(?:mon|tues?|wednes|thurs?|fri|satur|sun)days?|weekdays?|weekends?",
+    rf"(?:mon|tues?|wednes|thurs?|fri|satur|sun)days?|weekdays?|weekends?|{_DAY_NAME}-{_DAY_NAME}",
     re.ASCII | re.IGNORECASE,
 )
-"""A word that reads as a day but is not a day name the tool takes: after the zone, it could be
-a day or the start of the prompt."""
+"""A word that reads as days but is not a day name the tool takes (``sunday``, ``weekdays``,
+``mon-fri``): after the zone, it could be days or the start of the prompt."""
 _WORD: Final = re.compile(r"\S+")
 
 
