@@ -32,8 +32,9 @@ POSTGRES_SCHEMA: Final = "session_schedule"
 """The schema a PostgreSQL URL's tables are in (the same as ``postgres_schema.DEFAULT_SCHEMA``,
 which needs the driver to import)."""
 _PASSWORD: Final = re.compile(r"(?<=:)[^:@/]*(?=@)")
-_PASSWORD_KEYWORD: Final = re.compile(r"^password=.*$")
 """The password of a URI's ``user:password@`` part."""
+_PASSWORD_KEYWORD: Final = re.compile(r"^password=.*$")
+"""The ``password=…`` word of a libpq keyword string."""
 
 
 @final
