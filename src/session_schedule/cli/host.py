@@ -204,7 +204,7 @@ def run(arguments: argparse.Namespace) -> int:
     store = open_store(location, lease_seconds=arguments.lease_seconds)
     import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
 
-    where = f"the sessions in schema {location.schema} of {store_url(location)}"
+    where = f"the sessions in {store_url(location)}"
     try:
         return asyncio.run(_serve(store, where, config, settings))
     except psycopg.Error as error:
