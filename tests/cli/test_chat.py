@@ -315,7 +315,7 @@ async def test_a_session_open_elsewhere_exits_4(
     store = JsonlSessionStore(tmp_path)
     async with await store.create(now=SystemClock().now()) as session:
         code, out, err = await asyncio.to_thread(
-            run_chat, monkeypatch, capsys, tmp_path, session.id
+            run_chat, monkeypatch, capsys, tmp_path, session.id, "--busy-wait", "0"
         )
     assert (code, out) == (4, "")
     assert err.startswith(f"session-schedule: session {session.id} is open in another process")

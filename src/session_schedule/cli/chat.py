@@ -56,9 +56,9 @@ from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
-from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
-from session_schedule.session.errors import PersistenceUncertain, SessionError
+from session_schedule.session.errors import PersistenceUncertain, SessionBusy, SessionError
 from session_schedule.session.ids import SessionId
 from session_schedule.session.location import StoreLocation, opened_store, store_url
 from session_schedule.session.message import MessageEntry
@@ -73,6 +73,10 @@ MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
 API_KEY_PLACEHOLDER: Final = "not-needed"
 """Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
 such as Ollama or llama.cpp need none, but the SDK insists on one)."""
+BUSY_WAIT_SECONDS: Final = 60.0
+"""How long the chat waits for a session another process holds (a host delivering a reminder
+holds it from ``--lead`` seconds before the target until the turn is answered)."""
+BUSY_RETRY_SECONDS: Final = 0.5
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 """After a storage failure the session is reopened after 1 s, then 2 s, 4 s … up to this."""
@@ -167,6 +171,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the most characters of conversation sent to the model per request; earlier turns "
         f"are left out (default: {DEFAULT_MAX_CONTEXT_CHARS})",
     )
+    parser.add_argument(
+        "--busy-wait",
+        metavar="SECONDS",
+        type=_seconds,
+        default=BUSY_WAIT_SECONDS,
+        help="how long to wait for a session another process holds, such as a host delivering "
+        f"a reminder, before giving up with exit 4 (default: {BUSY_WAIT_SECONDS:g})",
+    )
     add_followup_limit(parser)
     parser.set_defaults(handler=run)
 
@@ -190,6 +202,16 @@ class ModelConfig:
     base_url: str | None
     """``None``: the SDK's default endpoint."""
     api_key: str
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def model_config(
@@ -244,6 +266,7 @@ def run(arguments: argparse.Namespace) -> int:
         time_zone=zone,
         interactive=interactive,
         max_context_chars=arguments.max_context_chars,
+        busy_wait=arguments.busy_wait,
         followup_limit=arguments.followup_limit,
     )
     # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
@@ -263,6 +286,7 @@ class _Options:
     time_zone: str | None
     interactive: bool
     max_context_chars: int
+    busy_wait: float
     followup_limit: int
 
 
@@ -296,7 +320,9 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
     if options.session is None:
         session = await store.create(now=clock.now())
     else:
-        session = await store.open(options.session)
+        session = await open_when_free(
+            store, options.session, clock=clock, wait_seconds=options.busy_wait
+        )
     session_id = session.id
     async with _connect(options.model) as connection:
         display = Display(
@@ -335,6 +361,44 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
                 reading.cancel()
             await asyncio.gather(reading, return_exceptions=True)
         display.banner([_resume_hint(options, session_id)])
+
+
+async def open_when_free(
+    store: SessionStore,
+    session_id: str,
+    *,
+    clock: Clock,
+    wait_seconds: float = BUSY_WAIT_SECONDS,
+    note: Callable[[str], None] | None = None,
+) -> SessionHandle:
+    """Open ``session_id``; while another process holds it, say so once and try again every
+    :data:`BUSY_RETRY_SECONDS`, for at most ``wait_seconds``.
+
+    A host holds a session from shortly before a reminder is due until its turn is answered,
+    then lets it go: waiting turns that moment into a pause instead of a refusal. Raises
+    ``SessionBusy`` when the session is still held after ``wait_seconds``, and what
+    ``SessionStore.open`` raises otherwise.
+    """
+    deadline = clock.monotonic() + wait_seconds
+    said = False
+    while True:
+        try:
+            return await store.open(session_id)
+        except SessionBusy:
+            if clock.monotonic() >= deadline:
+                raise
+            if not said:
+                (note or _note_on_stderr)(
+                    f"session {session_id} is open in another process — a host delivering a "
+                    "reminder lets it go once the reminder is answered; waiting up to "
+                    f"{wait_seconds:g} s (Ctrl-C gives up)"
+                )
+                said = True
+            await clock.sleep(BUSY_RETRY_SECONDS)
+
+
+def _note_on_stderr(text: str) -> None:
+    print(f"session-schedule chat: {text}", file=sys.stderr, flush=True)
 
 
 def show_history(display: Display, session: SessionHandle, *, show: str | None) -> None:
