@@ -41,10 +41,11 @@ class CallTool:
 
 @dataclass(frozen=True)
 class Fail:
-    """The endpoint fails with ``status``, and tells the SDK not to retry."""
+    """The endpoint fails with ``status``, and tells the SDK not to retry (unless ``retry``)."""
 
     status: int
     message: str
+    retry: bool = False
 
 
 Reply = Answer | CallTool | Fail
@@ -113,16 +114,17 @@ class ScriptedEndpoint:
                                 "code": None,
                             }
                         },
+                        retry=reply.retry,
                     )
                 else:
                     self._send(200, _completion(number, str(body.get("model")), reply))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], *, retry: bool = False) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                self.send_header("x-should-retry", "false")
+                self.send_header("x-should-retry", "true" if retry else "false")
                 self.end_headers()
                 with contextlib.suppress(ConnectionError):  # the client was killed meanwhile
                     self.wfile.write(data)

@@ -417,7 +417,7 @@ async def test_model_failures_are_notices_and_the_session_goes_on(
         notice = await stream.next_event()
         assert (notice.event, notice.id) == ("notice", None)
         assert msgspec.json.decode(notice.data) == {
-            "text": "the message was not answered: the model endpoint failed: connection refused"
+            "text": "the model endpoint failed: connection refused"
         }
 
 

@@ -52,6 +52,7 @@ from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.events import EVENT_LOGGER
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
@@ -222,6 +223,12 @@ def model_config(
     return ModelConfig(name=name, base_url=url, api_key=key)
 
 
+def _shown_in_the_chat(record: logging.LogRecord) -> bool:
+    """Whether an operator event's log record is left to the log: not a failed turn, which the
+    chat shows itself."""
+    return getattr(record, "event", None) not in ("turn-retry", "turn-failed")
+
+
 def run(arguments: argparse.Namespace) -> int:
     """The ``chat`` command. Session errors escape for ``main`` to report (3 not found, 4 busy)."""
     zone: str | None = arguments.time_zone
@@ -233,6 +240,8 @@ def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
+    # A failed turn is shown as an error> line; its operator event need not repeat it.
+    logging.getLogger(EVENT_LOGGER).addFilter(_shown_in_the_chat)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
         require("cli", purpose="the chat on a terminal")
@@ -283,7 +292,11 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
     # ``run`` checked that the SDK is installed (the ``openai`` extra).
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
-    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
+    # hide attempts from it and wait outside its bounds.
+    async with AsyncOpenAI(
+        api_key=config.api_key, base_url=config.base_url, max_retries=0
+    ) as client:
         yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
 
 
