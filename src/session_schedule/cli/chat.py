@@ -54,6 +54,7 @@ from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recen
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.events import EVENT_LOGGER
 from session_schedule.session.errors import PersistenceUncertain, SessionError
+from session_schedule.session.history import away
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MessageEntry
@@ -331,6 +332,11 @@ async def _chat(options: _Options) -> None:
             )
         )
         show_history(display, session, show=_show_command(options, session_id))
+        if options.session is not None:
+            # Reminders a host (or another process) answered while the person was away.
+            answered = away(session.entries, seed_length=session.header.seed_length).line()
+            if answered is not None:
+                display.note(answered)
         front = _Front(display)
         reading = asyncio.create_task(
             front.interactive() if options.interactive else front.piped(), name="chat input"
