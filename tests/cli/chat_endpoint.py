@@ -72,9 +72,10 @@ class ScriptedEndpoint:
     """``with ScriptedEndpoint([...]) as endpoint:`` serves ``endpoint.base_url``.
 
     ``replies`` is the script, one reply per request, or a :data:`Responder` that picks each.
+    ``port`` is the loopback port to serve (default: any free one).
     """
 
-    def __init__(self, replies: list[Reply] | Responder) -> None:
+    def __init__(self, replies: list[Reply] | Responder, *, port: int = 0) -> None:
         self._script = (
             _Script([], responder=replies) if callable(replies) else _Script(list(replies))
         )
@@ -132,7 +133,7 @@ class ScriptedEndpoint:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="endpoint")
 
     @property

@@ -74,27 +74,33 @@ Store = Literal["jsonl", "sqlite"]
 Fault = Literal["sigkill", "drop", "zero"]
 
 
+MAX_FAILURES_PER_FRAME: Final = 2
+"""A failing endpoint fails one reminder frame at most this often, so the retry waits (about 1
+and 2 s) stay shorter than the stall bound of a run to completion."""
+
+
 class Model:
     """The scripted model: sets a reminder when asked, answers everything else. With
-    ``failure_rate``, it fails that share of the reminder turns' requests with a 503 the client
-    may retry (so kills land in retry waits and in retried turns)."""
+    ``failure_rate``, it fails that share of the reminder turns' requests (up to
+    :data:`MAX_FAILURES_PER_FRAME` times each) with a 503 the client may retry, so kills land in
+    retry waits and in retried turns."""
 
     def __init__(self, *, failure_rate: float = 0.0, seed: str = "") -> None:
         self._calls = itertools.count(1)
         self._lock = threading.Lock()
         self._failure_rate = failure_rate
         self._random = random.Random(seed)  # noqa: S311 - reproducible failures
+        self._failures: Counter[str] = Counter()
         self.failed = 0
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         last = body["messages"][-1]
-        if (
-            self._failure_rate
-            and last["role"] == "user"
-            and str(last.get("content") or "").startswith(FRAME_TITLE)
-        ):
+        content = str(last.get("content") or "")
+        if self._failure_rate and last["role"] == "user" and content.startswith(FRAME_TITLE):
             with self._lock:
-                if self._random.random() < self._failure_rate:
+                failures = self._failures[content]
+                if failures < MAX_FAILURES_PER_FRAME and self._random.random() < self._failure_rate:
+                    self._failures[content] += 1
                     self.failed += 1
                     return Fail(503, "overloaded, try again", retry=True)
         return self._answer(body)
