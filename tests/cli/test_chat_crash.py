@@ -50,6 +50,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.fold import fold
 from session_schedule.core.framing import FRAME_TITLE, occurrence_keys
+from session_schedule.harness.transcript import TranscriptCheck, transcript_check
 from session_schedule.session import JsonlSessionStore, SessionStore, SqliteSessionStore
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionSnapshot
@@ -327,6 +328,8 @@ def check_session(snapshot: SessionSnapshot, tally: Tally) -> None:
         and e.payload.turn in reminder_positions
         and e.payload.outcome == "failed"
     )
+    # A chat killed in the middle of a tool call recorded the interruption when it resumed.
+    assert transcript_check(snapshot.entries) == TranscriptCheck(stray=None, interrupted=())
     tally.sessions += 1
     tally.reminders += len(created)
     tally.deliveries += sum(delivered.values())

@@ -80,7 +80,7 @@ _YIELDS: Final = 8
 
 @final
 class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every knob of a host; the defaults are documented in the README."""
+    """Every knob of a host; the defaults are documented in docs/guides/fleet.md."""
 
     lead_seconds: float = 30.0
     """A session is opened this long before its next target."""
