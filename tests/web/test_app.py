@@ -541,7 +541,30 @@ TWICE = b'{"text": "one", "zone": null, "text": "two"}'
             400,
             "the body nests arrays or objects more than 32 deep; send less.",
         ),
+        # Escaped quotes by the thousand, terminated or not: answered at once (a backtracking
+        # scan took tens of seconds over 64 KiB of them, with the whole server stalled).
+        (
+            "prompts",
+            b'{"text": "' + b'\\"' * 20_000 + b'", "zone": null}',
+            422,
+            f"the body has the wrong shape: expected `str` of length <= {MAX_PROMPT_CHARS} - at "
+            "`$.text`.",
+        ),
+        ("prompts", b'"' + b'\\"' * 32_000, 400, "the body is not valid JSON."),
+        # A string ending in an escaped backslash ends there: the brackets after it count.
+        (
+            "prompts",
+            b'{"text": "\\\\", "zone": ' + b"[" * 33 + b"]" * 33 + b"}",
+            400,
+            "the body nests arrays or objects more than 32 deep; send less.",
+        ),
         # Brackets inside strings are text, not nesting.
+        (
+            "prompts",
+            b'{"text": "\\"' + b"[{" * 40 + b'", "zone": null, "zone": null}',
+            422,
+            "the body has the key 'zone' more than once; send each key once.",
+        ),
         (
             "prompts",
             b'{"text": "' + b"[{" * 40 + b'", "zone": null, "zone": null}',

@@ -27,8 +27,11 @@ MAX_DEPTH: Final = 32
 """How deep arrays and objects may nest in a body (the deepest real body nests 3 deep)."""
 DEFAULT_BODY_SECONDS: Final = 10.0
 """How long a body may take to arrive, once its headers have (a slow body is refused, 408)."""
-_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET: Final = re.compile(rb"[\[\]{}]")
+_SPECIAL: Final = re.compile(rb'[\\"\[\]{}]')
+"""What the nesting scan looks at: backslashes, quotes and brackets (nothing else matters)."""
+_BACKSLASH: Final = ord("\\")
+_QUOTE: Final = ord('"')
+_OPENING: Final = frozenset(b"[{")
 
 T = TypeVar("T")
 
@@ -126,13 +129,31 @@ async def read_body(
 
 
 def _depth(body: bytes) -> int:
-    """How deep arrays and objects nest in ``body`` (brackets inside strings do not count)."""
+    """How deep arrays and objects nest in ``body`` (brackets inside strings do not count).
+
+    One pass over the backslashes, quotes and brackets, in order: time linear in the body's
+    size whatever it holds (an unterminated string, escaped quotes by the thousand), so a body
+    cannot stall the server. ``body`` need not be valid JSON: the decoder judges that after.
+    """
     depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub(b'""', body)):
-        if match[0] in b"[{":
+    in_string = False
+    escaped = -1  # the position a backslash inside a string escapes
+    for match in _SPECIAL.finditer(body):
+        at = match.start()
+        if at == escaped:
+            continue
+        char = body[at]
+        if in_string:
+            if char == _BACKSLASH:
+                escaped = at + 1
+            elif char == _QUOTE:
+                in_string = False
+        elif char == _QUOTE:
+            in_string = True
+        elif char in _OPENING:
             depth += 1
             deepest = max(deepest, depth)
-        else:
+        elif char != _BACKSLASH:
             depth -= 1
     return deepest
 
