@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -56,8 +57,8 @@ def main() -> None:
     for name, body in bodies().items():
         if len(body) > MAX_BODY_BYTES:
             raise SystemExit(f"{name}: {len(body)} bytes, more than the overlay accepts")
-        scan = timed(lambda body=body: _depth(body), runs)
-        whole = timed(lambda body=body: decode(body), runs)
+        scan = timed(functools.partial(_depth, body), runs)
+        whole = timed(functools.partial(decode, body), runs)
         print(
             f"{name:<32} {statistics.median(scan) * 1000:>9.2f} ms {max(scan) * 1000:>7.2f} ms "
             f"{max(whole) * 1000:>8.2f} ms"

@@ -263,9 +263,10 @@ def _token(
     token: str | None = arguments.token
     if arguments.token_file is not None:
         source = "--token-file"
-        token = _read_token_file(arguments.token_file, "--token-file")
-        if isinstance(token, _Refusal):
-            return token
+        read = _read_token_file(arguments.token_file, "--token-file")
+        if isinstance(read, _Refusal):
+            return read
+        token = read
     elif token is None and environ.get(TOKEN_VARIABLE):
         if arguments.new_token:
             return _Refusal(
