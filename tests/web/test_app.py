@@ -1311,3 +1311,24 @@ async def test_a_storage_failure_reopens_the_session_tells_the_page_and_delivery
         followup = (await overlay.messages(session))[-1]
         assert followup["origin"] == "followup"
         assert 'prompt: "water the plants"' in str(followup["content"])
+
+
+async def test_event_streams_have_their_own_limit_and_give_their_slot_back() -> None:
+    async with open_overlay(live_limits=LiveLimits(max_streams=2)) as overlay:
+        session = await overlay.new_session()
+        path = f"/api/sessions/{session}/events"
+        async with SseStream(overlay.app, path) as first, SseStream(overlay.app, path) as second:
+            assert (first.status, second.status) == (200, 200)
+            async with SseStream(overlay.app, path) as third:
+                assert third.status == 503
+                assert third.headers["retry-after"] == "15"
+                assert msgspec.json.decode(await third.body()) == {
+                    "error": "2 pages are open on this server, the most it serves at once; "
+                    "close one, and this page reconnects by itself."
+                }
+            assert overlay.app.streams.open == 2
+            # Requests are not streams: they are served as ever.
+            assert (await overlay.client.get("/api/sessions")).status_code == 200
+        assert overlay.app.streams.open == 0
+        async with SseStream(overlay.app, path) as again:
+            assert again.status == 200

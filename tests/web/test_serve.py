@@ -415,11 +415,12 @@ def test_the_limits_are_configurable(
     _FakeServer.apps.clear()
     _FakeServer.limits.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--max-connections", "50"]
-    argv += ["--max-live", "7", "--idle-close", "90"]
+    argv += ["--max-live", "7", "--idle-close", "90", "--max-pages", "12"]
     assert run(argv) == 0
     assert _FakeServer.limits == [Limits(max_connections=50)]
     [(app, _status)] = _FakeServer.apps
-    assert app.sessions.limits == LiveLimits(max_live=7, idle_seconds=90)
+    assert app.sessions.limits == LiveLimits(max_live=7, idle_seconds=90, max_streams=12)
+    assert app.streams.limit == 12
     with pytest.raises(SystemExit):
         parser().parse_args(["serve", "--max-live", "0"])
     assert "'0' is not a positive whole number" in capsys.readouterr().err

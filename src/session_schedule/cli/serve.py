@@ -140,6 +140,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"live sessions at most (default {LiveLimits().max_live})",
     )
     parser.add_argument(
+        "--max-pages",
+        metavar="N",
+        type=_positive,
+        default=LiveLimits().max_streams,
+        help=f"open pages (event streams) at most (default {LiveLimits().max_streams}; at most "
+        "half of --max-connections, so requests always find a connection)",
+    )
+    parser.add_argument(
         "--idle-close",
         metavar="SECONDS",
         type=_positive,
@@ -187,7 +195,11 @@ async def _serve(
             JsonlSessionStore(directory),
             model=model,
             policy=access_policy(arguments.host, token=token),
-            live_limits=LiveLimits(max_live=arguments.max_live, idle_seconds=arguments.idle_close),
+            live_limits=LiveLimits(
+                max_live=arguments.max_live,
+                idle_seconds=arguments.idle_close,
+                max_streams=arguments.max_pages,
+            ),
         )
         _announce(arguments.host, sock, token=token, config=config, directory=directory)
         limits = Limits(max_connections=arguments.max_connections)
