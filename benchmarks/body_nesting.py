@@ -17,7 +17,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from session_schedule.web.bodies import MAX_BODY_BYTES, PromptBody, _depth, decode_json
+from session_schedule.tools.nesting import json_depth
+from session_schedule.web.bodies import MAX_BODY_BYTES, PromptBody, decode_json
 from session_schedule.web.problems import HttpProblem
 
 
@@ -57,7 +58,7 @@ def main() -> None:
     for name, body in bodies().items():
         if len(body) > MAX_BODY_BYTES:
             raise SystemExit(f"{name}: {len(body)} bytes, more than the overlay accepts")
-        scan = timed(functools.partial(_depth, body), runs)
+        scan = timed(functools.partial(json_depth, body), runs)
         whole = timed(functools.partial(decode, body), runs)
         print(
             f"{name:<32} {statistics.median(scan) * 1000:>9.2f} ms {max(scan) * 1000:>7.2f} ms "

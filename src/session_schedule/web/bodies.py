@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Annotated, Final, TypeVar, final
 
 import msgspec
 from starlette.requests import Request
 
+from session_schedule.tools.nesting import json_depth
 from session_schedule.web.problems import HttpProblem, shorten
 
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -27,11 +27,6 @@ MAX_DEPTH: Final = 32
 """How deep arrays and objects may nest in a body (the deepest real body nests 3 deep)."""
 DEFAULT_BODY_SECONDS: Final = 10.0
 """How long a body may take to arrive, once its headers have (a slow body is refused, 408)."""
-_SPECIAL: Final = re.compile(rb'[\\"\[\]{}]')
-"""What the nesting scan looks at: backslashes, quotes and brackets (nothing else matters)."""
-_BACKSLASH: Final = ord("\\")
-_QUOTE: Final = ord('"')
-_OPENING: Final = frozenset(b"[{")
 
 T = TypeVar("T")
 
@@ -82,7 +77,7 @@ def decode_json(body: bytes, shape: type[T]) -> T:
         body.decode("utf-8")
     except UnicodeDecodeError:
         raise HttpProblem(400, "the body is not valid UTF-8.") from None
-    if _depth(body) > MAX_DEPTH:
+    if json_depth(body) > MAX_DEPTH:
         raise HttpProblem(
             400, f"the body nests arrays or objects more than {MAX_DEPTH} deep; send less."
         )
@@ -126,36 +121,6 @@ async def read_body(
             {"connection": "close"},
         ) from None
     return b"".join(chunks)
-
-
-def _depth(body: bytes) -> int:
-    """How deep arrays and objects nest in ``body`` (brackets inside strings do not count).
-
-    One pass over the backslashes, quotes and brackets, in order: time linear in the body's
-    size whatever it holds (an unterminated string, escaped quotes by the thousand), so a body
-    cannot stall the server. ``body`` need not be valid JSON: the decoder judges that after.
-    """
-    depth = deepest = 0
-    in_string = False
-    escaped = -1  # the position a backslash inside a string escapes
-    for match in _SPECIAL.finditer(body):
-        at = match.start()
-        if at == escaped:
-            continue
-        char = body[at]
-        if in_string:
-            if char == _BACKSLASH:
-                escaped = at + 1
-            elif char == _QUOTE:
-                in_string = False
-        elif char == _QUOTE:
-            in_string = True
-        elif char in _OPENING:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char != _BACKSLASH:
-            depth -= 1
-    return deepest
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:

@@ -1,10 +1,10 @@
-"""The nesting scan of request bodies: what counts as nesting, in one linear pass."""
+"""The JSON nesting scan: what counts as nesting, in one linear pass."""
 
 from __future__ import annotations
 
 import pytest
 
-from session_schedule.web.bodies import _depth
+from session_schedule.tools.nesting import json_depth
 
 
 @pytest.mark.parametrize(
@@ -25,4 +25,4 @@ from session_schedule.web.bodies import _depth
     ],
 )
 def test_the_depth_of_a_body(body: bytes, depth: int) -> None:
-    assert _depth(body) == depth
+    assert json_depth(body) == depth
