@@ -80,6 +80,7 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
 from session_schedule.mcp.agent import PullAgent
+from session_schedule.mcp.stdin import StdinLines, claimed_stdin, fd_reader
 from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
@@ -487,9 +488,12 @@ async def serve_stdio(
 ) -> None:
     """Open (or, without ``session_id``, create) a JSONL session and serve it on stdin/stdout.
 
-    While serving, fd 0 reads as empty and fd 1 writes to stderr (the SDK's transport and
+    While serving, fd 0 reads as empty and fd 1 writes to stderr
+    (:func:`~session_schedule.mcp.stdin.claimed_stdin` and
     :func:`~session_schedule.mcp.stdout.claimed_stdout` serve the wire from private duplicates),
-    so stray output never corrupts the protocol; both are restored on return."""
+    so stray output never corrupts the protocol; both are restored on return. Every line read is
+    bounded and screened (:mod:`session_schedule.mcp.stdin`): one that does not decode is
+    answered with its JSON-RPC error."""
     clock = clock or SystemClock()
     store = JsonlSessionStore(data_dir)
     if session_id is None:
@@ -514,11 +518,17 @@ async def serve_stdio(
         agent = PullAgent(announce, clock=clock, outbox=data_dir / f"{session.id}{OUTBOX_SUFFIX}")
         async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
             mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
-            with claimed_stdout() as wire_fd:
+            with claimed_stdout() as wire_fd, claimed_stdin() as stdin_fd:
                 wire = StdoutWire(fd_writer(wire_fd))
-                # The SDK's writer only calls ``write`` and ``flush`` on the stdout it is given.
+                # The SDK's writer only calls ``write`` and ``flush`` on the stdout it is given,
+                # and its reader only iterates over the lines of the stdin.
                 stdout = cast("anyio.AsyncFile[str]", wire)
-                async with stdio_server(stdout=stdout) as (read_stream, write_stream):
+                lines = StdinLines(fd_reader(stdin_fd), wire.write_unwatched)
+                stdin = cast("anyio.AsyncFile[str]", lines)
+                async with stdio_server(stdin=stdin, stdout=stdout) as (
+                    read_stream,
+                    write_stream,
+                ):
                     await mcp_server.server.run(
                         read_stream,
                         mcp_server.outgoing(write_stream, wire),
