@@ -120,6 +120,7 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
+from session_schedule.session.private import private_directory
 from session_schedule.session.targets import check_limit, holds_changes
 from session_schedule.session.worker import Worker
 
@@ -1336,7 +1337,7 @@ def _publish(data_dir: Path, session_id: SessionId, content: bytes) -> int | Non
 def _ensure_directory(data_dir: Path) -> None:
     if data_dir.is_dir():
         return
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_directory(data_dir)  # parents too: 0700 whatever the umask
     _fsync_directory(data_dir.parent)
 
 

@@ -25,13 +25,16 @@ The last record of a session wins.
   never wrongly fresh, since a session file only grows under one inode.
 - A line of the index that does not decode is logged and ignored (its session is then read
   again): the index is derived data, rebuilt from the logs.
+- **A private file.** The index is read, appended to and replaced as the session files are
+  (:mod:`session_schedule.session.private`): ``0600``, never through a symbolic link, never
+  blocking on a FIFO, and never read past :data:`MAX_INDEX_BYTES`; an index that is not such a
+  file is not used (every session is read from its log) and is replaced by the next compaction.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -44,9 +47,12 @@ from session_schedule.core.instants import Instant
 from session_schedule.session.errors import SessionError
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import DueSession, LogEntry, SessionHeader
+from session_schedule.session.private import append_private, read_private, write_private
 from session_schedule.session.targets import due, next_target_of
 
 INDEX_NAME: Final = ".next-targets"
+MAX_INDEX_BYTES: Final = 256 * 1024 * 1024
+"""The largest index read (a million sessions' records fit); a larger file is not used."""
 _SLACK: Final = 64
 """Superseded lines tolerated beyond the live ones before the reader compacts the file."""
 
@@ -116,13 +122,7 @@ class TargetIndexFile:
             line = _encoder.encode(
                 _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
             )
-            index = os.open(
-                self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
-            )
-            try:
-                os.write(index, line + b"\n")
-            finally:
-                os.close(index)
+            append_private(self._path, line + b"\n")
         except OSError as error:
             _log.warning("session %s: its next target was not indexed: %s", session_id, error)
 
@@ -159,8 +159,15 @@ class TargetIndexFile:
 
     def _load(self) -> _Loaded:
         try:
-            data = self._path.read_bytes()
-        except FileNotFoundError:
+            data = read_private(self._path, limit=MAX_INDEX_BYTES)
+        except OSError as error:
+            _log.warning(
+                "%s: the next-target index is not used (%s); every session is read from its log",
+                self._path,
+                error.strerror or error,
+            )
+            return _Loaded({}, 0)
+        if data is None:
             return _Loaded({}, 0)
         records: dict[SessionId, _Record] = {}
         lines = data.split(b"\n")
@@ -206,17 +213,8 @@ class TargetIndexFile:
         return record
 
     def _compact(self, live: dict[SessionId, _Record]) -> None:
-        temporary = self._dir / f"{INDEX_NAME}.{secrets.token_hex(4)}.tmp"
         body = b"".join(_encoder.encode(record) + b"\n" for record in live.values())
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            try:
-                view = memoryview(body)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-            temporary.replace(self._path)
+            write_private(self._path, body)
         except OSError as error:
-            temporary.unlink(missing_ok=True)
             _log.warning("%s: the next-target index was not rewritten: %s", self._path, error)
