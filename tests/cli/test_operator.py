@@ -535,6 +535,8 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "deliveryMode": "session-local",
             },
         ],
+        "next_cursor": None,
+        "total": 2,
     }
 
     async def tool_result() -> dict[str, object]:
@@ -561,7 +563,13 @@ def test_list_of_a_session_without_reminders(
     assert run(data, "list", OTHER) == 0
     assert capsys.readouterr().out == f"session {OTHER} at {NOW}: 0 active reminders\n"
     assert run(data, "list", OTHER, "--json") == 0
-    assert json.loads(capsys.readouterr().out) == {"ok": True, "now": NOW, "schedules": []}
+    assert json.loads(capsys.readouterr().out) == {
+        "ok": True,
+        "now": NOW,
+        "schedules": [],
+        "next_cursor": None,
+        "total": 0,
+    }
 
 
 # -- timeline --------------------------------------------------------------------------------

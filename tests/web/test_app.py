@@ -742,6 +742,8 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
                 "deliveryMode": "session-local",
             }
         ],
+        "next_cursor": None,
+        "total": 1,
     }
     offline.clock.advance(90)
     await offline.settle(session)
@@ -757,7 +759,10 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
 async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) -> None:
     session = await offline.new_session()
     listed = await offline.client.post(f"/api/sessions/{session}/tools/schedule_list", headers=JSON)
-    assert (listed.status_code, listed.json()) == (200, {"ok": True, "now": START, "schedules": []})
+    assert (listed.status_code, listed.json()) == (
+        200,
+        {"ok": True, "now": START, "schedules": [], "next_cursor": None, "total": 0},
+    )
     refused = await offline.client.post(
         f"/api/sessions/{session}/tools/schedule_create", json={"prompt": "x", "after_seconds": 0}
     )
@@ -1332,3 +1337,21 @@ async def test_event_streams_have_their_own_limit_and_give_their_slot_back() -> 
         assert overlay.app.streams.open == 0
         async with SseStream(overlay.app, path) as again:
             assert again.status == 200
+
+
+async def test_the_side_panel_shows_every_reminder_across_the_pages_a_model_gets(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    live = await offline.app.sessions.get(SessionId(session))
+    for index in range(75):
+        created = await live.chat.tools.call(
+            "schedule_create", {"prompt": f"r{index}", "after_seconds": 60 + index}
+        )
+        assert created["ok"] is True
+    model_page = await live.chat.tools.call("schedule_list", {})
+    assert model_page["total"] == 75
+    assert model_page["next_cursor"] is not None
+    view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
+    assert [item["prompt"] for item in view["schedules"]] == [f"r{n}" for n in range(75)]
+    assert (view["next_cursor"], view["total"]) == (None, 75)

@@ -520,10 +520,10 @@ def _list(arguments: argparse.Namespace) -> int:
     snapshot = _read(arguments)
     state = fold_snapshot(snapshot)
     now = clock.now()
+    views = [make_view(record, now) for record in state.ordered()]
+    # Every reminder, on one page: the operator reads the whole list.
     result = ListResult(
-        ok=True,
-        now=format_instant(now),
-        schedules=[make_view(record, now) for record in state.ordered()],
+        ok=True, now=format_instant(now), schedules=views, next_cursor=None, total=len(views)
     )
     if arguments.json:
         _print_json(result)

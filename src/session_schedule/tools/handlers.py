@@ -28,6 +28,7 @@ from session_schedule.tools.adapters import (
     openai_tools,
 )
 from session_schedule.tools.catalog import TOOL_NAMES, ToolDefinition, tool_definitions
+from session_schedule.tools.paging import Key, list_arguments, page, schedule_key
 from session_schedule.tools.results import (
     CreateResult,
     DeleteResult,
@@ -147,9 +148,22 @@ class ScheduleTools:
         if name == "schedule_create":
             return CreateResult(ok=True, schedule=await self._schedule.create(arguments))
         if name == "schedule_list":
-            _check_list_arguments(arguments)
+            after, limit = list_arguments(arguments)
             now, views = await self._schedule.active()
-            return ListResult(ok=True, now=format_instant(now), schedules=views)
+            chosen, cursor = page(
+                views,
+                after=after,
+                limit=limit,
+                key=lambda view: schedule_key(view.scheduled_at, view.id),
+                size=lambda view: len(_encoder.encode(view)),
+            )
+            return ListResult(
+                ok=True,
+                now=format_instant(now),
+                schedules=chosen,
+                next_cursor=cursor,
+                total=len(views),
+            )
         if name == "schedule_delete":
             schedule_id, deleted = await self._schedule.delete(arguments)
             return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
@@ -164,17 +178,29 @@ class ScheduleTools:
 
     async def _list_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """``schedule_list``'s result, JSON-ready, from the reminders' ready-made plain views."""
-        _check_list_arguments(arguments)
+        after, limit = list_arguments(arguments)
         now, views = await self._schedule.active_plain()
-        return {"ok": True, "now": format_instant(now), "schedules": views}
-
-
-def _check_list_arguments(arguments: Mapping[str, object]) -> None:
-    if arguments:
-        raise ScheduleError(
-            "invalid_selector",
-            f"schedule_list takes no arguments, got {_keys(arguments)}; call it with {{}}.",
+        chosen, cursor = page(
+            views,
+            after=after,
+            limit=limit,
+            key=_plain_key,
+            size=lambda view: len(_encoder.encode(view)),
         )
+        return {
+            "ok": True,
+            "now": format_instant(now),
+            "schedules": chosen,
+            "next_cursor": cursor,
+            "total": len(views),
+        }
+
+
+def _plain_key(view: Mapping[str, object]) -> Key:
+    return schedule_key(str(view["scheduledAt"]), str(view["id"]))
+
+
+_encoder: Final = msgspec.json.Encoder()
 
 
 def _arguments(arguments: object) -> Mapping[str, object]:

@@ -77,7 +77,8 @@ from session_schedule.session.errors import (
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
 from session_schedule.tools.catalog import TOOL_NAMES
-from session_schedule.tools.results import ErrorResult
+from session_schedule.tools.paging import MAX_LIST_LIMIT
+from session_schedule.tools.results import ErrorResult, ListResult
 from session_schedule.web.bodies import (
     DEFAULT_BODY_SECONDS,
     MAX_PROMPT_CHARS,
@@ -407,7 +408,22 @@ class _Api:
 
     async def schedules(self, request: Request) -> Response:
         live = await self._live(request)
-        result = await live.chat.tools.call_typed("schedule_list")
+        # The side panel shows every active reminder: the pages a model gets, put together.
+        result = await live.chat.tools.call_typed("schedule_list", {"limit": MAX_LIST_LIMIT})
+        while isinstance(result, ListResult) and result.next_cursor is not None:
+            following = await live.chat.tools.call_typed(
+                "schedule_list", {"cursor": result.next_cursor, "limit": MAX_LIST_LIMIT}
+            )
+            if not isinstance(following, ListResult):
+                result = following
+                break
+            result = ListResult(
+                ok=True,
+                now=result.now,
+                schedules=[*result.schedules, *following.schedules],
+                next_cursor=following.next_cursor,
+                total=following.total,
+            )
         if isinstance(result, ErrorResult):
             statuses = {"persistence_uncertain": 503, "corrupt_schedule_log": 409}
             status = statuses.get(result.error.code, 500)
