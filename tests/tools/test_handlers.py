@@ -443,3 +443,23 @@ def _schedules(result: dict[str, object]) -> list[dict[str, object]]:
     listed = result["schedules"]
     assert isinstance(listed, list)
     return cast("list[dict[str, object]]", listed)
+
+
+async def test_results_a_model_reads_as_text_escape_hidden_characters(
+    tools: ScheduleTools,
+) -> None:
+    hidden = "buy milk\U000e0041\U000e0042\u202egnorts\u200b"  # tag letters, a bidi override, ZWSP
+    created = await tools.call_json("schedule_create", {"prompt": hidden, "after_seconds": 90})
+    listed = await tools.call_json("schedule_list", {})
+    for text in (created, listed):
+        assert "\U000e0041" not in text
+        assert "\u202e" not in text
+        assert "\u200b" not in text
+        assert "buy milk\\udb40\\udc41\\udb40\\udc42\\u202egnorts\\u200b" in text
+    # The text still decodes to the exact prompt.
+    assert json.loads(created)["schedule"]["prompt"] == hidden
+    assert json.loads(listed)["schedules"][0]["prompt"] == hidden
+    # Emoji stay emoji.
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u2764\ufe0f"
+    emoji = await tools.call_json("schedule_create", {"prompt": family, "after_seconds": 90})
+    assert family in emoji

@@ -79,6 +79,7 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
+from session_schedule.core.visible import frame_escape
 from session_schedule.mcp.agent import PullAgent
 from session_schedule.mcp.stdin import StdinLines, claimed_stdin, fd_reader
 from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
@@ -272,7 +273,8 @@ class ScheduleMcpServer:
             result = await self._tools.call_typed(params.name, params.arguments)
             if isinstance(result, DeleteResult) and result.deleted:
                 await self._after_delete()
-        text = msgspec.json.encode(result).decode()
+        # Hidden characters as JSON escapes, as in every tool result a model reads as text.
+        text = frame_escape(msgspec.json.encode(result).decode())
         if isinstance(result, ErrorResult):
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], is_error=True

@@ -19,7 +19,7 @@ import msgspec
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import format_instant
-from session_schedule.core.visible import escape_unencodable
+from session_schedule.core.visible import escape_unencodable, frame_escape
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.tools.adapters import (
     OpenAIShape,
@@ -98,12 +98,17 @@ class ScheduleTools:
     async def call_json(self, name: str, arguments: object = None) -> str:
         """:meth:`call`, with the result as JSON text (for APIs that want text content).
 
+        Hidden characters in it (a prompt's tag characters or bidi controls, say) are written as
+        JSON escapes (:func:`~session_schedule.core.visible.frame_escape`), as the follow-up
+        frame writes them: the text decodes to the same result, and the model reads every
+        character a person would not see.
+
         Never raises: every result a model can cause encodes; one that does not is a bug,
         logged and answered as ``internal_error``.
         """
         result = await self.call_typed(name, arguments)
         try:
-            return msgspec.json.encode(result).decode()
+            return frame_escape(msgspec.json.encode(result).decode())
         except (UnicodeEncodeError, msgspec.EncodeError):
             logger.exception("schedule tool %r returned a result that does not encode", name)
             return msgspec.json.encode(
