@@ -33,8 +33,11 @@ The last record of a session wins.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
+import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -69,10 +72,87 @@ class _Record(msgspec.Struct, frozen=True, array_like=True):
     inode: int
     size: int
     mtime: int
+    mac: str = ""
+    """The record's keyed digest (see :class:`_Keys`); empty in records of older versions."""
 
 
 _encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder(_Record)
+KEY_NAME: Final = ".index-key"
+_KEY_BYTES: Final = 32
+
+
+@final
+class _Keys:
+    """The data directory's index key (:data:`KEY_NAME`, 32 random bytes, ``0600``), made on
+    first use (and again if it was cut short), and the digests it gives records. Without a
+    usable key no record verifies (every session is read from its log): slower, never wrong."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / KEY_NAME
+        self._key: bytes | None = None
+        self._tried = False
+
+    def sign(self, record: _Record) -> _Record:
+        key = self._load()
+        if key is None:
+            return record
+        return msgspec.structs.replace(record, mac=_digest(key, record))
+
+    def verifies(self, record: _Record) -> bool:
+        key = self._load()
+        return key is not None and hmac.compare_digest(record.mac, _digest(key, record))
+
+    def _load(self) -> bytes | None:
+        if self._tried:
+            return self._key
+        self._tried = True
+        try:
+            key = read_private(self._path, limit=_KEY_BYTES)
+            if key is None:
+                key = _make_key(self._path)
+        except OSError as error:
+            _log.warning(
+                "%s: the next-target index key cannot be used (%s); every session is read "
+                "from its log",
+                self._path,
+                error.strerror or error,
+            )
+            return None
+        if len(key) != _KEY_BYTES:
+            # Cut short (a power cut after its creation, say): a new key; the records signed
+            # with the old one no longer verify, and their sessions are read again.
+            try:
+                self._path.unlink(missing_ok=True)
+                key = _make_key(self._path)
+            except OSError as error:
+                _log.warning("%s: no index key: %s", self._path, error.strerror or error)
+                return None
+            if len(key) != _KEY_BYTES:
+                return None
+        self._key = key
+        return key
+
+
+def _make_key(path: Path) -> bytes:
+    """A new key in ``path`` — or the one another process made first."""
+    key = secrets.token_bytes(_KEY_BYTES)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        found = read_private(path, limit=_KEY_BYTES)
+        return b"" if found is None else found
+    try:
+        os.write(fd, key)  # no fsync: a key lost to a power cut only costs a rebuild
+    finally:
+        os.close(fd)
+    return key
+
+
+def _digest(key: bytes, record: _Record) -> str:
+    fields = _encoder.encode((record.id, record.target, record.inode, record.size, record.mtime))
+    return hmac.new(key, fields, hashlib.sha256).hexdigest()[:32]
 
 
 class _Loaded(NamedTuple):
@@ -107,6 +187,7 @@ class TargetIndexFile:
         self._path = data_dir / INDEX_NAME
         self._suffix = suffix
         self._read_log = read_log
+        self._keys = _Keys(data_dir)
 
     @property
     def path(self) -> Path:
@@ -120,7 +201,9 @@ class TargetIndexFile:
         """
         try:
             line = _encoder.encode(
-                _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
+                self._keys.sign(
+                    _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
+                )
             )
             append_private(self._path, line + b"\n")
         except OSError as error:
@@ -172,7 +255,7 @@ class TargetIndexFile:
         records: dict[SessionId, _Record] = {}
         lines = data.split(b"\n")
         torn = lines.pop()  # b"" when the file ends with a newline
-        bad = 0
+        bad = unverified = 0
         for line in lines:
             try:
                 record = _decoder.decode(line)
@@ -183,6 +266,12 @@ class TargetIndexFile:
             if session_id is None:
                 bad += 1
                 continue
+            if not self._keys.verifies(record):
+                # Not written by a holder of the key (forged, or of an older version): its
+                # session is read again, so no record can hide a due reminder.
+                records.pop(session_id, None)
+                unverified += 1
+                continue
             records[session_id] = record
         if bad:
             _log.warning(
@@ -190,6 +279,13 @@ class TargetIndexFile:
                 "again from their logs",
                 self._path,
                 bad,
+            )
+        if unverified:
+            _log.warning(
+                "%s: %d record(s) of the next-target index do not verify against the index key; "
+                "their sessions are read again from their logs",
+                self._path,
+                unverified,
             )
         return _Loaded(records, len(lines) + (1 if torn else 0))
 
@@ -210,7 +306,7 @@ class TargetIndexFile:
         if not _matches(record, after):
             # It changed while being read: record nothing that could look fresh.
             return _Record(session_id, target, -1, -1, -1)
-        return record
+        return self._keys.sign(record)
 
     def _compact(self, live: dict[SessionId, _Record]) -> None:
         body = b"".join(_encoder.encode(record) + b"\n" for record in live.values())
