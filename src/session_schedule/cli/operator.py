@@ -655,6 +655,13 @@ def _check(arguments: argparse.Namespace) -> int:
             f"{problem.message}",
             EXIT_CORRUPT,
         )
+    derived = asyncio.run(store.derived_problems(header.id))
+    if derived:
+        return fail(
+            f"session {header.id} has derived files that contradict its log: "
+            + "; ".join(derived),
+            EXIT_CORRUPT,
+        )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
     changes = sum(1 for entry in entries if entry.type == CHANGE_EVENT_TYPE)
     parts = [

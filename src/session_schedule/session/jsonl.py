@@ -88,7 +88,7 @@ from session_schedule.session.ids import (
     parse_session_id,
     require_session_id,
 )
-from session_schedule.session.jsonl_targets import TargetIndexFile
+from session_schedule.session.jsonl_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.lines import (
     CHAIN_SEED,
     CURRENT_FORMAT,
@@ -121,7 +121,7 @@ from session_schedule.session.port import (
     seed_length,
 )
 from session_schedule.session.private import private_directory
-from session_schedule.session.targets import check_limit, holds_changes
+from session_schedule.session.targets import check_limit, holds_changes, next_target_of
 from session_schedule.session.worker import Worker
 
 SUFFIX: Final = ".jsonl"
@@ -673,6 +673,55 @@ class JsonlSessionStore:
                 parsed.lines_cut,
                 parsed.checksums,
             )
+
+        return await asyncio.to_thread(job)
+
+    async def derived_problems(self, session_id: str) -> tuple[str, ...]:
+        """What the files derived from ``session_id``'s log say that its log does not, where
+        they would be believed: its checkpoint, when it is bound to the log's commit record (so
+        opening the session would use it) but holds other reminders, pending turns or entries
+        than the log; its record in the next-target index, when it verifies and describes the
+        file but names another next target. Each problem is one clause; none: ``()``.
+
+        A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
+        is rebuilt from the log."""
+        checked = require_session_id(session_id)
+        path = self._checked(self.path_of(checked))
+        source = _source(checked)
+
+        def job() -> tuple[str, ...]:
+            parsed = _read(path, source, sync=False)
+            problems: list[str] = []
+            found = _read_checkpoint(checkpoint_path(path), source)
+            if isinstance(found, checkpoint.CheckpointFile) and parsed.header.format == 2:
+                fd = _open_session_file(path, os.O_RDONLY, source)
+                try:
+                    bound = found.offset <= os.fstat(fd).st_size and _commit_ending_at(
+                        fd, found.offset
+                    ) == (found.entries, found.chain)
+                finally:
+                    os.close(fd)
+                difference = (
+                    checkpoint.mismatch(
+                        found,
+                        parsed.entries,
+                        seed=parsed.header.seed_length,
+                        session=checked,
+                    )
+                    if bound
+                    else None
+                )
+                if difference is not None:
+                    problems.append(
+                        f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
+                        f"does not say what the log says ({difference}), so opening the session "
+                        "would use it; delete the checkpoint (it is rebuilt from the log)"
+                    )
+            target = next_target_of(parsed.header, parsed.entries)
+            indexed = self._index.mismatch(checked, path.lstat(), target)
+            if indexed is not None:
+                problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
+            return tuple(problems)
 
         return await asyncio.to_thread(job)
 

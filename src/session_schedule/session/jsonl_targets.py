@@ -46,7 +46,7 @@ from typing import Final, NamedTuple, TypeAlias, final
 import msgspec
 
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.instants import Instant
+from session_schedule.core.instants import Instant, format_instant
 from session_schedule.session.errors import SessionError
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import DueSession, LogEntry, SessionHeader
@@ -239,6 +239,22 @@ class TargetIndexFile:
         if rebuilt or loaded.lines > 2 * len(live) + _SLACK:
             self._compact(live)
         return due(targets, before, limit)
+
+    def mismatch(
+        self, session_id: SessionId, status: os.stat_result, target: Instant | None
+    ) -> str | None:
+        """How the index's record of ``session_id`` differs from ``target``, the log's next
+        target, when the record would be trusted (it verifies and describes the file as
+        ``status`` says); ``None`` when it agrees, or would not be trusted."""
+        record = self._load().records.get(session_id)
+        if record is None or not _matches(record, status):
+            return None
+        recorded = None if record.target is None else Instant(record.target)
+        if recorded == target:
+            return None
+        said = "nothing active" if recorded is None else f"a target at {format_instant(recorded)}"
+        real = "nothing active" if target is None else f"a target at {format_instant(target)}"
+        return f"its record in {INDEX_NAME} says {said}, and the log says {real}"
 
     def _load(self) -> _Loaded:
         try:
