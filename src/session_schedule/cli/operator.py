@@ -658,8 +658,7 @@ def _check(arguments: argparse.Namespace) -> int:
     derived = asyncio.run(store.derived_problems(header.id))
     if derived:
         return fail(
-            f"session {header.id} has derived files that contradict its log: "
-            + "; ".join(derived),
+            f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
             EXIT_CORRUPT,
         )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
