@@ -541,10 +541,10 @@ def _list(arguments: argparse.Namespace) -> int:
         seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
     )
     history.feed(snapshot.entries)
+    views = [with_runs(make_view(record, now), history) for record in state.ordered()]
+    # Every reminder, on one page: the operator reads the whole list.
     result = ListResult(
-        ok=True,
-        now=format_instant(now),
-        schedules=[with_runs(make_view(record, now), history) for record in state.ordered()],
+        ok=True, now=format_instant(now), schedules=views, next_cursor=None, total=len(views)
     )
     if arguments.json:
         _print_json(result)
@@ -679,6 +679,12 @@ def _check(arguments: argparse.Namespace) -> int:
             f"{transcript.stray.message}",
             EXIT_CORRUPT,
         )
+    derived = inspection.derived
+    if derived:
+        return fail(
+            f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
+            EXIT_CORRUPT,
+        )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
     changes = sum(1 for entry in entries if entry.type == CHANGE_EVENT_TYPE)
     parts = [
@@ -725,17 +731,24 @@ class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
     snapshot: SessionSnapshot
     torn_bytes: int = 0
     torn_lines: int = 0
+    derived: tuple[str, ...] = ()
+    """What the store's derived files (checkpoints) say that the log contradicts."""
 
 
 async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
     """The session as storage holds it; a store that keeps a file per session (JSONL) also says
-    what a torn tail holds."""
+    what a torn tail holds and whether its derived files agree with the log."""
     inspect = getattr(store, "inspect", None)
     if inspect is None:
         return _Inspection(snapshot=await store.read(session_id))
     found = await inspect(session_id)
+    problems = getattr(store, "derived_problems", None)
+    derived = () if problems is None else tuple(await problems(found.snapshot.header.id))
     return _Inspection(
-        snapshot=found.snapshot, torn_bytes=found.torn_bytes, torn_lines=found.torn_lines
+        snapshot=found.snapshot,
+        torn_bytes=found.torn_bytes,
+        torn_lines=found.torn_lines,
+        derived=derived,
     )
 
 
