@@ -417,7 +417,7 @@ async def test_model_failures_are_notices_and_the_session_goes_on(
         notice = await stream.next_event()
         assert (notice.event, notice.id) == ("notice", None)
         assert msgspec.json.decode(notice.data) == {
-            "text": "the message was not answered: the model endpoint failed: connection refused"
+            "text": "the model endpoint failed: connection refused"
         }
 
 
@@ -758,6 +758,46 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
     assert after["schedules"] == []
     # The side panel's view is not a tool call of the conversation.
     assert len(await offline.messages(session)) == 3
+
+
+async def test_the_history_view_lists_occurrences_and_what_was_answered_meanwhile(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    await offline.client.post(f"/api/sessions/{session}/prompts", json={"text": "hi", "zone": None})
+    await offline.client.post(
+        f"/api/sessions/{session}/tools/schedule_create",
+        json={"prompt": "stretch", "every_seconds": 300},
+    )
+    empty = (await offline.client.get(f"/api/sessions/{session}/history")).json()
+    assert empty == {"occurrences": [], "away": {"answered": 0, "failed": 0, "since": 2}}
+    offline.clock.advance(300)
+    await offline.settle(session)
+    page = (await offline.client.get(f"/api/sessions/{session}/history")).json()
+    assert page["occurrences"] == [
+        {
+            "id": "sch_1",
+            "occurrence": "sch_1@2026-11-29T20:05:00.000Z",
+            "dueAt": "2026-11-29T20:05:00.000Z",
+            "decidedAt": "2026-11-29T20:05:00.000Z",
+            "outcome": "delivered",
+            "latenessSeconds": 0.0,
+            "skipped": 0,
+            "attempts": 1,
+            "finishedAt": "2026-11-29T20:05:00.000Z",
+        }
+    ]
+    assert page["away"]["answered"] == 1
+    assert page["away"]["failed"] == 0
+    [view] = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()["schedules"]
+    assert (view["runs"], view["lastRun"]) == (
+        1,
+        {
+            "occurrence": "sch_1@2026-11-29T20:05:00.000Z",
+            "outcome": "delivered",
+            "at": "2026-11-29T20:05:00.000Z",
+        },
+    )
 
 
 async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) -> None:

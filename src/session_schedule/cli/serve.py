@@ -215,7 +215,11 @@ async def _model(config: ModelConfig | None) -> AsyncIterator[ModelFactory | Non
     # ``run`` checked that the SDK is installed (the ``openai`` extra).
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
-    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
+    # hide attempts from it and wait outside its bounds.
+    async with AsyncOpenAI(
+        api_key=config.api_key, base_url=config.base_url, max_retries=0
+    ) as client:
         model = OpenAIChatModel(client, config.name)
         yield lambda: model
 

@@ -16,6 +16,9 @@ POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zo
 POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
                                                 answer is the tool's result, once stored
 GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
+GET      ``/api/sessions/{id}/history``         every occurrence of its reminders and its
+                                                outcome, and ``away``: the reminders answered
+                                                since the person's last message
 GET      ``/api/sessions/{id}/events``          ``?from=P``: Server-Sent Events, the turns
                                                 from log position P on, then notices and turns
                                                 as they happen
@@ -73,6 +76,13 @@ from session_schedule.session.errors import (
     SessionExists,
     SessionNotFound,
     not_a_session_id,
+)
+from session_schedule.session.history import (
+    Away,
+    HistoryRow,
+    away,
+    history_row,
+    occurrence_history,
 )
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
@@ -289,6 +299,7 @@ class _Api:
             Route("/api/sessions/{session_id}/prompts", self.post_prompt, methods=["POST"]),
             Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
             Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
+            Route("/api/sessions/{session_id}/history", self.history, methods=["GET"]),
             Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
         ]
 
@@ -436,6 +447,18 @@ class _Api:
             raise HttpProblem(status, _sentence(result.error.message))
         return _json(result)
 
+    async def history(self, request: Request) -> Response:
+        live = await self._live(request)
+        header = live.header
+        entries = live.session.entries
+        runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
+        return _json(
+            HistoryPage(
+                occurrences=[history_row(run) for run in runs],
+                away=away(entries, seed_length=header.seed_length),
+            )
+        )
+
     async def events(self, request: Request) -> Response:
         if self._sessions.closing:
             raise ServerStopping
@@ -497,6 +520,14 @@ class _Api:
         return SessionDetail(
             session=self._summary(live.header), turns=page.turns, before=page.before, next=end
         )
+
+
+@final
+class HistoryPage(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /api/sessions/{id}/history``: the occurrences, oldest first, and the away count."""
+
+    occurrences: list[HistoryRow]
+    away: Away
 
 
 def _json(value: object, status: int = 200) -> Response:
