@@ -47,6 +47,7 @@ from session_schedule.harness.model import Model
 from session_schedule.harness.transcript import check_fork_cut, recent_turns
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
+from session_schedule.runtime.opening import open_when_free
 from session_schedule.session.checkpoint import WINDOW
 from session_schedule.session.ids import SessionId
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
@@ -70,6 +71,9 @@ MAX_PAGE_ENTRIES: Final = WINDOW
 """The most log entries read for one page (a page has fewer turns when there are more entries).
 As many as a Session opened from its checkpoint holds decoded before the checkpoint, so the
 newest page never reads the history before them."""
+HANDOVER_WAIT_SECONDS: Final = 5.0
+"""How long opening a session another process holds waits for it (a host hands it over within
+about 2 s; the sessions registry waits meanwhile), before the busy error."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 
@@ -369,7 +373,15 @@ class LiveSessions:
                 del self._live[session_id]
                 await _close_quietly(live)
             await self._make_room()
-            return await self._start(await self._store.open(session_id))
+            # A host holding the session hands it over within seconds once asked.
+            handle = await open_when_free(
+                self._store,
+                session_id,
+                clock=self._clock,
+                wait_seconds=HANDOVER_WAIT_SECONDS,
+                note=logger.warning,
+            )
+            return await self._start(handle)
 
     async def create(self) -> LiveSession:
         """A new, empty Session, live."""
