@@ -5,8 +5,8 @@ front end has it, and takes it back after. In virtual time (the requests' ages a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -19,10 +19,12 @@ from session_schedule.session.handover import HandoverStore
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.sqlite import SqliteSessionStore
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import CHANGE, at_create
 from tests.host.test_scheduler import Agents, run_for
+from tests.postgres import migrated_schema, server_dsn
 
 START = "2026-11-29T20:00:00.000Z"
 SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
@@ -31,21 +33,33 @@ WAITING = (
     "within 2 s once its reminder is answered); waiting up to 60 s (Ctrl-C gives up)"
 )
 
-Stores = Callable[[Path], Awaitable[SessionStore]]
+Stores = Callable[[], SessionStore]
+"""Another store object over the same sessions, as another process opens (the host's and the
+front end's are two)."""
 
 
-async def _jsonl(directory: Path) -> SessionStore:
-    return JsonlSessionStore(directory / "sessions")
+@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    kind: str = request.param
+    if kind == "jsonl":
+        yield lambda: JsonlSessionStore(tmp_path / "sessions")
+    elif kind == "sqlite":
+        yield lambda: SqliteSessionStore(tmp_path / "sessions.db")
+    else:
+        dsn = server_dsn()
+        with migrated_schema(dsn) as schema:
+            yield lambda: PostgresSessionStore(dsn, schema=schema)
 
 
-async def _sqlite(directory: Path) -> SessionStore:
-    return SqliteSessionStore(directory / "sessions.db")
-
-
-@pytest.fixture(params=[_jsonl, _sqlite], ids=["jsonl", "sqlite"])
-def stores(request: pytest.FixtureRequest) -> Stores:
-    chosen: Stores = request.param
-    return chosen
+@asynccontextmanager
+async def _two(stores: Stores) -> AsyncIterator[tuple[SessionStore, SessionStore]]:
+    """The host's store and the front end's."""
+    async with AsyncExitStack() as stack:
+        pair = (stores(), stores())
+        for store in pair:
+            if isinstance(store, PostgresSessionStore):
+                await stack.enter_async_context(store)
+        yield pair
 
 
 async def _session_with(store: SessionStore, clock: FakeClock, *seconds: int) -> SessionId:
@@ -101,18 +115,20 @@ async def _front_end(
         await handle.close()
 
 
-async def test_the_host_hands_an_idle_session_over_and_takes_it_back(
-    stores: Stores, tmp_path: Path
-) -> None:
+async def test_the_host_hands_an_idle_session_over_and_takes_it_back(stores: Stores) -> None:
+    async with _two(stores) as (store, front):
+        await _hand_over_and_back(store, front)
+
+
+async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
     clock = FakeClock(START)
-    store = await stores(tmp_path)
     assert isinstance(store, HandoverStore)
     agents = Agents()
     session_id = await _session_with(store, clock, 120)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
         await run_for(clock, host, 95)
         assert host.open_sessions == {session_id}
-        async with _front_end(store, clock, host, session_id) as (handle, notes, took):
+        async with _front_end(front, clock, host, session_id) as (handle, notes, took):
             assert handle.id == session_id
             assert notes == [WAITING.format(id=session_id)]
             assert took <= 2
@@ -128,10 +144,14 @@ async def test_the_host_hands_an_idle_session_over_and_takes_it_back(
 
 
 async def test_a_turn_in_flight_finishes_before_the_session_is_handed_over(
-    stores: Stores, tmp_path: Path
+    stores: Stores,
 ) -> None:
+    async with _two(stores) as (store, front):
+        await _turn_then_hand_over(store, front)
+
+
+async def _turn_then_hand_over(store: SessionStore, front: SessionStore) -> None:
     clock = FakeClock(START)
-    store = await stores(tmp_path)
     agents = Agents()
     session_id = await _session_with(store, clock, 120, 125)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
@@ -140,7 +160,7 @@ async def test_a_turn_in_flight_finishes_before_the_session_is_handed_over(
         agent.start_turn()  # a turn runs: the session is not closed under it
         notes: list[str] = []
         opening = asyncio.create_task(
-            open_when_free(store, session_id, clock=clock, note=notes.append)
+            open_when_free(front, session_id, clock=clock, note=notes.append)
         )
         for _ in range(6):
             await _front_end_sleeping(clock, host, opening)
