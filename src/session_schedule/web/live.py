@@ -71,9 +71,8 @@ MAX_PAGE_ENTRIES: Final = WINDOW
 """The most log entries read for one page (a page has fewer turns when there are more entries).
 As many as a Session opened from its checkpoint holds decoded before the checkpoint, so the
 newest page never reads the history before them."""
-HANDOVER_WAIT_SECONDS: Final = 5.0
-"""How long opening a session another process holds waits for it (a host hands it over within
-about 2 s; the sessions registry waits meanwhile), before the busy error."""
+_REAL_TIME: Final = SystemClock()
+"""The clock of waits for other processes, which live in real time whatever the server's."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 
@@ -91,6 +90,10 @@ class LiveLimits:
     """Open event streams at most, every Session together (each holds a connection for as long
     as its page is open). Kept below the server's connection limit — the server lowers it to
     half that limit if need be — so open pages never take every connection."""
+    busy_wait_seconds: float = 5.0
+    """Opening a Session another process holds waits this long (in real time) for it — a host
+    hands it over within about 2 s once asked — before the request is answered 409. Other
+    Sessions' opens wait meanwhile."""
 
 
 @final
@@ -377,8 +380,8 @@ class LiveSessions:
             handle = await open_when_free(
                 self._store,
                 session_id,
-                clock=self._clock,
-                wait_seconds=HANDOVER_WAIT_SECONDS,
+                clock=_REAL_TIME,
+                wait_seconds=self._limits.busy_wait_seconds,
                 note=logger.warning,
             )
             return await self._start(handle)
