@@ -547,7 +547,7 @@ def _list(arguments: argparse.Namespace) -> int:
     result = ListResult(
         ok=True,
         now=format_instant(now),
-        schedules=[make_view(record, now) for record in state.ordered()],
+        schedules=[make_view(record, now, state.status(record.id)) for record in state.ordered()],
     )
     if arguments.json:
         _print_json(result)
@@ -609,12 +609,14 @@ def _timeline(arguments: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     snapshot = _read(arguments)
+    folded = fold_snapshot(snapshot)
     timeline = build_timeline(
-        fold_snapshot(snapshot).ordered(),
+        folded.ordered(),
         now=now,
         until=until,
         zone=zone,
         limit=arguments.limit,
+        statuses=folded.statuses(),
     )
     if arguments.json:
         _print_json(timeline)

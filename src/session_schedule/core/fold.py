@@ -256,6 +256,10 @@ class ScheduleFold:
         """The fold's status of the active record ``schedule_id`` (Rule 6)."""
         return self._status.get(schedule_id, NO_STATUS)
 
+    def statuses(self) -> dict[ScheduleId, RecordStatus]:
+        """The status of each active record that has one (Rule 6), in a new dict."""
+        return dict(self._status)
+
     def occurrence_of(self, schedule_id: ScheduleId) -> Instant:
         """The occurrence the active record's next delivery stands for: its target, or while
         snoozed the occurrence the snooze moved."""
