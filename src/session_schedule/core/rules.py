@@ -325,6 +325,8 @@ def decide_update(
     record = _with_options(record, arguments, now=now, runs=status.runs)
     if arguments.get("ends") is None:
         _check_ends_hold(record, moved=bool(given))
+    elif status.snoozed_from is not None and not given:
+        _check_snooze_within(record, current.scheduled_at)
     changes: list[ScheduleChange] = []
     if record != stored:
         changes.append(update_change(record))
@@ -390,6 +392,17 @@ def _check_ends_hold(record: ScheduleRecord, *, moved: bool) -> None:
             "invalid_rule",
             f"the reminder's end `ends.until` {ends.until} is before its next target "
             f"{record.scheduled_at}; change its end too.",
+        )
+
+
+def _check_snooze_within(record: ScheduleRecord, snoozed_until: str) -> None:
+    """A snooze the update keeps does not pass the record's new end."""
+    ends = record_ends(record)
+    if ends is not None and ends.until is not None and snoozed_until > ends.until:
+        raise ScheduleError(
+            "invalid_rule",
+            f"the reminder is snoozed until {snoozed_until}, after the new end `ends.until` "
+            f"{ends.until}; choose a later end, or snooze it to an earlier time first.",
         )
 
 
