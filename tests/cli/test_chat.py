@@ -144,7 +144,7 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
         "usage> /create after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
         "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon,wed,fri] <prompt>",
         "error> there is no command /frobnicate",
-        "usage> /create, /list, /delete <id>, /help, /quit",
+        "usage> /create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, /help, /quit",
         "you> /not a command",
         f"session {session_id} closed; resume it with: "
         f"session-schedule --data-dir {tmp_path} chat {session_id}",
