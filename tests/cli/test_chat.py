@@ -41,7 +41,9 @@ from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import live_chat
 from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock
@@ -183,8 +185,13 @@ def test_chat_is_the_default_command(
     assert "\nyou> hi\n" in out
     # Without --data-dir the resume hint needs none: the environment names the directory.
     assert out.endswith(f"resume it with: session-schedule chat {session_id_of(out)}\n")
-    # The session, and the checkpoint its close left beside it.
-    assert sorted(path.suffix for path in tmp_path.iterdir()) == [".checkpoint", ".jsonl"]
+    # The session, the checkpoint its close left beside it, and the next-target index (which
+    # records the session's turns: one cut off by a crash is due for a host at once) with the
+    # key that signs its records.
+    session_id = session_id_of(out)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [f"{session_id}.checkpoint", f"{session_id}.jsonl", INDEX_NAME, KEY_NAME]
+    )
 
 
 def test_help_and_quit(
@@ -257,6 +264,33 @@ def test_resuming_shows_the_history_and_delivers_overdue_reminders(tmp_path: Pat
         ScheduleCreateChange,
         ScheduleDispatchChange,
     ]
+
+
+async def session_answered_by_a_host(data_dir: Path) -> str:
+    """A session whose every-5-minutes reminder was answered twice while it was closed, after
+    the person's last message."""
+    store = JsonlSessionStore(data_dir)
+    clock = FakeClock(Instant(SystemClock().now() - 3600_000))
+    async with await store.create(now=clock.now()) as session:
+        async with live_chat(session, model=None, clock=clock) as live:
+            live.agent.submit("remind me")
+            live.agent.submit_tool("schedule_create", {"prompt": "drink", "every_seconds": 300})
+            await live.agent.wait_idle()
+            for _ in range(2):
+                clock.advance(300)
+                await live.schedule.settled()
+                await live.agent.wait_idle()
+        await session.barrier()
+        return session.id
+
+
+def test_resuming_says_how_many_reminders_were_answered_meanwhile(tmp_path: Path) -> None:
+    session_id = asyncio.run(session_answered_by_a_host(tmp_path))
+    with ChatProcess(tmp_path, session_id) as chat:
+        chat.expect("---\n")
+        chat.expect("note> 2 reminders were answered since your last message\n")
+        finished = chat.finish()
+    assert (finished.returncode, finished.stderr) == (0, "")
 
 
 def test_ctrl_c_leaves_cleanly_and_keeps_the_session(tmp_path: Path) -> None:
@@ -547,6 +581,24 @@ def test_the_chat_reopens_the_session_after_a_storage_failure_and_keeps_deliveri
         ScheduleCreateChange,
         ScheduleDispatchChange,
     ]
+
+
+def test_the_follow_up_budget_is_an_option(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    given: list[Settings] = []
+
+    def recording(*, followup_limit: int) -> Settings:
+        given.append(Settings(followup_limit=followup_limit))
+        return given[-1]
+
+    monkeypatch.setattr("session_schedule.cli.chat.Settings", recording)
+    monkeypatch.delenv("SESSION_SCHEDULE_MODEL", raising=False)
+    for arguments, limit in ((["--followup-limit", "3"], 3), ([], 6)):
+        monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
+        assert main(["--data-dir", str(tmp_path), "chat", *arguments]) == 0
+        assert given.pop() == Settings(followup_limit=limit)
+    capsys.readouterr()
 
 
 def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(

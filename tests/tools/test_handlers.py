@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_schedule.core.errors import ERROR_CODES
+from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.agent import FakeAgent
@@ -51,10 +52,18 @@ async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
             "scheduledAt": "2026-11-29T20:01:30.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     listed = await tools.call("schedule_list", None)
-    assert listed == {"ok": True, "now": START, "schedules": [created["schedule"]]}
+    assert listed == {
+        "ok": True,
+        "now": START,
+        "schedules": [created["schedule"]],
+        "next_cursor": None,
+        "total": 1,
+    }
     assert await tools.call("schedule_delete", {"id": "sch_1"}) == {
         "ok": True,
         "id": "sch_1",
@@ -66,7 +75,7 @@ async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
         "deleted": False,
     }
     assert await tools.call_json("schedule_list", "") == (
-        '{"ok":true,"now":"2026-11-29T20:00:00.000Z","schedules":[]}'
+        '{"ok":true,"now":"2026-11-29T20:00:00.000Z","schedules":[],"next_cursor":null,"total":0}'
     )
 
 
@@ -83,7 +92,7 @@ def _error(code: str, message: str) -> dict[str, object]:
         ("schedule_create", "[1, 2]", _error("invalid_selector", "the arguments must be a JSON object, not an array.")),
         ("schedule_create", 5, _error("invalid_selector", "the arguments must be a JSON object, not a number.")),
         ("schedule_create", {1: "x"}, _error("invalid_selector", "the arguments must be a JSON object, not a dict.")),
-        ("schedule_list", {"all": True}, _error("invalid_selector", "schedule_list takes no arguments, got `all`; call it with {}.")),
+        ("schedule_list", {"all": True}, _error("invalid_selector", 'schedule_list takes only cursor and limit, got `all`; call it with {"cursor": null, "limit": null} for the first page.')),
         ("schedule_delete", {"id": 3}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 3.")),
         ("schedule_create", {"prompt": "p", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
         ("schedule_create", {"prompt": "p", "at": "2026-11-29T19:00:00Z"}, _error("not_future", "`at` names 2026-11-29T19:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
@@ -93,6 +102,41 @@ async def test_everything_a_model_can_cause_comes_back_as_an_error_result(
     tools: ScheduleTools, name: str, arguments: object, expected: dict[str, object]
 ) -> None:
     assert await tools.call(name, arguments) == expected
+
+
+_NAMES = "the schedule tools are schedule_create, schedule_list, schedule_delete, schedule_update."
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        (None, "null"),
+        (3, "a number"),
+        (2.5, "a number"),
+        (True, "a boolean"),
+        (b"schedule_list", "bytes"),
+        (bytearray(b"schedule_list"), "bytes"),
+        (["schedule_list"], "an array"),
+        ({"name": "schedule_list"}, "a dict"),
+    ],
+)
+async def test_a_tool_name_that_is_not_a_string_is_an_invalid_selector(
+    name: object, kind: str
+) -> None:
+    tools, schedule, _ = await _tools()
+    events: list[ScheduleEvent] = []
+    schedule.events.subscribe(events.append)
+    expected = _error("invalid_selector", f"the tool name must be a string, not {kind}; {_NAMES}")
+    untyped = cast(str, name)  # what a fuzzer or an untyped caller can pass
+    try:
+        assert await tools.call(untyped, {}) == expected
+        assert json.loads(await tools.call_json(untyped, "{}")) == expected
+        assert msgspec.to_builtins(await tools.call_typed(untyped)) == expected
+    finally:
+        await schedule.close()
+    assert [(event.tool, event.error_code) for event in events] == [
+        (f"<{kind}>", "invalid_selector")
+    ] * 3
 
 
 async def test_a_bug_becomes_internal_error_and_is_logged(
@@ -255,13 +299,14 @@ _fuzz_names = st.one_of(
         ]
     ),
     _text_with_surrogates,
+    st.none() | st.integers() | st.binary(max_size=16) | st.lists(st.text(max_size=4)),
 )
 _MODEL_CODES = set(ERROR_CODES) - {"internal_error", "corrupt_schedule_log"}
 
 
 @settings(max_examples=400, deadline=None)
 @given(calls=st.lists(st.tuples(_fuzz_names, _fuzz_arguments), min_size=1, max_size=4))
-def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, object]]) -> None:
+def test_model_input_never_escapes_as_internal_error(calls: list[tuple[object, object]]) -> None:
     async def run() -> None:
         tools, schedule, _ = await _tools()
         # Operator events carry what the model sent too: they must encode as well.
@@ -269,7 +314,7 @@ def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, obje
         schedule.events.subscribe(events.append)
         try:
             for name, arguments in calls:
-                text = await tools.call_json(name, arguments)
+                text = await tools.call_json(cast(str, name), arguments)
                 result = msgspec.json.decode(text)
                 assert text.encode("utf-8")
                 if result["ok"] is False:
@@ -291,7 +336,7 @@ _LONE = "\ud83d"
         ("schedule_create", {"prompt": "p", "after_seconds": _LONE}, _error("invalid_rule", 'after_seconds must be a positive whole number of seconds, got "\\ud83d".')),
         ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and `max_lateness_seconds`.")),
         ("schedule_create", {"prompt": "p", "at": f"2026-12-01T09:00:00{_LONE}"}, _error("invalid_selector", "'2026-12-01T09:00:00\\ud83d' is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'.")),
-        ("schedule_list", {_LONE: 1}, _error("invalid_selector", "schedule_list takes no arguments, got `\\ud83d`; call it with {}.")),
+        ("schedule_list", {_LONE: 1}, _error("invalid_selector", 'schedule_list takes only cursor and limit, got `\\ud83d`; call it with {"cursor": null, "limit": null} for the first page.')),
         (f"schedule_{_LONE}", {}, _error("invalid_selector", "there is no tool 'schedule_\\ud83d'; the schedule tools are schedule_create, schedule_list, schedule_delete, schedule_update.")),
         ("schedule_delete", {"id": f"sch_1{_LONE}"}, {"ok": True, "id": "sch_1\\ud83d", "deleted": False}),
         ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
@@ -334,10 +379,18 @@ async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
             "scheduledAt": "2026-11-30T00:00:00.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     listed = await tools.call("schedule_list", None)
-    assert listed == {"ok": True, "now": START, "schedules": [created["schedule"]]}
+    assert listed == {
+        "ok": True,
+        "now": START,
+        "schedules": [created["schedule"]],
+        "next_cursor": None,
+        "total": 1,
+    }
     assert await tools.call(
         "schedule_create", {"prompt": "p", "daily_at": {"time": "9", "time_zone": "UTC"}}
     ) == _error(
@@ -439,3 +492,23 @@ def _schedules(result: dict[str, object]) -> list[dict[str, object]]:
     listed = result["schedules"]
     assert isinstance(listed, list)
     return cast("list[dict[str, object]]", listed)
+
+
+async def test_results_a_model_reads_as_text_escape_hidden_characters(
+    tools: ScheduleTools,
+) -> None:
+    hidden = "buy milk\U000e0041\U000e0042\u202egnorts\u200b"  # tag letters, a bidi override, ZWSP
+    created = await tools.call_json("schedule_create", {"prompt": hidden, "after_seconds": 90})
+    listed = await tools.call_json("schedule_list", {})
+    for text in (created, listed):
+        assert "\U000e0041" not in text
+        assert "\u202e" not in text
+        assert "\u200b" not in text
+        assert "buy milk\\udb40\\udc41\\udb40\\udc42\\u202egnorts\\u200b" in text
+    # The text still decodes to the exact prompt.
+    assert json.loads(created)["schedule"]["prompt"] == hidden
+    assert json.loads(listed)["schedules"][0]["prompt"] == hidden
+    # Emoji stay emoji.
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u2764\ufe0f"
+    emoji = await tools.call_json("schedule_create", {"prompt": family, "after_seconds": 90})
+    assert family in emoji

@@ -143,17 +143,27 @@ def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
     return Delivery(
         kind="batch",
         decided_at=now,
-        occurrences=tuple(_latest_occurrence(state, record, now) for record in due),
+        occurrences=tuple(
+            latest_occurrence(record, now, snoozed_from=_snoozed_from(state, record))
+            for record in due
+        ),
         changes=tuple(dispatch_change(record.id, now) for record in due),
     )
 
 
-def _latest_occurrence(
-    state: ScheduleFold, record: RecurringScheduleRecord, now: Instant
-) -> Occurrence:
+def _snoozed_from(state: ScheduleFold, record: ScheduleRecord) -> Instant | None:
     snoozed_from = state.status(record.id).snoozed_from
+    return None if snoozed_from is None else parse_instant(snoozed_from)
+
+
+def latest_occurrence(
+    record: RecurringScheduleRecord, now: Instant, *, snoozed_from: Instant | None = None
+) -> Occurrence:
+    """The occurrence of ``record`` a delivery decided at ``now`` delivers: its latest due one,
+    with the earlier due ones it passes over counted — or, while snoozed (``snoozed_from``: the
+    occurrence the snooze moved), the snoozed delivery standing for that occurrence."""
     if snoozed_from is not None:
-        return _snoozed_occurrence(record, parse_instant(snoozed_from), now)
+        return _snoozed_occurrence(record, snoozed_from, now)
     if not isinstance(record, EveryScheduleRecord):
         due_at, skipped = latest_daily_due(record, now)
         return Occurrence(record=record, due_at=due_at, skipped=skipped)

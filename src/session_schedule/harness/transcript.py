@@ -24,9 +24,10 @@ from typing import Final, NamedTuple, final
 import msgspec
 
 from session_schedule.core.framing import FRAME_TITLE
+from session_schedule.core.instants import Instant
 from session_schedule.core.visible import reveal
 from session_schedule.harness.model import ChatMessage
-from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry, tool_message
 from session_schedule.session.port import LogEntry
 
 PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
@@ -117,6 +118,10 @@ class _Scan(NamedTuple):
     problem: TranscriptProblem | None
     open_calls: tuple[str, ...]
     opened_at: int
+    stray: TranscriptProblem | None
+    """The first result that answers no open call."""
+    interrupted: list[TranscriptProblem]
+    """Each assistant turn whose calls another turn follows before all their results."""
 
 
 def _scan(entries: Sequence[LogEntry]) -> _Scan:
@@ -126,6 +131,8 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
     open_calls: dict[str, None] = {}
     opened_at = -1
     problem: TranscriptProblem | None = None
+    stray: TranscriptProblem | None = None
+    interrupted: list[TranscriptProblem] = []
     for position, entry in enumerate(entries):
         turn = entry.payload
         if entry.type == MESSAGE_ENTRY_TYPE and isinstance(turn, MessageEntry):
@@ -133,19 +140,23 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
                 call_id = turn.tool_call_id
                 if isinstance(call_id, str) and call_id in open_calls:
                     del open_calls[call_id]
-                elif problem is None:
-                    problem = TranscriptProblem(
+                elif stray is None:
+                    stray = TranscriptProblem(
                         position,
                         f"entry {position} is the result of tool call {_ids([str(call_id)])}, "
                         "which no assistant turn before it left unanswered",
                     )
+                    problem = problem or stray
             else:
-                if open_calls and problem is None:
-                    problem = TranscriptProblem(
-                        opened_at,
-                        f"entry {opened_at} makes tool call {_ids(open_calls)} and entry "
-                        f"{position} follows before its result",
+                if open_calls:
+                    interrupted.append(
+                        TranscriptProblem(
+                            opened_at,
+                            f"entry {opened_at} makes tool call {_ids(open_calls)} and entry "
+                            f"{position} follows before its result",
+                        )
                     )
+                    problem = problem or interrupted[-1]
                 open_calls = {}
                 if not isinstance(turn.tool_calls, msgspec.UnsetType) and turn.tool_calls:
                     calls[position] = tuple(call.id for call in turn.tool_calls)
@@ -153,7 +164,7 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
                     opened_at = position
         valid.append(not open_calls)
         openers.append(opened_at if open_calls else -1)
-    return _Scan(valid, openers, calls, problem, tuple(open_calls), opened_at)
+    return _Scan(valid, openers, calls, problem, tuple(open_calls), opened_at, stray, interrupted)
 
 
 def transcript_problem(entries: Sequence[LogEntry]) -> TranscriptProblem | None:
@@ -169,6 +180,64 @@ def transcript_problem(entries: Sequence[LogEntry]) -> TranscriptProblem | None:
             "before its result",
         )
     return None
+
+
+@final
+class TranscriptCheck(NamedTuple):
+    """What ``check`` reports of a transcript: damage, and calls a stop cut short."""
+
+    stray: TranscriptProblem | None
+    """The first tool result that answers no call: no process writes one, so it is damage."""
+    interrupted: tuple[TranscriptProblem, ...]
+    """Each tool call left without its result — a process stopped or killed in the middle of
+    the call, a routine event: :func:`chat_messages` tells the model that the call was
+    interrupted, and resuming the session records that (:func:`interruption_results`)."""
+
+
+def transcript_check(entries: Sequence[LogEntry]) -> TranscriptCheck:
+    """The stray results and the interrupted calls of a transcript."""
+    scan = _scan(entries)
+    interrupted = list(scan.interrupted)
+    if scan.open_calls:
+        interrupted.append(
+            TranscriptProblem(
+                scan.opened_at,
+                f"entry {scan.opened_at} makes tool call {_ids(scan.open_calls)} and the log "
+                "ends before its result",
+            )
+        )
+    return TranscriptCheck(scan.stray, tuple(interrupted))
+
+
+def interruption_results(entries: Sequence[LogEntry], *, at: Instant) -> list[MessageEntry]:
+    """The ``tool`` turns that answer the calls the log ends with, unanswered, with
+    :data:`INTERRUPTED_RESULT` (at ``at``): what a harness appends when it resumes a session
+    whose last run stopped in the middle of a tool call, so that the log itself records the
+    interruption. Reads the entries from the end back to the last turn that is not a result.
+    """
+    answered: set[str] = set()
+    step = FIRST_STEP
+    end = len(entries)
+    while True:
+        begin = max(0, end - step)
+        for entry in reversed(entries[begin:end]):
+            turn = entry.payload
+            if entry.type != MESSAGE_ENTRY_TYPE or not isinstance(turn, MessageEntry):
+                continue
+            if turn.role == "tool":
+                answered.add(str(turn.tool_call_id))
+                continue
+            if turn.role != "assistant" or isinstance(turn.tool_calls, msgspec.UnsetType):
+                return []
+            return [
+                tool_message(INTERRUPTED_RESULT, at=at, tool_call_id=call.id)
+                for call in turn.tool_calls
+                if call.id not in answered
+            ]
+        if begin == 0:
+            return []
+        end = begin
+        step *= 2
 
 
 def cut_points(entries: Sequence[LogEntry]) -> list[int]:
@@ -222,9 +291,16 @@ def bounded_context(
     and everything after them (that turn's tool rounds). Then as many earlier messages as fit,
     newest first, in whole units: an assistant turn with tool calls goes with its results or not
     at all. When anything is left out, a user message at the cut (:data:`OMITTED_NOTE`) says
-    that earlier messages were omitted. A turn that alone exceeds the budget is sent whole.
+    that earlier messages were omitted.
+
+    A turn that alone exceeds the budget — a model that called tools round after round, each
+    result large — keeps every message, but the results of its older tool calls are summarised
+    by reference (:func:`summarised_result`: which call, how long its result was, that it is in
+    the log), oldest first, until the request fits; the newest result is always sent whole. So
+    a request exceeds ``max_chars`` by at most that one result (and by what the system message,
+    the turn's own prompts and the model's own calls need, which are always sent).
     """
-    return _request(system, messages, _kept(system, messages, max_chars, complete=True))
+    return _request(system, messages, _kept(system, messages, max_chars, complete=True), max_chars)
 
 
 def recent_context(
@@ -262,7 +338,7 @@ def recent_context(
         except _Undecided:
             step *= 2
             continue
-        return _request(system, messages, kept)
+        return _request(system, messages, kept, max_chars)
 
 
 def recent_turns(
@@ -335,12 +411,64 @@ def _kept(
     return kept
 
 
-def _request(system: ChatMessage, messages: Sequence[ChatMessage], kept: int) -> list[ChatMessage]:
+def _request(
+    system: ChatMessage, messages: Sequence[ChatMessage], kept: int, max_chars: int
+) -> list[ChatMessage]:
     request = [system]
     if kept > 0:
         request.append({"role": "user", "content": OMITTED_NOTE})
     request.extend(messages[kept:])
+    sizes = [_size(message) for message in request]
+    excess = sum(sizes) - max_chars
+    if excess <= 0:
+        return request
+    # The turn being answered alone is over the budget: summarise its older tool results.
+    results = [index for index, message in enumerate(request) if message.get("role") == "tool"]
+    names = _call_names(request)
+    for index in results[:-1]:
+        if excess <= 0:
+            break
+        message = request[index]
+        call_id = str(message.get("tool_call_id"))
+        summary: ChatMessage = {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": summarised_result(names.get(call_id, "tool"), len(_content(message))),
+        }
+        saved = sizes[index] - _size(summary)
+        if saved > 0:
+            request[index] = summary
+            excess -= saved
     return request
+
+
+def summarised_result(tool: str, chars: int) -> str:
+    """What stands for an older tool result of the turn being answered when the turn is over
+    the request budget: which tool, how long its result was, and what to do for it."""
+    return (
+        f"[the result of this {tool} call ({chars} characters) is left out to keep the request "
+        f"short; it is in the conversation's log, and calling {tool} again returns it anew]"
+    )
+
+
+def _call_names(messages: Sequence[ChatMessage]) -> dict[str, str]:
+    """The tool name of every call the assistant messages make, by call id."""
+    names: dict[str, str] = {}
+    for message in messages:
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list):
+            continue
+        for call in calls:
+            if isinstance(call, dict):
+                function = call.get("function")
+                if isinstance(function, dict):
+                    names[str(call.get("id"))] = str(function.get("name"))
+    return names
+
+
+def _content(message: ChatMessage) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else msgspec.json.encode(content).decode()
 
 
 def _units(messages: Sequence[ChatMessage]) -> list[tuple[int, int]]:

@@ -15,10 +15,10 @@ require("langchain", purpose="session_schedule.integrations.langchain")
 import asyncio
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -27,9 +27,14 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from session_schedule.integrations.common import Conversation, SyncBridge, tool_specs
+from session_schedule.integrations.common import (
+    Conversation,
+    SyncBridge,
+    tool_specs,
+    turn_metadata,
+)
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.tools.handlers import ScheduleTools
+from session_schedule.tools.handlers import MAX_ARGUMENT_DEPTH, ScheduleTools
 
 __all__ = ["LangGraphConversation", "MessagesGraph", "agent_graph", "schedule_tools"]
 
@@ -55,7 +60,8 @@ def schedule_tools(
     for spec in tool_specs(tools):
         asynchronous, synchronous = _functions(bridge, spec.name)
         built.append(
-            StructuredTool(
+            _ScheduleTool(
+                bridge=bridge,
                 name=spec.name,
                 description=spec.description,
                 args_schema=dict(spec.parameters),
@@ -64,6 +70,70 @@ def schedule_tools(
             )
         )
     return built
+
+
+class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base declares Any
+    """A schedule tool that answers arguments LangChain's own machinery cannot take — nested
+    past the interpreter's recursion limit, or an integer too long to print (LangChain prints
+    every input for its callbacks) — with the tool's stable error, as every other mistake is
+    answered, instead of an exception: such a call goes straight to the tool."""
+
+    bridge: SyncBridge
+
+    async def ainvoke(
+        self,
+        input: str | dict[str, object] | ToolCall,  # noqa: A002 - LangChain's own name
+        config: RunnableConfig | None = None,
+        **kwargs: object,
+    ) -> object:
+        hostile = _hostile(input)
+        if hostile is None:
+            return await super().ainvoke(input, config, **kwargs)
+        arguments, call_id = hostile
+        return self._answer(await self.bridge.call(self.name, arguments), call_id)
+
+    def invoke(
+        self,
+        input: str | dict[str, object] | ToolCall,  # noqa: A002 - LangChain's own name
+        config: RunnableConfig | None = None,
+        **kwargs: object,
+    ) -> object:
+        hostile = _hostile(input)
+        if hostile is None:
+            return super().invoke(input, config, **kwargs)
+        arguments, call_id = hostile
+        return self._answer(self.bridge.call_sync(self.name, arguments), call_id)
+
+    def _answer(self, content: str, call_id: str | None) -> str | ToolMessage:
+        if call_id is None:
+            return content
+        return ToolMessage(content=content, name=self.name, tool_call_id=call_id)
+
+
+MAX_SAFE_BITS: Final = 10_000
+"""An integer of more bits (about 3,000 digits) is too long for LangChain to print."""
+
+
+def _hostile(call: object) -> tuple[object, str | None] | None:
+    """``(arguments, tool call id)`` of an invocation LangChain could not handle, else
+    ``None``."""
+    is_call = isinstance(call, dict) and call.get("type") == "tool_call"
+    arguments = call.get("args") if is_call and isinstance(call, dict) else call
+    pending: list[tuple[object, int]] = [(arguments, 0)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > MAX_SAFE_BITS:
+                break
+        elif isinstance(value, dict | list | tuple):
+            if depth > MAX_ARGUMENT_DEPTH:
+                break
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    else:
+        return None
+    call_id = call.get("id") if is_call and isinstance(call, dict) else None
+    return arguments, call_id if isinstance(call_id, str) else None
 
 
 class _AsyncFunction(Protocol):
@@ -115,7 +185,8 @@ class LangGraphConversation(Conversation):
     checkpointer keeps the history.
 
     ``graph`` is compiled with a checkpointer (:func:`agent_graph` builds one); ``thread_id``
-    names the thread (a new one by default; pass an earlier one to continue it).
+    names the thread (a new one by default; pass an earlier one to continue it). Each run's
+    ``config["metadata"]`` holds the turn's :func:`turn_metadata` (its occurrence keys).
     """
 
     def __init__(
@@ -144,7 +215,13 @@ class LangGraphConversation(Conversation):
         return [message for message in messages if isinstance(message, BaseMessage)]
 
     async def run(self, text: str) -> str:
-        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, self.config)
+        config = self.config
+        turn = self.current_turn
+        if turn is not None:
+            # LangChain's run metadata: tools read it from their injected config, and tracers
+            # record it with the run.
+            config["metadata"] = turn_metadata(turn)
+        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, config)
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):
             raise TypeError(f"the graph's run ended with a {type(last).__name__}, not the model")

@@ -28,7 +28,15 @@ store next writes one:
   possible fold state, and its pending turns and window entries decode strictly by their type's
   decoder.
 
-Which of these failed is :class:`Rejected`'s ``reason``; the store logs it. Losing a checkpoint
+Which of these failed is :class:`Rejected`'s ``reason``; the store logs it.
+
+The JSONL store also verifies, on every open from a checkpoint, the log's own lines of the
+window's entries: their chained checksums from the line before them up to the commit record the
+checkpoint is bound to, and that they hold the very entries the window does (a few kilobytes
+read back; about 0.2 ms). A bit flip there makes it ignore the checkpoint, and the whole-log read
+that follows reports the damage with its line. Entries before the window are verified when they
+are read (by the session, or by ``check``, ``read``, ``inspect`` and ``fork``, which never use
+checkpoints). Losing a checkpoint
 costs only time, so none is written with ``fsync`` or in a barrier's transaction.
 
 Format 3 added ``segments`` (the JSONL store's index of where the log's segments start, see
@@ -422,3 +430,47 @@ def progress_of(
     progress = Progress(session=session, seed=seed, resume=resume)
     progress.add(entries[progress.position : end])
     return progress
+
+
+def mismatch(
+    found: CheckpointFile, entries: Sequence[LogEntry], *, seed: int, session: str
+) -> str | None:
+    """How the checkpoint ``found`` differs from what the log's first ``found.entries`` entries
+    amount to — its reminders, its pending turns, its window of entries — or ``None`` when it
+    says exactly what they say (``seed``: the session's inherited entries). Its binding to the
+    log is not looked at here: the store checks that."""
+    if found.entries > len(entries):
+        return f"it covers {found.entries} entries, and the log holds {len(entries)}"
+    if len(found.window) > found.entries:
+        return "its counts are impossible"
+    try:
+        progress = progress_of(entries, None, end=found.entries, seed=seed, session=session)
+    except (ScheduleError, ValueError) as error:
+        return f"the log's first {found.entries} entries do not fold ({error})"
+    first = found.entries - len(found.window)
+    expected = draft(
+        session=session,
+        binding=Binding(found.entries, found.chain, found.offset, found.lines),
+        progress=progress,
+        window=entries[first : found.entries],
+    )
+    differences = []
+    if found.highest_id != expected.highest_id:
+        differences.append(f"its highest id is {found.highest_id}, the log's {expected.highest_id}")
+    if [bytes(raw) for raw in found.active] != [bytes(raw) for raw in expected.active]:
+        differences.append("its active reminders are not the log's")
+    if _pending_bytes(found.pending) != _pending_bytes(expected.pending):
+        differences.append("its pending turns are not the log's")
+    if _window_bytes(found.window) != _window_bytes(expected.window):
+        differences.append(
+            f"its copies of entries {first} to {found.entries - 1} are not the log's"
+        )
+    return "; ".join(differences) or None
+
+
+def _pending_bytes(pending: Sequence[PendingTurn]) -> list[tuple[int, bytes]]:
+    return [(turn.position, bytes(turn.data)) for turn in pending]
+
+
+def _window_bytes(window: Sequence[WindowEntry]) -> list[tuple[str, bytes]]:
+    return [(entry.type, bytes(entry.data)) for entry in window]

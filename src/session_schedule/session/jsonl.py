@@ -73,6 +73,7 @@ from session_schedule.session import checkpoint, codec
 from session_schedule.session.codec import Source, encode_payload
 from session_schedule.session.errors import (
     SessionCorrupt,
+    SessionError,
     SessionNotFound,
     not_a_regular_file,
     persistence_uncertain,
@@ -88,7 +89,7 @@ from session_schedule.session.ids import (
     parse_session_id,
     require_session_id,
 )
-from session_schedule.session.jsonl_targets import TargetIndexFile
+from session_schedule.session.jsonl_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.lines import (
     CHAIN_SEED,
     CURRENT_FORMAT,
@@ -106,6 +107,7 @@ from session_schedule.session.lines import (
     new_checksums,
     scan,
     scan_tail,
+    stated_entry_checksum,
 )
 from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
@@ -120,7 +122,8 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
-from session_schedule.session.targets import check_limit, holds_changes
+from session_schedule.session.private import private_directory
+from session_schedule.session.targets import check_limit, holds_changes, next_target_of
 from session_schedule.session.worker import Worker
 
 SUFFIX: Final = ".jsonl"
@@ -352,6 +355,29 @@ class JsonlSessionHandle(LogHandle):
             self._lines + self._commit_lines + (1 if after else 0),
             self._checksums[target - 1 - self._origin],
         )
+
+    async def shed_inherited(self) -> None:
+        """Let a new fork's inherited entries leave memory: write the commit record for them and
+        a checkpoint bound to it (a fork's file otherwise ends without one, so none could be
+        taken before its first barrier), then keep only the checkpoint's window decoded, as an
+        open session does after a checkpoint. A failure leaves the entries held (it is
+        logged); the session works as before either way."""
+        target = len(self._entries)
+        if self.header.format != 2 or target == 0 or self._checkpointed >= target:
+            return
+        commit = commit_line(target, self._checksums[target - 1 - self._origin])
+        end = self._binding(target, after=commit)
+        if end is None:
+            return
+        try:
+            _write_all(self._fd, commit)  # durable with the next fsync, as any commit record
+        except OSError as error:
+            self._write_failure = f"writing a commit record failed: {error}"
+            return
+        self._commit_lines += 1
+        self._checkpoint_while_open(end)
+        await self._worker.submit(lambda: None)  # the checkpoint's save ran before this
+        await asyncio.sleep(0)  # and handed back to the loop
 
     def _checkpoint_while_open(self, end: TailStart) -> None:
         """Queue a checkpoint bound to ``end``, the commit record a flush wrote (on the loop).
@@ -651,7 +677,12 @@ class JsonlSessionStore:
                 _seed(parsed, count),
             )
 
-        return await self._own(job)
+        handle = await self._own(job)
+        if len(handle.entries) > FORK_HELD:
+            # The parent's history stays in the file, not in memory: twenty forks of a long
+            # session would otherwise hold twenty copies of it.
+            await handle.shed_inherited()
+        return handle
 
     async def read(self, session_id: str) -> SessionSnapshot:
         checked = require_session_id(session_id)
@@ -672,6 +703,55 @@ class JsonlSessionStore:
                 parsed.lines_cut,
                 parsed.checksums,
             )
+
+        return await asyncio.to_thread(job)
+
+    async def derived_problems(self, session_id: str) -> tuple[str, ...]:
+        """What the files derived from ``session_id``'s log say that its log does not, where
+        they would be believed: its checkpoint, when it is bound to the log's commit record (so
+        opening the session may use it) but holds other reminders, pending turns or entries
+        than the log; its record in the next-target index, when it verifies and describes the
+        file but names another next target. Each problem is one clause; none: ``()``.
+
+        A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
+        is rebuilt from the log."""
+        checked = require_session_id(session_id)
+        path = self._checked(self.path_of(checked))
+        source = _source(checked)
+
+        def job() -> tuple[str, ...]:
+            parsed = _read(path, source, sync=False)
+            problems: list[str] = []
+            found = _read_checkpoint(checkpoint_path(path), source)
+            if isinstance(found, checkpoint.CheckpointFile) and parsed.header.format == 2:
+                fd = _open_session_file(path, os.O_RDONLY, source)
+                try:
+                    bound = found.offset <= os.fstat(fd).st_size and _commit_ending_at(
+                        fd, found.offset
+                    ) == (found.entries, found.chain)
+                finally:
+                    os.close(fd)
+                difference = (
+                    checkpoint.mismatch(
+                        found,
+                        parsed.entries,
+                        seed=parsed.header.seed_length,
+                        session=checked,
+                    )
+                    if bound
+                    else None
+                )
+                if difference is not None:
+                    problems.append(
+                        f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
+                        f"does not say what the log says ({difference}); delete the checkpoint "
+                        "(it is rebuilt from the log)"
+                    )
+            target = next_target_of(parsed.header, parsed.entries)
+            indexed = self._index.mismatch(checked, path.lstat(), target)
+            if indexed is not None:
+                problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
+            return tuple(problems)
 
         return await asyncio.to_thread(job)
 
@@ -749,6 +829,8 @@ def checkpoint_path(log: Path) -> Path:
     return log.with_suffix(checkpoint.SUFFIX)
 
 
+FORK_HELD: Final = checkpoint.WINDOW
+"""A fork inheriting more entries than this keeps only a checkpoint's window of them decoded."""
 _COMMIT_READ: Final = 256
 """Bytes read back from the end of a file to find its last commit record (a few dozen)."""
 
@@ -785,6 +867,15 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
     if isinstance(restored, checkpoint.Rejected):
         _log.warning("checkpoint of session %s not used (%s): %s", source.session_id, *restored)
         return None
+    if not _window_verifies(fd, header, found, restored.window, source):
+        # The whole-log read that follows reports the damage, with its line.
+        _log.warning(
+            "checkpoint of session %s not used (window mismatch): the log's lines of the %d "
+            "entries before it do not verify or differ from the checkpoint's window",
+            source.session_id,
+            len(restored.window),
+        )
+        return None
     after = TailStart(found.entries, found.offset, found.lines, found.chain)
     parsed = scan_tail(
         header, _pread_all(fd, size - found.offset, found.offset), source, after=after
@@ -820,6 +911,68 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
         resume=restored.resume_point(),
         older=older,
     )
+
+
+_WINDOW_READ: Final = 1 << 16
+"""Bytes first read back from a checkpoint's commit record to verify its window's lines (the
+window's 64 lines, and the line before them, are a few kilobytes in a typical session)."""
+
+
+def _window_verifies(
+    fd: int,
+    header: SessionHeader,
+    found: checkpoint.CheckpointFile,
+    window: Sequence[LogEntry],
+    source: Source,
+) -> bool:
+    """Whether the log's own lines of the checkpoint's ``window`` (the entries just before its
+    commit record at ``found.offset``) verify — each checksum against the chain from the line
+    before them to the commit record's — and hold the very entries the window does.
+
+    Reads the file backwards from the commit record until it holds the line before the window
+    (or the header, for a window that starts at entry 0).
+    """
+    if not window:
+        return True
+    first = found.entries - len(window)
+    size = min(found.offset, _WINDOW_READ)
+    while True:
+        start = found.offset - size
+        data = _pread_all(fd, size, start)
+        lines = data.split(b"\n")[:-1]  # the data ends with the commit record's newline
+        seed = _line_before(lines, first, whole=start == 0)
+        if seed is not None:
+            break
+        if start == 0:
+            return False
+        size = min(found.offset, size * 4)
+    index, chain = seed
+    begin = sum(len(line) + 1 for line in lines[: index + 1])
+    try:
+        parsed = scan_tail(
+            header, data[begin:], source, after=TailStart(first, start + begin, 0, chain)
+        )
+    except (SessionError, ScheduleError, ValueError):
+        return False
+    return (
+        bool(parsed.checksums)
+        and parsed.checksums[-1] == found.chain
+        and [(e.position, e.type, e.payload) for e in parsed.entries]
+        == [(e.position, e.type, e.payload) for e in window]
+    )
+
+
+def _line_before(lines: list[bytes], first: int, *, whole: bool) -> tuple[int, int] | None:
+    """The index in ``lines`` of the line before entry ``first``'s — entry ``first - 1``'s, or
+    the header's when ``first`` is 0 — and the checksum the chain goes on from; ``None`` when
+    ``lines`` do not hold it (``whole``: they start at the file's start)."""
+    if first == 0:
+        return (0, CHAIN_SEED) if whole and lines else None
+    for index in range(len(lines) - 1, 0 if not whole else -1, -1):
+        stated = stated_entry_checksum(lines[index], first - 1)
+        if stated is not None:
+            return index, stated
+    return None
 
 
 def _commit_ending_at(fd: int, offset: int) -> tuple[int, int] | None:
@@ -1336,7 +1489,7 @@ def _publish(data_dir: Path, session_id: SessionId, content: bytes) -> int | Non
 def _ensure_directory(data_dir: Path) -> None:
     if data_dir.is_dir():
         return
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_directory(data_dir)  # parents too: 0700 whatever the umask
     _fsync_directory(data_dir.parent)
 
 

@@ -19,7 +19,7 @@ import msgspec
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import format_instant
-from session_schedule.core.visible import escape_unencodable
+from session_schedule.core.visible import escape_unencodable, frame_escape
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.tools.adapters import (
     OpenAIShape,
@@ -28,6 +28,7 @@ from session_schedule.tools.adapters import (
     openai_tools,
 )
 from session_schedule.tools.catalog import TOOL_NAMES, ToolDefinition, tool_definitions
+from session_schedule.tools.paging import Key, list_arguments, page, schedule_key
 from session_schedule.tools.results import (
     CreateResult,
     DeleteResult,
@@ -80,6 +81,8 @@ class ScheduleTools:
         A ``schedule_list`` result holds each reminder as a read-only ``dict`` shared with later
         results (:class:`~session_schedule.core.plain.ReadOnlyDict`: it compares and serialises
         as a plain ``dict``; copy it to change it), so that listing many reminders builds none.
+        A ``name`` that is not a string (a fuzzer's ``None``, a number, bytes) is answered
+        ``invalid_selector`` like an unknown tool.
         """
         if name == "schedule_create":
             created = await self._guarded(name, arguments, self._create_plain)
@@ -103,12 +106,17 @@ class ScheduleTools:
     async def call_json(self, name: str, arguments: object = None) -> str:
         """:meth:`call`, with the result as JSON text (for APIs that want text content).
 
+        Hidden characters in it (a prompt's tag characters or bidi controls, say) are written as
+        JSON escapes (:func:`~session_schedule.core.visible.frame_escape`), as the follow-up
+        frame writes them: the text decodes to the same result, and the model reads every
+        character a person would not see.
+
         Never raises: every result a model can cause encodes; one that does not is a bug,
         logged and answered as ``internal_error``.
         """
         result = await self.call_typed(name, arguments)
         try:
-            return msgspec.json.encode(result).decode()
+            return frame_escape(msgspec.json.encode(result).decode())
         except (UnicodeEncodeError, msgspec.EncodeError):
             logger.exception("schedule tool %r returned a result that does not encode", name)
             return msgspec.json.encode(
@@ -127,7 +135,7 @@ class ScheduleTools:
     ) -> _Result | ErrorResult:
         """``run(name, arguments)``, with every failure turned into its result."""
         try:
-            return await run(name, _arguments(arguments))
+            return await run(_tool_name(name), _arguments(arguments))
         except ScheduleError as error:
             return self._refuse(name, arguments, error)
         except Exception:
@@ -142,7 +150,7 @@ class ScheduleTools:
             schedule_id = None  # arguments that are not an object name no reminder
         self._schedule.events.refused(
             self._schedule.now(),
-            tool=escape_unencodable(name),
+            tool=escape_unencodable(name) if isinstance(name, str) else f"<{_kind(name)}>",
             code=error.code,
             message=escape_unencodable(error.message),
             schedule_id=escape_unencodable(schedule_id) if isinstance(schedule_id, str) else None,
@@ -153,9 +161,22 @@ class ScheduleTools:
         if name == "schedule_create":
             return CreateResult(ok=True, schedule=await self._schedule.create(arguments))
         if name == "schedule_list":
-            _check_list_arguments(arguments)
+            after, limit = list_arguments(arguments)
             now, views = await self._schedule.active()
-            return ListResult(ok=True, now=format_instant(now), schedules=views)
+            chosen, cursor = page(
+                views,
+                after=after,
+                limit=limit,
+                key=lambda view: schedule_key(view.scheduled_at, view.id),
+                size=lambda view: len(_encoder.encode(view)),
+            )
+            return ListResult(
+                ok=True,
+                now=format_instant(now),
+                schedules=chosen,
+                next_cursor=cursor,
+                total=len(views),
+            )
         if name == "schedule_delete":
             schedule_id, deleted = await self._schedule.delete(arguments)
             return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
@@ -176,17 +197,40 @@ class ScheduleTools:
 
     async def _list_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """``schedule_list``'s result, JSON-ready, from the reminders' ready-made plain views."""
-        _check_list_arguments(arguments)
+        after, limit = list_arguments(arguments)
         now, views = await self._schedule.active_plain()
-        return {"ok": True, "now": format_instant(now), "schedules": views}
+        chosen, cursor = page(
+            views,
+            after=after,
+            limit=limit,
+            key=_plain_key,
+            size=lambda view: len(_encoder.encode(view)),
+        )
+        return {
+            "ok": True,
+            "now": format_instant(now),
+            "schedules": chosen,
+            "next_cursor": cursor,
+            "total": len(views),
+        }
 
 
-def _check_list_arguments(arguments: Mapping[str, object]) -> None:
-    if arguments:
+def _tool_name(name: object) -> str:
+    """``name``, checked to be text: callers typed ``str`` can still pass anything at run time."""
+    if not isinstance(name, str):
         raise ScheduleError(
             "invalid_selector",
-            f"schedule_list takes no arguments, got {_keys(arguments)}; call it with {{}}.",
+            f"the tool name must be a string, not {_kind(name)}; "
+            f"the schedule tools are {', '.join(TOOL_NAMES)}.",
         )
+    return name
+
+
+def _plain_key(view: Mapping[str, object]) -> Key:
+    return schedule_key(str(view["scheduledAt"]), str(view["id"]))
+
+
+_encoder: Final = msgspec.json.Encoder()
 
 
 def _arguments(arguments: object) -> Mapping[str, object]:
@@ -321,10 +365,6 @@ def _failure(error: ScheduleError) -> ErrorResult:
     return ErrorResult(ok=False, error=ErrorDetail(code=error.code, message=message))
 
 
-def _keys(arguments: Mapping[str, object]) -> str:
-    return ", ".join(f"`{key}`" for key in sorted(arguments))
-
-
 def _kind(value: object) -> str:
     if isinstance(value, list):
         return "an array"
@@ -334,4 +374,8 @@ def _kind(value: object) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
+    if value is None:
+        return "null"
+    if isinstance(value, bytes | bytearray):
+        return "bytes"
     return f"a {type(value).__name__}"

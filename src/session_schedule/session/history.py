@@ -1,0 +1,345 @@
+"""Occurrence history: what became of each occurrence of each reminder, read from the log alone.
+
+Every occurrence of a reminder ends in exactly one outcome, derived from entries the log already
+holds — nothing is written for the history:
+
+=============  ===============================================================================
+outcome        read from
+=============  ===============================================================================
+``delivered``  a ``schedule/change`` dispatch, whose ``turn/queued`` reminder turn (the one
+               naming its occurrence key) has a ``turn/finished`` entry ``completed`` — or which
+               no turn of the log names (an agent outside the turn queue accepted it)
+``failed``     the same, with ``turn/finished`` ``failed`` (after its retries; the entry keeps
+               the attempts and the bounded cause)
+``pending``    a dispatch whose turn has not finished yet (running, waiting for a retry, or
+               left by a crash: the next queue runs it)
+``skipped``    an earlier occurrence of a recurring reminder that a later catch-up delivery
+               covered; never enumerated, counted on that delivery (``skipped``)
+``missed``     an occurrence past its record's maximum lateness (SPEC §11), once that record
+               exists in the log
+``deleted``    a reminder deleted before its pending occurrence was delivered
+=============  ===============================================================================
+
+A reminder turn is queued (``turn/queued``, with the occurrence keys ``id@scheduledAt``) just
+before the dispatches it stands for, on the same handle; the dispatch is linked to the latest
+queued reminder turn naming its key. The decision time of a recurring dispatch is its
+``acceptedAt``; a one-shot's is the time its turn was queued. A fork's history starts at its fork
+point, as its schedule does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.changes import (
+    CHANGE_CLASSES,
+    CHANGE_EVENT_TYPE,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
+    ScheduleMissChange,
+)
+from session_schedule.core.due import latest_occurrence
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
+from session_schedule.core.records import (
+    DailyScheduleRecord,
+    EveryScheduleRecord,
+    record_target,
+)
+from session_schedule.session.message import MessageEntry
+from session_schedule.session.port import LogEntry
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFailure,
+    TurnFinished,
+    TurnQueued,
+)
+
+OccurrenceOutcome: TypeAlias = Literal[
+    "delivered", "failed", "pending", "skipped", "missed", "deleted"
+]
+"""What became of an occurrence (see the module docstring)."""
+OCCURRENCE_OUTCOMES: tuple[OccurrenceOutcome, ...] = (
+    "delivered",
+    "failed",
+    "pending",
+    "skipped",
+    "missed",
+    "deleted",
+)
+
+
+@final
+class OccurrenceRun(msgspec.Struct, frozen=True, kw_only=True):
+    """One occurrence of one reminder, and its outcome."""
+
+    schedule_id: ScheduleId
+    key: str
+    """``id@scheduledAt``: the occurrence key its follow-up carried (for a deleted reminder, the
+    key its next follow-up would have carried)."""
+    due_at: Instant
+    """When the occurrence was due (a catch-up: the latest due occurrence it delivered)."""
+    decided_at: Instant | None
+    """When the delivery was decided (``None`` for a delete, which the log does not time)."""
+    outcome: OccurrenceOutcome
+    skipped: int = 0
+    """Earlier due occurrences this delivery covered (outcome ``skipped``, counted here)."""
+    turn: int | None = None
+    """The position of its reminder turn's ``turn/queued`` entry, if one names it."""
+    attempts: int | None = None
+    """How many times its turn ran, once it finished."""
+    failure: TurnFailure | None = None
+    """Why its turn failed."""
+    finished_at: Instant | None = None
+    """When its turn finished."""
+    position: int
+    """The position of its dispatch (or delete) in the log."""
+
+    @property
+    def lateness_seconds(self) -> float | None:
+        """How late the delivery was decided, in seconds (``None`` for a delete)."""
+        if self.decided_at is None:
+            return None
+        return (self.decided_at - self.due_at) / MS_PER_SECOND
+
+
+def occurrence_history(
+    entries: Sequence[LogEntry], *, seed_length: int = 0, session: str = ""
+) -> list[OccurrenceRun]:
+    """Every delivered, failed, pending or deleted occurrence of the session whose log is
+    ``entries`` (from its first entry), in log order. Raises ``corrupt_schedule_log`` as the fold
+    does."""
+    log = OccurrenceLog(seed_length=seed_length, session=session)
+    log.feed(entries)
+    return log.runs
+
+
+@final
+class OccurrenceLog:
+    """The occurrence history of one session, read incrementally: :meth:`feed` it the log's
+    entries in order, from the first, in as many slices as suits.
+
+    With ``keep=False`` only each active reminder's latest run and run count are kept (what a
+    view shows), so memory follows the reminders, not the length of the history.
+    """
+
+    def __init__(self, *, seed_length: int = 0, session: str = "", keep: bool = True) -> None:
+        self._state = ScheduleFold(session=session)
+        self._seed_length = seed_length
+        self._keep = keep
+        self.runs: list[OccurrenceRun] = []
+        """Every occurrence so far, in log order (empty with ``keep=False``)."""
+        self._last: dict[ScheduleId, tuple[OccurrenceRun, int]] = {}
+        # The latest queued reminder turn naming each occurrence key: its position and time.
+        self._queued: dict[str, tuple[int, Instant]] = {}
+        # The runs each unfinished turn delivers: their reminder and index in ``runs``.
+        self._by_turn: dict[int, list[tuple[ScheduleId, int]]] = {}
+        self.position = 0
+        """How many entries have been fed."""
+
+    def last(self, schedule_id: ScheduleId) -> tuple[OccurrenceRun, int] | None:
+        """The latest run of an active reminder (delivered, failed or pending) and how many it
+        has had, or ``None`` before its first."""
+        return self._last.get(schedule_id)
+
+    def feed(self, entries: Iterable[LogEntry]) -> None:
+        """Read the next entries (the first not yet fed, in order). Raises
+        ``corrupt_schedule_log`` as the fold does."""
+        for entry in entries:
+            self._read(entry)
+            self.position = entry.position + 1
+
+    def _read(self, entry: LogEntry) -> None:
+        payload = entry.payload
+        if entry.type == CHANGE_EVENT_TYPE:
+            if entry.position < self._seed_length:
+                if isinstance(payload, ScheduleCreateChange):
+                    self._state.note_inherited(payload)
+                return
+            if isinstance(payload, ScheduleDispatchChange | ScheduleDeleteChange):
+                run = _run(self._state, payload, entry.position, self._queued)
+                if run is not None:
+                    self._add(run)
+            elif isinstance(payload, ScheduleMissChange) and payload.id in self._state:
+                self._add(
+                    OccurrenceRun(
+                        schedule_id=payload.id,
+                        key=f"{payload.id}@{payload.scheduled_at}",
+                        due_at=parse_instant(payload.scheduled_at),
+                        decided_at=parse_instant(payload.accepted_at),
+                        outcome="missed",
+                        position=entry.position,
+                    )
+                )
+            if isinstance(payload, CHANGE_CLASSES):
+                self._state.apply(payload, position=entry.position)
+        elif entry.type == TURN_QUEUED_TYPE and entry.position >= self._seed_length:
+            if isinstance(payload, TurnQueued) and payload.origin == "schedule":
+                at = parse_instant(payload.at)
+                for key in payload.occurrences:
+                    self._queued[key] = (entry.position, at)
+        elif entry.type == TURN_FINISHED_TYPE and isinstance(payload, TurnFinished):
+            self._finish(payload)
+
+    def _add(self, run: OccurrenceRun) -> None:
+        if run.outcome == "deleted":
+            self._last.pop(run.schedule_id, None)
+        else:
+            previous = self._last.get(run.schedule_id)
+            self._last[run.schedule_id] = (run, 1 if previous is None else previous[1] + 1)
+            if run.turn is not None:
+                index = len(self.runs) if self._keep else -1
+                self._by_turn.setdefault(run.turn, []).append((run.schedule_id, index))
+        if self._keep:
+            self.runs.append(run)
+
+    def _finish(self, finished: TurnFinished) -> None:
+        for schedule_id, index in self._by_turn.pop(finished.turn, ()):
+            last = self._last.get(schedule_id)
+            current = last[0] if last is not None and last[0].turn == finished.turn else None
+            run = self.runs[index] if index >= 0 else current
+            if run is None:
+                continue
+            done = msgspec.structs.replace(
+                run,
+                outcome="delivered" if finished.outcome == "completed" else "failed",
+                attempts=finished.attempts,
+                failure=finished.failure,
+                finished_at=parse_instant(finished.at),
+            )
+            if index >= 0:
+                self.runs[index] = done
+            if last is not None and current is not None:
+                self._last[schedule_id] = (done, last[1])
+
+
+def _run(
+    state: ScheduleFold,
+    change: ScheduleDispatchChange | ScheduleDeleteChange,
+    position: int,
+    queued: dict[str, tuple[int, Instant]],
+) -> OccurrenceRun | None:
+    record = state.get(change.id)
+    if record is None:
+        return None  # the fold refuses the change just after
+    # A snoozed delivery stands for the occurrence the snooze moved (SPEC §11).
+    occurrence_at = state.occurrence_of(record.id)
+    snoozed_from = occurrence_at if state.status(record.id).snoozed_from is not None else None
+    key = f"{record.id}@{format_instant(occurrence_at)}"
+    if isinstance(change, ScheduleDeleteChange):
+        return OccurrenceRun(
+            schedule_id=record.id,
+            key=key,
+            due_at=record_target(record),
+            decided_at=None,
+            outcome="deleted",
+            position=position,
+        )
+    turn = queued.pop(key, None)
+    decided_at = turn[1] if turn is not None else None
+    if isinstance(change.accepted_at, str):
+        decided_at = parse_instant(change.accepted_at)
+    due_at, skipped = record_target(record), 0
+    if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and decided_at is not None:
+        occurrence = latest_occurrence(record, decided_at, snoozed_from=snoozed_from)
+        due_at, skipped = occurrence.due_at, occurrence.skipped
+    return OccurrenceRun(
+        schedule_id=record.id,
+        key=key,
+        due_at=due_at,
+        decided_at=decided_at,
+        outcome="delivered" if turn is None else "pending",
+        skipped=skipped,
+        turn=None if turn is None else turn[0],
+        position=position,
+    )
+
+
+@final
+class HistoryRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One occurrence in its JSON form (``history --json``, the page's history view)."""
+
+    id: str
+    occurrence: str
+    due_at: str
+    decided_at: str | None
+    outcome: OccurrenceOutcome
+    lateness_seconds: float | None
+    skipped: int
+    attempts: int | None = None
+    failure: str | None = None
+    """``ErrorClass (HTTP status): message``, for a failed occurrence."""
+    finished_at: str | None = None
+
+
+def history_row(run: OccurrenceRun) -> HistoryRow:
+    """The JSON form of one occurrence."""
+    return HistoryRow(
+        id=run.schedule_id,
+        occurrence=run.key,
+        due_at=format_instant(run.due_at),
+        decided_at=None if run.decided_at is None else format_instant(run.decided_at),
+        outcome=run.outcome,
+        lateness_seconds=run.lateness_seconds,
+        skipped=run.skipped,
+        attempts=run.attempts,
+        failure=failure_text(run),
+        finished_at=None if run.finished_at is None else format_instant(run.finished_at),
+    )
+
+
+def failure_text(run: OccurrenceRun) -> str | None:
+    """``ErrorClass (HTTP status): message`` for a failed occurrence whose cause is stored."""
+    failure = run.failure
+    if failure is None:
+        return None
+    status = "" if failure.status is None else f" (HTTP {failure.status})"
+    return f"{failure.error}{status}: {failure.message}"
+
+
+@final
+class Away(msgspec.Struct, frozen=True, kw_only=True):
+    """The reminder turns answered since the person's last message (see :func:`away`)."""
+
+    answered: int
+    """Reminder turns finished since then (completed or failed)."""
+    failed: int
+    """Of those, the ones recorded ``failed``."""
+    since: int
+    """The log position the count starts from (just after the person's last message)."""
+
+    def line(self) -> str | None:
+        """The one line a front end shows before the transcript continues, or ``None``."""
+        if not self.answered:
+            return None
+        were = "reminder was" if self.answered == 1 else "reminders were"
+        line = f"{self.answered} {were} answered since your last message"
+        if self.failed:
+            line += f" ({self.failed} could not be delivered; see the history)"
+        return line
+
+
+def away(entries: Sequence[LogEntry], *, seed_length: int = 0) -> Away:
+    """The reminder turns answered in the session since the person's last message — by a host,
+    or by a chat or page while nobody wrote. Read from the end of the log, back to that
+    message (or the fork point)."""
+    answered = failed = 0
+    position = len(entries)
+    while position > seed_length:
+        entry = entries[position - 1]
+        payload = entry.payload
+        if isinstance(payload, MessageEntry) and payload.origin == "person":
+            break
+        if isinstance(payload, TurnFinished) and payload.turn < len(entries):
+            queued = entries[payload.turn].payload
+            if isinstance(queued, TurnQueued) and queued.origin == "schedule":
+                answered += 1
+                failed += payload.outcome == "failed"
+        position -= 1
+    return Away(answered=answered, failed=failed, since=position)
