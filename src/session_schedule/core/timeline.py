@@ -95,23 +95,34 @@ def build_timeline(
     limit: int,
     statuses: Mapping[ScheduleId, RecordStatus] | None = None,
 ) -> Timeline:
-    """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them.
+    """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them, in
+    time order.
 
     An overdue record contributes the one occurrence its next delivery will carry — a recurring
     one its latest due occurrence — and a recurring record then its anchor-aligned targets after
-    ``now``. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
+    ``now``. When the window holds more than ``limit``, the next occurrence of every record is
+    listed first (the soonest records' when there are more records than ``limit``), and the
+    rest of the room goes to the soonest other occurrences: one frequent rule never hides the
+    others. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
     work follows ``limit``, not the length of the window. ``statuses`` are the fold's SPEC §11
     statuses of the records (none: no record is paused or snoozed).
     """
     found = statuses or {}
+    records = list(records)
     planned = [_planned(record, found.get(record.id, NO_STATUS), now, until) for record in records]
     total = sum(count for _, count in planned)
-    ordered = heapq.merge(
-        *(stream for stream, _ in planned), key=lambda item: (item[0], id_number(item[1].id))
-    )
+    streams = [stream for stream, _ in planned]
+    firsts: list[tuple[Instant, ScheduleRecord]] = []
+    for stream in streams:
+        first = next(stream, None)
+        if first is not None:
+            firsts.append(first)
+    firsts = heapq.nsmallest(limit, firsts, key=_order)
+    later = heapq.merge(*streams, key=_order)
+    chosen = sorted([*firsts, *itertools.islice(later, limit - len(firsts))], key=_order)
     occurrences = [
         _occurrence(record, instant, zone, now, found.get(record.id, NO_STATUS))
-        for instant, record in itertools.islice(ordered, limit)
+        for instant, record in chosen
     ]
     return Timeline(
         now=format_instant(now),
@@ -122,6 +133,11 @@ def build_timeline(
         truncated=total > limit,
         occurrences=occurrences,
     )
+
+
+def _order(item: tuple[Instant, ScheduleRecord]) -> tuple[Instant, int]:
+    """Time order, then creation order."""
+    return item[0], id_number(item[1].id)
 
 
 _Stream = Iterator[tuple[Instant, ScheduleRecord]]
