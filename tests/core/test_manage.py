@@ -340,3 +340,20 @@ def test_a_mutated_version_3_change_decodes_or_is_corrupt_schedule_log(
         assert error.message.startswith("schedule/change is corrupt: ")
     else:
         assert encode_change(change) == encoded
+
+
+def test_an_update_that_changes_the_kind_moves_the_record_between_the_heaps() -> None:
+    state = folded(
+        create_change(at("sch_1", "2026-12-01T10:05:00.000Z")),
+        indexed=True,
+    )
+    assert state.earliest_one_shot() is not None
+    # The same target under another kind: the one-shot slot must not stay live.
+    state.apply(update_change(every("sch_1", "2026-12-01T10:05:00.000Z", seconds=300)))
+    assert state.earliest_one_shot() is None
+    record = state.earliest_every()
+    assert record is not None
+    assert record.id == "sch_1"
+    state.apply(update_change(at("sch_1", "2026-12-01T10:05:00.000Z")))
+    assert state.earliest_every() is None
+    assert state.earliest_one_shot() is not None

@@ -303,11 +303,11 @@ class ScheduleFold:
         return self._order
 
     def earliest_one_shot(self) -> ScheduleRecord | None:
-        return self._peek(self._indexed()[0])
+        return self._peek(self._indexed()[0], recurring=False)
 
     def earliest_every(self) -> RecurringScheduleRecord | None:
         """The recurring (``every`` or ``daily``) record with the earliest target."""
-        record = self._peek(self._indexed()[1])
+        record = self._peek(self._indexed()[1], recurring=True)
         return record if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) else None
 
     def everies_due(self, now: Instant) -> list[RecurringScheduleRecord]:
@@ -764,10 +764,12 @@ class ScheduleFold:
             return None
         return record
 
-    def _peek(self, heap: list[_Slot]) -> ScheduleRecord | None:
+    def _peek(self, heap: list[_Slot], *, recurring: bool) -> ScheduleRecord | None:
+        # An update that changes a record's kind leaves its old slot in the other heap, with
+        # the same target perhaps: a slot is live only in the heap of its record's kind.
         while heap:
             record = self._live(heap[0])
-            if record is not None:
+            if record is not None and is_recurring(record) == recurring:
                 return record
             heapq.heappop(heap)
         return None
