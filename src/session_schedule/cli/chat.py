@@ -60,6 +60,7 @@ from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.private import private_directory
 from session_schedule.session.sqlite import SqliteSessionStore
 
 if TYPE_CHECKING:
@@ -308,7 +309,7 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
 
 def _store(options: _Options) -> SessionStore:
     if options.store == "sqlite":
-        options.directory.mkdir(parents=True, exist_ok=True)
+        private_directory(options.directory)
         return SqliteSessionStore(options.directory / SQLITE_FILE)
     return JsonlSessionStore(options.directory)
 

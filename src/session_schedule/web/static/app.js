@@ -536,15 +536,37 @@
     source.addEventListener("error", () => {
       if (state.source !== source) return;
       if (source.readyState === EventSource.CLOSED) {
-        // The server refused the stream (restarting, say): try again from where we are.
+        // The server refused the stream (restarting, say): try again from where we are —
+        // unless it now refuses this page's token (it was started with --new-token), which
+        // no retry mends: say so, and what to do.
         setStatus("disconnected — retrying", "warn");
-        setTimeout(() => {
-          if (state.source === source) openStream(id);
+        setTimeout(async () => {
+          if (state.source !== source) return;
+          const refused = await tokenRefusal();
+          if (state.source !== source) return;
+          if (refused) {
+            setStatus("the access token changed", "bad");
+            notice(refused);
+            return;
+          }
+          openStream(id);
         }, 3000);
       } else {
         setStatus("reconnecting…", "warn");
       }
     });
+  }
+
+  // The server's refusal of this page's token, or null (it takes it, or cannot be reached).
+  async function tokenRefusal() {
+    try {
+      const response = await fetch("/api/info", { headers: { Accept: "application/json" } });
+      if (response.status !== 401) return null;
+      const data = await response.json();
+      return (data && data.error) || "the access token is wrong; open the address the server printed at start.";
+    } catch {
+      return null;
+    }
   }
 
   function describeSession(session) {
