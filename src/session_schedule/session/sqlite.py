@@ -608,7 +608,7 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
         # SQLite gives its -wal and -shm files the database file's mode.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     connection = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=True
+        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
     )
     try:
         connection.text_factory = bytes
