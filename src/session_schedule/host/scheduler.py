@@ -24,8 +24,9 @@ plans to open each ``lead_seconds`` before its target (at once when that is past
 Rule 3 — **a session held elsewhere is skipped and retried.** ``SessionBusy`` (a chat has it
 open, another host holds its lease) plans another attempt ``busy_retry_seconds`` later, for as
 long as the index says it is due. A session that cannot be opened for another reason (damaged,
-a storage failure) is logged and retried after ``failed_retry_seconds``; one that vanished is
-forgotten.
+a storage failure of any kind: ``EMFILE``, a locked or unreadable database) is logged and
+retried after ``failed_retry_seconds``; one that vanished is forgotten. A failed read of the
+index is logged and tried again at the next poll: no store error ever stops the timer.
 
 Rule 4 — **closed when idle.** After a pass, a session whose next pass is more than
 ``lead_seconds`` away is closed as soon as its agent is idle: the host enters the agent's
@@ -33,7 +34,8 @@ maintenance phase (so no turn can start), closes the Schedule, the agent and the
 session whose agent is busy (a follow-up turn running) is looked at again once it is idle.
 
 Rule 5 — **a session whose Schedule stops is closed.** A pass that raises — the handle is
-poisoned, e.g. its PostgreSQL lease was taken over by another host — closes the session (nothing
+poisoned, e.g. its PostgreSQL lease was taken over by another host, or a read of its log failed
+— closes the session (nothing
 more is appended through that handle) and plans a fresh open from storage after
 ``failed_retry_seconds``, if the index still lists it.
 """
@@ -263,8 +265,12 @@ class ScheduleHost:
         horizon = _after(now, settings.lead_seconds + settings.poll_seconds)
         try:
             due = await self._store.due_sessions(horizon, limit=settings.due_limit)
-        except (SessionError, OSError) as error:
-            logger.error("the next-target index could not be read: %s", error)  # noqa: TRY400
+        except Exception as error:  # any store's failure: the next poll tries again
+            logger.error(  # noqa: TRY400
+                "the next-target index could not be read; trying again in %s s: %s",
+                settings.poll_seconds,
+                _described(error),
+            )
             return
         self.stats.polls += 1
         lead = round(settings.lead_seconds * MS_PER_SECOND)
@@ -360,14 +366,14 @@ class ScheduleHost:
         except SessionNotFound:
             self._opening.discard(session_id)
             return
-        except (SessionError, ScheduleError, OSError) as error:
+        except Exception as error:  # any store's failure (EMFILE, a locked database, ...)
             self.stats.failed += 1
             self._opening.discard(session_id)
             logger.error(  # noqa: TRY400
                 "session %s could not be opened; trying again in %s s: %s",
                 session_id,
                 self._settings.failed_retry_seconds,
-                error,
+                _described(error),
             )
             self._retry_later(session_id)
             return
@@ -392,7 +398,7 @@ class ScheduleHost:
                 "session %s could not be started; trying again in %s s: %s",
                 session_id,
                 self._settings.failed_retry_seconds,
-                error,
+                _described(error),
             )
             self._retry_later(session_id)
             return
@@ -404,14 +410,14 @@ class ScheduleHost:
     async def _step(self, session_id: SessionId, slot: _Slot) -> None:
         try:
             resume = await slot.schedule.step()
-        except (ScheduleError, SessionError) as error:
+        except Exception as error:  # a poisoned handle, or any store's failure while reading
             self.stats.failed += 1
             logger.error(  # noqa: TRY400
                 "the schedule of session %s stopped; it is closed and opened again from storage "
                 "in %s s: %s",
                 session_id,
                 self._settings.failed_retry_seconds,
-                error,
+                _described(error),
             )
             await self._close_slot(session_id)
             self._retry_later(session_id)
@@ -470,6 +476,13 @@ class ScheduleHost:
         except Exception:
             logger.exception("session %s did not close cleanly", session_id)
         self.stats.closed += 1
+
+
+def _described(error: Exception) -> str:
+    """The error for a log line: its message, with its type where the type is not ours."""
+    if isinstance(error, (SessionError, ScheduleError)):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def _after(now: Instant, seconds: float) -> Instant:
