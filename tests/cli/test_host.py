@@ -115,7 +115,7 @@ def test_a_reminder_due_while_the_chat_is_closed_is_answered_by_the_host(tmp_pat
         f"session-schedule host: keeping the sessions in {tmp_path} live (answering with "
         "scripted); stop with Ctrl-C\n"
         "session-schedule host: stopped; sessions opened 1, closed 1, found open elsewhere 0, "
-        "failed 0\n"
+        "failed 0; turns retried 0, turns failed 0\n"
     )
     messages = transcript(tmp_path, session_id)
     followup, answer = messages[-2:]

@@ -525,6 +525,12 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "scheduledAt": "2026-11-29T22:00:00.000Z",
                 "state": "overdue",
                 "deliveryMode": "session-local",
+                "runs": 1,
+                "lastRun": {
+                    "occurrence": "sch_2@2026-11-29T21:00:00.000Z",
+                    "outcome": "delivered",
+                    "at": "2026-11-29T21:00:00.000Z",
+                },
             },
             {
                 "kind": "at",
@@ -533,6 +539,8 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "scheduledAt": "2030-01-01T00:00:00.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ],
     }
@@ -703,6 +711,26 @@ def test_check_a_sound_session(
         "2 active reminders\n",
         "",
     )
+
+
+def test_check_overdue_is_a_monitoring_probe(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sound = (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders\n"
+    )
+    assert run(data, "check", session, "--overdue", "5400") == 0
+    assert capsys.readouterr() == (sound, "")
+    assert run(data, "check", session, "--overdue", "5399.5") == 1
+    assert capsys.readouterr() == (
+        sound + "reminder sch_2 is overdue by 1.5 h (due 2026-11-29T22:00:00.000Z), more than "
+        "5399.5 s\n",
+        "",
+    )
+    with pytest.raises(SystemExit):
+        run(data, "check", session, "--overdue", "-1")
+    assert "'-1' is not a number of seconds (0 or more)" in capsys.readouterr().err
 
 
 def test_check_a_fork(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:

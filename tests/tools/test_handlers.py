@@ -51,6 +51,8 @@ async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
             "scheduledAt": "2026-11-29T20:01:30.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     listed = await tools.call("schedule_list", None)
@@ -326,6 +328,8 @@ async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
             "scheduledAt": "2026-11-30T00:00:00.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     listed = await tools.call("schedule_list", None)

@@ -22,6 +22,7 @@ from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
 from session_schedule.cli.common import EXIT_OK, EXIT_STORAGE, EXIT_USAGE, data_dir, fail
 from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
 from session_schedule.core.instants import Instant
+from session_schedule.extras import require
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
 from session_schedule.session.jsonl import JsonlSessionStore
@@ -125,6 +126,8 @@ def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
+    if config is not None:
+        require("openai", purpose="chatting with a model")
     dsn: str | None = arguments.dsn
     if arguments.postgres:
         dsn = os.environ.get(DSN_VARIABLE) or None
@@ -144,17 +147,12 @@ def run(arguments: argparse.Namespace) -> int:
         directory = data_dir(arguments)
         where = f"the sessions in {directory}"
         return asyncio.run(_serve(JsonlSessionStore(directory), where, config, settings))
-    try:
-        import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
+    require("postgres", purpose="the PostgreSQL store")  # only a PostgreSQL host needs it
+    import psycopg  # noqa: PLC0415
 
-        from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
-        from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
-    except ImportError as error:
-        return fail(
-            f"the PostgreSQL store needs the postgres extra "
-            f"(pip install 'session-schedule[postgres]'): {error}",
-            EXIT_USAGE,
-        )
+    from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+    from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
+
     try:
         check_schema_name(arguments.schema)
     except ValueError as error:
@@ -201,7 +199,8 @@ async def _serve(
             failure = host.failure
         print(
             f"session-schedule host: stopped; sessions opened {stats.opened}, closed "
-            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}",
+            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}; "
+            f"turns retried {stats.turn_retries}, turns failed {stats.turns_failed}",
             flush=True,
         )
     if failure is not None:

@@ -85,12 +85,14 @@ def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
     return Delivery(
         kind="batch",
         decided_at=now,
-        occurrences=tuple(_latest_occurrence(record, now) for record in due),
+        occurrences=tuple(latest_occurrence(record, now) for record in due),
         changes=tuple(dispatch_change(record.id, now) for record in due),
     )
 
 
-def _latest_occurrence(record: RecurringScheduleRecord, now: Instant) -> Occurrence:
+def latest_occurrence(record: RecurringScheduleRecord, now: Instant) -> Occurrence:
+    """The occurrence of ``record`` a delivery decided at ``now`` delivers: its latest due one,
+    with the earlier due ones it passes over counted."""
     if not isinstance(record, EveryScheduleRecord):
         due_at, skipped = latest_daily_due(record, now)
         return Occurrence(record=record, due_at=due_at, skipped=skipped)

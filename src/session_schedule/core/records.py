@@ -67,6 +67,9 @@ WEEKDAYS: Final[tuple[Weekday, ...]] = get_args(Weekday)
 """The days of the week in week order, Monday first (Monday is weekday 0)."""
 ScheduleState = Literal["scheduled", "overdue"]
 DeliveryMode = Literal["session-local"]
+RunOutcome = Literal["delivered", "failed", "pending", "missed"]
+"""What became of a reminder's latest run: its follow-up turn completed, failed after its
+retries, has not finished yet, or (SPEC §11) the occurrence was too late and was missed."""
 
 
 class _Record(
@@ -143,8 +146,21 @@ def record_target(record: ScheduleRecord) -> Instant:
     return instant_of_canonical(record.scheduled_at)
 
 
-# Views: a record's wire fields, then ``state`` and ``deliveryMode``. A view class extends its
-# record class only to share the field declarations; views never enter the log.
+@final
+class LastRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A reminder's latest run, as its view shows it."""
+
+    occurrence: str
+    """The occurrence key its follow-up carried (``id@scheduledAt``)."""
+    outcome: RunOutcome
+    at: InstantField
+    """When its delivery was decided."""
+
+
+# Views: a record's wire fields, then ``state`` and ``deliveryMode``, then ``runs`` and
+# ``lastRun`` (derived from the log's history, not from the record: 0 and null as the core
+# builds a view; the live Schedule fills them in). A view class extends its record class only
+# to share the field declarations; views never enter the log.
 
 
 @final
@@ -153,24 +169,34 @@ class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True):
     """``scheduled`` while the target is in the future, ``overdue`` once it has passed."""
     delivery_mode: DeliveryMode = "session-local"
     """Delivery never leaves the owning Session."""
+    runs: int = 0
+    """How many times it has been delivered (a catch-up of missed occurrences counts once)."""
+    last_run: LastRun | None = None
+    """Its latest delivery and what became of it; null before the first."""
 
 
 @final
 class AtScheduleView(AtScheduleRecord, tag="at", frozen=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
 
 
 @final
 class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
 
 
 @final
 class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
 
 
 ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView | DailyScheduleView

@@ -72,12 +72,14 @@ async def live_chat(
         time_zone=time_zone,
         on_event=on_event,
         max_context_chars=max_context_chars,
+        retry=(settings or Settings()).turn_retry,
     )
     schedule = LiveSchedule(
         session, agent.turns, clock=clock, settings=settings, driven=driven, on_wake=on_wake
     )
     tools = ScheduleTools(schedule)
     agent.bind(tools)
+    agent.turns.subscribe(lambda failed: schedule.events.turn_attempt_failed(clock.now(), failed))
     # The Schedule starts first (a turn left pending from the last run may call the tools) and
     # stops last.
     async with schedule, agent:
