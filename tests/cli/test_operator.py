@@ -927,14 +927,29 @@ def test_a_fork_between_a_tool_call_and_its_result_is_refused(
     assert run(data, "fork", session, "--at", "4") == 0
 
 
-def test_check_reports_an_unanswered_tool_call_and_exits_5(
+def test_check_warns_of_an_interrupted_tool_call_and_exits_0(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    remove_entry(path_of(data, session), 3)  # the result of call_1
+    remove_entry(path_of(data, session), 3)  # the result of call_1: the chat was killed
+    assert run(data, "check", session) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.endswith(
+        "; warning: entry 1 makes tool call call_1 and entry 8 follows before its result (a "
+        "call interrupted by a stop or a crash; the model is told it was interrupted, and "
+        "resuming the session records that)\n"
+    )
+
+
+def test_check_reports_a_stray_tool_result_and_exits_5(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remove_entry(path_of(data, session), 1)  # the call whose result follows
     assert run(data, "check", session) == 5
     assert capsys.readouterr().err == (
         f"session-schedule: session {session} has a transcript no strict model endpoint "
-        "accepts: entry 1 makes tool call call_1 and entry 8 follows before its result\n"
+        "accepts: entry 2 is the result of tool call call_1, which no assistant turn before it "
+        "left unanswered\n"
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 
+import msgspec
 import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
@@ -237,6 +238,48 @@ async def test_the_hosts_own_run_turn_answers_through_the_turn_queue(
         await run_for(clock, host, 10)
         assert len(ran) == 2
         assert "sch_2@" in ran[1][1]
+    del agents
+
+
+@in_virtual_time
+async def test_a_turn_cut_off_by_a_host_that_stops_is_answered_by_the_next_host(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 5)
+    started: list[str] = []
+    answered: list[str] = []
+
+    def slow(_session: SessionHandle, _tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            started.append(text)
+            await clock.sleep(15)  # a model that answers slowly
+            answered.append(text)
+
+        return run_turn
+
+    def quick(_session: SessionHandle, _tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            answered.append(text)
+
+        return run_turn
+
+    # The drain is measured in real time; the slow answer never ends in it.
+    settings = msgspec.structs.replace(SETTINGS, drain_seconds=0.01)
+    async with ScheduleHost(store, turn_queue_agents(slow), clock=clock, settings=settings) as host:
+        await run_for(clock, host, 6)
+        assert len(started) == 1
+    assert answered == []
+    # The session has no reminder left, but its turn is unfinished: it is due at once.
+    assert [due.session_id for due in await store.due_sessions(clock.now())] == [session_id]
+    async with ScheduleHost(
+        store, turn_queue_agents(quick), clock=clock, settings=settings
+    ) as host:
+        await run_for(clock, host, SETTINGS.poll_seconds)
+        assert answered == started
+        await run_for(clock, host, SETTINGS.poll_seconds)
+        assert host.open_sessions == frozenset()
+    assert await store.due_sessions(Instant(clock.now() + 3600 * MS_PER_SECOND)) == ()
+    assert await dispatched(store, session_id) == ["sch_1"]
     del agents
 
 

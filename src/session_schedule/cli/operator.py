@@ -63,7 +63,7 @@ from session_schedule.core.records import (
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
 from session_schedule.core.timeline import build_timeline
 from session_schedule.core.visible import frame_escape, reveal
-from session_schedule.harness.transcript import check_fork_cut, transcript_problem
+from session_schedule.harness.transcript import check_fork_cut, transcript_check
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import with_runs
 
@@ -202,10 +202,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         _check,
         help="validate a session's whole log strictly",
         description="Read and strictly decode every entry of a session, fold its schedule "
-        "changes and check that every tool call in the transcript has its results. Prints a "
-        "one-line summary when the session is sound. Exit codes: 0 sound; 1 sound, but with "
-        "--overdue some reminder is later than that; 3 no such session; 5 corrupt (the message "
-        "names the entry and the field, or the unanswered tool call).",
+        "changes and check that every tool result in the transcript answers a call. Prints a "
+        "one-line summary when the session is sound, with a warning for each tool call a stop "
+        "or crash left without its result. Exit codes: 0 sound; 1 sound, but with --overdue "
+        "some reminder is later than that; 3 no such session; 5 corrupt (the message names the "
+        "entry and the field, or the stray tool result).",
         example="session-schedule check s_7k2m4q9x3v5b",
     )
     _session_argument(parser)
@@ -664,11 +665,11 @@ def _check(arguments: argparse.Namespace) -> int:
     snapshot = inspection.snapshot
     state = fold_snapshot(snapshot)
     header, entries = snapshot
-    problem = transcript_problem(entries)
-    if problem is not None:
+    transcript = transcript_check(entries)
+    if transcript.stray is not None:
         return fail(
             f"session {header.id} has a transcript no strict model endpoint accepts: "
-            f"{problem.message}",
+            f"{transcript.stray.message}",
             EXIT_CORRUPT,
         )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
@@ -695,6 +696,11 @@ def _check(arguments: argparse.Namespace) -> int:
             "the file ends in an incomplete line (an append cut short), which is ignored and "
             "will be cut when the session is next opened"
         )
+    parts.extend(
+        f"warning: {interruption.message} (a call interrupted by a stop or a crash; the model "
+        "is told it was interrupted, and resuming the session records that)"
+        for interruption in transcript.interrupted
+    )
     print("; ".join(parts))
     if arguments.overdue is not None:
         late = overdue_lines(state, clock.now(), arguments.overdue)

@@ -21,10 +21,10 @@ current sleep lasts (otherwise that sleep ends first anyway).
 Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
 barrier, samples the decision time once, plans with the core (one due one-shot alone, or else all
-due Every records in one batch), frames the turn, queues it with ``followup()``, appends the
-dispatch change(s) and awaits the barrier.
+due Every records in one batch), frames the turn, queues it with ``followup()``, awaits the
+agent's optional ``handed_over()``, appends the dispatch change(s) and awaits the barrier.
 
-Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails — or
+Rule 5 — **failure keeps the reminder.** If framing, ``followup()`` or ``handed_over()`` fails — or
 ``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
 start already) — nothing is appended and the reminder stays active; the owner retries after a
 back-off that doubles up to ``retry_max_seconds``, so a permanently failing agent cannot make it
@@ -89,7 +89,7 @@ from session_schedule.core.records import (
 )
 from session_schedule.core.rules import Limits, decide_create, decide_delete
 from session_schedule.core.visible import escape_unencodable
-from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable
+from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable, handed_over
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
@@ -532,6 +532,16 @@ class LiveSchedule:
             if discard_awaitable(accepted, "followup"):
                 self._events.followup_failed(
                     delivery, TypeError("followup() returned an awaitable, which was discarded")
+                )
+                return "agent refused"
+            try:
+                await handed_over(self._agent)
+            except Exception as error:
+                self._events.followup_failed(delivery, error)
+                logger.exception(
+                    "follow-up for %s in session %s was not handed over; the reminder stays active",
+                    ", ".join(occurrence.key for occurrence in delivery.occurrences),
+                    self._session.id,
                 )
                 return "agent refused"
             self._recent.append(now)

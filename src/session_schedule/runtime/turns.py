@@ -91,7 +91,17 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """``schedule``: a reminder delivered by Schedule; ``host``: a prompt the host submitted."""
     text: str
     occurrences: tuple[str, ...] = ()
-    """A reminder's occurrence keys (``id@scheduledAt``), in frame order."""
+    """A reminder's occurrence keys (``id@scheduledAt``), in frame order; empty for a host
+    prompt.
+
+    They are the turn's **idempotency key**. Delivery is at-least-once: a turn cut off by a
+    crash runs again after the restart (``restored``), and a reminder handed over just before a
+    crash is delivered again — each time with the same keys, because a key names the occurrence
+    (the reminder and the instant it was due), not the attempt. A side effect a reminder turn
+    causes outside the Session (a message sent, a ticket filed) can therefore be deduplicated on
+    them: record each key with the effect, and skip an effect whose key is already recorded.
+    The framework adapters pass them to every run (see
+    :func:`~session_schedule.integrations.common.turn_metadata`)."""
     zone: str | None = None
     """The IANA zone reported with a host prompt, if any. It is not stored: a prompt restored
     after a restart has none."""
