@@ -38,15 +38,22 @@ session whose agent is busy (a follow-up turn running) is looked at again once i
 
 Rule 5 — **a session whose Schedule stops is closed.** A pass that raises — the handle is
 poisoned, e.g. its PostgreSQL lease was taken over by another host, or a read of its log failed
-— closes the session (nothing
-more is appended through that handle) and plans a fresh open from storage after
-``failed_retry_seconds``, if the index still lists it.
+— closes the session (nothing more is appended through that handle) and plans a fresh open
+from storage after ``failed_retry_seconds``, if the index still lists it.
+
+Rule 6 — **out of descriptors, open no more.** An open that fails because the process (or the
+system) has no file descriptor left (``EMFILE``, ``ENFILE``) caps the sessions open at once at
+the number open then, until the next poll lifts the cap; that session is tried again after
+``busy_retry_seconds``. So a host under a low descriptor limit cycles its due sessions through
+the descriptors it has — each is closed once delivered — instead of failing every open past the
+limit and waiting ``failed_retry_seconds`` for each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import heapq
 import logging
 from collections.abc import Callable, Coroutine
@@ -78,6 +85,8 @@ _Plan: TypeAlias = Literal["open", "retry", "step"]
 """What a heap entry is for: opening a session (from the index), trying again to open it (after
 a refusal or failure, not brought forward by a poll), or the next pass of an open one."""
 _YIELDS: Final = 8
+_CHAIN: Final = 8
+"""How far down an exception's causes to look for a shortage of descriptors."""
 
 
 @final
@@ -117,6 +126,9 @@ class HostStats(msgspec.Struct, kw_only=True):
     failed: int = 0
     """Opens that failed otherwise, and Schedules that stopped."""
     polls: int = 0
+    out_of_descriptors: int = 0
+    """Opens refused because the process had no file descriptor left (``EMFILE``, ``ENFILE``):
+    counted apart from ``failed``, and tried again after ``busy_retry_seconds``."""
     turn_retries: int = 0
     """Failed attempts of a turn that were tried again (per reminder occurrence it delivers,
     or per host prompt)."""
@@ -182,6 +194,9 @@ class ScheduleHost:
         self._next_poll: float | None = None
         """The monotonic reading at which the index is read again."""
         self._failure: BaseException | None = None
+        self._ceiling: int | None = None
+        """Rule 6: the sessions open when the process last ran out of descriptors (until the
+        next poll)."""
         self.stats = HostStats()
 
     # -- life cycle --------------------------------------------------------------------------
@@ -288,6 +303,7 @@ class ScheduleHost:
             )
             return
         self.stats.polls += 1
+        self._ceiling = None
         lead = round(settings.lead_seconds * MS_PER_SECOND)
         for session_id, target in due:
             if session_id in self._slots or session_id in self._opening:
@@ -314,7 +330,7 @@ class ScheduleHost:
             del self._planned[session_id]
             if planned[1] != "step":
                 if session_id not in self._slots and session_id not in self._opening:
-                    if len(self._slots) + len(self._opening) >= self._settings.max_open:
+                    if len(self._slots) + len(self._opening) >= self._open_limit():
                         continue  # the next poll finds it again
                     self._opening.add(session_id)
                     self._spawn(self._open(session_id), f"open {session_id}")
@@ -396,9 +412,12 @@ class ScheduleHost:
         except SessionNotFound:
             self._opening.discard(session_id)
             return
-        except Exception as error:  # any store's failure (EMFILE, a locked database, ...)
-            self.stats.failed += 1
+        except Exception as error:  # any store's failure (a locked database, ...)
             self._opening.discard(session_id)
+            if _out_of_descriptors(error):
+                self._short_of_descriptors(session_id, error)
+                return
+            self.stats.failed += 1
             logger.error(  # noqa: TRY400
                 "session %s could not be opened; trying again in %s s: %s",
                 session_id,
@@ -491,6 +510,26 @@ class ScheduleHost:
         if slot is not None and not slot.stepping:
             self._plan(session_id, self._clock.now(), "step")
 
+    def _open_limit(self) -> int:
+        if self._ceiling is None:
+            return self._settings.max_open
+        return min(self._settings.max_open, self._ceiling)
+
+    def _short_of_descriptors(self, session_id: SessionId, error: Exception) -> None:
+        """Rule 6: open no more sessions than are open now until the next poll; try this one
+        again soon."""
+        self.stats.out_of_descriptors += 1
+        if self._ceiling is None:
+            logger.warning(
+                "the process has no file descriptor left with %s sessions open; no more are "
+                "opened until the next poll (raise the limit, ulimit -n, or lower max_open): %s",
+                len(self._slots),
+                _described(error),
+            )
+        self._ceiling = max(1, len(self._slots))
+        retry_at = _after(self._clock.now(), self._settings.busy_retry_seconds)
+        self._plan(session_id, retry_at, "retry")
+
     def _retry_later(self, session_id: SessionId) -> None:
         retry_at = _after(self._clock.now(), self._settings.failed_retry_seconds)
         self._plan(session_id, retry_at, "retry")
@@ -513,6 +552,18 @@ class ScheduleHost:
         except Exception:
             logger.exception("session %s did not close cleanly", session_id)
         self.stats.closed += 1
+
+
+def _out_of_descriptors(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says the process or system has no descriptor left."""
+    seen: BaseException | None = error
+    for _ in range(_CHAIN):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno in (errno.EMFILE, errno.ENFILE):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _described(error: Exception) -> str:
