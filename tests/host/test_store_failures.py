@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
+import resource
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from session_schedule.core.instants import Instant
-from session_schedule.host import HostSettings, ScheduleHost
+from session_schedule.host import HostSettings, ScheduleHost, scheduler
 from session_schedule.session.ids import SessionId
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import DueSession, SessionHandle
@@ -209,3 +212,66 @@ def test_out_of_descriptors_the_host_cycles_due_sessions_through_the_ones_it_has
         assert len(warnings) <= 3  # once per poll at most
 
     asyncio.run(scenario())
+
+
+def cannot_open() -> sqlite3.OperationalError:
+    error = sqlite3.OperationalError("unable to open database file")
+    error.sqlite_errorname = "SQLITE_CANTOPEN"
+    return error
+
+
+def caused_by(cause: BaseException) -> Exception:
+    error = RuntimeError("wrapped")
+    error.__cause__ = cause
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "headroom", "short"),
+    [
+        (OSError(errno.EMFILE, "Too many open files"), True, True),
+        (OSError(errno.ENFILE, "Too many open files in system"), True, True),
+        (caused_by(OSError(errno.EMFILE, "Too many open files")), True, True),
+        (OSError(errno.EIO, "Input/output error"), False, False),
+        (cannot_open(), False, True),
+        (caused_by(cannot_open()), False, True),
+        (cannot_open(), True, False),
+        (sqlite3.OperationalError("database is locked"), False, False),
+    ],
+)
+def test_what_counts_as_out_of_descriptors(
+    error: Exception, headroom: bool, short: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler, "_descriptors_left", lambda count: headroom)
+    assert scheduler._out_of_descriptors(error) is short
+
+
+def open_descriptors() -> list[int]:
+    listed = [int(entry.name) for entry in Path("/proc/self/fd").iterdir()]
+    return sorted(fd for fd in listed if is_open(fd))  # not the listing's own descriptor
+
+
+def is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def test_descriptor_headroom_is_probed_and_given_back() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    before = open_descriptors()
+    assert scheduler._descriptors_left(4)
+    # A limit under which only three more descriptors can be open (the lowest free numbers).
+    taken, free, number = set(before), 0, 0
+    while free < 3:
+        free += number not in taken
+        number += 1
+    resource.setrlimit(resource.RLIMIT_NOFILE, (number, hard))
+    try:
+        assert not scheduler._descriptors_left(4)
+        assert scheduler._descriptors_left(3)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert open_descriptors() == before

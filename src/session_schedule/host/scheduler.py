@@ -56,6 +56,7 @@ import contextlib
 import errno
 import heapq
 import logging
+import os
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Final, Literal, TypeAlias, final
@@ -87,6 +88,9 @@ a refusal or failure, not brought forward by a poll), or the next pass of an ope
 _YIELDS: Final = 8
 _CHAIN: Final = 8
 """How far down an exception's causes to look for a shortage of descriptors."""
+_SHORTAGE: Final = (errno.EMFILE, errno.ENFILE)
+_HEADROOM: Final = 4
+"""Descriptors a session of any store may need to open: fewer left is a shortage."""
 
 
 @final
@@ -555,15 +559,37 @@ class ScheduleHost:
 
 
 def _out_of_descriptors(error: BaseException) -> bool:
-    """Whether ``error`` (or what caused it) says the process or system has no descriptor left."""
+    """Whether ``error`` (or what caused it) says the process or system has no descriptor left.
+
+    SQLite reports only that it could not open a file (``SQLITE_CANTOPEN``, whatever the
+    reason): that counts when the process cannot open a few descriptors itself either.
+    """
     seen: BaseException | None = error
+    cannot_open = False
     for _ in range(_CHAIN):
         if seen is None:
             break
-        if isinstance(seen, OSError) and seen.errno in (errno.EMFILE, errno.ENFILE):
+        if isinstance(seen, OSError) and seen.errno in _SHORTAGE:
             return True
+        cannot_open = cannot_open or getattr(seen, "sqlite_errorname", None) == "SQLITE_CANTOPEN"
         seen = seen.__cause__ or seen.__context__
-    return False
+    return cannot_open and not _descriptors_left(_HEADROOM)
+
+
+def _descriptors_left(count: int) -> bool:
+    """Whether the process can open ``count`` more descriptors now (they are closed again)."""
+    opened: list[int] = []
+    try:
+        for _ in range(count):
+            opened.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))  # noqa: PERF401 - kept as soon as open
+    except OSError as error:
+        if error.errno in _SHORTAGE:
+            return False
+        raise
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return True
 
 
 def _described(error: Exception) -> str:
