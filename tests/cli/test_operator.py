@@ -1114,8 +1114,8 @@ def test_check_reports_a_forged_checkpoint_and_exits_5(
     assert err == (
         f"session-schedule: session {session} has derived files that contradict its log: its "
         f"checkpoint {session}.checkpoint is bound to its log but does not say what the log says "
-        "(its active reminders are not the log's), so opening the session would use it; delete "
-        "the checkpoint (it is rebuilt from the log)\n"
+        "(its active reminders are not the log's); delete the checkpoint (it is rebuilt from "
+        "the log)\n"
     )
     path.unlink()
     assert run(data, "check", session) == 0

@@ -709,7 +709,7 @@ class JsonlSessionStore:
     async def derived_problems(self, session_id: str) -> tuple[str, ...]:
         """What the files derived from ``session_id``'s log say that its log does not, where
         they would be believed: its checkpoint, when it is bound to the log's commit record (so
-        opening the session would use it) but holds other reminders, pending turns or entries
+        opening the session may use it) but holds other reminders, pending turns or entries
         than the log; its record in the next-target index, when it verifies and describes the
         file but names another next target. Each problem is one clause; none: ``()``.
 
@@ -744,8 +744,8 @@ class JsonlSessionStore:
                 if difference is not None:
                     problems.append(
                         f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
-                        f"does not say what the log says ({difference}), so opening the session "
-                        "would use it; delete the checkpoint (it is rebuilt from the log)"
+                        f"does not say what the log says ({difference}); delete the checkpoint "
+                        "(it is rebuilt from the log)"
                     )
             target = next_target_of(parsed.header, parsed.entries)
             indexed = self._index.mismatch(checked, path.lstat(), target)
