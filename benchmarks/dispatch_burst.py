@@ -12,9 +12,11 @@ Measured per round:
 - **loop stall**: the longest gap between the ticks of a task that asks to run every
   millisecond meanwhile, minus that millisecond (how long timers of other sessions would wait);
 
-next to two baselines in the same run, on ``N`` plain files of the same directory: one
-``write`` + ``fsync`` per file in turn on the loop's thread (each session flushing on the spot,
-as lone barriers used to), and the same calls spread over a pool of 32 threads.
+for a store with the default settings (a lone barrier fsyncs on the loop's thread) and for one
+with ``flush_on_loop=False`` (every flush on the session's worker, the pool's threads), next to
+two baselines in the same run, on ``N`` plain files of the same directory: one ``write`` +
+``fsync`` per file in turn on the loop's thread, and the same calls spread over a pool of 32
+threads.
 """
 
 from __future__ import annotations
@@ -125,8 +127,9 @@ def report(label: str, rounds: list[tuple[list[float], float]]) -> float:
     return statistics.median(p99s)
 
 
-async def run(sessions: int, rounds: int, directory: Path) -> None:
-    store = JsonlSessionStore(directory / "sessions")
+async def open_sessions(
+    store: JsonlSessionStore, sessions: int, rounds: int
+) -> list[JsonlSessionHandle]:
     handles = [await store.create(now=NOW) for _ in range(sessions)]
     for handle in handles:
         # One one-shot per round, for that round's dispatch.
@@ -138,32 +141,46 @@ async def run(sessions: int, rounds: int, directory: Path) -> None:
             )
             handle.append("schedule/change", create_change(record))
     await asyncio.gather(*(handle.barrier() for handle in handles))
+    return handles
+
+
+async def run(sessions: int, rounds: int, directory: Path) -> None:
+    on_spot = await open_sessions(JsonlSessionStore(directory / "default"), sessions, rounds)
+    threaded_store = JsonlSessionStore(directory / "threaded", flush_on_loop=False)
+    off_loop = await open_sessions(threaded_store, sessions, rounds)
     raw = directory / "raw"
     raw.mkdir()
     fds = [
         os.open(raw / f"{number}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         for number in range(sessions)
     ]
-    ours: list[tuple[list[float], float]] = []
+    default: list[tuple[list[float], float]] = []
+    workers: list[tuple[list[float], float]] = []
     loop_baseline: list[tuple[list[float], float]] = []
     thread_baseline: list[tuple[list[float], float]] = []
     with ThreadPoolExecutor(max_workers=32) as pool:
         for number in range(rounds):
             # Interleaved, so that every kind sees the same load.
-            ours.append(await with_ticker(functools.partial(sessions_round, handles, number + 1)))
+            default.append(
+                await with_ticker(functools.partial(sessions_round, on_spot, number + 1))
+            )
+            workers.append(
+                await with_ticker(functools.partial(sessions_round, off_loop, number + 1))
+            )
             loop_baseline.append(await with_ticker(lambda: on_the_loop(fds)))
             thread_baseline.append(await with_ticker(lambda: on_threads(fds, pool)))
     for fd in fds:
         os.close(fd)
-    for handle in handles:
+    for handle in on_spot + off_loop:
         await handle.close()
     print(f"{sessions} sessions, {rounds} rounds (medians over rounds):")
-    p99 = report("sessions' barriers", ours)
+    report("barriers, default store", default)
+    p99 = report("barriers, flush_on_loop=False", workers)
     on_loop = report("raw write+fsync in turn on the loop", loop_baseline)
     threaded = report("raw write+fsync on 32 threads", thread_baseline)
     print(
-        f"  p99 ratio: {p99 / on_loop:.2f}x the in-turn baseline, {p99 / threaded:.2f}x the "
-        "threaded one"
+        f"  flush_on_loop=False p99 ratio: {p99 / on_loop:.2f}x the in-turn baseline, "
+        f"{p99 / threaded:.2f}x the threaded one"
     )
 
 

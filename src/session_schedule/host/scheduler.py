@@ -68,9 +68,11 @@ from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.barrier import barriers_at_work
 from session_schedule.session.errors import SessionBusy, SessionError, SessionNotFound
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.worker import calls_in_flight
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ _Plan: TypeAlias = Literal["open", "retry", "step"]
 """What a heap entry is for: opening a session (from the index), trying again to open it (after
 a refusal or failure, not brought forward by a poll), or the next pass of an open one."""
 _YIELDS: Final = 8
+_FLUSH_POLL_SECONDS: Final = 0.0005
 _CHAIN: Final = 8
 """How far down an exception's causes to look for a shortage of descriptors."""
 _SHORTAGE: Final = (errno.EMFILE, errno.ENFILE)
@@ -254,13 +257,23 @@ class ScheduleHost:
             await asyncio.gather(timer, return_exceptions=True)
 
     async def settled(self) -> None:
-        """Return once the timer sleeps and no open, pass or close is running or waiting to
-        run. For tests in virtual time."""
+        """Return once the timer sleeps, no open, pass or close is running or waiting to run,
+        and no call to a session's worker (a barrier's flush, a turn's included) is waiting to
+        report back. For tests in virtual time."""
         while True:
             await self._parked.wait()
+            while barriers_at_work() > 0 or calls_in_flight() > 0:
+                # Work on the pool's threads runs in real time: let it land.
+                await asyncio.sleep(_FLUSH_POLL_SECONDS)
             for _ in range(_YIELDS):
                 await asyncio.sleep(0)
-            if self._parked.is_set() and not self._wake.is_set() and self._tasks_parked():
+            if (
+                self._parked.is_set()
+                and not self._wake.is_set()
+                and self._tasks_parked()
+                and barriers_at_work() == 0
+                and calls_in_flight() == 0
+            ):
                 return
 
     def _tasks_parked(self) -> bool:

@@ -32,6 +32,7 @@ import contextlib
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Final, Generic, TypeVar, final
@@ -46,8 +47,31 @@ _TURN: Final = 16
 
 
 @final
+class _Pending:
+    """How many calls submitted from one loop have not reported back to it yet."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_PENDING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def calls_in_flight() -> int:
+    """How many calls submitted from the running loop (:meth:`Worker.submit`, :meth:`Worker.run`,
+    :meth:`Worker.start`) have not reported back to it yet: for tests in virtual time, which
+    must let work on the pool's threads land before they move the clock."""
+    pending = _PENDING.get(asyncio.get_running_loop())
+    return 0 if pending is None else pending.count
+
+
+@final
 class _Call(Generic[T]):
-    __slots__ = ("call", "future", "loop")
+    __slots__ = ("call", "future", "loop", "pending")
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], call: Callable[[], T]
@@ -55,6 +79,11 @@ class _Call(Generic[T]):
         self.loop = loop
         self.future = future
         self.call = call
+        pending = _PENDING.get(loop)
+        if pending is None:
+            pending = _PENDING[loop] = _Pending()
+        pending.count += 1
+        self.pending = pending
 
     def run(self) -> None:
         try:
@@ -66,6 +95,7 @@ class _Call(Generic[T]):
 
     def _report(self, settle: Callable[[], None]) -> None:
         def in_loop() -> None:
+            self.pending.count -= 1
             if not self.future.done():
                 settle()
 
