@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from session_schedule.session import worker as worker_module
-from session_schedule.session.worker import POOL_THREADS, Worker, pool_threads
+from session_schedule.session.worker import POOL_THREADS, Worker, calls_in_flight, pool_threads
 from session_schedule.testing.session_contract import contract_test
 
 
@@ -188,6 +188,22 @@ class TestWorker:
         assert [record.getMessage() for record in caplog.records] == [
             "a background call on test-post failed"
         ]
+
+    @contract_test
+    async def test_calls_not_yet_reported_back_are_counted_per_loop(self) -> None:
+        worker = Worker("test-in-flight")
+        release = threading.Event()
+        assert calls_in_flight() == 0
+        blocked = worker.submit(lambda: release.wait(5))
+        queued = worker.submit(lambda: 1 // 0)
+        assert calls_in_flight() == 2
+        release.set()
+        assert await blocked is True
+        with pytest.raises(ZeroDivisionError):
+            await queued
+        assert calls_in_flight() == 0
+        await worker.stop(lambda: None)
+        assert calls_in_flight() == 0
 
 
 class TestPoolFairness:
