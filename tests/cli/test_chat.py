@@ -43,7 +43,7 @@ from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
-from session_schedule.session.jsonl_targets import INDEX_NAME
+from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock
@@ -119,7 +119,7 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
     assert lines[:4] == [
         f"session-schedule chat: new session {session_id}",
         OFFLINE_BANNER,
-        f"data directory: {tmp_path}",
+        f"store: jsonl:{tmp_path}",
         "/help lists the commands; Ctrl-D or /quit leaves (the session can be resumed)",
     ]
     assert lines[4:8] == [
@@ -142,9 +142,9 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
     assert lines[12:] == [
         'tool call> schedule_delete {"id":"sch_1"}',
         'tool result> {"ok":true,"id":"sch_1","deleted":true}',
-        "error> /create tomorrow: start with after, every, at or daily",
-        "usage> /create after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
-        "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon,wed,fri] <prompt>",
+        "error> /create tomorrow: start with in, after, every, at or daily",
+        "usage> /create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
+        "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] <prompt>",
         "error> there is no command /frobnicate",
         "usage> /create, /list, /delete <id>, /help, /quit",
         "you> /not a command",
@@ -186,9 +186,12 @@ def test_chat_is_the_default_command(
     # Without --data-dir the resume hint needs none: the environment names the directory.
     assert out.endswith(f"resume it with: session-schedule chat {session_id_of(out)}\n")
     # The session, the checkpoint its close left beside it, and the next-target index (which
-    # records the session's turns: one cut off by a crash is due for a host at once).
-    assert sorted(path.suffix for path in tmp_path.iterdir()) == ["", ".checkpoint", ".jsonl"]
-    assert (tmp_path / INDEX_NAME).is_file()
+    # records the session's turns: one cut off by a crash is due for a host at once) with the
+    # key that signs its records.
+    session_id = session_id_of(out)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [f"{session_id}.checkpoint", f"{session_id}.jsonl", INDEX_NAME, KEY_NAME]
+    )
 
 
 def test_help_and_quit(
@@ -284,6 +287,9 @@ async def session_answered_by_a_host(data_dir: Path) -> str:
 def test_resuming_says_how_many_reminders_were_answered_meanwhile(tmp_path: Path) -> None:
     session_id = asyncio.run(session_answered_by_a_host(tmp_path))
     with ChatProcess(tmp_path, session_id) as chat:
+        chat.expect("you> remind me\n")
+        chat.expect("follow-up while you were away>\n")
+        chat.expect("follow-up while you were away>\n")
         chat.expect("---\n")
         chat.expect("note> 2 reminders were answered since your last message\n")
         finished = chat.finish()
@@ -342,7 +348,7 @@ async def test_a_session_open_elsewhere_exits_4(
     store = JsonlSessionStore(tmp_path)
     async with await store.create(now=SystemClock().now()) as session:
         code, out, err = await asyncio.to_thread(
-            run_chat, monkeypatch, capsys, tmp_path, session.id
+            run_chat, monkeypatch, capsys, tmp_path, session.id, "--busy-wait", "0"
         )
     assert (code, out) == (4, "")
     assert err.startswith(f"session-schedule: session {session.id} is open in another process")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,9 @@ from session_schedule.host import HostSettings
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import opened_store, parse_store_url
 from session_schedule.session.message import MessageEntry
+from session_schedule.session.turns import TurnFinished, TurnQueued
 from session_schedule.testing.session_contract import CHANGE, at_create
 from tests.cli.chat_endpoint import Answer, CallTool, Reply, ScriptedEndpoint
 from tests.cli.chat_process import TIMEOUT, ChatProcess, child_environment
@@ -116,7 +119,7 @@ def test_a_reminder_due_while_the_chat_is_closed_is_answered_by_the_host(tmp_pat
             code, out, err = stop(host)
     assert (code, err) == (0, "")
     assert out == (
-        f"session-schedule host: keeping the sessions in {tmp_path} live (answering with "
+        f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live (answering with "
         "scripted); stop with Ctrl-C\n"
         "session-schedule host: stopped; sessions opened 1, closed 1, found open elsewhere 0, "
         "failed 0; turns retried 0, turns failed 0\n"
@@ -166,7 +169,7 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
         chat.finish()
     assert (code, err) == (0, "")
     assert out.startswith(
-        f"session-schedule host: keeping the sessions in {tmp_path} live (offline); "
+        f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live (offline); "
     )
     assert "sessions opened 1, closed 1, found open elsewhere " in out
     assert "found open elsewhere 0," not in out
@@ -174,6 +177,40 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
     followup = transcript(tmp_path, free)[-1]
     assert (followup.role, followup.origin) == ("user", "followup")
     assert followup.content.startswith("[session-schedule] Reminder follow-up")
+
+
+def test_an_offline_host_serves_a_sqlite_store(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'sessions.db'}"
+    location = parse_store_url(url)
+
+    async def prepare() -> str:
+        async with opened_store(location) as store:
+            now = SystemClock().now()
+            async with await store.create(now=now) as handle:
+                handle.append(CHANGE, at_create(1, Instant(now + 2 * MS_PER_SECOND)))
+                await handle.barrier()
+            return handle.id
+
+    async def dispatched(session_id: str) -> int:
+        async with opened_store(location) as store:
+            snapshot = await store.read(session_id)
+        return sum(
+            1
+            for entry in snapshot.entries
+            if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+        )
+
+    session_id = asyncio.run(prepare())
+    host = start_host(tmp_path / "unused", "--store", url, environment={})
+    try:
+        wait_until(lambda: asyncio.run(dispatched(session_id)) == 1, "the offline delivery")
+    finally:
+        code, out, err = stop(host)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"session-schedule host: keeping the sessions in {url} live (offline); ")
+    assert "sessions opened 1, closed " in out
+    assert "found open elsewhere 0, failed 0;" in out
+    assert not (tmp_path / "unused").exists()
 
 
 def test_the_settings_that_bound_a_takeover_are_options() -> None:
@@ -197,3 +234,56 @@ def test_the_settings_that_bound_a_takeover_are_options() -> None:
         schedule=Settings(followup_limit=12),
     )
     assert host_settings(build_parser().parse_args(["host"])) == HostSettings()
+
+
+def test_the_issues_reproduction_a_reminder_due_while_the_endpoint_is_down(
+    tmp_path: Path,
+) -> None:
+    """A one-shot set in an offline chat; a host whose model endpoint is a closed port when the
+    reminder comes due. The reminder is not used up: the host retries, logs each failed
+    attempt, and answers it once an endpoint listens on that port."""
+    with ChatProcess(tmp_path) as chat:
+        session_id = chat.session_id()
+        chat.send("/create after 3s x")
+        chat.expect("tool result> ")
+        finished = chat.finish()
+    assert finished.returncode == 0, finished.stderr
+    with socket.socket() as probe:  # a free port, closed again: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    host = start_host(
+        tmp_path,
+        "--model",
+        "scripted",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        environment={"OPENAI_API_KEY": "test"},
+    )
+    try:
+        wait_until(lambda: len(turns_queued(tmp_path, session_id)) == 1, "the reminder turn")
+        time.sleep(3)  # about three refused attempts (back-off 1-2 s, then 2-4 s)
+        assert dispatches(tmp_path, session_id) == 1
+        assert not finished_turns(tmp_path, session_id)  # not used up: still unfinished
+        with ScriptedEndpoint([Answer("done")], port=port):
+            wait_until(lambda: finished_turns(tmp_path, session_id), "the answer")
+    finally:
+        code, out, err = stop(host)
+    assert code == 0, err
+    [turn] = finished_turns(tmp_path, session_id)
+    assert turn.outcome == "completed"
+    assert turn.attempts >= 2
+    retried = turn.attempts - 1
+    assert out.endswith(f"; turns retried {retried}, turns failed 0\n"), out
+    assert err.count("turn-retry retrying schedule=sch_1 occurrence=sch_1@") == retried, err
+    assert "Connection error" in err
+    print(f"\nhost reproduction: answered at attempt {turn.attempts}")
+
+
+def turns_queued(data_dir: Path, session_id: str) -> list[TurnQueued]:
+    snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
+    return [e.payload for e in snapshot.entries if isinstance(e.payload, TurnQueued)]
+
+
+def finished_turns(data_dir: Path, session_id: str) -> list[TurnFinished]:
+    snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
+    return [e.payload for e in snapshot.entries if isinstance(e.payload, TurnFinished)]
