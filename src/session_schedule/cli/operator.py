@@ -43,6 +43,11 @@ from session_schedule.core.changes import (
     ScheduleCreateChange,
     ScheduleDeleteChange,
     ScheduleDispatchChange,
+    ScheduleMissChange,
+    SchedulePauseChange,
+    ScheduleResumeChange,
+    ScheduleSnoozeChange,
+    ScheduleUpdateChange,
 )
 from session_schedule.core.due import next_wakeup
 from session_schedule.core.errors import ScheduleError
@@ -500,6 +505,25 @@ def _change_line(change: ScheduleChange, record: ScheduleRecord | None, prefix: 
             line.append(f"{change.id}{_kind_suffix(record)}")
             if isinstance(change.accepted_at, str):
                 line.append(f", acceptedAt {change.accepted_at}")
+        case ScheduleUpdateChange(schedule=updated):
+            line.append("update ", style="bold yellow")
+            line.append(f"{updated.id} {_rule(updated)}, target {updated.scheduled_at}: ")
+            line.append_text(_untrusted(_quote(updated.prompt)))
+        case SchedulePauseChange():
+            line.append("pause ", style="bold yellow")
+            line.append(f"{change.id}{_kind_suffix(record)}")
+        case ScheduleResumeChange():
+            line.append("resume ", style="bold yellow")
+            line.append(f"{change.id}{_kind_suffix(record)}, acceptedAt {change.accepted_at}")
+        case ScheduleSnoozeChange():
+            line.append("snooze ", style="bold yellow")
+            line.append(f"{change.id}{_kind_suffix(record)} until {change.until}")
+        case ScheduleMissChange():
+            line.append("miss ", style="bold magenta")
+            line.append(
+                f"{change.id}{_kind_suffix(record)}, occurrence {change.scheduled_at}, "
+                f"acceptedAt {change.accepted_at}"
+            )
         case _:
             assert_never(change)
     return line
@@ -523,7 +547,7 @@ def _list(arguments: argparse.Namespace) -> int:
     result = ListResult(
         ok=True,
         now=format_instant(now),
-        schedules=[make_view(record, now) for record in state.ordered()],
+        schedules=[make_view(record, now, state.status(record.id)) for record in state.ordered()],
     )
     if arguments.json:
         _print_json(result)
@@ -585,12 +609,14 @@ def _timeline(arguments: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     snapshot = _read(arguments)
+    folded = fold_snapshot(snapshot)
     timeline = build_timeline(
-        fold_snapshot(snapshot).ordered(),
+        folded.ordered(),
         now=now,
         until=until,
         zone=zone,
         limit=arguments.limit,
+        statuses=folded.statuses(),
     )
     if arguments.json:
         _print_json(timeline)

@@ -130,6 +130,8 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
         f"kind: {rule}",
         f"due at: {format_instant(occurrence.due_at)}",
     ]
+    if occurrence.snoozed_from is not None:
+        lines.append(f"snoozed from: {format_instant(occurrence.snoozed_from)}")
     if is_recurring(record):
         lines.append(f"skipped occurrences: {occurrence.skipped}")
     lines.extend(

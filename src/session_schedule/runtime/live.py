@@ -20,7 +20,8 @@ current sleep lasts (otherwise that sleep ends first anyway).
 
 Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
-barrier, samples the decision time once, plans with the core (one due one-shot alone, or else all
+barrier, samples the decision time once, appends a ``miss`` for each due reminder too late to
+deliver (SPEC §11 ``maxLatenessSeconds``), plans with the core (one due one-shot alone, or else all
 due Every records in one batch), frames the turn, queues it with ``followup()``, appends the
 dispatch change(s) and awaits the barrier.
 
@@ -65,7 +66,7 @@ from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleChange,
 )
-from session_schedule.core.due import Delivery, next_wakeup, plan_delivery
+from session_schedule.core.due import Delivery, next_wakeup, plan_delivery, plan_misses
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import Delay, frame
@@ -474,9 +475,17 @@ class LiveSchedule:
         try:
             await self._barrier()
             now = self._clock.now()
+            misses = plan_misses(self._state, now)
+            for miss in misses:
+                self._append(miss)
             delivery = plan_delivery(self._state, now)
             if delivery is None:
-                return "nothing due"
+                if not misses:
+                    return "nothing due"
+                await self._barrier()
+                for miss in misses:
+                    self._events.missed(miss)
+                return "delivered"
             try:
                 accepted = _returned(self._agent.followup, self.frame(delivery))
             except Exception as error:
@@ -501,6 +510,8 @@ class LiveSchedule:
                 if wakeup is None or wakeup > self._held[1]:
                     self._held = None
             await self._barrier()
+            for miss in misses:
+                self._events.missed(miss)
             self._events.dispatched(delivery)
             return "delivered"
         finally:
