@@ -55,14 +55,40 @@ class DailyAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 @final
+class CalendarAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A calendar rule at a wall-clock time in a named zone (SPEC §12)."""
+
+    rule: Annotated[
+        str,
+        msgspec.Meta(
+            description="An RFC 5545 RRULE subset, upper case, parts separated by ';': FREQ "
+            "(DAILY, WEEKLY, MONTHLY or YEARLY), INTERVAL, BYMONTH, BYMONTHDAY, BYDAY, BYSETPOS, "
+            "COUNT, UNTIL (YYYYMMDD). Such as 'FREQ=MONTHLY;BYDAY=1MO' (the first Monday of every "
+            "month), 'FREQ=WEEKLY;INTERVAL=2;BYDAY=FR' (every other Friday) or "
+            "'FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1' (every 1 April). No time of day in the rule."
+        ),
+    ]
+    time: WallClockTime
+    time_zone: TimeZoneName
+    start_date: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="The local date YYYY-MM-DD the rule counts from (INTERVAL, COUNT); "
+            "null for today in time_zone."
+        ),
+    ] = None
+
+
+@final
 class CreateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``schedule_create``: a prompt and exactly one of the four selectors."""
+    """``schedule_create``: a prompt and exactly one of the five selectors."""
 
     prompt: str
     after_seconds: int | None = None
     at: str | LocalAt | None = None
     every_seconds: int | None = None
     daily_at: DailyAt | None = None
+    calendar: CalendarAt | None = None
 
 
 @final
@@ -82,4 +108,5 @@ def field_names(arguments: type[msgspec.Struct]) -> tuple[str, ...]:
 
 
 SELECTORS: Final = field_names(CreateArguments)[1:]
-"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``: the fields after ``prompt``."""
+"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``, ``calendar``: the fields after
+``prompt``."""

@@ -51,8 +51,18 @@ from session_schedule.core.instants import (
     civil_from_days,
     days_from_civil,
     days_in_month,
+    format_instant,
 )
-from session_schedule.core.time_input import earliest_at_or_after, wall_clock_at
+from session_schedule.core.records import CalendarScheduleRecord, record_target
+from session_schedule.core.time_input import (
+    describe_value,
+    earliest_at_or_after,
+    enumerate_names,
+    format_time_of_day,
+    load_zone,
+    parse_wall_time,
+    wall_clock_at,
+)
 
 Frequency = Literal["DAILY", "WEEKLY", "MONTHLY", "YEARLY"]
 FREQUENCIES: Final[tuple[Frequency, ...]] = get_args(Frequency)
@@ -649,3 +659,149 @@ def upcoming(schedule: CalendarSchedule, after: Instant, limit: int) -> list[tup
         found.append((step[0], Instant(step[1])))
         instant = step[1]
     return found
+
+
+# -- records and the selector -----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1024)
+def _record_schedule(rule: str, time: str, time_zone: str, start_date: str) -> CalendarSchedule:
+    year, month, day = (int(part) for part in start_date.split("-"))
+    return make_schedule(
+        parse_rule(rule),
+        days_from_civil(year, month, day),
+        parse_wall_time(time),
+        load_zone(time_zone),
+    )
+
+
+def schedule_of(record: CalendarScheduleRecord) -> CalendarSchedule:
+    """The schedule a (decoded, hence well-formed) ``calendar`` record states."""
+    return _record_schedule(record.rule, record.local_time, record.time_zone, record.start_date)
+
+
+def next_calendar_target(record: CalendarScheduleRecord, decided_at: Instant) -> Instant | None:
+    """The record's first occurrence after ``decided_at``, or ``None`` when the set is exhausted
+    or its next occurrence lies past the representable range."""
+    return next_target(schedule_of(record), decided_at)
+
+
+def latest_calendar_due(record: CalendarScheduleRecord, decided_at: Instant) -> tuple[Instant, int]:
+    """The latest occurrence at or before ``decided_at`` and the due occurrences it passes over
+    since the record's target (as :func:`latest_due`)."""
+    return latest_due(schedule_of(record), record_target(record), decided_at)
+
+
+def calendar_rule_text(record: CalendarScheduleRecord) -> str:
+    """``FREQ=MONTHLY;BYMONTHDAY=-1 at 09:00 Europe/Paris``: the rule, the time (seconds and
+    milliseconds only when not zero) and the zone."""
+    time = record.local_time.removesuffix(".000").removesuffix(":00")
+    return f"{record.rule} at {time} {record.time_zone}"
+
+
+_CALENDAR_KEYS: Final = ("rule", "time", "time_zone", "start_date")
+_CALENDAR_EXAMPLE: Final = (
+    "with the keys `rule`, `time` and `time_zone`, and optionally `start_date`, such as "
+    '{"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "Europe/Paris"}'
+)
+_START_DATE: Final = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", re.ASCII)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CalendarInput:
+    """A ``calendar`` selector, checked, in canonical form, with its first target."""
+
+    rule: str
+    local_time: str
+    time_zone: str
+    start_date: str
+    first_target: Instant
+
+
+def parse_calendar(value: object, now: Instant) -> CalendarInput:
+    """The ``calendar`` selector ``value`` (the JSON-decoded argument) decided at ``now``.
+
+    Checks run in SPEC §8's order and raise :class:`ScheduleError`: ``invalid_selector`` for the
+    object's shape, ``invalid_rule`` for the rule, ``invalid_time_zone`` for the zone,
+    ``invalid_selector`` for a malformed time or start date, ``time_out_of_range`` when the rule
+    has no occurrence after ``now`` up to the end of the representable range.
+    """
+    if not isinstance(value, dict):
+        raise ScheduleError(
+            "invalid_selector",
+            f"`calendar` must be an object {_CALENDAR_EXAMPLE}, not {describe_value(value)}.",
+        )
+    keys = list(value)
+    missing = [f"`{key}`" for key in ("rule", "time", "time_zone") if key not in keys]
+    unknown = sorted(repr(key) for key in keys if key not in _CALENDAR_KEYS)
+    if missing or unknown:
+        fixes = []
+        if missing:
+            fixes.append(f"add {enumerate_names(missing)}")
+        if unknown:
+            fixes.append(f"remove {enumerate_names(unknown)}")
+        raise ScheduleError(
+            "invalid_selector",
+            "the `calendar` object must have the keys `rule`, `time` and `time_zone`, and may "
+            f"have `start_date`; {', and '.join(fixes)}.",
+        )
+    for key, example in (("time", "09:00"), ("time_zone", "Europe/Paris")):
+        if not isinstance(value[key], str):
+            raise ScheduleError(
+                "invalid_selector",
+                f"`{key}` must be a string, such as {example!r}, not {describe_value(value[key])}.",
+            )
+    start_text = value.get("start_date")
+    if start_text is not None and not isinstance(start_text, str):
+        raise ScheduleError(
+            "invalid_selector",
+            "`start_date` must be a date string such as '2026-12-01', or null for today in "
+            f"`time_zone`, not {describe_value(start_text)}.",
+        )
+    rule = parse_rule(value["rule"])
+    zone = load_zone(value["time_zone"])
+    time_of_day = parse_wall_time(value["time"])
+    if start_text is None:
+        start = wall_clock_at(zone, now) // MS_PER_DAY
+    else:
+        start = _parse_start_date(start_text)
+    schedule = make_schedule(rule, start, time_of_day, zone)
+    target = next_target(schedule, now)
+    if target is None:
+        raise ScheduleError(
+            "time_out_of_range",
+            f"the rule {format_rule(rule)!r} has no occurrence after {format_instant(now)} up to "
+            f"{format_instant(MAX_INSTANT)}, the latest time a reminder can have; check its "
+            "parts, COUNT, UNTIL and `start_date`.",
+        )
+    year, month, day = civil_from_days(start)
+    return CalendarInput(
+        rule=format_rule(rule),
+        local_time=format_time_of_day(time_of_day),
+        time_zone=value["time_zone"],
+        start_date=f"{year:04d}-{month:02d}-{day:02d}",
+        first_target=target,
+    )
+
+
+def _parse_start_date(text: str) -> int:
+    match = _START_DATE.fullmatch(text)
+    if match is not None:
+        year, month, day = (int(group) for group in match.groups())
+        if year >= 1 and 1 <= month <= 12 and 1 <= day <= days_in_month(year, month):
+            return days_from_civil(year, month, day)
+    raise ScheduleError(
+        "invalid_selector",
+        f"`start_date` must be a real calendar date written YYYY-MM-DD, such as '2026-12-01', "
+        f"not {text!r}.",
+    )
+
+
+def is_canonical_start_date(text: str) -> bool:
+    """Whether ``text`` is a real date in the one form a record stores."""
+    try:
+        _parse_start_date(text)
+    except ScheduleError:
+        return False
+    return True

@@ -21,6 +21,7 @@ from session_schedule.core.arguments import (
     DeleteArguments,
     field_names,
 )
+from session_schedule.core.calendar import parse_calendar
 from session_schedule.core.changes import (
     ScheduleCreateChange,
     ScheduleDeleteChange,
@@ -44,6 +45,7 @@ from session_schedule.core.records import (
     MIN_EVERY_SECONDS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
@@ -52,6 +54,7 @@ from session_schedule.core.time_input import load_zone, parse_at, parse_daily_at
 from session_schedule.core.visible import escape_unencodable
 
 CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
+_SELECTOR_NAMES: Final = ", ".join(f"`{name}`" for name in SELECTORS)
 DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
 
 DEFAULT_MAX_PROMPT_CHARS: Final = 4_000
@@ -79,7 +82,8 @@ def decide_create(
 ) -> ScheduleCreateChange:
     """The create change for ``arguments`` decided at ``now``, under the next free id.
 
-    A ``daily_at`` record's first target is its first occurrence after ``now`` (SPEC §10).
+    A ``daily_at`` or ``calendar`` record's first target is its first occurrence after ``now``
+    (SPEC §10, §12).
     Raises ``ScheduleError`` with ``invalid_prompt``, ``invalid_selector``, ``invalid_rule``,
     ``invalid_time_zone``, ``frequency_too_high``, ``time_out_of_range`` or ``not_future``.
     """
@@ -139,6 +143,17 @@ def decide_create(
             time_zone=daily.time_zone,
             weekdays=list(daily.weekdays),
             scheduled_at=format_instant(Instant(found[1])),
+        )
+    elif selector == "calendar":
+        calendar = parse_calendar(value, now)
+        record = CalendarScheduleRecord(
+            id=schedule_id,
+            prompt=prompt,
+            rule=calendar.rule,
+            local_time=calendar.local_time,
+            time_zone=calendar.time_zone,
+            start_date=calendar.start_date,
+            scheduled_at=format_instant(calendar.first_target),
         )
     else:
         target = parse_at(value)
@@ -226,15 +241,14 @@ def _selector(arguments: Mapping[str, object]) -> str:
         raise ScheduleError(
             "invalid_selector",
             f"unknown argument {_names(unknown)}; schedule_create takes `prompt` and exactly one "
-            "of `after_seconds`, `at`, `every_seconds`, `daily_at`.",
+            f"of {_SELECTOR_NAMES}.",
         )
     given = [key for key in SELECTORS if arguments.get(key) is not None]
     if len(given) != 1:
         found = "none" if not given else _names(given)
         raise ScheduleError(
             "invalid_selector",
-            f"give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` "
-            f"(found {found}).",
+            f"give exactly one of {_SELECTOR_NAMES} (found {found}).",
         )
     return given[0]
 
