@@ -37,6 +37,7 @@ async def test_the_tools_are_strict_and_carry_no_default() -> None:
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
     ]
 
 

@@ -75,7 +75,14 @@ def test_tool_specs_are_strict_and_carry_no_default(world: World) -> None:
                 assert node["required"] == list(properties)
                 assert node["additionalProperties"] is False
     create = msgspec.to_builtins(specs[0].parameters)
-    assert create["required"] == ["prompt", "after_seconds", "at", "every_seconds", "daily_at"]
+    assert create["required"] == [
+        "prompt",
+        "after_seconds",
+        "at",
+        "every_seconds",
+        "daily_at",
+        "calendar",
+    ]
 
 
 async def test_the_sync_bridge_runs_a_call_from_a_worker_thread_on_the_schedules_loop(

@@ -32,6 +32,7 @@ async def test_the_tools_are_strict_and_answer_a_mistake_with_a_result() -> None
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
     ]
     async with schedule:
         made = await create.on_invoke_tool(

@@ -62,7 +62,14 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
     parameters = cast("Schema", cast("dict[str, object]", create["function"])["parameters"])
     validator = jsonschema.Draft202012Validator(parameters)
     validator.validate(
-        {"prompt": "p", "after_seconds": None, "at": None, "every_seconds": 600, "daily_at": None}
+        {
+            "prompt": "p",
+            "after_seconds": None,
+            "at": None,
+            "every_seconds": 600,
+            "daily_at": None,
+            "calendar": None,
+        }
     )
     validator.validate(
         {
@@ -71,6 +78,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"},
             "every_seconds": None,
             "daily_at": None,
+            "calendar": None,
         }
     )
     daily = {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "fri"]}
@@ -82,6 +90,19 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
                 "at": None,
                 "every_seconds": None,
                 "daily_at": {**daily, "weekdays": weekdays},
+                "calendar": None,
+            }
+        )
+    calendar = {"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "Europe/Paris"}
+    for start_date in ("2026-12-01", None):
+        validator.validate(
+            {
+                "prompt": "p",
+                "after_seconds": None,
+                "at": None,
+                "every_seconds": None,
+                "daily_at": None,
+                "calendar": {**calendar, "start_date": start_date},
             }
         )
     assert not validator.is_valid({"prompt": "p"})
@@ -93,6 +114,18 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "at": None,
             "every_seconds": None,
             "daily_at": {"time": "09:00", "time_zone": "UTC"},
+            "calendar": None,
+        }
+    )
+    # ... nor `start_date`, sent as null for today.
+    assert not validator.is_valid(
+        {
+            "prompt": "p",
+            "after_seconds": None,
+            "at": None,
+            "every_seconds": None,
+            "daily_at": None,
+            "calendar": calendar,
         }
     )
 
