@@ -22,7 +22,7 @@ from session_schedule.core.framing import frame
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import CalendarScheduleRecord, make_view
-from session_schedule.core.rules import decide_create
+from session_schedule.core.rules import decide_create, decide_update
 from session_schedule.core.time_input import load_zone
 from session_schedule.core.timeline import build_timeline
 
@@ -381,3 +381,45 @@ def test_the_timeline_lists_the_rule_dates() -> None:
         ("2027-04-30T07:00:00.000Z", "scheduled", 0),
     ]
     assert overdue.total == 3
+
+
+# -- with SPEC §11 ----------------------------------------------------------------------------
+
+
+def test_an_update_can_switch_a_reminder_to_a_calendar_rule() -> None:
+    state = ScheduleFold()
+    create(state, {"prompt": "stretch", "every_seconds": 3600})
+    later = parse_instant("2026-12-02T10:00:00.000Z")
+    schedule_id, changes = decide_update(
+        {"id": "sch_1", "calendar": RENT["calendar"]}, now=later, state=state
+    )
+    for change in changes:
+        state.apply(change)
+    record = state.get(schedule_id)
+    assert isinstance(record, CalendarScheduleRecord)
+    assert (record.rule, record.start_date, record.scheduled_at) == (
+        "FREQ=MONTHLY;BYMONTHDAY=-1",
+        "2026-12-02",
+        "2026-12-31T08:00:00.000Z",
+    )
+    assert all(decode_change(encode_change(change)) == change for change in changes)
+
+
+def test_a_calendar_reminder_ends_after_its_max_runs() -> None:
+    state = ScheduleFold()
+    create(state, {**RENT, "ends": {"until": None, "max_runs": 1}})
+    record = state.get(ScheduleId("sch_1"))
+    assert record is not None
+    delivery = plan_delivery(state, parse_instant("2027-01-01T00:00:00.000Z"))
+    assert delivery is not None
+    for change in delivery.changes:
+        state.apply(change)
+    assert state.get(ScheduleId("sch_1")) is None
+
+
+def test_ends_until_must_follow_the_first_calendar_target() -> None:
+    assert error({**RENT, "ends": {"until": "2026-12-15T00:00:00Z", "max_runs": None}}) == (
+        "invalid_rule",
+        "`ends.until` 2026-12-15T00:00:00.000Z is not after the reminder's first target "
+        "2026-12-31T08:00:00.000Z; choose a later end or leave it null.",
+    )

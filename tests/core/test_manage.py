@@ -6,6 +6,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from session_schedule.core.changes import (
     ScheduleChange,
@@ -30,6 +32,7 @@ from session_schedule.core.records import (
     RecordStatus,
     make_view,
 )
+from tests.core.strategies import json_values
 
 GOLDEN_V3 = Path(__file__).parent / "golden" / "v3.jsonl"
 T0 = "2026-12-01T10:00:00.000Z"
@@ -302,3 +305,34 @@ def test_an_update_that_keeps_the_rule_keeps_the_snooze() -> None:
     assert record is not None
     assert record.scheduled_at == "2026-12-01T12:00:00.000Z"
     assert state.status(SID) == RecordStatus()
+
+
+_V3_LINES = GOLDEN_V3.read_bytes().splitlines()
+
+
+@given(
+    st.sampled_from([line for line in _V3_LINES if b'"version":3' in line]),
+    st.data(),
+    json_values,
+)
+def test_a_mutated_version_3_change_decodes_or_is_corrupt_schedule_log(
+    line: bytes, data: st.DataObject, value: object
+) -> None:
+    document = msgspec.json.decode(line)
+    assert isinstance(document, dict)
+    target = document
+    if "schedule" in document and data.draw(st.booleans()):
+        target = document["schedule"]
+    key = data.draw(st.sampled_from([*sorted(target), "extra"]))
+    if data.draw(st.booleans()):
+        target[key] = value
+    else:
+        target.pop(key, None)
+    encoded = msgspec.json.encode(document)
+    try:
+        change = decode_change(encoded)
+    except ScheduleError as error:
+        assert error.code == "corrupt_schedule_log"
+        assert error.message.startswith("schedule/change is corrupt: ")
+    else:
+        assert encode_change(change) == encoded

@@ -64,7 +64,12 @@ def _walk(node: object) -> list[dict[str, object]]:
 
 def test_tool_specs_are_strict_and_carry_no_default(world: World) -> None:
     specs = tool_specs(world.tools)
-    assert [spec.name for spec in specs] == ["schedule_create", "schedule_list", "schedule_delete"]
+    assert [spec.name for spec in specs] == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+        "schedule_update",
+    ]
     for spec, definition in zip(specs, world.tools.definitions, strict=True):
         assert spec.description == definition.description
         for node in _walk(spec.parameters):
@@ -82,6 +87,8 @@ def test_tool_specs_are_strict_and_carry_no_default(world: World) -> None:
         "every_seconds",
         "daily_at",
         "calendar",
+        "ends",
+        "max_lateness_seconds",
     ]
 
 

@@ -39,7 +39,7 @@ def _walk_schemas(schema: Schema) -> list[Schema]:
 @pytest.mark.parametrize("shape", ["chat", "responses"])
 def test_openai_tools_follow_strict_mode_rules(shape: str) -> None:
     tools = openai_tools(tool_definitions(), shape="chat" if shape == "chat" else "responses")
-    assert len(tools) == 3
+    assert len(tools) == 4
     for tool in tools:
         assert tool["type"] == "function"
         function = cast("dict[str, object]", tool["function"] if shape == "chat" else tool)
@@ -57,6 +57,9 @@ def test_openai_tools_follow_strict_mode_rules(shape: str) -> None:
                 assert node["required"] == list(cast("dict[str, object]", node["properties"]))
 
 
+NO_OPTIONS: dict[str, object] = {"ends": None, "max_lateness_seconds": None}
+
+
 def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
     create = openai_tools(tool_definitions())[0]
     parameters = cast("Schema", cast("dict[str, object]", create["function"])["parameters"])
@@ -69,6 +72,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "every_seconds": 600,
             "daily_at": None,
             "calendar": None,
+            **NO_OPTIONS,
         }
     )
     validator.validate(
@@ -79,6 +83,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "every_seconds": None,
             "daily_at": None,
             "calendar": None,
+            **NO_OPTIONS,
         }
     )
     daily = {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "fri"]}
@@ -91,6 +96,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
                 "every_seconds": None,
                 "daily_at": {**daily, "weekdays": weekdays},
                 "calendar": None,
+                **NO_OPTIONS,
             }
         )
     calendar = {"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "Europe/Paris"}
@@ -103,6 +109,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
                 "every_seconds": None,
                 "daily_at": None,
                 "calendar": {**calendar, "start_date": start_date},
+                **NO_OPTIONS,
             }
         )
     assert not validator.is_valid({"prompt": "p"})
@@ -115,6 +122,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "every_seconds": None,
             "daily_at": {"time": "09:00", "time_zone": "UTC"},
             "calendar": None,
+            **NO_OPTIONS,
         }
     )
     # ... nor `start_date`, sent as null for today.
@@ -126,6 +134,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "every_seconds": None,
             "daily_at": None,
             "calendar": calendar,
+            **NO_OPTIONS,
         }
     )
 
@@ -177,6 +186,7 @@ def test_anthropic_strict_tools_have_no_default_and_only_supported_keywords() ->
         "schedule_create",
         "schedule_list",
         "schedule_delete",
+        "schedule_update",
     ]
     plain = anthropic_tools(tool_definitions())
     assert "default" in _keywords([tool["input_schema"] for tool in plain])

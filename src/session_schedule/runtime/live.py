@@ -10,7 +10,8 @@ Rule 1 — **one queue.** Tool calls and due tasks run through one agent-scoped 
 (:class:`~session_schedule.runtime.queue.AgentQueue`), one at a time.
 
 Rule 2 — **barrier discipline** (SPEC §5). Every read or decision first awaits the Session's
-persistence barrier; ``create`` and an actual ``delete`` await it again after appending. A failed
+persistence barrier; ``create``, ``update`` and an actual ``delete`` await it again after
+appending (an update appends its version-3 changes, SPEC §11, before that one barrier). A failed
 barrier poisons the Session handle, and every later operation reports ``persistence_uncertain``.
 
 Rule 3 — **bounded waits on the wall clock.** The owner sleeps until the core's next wake-up
@@ -73,7 +74,7 @@ from session_schedule.core.framing import Delay, frame
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.plain import ReadOnlyDict
 from session_schedule.core.records import ScheduleView, make_view, record_target
-from session_schedule.core.rules import Limits, decide_create, decide_delete
+from session_schedule.core.rules import Limits, decide_create, decide_delete, decide_update
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable
 from session_schedule.runtime.clock import Clock, SystemClock
@@ -255,6 +256,19 @@ class LiveSchedule:
         built before the barrier rather than once the ``fsync`` has returned."""
         return await self._queue.run(lambda: self._create(arguments, _plain))
 
+    async def update(self, arguments: Mapping[str, object]) -> ScheduleView:
+        """Change an active reminder in place from a model's raw ``schedule_update`` arguments
+        (SPEC §11); its view afterwards.
+
+        Raises ``ScheduleError`` with a stable code when the arguments are refused (nothing is
+        appended then), or ``persistence_uncertain`` when the barrier fails.
+        """
+        return await self._queue.run(lambda: self._update(arguments, _as_is))
+
+    async def update_plain(self, arguments: Mapping[str, object]) -> dict[str, object]:
+        """:meth:`update`, with the view in its JSON-ready form."""
+        return await self._queue.run(lambda: self._update(arguments, _plain))
+
     async def active(self) -> tuple[Instant, list[ScheduleView]]:
         """The decision time used and the active reminders, in target then creation order."""
         return await self._queue.run(self._active)
@@ -305,6 +319,26 @@ class LiveSchedule:
         if sleeping is None or due_in < sleeping:
             self._wake_owner()
         self._events.created(record.id, now)
+        return view
+
+    async def _update(
+        self, arguments: Mapping[str, object], shape: Callable[[ScheduleView], T]
+    ) -> T:
+        await self._barrier()
+        now = self._clock.now()
+        schedule_id, changes = decide_update(
+            arguments, now=now, state=self._state, limits=self._settings.limits
+        )
+        for change in changes:
+            self._append(change)
+        record = self._state.get(schedule_id)
+        if record is None:
+            raise RuntimeError(f"the update of {schedule_id} ended it")
+        view = shape(make_view(record, now, self._state.status(schedule_id)))
+        await self._barrier()
+        # The next delivery may have moved earlier (or a paused reminder was resumed).
+        self._wake_owner()
+        self._events.updated(schedule_id, now)
         return view
 
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
