@@ -91,6 +91,36 @@ def create(**arguments: object) -> CallTool:
             "/create daily 07:00 Europe/Paris sunday walk",
             create(prompt="sunday walk", daily_at={"time": "07:00", "time_zone": "Europe/Paris"}),
         ),
+        (
+            "/create calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris team lunch",
+            create(
+                prompt="team lunch",
+                calendar={
+                    "rule": "FREQ=MONTHLY;BYDAY=1MO",
+                    "time": "09:00",
+                    "time_zone": "Europe/Paris",
+                },
+            ),
+        ),
+        (
+            "/create calendar FREQ=WEEKLY;INTERVAL=2 9:00 UTC 2026-12-04 2026 review",
+            create(
+                prompt="2026 review",
+                calendar={
+                    "rule": "FREQ=WEEKLY;INTERVAL=2",
+                    "time": "9:00",
+                    "time_zone": "UTC",
+                    "start_date": "2026-12-04",
+                },
+            ),
+        ),
+        # A rule is sent as typed, for the tool to judge.
+        (
+            "/create calendar freq=monthly 09:00 UTC x",
+            create(
+                prompt="x", calendar={"rule": "freq=monthly", "time": "09:00", "time_zone": "UTC"}
+            ),
+        ),
         # The prompt is kept as typed: inner spacing, quotes and markup-like text included.
         (
             '  /create after 90s   say  "hi"  [bold]now[/bold]  ',
@@ -121,7 +151,10 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         ("/create", Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)),
         (
             "/create soon stretch",
-            Usage(message="/create soon: start with after, every, at or daily", usage=CREATE_USAGE),
+            Usage(
+                message="/create soon: start with after, every, at, daily or calendar",
+                usage=CREATE_USAGE,
+            ),
         ),
         (
             "/create after",
@@ -174,6 +207,19 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         ),
         (
             "/create daily 09:00 UTC mon,fri",
+            Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
+        ),
+        (
+            "/create calendar FREQ=MONTHLY 09:00",
+            Usage(
+                message="/create calendar: give the rule, the time and the time zone, such as "
+                "calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the "
+                "start date, such as 2026-12-01",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create calendar FREQ=MONTHLY 09:00 UTC 2026-12-01",
             Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
         ),
         (

@@ -12,7 +12,8 @@ Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``eve
 5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone, ``Mon`` for a weekday —
 are sent as typed so the person sees the tool's real error, exactly as a model would. After
 ``daily TIME ZONE``, a word made only of day names and commas (``mon,wed,fri``) is the weekdays;
-anything else starts the prompt.
+after ``calendar RULE TIME ZONE``, a word of the form ``YYYY-MM-DD`` is the start date; anything
+else starts the prompt.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ commands:
   /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time in a zone (or UTC)
   /create daily 09:00 Asia/Tokyo <prompt>           every day, at a local time in a zone
   /create daily 09:00 UTC mon,wed,fri <prompt>      on the days listed only
+  /create calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris <prompt>
+                                                    on the dates of a calendar rule (an RRULE)
+  /create calendar FREQ=WEEKLY;INTERVAL=2 09:00 UTC 2026-12-04 <prompt>
+                                                    counted from a start date
   /list                                             the active reminders
   /delete sch_1                                     delete a reminder
   /help                                             this help
@@ -38,7 +43,8 @@ Any other line is a message; start it with // to send a line that begins with /.
 
 CREATE_USAGE: Final = (
     "/create after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 Asia/Tokyo"
-    "|daily 09:00 Asia/Tokyo [mon,wed,fri] <prompt>"
+    "|daily 09:00 Asia/Tokyo [mon,wed,fri]|calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris "
+    "[2026-12-01] <prompt>"
 )
 LIST_USAGE: Final = "/list"
 DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
@@ -135,11 +141,14 @@ def _create(text: str) -> Command:
             return _at(rest)
         case "daily":
             return _daily(rest)
+        case "calendar":
+            return _calendar(rest)
         case "":
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
             return Usage(
-                message=f"/create {when}: start with after, every, at or daily", usage=CREATE_USAGE
+                message=f"/create {when}: start with after, every, at, daily or calendar",
+                usage=CREATE_USAGE,
             )
 
 
@@ -200,6 +209,26 @@ def _daily(text: str) -> Command:
     else:
         prompt = rest
     return _with_prompt({"daily_at": selector}, prompt)
+
+
+def _calendar(text: str) -> Command:
+    rule, rest = _split(text)
+    clock, rest = _split(rest)
+    zone, rest = _split(rest)
+    if not rule or not clock or not zone:
+        return Usage(
+            message="/create calendar: give the rule, the time and the time zone, such as "
+            "calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the "
+            "start date, such as 2026-12-01",
+            usage=CREATE_USAGE,
+        )
+    selector: dict[str, object] = {"rule": rule, "time": clock, "time_zone": zone}
+    start, prompt = _split(rest)
+    if _DATE.fullmatch(start):
+        selector["start_date"] = start
+    else:
+        prompt = rest
+    return _with_prompt({"calendar": selector}, prompt)
 
 
 def _with_prompt(selector: dict[str, object], prompt: str) -> Command:
