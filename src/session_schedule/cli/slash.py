@@ -8,6 +8,10 @@ module only *reads* a line — it runs nothing and never raises: every line beco
 - :class:`Local` — ``/help`` or ``/quit``, handled by the chat itself;
 - :class:`Usage` — a line that could not be read, with a message and the usage to show.
 
+``/update``, ``/pause``, ``/resume`` and ``/snooze`` call ``schedule_update`` (SPEC §11);
+``/update`` reads a new rule exactly as ``/create`` does (the prompt after it optional), and
+``/snooze`` a duration exactly as ``/create after`` does.
+
 Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``every 1m`` (below the
 5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone, ``Mon`` for a weekday —
 are sent as typed so the person sees the tool's real error, exactly as a model would. After
@@ -36,6 +40,12 @@ commands:
   /create calendar FREQ=WEEKLY;INTERVAL=2 09:00 UTC 2026-12-04 <prompt>
                                                     counted from a start date
   /list                                             the active reminders
+  /update sch_1 every 20m [<prompt>]                a new rule (any /create form), and prompt
+  /update sch_1 prompt <prompt>                     a new prompt; the time does not move
+  /pause sch_1                                      stop deliveries until resumed
+  /resume sch_1                                     deliver again (from the next occurrence)
+  /snooze sch_1 10m                                 postpone the next delivery: a duration,
+  /snooze sch_1 2026-12-01T09:00:00+09:00           or an RFC 3339 time with an offset
   /delete sch_1                                     delete a reminder
   /help                                             this help
   /quit                                             leave (Ctrl-D too); the session can be resumed
@@ -48,7 +58,18 @@ CREATE_USAGE: Final = (
 )
 LIST_USAGE: Final = "/list"
 DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
-COMMANDS_USAGE: Final = "/create, /list, /delete <id>, /help, /quit"
+UPDATE_USAGE: Final = (
+    "/update <id> after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 "
+    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon,wed,fri]|calendar FREQ=MONTHLY;BYDAY=1MO 09:00 "
+    "Europe/Paris [2026-12-01] [<prompt>], or /update <id> prompt <prompt>"
+)
+PAUSE_USAGE: Final = "/pause <id>, such as /pause sch_1"
+RESUME_USAGE: Final = "/resume <id>, such as /resume sch_1"
+SNOOZE_USAGE: Final = "/snooze <id> 10m|1h30m|2026-12-01T09:00:00+09:00"
+COMMANDS_USAGE: Final = (
+    "/create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, "
+    "/help, /quit"
+)
 
 _MAX_INT64: Final = 2**63 - 1
 """The largest integer the JSON encoder writes; larger durations are refused here."""
@@ -78,7 +99,7 @@ class Say:
 class CallTool:
     """A direct call of a Schedule tool with the arguments a model would send."""
 
-    name: Literal["schedule_create", "schedule_list", "schedule_delete"]
+    name: Literal["schedule_create", "schedule_list", "schedule_delete", "schedule_update"]
     arguments: Mapping[str, object]
 
 
@@ -122,6 +143,18 @@ def parse_line(line: str) -> Command:
             if not schedule_id or extra:
                 return Usage(message="/delete takes one reminder id", usage=DELETE_USAGE)
             return CallTool(name="schedule_delete", arguments={"id": schedule_id})
+        case "/update":
+            return _update(rest)
+        case "/pause" | "/resume":
+            schedule_id, extra = _split(rest)
+            usage = PAUSE_USAGE if name == "/pause" else RESUME_USAGE
+            if not schedule_id or extra:
+                return Usage(message=f"{name} takes one reminder id", usage=usage)
+            return CallTool(
+                name="schedule_update", arguments={"id": schedule_id, "paused": name == "/pause"}
+            )
+        case "/snooze":
+            return _snooze(rest)
         case "/help" | "/?":
             return Local(command="help")
         case "/quit" | "/exit":
@@ -130,19 +163,64 @@ def parse_line(line: str) -> Command:
             return Usage(message=f"there is no command {name}", usage=COMMANDS_USAGE)
 
 
-def _create(text: str) -> Command:
+def _update(text: str) -> Command:
+    schedule_id, rest = _split(text)
+    if not schedule_id or not rest:
+        return Usage(message="/update needs a reminder id and what to change", usage=UPDATE_USAGE)
+    word, prompt = _split(rest)
+    if word.lower() == "prompt":
+        if not prompt:
+            return Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)
+        return CallTool(name="schedule_update", arguments={"id": schedule_id, "prompt": prompt})
+    created = _create(rest, optional_prompt=True)
+    if not isinstance(created, CallTool):
+        message = "/update: give a rule or a prompt"
+        if isinstance(created, Usage):
+            message = created.message.replace("/create", "/update", 1).replace(
+                "after, every, at, daily or calendar", "after, every, at, daily, calendar or prompt"
+            )
+        return Usage(message=message, usage=UPDATE_USAGE)
+    return CallTool(name="schedule_update", arguments={"id": schedule_id, **created.arguments})
+
+
+def _snooze(text: str) -> Command:
+    schedule_id, rest = _split(text)
+    when, extra = _split(rest)
+    if not schedule_id or not when or extra:
+        return Usage(
+            message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
+        )
+    if len(when) > _MAX_DURATION_LENGTH:
+        return Usage(message="that duration is too long", usage=SNOOZE_USAGE)
+    seconds = parse_duration(when)
+    if seconds is not None:
+        if seconds > _MAX_INT64:
+            return Usage(message="that duration is too long", usage=SNOOZE_USAGE)
+        snooze: dict[str, object] = {"after_seconds": seconds}
+    elif _DATE.match(when):
+        snooze = {"until": when}
+    else:
+        return Usage(
+            message=f"{when!r} is neither a duration (such as 10m or 1h30m) nor an RFC 3339 "
+            "time (such as 2026-12-01T09:00:00+09:00)",
+            usage=SNOOZE_USAGE,
+        )
+    return CallTool(name="schedule_update", arguments={"id": schedule_id, "snooze": snooze})
+
+
+def _create(text: str, *, optional_prompt: bool = False) -> Command:
     when, rest = _split(text)
     match when.lower():
         case "after" | "in":
-            return _delayed("after_seconds", when, rest)
+            return _delayed("after_seconds", when, rest, optional_prompt=optional_prompt)
         case "every":
-            return _delayed("every_seconds", when, rest)
+            return _delayed("every_seconds", when, rest, optional_prompt=optional_prompt)
         case "at":
-            return _at(rest)
+            return _at(rest, optional_prompt=optional_prompt)
         case "daily":
-            return _daily(rest)
+            return _daily(rest, optional_prompt=optional_prompt)
         case "calendar":
-            return _calendar(rest)
+            return _calendar(rest, optional_prompt=optional_prompt)
         case "":
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
@@ -152,7 +230,7 @@ def _create(text: str) -> Command:
             )
 
 
-def _delayed(key: str, word: str, text: str) -> Command:
+def _delayed(key: str, word: str, text: str, *, optional_prompt: bool) -> Command:
     duration, prompt = _split(text)
     if not duration:
         return Usage(message=f"/create {word}: give a duration, such as 90s", usage=CREATE_USAGE)
@@ -167,10 +245,10 @@ def _delayed(key: str, word: str, text: str) -> Command:
         )
     if seconds > _MAX_INT64:
         return Usage(message="that duration is too long", usage=CREATE_USAGE)
-    return _with_prompt({key: seconds}, prompt)
+    return _with_prompt({key: seconds}, prompt, optional=optional_prompt)
 
 
-def _at(text: str) -> Command:
+def _at(text: str, *, optional_prompt: bool) -> Command:
     first, rest = _split(text)
     if not first:
         return Usage(message="/create at: give a time", usage=CREATE_USAGE)
@@ -183,17 +261,18 @@ def _at(text: str) -> Command:
                 f"such as {first} 09:00 Asia/Tokyo (or UTC)",
                 usage=CREATE_USAGE,
             )
-        return _with_prompt({"at": {"date": first, "time": clock, "time_zone": zone}}, prompt)
+        local = {"date": first, "time": clock, "time_zone": zone}
+        return _with_prompt({"at": local}, prompt, optional=optional_prompt)
     if _CLOCK_TIME.fullmatch(first):
         return Usage(
             message=f"/create at {first}: give the date and the time zone too, "
             f"such as 2026-12-01 {first} Asia/Tokyo",
             usage=CREATE_USAGE,
         )
-    return _with_prompt({"at": first}, rest)
+    return _with_prompt({"at": first}, rest, optional=optional_prompt)
 
 
-def _daily(text: str) -> Command:
+def _daily(text: str, *, optional_prompt: bool) -> Command:
     clock, rest = _split(text)
     zone, rest = _split(rest)
     if not clock or not zone:
@@ -208,10 +287,10 @@ def _daily(text: str) -> Command:
         selector["weekdays"] = days.rstrip(",").split(",")
     else:
         prompt = rest
-    return _with_prompt({"daily_at": selector}, prompt)
+    return _with_prompt({"daily_at": selector}, prompt, optional=optional_prompt)
 
 
-def _calendar(text: str) -> Command:
+def _calendar(text: str, *, optional_prompt: bool) -> Command:
     rule, rest = _split(text)
     clock, rest = _split(rest)
     zone, rest = _split(rest)
@@ -228,11 +307,13 @@ def _calendar(text: str) -> Command:
         selector["start_date"] = start
     else:
         prompt = rest
-    return _with_prompt({"calendar": selector}, prompt)
+    return _with_prompt({"calendar": selector}, prompt, optional=optional_prompt)
 
 
-def _with_prompt(selector: dict[str, object], prompt: str) -> Command:
+def _with_prompt(selector: dict[str, object], prompt: str, *, optional: bool) -> Command:
     if not prompt:
+        if optional:
+            return CallTool(name="schedule_create", arguments=selector)
         return Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE)
     return CallTool(name="schedule_create", arguments={"prompt": prompt, **selector})
 
