@@ -656,7 +656,8 @@ def test_offline_a_calendar_reminder_is_created_from_the_form(
     form = page.locator("#create-form")
     form.locator("select[name=rule]").select_option("calendar")
     expect(form.locator("select[name=pattern]")).to_be_visible()
-    expect(form.locator("fieldset.weekdays").first).to_be_hidden()
+    expect(form.locator("fieldset.weekdays")).to_be_hidden()
+    expect(form.locator("fieldset.bydays")).to_be_hidden()
     # The common cases write the rule as the fields change.
     rule = form.locator("input[name=rrule]")
     expect(rule).to_have_value("FREQ=MONTHLY;BYMONTHDAY=1")
