@@ -11,6 +11,7 @@ resolves a wall time through the zone (see ``test_daily``).
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable
 from typing import Final
 
@@ -853,3 +854,21 @@ def test_a_rule_value_is_frozen() -> None:
     rule = parse_rule("FREQ=DAILY")
     with pytest.raises(AttributeError):
         rule.interval = 2  # type: ignore[misc]
+
+
+@settings(max_examples=15, deadline=None)
+@given(rule=rules(sparse=True), start=starts)
+def test_a_daily_rules_table_is_the_day_by_day_count(rule: CalendarRule, start: dt.date) -> None:
+    """The month-by-month table of a DAILY rule with calendar limits counts what
+    :func:`period_dates` gives one picked day at a time."""
+    rule = CalendarRule(
+        frequency="DAILY",
+        interval=rule.interval,
+        months=rule.months or (2,),
+        month_days=rule.month_days,
+        weekdays=tuple((0, weekday) for _, weekday in rule.weekdays),
+    )
+    dates = DateSet(rule, day_number(start))
+    length = 146_097 // math.gcd(rule.interval, 146_097)
+    expected = [len(calendar.period_dates(dates, n * rule.interval)) for n in range(length)]
+    assert calendar._daily_counts(dates, length) == expected

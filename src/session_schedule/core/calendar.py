@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import math
 import re
 import zoneinfo
@@ -508,9 +509,12 @@ def _cycle(dates: DateSet) -> _Cycle:
     elif rule.frequency == "DAILY" and calendar_free:
         periods = 7 if rule.weekdays else 1
     length = periods // math.gcd(rule.interval, periods)
+    if rule.frequency == "DAILY" and not calendar_free:
+        counts = _daily_counts(dates, length)
+    else:
+        counts = [len(period_dates(dates, picked * rule.interval)) for picked in range(length)]
     running = array("q", [0])
-    for picked in range(length):
-        running.append(running[-1] + len(period_dates(dates, picked * rule.interval)))
+    running.extend(itertools.accumulate(counts))
     before_start = sum(1 for day in period_dates(dates, 0) if day < dates.start)
     cycle = _Cycle(length=length, running=running, before_start=before_start, last=LAST_DAY)
     last = min(LAST_DAY, LAST_DAY if rule.until is None else rule.until)
@@ -520,6 +524,30 @@ def _cycle(dates: DateSet) -> _Cycle:
     if running[-1] == 0:
         last = dates.start - 1
     return _Cycle(length=length, running=running, before_start=before_start, last=last)
+
+
+def _daily_counts(dates: DateSet, length: int) -> list[int]:
+    """The raw counts (0 or 1) of a ``DAILY`` rule's first ``length`` picked periods (days),
+    read from one 400-year cycle of matching days built month by month: the same answer as
+    :func:`period_dates` day by day, about twenty times faster."""
+    rule, start = dates.rule, dates.start
+    days = _PERIODS_PER_CYCLE["DAILY"]
+    matches = bytearray(days)
+    year, month, _ = civil_from_days(start)
+    for index in range(year * 12 + month - 1, year * 12 + month - 1 + 4801):
+        year, month0 = divmod(index, 12)
+        if rule.months and month0 + 1 not in rule.months:
+            continue
+        first = days_from_civil(year, month0 + 1, 1)
+        if rule.month_days or rule.weekdays:
+            found = _month_dates(rule, year, month0 + 1, 0)
+        else:
+            found = list(range(first, first + days_in_month(year, month0 + 1)))
+        for day in found:
+            if 0 <= day - start < days:
+                matches[day - start] = 1
+    step = rule.interval
+    return [matches[picked * step % days] for picked in range(length)]
 
 
 def _raw_before(cycle: _Cycle, picked: int) -> int:
