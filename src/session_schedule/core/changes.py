@@ -1,10 +1,11 @@
-"""The ``schedule/change`` event, versions 1 to 3 (SPEC §4, §10, §11): wire shapes and the strict
-codec.
+"""The ``schedule/change`` event, versions 1 to 3 (SPEC §4, §10, §11, §12): wire shapes and the
+strict codec.
 
 Version 2 exists for one change only: the create of a ``daily`` record. A version-1 create holds
 an ``after``, ``at`` or ``every`` record and a version-2 create a ``daily`` one; deletes and
 dispatches are version 1 (a ``daily`` dispatch carries ``acceptedAt``, as an Every dispatch does).
 Version 3 (SPEC §11) is the create of a record that carries ``ends`` or ``maxLatenessSeconds``,
+the create of every ``calendar`` record (SPEC §12: its rule in canonical order, checked here),
 and the five operations that manage a record in place: ``update`` (the id and the complete new
 record), ``pause``, ``resume`` (with its decision time), ``snooze`` (with the snooze instant) and
 ``miss`` (a late occurrence recorded instead of delivered). Which version a create takes is
