@@ -8,6 +8,9 @@
                                    the machine has (3.11, 3.12, 3.13: on PATH, or installed
                                    with pyenv), each in its own venv
     python3 dev.py bench NAME      set up, then run ``benchmarks/NAME.py``
+    python3 dev.py docs [ARGS...]  set up, then serve the documentation site on
+                                   http://127.0.0.1:8000/session-schedule/ (``mkdocs serve
+                                   ARGS``), rebuilt as its pages change
     python3 dev.py setup           only create or refresh the virtual environment
 
 Set-up needs nothing but Python 3.11+ and its ``venv`` module: it creates ``.venv`` beside this
@@ -17,10 +20,12 @@ every test have what they need; the program is then ``.venv/bin/session-schedule
 skipped while ``pyproject.toml`` is unchanged since the last successful set-up. Other Pythons get
 ``.venv-3.12`` and the like, set up the same way.
 
-``test`` also needs a Chromium for the web overlay's browser tests (Playwright drives the
-system's, since downloading its own browser is not possible everywhere): on a Debian-like
-machine where it runs as root it installs Debian's ``chromium`` package when it is missing;
-elsewhere those tests are skipped, and say why.
+``test`` lints, type-checks and builds the documentation site (``mkdocs build --strict``, so a
+broken link or a stale reference fails) before it runs the suite, which executes every code
+block of the documentation. It also needs a Chromium for the web overlay's browser tests
+(Playwright drives the system's, since downloading its own browser is not possible everywhere):
+on a Debian-like machine where it runs as root it installs Debian's ``chromium`` package when it
+is missing; elsewhere those tests are skipped, and say why.
 
 Ctrl-C stops quietly: the program or the tests get the interrupt, and dev.py exits with their
 exit code (130 when they were ended by it).
@@ -34,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -113,6 +119,19 @@ def lint() -> None:
     _check(_bin(VENV) / "mypy")
 
 
+def _mkdocs_environment() -> None:
+    # MkDocs 1.6 prints a banner about its successor on every run; the build's output is ours.
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+
+
+def build_docs() -> None:
+    """``mkdocs build --strict`` into a temporary directory; exits when the site has a warning
+    (a broken link or anchor, a reference to a name that no longer exists)."""
+    _mkdocs_environment()
+    with tempfile.TemporaryDirectory(prefix="session-schedule-site-") as site:
+        _check(_bin(VENV) / "mkdocs", "build", "--strict", "--quiet", "--site-dir", site)
+
+
 def pytest(environment: Path, pytest_args: list[str]) -> int:
     code = _run(
         _bin(environment) / "python", "-m", "pytest", "--cov", "--cov-report=term", *pytest_args
@@ -171,6 +190,7 @@ def test(pytest_args: list[str]) -> int:
     pytest_args = [argument for argument in pytest_args if argument != "--all-pythons"]
     ensure_chromium()
     lint()
+    build_docs()
     if not all_pythons:
         return pytest(VENV, pytest_args)
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -190,7 +210,7 @@ def test(pytest_args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"run", "test", "bench", "setup"}:
+    if not argv or argv[0] not in {"run", "test", "bench", "docs", "setup"}:
         print(__doc__, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
@@ -199,6 +219,9 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "run":
         return _run(_bin(VENV) / "session-schedule", *rest)
+    if command == "docs":
+        _mkdocs_environment()
+        return _run(_bin(VENV) / "mkdocs", "serve", *rest)
     if command == "bench":
         if not rest:
             names = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py"))

@@ -1,15 +1,17 @@
-"""Every console example of the README and of the program's help runs as written.
+"""Every console example of the documentation and of the program's help runs as written.
 
-Examples are the README's ``console`` lines that start with ``session-schedule`` (or
+Examples are the ``console`` lines of every documentation page (``tests.markdown.pages``: the
+README, ``CONTRIBUTING.md`` and ``docs/``) that start with ``session-schedule`` (or
 ``$ session-schedule``) or ``python3 dev.py run``, and the ``example:`` lines of every command's
 help. Each runs in a fresh process with an empty data directory holding one session, the
 ``s_7k2m4q9x3v5b`` the help refers to, and no model configured. An example that talks to a
 model is skipped (there is none here); a server is started, reached and stopped with Ctrl-C, as
-a person would; when the README shows an example's output, the output must match.
+a person would; when a page shows an example's output, the output must match.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -28,9 +30,9 @@ import pytest
 
 from session_schedule.session import SessionId
 from tests.cli.test_operator import make_session
+from tests.markdown import all_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
 HELP = ROOT / "tests" / "cli" / "snapshots" / "help.txt"
 PROGRAM = Path(sys.executable).parent / "session-schedule"
 HELP_SESSION = SessionId("s_7k2m4q9x3v5b")
@@ -44,13 +46,14 @@ class Example:
     source: str
     command: str
     output: str | None
-    """What the README shows the command printing, if it shows it."""
+    """What the page shows the command printing, if it shows it."""
 
 
-def _readme_examples() -> Iterator[Example]:
-    blocks = re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.DOTALL)
-    for block in blocks:
-        lines = block.splitlines()
+def _page_examples() -> Iterator[Example]:
+    for block in all_blocks():
+        if block.language != "console":
+            continue
+        lines = block.source.splitlines()
         for index, line in enumerate(lines):
             command = line.removeprefix("$ ")
             if not command.startswith("session-schedule") and "python3 dev.py run" not in command:
@@ -63,7 +66,7 @@ def _readme_examples() -> Iterator[Example]:
                         break
                     shown.append(following + "\n")
                 output = "".join(shown)
-            yield Example("README", command, output)
+            yield Example(block.page, command, output)
 
 
 def _help_examples() -> Iterator[Example]:
@@ -79,12 +82,21 @@ def _help_examples() -> Iterator[Example]:
         yield Example("help", substitution.group(1) if substitution else command, None)
 
 
-EXAMPLES = [*_readme_examples(), *_help_examples()]
+def _once(examples: Iterator[Example]) -> list[Example]:
+    """Each command and shown output once, from the first page that shows it."""
+    found: dict[tuple[str, str | None], Example] = {}
+    for example in examples:
+        found.setdefault((example.command, example.output), example)
+    return list(found.values())
 
 
-def test_the_readme_and_the_help_have_examples() -> None:
+EXAMPLES = _once(itertools.chain(_page_examples(), _help_examples()))
+
+
+def test_the_pages_and_the_help_have_examples() -> None:
     sources = {example.source for example in EXAMPLES}
-    assert sources == {"README", "help"}
+    assert {"README.md", "help"} <= sources
+    assert any(source.startswith("docs/") for source in sources)
     assert len(EXAMPLES) > 20
 
 

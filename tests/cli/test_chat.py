@@ -41,7 +41,9 @@ from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import live_chat
 from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.jsonl_targets import INDEX_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock
@@ -184,8 +186,10 @@ def test_chat_is_the_default_command(
     assert "\nyou> hi\n" in out
     # Without --data-dir the resume hint needs none: the environment names the directory.
     assert out.endswith(f"resume it with: session-schedule chat {session_id_of(out)}\n")
-    # The session, and the checkpoint its close left beside it.
-    assert sorted(path.suffix for path in tmp_path.iterdir()) == [".checkpoint", ".jsonl"]
+    # The session, the checkpoint its close left beside it, and the next-target index (which
+    # records the session's turns: one cut off by a crash is due for a host at once).
+    assert sorted(path.suffix for path in tmp_path.iterdir()) == ["", ".checkpoint", ".jsonl"]
+    assert (tmp_path / INDEX_NAME).is_file()
 
 
 def test_help_and_quit(
@@ -588,3 +592,21 @@ def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(
         "ScheduleResumeChange",
         "ScheduleUpdateChange",
     ]
+
+
+def test_the_follow_up_budget_is_an_option(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    given: list[Settings] = []
+
+    def recording(*, followup_limit: int) -> Settings:
+        given.append(Settings(followup_limit=followup_limit))
+        return given[-1]
+
+    monkeypatch.setattr("session_schedule.cli.chat.Settings", recording)
+    monkeypatch.delenv("SESSION_SCHEDULE_MODEL", raising=False)
+    for arguments, limit in ((["--followup-limit", "3"], 3), ([], 6)):
+        monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
+        assert main(["--data-dir", str(tmp_path), "chat", *arguments]) == 0
+        assert given.pop() == Settings(followup_limit=limit)
+    capsys.readouterr()

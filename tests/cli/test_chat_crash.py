@@ -50,6 +50,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.fold import fold
 from session_schedule.core.framing import FRAME_TITLE, occurrence_keys
+from session_schedule.harness.transcript import TranscriptCheck, transcript_check
 from session_schedule.session import JsonlSessionStore, SessionStore, SqliteSessionStore
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionSnapshot
@@ -289,6 +290,8 @@ def check_session(snapshot: SessionSnapshot, tally: Tally) -> None:
         if isinstance(e.payload, TurnQueued) and e.payload.origin == "schedule"
     ]
     assert {key for turn in reminder_turns for key in turn.occurrences} == set(delivered)
+    # A chat killed in the middle of a tool call recorded the interruption when it resumed.
+    assert transcript_check(snapshot.entries) == TranscriptCheck(stray=None, interrupted=())
     tally.sessions += 1
     tally.reminders += len(created)
     tally.deliveries += sum(delivered.values())

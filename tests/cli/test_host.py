@@ -11,10 +11,14 @@ import sys
 import time
 from pathlib import Path
 
+from session_schedule.cli.host import host_settings
+from session_schedule.cli.main import build_parser
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.harness.transcript import messages_of
+from session_schedule.host import HostSettings
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MessageEntry
 from session_schedule.testing.session_contract import CHANGE, at_create
@@ -115,7 +119,7 @@ def test_a_reminder_due_while_the_chat_is_closed_is_answered_by_the_host(tmp_pat
         f"session-schedule host: keeping the sessions in {tmp_path} live (answering with "
         "scripted); stop with Ctrl-C\n"
         "session-schedule host: stopped; sessions opened 1, closed 1, found open elsewhere 0, "
-        "failed 0\n"
+        "failed 0; turns retried 0, turns failed 0\n"
     )
     messages = transcript(tmp_path, session_id)
     followup, answer = messages[-2:]
@@ -170,3 +174,26 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
     followup = transcript(tmp_path, free)[-1]
     assert (followup.role, followup.origin) == ("user", "followup")
     assert followup.content.startswith("[session-schedule] Reminder follow-up")
+
+
+def test_the_settings_that_bound_a_takeover_are_options() -> None:
+    arguments = build_parser().parse_args(
+        [
+            "host",
+            "--max-wait-seconds",
+            "2",
+            "--failed-retry-seconds",
+            "3.5",
+            "--drain-seconds",
+            "20",
+            "--followup-limit",
+            "12",
+        ]
+    )
+    assert host_settings(arguments) == HostSettings(
+        max_wait_seconds=2.0,
+        failed_retry_seconds=3.5,
+        drain_seconds=20.0,
+        schedule=Settings(followup_limit=12),
+    )
+    assert host_settings(build_parser().parse_args(["host"])) == HostSettings()

@@ -20,7 +20,7 @@ def test_walkthrough_shows_every_stage(capsys: pytest.CaptureFixture[str]) -> No
     assert out.index("occurrence key: sch_2@") < out.index("occurrence key: sch_4@")
     assert (
         '"scheduledAt":"2026-11-30T02:00:00.000Z","state":"scheduled",'
-        '"deliveryMode":"session-local"}\n'
+        '"deliveryMode":"session-local","runs":0,"lastRun":null}\n'
     ) in out
 
 

@@ -525,6 +525,12 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "scheduledAt": "2026-11-29T22:00:00.000Z",
                 "state": "overdue",
                 "deliveryMode": "session-local",
+                "runs": 1,
+                "lastRun": {
+                    "occurrence": "sch_2@2026-11-29T21:00:00.000Z",
+                    "outcome": "delivered",
+                    "at": "2026-11-29T21:00:00.000Z",
+                },
             },
             {
                 "kind": "at",
@@ -533,6 +539,8 @@ def test_list_json_is_exactly_the_schedule_list_result(
                 "scheduledAt": "2030-01-01T00:00:00.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ],
     }
@@ -703,6 +711,26 @@ def test_check_a_sound_session(
         "2 active reminders\n",
         "",
     )
+
+
+def test_check_overdue_is_a_monitoring_probe(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sound = (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders\n"
+    )
+    assert run(data, "check", session, "--overdue", "5400") == 0
+    assert capsys.readouterr() == (sound, "")
+    assert run(data, "check", session, "--overdue", "5399.5") == 1
+    assert capsys.readouterr() == (
+        sound + "reminder sch_2 is overdue by 1.5 h (due 2026-11-29T22:00:00.000Z), more than "
+        "5399.5 s\n",
+        "",
+    )
+    with pytest.raises(SystemExit):
+        run(data, "check", session, "--overdue", "-1")
+    assert "'-1' is not a number of seconds (0 or more)" in capsys.readouterr().err
 
 
 def test_check_a_fork(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:
@@ -899,14 +927,29 @@ def test_a_fork_between_a_tool_call_and_its_result_is_refused(
     assert run(data, "fork", session, "--at", "4") == 0
 
 
-def test_check_reports_an_unanswered_tool_call_and_exits_5(
+def test_check_warns_of_an_interrupted_tool_call_and_exits_0(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    remove_entry(path_of(data, session), 3)  # the result of call_1
+    remove_entry(path_of(data, session), 3)  # the result of call_1: the chat was killed
+    assert run(data, "check", session) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.endswith(
+        "; warning: entry 1 makes tool call call_1 and entry 8 follows before its result (a "
+        "call interrupted by a stop or a crash; the model is told it was interrupted, and "
+        "resuming the session records that)\n"
+    )
+
+
+def test_check_reports_a_stray_tool_result_and_exits_5(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remove_entry(path_of(data, session), 1)  # the call whose result follows
     assert run(data, "check", session) == 5
     assert capsys.readouterr().err == (
         f"session-schedule: session {session} has a transcript no strict model endpoint "
-        "accepts: entry 1 makes tool call call_1 and entry 8 follows before its result\n"
+        "accepts: entry 2 is the result of tool call call_1, which no assistant turn before it "
+        "left unanswered\n"
     )
 
 

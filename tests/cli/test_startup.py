@@ -200,6 +200,24 @@ def _without(module: str, *argv: str, tmp_path: Path) -> subprocess.CompletedPro
             "chatting with a model needs the 'openai' extra (openai is not installed): "
             "pip install 'session-schedule[openai]'",
         ),
+        (
+            "openai",
+            ["serve", "--model", "gpt-4.1-mini", "--port", "0"],
+            "chatting with a model needs the 'openai' extra (openai is not installed): "
+            "pip install 'session-schedule[openai]'",
+        ),
+        (
+            "openai",
+            ["host", "--model", "gpt-4.1-mini"],
+            "chatting with a model needs the 'openai' extra (openai is not installed): "
+            "pip install 'session-schedule[openai]'",
+        ),
+        (
+            "psycopg",
+            ["host", "--dsn", "postgresql://app@db.invalid/app"],
+            "the PostgreSQL store needs the 'postgres' extra (psycopg is not installed): "
+            "pip install 'session-schedule[postgres]'",
+        ),
     ],
 )
 def test_a_missing_extra_is_one_line_and_exit_2(

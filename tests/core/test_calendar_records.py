@@ -348,6 +348,8 @@ def test_the_view_carries_the_record_fields() -> None:
         "scheduledAt": "2026-12-31T08:00:00.000Z",
         "state": "scheduled",
         "deliveryMode": "session-local",
+        "runs": 0,
+        "lastRun": None,
     }
 
 

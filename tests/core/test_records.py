@@ -48,6 +48,8 @@ DAILY = DailyScheduleRecord(
                 "scheduledAt": "2026-11-29T20:01:30.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ),
         (
@@ -60,6 +62,8 @@ DAILY = DailyScheduleRecord(
                 "scheduledAt": "2026-12-01T00:00:00.000Z",
                 "state": "overdue",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ),
         (
@@ -73,6 +77,8 @@ DAILY = DailyScheduleRecord(
                 "scheduledAt": "2026-11-29T20:10:00.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ),
         (
@@ -88,6 +94,8 @@ DAILY = DailyScheduleRecord(
                 "scheduledAt": "2026-11-30T00:00:00.000Z",
                 "state": "overdue",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             },
         ),
     ],

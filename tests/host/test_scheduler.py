@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 
+import msgspec
 import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
@@ -32,12 +33,16 @@ class Agents:
     def __init__(self) -> None:
         self.made: dict[SessionId, list[FakeAgent]] = {}
         self.open: set[SessionId] = set()
+        self.refusing = False
+        """Whether the agents made from now on refuse every follow-up."""
 
     @asynccontextmanager
     async def __call__(
         self, session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
     ) -> AsyncIterator[LiveSchedule]:
         agent = FakeAgent()
+        if self.refusing:
+            agent.refuse()
         self.made.setdefault(session.id, []).append(agent)
         schedule = LiveSchedule(
             session, agent, clock=clock, settings=settings, driven=True, on_wake=on_wake
@@ -234,3 +239,86 @@ async def test_the_hosts_own_run_turn_answers_through_the_turn_queue(
         assert len(ran) == 2
         assert "sch_2@" in ran[1][1]
     del agents
+
+
+@in_virtual_time
+async def test_a_turn_cut_off_by_a_host_that_stops_is_answered_by_the_next_host(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    session_id = await session_with(store, clock, 5)
+    started: list[str] = []
+    answered: list[str] = []
+
+    def slow(_session: SessionHandle, _tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            started.append(text)
+            await clock.sleep(15)  # a model that answers slowly
+            answered.append(text)
+
+        return run_turn
+
+    def quick(_session: SessionHandle, _tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            answered.append(text)
+
+        return run_turn
+
+    # The drain is measured in real time; the slow answer never ends in it.
+    settings = msgspec.structs.replace(SETTINGS, drain_seconds=0.01)
+    async with ScheduleHost(store, turn_queue_agents(slow), clock=clock, settings=settings) as host:
+        await run_for(clock, host, 6)
+        assert len(started) == 1
+    assert answered == []
+    # The session has no reminder left, but its turn is unfinished: it is due at once.
+    assert [due.session_id for due in await store.due_sessions(clock.now())] == [session_id]
+    async with ScheduleHost(
+        store, turn_queue_agents(quick), clock=clock, settings=settings
+    ) as host:
+        await run_for(clock, host, SETTINGS.poll_seconds)
+        assert answered == started
+        await run_for(clock, host, SETTINGS.poll_seconds)
+        assert host.open_sessions == frozenset()
+    assert await store.due_sessions(Instant(clock.now() + 3600 * MS_PER_SECOND)) == ()
+    assert await dispatched(store, session_id) == ["sch_1"]
+    del agents
+
+
+@pytest.mark.parametrize("step", [-3600, 3600])
+def test_a_busy_retry_lasts_its_elapsed_time_whatever_the_wall_clock_does(step: int) -> None:
+    async def test(store: MemorySessionStore, clock: FakeClock, agents: Agents) -> None:
+        session_id = await session_with(store, clock, 60)
+        held = await store.open(session_id)
+        async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+            await run_for(clock, host, 40)  # opened at the lead (+30 s), found busy, retried
+            assert host.stats.busy >= 1
+            assert host.stats.opened == 0
+            await held.close()
+            clock.jump(step)
+            await run_for(clock, host, 4.999)
+            assert host.stats.opened == 0
+            await run_for(clock, host, 0.001)
+            assert host.stats.opened == 1
+
+    asyncio.run(test(MemorySessionStore(), FakeClock(START), Agents()))
+
+
+@pytest.mark.parametrize("step", [-3600, 3600])
+def test_a_refusal_back_off_lasts_its_elapsed_time_whatever_the_wall_clock_does(
+    step: int,
+) -> None:
+    async def test(store: MemorySessionStore, clock: FakeClock, agents: Agents) -> None:
+        agents.refusing = True
+        session_id = await session_with(store, clock, -7200)  # two hours overdue
+        async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+            await run_for(clock, host, 0)
+            [agent] = agents.made[session_id]
+            assert agent.refused == 1  # then a back-off of 1 s
+            agent.accept()
+            clock.jump(step)
+            await run_for(clock, host, 0.999)
+            assert agent.followups == []
+            await run_for(clock, host, 0.001)
+            assert len(agent.followups) == 1
+            assert await dispatched(store, session_id) == ["sch_1"]
+
+    asyncio.run(test(MemorySessionStore(), FakeClock(START), Agents()))

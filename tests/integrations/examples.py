@@ -1,11 +1,12 @@
-"""Loading the examples, and finding the README's copy of their code."""
+"""Loading the examples, and finding the documentation's copy of their code."""
 
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 from types import ModuleType
+
+from tests.markdown import blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -23,11 +24,8 @@ def load(name: str) -> ModuleType:
     return module
 
 
-def readme_snippet(heading: str) -> str:
-    """The first ``python`` block under the README heading ``heading``."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split(f"\n{heading}\n", 1)[1]
-    section = re.split(r"\n#{2,3} ", section, maxsplit=1)[0]
-    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert found is not None, f"no python block under {heading!r}"
-    return found.group(1)
+def page_snippet(page: str) -> str:
+    """The first ``python`` block of the documentation page ``page``, its includes expanded."""
+    found = [block for block in blocks(ROOT / page) if block.language == "python"]
+    assert found, f"no python block in {page}"
+    return found[0].source

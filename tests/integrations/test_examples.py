@@ -1,4 +1,4 @@
-"""Every adapter example runs as a program, offline, and the README shows its code."""
+"""Every adapter example runs as a program, offline, and its page shows its whole code."""
 
 from __future__ import annotations
 
@@ -7,24 +7,24 @@ import sys
 
 import pytest
 
-from tests.integrations.examples import EXAMPLES, readme_snippet
+from tests.integrations.examples import EXAMPLES, page_snippet
 
-README_HEADINGS = {
-    "pydantic_ai_reminders": "### PydanticAI",
-    "openai_agents_reminders": "### OpenAI Agents SDK",
-    "langgraph_reminders": "### LangChain and LangGraph",
-    "anthropic_reminders": "### Anthropic Messages API",
-    "openai_reminders": "### OpenAI Chat Completions API",
+EXAMPLE_PAGES = {
+    "pydantic_ai_reminders": "docs/guides/adapters/pydantic-ai.md",
+    "openai_agents_reminders": "docs/guides/adapters/openai-agents.md",
+    "langgraph_reminders": "docs/guides/adapters/langchain.md",
+    "anthropic_reminders": "docs/guides/adapters/anthropic.md",
+    "openai_reminders": "docs/guides/adapters/openai.md",
 }
 
 
 def test_every_example_is_listed() -> None:
-    assert sorted(README_HEADINGS) == sorted(
+    assert sorted(EXAMPLE_PAGES) == sorted(
         path.stem for path in EXAMPLES.glob("*.py") if path.stem != "__init__"
     )
 
 
-@pytest.mark.parametrize("example", sorted(README_HEADINGS))
+@pytest.mark.parametrize("example", sorted(EXAMPLE_PAGES))
 def test_the_example_runs_as_a_program(example: str) -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / f"{example}.py")],
@@ -37,6 +37,6 @@ def test_the_example_runs_as_a_program(example: str) -> None:
     assert done.stdout == "prompt -> I will remind you in a second.\nreminder -> Time to stretch!\n"
 
 
-@pytest.mark.parametrize(("example", "heading"), sorted(README_HEADINGS.items()))
-def test_the_readme_shows_the_examples_code(example: str, heading: str) -> None:
-    assert readme_snippet(heading) in (EXAMPLES / f"{example}.py").read_text()
+@pytest.mark.parametrize(("example", "page"), sorted(EXAMPLE_PAGES.items()))
+def test_the_page_shows_the_whole_example(example: str, page: str) -> None:
+    assert page_snippet(page) == (EXAMPLES / f"{example}.py").read_text()

@@ -18,7 +18,7 @@ import os
 import random
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -33,6 +33,7 @@ from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.mcp import agent as mcp_agent
 from session_schedule.mcp.agent import OutboxCorruptError, PullAgent
 from session_schedule.mcp.server import OUTBOX_SUFFIX, TAKE_TOOL, ScheduleMcpServer
 from session_schedule.mcp.stdout import StdoutWire
@@ -193,6 +194,21 @@ class World:
         return cast("list[str]", json.loads(self.outbox.read_text()))
 
 
+@pytest.fixture(autouse=True)
+def _outbox_writes_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, the outbox is written on the loop, one pass each: a step of the loop is then
+    the same moment in every run (a worker thread's write takes a number of passes that varies).
+    The servers run as processes below write it on their worker threads."""
+
+    async def on_the_loop(
+        write: Callable[[Path, list[str]], None], path: Path, texts: list[str]
+    ) -> None:
+        write(path, texts)
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(mcp_agent, "_off_loop", on_the_loop)
+
+
 @contextlib.asynccontextmanager
 async def _world(directory: Path) -> AsyncIterator[World]:
     """A new session in ``directory``, served live with its outbox there (not yet connected)."""
@@ -257,7 +273,7 @@ async def test_a_take_cancelled_at_any_await_point_loses_nothing(tmp_path: Path)
     assert writing > 0, "no cancellation fell while the answer was being written"
 
 
-async def test_the_follow_up_leaves_the_outbox_only_once_its_answer_is_written(
+async def test_the_follow_up_leaves_the_outbox_once_its_answer_is_written_and_acknowledged(
     tmp_path: Path,
 ) -> None:
     async with _world(tmp_path) as world, world.connected():
@@ -276,7 +292,12 @@ async def test_the_follow_up_leaves_the_outbox_only_once_its_answer_is_written(
         world.host.release()
         await task
         assert world.host.followups() == [text]
-        assert world.agent.undelivered == ()
+        # Written, not yet acknowledged: the host may have cancelled the take and dropped it.
+        assert list(world.agent.undelivered) == [text]
+        assert world.outboxed() == [text]
+        await world.take_in_time()  # the host's next take acknowledges the one before
+        assert world.host.followups() == [text]
+        assert not world.agent.undelivered
         assert not world.outbox.exists()
 
 
@@ -302,8 +323,10 @@ async def test_an_answer_whose_write_fails_stays_in_the_outbox_and_is_offered_ag
         async with world.connected():
             await world.take_in_time()
         assert world.host.followups() == [text]
+        assert list(world.agent.undelivered) == [text]
+        await world.server.acknowledge()  # the host hung up: it kept what it received
         assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
-        assert world.agent.undelivered == ()
+        assert not world.agent.undelivered
         assert not world.outbox.exists()
 
 
@@ -330,7 +353,7 @@ async def test_a_restart_offers_what_was_handed_over_and_not_sent(tmp_path: Path
     assert again.undelivered == (text,)
     async with LiveSchedule(reopened, again, clock=clock):
         assert await again.take(timeout=10) == text
-        again.delivered(text)
+        await again.delivered(text)
     await reopened.close()
     assert not outbox.exists()
 
@@ -386,6 +409,41 @@ class Connection:
             },
         )
         await self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def take_or_cancel(self, *, after: float) -> dict[str, object] | None:
+        """A take that is cancelled unless answered within ``after`` seconds: then its answer,
+        should it still arrive, is dropped (as the protocol says) and ``None`` returned."""
+        self.next_id += 1
+        request_id = self.next_id
+        params = {"name": TAKE_TOOL, "arguments": {}}
+        await self._write(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        )
+        assert self.process.stdout is not None
+        try:
+            line = await asyncio.wait_for(self._answer(request_id), timeout=after)
+        except TimeoutError:
+            await self._write(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": "the user moved on"},
+                }
+            )
+            return None
+        result = cast("dict[str, object]", line["result"])
+        return cast("dict[str, object]", result["structuredContent"])
+
+    async def _answer(self, request_id: int) -> dict[str, object]:
+        """The answer to ``request_id``; earlier answers (to cancelled takes) are dropped."""
+        assert self.process.stdout is not None
+        while True:
+            line = await self.process.stdout.readline()
+            if not line:
+                raise ConnectionError("the server closed its stdout")
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                return cast("dict[str, object]", message)
 
     async def call(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
         answer = await self.request("tools/call", {"name": name, "arguments": arguments})
@@ -470,4 +528,162 @@ async def test_a_server_killed_at_random_moments_delivers_every_due_reminder(
     ]
     assert sorted(dispatched) == sorted(f"sch_{n}" for n in range(1, count + 1))
     assert not (tmp_path / f"{session.id}{OUTBOX_SUFFIX}").exists()
+    assert "Traceback" not in errlog.read_text()
+
+
+# -- a host that cancels its takes -----------------------------------------------------------
+
+
+async def test_a_take_cancelled_after_its_answer_went_out_is_offered_again(tmp_path: Path) -> None:
+    async with _world(tmp_path) as world, world.connected():
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+        await world.take_in_time()
+        (text,) = world.host.followups()
+        # The host cancelled take 1 before its answer arrived, and dropped the answer.
+        await world.server.cancelled(1)
+        assert world.agent.unclaimed == 1
+        assert world.outboxed() == [text]
+        await world.take_in_time()
+        assert world.host.followups() == [text, text]  # a repeat, same occurrence key
+        await world.take_in_time()
+        assert world.host.followups() == [text, text]
+        assert world.agent.undelivered == ()
+        assert not world.outbox.exists()
+        # A cancel read only after the next take acknowledged it still offers it again.
+        await world.server.cancelled(2)
+        assert world.outboxed() == [text]
+        await world.take_in_time()
+        assert world.host.followups() == [text, text, text]
+        await world.server.cancelled(999)  # names no take: nothing happens
+        await world.server.acknowledge()
+        assert not world.outbox.exists()
+        assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1"]
+
+
+async def test_a_take_cancelled_while_its_answer_is_written_is_offered_again(
+    tmp_path: Path,
+) -> None:
+    async with _world(tmp_path) as world, world.connected():
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+        world.host.held = True
+        task = asyncio.create_task(world.take())
+        await world.host.waiting.wait()
+        await world.server.cancelled(1)
+        world.host.release()
+        await task
+        (text,) = world.host.followups()
+        assert world.agent.unclaimed == 1
+        await world.take_in_time()
+        await world.take_in_time()
+        assert world.host.followups() == [text, text]
+        assert not world.outbox.exists()
+
+
+@pytest.mark.parametrize("answered", [True, False])
+async def test_a_take_cancelled_before_its_answer_is_sent_is_offered_again(
+    tmp_path: Path, *, answered: bool
+) -> None:
+    """The cancel is read after the take's handler returned: the SDK may still send the answer
+    (it had started) or not (it read the cancel in time)."""
+    async with _world(tmp_path) as world, world.connected():
+        await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await world.run_for(120)
+        assert world.outgoing is not None
+        context = ServerRequestContext[None, object](
+            session=cast("ServerSession", Peer()),
+            lifespan_context=None,
+            protocol_version="2026-07-28",
+            method="tools/call",
+            request_id=100,
+        )
+        task = asyncio.create_task(
+            world.server._call_tool(context, types.CallToolRequestParams(name=TAKE_TOOL))
+        )
+        await world.schedule.settled()
+        result = await task
+        await world.server.cancelled(100)
+        if answered:
+            response = types.JSONRPCResponse(
+                jsonrpc="2.0", id=100, result=result.model_dump(by_alias=True, exclude_none=True)
+            )
+            await world.outgoing.send(SessionMessage(response))
+        assert world.agent.unclaimed == 1
+        (text,) = world.agent.undelivered
+        await world.take_in_time()
+        await world.take_in_time()
+        assert world.host.followups()[-1:] == [text]
+        assert world.host.followups() == [text] * (2 if answered else 1)
+        assert not world.agent.undelivered
+        assert not world.outbox.exists()
+
+
+async def test_a_restart_drops_an_outbox_text_whose_dispatch_was_never_recorded(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock(START)
+    store = JsonlSessionStore(tmp_path)
+    session = await store.create(now=clock.now())
+    outbox = tmp_path / f"{session.id}{OUTBOX_SUFFIX}"
+    async with LiveSchedule(session, PullAgent(clock=clock), clock=clock) as schedule:
+        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        clock.advance(120)
+        await schedule.settled()
+        delivery = await schedule.pending()
+        assert delivery is not None
+        # Killed after the outbox write and before the dispatch was durable.
+        outbox.write_text(json.dumps([schedule.frame(delivery)]))
+    await session.close()
+
+    reopened = await store.open(session.id)
+    agent = PullAgent(clock=clock, outbox=outbox)
+    async with LiveSchedule(reopened, agent, clock=clock) as schedule:
+        server = ScheduleMcpServer(schedule, agent, session=session.id)
+        await server.drop_redelivered()
+        assert agent.undelivered == ()
+        assert not outbox.exists()
+        task = asyncio.create_task(agent.take(timeout=10))
+        await schedule.settled()
+        text = await task
+        assert text is not None
+        assert "occurrence key: sch_1@2026-11-29T20:01:00.000Z" in text.splitlines()
+        assert agent.unclaimed == 0
+    await reopened.close()
+
+
+async def test_a_host_that_cancels_takes_at_random_loses_no_reminder(tmp_path: Path) -> None:
+    """Takes cancelled at random moments, their late answers dropped as the protocol says, and
+    the server killed now and then: every reminder still reaches the host."""
+    session = await JsonlSessionStore(tmp_path).create(now=SystemClock().now())
+    await session.close()
+    errlog = tmp_path / "server-stderr.txt"
+    count = 5  # within the follow-up budget of one server's minute
+    first = await _start(tmp_path, session.id, errlog)
+    for index in range(count):
+        created = await first.call("schedule_create", {"prompt": f"r{index}", "after_seconds": 1})
+        assert created["ok"] is True
+    await asyncio.sleep(1.5)  # every reminder comes due while this server runs
+
+    chooser = random.Random(20261201)  # noqa: S311 - moments to cancel at, not secrets
+    seen: set[str] = set()
+    cancels = 0
+    connection = first
+    for round_ in range(60):
+        if round_ % 10 == 9:
+            os.kill(connection.process.pid, signal.SIGKILL)
+            await connection.process.wait()
+            connection = await _start(tmp_path, session.id, errlog)
+        kept = await connection.take_or_cancel(after=chooser.uniform(0.0, 0.05))
+        if kept is None:
+            cancels += 1
+            continue
+        seen.update(cast("list[str]", kept["occurrenceKeys"]))
+        if len(seen) == count:
+            break
+    assert {key.split("@")[0] for key in seen} == {f"sch_{n}" for n in range(1, count + 1)}
+    assert cancels > 0
+    assert connection.process.stdin is not None
+    connection.process.stdin.close()
+    assert await connection.process.wait() == 0
     assert "Traceback" not in errlog.read_text()

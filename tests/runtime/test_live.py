@@ -231,6 +231,24 @@ async def test_a_refused_followup_keeps_the_reminder_and_backs_off(world: World)
     assert world.dispatches() == [dispatch_change(ScheduleId("sch_1"))]
 
 
+@pytest.mark.parametrize("step", [-3600, 3600])
+async def test_a_back_off_lasts_its_elapsed_time_whatever_the_wall_clock_does(
+    world: World, step: int
+) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    world.agent.refuse()
+    world.clock.jump(7200)  # the reminder is now two hours overdue
+    await world.run_for(30)  # the owner's bounded wait ends, and it is refused
+    assert world.agent.refused == 1  # then a back-off of 1 s
+    world.agent.accept()
+    world.clock.jump(step)
+    await world.run_for(0.999)
+    assert world.agent.followups == []
+    await world.run_for(0.001)
+    assert len(world.agent.followups) == 1
+    assert world.dispatches() == [dispatch_change(ScheduleId("sch_1"))]
+
+
 async def test_a_barrier_failure_mid_delivery_poisons_and_repeats_after_reopen(
     world: World,
 ) -> None:

@@ -192,7 +192,8 @@ async def test_a_failing_turn_is_logged_and_recorded_and_the_next_runs(
     finished = [f for f in world.entries(TURN_FINISHED_TYPE) if isinstance(f, TurnFinished)]
     assert [f.outcome for f in finished] == ["failed", "completed"]
     assert [r.getMessage() for r in caplog.records] == [
-        f"turn at entry 0 of session {world.session.id} failed"
+        f"turn at entry 0 of session {world.session.id} failed (attempt 1 of 10, permanent: "
+        "RuntimeError: the host failed on 'bad'); recorded as failed"
     ]
 
 

@@ -21,6 +21,7 @@ from session_schedule.session.checkpoint import EVERY, WINDOW, CheckpointFile
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.session.lines import commit_line
+from session_schedule.session.message import MessageEntry
 from session_schedule.testing.session_contract import (
     NOW,
     contract_test,
@@ -72,6 +73,11 @@ async def write_history(store: JsonlSessionStore, session: SessionId = SID) -> N
             if number % 7 == 0:
                 await handle.barrier()
         await handle.barrier()
+
+
+def long_turn(number: int) -> MessageEntry:
+    """A turn whose line is longer than the first read back from a checkpoint."""
+    return msgspec.structs.replace(turn(number), content=f"{number} " + "x" * 70_000)
 
 
 def folded(handle: JsonlSessionHandle) -> list[object]:
@@ -274,6 +280,48 @@ async def test_a_log_altered_before_the_checkpoint_is_reported_when_read(
             list(handle.entries)
     with pytest.raises(SessionCorrupt, match="does not match its checksum"):
         await store.read(SID)
+
+
+@contract_test
+async def test_a_log_altered_inside_the_window_is_reported_at_open(
+    store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    await write_history(store)
+    path = store.path_of(SID)
+    # Entry 180 is turn 1045, inside the checkpoint's window of the last 64 entries.
+    path.write_bytes(path.read_bytes().replace(b'"turn 1045"', b'"turn 1046"', 1))
+    with (
+        caplog.at_level(logging.WARNING, logger=LOGGER),
+        pytest.raises(SessionCorrupt, match="does not match its checksum") as at_open,
+    ):
+        await store.open(SID)
+    assert caplog.records[0].getMessage() == (
+        f"checkpoint of session {SID} not used (window mismatch): the log's lines of the 64 "
+        "entries before it do not verify or differ from the checkpoint's window"
+    )
+    with pytest.raises(SessionCorrupt) as at_read:
+        await store.read(SID)
+    assert str(at_open.value) == str(at_read.value)
+
+
+@contract_test
+async def test_the_window_is_verified_from_the_header_and_across_long_lines(
+    store: JsonlSessionStore,
+) -> None:
+    async with await store.create(now=NOW, session_id=SID) as handle:
+        for number in range(10):  # the window starts at entry 0
+            handle.append("message", turn(number))
+        await handle.barrier()
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == 10
+    async with await store.create(now=NOW, session_id=OTHER) as handle:
+        for number in range(80):  # the window is more than a first read back
+            handle.append("message", turn(number) if number % 9 else long_turn(number))
+        await handle.barrier()
+    async with await store.open(OTHER) as handle:
+        assert handle.resume is not None
+        assert payloads(handle.entries) == await full_read(store, OTHER)
 
 
 @contract_test

@@ -13,6 +13,7 @@ from session_schedule.session.turns import (
     TURN_QUEUED_TYPE,
     decode_turn_finished,
     decode_turn_queued,
+    turn_failure,
     turn_finished,
     turn_queued,
 )
@@ -22,10 +23,10 @@ KEY = "sch_1@2026-11-29T20:01:00.000Z"
 
 
 def test_both_types_are_in_the_catalog() -> None:
-    for name in (TURN_QUEUED_TYPE, TURN_FINISHED_TYPE):
+    for name, versions in ((TURN_QUEUED_TYPE, (1,)), (TURN_FINISHED_TYPE, (1, 2))):
         entry = CATALOG.entry(name)
         assert entry is not None
-        assert entry.versions == (1,)
+        assert entry.versions == versions
         assert entry.module == "session_schedule.session.turns"
 
 
@@ -43,6 +44,27 @@ def test_canonical_bytes() -> None:
     assert encode_payload(TURN_FINISHED_TYPE, finished)[1] == (
         b'{"version":1,"turn":4,"outcome":"failed","at":"2026-11-29T20:00:00.000Z"}'
     )
+
+
+def test_a_retried_or_failed_turn_is_version_2_with_its_attempts_and_bounded_cause() -> None:
+    retried = turn_finished(4, at=AT, outcome="completed", attempts=3)
+    data = encode_payload(TURN_FINISHED_TYPE, retried)[1]
+    assert data == (
+        b'{"version":2,"turn":4,"outcome":"completed","at":"2026-11-29T20:00:00.000Z","attempts":3}'
+    )
+    assert decode_turn_finished(data) == retried
+    failure = turn_failure("RateLimitError", status=429, message="x" * 400)
+    assert failure.message == "x" * 299 + "…"
+    failed = turn_finished(4, at=AT, outcome="failed", attempts=6, failure=failure)
+    data = encode_payload(TURN_FINISHED_TYPE, failed)[1]
+    assert data == (
+        b'{"version":2,"turn":4,"outcome":"failed","at":"2026-11-29T20:00:00.000Z",'
+        b'"attempts":6,"failure":{"error":"RateLimitError","status":429,"message":"'
+        + ("x" * 299 + "…").encode()
+        + b'"}}'
+    )
+    assert decode_turn_finished(data) == failed
+    assert turn_failure("", status=999, message="m") == turn_failure("Exception", message="m")
 
 
 QUEUED = '"version":1,"origin":"host","text":"x","at":"2026-11-29T20:00:00.000Z"'
@@ -113,6 +135,49 @@ def test_an_occurrence_key_must_name_an_id_and_a_canonical_instant() -> None:
         (
             '{"version":1,"turn":1.0,"outcome":"completed","at":"2026-11-29T20:00:00.000Z"}',
             "expected `int`, got `float` - at `$.turn`",
+        ),
+        (
+            '{"version":1,"turn":1,"outcome":"completed","at":"2026-11-29T20:00:00.000Z",'
+            '"attempts":2}',
+            "version 1 does not record attempts - at `$.attempts`",
+        ),
+        (
+            '{"version":1,"turn":1,"outcome":"failed","at":"2026-11-29T20:00:00.000Z",'
+            '"failure":{"error":"E","message":""}}',
+            "version 1 does not record a failure - at `$.failure`",
+        ),
+        (
+            '{"version":2,"turn":1,"outcome":"completed","at":"2026-11-29T20:00:00.000Z"}',
+            "version 2 records attempts or a failure - at `$.version`",
+        ),
+        (
+            '{"version":2,"turn":1,"outcome":"completed","at":"2026-11-29T20:00:00.000Z",'
+            '"failure":{"error":"E","message":""}}',
+            "only a failed turn records a failure - at `$.failure`",
+        ),
+        (
+            '{"version":2,"turn":1,"outcome":"failed","at":"2026-11-29T20:00:00.000Z",'
+            '"attempts":0}',
+            "expected `int` >= 1 - at `$.attempts`",
+        ),
+        (
+            '{"version":2,"turn":1,"outcome":"failed","at":"2026-11-29T20:00:00.000Z",'
+            '"failure":{"error":"","message":""}}',
+            "expected `str` of length >= 1 - at `$.failure.error`",
+        ),
+        (
+            '{"version":2,"turn":1,"outcome":"failed","at":"2026-11-29T20:00:00.000Z",'
+            '"failure":{"error":"E","status":99,"message":""}}',
+            "expected `int` >= 100 - at `$.failure.status`",
+        ),
+        (
+            '{"version":2,"turn":1,"outcome":"failed","at":"2026-11-29T20:00:00.000Z",'
+            '"failure":{"error":"E","message":"' + "x" * 301 + '"}}',
+            "expected `str` of length <= 300 - at `$.failure.message`",
+        ),
+        (
+            '{"version":3,"turn":1,"outcome":"failed","at":"2026-11-29T20:00:00.000Z"}',
+            "invalid enum value 3 - at `$.version`",
         ),
     ],
 )

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_schedule.core.errors import ERROR_CODES
+from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.agent import FakeAgent
@@ -51,6 +52,8 @@ async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
             "scheduledAt": "2026-11-29T20:01:30.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     listed = await tools.call("schedule_list", None)
@@ -93,6 +96,41 @@ async def test_everything_a_model_can_cause_comes_back_as_an_error_result(
     tools: ScheduleTools, name: str, arguments: object, expected: dict[str, object]
 ) -> None:
     assert await tools.call(name, arguments) == expected
+
+
+_NAMES = "the schedule tools are schedule_create, schedule_list, schedule_delete, schedule_update."
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        (None, "null"),
+        (3, "a number"),
+        (2.5, "a number"),
+        (True, "a boolean"),
+        (b"schedule_list", "bytes"),
+        (bytearray(b"schedule_list"), "bytes"),
+        (["schedule_list"], "an array"),
+        ({"name": "schedule_list"}, "a dict"),
+    ],
+)
+async def test_a_tool_name_that_is_not_a_string_is_an_invalid_selector(
+    name: object, kind: str
+) -> None:
+    tools, schedule, _ = await _tools()
+    events: list[ScheduleEvent] = []
+    schedule.events.subscribe(events.append)
+    expected = _error("invalid_selector", f"the tool name must be a string, not {kind}; {_NAMES}")
+    untyped = cast(str, name)  # what a fuzzer or an untyped caller can pass
+    try:
+        assert await tools.call(untyped, {}) == expected
+        assert json.loads(await tools.call_json(untyped, "{}")) == expected
+        assert msgspec.to_builtins(await tools.call_typed(untyped)) == expected
+    finally:
+        await schedule.close()
+    assert [(event.tool, event.error_code) for event in events] == [
+        (f"<{kind}>", "invalid_selector")
+    ] * 3
 
 
 async def test_a_bug_becomes_internal_error_and_is_logged(
@@ -255,13 +293,14 @@ _fuzz_names = st.one_of(
         ]
     ),
     _text_with_surrogates,
+    st.none() | st.integers() | st.binary(max_size=16) | st.lists(st.text(max_size=4)),
 )
 _MODEL_CODES = set(ERROR_CODES) - {"internal_error", "corrupt_schedule_log"}
 
 
 @settings(max_examples=400, deadline=None)
 @given(calls=st.lists(st.tuples(_fuzz_names, _fuzz_arguments), min_size=1, max_size=4))
-def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, object]]) -> None:
+def test_model_input_never_escapes_as_internal_error(calls: list[tuple[object, object]]) -> None:
     async def run() -> None:
         tools, schedule, _ = await _tools()
         # Operator events carry what the model sent too: they must encode as well.
@@ -269,7 +308,7 @@ def test_model_input_never_escapes_as_internal_error(calls: list[tuple[str, obje
         schedule.events.subscribe(events.append)
         try:
             for name, arguments in calls:
-                text = await tools.call_json(name, arguments)
+                text = await tools.call_json(cast(str, name), arguments)
                 result = msgspec.json.decode(text)
                 assert text.encode("utf-8")
                 if result["ok"] is False:
@@ -334,6 +373,8 @@ async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
             "scheduledAt": "2026-11-30T00:00:00.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     listed = await tools.call("schedule_list", None)

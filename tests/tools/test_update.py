@@ -51,6 +51,8 @@ async def test_update_changes_the_prompt_and_keeps_the_target(world: World) -> N
             "scheduledAt": "2026-12-01T10:10:00.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
 
@@ -74,6 +76,8 @@ async def test_pause_snooze_and_resume_show_in_the_view(world: World) -> None:
             "ends": {"until": None, "maxRuns": 3},
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
             "snoozedUntil": "2026-12-01T10:25:00.000Z",
             "runsLeft": 3,
         },
@@ -105,6 +109,8 @@ async def test_a_new_rule_replaces_the_old_one_as_if_created_now(world: World) -
         "scheduledAt": "2026-12-02T00:00:00.000Z",
         "state": "scheduled",
         "deliveryMode": "session-local",
+        "runs": 0,
+        "lastRun": None,
     }
     listed = await world.tools.call("schedule_list")
     assert listed["schedules"] == [updated["schedule"]]

@@ -417,7 +417,7 @@ async def test_model_failures_are_notices_and_the_session_goes_on(
         notice = await stream.next_event()
         assert (notice.event, notice.id) == ("notice", None)
         assert msgspec.json.decode(notice.data) == {
-            "text": "the model endpoint failed: connection refused"
+            "text": "the message was not answered: the model endpoint failed: connection refused"
         }
 
 
@@ -694,6 +694,8 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
             "scheduledAt": "2026-11-29T20:01:30.000Z",
             "state": "scheduled",
             "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
         },
     }
     assert call["toolCalls"] == [
@@ -717,6 +719,8 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
                 "scheduledAt": "2026-11-29T20:01:30.000Z",
                 "state": "scheduled",
                 "deliveryMode": "session-local",
+                "runs": 0,
+                "lastRun": None,
             }
         ],
     }

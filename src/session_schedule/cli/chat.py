@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Final, assert_never, final
 
 import msgspec
 
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, add_followup_limit, data_dir, fail
 from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.time_input import is_supported_zone, load_zone
@@ -52,6 +52,7 @@ from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
@@ -170,6 +171,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the most characters of conversation sent to the model per request; earlier turns "
         f"are left out (default: {DEFAULT_MAX_CONTEXT_CHARS})",
     )
+    add_followup_limit(parser)
     parser.set_defaults(handler=run)
 
 
@@ -247,6 +249,7 @@ def run(arguments: argparse.Namespace) -> int:
         time_zone=zone,
         interactive=interactive,
         max_context_chars=arguments.max_context_chars,
+        followup_limit=arguments.followup_limit,
     )
     # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
     with contextlib.suppress(KeyboardInterrupt):
@@ -265,6 +268,7 @@ class _Options:
     time_zone: str | None
     interactive: bool
     max_context_chars: int
+    followup_limit: int
 
 
 @final
@@ -371,6 +375,7 @@ async def _live(
             time_zone=options.time_zone,
             on_event=display.event,
             max_context_chars=options.max_context_chars,
+            settings=Settings(followup_limit=options.followup_limit),
         ) as live:
             front.attach(live)
             try:

@@ -72,3 +72,29 @@ def exit_code_for(error: Exception) -> int:
     if isinstance(error, PersistenceUncertain | SessionExists | SessionError | OSError):
         return EXIT_STORAGE
     raise error
+
+
+DEFAULT_FOLLOWUP_LIMIT: Final = 6
+"""The default of ``--followup-limit``: ``Settings.followup_limit``."""
+
+
+def add_followup_limit(parser: argparse.ArgumentParser) -> None:
+    """Add ``--followup-limit N``: the follow-up budget of the command's Schedules."""
+    parser.add_argument(
+        "--followup-limit",
+        type=_at_least_one,
+        default=DEFAULT_FOLLOWUP_LIMIT,
+        metavar="N",
+        help="at most N reminder follow-up turns a minute per session; it also paces the "
+        f"catch-up after downtime (default: {DEFAULT_FOLLOWUP_LIMIT})",
+    )
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value

@@ -19,11 +19,20 @@ from collections.abc import AsyncIterator
 from typing import Final
 
 from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
-from session_schedule.cli.common import EXIT_OK, EXIT_STORAGE, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import (
+    EXIT_OK,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    add_followup_limit,
+    data_dir,
+    fail,
+)
 from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
 from session_schedule.core.instants import Instant
+from session_schedule.extras import require
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
+from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.port import SessionStore
 
@@ -106,6 +115,32 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         f"{defaults.busy_retry_seconds:g})",
     )
     parser.add_argument(
+        "--max-wait-seconds",
+        type=_positive,
+        default=defaults.max_wait_seconds,
+        metavar="SECONDS",
+        help=f"never sleep longer than this before re-reading the clock; with --poll and "
+        f"--lead it bounds how soon a session is taken over (default: "
+        f"{defaults.max_wait_seconds:g})",
+    )
+    parser.add_argument(
+        "--failed-retry-seconds",
+        type=_positive,
+        default=defaults.failed_retry_seconds,
+        metavar="SECONDS",
+        help=f"try a session that failed to open, or whose schedule stopped (its lease taken "
+        f"over), again this much later (default: {defaults.failed_retry_seconds:g})",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=_positive,
+        default=defaults.drain_seconds,
+        metavar="SECONDS",
+        help=f"on stop, give a running turn this long to finish before it is cancelled and left "
+        f"for the next host to answer (default: {defaults.drain_seconds:g})",
+    )
+    add_followup_limit(parser)
+    parser.add_argument(
         "--verbose", action="store_true", help="log every reminder event, not only problems"
     )
     parser.set_defaults(handler=run)
@@ -121,10 +156,25 @@ def _positive(text: str) -> float:
     return value
 
 
+def host_settings(arguments: argparse.Namespace) -> HostSettings:
+    """The host's settings, as its command line sets them."""
+    return HostSettings(
+        lead_seconds=arguments.lead,
+        poll_seconds=arguments.poll,
+        busy_retry_seconds=arguments.busy_retry,
+        max_wait_seconds=arguments.max_wait_seconds,
+        failed_retry_seconds=arguments.failed_retry_seconds,
+        drain_seconds=arguments.drain_seconds,
+        schedule=Settings(followup_limit=arguments.followup_limit),
+    )
+
+
 def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
+    if config is not None:
+        require("openai", purpose="chatting with a model")
     dsn: str | None = arguments.dsn
     if arguments.postgres:
         dsn = os.environ.get(DSN_VARIABLE) or None
@@ -135,26 +185,17 @@ def run(arguments: argparse.Namespace) -> int:
         format=_LOG_FORMAT,
         stream=sys.stderr,
     )
-    settings = HostSettings(
-        lead_seconds=arguments.lead,
-        poll_seconds=arguments.poll,
-        busy_retry_seconds=arguments.busy_retry,
-    )
+    settings = host_settings(arguments)
     if dsn is None:
         directory = data_dir(arguments)
         where = f"the sessions in {directory}"
         return asyncio.run(_serve(JsonlSessionStore(directory), where, config, settings))
-    try:
-        import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
+    require("postgres", purpose="the PostgreSQL store")  # only a PostgreSQL host needs it
+    import psycopg  # noqa: PLC0415
 
-        from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
-        from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
-    except ImportError as error:
-        return fail(
-            f"the PostgreSQL store needs the postgres extra "
-            f"(pip install 'session-schedule[postgres]'): {error}",
-            EXIT_USAGE,
-        )
+    from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+    from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
+
     try:
         check_schema_name(arguments.schema)
     except ValueError as error:
@@ -201,7 +242,8 @@ async def _serve(
             failure = host.failure
         print(
             f"session-schedule host: stopped; sessions opened {stats.opened}, closed "
-            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}",
+            f"{stats.closed}, found open elsewhere {stats.busy}, failed {stats.failed}; "
+            f"turns retried {stats.turn_retries}, turns failed {stats.turns_failed}",
             flush=True,
         )
     if failure is not None:

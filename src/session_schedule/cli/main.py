@@ -63,6 +63,7 @@ COMMANDS: Final = (
     Command("list", "operator", "list a session's active reminders as the model sees them"),
     Command("timeline", "operator", "show a session's upcoming reminder occurrences"),
     Command("check", "operator", "validate a session's whole log strictly"),
+    Command("history", "history", "show what became of each occurrence of a session's reminders"),
     Command("fork", "operator", "fork a session and print the new session's id"),
     Command("catalog", "operator", "print the persistence catalog as JSON"),
     Command("tools", "operator", "print the schedule tool definitions as JSON"),

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Final
 
-from session_schedule.cli.common import EXIT_OK, data_dir
+from session_schedule.cli.common import EXIT_OK, add_followup_limit, data_dir
 
 EPILOG: Final = """\
 example: session-schedule mcp s_7k2m4q9x3v5b
@@ -41,6 +41,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="SESSION",
         help="the id of the session to serve (default: create a new one)",
     )
+    add_followup_limit(parser)
     parser.set_defaults(handler=run)
 
 
@@ -51,5 +52,8 @@ def run(arguments: argparse.Namespace) -> int:
     from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve_stdio(data_dir(arguments), arguments.session))
+    from session_schedule.runtime.live import Settings  # noqa: PLC0415 - after the SDK check
+
+    settings = Settings(followup_limit=arguments.followup_limit)
+    asyncio.run(serve_stdio(data_dir(arguments), arguments.session, settings=settings))
     return EXIT_OK

@@ -28,12 +28,14 @@ import msgspec
 from session_schedule.cli.common import (
     EXIT_CORRUPT,
     EXIT_OK,
+    EXIT_REJECTED,
     EXIT_USAGE,
     Handler,
     data_dir,
     exit_code_for,
     fail,
 )
+from session_schedule.cli.history import overdue_lines
 from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
 from session_schedule.core.calendar import calendar_rule_text
 from session_schedule.core.catalog import CATALOG
@@ -68,8 +70,9 @@ from session_schedule.core.records import (
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
 from session_schedule.core.timeline import build_timeline
 from session_schedule.core.visible import frame_escape, reveal
-from session_schedule.harness.transcript import check_fork_cut, transcript_problem
+from session_schedule.harness.transcript import check_fork_cut, transcript_check
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.live import with_runs
 
 # The session package registers every durable type it writes (``message`` among them) in the
 # persistence catalog when it is imported; ``catalog`` relies on that.
@@ -84,6 +87,7 @@ from session_schedule.session import (
     SessionNotFound,
     SessionSnapshot,
 )
+from session_schedule.session.history import OccurrenceLog
 from session_schedule.session.port import schedule_changes
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
@@ -205,12 +209,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         _check,
         help="validate a session's whole log strictly",
         description="Read and strictly decode every entry of a session, fold its schedule "
-        "changes and check that every tool call in the transcript has its results. Prints a "
-        "one-line summary when the session is sound. Exit codes: 0 sound; 3 no such session; "
-        "5 corrupt (the message names the entry and the field, or the unanswered tool call).",
+        "changes and check that every tool result in the transcript answers a call. Prints a "
+        "one-line summary when the session is sound, with a warning for each tool call a stop "
+        "or crash left without its result. Exit codes: 0 sound; 1 sound, but with --overdue "
+        "some reminder is later than that; 3 no such session; 5 corrupt (the message names the "
+        "entry and the field, or the stray tool result).",
         example="session-schedule check s_7k2m4q9x3v5b",
     )
     _session_argument(parser)
+    parser.add_argument(
+        "--overdue",
+        type=_overdue_seconds,
+        metavar="SECONDS",
+        help="a monitoring probe: also exit 1, naming them, when active reminders are more than "
+        "SECONDS overdue (a sound log whose reminders nobody delivers)",
+    )
 
     parser = _command(
         commands,
@@ -546,10 +559,17 @@ def _list(arguments: argparse.Namespace) -> int:
     snapshot = _read(arguments)
     state = fold_snapshot(snapshot)
     now = clock.now()
+    history = OccurrenceLog(
+        seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
+    )
+    history.feed(snapshot.entries)
     result = ListResult(
         ok=True,
         now=format_instant(now),
-        schedules=[make_view(record, now, state.status(record.id)) for record in state.ordered()],
+        schedules=[
+            with_runs(make_view(record, now, state.status(record.id)), history)
+            for record in state.ordered()
+        ],
     )
     if arguments.json:
         _print_json(result)
@@ -676,11 +696,11 @@ def _check(arguments: argparse.Namespace) -> int:
     snapshot = inspection.snapshot
     state = fold_snapshot(snapshot)
     header, entries = snapshot
-    problem = transcript_problem(entries)
-    if problem is not None:
+    transcript = transcript_check(entries)
+    if transcript.stray is not None:
         return fail(
             f"session {header.id} has a transcript no strict model endpoint accepts: "
-            f"{problem.message}",
+            f"{transcript.stray.message}",
             EXIT_CORRUPT,
         )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
@@ -707,8 +727,29 @@ def _check(arguments: argparse.Namespace) -> int:
             "the file ends in an incomplete line (an append cut short), which is ignored and "
             "will be cut when the session is next opened"
         )
+    parts.extend(
+        f"warning: {interruption.message} (a call interrupted by a stop or a crash; the model "
+        "is told it was interrupted, and resuming the session records that)"
+        for interruption in transcript.interrupted
+    )
     print("; ".join(parts))
+    if arguments.overdue is not None:
+        late = overdue_lines(state, clock.now(), arguments.overdue)
+        for line in late:
+            print(line)
+        if late:
+            return EXIT_REJECTED
     return EXIT_OK
+
+
+def _overdue_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 # -- fork ------------------------------------------------------------------------------------

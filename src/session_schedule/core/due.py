@@ -157,6 +157,12 @@ def _latest_occurrence(
     snoozed_from = state.status(record.id).snoozed_from
     if snoozed_from is not None:
         return _snoozed_occurrence(record, parse_instant(snoozed_from), now)
+    return latest_occurrence(record, now)
+
+
+def latest_occurrence(record: RecurringScheduleRecord, now: Instant) -> Occurrence:
+    """The occurrence of ``record`` a delivery decided at ``now`` delivers: its latest due one,
+    with the earlier due ones it passes over counted (a snoozed delivery aside)."""
     if isinstance(record, DailyScheduleRecord):
         due_at, skipped = latest_daily_due(record, now)
         return Occurrence(record=record, due_at=due_at, skipped=skipped)

@@ -1,8 +1,9 @@
 """The exact text of a reminder's follow-up turn (SPEC §7, §8 "Framing").
 
-The README reproduces this text word for word. Every line of the frame is produced here; the
-only text that comes from outside is each reminder's prompt, which is embedded as a JSON string
-literal on a single line. JSON escaping turns quotes, backslashes, newlines and tabs into escape
+The documentation (docs/concepts/delivery.md) prints this text word for word from a live
+Schedule, so it cannot drift. Every line of the frame is produced here; the only text that
+comes from outside is each reminder's prompt, which is embedded as a JSON string literal on a
+single line. JSON escaping turns quotes, backslashes, newlines and tabs into escape
 sequences, and every hidden character (:mod:`session_schedule.core.visible`: the other line
 breaks, format and bidi characters, tag characters, variation selectors outside emoji, …) is
 escaped too, so no prompt can end its own line, imitate a line of the frame or carry text a

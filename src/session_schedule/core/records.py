@@ -73,6 +73,9 @@ WEEKDAYS: Final[tuple[Weekday, ...]] = get_args(Weekday)
 """The days of the week in week order, Monday first (Monday is weekday 0)."""
 ScheduleState = Literal["scheduled", "overdue", "paused"]
 DeliveryMode = Literal["session-local"]
+RunOutcome = Literal["delivered", "failed", "pending", "missed"]
+"""What became of a reminder's latest run: its follow-up turn completed, failed after its
+retries, has not finished yet, or (SPEC §11) the occurrence was too late and was missed."""
 
 
 class _Record(
@@ -223,6 +226,17 @@ def is_managed(record: ScheduleRecord) -> bool:
 
 
 @final
+class LastRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A reminder's latest run, as its view shows it."""
+
+    occurrence: str
+    """The occurrence key its follow-up carried (``id@scheduledAt``)."""
+    outcome: RunOutcome
+    at: InstantField
+    """When its delivery was decided."""
+
+
+@final
 class RecordStatus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What the fold knows of an active record beyond the record itself (SPEC §11); never stored.
 
@@ -241,9 +255,11 @@ class RecordStatus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 NO_STATUS: Final = RecordStatus()
 
 
-# Views: a record's wire fields, then ``state`` and ``deliveryMode``, then the SPEC §11 fields
-# that apply (left out otherwise). A view class extends its record class only to share the field
-# declarations; views never enter the log.
+# Views: a record's wire fields, then ``state`` and ``deliveryMode``, then ``runs`` and
+# ``lastRun`` (derived from the log's history, not from the record: 0 and null as the core
+# builds a view; the live Schedule fills them in), then the SPEC §11 fields that apply (left out
+# otherwise). A view class extends its record class only to share the field declarations; views
+# never enter the log.
 
 
 @final
@@ -253,6 +269,10 @@ class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True, kw_only=T
     ``paused`` while paused (never due)."""
     delivery_mode: DeliveryMode = "session-local"
     """Delivery never leaves the owning Session."""
+    runs: int = 0
+    """How many times it has been delivered (a catch-up of missed occurrences counts once)."""
+    last_run: LastRun | None = None
+    """Its latest delivery and what became of it; null before the first."""
     paused: bool | UnsetType = UNSET
     """``true`` while paused; left out otherwise."""
     snoozed_until: str | UnsetType = UNSET
@@ -265,6 +285,8 @@ class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True, kw_only=T
 class AtScheduleView(AtScheduleRecord, tag="at", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
@@ -274,6 +296,8 @@ class AtScheduleView(AtScheduleRecord, tag="at", frozen=True, kw_only=True):
 class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
@@ -283,6 +307,8 @@ class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True, kw_only=T
 class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
@@ -292,6 +318,8 @@ class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True, kw_only=T
 class CalendarScheduleView(CalendarScheduleRecord, tag="calendar", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET

@@ -83,7 +83,7 @@ DEFAULT_MAX_ACTIVE: Final = 100
 
 @final
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
-    """Guard rails a host may tune; the defaults are documented in the README."""
+    """Guard rails a host may tune; the defaults are documented in docs/concepts/schedule.md."""
 
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     """Longest prompt accepted, in characters, after trimming."""

@@ -12,6 +12,12 @@ context (SPEC §2), computed from the zones reported with that turn's prompts �
 default. A reminder turn is recorded with origin ``followup`` when it starts (never in the middle
 of an assistant's tool calls); a prompt the person typed that looks like a reminder is marked as
 typed by the user when the model reads it.
+
+A turn whose model request fails is not swallowed: the error reaches the turn queue, which
+retries a transient failure and records a permanent (or exhausted) one as ``failed``. Each failed
+attempt is shown to the front end as an ``error`` event saying what failed and what happens next
+(:func:`attempt_notice`). A retried attempt records nothing twice: the prompts (or the reminder's
+frame) recorded by the first attempt stay, and the model is asked again from there.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ from session_schedule.harness.transcript import (
     recent_context,
 )
 from session_schedule.runtime.clock import Clock
-from session_schedule.runtime.turns import Turn, TurnQueue
+from session_schedule.runtime.retry import TurnRetry
+from session_schedule.runtime.turns import Turn, TurnAttemptFailed, TurnQueue
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.message import (
     MESSAGE_ENTRY_TYPE,
@@ -100,6 +107,7 @@ class ChatAgent:
         time_zone: str | None = None,
         on_event: Callable[[ChatEvent], None] | None = None,
         max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
+        retry: TurnRetry | None = None,
     ) -> None:
         if max_context_chars < 1:
             raise ValueError(f"max_context_chars must be positive, not {max_context_chars}")
@@ -110,7 +118,10 @@ class ChatAgent:
         self._time_zone = time_zone
         self._on_event = on_event or (lambda _event: None)
         self._tools: ScheduleTools | None = None
-        self._turns = TurnQueue(session, self._run_turn, clock=clock)
+        self._turns = TurnQueue(session, self._run_turn, clock=clock, retry=retry)
+        self._turns.subscribe(self._attempt_failed)
+        self._zones: list[str | None] = []
+        """The zones of the prompts the current turn has recorded (kept across its attempts)."""
 
     @property
     def model(self) -> Model | None:
@@ -199,20 +210,28 @@ class ChatAgent:
         turn = self._turns.current
         if turn is None:
             raise RuntimeError("run_turn was called outside the turn queue")
-        await self._guarded(self._respond(turn, text))
+        await self._respond(turn, text)
 
     async def _respond(self, turn: Turn, text: str) -> None:
+        # A retried attempt (turn.attempt > 1) finds its prompts recorded by the first one.
+        if turn.attempt == 1:
+            self._zones = []
         if turn.reminder:
-            self._append(user_message(text, at=self._clock.now(), origin="followup"))
+            if turn.attempt == 1:
+                self._append(user_message(text, at=self._clock.now(), origin="followup"))
             zones: list[str | None] | None = None
         else:
-            zones = []
-            for prompt in [turn, *self._turns.take_prompts()]:
+            prompts = [turn] if turn.attempt == 1 else []
+            for prompt in [*prompts, *self._turns.take_prompts()]:
                 self._append(user_message(prompt.text, at=self._clock.now()))
-                zones.append(prompt.zone)
+                self._zones.append(prompt.zone)
+            zones = list(self._zones)
         if self._model is not None:
             await self._answer(self._model, zones)
         await self._session.barrier()
+
+    def _attempt_failed(self, failed: TurnAttemptFailed) -> None:
+        self._emit(ChatEvent(kind="error", text=attempt_notice(failed)))
 
     async def _guarded(self, work: Awaitable[T]) -> T | None:
         """Run ``work``, showing what goes wrong (then ``None``); a storage failure stops the
@@ -286,6 +305,24 @@ class ChatAgent:
             self._on_event(event)
         except Exception:
             logger.exception("the chat front end failed to take an event")
+
+
+def attempt_notice(failed: TurnAttemptFailed) -> str:
+    """What the person is told about a failed attempt of a turn: what failed, and whether it is
+    tried again (and when) or recorded as failed — naming the reminder it was."""
+    turn = failed.turn
+    message = failed.diagnosis.message
+    if failed.retry_in is not None:
+        return (
+            f"{message}; trying again in {failed.retry_in:.1f} s "
+            f"(attempt {turn.attempt + 1} of {failed.max_attempts})"
+        )
+    after = f" after {turn.attempt} attempts" if turn.attempt > 1 else ""
+    if turn.reminder:
+        names = ", ".join(dict.fromkeys(key.partition("@")[0] for key in turn.occurrences))
+        due = ", ".join(key.partition("@")[2] for key in turn.occurrences)
+        return f"reminder {names} (due {due}) could not be delivered{after}: {message}"
+    return f"the message was not answered{after}: {message}"
 
 
 def storable_text(text: str) -> str:

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from session_schedule.harness.agent import ChatAgent, ChatEvent
 from session_schedule.harness.model import Model
-from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS
+from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, interruption_results
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE
 from session_schedule.session.port import SessionHandle
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -60,11 +61,20 @@ async def live_chat(
     """Run the chat agent and its Schedule on ``session`` for the ``async with`` block.
 
     Turns left pending in the Session by an earlier run (a reminder delivered but not answered
-    when the process stopped) run first. The Session stays open afterwards; closing it is the
-    caller's business. ``driven`` and ``on_wake`` are the Schedule's: a host that drives delivery
-    itself passes them.
+    when the process stopped) run first; tool calls it left without their results are answered
+    before that, in the log, with
+    :data:`~session_schedule.harness.transcript.INTERRUPTED_RESULT`. The Session stays open
+    afterwards; closing it is the caller's business. ``driven`` and ``on_wake`` are the
+    Schedule's: a host that drives delivery itself passes them.
     """
     clock = clock or SystemClock()
+    # The last run stopped in the middle of a tool call: record that it was interrupted, so the
+    # log itself (not only the next request) answers every call.
+    interrupted = interruption_results(session.entries, at=clock.now())
+    for result in interrupted:
+        session.append(MESSAGE_ENTRY_TYPE, result)
+    if interrupted:
+        await session.barrier()
     agent = ChatAgent(
         session,
         clock=clock,
@@ -72,12 +82,14 @@ async def live_chat(
         time_zone=time_zone,
         on_event=on_event,
         max_context_chars=max_context_chars,
+        retry=(settings or Settings()).turn_retry,
     )
     schedule = LiveSchedule(
         session, agent.turns, clock=clock, settings=settings, driven=driven, on_wake=on_wake
     )
     tools = ScheduleTools(schedule)
     agent.bind(tools)
+    agent.turns.subscribe(lambda failed: schedule.events.turn_attempt_failed(clock.now(), failed))
     # The Schedule starts first (a turn left pending from the last run may call the tools) and
     # stops last.
     async with schedule, agent:

@@ -31,8 +31,14 @@ class ModelReply(msgspec.Struct, frozen=True, kw_only=True):
 class ModelError(Exception):
     """The endpoint failed (unreachable, refused, rate-limited, malformed reply).
 
-    The message is shown to the person as it is; the session is not affected.
+    The message is shown to the person as it is; the session is not affected. The turn queue
+    classifies it by its cause (the SDK's error, chained with ``raise ... from``) unless
+    ``transient`` says whether trying again may help.
     """
+
+    def __init__(self, message: str, *, transient: bool | None = None) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class Model(Protocol):

@@ -24,9 +24,10 @@ from typing import Final, NamedTuple, final
 import msgspec
 
 from session_schedule.core.framing import FRAME_TITLE
+from session_schedule.core.instants import Instant
 from session_schedule.core.visible import reveal
 from session_schedule.harness.model import ChatMessage
-from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry, tool_message
 from session_schedule.session.port import LogEntry
 
 PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
@@ -117,6 +118,10 @@ class _Scan(NamedTuple):
     problem: TranscriptProblem | None
     open_calls: tuple[str, ...]
     opened_at: int
+    stray: TranscriptProblem | None
+    """The first result that answers no open call."""
+    interrupted: list[TranscriptProblem]
+    """Each assistant turn whose calls another turn follows before all their results."""
 
 
 def _scan(entries: Sequence[LogEntry]) -> _Scan:
@@ -126,6 +131,8 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
     open_calls: dict[str, None] = {}
     opened_at = -1
     problem: TranscriptProblem | None = None
+    stray: TranscriptProblem | None = None
+    interrupted: list[TranscriptProblem] = []
     for position, entry in enumerate(entries):
         turn = entry.payload
         if entry.type == MESSAGE_ENTRY_TYPE and isinstance(turn, MessageEntry):
@@ -133,19 +140,23 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
                 call_id = turn.tool_call_id
                 if isinstance(call_id, str) and call_id in open_calls:
                     del open_calls[call_id]
-                elif problem is None:
-                    problem = TranscriptProblem(
+                elif stray is None:
+                    stray = TranscriptProblem(
                         position,
                         f"entry {position} is the result of tool call {_ids([str(call_id)])}, "
                         "which no assistant turn before it left unanswered",
                     )
+                    problem = problem or stray
             else:
-                if open_calls and problem is None:
-                    problem = TranscriptProblem(
-                        opened_at,
-                        f"entry {opened_at} makes tool call {_ids(open_calls)} and entry "
-                        f"{position} follows before its result",
+                if open_calls:
+                    interrupted.append(
+                        TranscriptProblem(
+                            opened_at,
+                            f"entry {opened_at} makes tool call {_ids(open_calls)} and entry "
+                            f"{position} follows before its result",
+                        )
                     )
+                    problem = problem or interrupted[-1]
                 open_calls = {}
                 if not isinstance(turn.tool_calls, msgspec.UnsetType) and turn.tool_calls:
                     calls[position] = tuple(call.id for call in turn.tool_calls)
@@ -153,7 +164,7 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
                     opened_at = position
         valid.append(not open_calls)
         openers.append(opened_at if open_calls else -1)
-    return _Scan(valid, openers, calls, problem, tuple(open_calls), opened_at)
+    return _Scan(valid, openers, calls, problem, tuple(open_calls), opened_at, stray, interrupted)
 
 
 def transcript_problem(entries: Sequence[LogEntry]) -> TranscriptProblem | None:
@@ -169,6 +180,64 @@ def transcript_problem(entries: Sequence[LogEntry]) -> TranscriptProblem | None:
             "before its result",
         )
     return None
+
+
+@final
+class TranscriptCheck(NamedTuple):
+    """What ``check`` reports of a transcript: damage, and calls a stop cut short."""
+
+    stray: TranscriptProblem | None
+    """The first tool result that answers no call: no process writes one, so it is damage."""
+    interrupted: tuple[TranscriptProblem, ...]
+    """Each tool call left without its result — a process stopped or killed in the middle of
+    the call, a routine event: :func:`chat_messages` tells the model that the call was
+    interrupted, and resuming the session records that (:func:`interruption_results`)."""
+
+
+def transcript_check(entries: Sequence[LogEntry]) -> TranscriptCheck:
+    """The stray results and the interrupted calls of a transcript."""
+    scan = _scan(entries)
+    interrupted = list(scan.interrupted)
+    if scan.open_calls:
+        interrupted.append(
+            TranscriptProblem(
+                scan.opened_at,
+                f"entry {scan.opened_at} makes tool call {_ids(scan.open_calls)} and the log "
+                "ends before its result",
+            )
+        )
+    return TranscriptCheck(scan.stray, tuple(interrupted))
+
+
+def interruption_results(entries: Sequence[LogEntry], *, at: Instant) -> list[MessageEntry]:
+    """The ``tool`` turns that answer the calls the log ends with, unanswered, with
+    :data:`INTERRUPTED_RESULT` (at ``at``): what a harness appends when it resumes a session
+    whose last run stopped in the middle of a tool call, so that the log itself records the
+    interruption. Reads the entries from the end back to the last turn that is not a result.
+    """
+    answered: set[str] = set()
+    step = FIRST_STEP
+    end = len(entries)
+    while True:
+        begin = max(0, end - step)
+        for entry in reversed(entries[begin:end]):
+            turn = entry.payload
+            if entry.type != MESSAGE_ENTRY_TYPE or not isinstance(turn, MessageEntry):
+                continue
+            if turn.role == "tool":
+                answered.add(str(turn.tool_call_id))
+                continue
+            if turn.role != "assistant" or isinstance(turn.tool_calls, msgspec.UnsetType):
+                return []
+            return [
+                tool_message(INTERRUPTED_RESULT, at=at, tool_call_id=call.id)
+                for call in turn.tool_calls
+                if call.id not in answered
+            ]
+        if begin == 0:
+            return []
+        end = begin
+        step *= 2
 
 
 def cut_points(entries: Sequence[LogEntry]) -> list[int]:

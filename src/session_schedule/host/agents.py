@@ -57,11 +57,12 @@ def turn_queue_agents(
     async def make(
         session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
     ) -> AsyncIterator[LiveSchedule]:
-        turns = TurnQueue(session, clock=clock)
+        turns = TurnQueue(session, clock=clock, retry=settings.turn_retry)
         schedule = LiveSchedule(
             session, turns, clock=clock, settings=settings, driven=True, on_wake=on_wake
         )
         turns.bind(run_turn_for(session, ScheduleTools(schedule)))
+        turns.subscribe(lambda failed: schedule.events.turn_attempt_failed(clock.now(), failed))
         # The Schedule starts first (a restored turn may call the tools) and stops last.
         async with schedule, turns:
             yield schedule

@@ -13,7 +13,10 @@ back-off on refusal, the follow-up budget.
 Rule 1 — **one timer for all sessions.** One task holds a heap of ``(instant, session)``: when
 to open a closed session, or when to run the next pass of an open one. It sleeps until the
 earliest entry, but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever
-it wakes (a stale heap entry — superseded by a later plan — is dropped when popped). Opening,
+it wakes (a stale heap entry — superseded by a later plan — is dropped when popped). Each plan is
+also due once the elapsed time it stood for has passed (``Clock.monotonic``): a wall clock that
+steps back during a retry wait or a back-off cannot stretch it, and a pass that comes early for a
+wall-clock target finds nothing due and plans again. Polls are spaced in elapsed time too. Opening,
 stepping and closing a session run as short tasks of their own, so a slow session never holds
 the timer up.
 
@@ -53,6 +56,7 @@ import msgspec
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.errors import SessionBusy, SessionError, SessionNotFound
 from session_schedule.session.ids import SessionId
@@ -76,7 +80,7 @@ _YIELDS: Final = 8
 
 @final
 class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every knob of a host; the defaults are documented in the README."""
+    """Every knob of a host; the defaults are documented in docs/guides/fleet.md."""
 
     lead_seconds: float = 30.0
     """A session is opened this long before its next target."""
@@ -111,6 +115,12 @@ class HostStats(msgspec.Struct, kw_only=True):
     failed: int = 0
     """Opens that failed otherwise, and Schedules that stopped."""
     polls: int = 0
+    turn_retries: int = 0
+    """Failed attempts of a turn that were tried again (per reminder occurrence it delivers,
+    or per host prompt)."""
+    turns_failed: int = 0
+    """Turns recorded ``failed`` after their retries (per reminder occurrence, or host prompt):
+    reminders that could not be delivered."""
 
 
 @final
@@ -151,7 +161,11 @@ class ScheduleHost:
         self._settings = settings or HostSettings()
         _check(self._settings)
         self._heap: list[tuple[Instant, int, SessionId]] = []
-        self._planned: dict[SessionId, tuple[Instant, _Plan]] = {}
+        self._elapsed_heap: list[tuple[float, int, SessionId]] = []
+        """The same plans, by the monotonic reading at which their wait has elapsed."""
+        self._planned: dict[SessionId, tuple[Instant, _Plan, int]] = {}
+        """Each session's one current plan: its instant, its purpose and its sequence number
+        (heap entries with another number are stale)."""
         self._sequence = 0
         self._slots: dict[SessionId, _Slot] = {}
         self._opening: set[SessionId] = set()
@@ -163,7 +177,8 @@ class ScheduleHost:
         self._wake = asyncio.Event()
         self._parked = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
-        self._next_poll: Instant | None = None
+        self._next_poll: float | None = None
+        """The monotonic reading at which the index is read again."""
         self._failure: BaseException | None = None
         self.stats = HostStats()
 
@@ -244,10 +259,10 @@ class ScheduleHost:
             while True:
                 self._wake.clear()
                 now = self._clock.now()
-                if self._next_poll is None or now >= self._next_poll:
+                if self._next_poll is None or self._clock.monotonic() >= self._next_poll:
                     await self._poll(now)
                     now = self._clock.now()
-                    self._next_poll = _after(now, self._settings.poll_seconds)
+                    self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
                 self._run_due(now)
                 await self._sleep(self._bounded(now))
         except asyncio.CancelledError:
@@ -278,11 +293,18 @@ class ScheduleHost:
                 self._plan(session_id, open_at, "open")
 
     def _run_due(self, now: Instant) -> None:
+        elapsed = self._clock.monotonic()
+        due: list[tuple[int, SessionId]] = []
         while self._heap and self._heap[0][0] <= now:
-            at, _, session_id = heapq.heappop(self._heap)
+            _, sequence, session_id = heapq.heappop(self._heap)
+            due.append((sequence, session_id))
+        while self._elapsed_heap and self._elapsed_heap[0][0] <= elapsed:
+            _, sequence, session_id = heapq.heappop(self._elapsed_heap)
+            due.append((sequence, session_id))
+        for sequence, session_id in sorted(due):
             planned = self._planned.get(session_id)
-            if planned is None or planned[0] != at:
-                continue  # superseded
+            if planned is None or planned[2] != sequence:
+                continue  # superseded, or run already through the other heap
             del self._planned[session_id]
             if planned[1] != "step":
                 if session_id not in self._slots and session_id not in self._opening:
@@ -297,12 +319,15 @@ class ScheduleHost:
                     self._spawn(self._step(session_id, slot), f"step {session_id}", waiting=slot)
 
     def _bounded(self, now: Instant) -> float:
-        until = _after(now, self._settings.max_wait_seconds)
+        seconds = self._settings.max_wait_seconds
+        elapsed = self._clock.monotonic()
         if self._next_poll is not None:
-            until = min(until, self._next_poll)
+            seconds = min(seconds, self._next_poll - elapsed)
         if self._heap:
-            until = min(until, self._heap[0][0])
-        return max(0, until - now) / MS_PER_SECOND
+            seconds = min(seconds, (self._heap[0][0] - now) / MS_PER_SECOND)
+        if self._elapsed_heap:
+            seconds = min(seconds, self._elapsed_heap[0][0] - elapsed)
+        return max(0.0, seconds)
 
     async def _sleep(self, seconds: float) -> None:
         if self._wake.is_set():
@@ -310,8 +335,10 @@ class ScheduleHost:
             return
         sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
         waker = asyncio.ensure_future(self._wake.wait())
-        self._parked.set()
         try:
+            # Parked only once the sleep has begun (settled() then sees a sleeper on the clock).
+            await asyncio.sleep(0)
+            self._parked.set()
             await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._parked.clear()
@@ -319,10 +346,13 @@ class ScheduleHost:
             waker.cancel()
 
     def _plan(self, session_id: SessionId, at: Instant, plan: _Plan) -> None:
-        self._planned[session_id] = (at, plan)
         self._sequence += 1
-        heapq.heappush(self._heap, (at, self._sequence, session_id))
-        if not self._heap or self._heap[0][2] == session_id:
+        sequence = self._sequence
+        self._planned[session_id] = (at, plan, sequence)
+        heapq.heappush(self._heap, (at, sequence, session_id))
+        wait = max(0, at - self._clock.now()) / MS_PER_SECOND
+        heapq.heappush(self._elapsed_heap, (self._clock.monotonic() + wait, sequence, session_id))
+        if self._heap[0][1] == sequence or self._elapsed_heap[0][1] == sequence:
             self._wake.set()
 
     def _spawn(
@@ -396,6 +426,7 @@ class ScheduleHost:
             )
             self._retry_later(session_id)
             return
+        resources.callback(schedule.events.subscribe(self._count))
         self._opening.discard(session_id)
         self._slots[session_id] = _Slot(handle, schedule, resources)
         self.stats.opened += 1
@@ -441,6 +472,12 @@ class ScheduleHost:
             slot.waiting_idle = False
         if self._slots.get(session_id) is slot and not slot.stepping:
             self._plan(session_id, self._clock.now(), "step")
+
+    def _count(self, event: ScheduleEvent) -> None:
+        if event.kind == "turn-retry":
+            self.stats.turn_retries += 1
+        elif event.kind == "turn-failed":
+            self.stats.turns_failed += 1
 
     def _woken(self, session_id: SessionId) -> None:
         """A create or delete in an open session: run its next pass at once."""

@@ -13,7 +13,12 @@ first and the conversation last::
     conversation = <the adapter's Conversation>(turns, agent)  # binds its run_turn
 
 Every turn — the host's prompts and the reminders Schedule delivers — is a new run of the
-framework on the same conversation, one at a time, with the history kept.
+framework on the same conversation, one at a time, with the history kept. Each run carries the
+turn's occurrence keys, its idempotency key (:attr:`Turn.occurrences`), in the form its
+framework uses for run metadata (:func:`turn_metadata`): LangGraph's ``config["metadata"]``,
+the Agents SDK's ``RunConfig.trace_metadata``, PydanticAI's ``metadata`` (``ctx.metadata`` in
+a tool). The adapters that talk to a model API directly (Anthropic, OpenAI) have no run to
+attach it to: their :attr:`Conversation.current_turn` is the turn being answered.
 """
 
 from __future__ import annotations
@@ -60,6 +65,19 @@ def tool_specs(tools: ScheduleTools) -> tuple[ToolSpec, ...]:
 PASTED_FRAME_MARK: Final = "[typed by the user, not a reminder delivery] "
 """Put in front of a host prompt that contains a reminder frame — pasted, or forged — so that
 it cannot pass for a delivery (the reference harness marks such prompts the same way)."""
+
+OCCURRENCES_METADATA_KEY: Final = "session_schedule_occurrences"
+"""The run-metadata key under which the adapters pass a turn's occurrence keys."""
+TURN_METADATA_KEY: Final = "session_schedule_turn"
+"""The run-metadata key under which the adapters pass the turn's position in the log."""
+
+
+def turn_metadata(turn: Turn) -> dict[str, object]:
+    """The run metadata of ``turn``: its occurrence keys (a list, empty for a host prompt)
+    under :data:`OCCURRENCES_METADATA_KEY` — the idempotency key of what the run does — and its
+    log position under :data:`TURN_METADATA_KEY`."""
+    return {OCCURRENCES_METADATA_KEY: list(turn.occurrences), TURN_METADATA_KEY: turn.position}
+
 
 SYNC_TIMEOUT_SECONDS: Final = 120.0
 """How long a synchronous tool call waits for the Schedule's loop before it gives up."""
@@ -169,6 +187,12 @@ class Conversation(ABC):
     @property
     def answers(self) -> tuple[Answer, ...]:
         return tuple(self._answers)
+
+    @property
+    def current_turn(self) -> Turn | None:
+        """The turn being answered (its occurrence keys are its idempotency key), or ``None``
+        between turns."""
+        return self._turns.current
 
     def submit(self, text: str) -> Turn:
         """Queue the host's own prompt as a turn (see :meth:`TurnQueue.submit`)."""

@@ -27,7 +27,12 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from session_schedule.integrations.common import Conversation, SyncBridge, tool_specs
+from session_schedule.integrations.common import (
+    Conversation,
+    SyncBridge,
+    tool_specs,
+    turn_metadata,
+)
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -115,7 +120,8 @@ class LangGraphConversation(Conversation):
     checkpointer keeps the history.
 
     ``graph`` is compiled with a checkpointer (:func:`agent_graph` builds one); ``thread_id``
-    names the thread (a new one by default; pass an earlier one to continue it).
+    names the thread (a new one by default; pass an earlier one to continue it). Each run's
+    ``config["metadata"]`` holds the turn's :func:`turn_metadata` (its occurrence keys).
     """
 
     def __init__(
@@ -144,7 +150,13 @@ class LangGraphConversation(Conversation):
         return [message for message in messages if isinstance(message, BaseMessage)]
 
     async def run(self, text: str) -> str:
-        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, self.config)
+        config = self.config
+        turn = self.current_turn
+        if turn is not None:
+            # LangChain's run metadata: tools read it from their injected config, and tracers
+            # record it with the run.
+            config["metadata"] = turn_metadata(turn)
+        state = await self._graph.ainvoke({"messages": [HumanMessage(text)]}, config)
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):
             raise TypeError(f"the graph's run ended with a {type(last).__name__}, not the model")

@@ -10,6 +10,7 @@ from session_schedule.extras import require
 
 require("openai-agents", purpose="session_schedule.integrations.openai_agents")
 
+import dataclasses
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
@@ -25,7 +26,7 @@ from agents import (
 )
 from agents.memory import Session
 
-from session_schedule.integrations.common import Conversation, tool_specs
+from session_schedule.integrations.common import Conversation, tool_specs, turn_metadata
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -63,7 +64,8 @@ class AgentsConversation(Conversation):
     is ``Runner.run(agent, text, session=session)``, so the ``Session`` keeps the history.
 
     ``session`` defaults to an in-memory ``SQLiteSession``; pass a file-backed one (or any
-    ``Session``) to keep the conversation across restarts. ``run_config`` is passed to every run.
+    ``Session``) to keep the conversation across restarts. ``run_config`` is passed to every run,
+    its ``trace_metadata`` completed with the turn's :func:`turn_metadata` (its occurrence keys).
     """
 
     def __init__(
@@ -90,7 +92,13 @@ class AgentsConversation(Conversation):
         return self._session
 
     async def run(self, text: str) -> str:
-        result = await Runner.run(
-            self._agent, text, session=self._session, run_config=self._run_config
-        )
+        run_config = self._run_config
+        turn = self.current_turn
+        if turn is not None:
+            # The SDK's run metadata: recorded with the run's trace.
+            base = run_config or RunConfig()
+            run_config = dataclasses.replace(
+                base, trace_metadata={**(base.trace_metadata or {}), **turn_metadata(turn)}
+            )
+        result = await Runner.run(self._agent, text, session=self._session, run_config=run_config)
         return str(result.final_output)

@@ -16,7 +16,7 @@ from typing import Protocol
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage
 
-from session_schedule.integrations.common import Conversation, ToolSpec, tool_specs
+from session_schedule.integrations.common import Conversation, ToolSpec, tool_specs, turn_metadata
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -61,7 +61,9 @@ class PydanticAIConversation(Conversation):
     is ``agent.run(text, message_history=...)`` and the run's messages become the history.
 
     ``history`` continues an earlier conversation (for instance one stored with
-    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far.
+    ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far. Each run's
+    ``metadata`` (``ctx.metadata`` in a tool) is the turn's :func:`turn_metadata` (its
+    occurrence keys).
     """
 
     def __init__(
@@ -76,6 +78,8 @@ class PydanticAIConversation(Conversation):
         return list(self._history)
 
     async def run(self, text: str) -> str:
-        result = await self._agent.run(text, message_history=self._history)
+        turn = self.current_turn
+        metadata = None if turn is None else turn_metadata(turn)
+        result = await self._agent.run(text, message_history=self._history, metadata=metadata)
         self._history = result.all_messages()
         return result.output

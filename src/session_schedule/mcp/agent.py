@@ -20,22 +20,28 @@ So the owner's discipline is unchanged — one queue, barriers, one decision tim
 and a follow-up nobody takes is never dispatched: it stays due, across restarts too.
 
 Handed over is not yet received. The owner records the dispatch right after the hand-over, but
-the host has the text only once the take's answer has gone out, later: a take cancelled in
-between, an answer that is never sent, or a crash of the process in between would leave a
-reminder recorded as dispatched that no host has seen. So every handed-over text is
-*undelivered* until its taker says it went out (:meth:`PullAgent.delivered`):
+the host has the text only once the take's answer has gone out — and has *kept* it: a client that
+cancelled the take drops its late answer, as the MCP specification says. A take cancelled in
+between, an answer that is never sent or is dropped, or a crash of the process in between would
+leave a reminder recorded as dispatched that no host has seen. So every handed-over text is
+*undelivered* until its taker says the host has it (:meth:`PullAgent.delivered`):
 
-- ``followup(text)`` first adds ``text`` to the undelivered ones, and with an ``outbox`` file
-  writes them there durably (written whole, flushed to disk, renamed into place) — before the
-  owner appends the dispatch. If that write fails, ``followup`` raises and nothing is recorded.
+- ``followup(text)`` adds ``text`` to the undelivered ones, and with an ``outbox`` file starts
+  writing them there durably (written whole, flushed to disk, renamed into place, the directory
+  flushed) on a worker thread, so the event loop goes on reading requests meanwhile. The owner
+  awaits that write (:meth:`PullAgent.handed_over`) before it appends the dispatch, and the take
+  returns the text only once it is done. If the write fails, nothing is recorded and the take
+  gets nothing.
 - a take cancelled after the hand-over, or a taker that could not send the text
   (:meth:`PullAgent.requeue`), leaves it undelivered and re-offered: the next take returns it
-  before anything newly due;
-- a process that restarts on the same outbox re-offers every text in it.
+  before anything newly due; a text the host was thought to have, whose take turns out to have
+  been cancelled, is offered again too (:meth:`PullAgent.reoffer`);
+- a process that restarts on the same outbox re-offers every text in it, except those whose
+  occurrences the schedule is about to deliver again (:meth:`PullAgent.discard`).
 
-A text is removed from the outbox only by :meth:`PullAgent.delivered`. A crash between the
-answer going out and that removal offers the text again after the restart, with the same
-occurrence key: delivery stays at-least-once, never at-most-once.
+A text is removed from the outbox only by :meth:`PullAgent.delivered`. A crash before that
+removal offers the text again after the restart, with the same occurrence key: delivery stays
+at-least-once, never at-most-once.
 """
 
 from __future__ import annotations
@@ -97,6 +103,10 @@ class PullAgent:
         self._phase_taker: asyncio.Future[str | None] | None = None
         self._recheck = False
         self._owner_waiting = False
+        self._last_write: asyncio.Future[None] | None = None
+        self._handing_over: asyncio.Future[None] | None = None
+        self._handovers: dict[str, asyncio.Future[None]] = {}
+        """The outbox writes of texts handed over, until each is done."""
 
     @property
     def unclaimed(self) -> int:
@@ -109,13 +119,15 @@ class PullAgent:
         """The follow-ups handed over and not yet :meth:`delivered`, oldest first."""
         return tuple(self._undelivered)
 
-    def delivered(self, text: str) -> None:
-        """Say that ``text``, returned by a take, has gone out to the host: it is no longer
-        re-offered (and leaves the outbox)."""
-        if text not in self._undelivered:
+    async def delivered(self, *texts: str) -> None:
+        """Say that each of ``texts``, returned by a take, has reached the host: they are no
+        longer re-offered, and leave the outbox (written off the event loop)."""
+        if any(text not in self._undelivered for text in texts):
             raise ValueError("delivered() names a text that no take has returned")
-        self._undelivered.remove(text)
-        self._write_outbox()
+        for text in texts:
+            self._undelivered.remove(text)
+        if texts:
+            await self._persist()
 
     def requeue(self, text: str) -> None:
         """Say that ``text``, returned by a take, did not reach the host: the next take returns
@@ -124,6 +136,30 @@ class PullAgent:
             raise ValueError("requeue() names a text that no take has returned")
         logger.warning("a follow-up did not reach the host; the next take receives it again")
         self._unclaimed.appendleft(text)
+
+    async def reoffer(self, text: str) -> None:
+        """Say that ``text``, already :meth:`delivered`, did not reach the host after all (its
+        take was cancelled and the host dropped the answer): it is undelivered again, in the
+        outbox, and the next take returns it."""
+        logger.warning(
+            "a follow-up went out for a take that its host had cancelled; "
+            "the next take receives it again"
+        )
+        if text not in self._undelivered:
+            self._undelivered.append(text)
+        if text not in self._unclaimed:
+            self._unclaimed.appendleft(text)
+        await self._persist()
+
+    async def discard(self, text: str) -> None:
+        """Stop offering ``text``, undelivered: what it carried is delivered afresh instead
+        (the dispatch never became durable, so the schedule still has it due)."""
+        if text not in self._undelivered:
+            raise ValueError("discard() names a text that is not undelivered")
+        self._undelivered.remove(text)
+        if text in self._unclaimed:
+            self._unclaimed.remove(text)
+        await self._persist()
 
     @property
     def waiting_takes(self) -> int:
@@ -141,7 +177,12 @@ class PullAgent:
         (or, if it could not send it on, to :meth:`requeue`).
         """
         if self._unclaimed:
-            return self._unclaimed.popleft()
+            again = self._unclaimed.popleft()
+            try:
+                return again if await self._written(again) else None
+            except asyncio.CancelledError:
+                self._unclaimed.appendleft(again)
+                raise
         taker: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._takers.append(taker)
         self._signal.set()
@@ -151,17 +192,20 @@ class PullAgent:
             # accepted follow-up can still be read from it below.
             waits: set[asyncio.Future[str | None] | asyncio.Future[None]] = {taker, sleeper}
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            return taker.result() if taker.done() and not taker.cancelled() else None
+            text = taker.result() if taker.done() and not taker.cancelled() else None
+            written = text is None or await self._written(text)
         except asyncio.CancelledError:
             if taker.done() and not taker.cancelled():
                 accepted = taker.result()
-                if accepted is not None:
+                if accepted is not None and accepted in self._undelivered:
                     logger.warning(
                         "a follow-up was accepted for a take that was then cancelled; "
                         "the next take receives it"
                     )
                     self._unclaimed.append(accepted)
             raise
+        else:
+            return text if written else None
         finally:
             sleeper.cancel()
             if not taker.done():
@@ -230,35 +274,93 @@ class PullAgent:
         if taker.done():
             raise FollowupNotTakenError("the take ended before the follow-up was accepted")
         self._undelivered.append(message)
-        try:
-            self._write_outbox()
-        except BaseException:
-            self._undelivered.pop()
-            raise
+        if self._outbox is not None:
+            handing_over = asyncio.ensure_future(self._hand_over(message))
+            self._handing_over = self._handovers[message] = handing_over
+            handing_over.add_done_callback(lambda _: self._handovers.pop(message, None))
         taker.set_result(message)
 
-    def _write_outbox(self) -> None:
-        """Make the outbox hold exactly the undelivered texts, durably (none: no file)."""
+    async def handed_over(self) -> None:
+        """Return once the follow-up just handed over is in the outbox durably; raise (so that
+        no dispatch is recorded) when that write failed."""
+        handing_over, self._handing_over = self._handing_over, None
+        if handing_over is not None:
+            await asyncio.shield(handing_over)
+
+    async def _hand_over(self, message: str) -> None:
+        try:
+            await self._persist()
+        except BaseException:
+            if message in self._undelivered:
+                self._undelivered.remove(message)
+            if message in self._unclaimed:
+                self._unclaimed.remove(message)
+            raise
+
+    async def _written(self, text: str) -> bool:
+        """Wait until the hand-over of ``text`` is durable; whether it became so."""
+        handing_over = self._handovers.get(text)
+        if handing_over is None:
+            return text in self._undelivered
+        try:
+            await asyncio.shield(handing_over)
+        except Exception:
+            return False
+        return True
+
+    async def _persist(self) -> None:
+        """Make the outbox hold exactly the undelivered texts, durably, on a worker thread.
+
+        Writes run one after another, each of the texts as they are when it starts, so the last
+        write leaves the latest state. A caller cancelled while it waits leaves its write to
+        finish: a write is never abandoned halfway, nor overlapped by the next."""
         path = self._outbox
         if path is None:
             return
-        if not self._undelivered:
-            path.unlink(missing_ok=True)
-        else:
-            partial = path.with_name(path.name + ".partial")
-            with partial.open("wb") as file:
-                file.write(msgspec.json.encode(self._undelivered))
-                file.flush()
-                os.fsync(file.fileno())
-            partial.replace(path)
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        previous = self._last_write
+
+        async def write() -> None:
+            if previous is not None:
+                await asyncio.wait({previous})  # its own caller hears how it ended
+            await _off_loop(_write_outbox, path, list(self._undelivered))
+
+        task = asyncio.ensure_future(write())
+        task.add_done_callback(_heard)
+        self._last_write = task
+        await asyncio.shield(task)
 
     def _has_taker(self) -> bool:
         return any(not taker.done() for taker in self._takers)
+
+
+def _heard(write: asyncio.Future[None]) -> None:
+    """Retrieve how ``write`` ended, so that a failure whose caller was cancelled is not
+    reported as never retrieved (its caller, or the next write, has been told)."""
+    if not write.cancelled():
+        write.exception()
+
+
+async def _off_loop(write: Callable[[Path, list[str]], None], path: Path, texts: list[str]) -> None:
+    """Run ``write(path, texts)`` on a worker thread: its ``fsync`` calls leave the loop free."""
+    await asyncio.to_thread(write, path, texts)
+
+
+def _write_outbox(path: Path, texts: list[str]) -> None:
+    """Make ``path`` hold exactly ``texts``, durably (none: no file)."""
+    if not texts:
+        path.unlink(missing_ok=True)
+    else:
+        partial = path.with_name(path.name + ".partial")
+        with partial.open("wb") as file:
+            file.write(msgspec.json.encode(texts))
+            file.flush()
+            os.fsync(file.fileno())
+        partial.replace(path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def _read_outbox(path: Path) -> list[str]:

@@ -28,20 +28,24 @@ after a restart. A take that ends (cancelled, timed out) before the hand-over re
 As everywhere in Schedule, delivery is at-least-once: a crash after the hand-over and before the
 dispatch is durable repeats the reminder with the same occurrence key.
 
-The dispatch is recorded at the hand-over, before the take's answer has gone out; so until it
-has, the follow-up is kept as undelivered in an **outbox** file beside the session's log
-(``<session id>.mcp-outbox.json`` in the data directory), written durably before the dispatch
-is appended. The take's answer counts as gone out once all its bytes have been written to the
-stdout pipe (:mod:`session_schedule.mcp.stdout`): from then on a killed server no longer loses
-them, as the host reads what the pipe holds. Only then does the text leave the outbox; the
-transport's writer having merely received the answer is not enough. A take cancelled after the
-hand-over and before its answer was sent (the host withdrew the request, the server is shutting
-down), a take whose answer could not be built or written, and a server killed before the answer
-was written therefore lose nothing: the next take — in this process, or after a restart on the
-same data directory — returns the undelivered text first, exactly as framed. A take cancelled
-while its sent answer is being written leaves the outcome to that write. A crash after the
-answer was written and before the outbox was updated offers it once more (the same occurrence
-key): at-least-once, never at-most-once.
+The dispatch is recorded at the hand-over, before the take's answer has gone out; so until the
+host is known to have it, the follow-up is kept as undelivered in an **outbox** file beside the
+session's log (``<session id>.mcp-outbox.json`` in the data directory), written durably — on a
+worker thread, as is the dispatch's own ``fsync`` — before the dispatch is appended. The take's
+answer counts as gone out once all its bytes have been written to the stdout pipe
+(:mod:`session_schedule.mcp.stdout`): from then on a killed server no longer loses them, as the
+host reads what the pipe holds. Gone out is not yet kept: a host that cancelled the take
+(``notifications/cancelled``) drops its late answer, as the protocol says it must. So a text
+leaves the outbox only once its take is **acknowledged** — by the host's next take (its cancel,
+if any, was sent before it), or by the host closing the connection — and a cancel that names a
+take whose answer went out offers that text again, even after the acknowledgement. A take
+cancelled before its answer was sent (the host withdrew the request, the server is shutting down),
+a take whose answer could not be built or written, and a server killed before the acknowledgement
+therefore lose nothing: the next take — in this process, or after a restart on the same data
+directory — returns the undelivered text first, exactly as framed (a repeat with the same
+occurrence key, which at-least-once allows). A restarted server drops an outbox text whose
+occurrences are still due in the log (it was killed before the dispatch was durable): the
+schedule delivers them afresh, once.
 
 Tool results: success is ``structuredContent`` matching the tool's ``outputSchema`` (and the same
 JSON as text content); failure is ``isError: true`` with the ``{"ok": false, "error": …}`` JSON as
@@ -52,12 +56,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 import warnings
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal, Self, cast, final, get_args
+from typing import Final, Literal, Protocol, Self, cast, final, get_args
 
 import anyio
 import msgspec
@@ -90,6 +96,8 @@ from session_schedule.tools.handlers import ScheduleTools
 from session_schedule.tools.results import DeleteResult, ErrorDetail, ErrorResult, ToolResult
 from session_schedule.tools.schemas import inline_schema
 
+logger = logging.getLogger(__name__)
+
 SERVER_NAME: Final = "session-schedule"
 TAKE_TOOL: Final = "schedule_followups_take"
 PENDING_URI: Final = "schedule://followups/pending"
@@ -97,6 +105,9 @@ TAKE_TIMEOUT_SECONDS: Final = 10.0
 """How long a take waits for the owner to hand a due follow-up over."""
 OUTBOX_SUFFIX: Final = ".mcp-outbox.json"
 """The outbox of a session's undelivered follow-ups is ``<session id>`` + this, beside its log."""
+
+ACKNOWLEDGED_KEPT: Final = 64
+"""How many acknowledged takes are remembered, so that a late cancel of one re-offers its text."""
 
 _OCCURRENCE_KEY_LINE: Final = "occurrence key: "
 _LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
@@ -186,6 +197,14 @@ class ScheduleMcpServer:
         self._bus = InMemorySubscriptionBus()
         self._answering: dict[types.RequestId, str] = {}
         """The follow-up text of each take whose answer has not gone out yet, by request id."""
+        self._writing: set[types.RequestId] = set()
+        """The takes whose answers are being written."""
+        self._withdrawn: set[types.RequestId] = set()
+        """Takes cancelled while their answers were being built or written."""
+        self._unacknowledged: dict[types.RequestId, str] = {}
+        """The follow-up text of each take whose answer went out, until the host's next take."""
+        self._acknowledged: OrderedDict[types.RequestId, str] = OrderedDict()
+        """The latest acknowledged takes, oldest first: a late cancel of one re-offers it."""
         definitions = [*mcp_tools(self._tools.definitions), take_tool()]
         self._tool_list = [types.Tool.model_validate(tool) for tool in definitions]
         # The logging capability is deprecated by the 2026-07-28 protocol but is how a
@@ -208,6 +227,9 @@ class ScheduleMcpServer:
             )
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized
+        )
+        self.server.add_notification_handler(
+            "notifications/cancelled", types.CancelledNotificationParams, self._on_cancelled
         )
 
     async def announce(self) -> None:
@@ -255,6 +277,7 @@ class ScheduleMcpServer:
         self._remember(ctx)
         result: ToolResult | TakeResult
         if params.name == TAKE_TOOL:
+            await self.acknowledge()
             result = await self._take(params.arguments)
             if isinstance(result, TakeResult) and result.followup is not None:
                 if ctx.request_id is None:  # a request always has one
@@ -386,16 +409,81 @@ class ScheduleMcpServer:
         self, stream: WriteStream[SessionMessage], wire: StdoutWire
     ) -> WriteStream[SessionMessage]:
         """``stream``, the transport's outgoing messages, watched for the takes' answers: once
-        ``wire`` (the stdout the transport writes to) has written one, its follow-up is
-        :meth:`PullAgent.delivered`; if sending or writing it fails, it is offered again."""
-        return _Outgoing(stream, wire, self._sending, self._agent)
+        ``wire`` (the stdout the transport writes to) has written one, its follow-up waits for
+        the host's acknowledgement (:meth:`acknowledge`); if sending or writing it fails, it is
+        offered again."""
+        return _Outgoing(stream, wire, self._sending, self._settle)
+
+    async def acknowledge(self) -> None:
+        """Take the answers that went out as kept by the host: their texts leave the outbox.
+
+        Called at each take (a host that cancelled an earlier take sent the cancel before it)
+        and once the host has closed the connection (every cancel it sent has been read)."""
+        answered, self._unacknowledged = self._unacknowledged, {}
+        for request_id, text in answered.items():
+            self._acknowledged[request_id] = text
+        while len(self._acknowledged) > ACKNOWLEDGED_KEPT:
+            self._acknowledged.popitem(last=False)
+        await self._agent.delivered(*answered.values())
+
+    async def cancelled(self, request_id: types.RequestId) -> None:
+        """The host cancelled request ``request_id``: if it is a take whose answer went out, is
+        going out or may still go out, the host drops that answer, so its follow-up is offered
+        again."""
+        if request_id in self._writing:
+            self._withdrawn.add(request_id)  # the write's outcome re-offers it
+            return
+        # An answer not yet sent may be sent or not (the SDK sends none once it has read the
+        # cancel in time): offered again either way, and its sending is then left alone.
+        text = self._answering.pop(request_id, None) or self._unacknowledged.pop(request_id, None)
+        if text is not None:
+            self._agent.requeue(text)
+        elif (text := self._acknowledged.pop(request_id, None)) is not None:
+            await self._agent.reoffer(text)
+
+    async def drop_redelivered(self) -> None:
+        """Stop offering the outbox texts whose occurrences are all still due in the log: the
+        server was killed before their dispatch was durable, and the schedule delivers them
+        afresh — offering both would hand the same occurrence over twice in a row."""
+        _, views = await self._schedule.active()
+        due = {f"{view.id}@{view.scheduled_at}" for view in views}
+        for text in self._agent.undelivered:
+            keys = _frame_keys(text)
+            if keys and all(key in due for key in keys):
+                logger.warning(
+                    "the outbox offered %s, whose dispatch was never recorded; "
+                    "it is delivered afresh instead",
+                    ", ".join(keys),
+                )
+                await self._agent.discard(text)
 
     def _sending(self, message: SessionMessage) -> tuple[types.RequestId, str] | None:
         answer = message.message
         if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
             text = self._answering.pop(answer.id, None)
-            return None if text is None else (answer.id, text)
+            if text is None:
+                return None
+            self._writing.add(answer.id)
+            return answer.id, text
         return None
+
+    def _settle(self, request_id: types.RequestId, text: str, *, went_out: bool) -> None:
+        """The answer to take ``request_id`` was written (``went_out``), or could not be."""
+        self._writing.discard(request_id)
+        withdrawn = request_id in self._withdrawn
+        self._withdrawn.discard(request_id)
+        if went_out and not withdrawn:
+            self._unacknowledged[request_id] = text
+        else:
+            self._agent.requeue(text)
+
+    async def _on_cancelled(
+        self,
+        _ctx: ServerRequestContext[None, object],
+        params: types.CancelledNotificationParams,
+    ) -> None:
+        if params.request_id is not None:
+            await self.cancelled(params.request_id)
 
     async def _after_delete(self) -> None:
         """A delete may have removed what the owner waits to hand over: let it look again."""
@@ -417,22 +505,26 @@ class ScheduleMcpServer:
         self._peer = ctx.session
 
 
+class _Settle(Protocol):
+    def __call__(self, request_id: types.RequestId, text: str, /, *, went_out: bool) -> None: ...
+
+
 @final
 class _Outgoing:
-    """A transport's outgoing stream that tells the agent when a take's answer has gone out:
-    not when the transport's writer has received it, but when the wire has written it."""
+    """A transport's outgoing stream that says when a take's answer has gone out: not when
+    the transport's writer has received it, but when the wire has written it."""
 
     def __init__(
         self,
         stream: WriteStream[SessionMessage],
         wire: StdoutWire,
         sending: Callable[[SessionMessage], tuple[types.RequestId, str] | None],
-        agent: PullAgent,
+        settle: _Settle,
     ) -> None:
         self._stream = stream
         self._wire = wire
         self._sending = sending
-        self._agent = agent
+        self._settle = settle
 
     async def send(self, item: SessionMessage, /) -> None:
         answer = self._sending(item)
@@ -447,21 +539,17 @@ class _Outgoing:
             # Not taken by the writer (or, rarely, taken and then this send interrupted: the
             # text may then go out twice, which at-least-once allows).
             self._wire.forget(request_id, written)
-            self._agent.requeue(text)
+            self._settle(request_id, text, went_out=False)
             raise
         try:
             went_out = await asyncio.shield(written)
         except asyncio.CancelledError:
             # The writer has the answer: its write, still to come, says whether it went out.
-            written.add_done_callback(lambda done: self._settle(text, went_out=done.result()))
+            written.add_done_callback(
+                lambda done: self._settle(request_id, text, went_out=done.result())
+            )
             raise
-        self._settle(text, went_out=went_out)
-
-    def _settle(self, text: str, *, went_out: bool) -> None:
-        if went_out:
-            self._agent.delivered(text)
-        else:
-            self._agent.requeue(text)
+        self._settle(request_id, text, went_out=went_out)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -492,7 +580,9 @@ async def serve_stdio(
     :func:`~session_schedule.mcp.stdout.claimed_stdout` serve the wire from private duplicates),
     so stray output never corrupts the protocol; both are restored on return."""
     clock = clock or SystemClock()
-    store = JsonlSessionStore(data_dir)
+    # Every flush on the session's thread: the event loop keeps reading the host's requests
+    # (its cancels among them) while a dispatch is made durable.
+    store = JsonlSessionStore(data_dir, flush_on_loop=False)
     if session_id is None:
         session: SessionHandle = await store.create(now=clock.now())
         opened = "new session"
@@ -515,6 +605,7 @@ async def serve_stdio(
         agent = PullAgent(announce, clock=clock, outbox=data_dir / f"{session.id}{OUTBOX_SUFFIX}")
         async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
             mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
+            await mcp_server.drop_redelivered()
             with claimed_stdout() as wire_fd:
                 wire = StdoutWire(fd_writer(wire_fd))
                 # The SDK's writer only calls ``write`` and ``flush`` on the stdout it is given.
@@ -525,6 +616,8 @@ async def serve_stdio(
                         mcp_server.outgoing(write_stream, wire),
                         mcp_server.server.create_initialization_options(),
                     )
+                # The host closed the connection: every cancel it sent has been read.
+                await mcp_server.acknowledge()
         await session.barrier()
 
 

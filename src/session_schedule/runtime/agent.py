@@ -9,6 +9,11 @@ lets go. A host implements this Protocol over its own agent loop — or hands it
 ``async def followup`` would return a coroutine nobody awaits, and the reminder would be recorded
 as delivered and lost. :func:`check_agent` refuses such an agent when the live Schedule starts,
 and :func:`discard_awaitable` catches one at call time.
+
+One method is optional: ``async def handed_over()``. An agent that has one is awaited after
+``followup()`` returned and before the dispatch is appended; an exception from it means the turn
+was not accepted after all, and no dispatch is recorded. It lets an agent make its own record of
+the hand-over durable (a file and its ``fsync``) off the event loop, yet before the dispatch.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 PLAIN_METHODS: Final = ("followup", "begin_maintenance", "end_maintenance")
 ASYNC_METHODS: Final = ("wait_idle",)
+OPTIONAL_ASYNC_METHODS: Final = ("handed_over",)
 
 
 class Agent(Protocol):
@@ -66,6 +72,17 @@ def check_agent(agent: object) -> None:
                 f"the agent's {name}() is `async def`; it must be a plain method that does its "
                 "work before it returns (a coroutine nobody awaits would lose reminders)"
             )
+    for name in OPTIONAL_ASYNC_METHODS:
+        method = getattr(agent, name, None)
+        if method is not None and not inspect.iscoroutinefunction(method):
+            raise TypeError(f"the agent's {name}() must be `async def`")
+
+
+async def handed_over(agent: object) -> None:
+    """Await the agent's optional ``handed_over()``; without one, the hand-over is complete."""
+    method = getattr(agent, "handed_over", None)
+    if method is not None:
+        await method()
 
 
 def discard_awaitable(value: object, method: str) -> bool:

@@ -20,6 +20,11 @@ class Clock(Protocol):
         """The current wall-clock time, UTC epoch milliseconds."""
         ...
 
+    def monotonic(self) -> float:
+        """Elapsed time in seconds from an arbitrary origin: it never steps, whatever the wall
+        clock does. Back-offs and retry waits are measured on it."""
+        ...
+
     async def sleep(self, seconds: float) -> None:
         """Wait about ``seconds`` of elapsed (not wall-clock) time."""
         ...
@@ -31,6 +36,9 @@ class SystemClock:
 
     def now(self) -> Instant:
         return Instant(time.time_ns() // 1_000_000)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

@@ -17,7 +17,13 @@ kind                      when                                             outco
 ``followup-failed``       ``followup()`` raised; the reminder stays active ``not accepted``
 ``back-off``              the owner waits before trying again              ``agent refused`` or
                                                                            ``agent busy``
+``turn-retry``            a turn failed transiently; it runs again         ``retrying``
+``turn-failed``           a turn failed for good; it is recorded failed    ``failed``
 ========================  ===============================================  ====================
+
+A ``turn-retry`` or ``turn-failed`` event of a reminder turn is emitted once per occurrence it
+delivers (with ``schedule_id`` and ``occurrence_key``); one of a host prompt, once without them.
+Its ``detail`` is the failure (``ErrorClass (HTTP status): message``).
 """
 
 from __future__ import annotations
@@ -32,13 +38,23 @@ from session_schedule.core.changes import ScheduleMissChange
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode
 from session_schedule.core.instants import Instant, format_instant, instant_of_canonical
+from session_schedule.runtime.turns import TurnAttemptFailed
 
 EVENT_LOGGER: Final = "session_schedule.events"
 logger = logging.getLogger(EVENT_LOGGER)
 _internal = logging.getLogger(__name__ + ".callbacks")
 
 EventKind: TypeAlias = Literal[
-    "create", "delete", "update", "dispatch", "miss", "refusal", "followup-failed", "back-off"
+    "create",
+    "delete",
+    "update",
+    "dispatch",
+    "miss",
+    "refusal",
+    "followup-failed",
+    "back-off",
+    "turn-retry",
+    "turn-failed",
 ]
 EventOutcome: TypeAlias = Literal[
     "created",
@@ -53,6 +69,8 @@ EventOutcome: TypeAlias = Literal[
     "agent busy",
     "nothing due",
     "follow-up budget",
+    "retrying",
+    "failed",
 ]
 BackOffReason: TypeAlias = Literal["agent refused", "agent busy", "nothing due", "follow-up budget"]
 """Why the owner backs off: a refused follow-up, an agent that keeps refusing maintenance
@@ -69,6 +87,8 @@ _LEVELS: Final[dict[EventKind, int]] = {
     "refusal": logging.INFO,
     "followup-failed": logging.WARNING,
     "back-off": logging.WARNING,
+    "turn-retry": logging.WARNING,
+    "turn-failed": logging.ERROR,
 }
 
 
@@ -193,6 +213,28 @@ class ScheduleEvents:
                     schedule_id=occurrence.record.id,
                     occurrence_key=occurrence.key,
                     detail=f"{type(error).__name__}: {error}",
+                )
+            )
+
+    def turn_attempt_failed(self, now: Instant, failed: TurnAttemptFailed) -> None:
+        """An attempt of a turn failed: ``turn-retry``, or ``turn-failed`` when it was the
+        last."""
+        kind: EventKind = "turn-failed" if failed.final else "turn-retry"
+        outcome: EventOutcome = "failed" if failed.final else "retrying"
+        diagnosis = failed.diagnosis
+        status = "" if diagnosis.status is None else f" (HTTP {diagnosis.status})"
+        detail = f"{diagnosis.error}{status}: {diagnosis.message}"
+        keys = failed.turn.occurrences or (None,)
+        for key in keys:
+            self.emit(
+                self._event(
+                    kind,
+                    now,
+                    outcome,
+                    schedule_id=None if key is None else key.partition("@")[0],
+                    occurrence_key=key,
+                    detail=detail,
+                    retry_in_seconds=failed.retry_in,
                 )
             )
 

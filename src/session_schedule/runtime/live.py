@@ -23,14 +23,15 @@ Rule 4 — **a due task never interrupts a turn.** It waits until the agent is i
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
 barrier, samples the decision time once, appends a ``miss`` for each due reminder too late to
 deliver (SPEC §11 ``maxLatenessSeconds``), plans with the core (one due one-shot alone, or else all
-due Every records in one batch), frames the turn, queues it with ``followup()``, appends the
-dispatch change(s) and awaits the barrier.
+due Every records in one batch), frames the turn, queues it with ``followup()``, awaits the
+agent's optional ``handed_over()``, appends the dispatch change(s) and awaits the barrier.
 
-Rule 5 — **failure keeps the reminder.** If framing or ``followup()`` fails — or
+Rule 5 — **failure keeps the reminder.** If framing, ``followup()`` or ``handed_over()`` fails — or
 ``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
 start already) — nothing is appended and the reminder stays active; the owner retries after a
 back-off that doubles up to ``retry_max_seconds``, so a permanently failing agent cannot make it
-spin.
+spin. A back-off is elapsed time (``Clock.monotonic``), not a wall-clock instant: a step of the
+wall clock during it neither stretches nor shortens it (targets stay wall-clock, SPEC §8).
 
 Rule 5a — **no busy loop.** Every pass of the owner's loop awaits something that yields to the
 event loop. "Nothing due" right after the wake-up said something was due can happen once (a
@@ -50,6 +51,12 @@ learns of creates and deletes through ``on_wake``.
 
 Rule 6 — **at-least-once.** A crash after ``followup()`` accepted a turn and before the dispatch is
 durable repeats that reminder after recovery, with the same occurrence key (``id@scheduledAt``).
+
+Rule 7 — **views show runs.** A listed view carries ``runs`` and ``lastRun`` (its latest
+delivery: the occurrence, ``delivered``/``failed``/``pending``, the decision time), derived from
+the log (:mod:`session_schedule.session.history`). The history is read when the reminders are
+first listed — from the first entry, even for a Session opened from a checkpoint — and from then
+on only the entries appended since.
 """
 
 from __future__ import annotations
@@ -57,9 +64,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Literal, Self, TypeVar, TypeVarTuple, final
+from typing import Literal, Self, TypeVar, TypeVarTuple, assert_never, final
 
 import msgspec
 
@@ -71,16 +79,25 @@ from session_schedule.core.due import Delivery, next_wakeup, plan_delivery, plan
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import Delay, frame
+from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.plain import ReadOnlyDict
-from session_schedule.core.records import ScheduleView, make_view, record_target
+from session_schedule.core.records import (
+    LastRun,
+    RunOutcome,
+    ScheduleView,
+    make_view,
+    record_target,
+)
 from session_schedule.core.rules import Limits, decide_create, decide_delete, decide_update
 from session_schedule.core.visible import escape_unencodable
-from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable
+from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable, handed_over
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
+from session_schedule.runtime.retry import TurnRetry
 from session_schedule.session.errors import PersistenceUncertain
+from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import SessionHandle, schedule_changes
 
 logger = logging.getLogger(__name__)
@@ -96,7 +113,7 @@ _NOTHING_BEFORE_BACKOFF = 2
 
 @final
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every knob of a live Schedule; the defaults are documented in the README."""
+    """Every knob of a live Schedule; the defaults are documented in docs/concepts/schedule.md."""
 
     limits: Limits = Limits()
     max_wait_seconds: float = 30.0
@@ -109,6 +126,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """The most reminder follow-up turns queued within any ``followup_window_seconds``."""
     followup_window_seconds: int = 60
     """The rolling window of ``followup_limit``, in seconds of wall-clock time."""
+    turn_retry: TurnRetry = TurnRetry()
+    """How the turn queue retries a turn that failed (attempts, back-off, elapsed age)."""
 
 
 @final
@@ -156,12 +175,15 @@ class LiveSchedule:
         self._held: tuple[Instant, Instant] | None = None
         """When the budget first and last held back deliveries, while some of those wait."""
         self._backoff = self._settings.retry_initial_seconds
-        self._retry_at: Instant | None = None
-        """The end of the current back-off, if one runs."""
+        self._retry_until: float | None = None
+        """The end of the current back-off on the clock's monotonic reading, if one runs: a
+        back-off lasts its elapsed time whatever the wall clock does."""
         self._busy_in_a_row = 0
         self._nothing_in_a_row = 0
         self._resting = False
         """Whether the last pass found nothing due (the owner then sleeps until the wake-up)."""
+        self._history: OccurrenceLog | None = None
+        """The runs of each reminder (Rule 7), read from the log when first listed."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -344,12 +366,29 @@ class LiveSchedule:
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
         await self._barrier()
         now = self._clock.now()
-        return now, self._state.views(now)
+        history = self._history_now()
+        return now, [with_runs(view, history) for view in self._state.views(now)]
 
     async def _active_plain(self) -> tuple[Instant, list[ReadOnlyDict]]:
         await self._barrier()
         now = self._clock.now()
-        return now, self._state.plain_views(now)
+        history = self._history_now()
+        return now, [plain_with_runs(view, history) for view in self._state.plain_views(now)]
+
+    def _history_now(self) -> OccurrenceLog:
+        """The runs of the active reminders, read from the log up to now (Rule 7)."""
+        history = self._history
+        if history is None:
+            header = self._session.header
+            history = OccurrenceLog(
+                seed_length=header.seed_length, session=self._session.id, keep=False
+            )
+            self._history = history
+        try:
+            history.feed(self._session.entries[history.position :])
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        return history
 
     async def _pending(self) -> Delivery | None:
         await self._barrier()
@@ -441,9 +480,12 @@ class LiveSchedule:
     async def _step(self) -> Instant | None:
         self._resting = False
         now = self._clock.now()
-        if self._retry_at is not None and now < self._retry_at:
-            return self._retry_at
-        self._retry_at = None
+        if self._retry_until is not None:
+            remaining = self._retry_until - self._clock.monotonic()
+            if remaining > 0:
+                # The wall-clock instant at which the back-off ends, as seen now.
+                return Instant(now + math.ceil(remaining * MS_PER_SECOND))
+            self._retry_until = None
         wakeup = next_wakeup(self._state)
         if wakeup is None or wakeup > now:
             self._nothing_in_a_row = 0
@@ -488,14 +530,14 @@ class LiveSchedule:
             self._events.backing_off(now, reason=reason, seconds=backoff, detail=detail)
             self._backoff = min(backoff * 2, self._settings.retry_max_seconds)
             # A create or delete ends the back-off early (it wakes the owner).
-            self._retry_at = Instant(now + round(backoff * MS_PER_SECOND))
-            return self._retry_at
+            self._retry_until = self._clock.monotonic() + backoff
+            return Instant(now + math.ceil(backoff * MS_PER_SECOND))
         # Delivered; or a turn started between idle and the queue slot, or the due reminder
         # went (a delete, a clock step back): look again at once.
         return self._clock.now()
 
     def _wake_owner(self) -> None:
-        self._retry_at = None
+        self._retry_until = None
         self._wake.set()
         if self._on_wake is not None:
             self._on_wake()
@@ -533,6 +575,16 @@ class LiveSchedule:
             if discard_awaitable(accepted, "followup"):
                 self._events.followup_failed(
                     delivery, TypeError("followup() returned an awaitable, which was discarded")
+                )
+                return "agent refused"
+            try:
+                await handed_over(self._agent)
+            except Exception as error:
+                self._events.followup_failed(delivery, error)
+                logger.exception(
+                    "follow-up for %s in session %s was not handed over; the reminder stays active",
+                    ", ".join(occurrence.key for occurrence in delivery.occurrences),
+                    self._session.id,
                 )
                 return "agent refused"
             self._recent.append(now)
@@ -626,6 +678,39 @@ class LiveSchedule:
             await self._session.barrier()
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
+
+
+def with_runs(view: ScheduleView, history: OccurrenceLog) -> ScheduleView:
+    """``view`` with its reminder's ``runs`` and ``lastRun`` from ``history``."""
+    found = history.last(view.id)
+    if found is None:
+        return view
+    run, count = found
+    return msgspec.structs.replace(view, runs=count, last_run=last_run(run))
+
+
+def plain_with_runs(view: ReadOnlyDict, history: OccurrenceLog) -> ReadOnlyDict:
+    """:func:`with_runs` for a JSON-ready view (a new dict when it has runs)."""
+    schedule_id = view["id"]
+    found = history.last(ScheduleId(schedule_id)) if isinstance(schedule_id, str) else None
+    if found is None:
+        return view
+    run, count = found
+    return ReadOnlyDict({**view, "runs": count, "lastRun": msgspec.to_builtins(last_run(run))})
+
+
+def last_run(run: OccurrenceRun) -> LastRun:
+    """The ``lastRun`` of a view, from the reminder's latest run."""
+    outcome: RunOutcome
+    match run.outcome:
+        case "delivered" | "failed" | "pending" | "missed":
+            outcome = run.outcome
+        case "skipped" | "deleted":  # never a reminder's latest run
+            outcome = "delivered"
+        case _:
+            assert_never(run.outcome)
+    at = run.decided_at if run.decided_at is not None else run.due_at
+    return LastRun(occurrence=run.key, outcome=outcome, at=format_instant(at))
 
 
 def _as_is(view: ScheduleView) -> ScheduleView:

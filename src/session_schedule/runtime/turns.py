@@ -17,10 +17,20 @@ Rule 2 — **one turn at a time, in order.** A worker task takes the queued turn
 were accepted and awaits ``run_turn`` for each; no turn starts while another runs or while a
 maintenance phase is held.
 
-Rule 3 — **finished means recorded.** When ``run_turn`` returns (or raises — the error is logged
-and the turn counts as ``failed``), a ``turn/finished`` entry naming the turn is appended and the
-barrier awaited before the next turn starts. A turn cancelled by :meth:`TurnQueue.close` has not
-finished.
+Rule 3 — **finished means recorded.** When ``run_turn`` returns, a ``turn/finished`` entry naming
+the turn (``completed``, with its number of attempts) is appended and the barrier awaited before
+the next turn starts. A turn cancelled by :meth:`TurnQueue.close` has not finished.
+
+Rule 3a — **a failed turn is retried, then recorded as failed.** When ``run_turn`` raises, the
+failure is classified (:mod:`session_schedule.runtime.retry`): a transient one (connection error,
+timeout, HTTP 408/409/429/5xx) runs the same turn again after an exponential back-off with
+jitter — honouring ``Retry-After`` — within the ``TurnRetry`` bounds on attempts and elapsed age;
+a permanent one (HTTP 400/401/403/404, a bug) ends it at once. A turn that finally fails is
+recorded ``failed`` with its bounded cause, never ``completed``. Every failed attempt is reported
+to the subscribed listeners (:meth:`TurnQueue.subscribe`) and logged. The waits are elapsed time
+(``Clock.sleep``; the age on ``Clock.monotonic``). Nothing else runs during a retry wait: the
+turns behind it keep their order. A close (or a crash) during the wait leaves the turn pending,
+and the next queue runs it again.
 
 Rule 4 — **a restart resumes.** Constructing a queue reads the Session's log (from the fork point
 ``seedLength`` on: a fork inherits no pending turn, as it inherits no active reminder) and queues
@@ -39,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -48,15 +59,17 @@ import msgspec
 
 from session_schedule.core.framing import occurrence_keys
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.retry import Diagnosis, TurnRetry, diagnose, next_wait
 from session_schedule.session.errors import PersistenceUncertain, SessionCorrupt
 from session_schedule.session.port import LogEntry, SessionHandle
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
+    TurnFailure,
     TurnFinished,
     TurnOrigin,
-    TurnOutcome,
     TurnQueued,
+    turn_failure,
     turn_finished,
     turn_queued,
 )
@@ -78,18 +91,53 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """``schedule``: a reminder delivered by Schedule; ``host``: a prompt the host submitted."""
     text: str
     occurrences: tuple[str, ...] = ()
-    """A reminder's occurrence keys (``id@scheduledAt``), in frame order."""
+    """A reminder's occurrence keys (``id@scheduledAt``), in frame order; empty for a host
+    prompt.
+
+    They are the turn's **idempotency key**. Delivery is at-least-once: a turn cut off by a
+    crash runs again after the restart (``restored``), and a reminder handed over just before a
+    crash is delivered again — each time with the same keys, because a key names the occurrence
+    (the reminder and the instant it was due), not the attempt. A side effect a reminder turn
+    causes outside the Session (a message sent, a ticket filed) can therefore be deduplicated on
+    them: record each key with the effect, and skip an effect whose key is already recorded.
+    The framework adapters pass them to every run (see
+    :func:`~session_schedule.integrations.common.turn_metadata`)."""
     zone: str | None = None
     """The IANA zone reported with a host prompt, if any. It is not stored: a prompt restored
     after a restart has none."""
     restored: bool = False
     """Queued before this queue was built (read back from the log after a restart): it may have
     run in part already."""
+    attempt: int = 1
+    """Which attempt of this turn runs now (above 1: an earlier attempt in this queue failed
+    with a transient error, and may have recorded part of the turn already)."""
 
     @property
     def reminder(self) -> bool:
         """Whether this turn is a reminder Schedule delivered (not text someone typed)."""
         return self.origin == "schedule"
+
+
+@final
+class TurnAttemptFailed(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt of a turn failed: reported to :meth:`TurnQueue.subscribe` listeners."""
+
+    turn: Turn
+    """The turn, with :attr:`Turn.attempt` the attempt that failed."""
+    diagnosis: Diagnosis
+    """What failed, and whether it was transient."""
+    retry_in: float | None
+    """Seconds until the next attempt; ``None`` when the turn is now recorded ``failed``."""
+    max_attempts: int
+    """The most attempts the retry policy allows."""
+
+    @property
+    def final(self) -> bool:
+        """Whether the turn failed for good (it is recorded ``failed``)."""
+        return self.retry_in is None
+
+
+AttemptListener: TypeAlias = Callable[[TurnAttemptFailed], None]
 
 
 @final
@@ -121,10 +169,15 @@ class TurnQueue:
         run_turn: RunTurn | None = None,
         *,
         clock: Clock | None = None,
+        retry: TurnRetry | None = None,
+        random_fraction: Callable[[], float] = random.random,
     ) -> None:
         self._session = session
         self._run_turn = run_turn
         self._clock = clock or SystemClock()
+        self._retry = retry or TurnRetry()
+        self._random = random_fraction
+        self._listeners: dict[object, AttemptListener] = {}
         self._pending: deque[Turn | _Action[object]] = deque(_restore(session))
         self._current: Turn | None = None
         self._taken: list[Turn] = []
@@ -137,6 +190,22 @@ class TurnQueue:
         self._closed = False
         self._failure: BaseException | None = None
         self._refresh()
+
+    @property
+    def retry(self) -> TurnRetry:
+        """How a failed turn is retried (Rule 3a)."""
+        return self._retry
+
+    def subscribe(self, listener: AttemptListener) -> Callable[[], None]:
+        """Call ``listener`` with every failed attempt of a turn (Rule 3a); returns an idempotent
+        unsubscribe. A listener that raises is logged and skipped."""
+        token = object()
+        self._listeners[token] = listener
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
 
     def bind(self, run_turn: RunTurn) -> None:
         """Give the queue the host's turn function (before :meth:`start`)."""
@@ -360,24 +429,73 @@ class TurnQueue:
         run_turn = self._run_turn
         if run_turn is None:  # start() refuses to start without one
             raise RuntimeError("the turn queue has no run_turn")
-        self._current = turn
         self._taken = [turn]
-        outcome: TurnOutcome = "completed"
-        try:
-            await run_turn(turn.text)
-        except PersistenceUncertain:
-            raise
-        except Exception:
-            logger.exception(
-                "turn at entry %d of session %s failed", turn.position, self._session.id
-            )
-            outcome = "failed"
+        started = self._clock.monotonic()
+        attempt = 1
+        failure: TurnFailure | None = None
+        while True:
+            current = turn if attempt == 1 else msgspec.structs.replace(turn, attempt=attempt)
+            self._current = current
+            try:
+                await run_turn(current.text)
+            except PersistenceUncertain:
+                raise
+            except Exception as error:
+                diagnosis = diagnose(error)
+                wait = next_wait(
+                    self._retry,
+                    diagnosis,
+                    attempts=attempt,
+                    age=self._clock.monotonic() - started,
+                    random=self._random,
+                )
+                self._report(current, diagnosis, wait, error)
+                if wait is not None:
+                    self._current = None
+                    await self._clock.sleep(wait)
+                    attempt += 1
+                    continue
+                failure = turn_failure(
+                    diagnosis.error, message=diagnosis.message, status=diagnosis.status
+                )
+            break
         now = self._clock.now()
         for taken in self._taken:
             self._session.append(
-                TURN_FINISHED_TYPE, turn_finished(taken.position, at=now, outcome=outcome)
+                TURN_FINISHED_TYPE,
+                turn_finished(
+                    taken.position,
+                    at=now,
+                    outcome="completed" if failure is None else "failed",
+                    attempts=attempt,
+                    failure=failure,
+                ),
             )
         await self._session.barrier()
+
+    def _report(
+        self, turn: Turn, diagnosis: Diagnosis, wait: float | None, error: Exception
+    ) -> None:
+        status = "" if diagnosis.status is None else f" (HTTP {diagnosis.status})"
+        what = (
+            f"turn at entry {turn.position} of session {self._session.id} failed (attempt "
+            f"{turn.attempt} of {self._retry.max_attempts}, {diagnosis.kind}: "
+            f"{diagnosis.error}{status}: {diagnosis.message})"
+        )
+        if wait is not None:
+            logger.warning("%s; trying again in %.1f s", what, wait)
+        else:
+            # A failure nobody anticipated (a bug in run_turn) shows its traceback.
+            bug = not diagnosis.expected
+            logger.error("%s; recorded as failed", what, exc_info=error if bug else None)
+        event = TurnAttemptFailed(
+            turn=turn, diagnosis=diagnosis, retry_in=wait, max_attempts=self._retry.max_attempts
+        )
+        for listener in list(self._listeners.values()):
+            try:
+                listener(event)
+            except Exception:
+                logger.exception("a turn attempt listener raised; the queue goes on")
 
     async def _act(self, action: _Action[object]) -> None:
         if action.future.cancelled():

@@ -28,7 +28,15 @@ store next writes one:
   possible fold state, and its pending turns and window entries decode strictly by their type's
   decoder.
 
-Which of these failed is :class:`Rejected`'s ``reason``; the store logs it. Losing a checkpoint
+Which of these failed is :class:`Rejected`'s ``reason``; the store logs it.
+
+The JSONL store also verifies, on every open from a checkpoint, the log's own lines of the
+window's entries: their chained checksums from the line before them up to the commit record the
+checkpoint is bound to, and that they hold the very entries the window does (a few kilobytes
+read back; about 0.2 ms). A bit flip there makes it ignore the checkpoint, and the whole-log read
+that follows reports the damage with its line. Entries before the window are verified when they
+are read (by the session, or by ``check``, ``read``, ``inspect`` and ``fork``, which never use
+checkpoints). Losing a checkpoint
 costs only time, so none is written with ``fsync`` or in a barrier's transaction.
 
 Format 3 added ``segments`` (the JSONL store's index of where the log's segments start, see

@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Final, Self, SupportsIndex, TypeAlias, final, overload
 
-from session_schedule.core.changes import CHANGE_EVENT_TYPE
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
@@ -35,7 +34,7 @@ from session_schedule.session.errors import (
 )
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import LogEntry, ResumePoint, SessionHeader
-from session_schedule.session.targets import NextTarget, holds_changes
+from session_schedule.session.targets import INDEXED_TYPES, NextTarget, holds_changes
 
 _log: Final = logging.getLogger(__name__)
 _AnySlice: TypeAlias = "slice[SupportsIndex | None, SupportsIndex | None, SupportsIndex | None]"
@@ -262,7 +261,7 @@ class LogHandle(abc.ABC):
             self._write_failure = f"writing entry {position} failed: {error}"
             raise persistence_uncertain(self.id, self._write_failure) from error
         self._entries.append(LogEntry(position=position, type=type, payload=value))
-        if type == CHANGE_EVENT_TYPE:
+        if type in INDEXED_TYPES:
             self._last_change = position
         return position
 

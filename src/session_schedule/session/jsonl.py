@@ -73,6 +73,7 @@ from session_schedule.session import checkpoint, codec
 from session_schedule.session.codec import Source, encode_payload
 from session_schedule.session.errors import (
     SessionCorrupt,
+    SessionError,
     SessionNotFound,
     not_a_regular_file,
     persistence_uncertain,
@@ -106,6 +107,7 @@ from session_schedule.session.lines import (
     new_checksums,
     scan,
     scan_tail,
+    stated_entry_checksum,
 )
 from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
@@ -785,6 +787,15 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
     if isinstance(restored, checkpoint.Rejected):
         _log.warning("checkpoint of session %s not used (%s): %s", source.session_id, *restored)
         return None
+    if not _window_verifies(fd, header, found, restored.window, source):
+        # The whole-log read that follows reports the damage, with its line.
+        _log.warning(
+            "checkpoint of session %s not used (window mismatch): the log's lines of the %d "
+            "entries before it do not verify or differ from the checkpoint's window",
+            source.session_id,
+            len(restored.window),
+        )
+        return None
     after = TailStart(found.entries, found.offset, found.lines, found.chain)
     parsed = scan_tail(
         header, _pread_all(fd, size - found.offset, found.offset), source, after=after
@@ -820,6 +831,68 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> _Opened | Non
         resume=restored.resume_point(),
         older=older,
     )
+
+
+_WINDOW_READ: Final = 1 << 16
+"""Bytes first read back from a checkpoint's commit record to verify its window's lines (the
+window's 64 lines, and the line before them, are a few kilobytes in a typical session)."""
+
+
+def _window_verifies(
+    fd: int,
+    header: SessionHeader,
+    found: checkpoint.CheckpointFile,
+    window: Sequence[LogEntry],
+    source: Source,
+) -> bool:
+    """Whether the log's own lines of the checkpoint's ``window`` (the entries just before its
+    commit record at ``found.offset``) verify — each checksum against the chain from the line
+    before them to the commit record's — and hold the very entries the window does.
+
+    Reads the file backwards from the commit record until it holds the line before the window
+    (or the header, for a window that starts at entry 0).
+    """
+    if not window:
+        return True
+    first = found.entries - len(window)
+    size = min(found.offset, _WINDOW_READ)
+    while True:
+        start = found.offset - size
+        data = _pread_all(fd, size, start)
+        lines = data.split(b"\n")[:-1]  # the data ends with the commit record's newline
+        seed = _line_before(lines, first, whole=start == 0)
+        if seed is not None:
+            break
+        if start == 0:
+            return False
+        size = min(found.offset, size * 4)
+    index, chain = seed
+    begin = sum(len(line) + 1 for line in lines[: index + 1])
+    try:
+        parsed = scan_tail(
+            header, data[begin:], source, after=TailStart(first, start + begin, 0, chain)
+        )
+    except (SessionError, ScheduleError, ValueError):
+        return False
+    return (
+        bool(parsed.checksums)
+        and parsed.checksums[-1] == found.chain
+        and [(e.position, e.type, e.payload) for e in parsed.entries]
+        == [(e.position, e.type, e.payload) for e in window]
+    )
+
+
+def _line_before(lines: list[bytes], first: int, *, whole: bool) -> tuple[int, int] | None:
+    """The index in ``lines`` of the line before entry ``first``'s — entry ``first - 1``'s, or
+    the header's when ``first`` is 0 — and the checksum the chain goes on from; ``None`` when
+    ``lines`` do not hold it (``whole``: they start at the file's start)."""
+    if first == 0:
+        return (0, CHAIN_SEED) if whole and lines else None
+    for index in range(len(lines) - 1, 0 if not whole else -1, -1):
+        stated = stated_entry_checksum(lines[index], first - 1)
+        if stated is not None:
+            return index, stated
+    return None
 
 
 def _commit_ending_at(fd: int, offset: int) -> tuple[int, int] | None:

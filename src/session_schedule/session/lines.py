@@ -318,6 +318,15 @@ def _scan_format_2(
     )
 
 
+def stated_entry_checksum(line: bytes, position: int) -> int | None:
+    """The chained checksum that ``line`` states, when it is the line of entry ``position``
+    ending in a well-formed seal (``None`` otherwise); nothing is verified."""
+    if not line.startswith(b'{"seq":%d,' % position):
+        return None
+    sealed = _unseal(line)
+    return None if sealed is None else sealed[1]
+
+
 def _verify(line: bytes, previous: int) -> int | None:
     """The line's chained checksum when its seal matches the chain, otherwise ``None``."""
     sealed = _unseal(line)

@@ -118,11 +118,12 @@ class SessionSnapshot(NamedTuple):
 
 @final
 class DueSession(NamedTuple):
-    """A session with an active reminder due before some instant (see ``due_sessions``)."""
+    """A session with an active reminder or an unfinished turn due before some instant (see
+    ``due_sessions``)."""
 
     session_id: SessionId
     next_target: Instant
-    """Its earliest active target."""
+    """Its earliest active target, or the queue time of its earliest unfinished turn."""
 
 
 @final
@@ -265,12 +266,15 @@ class SessionStore(Protocol):
     async def due_sessions(
         self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
     ) -> tuple[DueSession, ...]:
-        """The sessions whose earliest active reminder target is before ``before``: soonest
-        first, then by id, at most ``limit`` (``ValueError`` when it is below 1).
+        """The sessions whose next target is before ``before``: soonest first, then by id, at
+        most ``limit`` (``ValueError`` when it is below 1). The next target is the earliest
+        active reminder target, or the queue time of an unfinished turn (a ``turn/queued``
+        entry no ``turn/finished`` entry answers) when that is earlier: a session whose turn
+        was cut off by a crash is due at once.
 
         Answered from the store's next-target index, without reading any log: every commit
-        that holds ``schedule/change`` entries records the session's earliest active target
-        (or that nothing is active) with it. Only committed changes count; ownership is not
+        that holds ``schedule/change`` or ``turn/*`` entries records the session's next target
+        (or that it has none) with it. Only committed changes count; ownership is not
         considered (a listed session may be open elsewhere). A session whose log the fold
         rejects is indexed as having nothing active.
         """

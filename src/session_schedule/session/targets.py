@@ -1,14 +1,21 @@
 """The next-target index every store keeps: each session's earliest active reminder target.
 
 A host keeping thousands of sessions live must find the ones that are due without reading their
-logs. So every store records, with each commit that holds ``schedule/change`` entries (in the same
-transaction for the databases), the session's earliest active target — or that nothing is active
-— and answers ``due_sessions(before)`` from that record alone.
+logs. So every store records, with each commit that holds ``schedule/change`` or ``turn/*``
+entries (in the same transaction for the databases), the session's next target — or that it has
+none — and answers ``due_sessions(before)`` from that record alone.
+
+The next target is the earliest of the active reminders' targets and of the ``at`` of every
+**unfinished turn** (a ``turn/queued`` entry that no ``turn/finished`` entry answers). A turn is
+unfinished when the process running it died or was stopped mid-answer: listing its session as
+due at once (its ``at`` is in the past) makes the host that next reads the index open it, and the
+session's turn queue then runs the turn again — even when no reminder of that session is due for
+hours.
 
 The target is computed here, from the handle's own fold of its log: :class:`NextTarget` folds the
-``schedule/change`` entries once, incrementally, as commits cover them. A log the fold rejects is
-indexed as having nothing active (and a warning is logged once): opening the session reports the
-damage, and a host must not be stopped by one damaged session.
+``schedule/change`` and ``turn/*`` entries once, incrementally, as commits cover them. A log the
+fold rejects is indexed as having nothing active (and a warning is logged once): opening the
+session reports the damage, and a host must not be stopped by one damaged session.
 """
 
 from __future__ import annotations
@@ -21,9 +28,15 @@ from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleChange
 from session_schedule.core.due import next_wakeup
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
-from session_schedule.core.instants import Instant
+from session_schedule.core.instants import Instant, instant_of_canonical
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import DueSession, LogEntry, ResumePoint, SessionHeader
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFinished,
+    TurnQueued,
+)
 
 _log: Final = logging.getLogger(__name__)
 
@@ -32,14 +45,18 @@ _log: Final = logging.getLogger(__name__)
 class NextTarget:
     """A session's earliest active target, kept up to date as its log grows."""
 
-    __slots__ = ("_folded", "_header", "_state", "_unindexable")
+    __slots__ = ("_folded", "_header", "_state", "_turns", "_unindexable")
 
     def __init__(self, header: SessionHeader, resume: ResumePoint | None = None) -> None:
         self._header = header
         self._state: ScheduleFold | None = None
         self._folded = 0
         self._unindexable = False
+        self._turns: dict[int, Instant] = {}
+        """The unfinished turns: the position of each ``turn/queued`` entry, and its ``at``."""
         if resume is not None:
+            for entry in resume.pending:
+                self._note_turn(entry)
             # Opened from a checkpoint: the fold of the entries before it is known already.
             self._state = ScheduleFold.resumed(
                 resume.records, highest_id=resume.highest_id, session=header.id
@@ -60,6 +77,8 @@ class NextTarget:
             try:
                 for entry in entries[self._folded : end]:
                     if entry.type != CHANGE_EVENT_TYPE:
+                        if entry.position >= seed:
+                            self._note_turn(entry)
                         continue
                     change = cast("ScheduleChange", entry.payload)
                     if entry.position < seed:
@@ -72,12 +91,33 @@ class NextTarget:
                 )
                 self._unindexable = True
         self._folded = max(self._folded, end)
-        return None if self._unindexable else next_wakeup(state)
+        if self._unindexable:
+            return None
+        return min(
+            (
+                target
+                for target in (next_wakeup(state), *self._turns.values())
+                if target is not None
+            ),
+            default=None,
+        )
+
+    def _note_turn(self, entry: LogEntry) -> None:
+        if entry.type == TURN_QUEUED_TYPE:
+            queued = cast("TurnQueued", entry.payload)
+            self._turns[entry.position] = instant_of_canonical(queued.at)
+        elif entry.type == TURN_FINISHED_TYPE:
+            self._turns.pop(cast("TurnFinished", entry.payload).turn, None)
+
+
+INDEXED_TYPES: Final = frozenset({CHANGE_EVENT_TYPE, TURN_QUEUED_TYPE, TURN_FINISHED_TYPE})
+"""The entry types that can move a session's next target."""
 
 
 def holds_changes(entries: Sequence[LogEntry]) -> bool:
-    """Whether any of ``entries`` is a ``schedule/change`` (so the index must be updated)."""
-    return any(entry.type == CHANGE_EVENT_TYPE for entry in entries)
+    """Whether any of ``entries`` can move the next target (a ``schedule/change`` or a
+    ``turn/*`` entry), so that the index must be updated."""
+    return any(entry.type in INDEXED_TYPES for entry in entries)
 
 
 def next_target_of(header: SessionHeader, entries: Sequence[LogEntry]) -> Instant | None:

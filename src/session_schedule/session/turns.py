@@ -11,7 +11,10 @@ after it is pending: a restarted host runs it again, in order.
 reminder delivered by Schedule, with the ``occurrences`` (``id@scheduledAt`` keys) its frame
 names; ``host`` is a prompt the host submitted. A zone reported with a prompt is not stored (it
 is guidance for one turn, never a Session default): a prompt run again after a restart has none.
-``turn/finished`` (version 1) says whether the turn ``completed`` or ``failed``.
+``turn/finished`` says whether the turn ``completed`` or ``failed``. Version 2 adds how many
+``attempts`` it took (a turn retried after a transient failure) and, for a failed turn, its
+``failure``: the error class, the HTTP status if any, and the message cut to a bound. A turn
+answered at the first attempt is still written as version 1, byte for byte as before.
 
 The decoders are strict: unknown, missing or duplicate keys, a non-canonical instant, an
 occurrence key of the wrong form, occurrences on a host turn or none on a reminder, a negative
@@ -34,6 +37,9 @@ from session_schedule.core.records import InstantField
 TURN_QUEUED_TYPE: Final = "turn/queued"
 TURN_FINISHED_TYPE: Final = "turn/finished"
 TURN_VERSION: Final = 1
+TURN_FINISHED_RETRIED_VERSION: Final = 2
+MAX_FAILURE_MESSAGE_CHARS: Final = 300
+MAX_FAILURE_ERROR_CHARS: Final = 100
 
 T = TypeVar("T")
 TurnOrigin = Literal["schedule", "host"]
@@ -77,21 +83,48 @@ TURN_QUEUED_ENTRY: Final = CATALOG.register(
 
 
 @final
+class TurnFailure(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename="camel",
+    omit_defaults=True,
+):
+    """Why a turn failed: a bounded cause, never the whole error."""
+
+    error: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_FAILURE_ERROR_CHARS)]
+    """The error's class name (the SDK's, when the harness wrapped one)."""
+    status: Annotated[int, msgspec.Meta(ge=100, le=599)] | None = None
+    """The HTTP status the endpoint answered with, if it answered."""
+    message: Annotated[str, msgspec.Meta(max_length=MAX_FAILURE_MESSAGE_CHARS)]
+
+
+@final
 class TurnFinished(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename="camel",
+    omit_defaults=True,
 ):
     """The turn queued at entry ``turn`` has run."""
 
-    version: Literal[1]
+    version: Literal[1, 2]
     turn: Annotated[int, msgspec.Meta(ge=0)]
     """The position of its ``turn/queued`` entry."""
     outcome: TurnOutcome
     at: InstantField
+    attempts: Annotated[int, msgspec.Meta(ge=1)] = 1
+    """How many times it ran (version 2; 1 is not written)."""
+    failure: TurnFailure | None = None
+    """Why it failed (version 2, a failed turn only; absent when nothing is known)."""
 
 
 TURN_FINISHED_ENTRY: Final = CATALOG.register(
     TURN_FINISHED_TYPE,
-    versions=(TURN_VERSION,),
+    versions=(TURN_VERSION, TURN_FINISHED_RETRIED_VERSION),
     declaration=TurnFinished,
     decode=lambda data, _where: decode_turn_finished(data),
 )
@@ -112,7 +145,20 @@ def decode_turn_finished(data: bytes) -> TurnFinished:
     wrong."""
     finished = _decode(_FINISHED, data)
     _check_instant(finished.at)
+    _check_turn_finished(finished)
     return finished
+
+
+def _check_turn_finished(finished: TurnFinished) -> None:
+    if finished.version == TURN_VERSION:
+        if finished.attempts != 1:
+            raise ValueError("version 1 does not record attempts - at `$.attempts`")
+        if finished.failure is not None:
+            raise ValueError("version 1 does not record a failure - at `$.failure`")
+    elif finished.attempts == 1 and finished.failure is None:
+        raise ValueError("version 2 records attempts or a failure - at `$.version`")
+    if finished.failure is not None and finished.outcome != "failed":
+        raise ValueError("only a failed turn records a failure - at `$.failure`")
 
 
 def check_turn_queued(queued: TurnQueued) -> None:
@@ -152,8 +198,43 @@ def turn_queued(
     return queued
 
 
-def turn_finished(turn: int, *, at: Instant, outcome: TurnOutcome) -> TurnFinished:
-    return TurnFinished(version=TURN_VERSION, turn=turn, outcome=outcome, at=format_instant(at))
+def turn_finished(
+    turn: int,
+    *,
+    at: Instant,
+    outcome: TurnOutcome,
+    attempts: int = 1,
+    failure: TurnFailure | None = None,
+) -> TurnFinished:
+    """A ``turn/finished`` payload: version 1 unless it took more than one attempt or records
+    a failure. ``ValueError`` for a combination the decoder would refuse."""
+    if attempts < 1:
+        raise ValueError(f"a turn runs at least once, not {attempts} times")
+    retried = attempts != 1 or failure is not None
+    finished = TurnFinished(
+        version=TURN_FINISHED_RETRIED_VERSION if retried else TURN_VERSION,
+        turn=turn,
+        outcome=outcome,
+        at=format_instant(at),
+        attempts=attempts,
+        failure=failure,
+    )
+    _check_turn_finished(finished)
+    return finished
+
+
+def turn_failure(error: str, *, message: str, status: int | None = None) -> TurnFailure:
+    """A bounded :class:`TurnFailure`: the class name and message are cut to their bounds, and
+    a status outside 100-599 is left out."""
+    return TurnFailure(
+        error=_cut(error or "Exception", MAX_FAILURE_ERROR_CHARS),
+        status=status if status is not None and 100 <= status <= 599 else None,
+        message=_cut(message, MAX_FAILURE_MESSAGE_CHARS),
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _decode(decoder: msgspec.json.Decoder[T], data: bytes) -> T:

@@ -37,6 +37,10 @@ class FakeClock:
     def now(self) -> Instant:
         return Instant(self._wall)
 
+    def monotonic(self) -> float:
+        """Virtual elapsed time, in seconds: moved by :meth:`advance`, never by :meth:`jump`."""
+        return self._elapsed / MS_PER_SECOND
+
     def now_text(self) -> str:
         return format_instant(self.now())
 

@@ -715,6 +715,35 @@ class SessionStoreContract(abc.ABC):
         )
 
     @contract_test
+    async def test_a_session_with_an_unfinished_turn_is_due_at_once(self, tmp_path: Path) -> None:
+        """A turn cut off by a crash: its session is due from the turn's queue time, however
+        far its next reminder is, until a ``turn/finished`` entry answers the turn."""
+        store = self.make_store(tmp_path)
+        far = parse_instant("2031-01-01T00:00:00.000Z")
+        later = parse_instant("2030-06-01T00:00:00.000Z")
+        handle = await store.create(now=NOW)
+        handle.append(CHANGE, at_create(1, later))
+        queued = handle.append(
+            "turn/queued",
+            turn_queued(
+                "stretch",
+                at=NOW,
+                origin="schedule",
+                occurrences=(f"sch_1@{format_instant(later)}",),
+            ),
+        )
+        await handle.barrier()
+        assert await store.due_sessions(LATER) == (DueSession(handle.id, NOW),)
+        await handle.close()
+        # Seen by another store over the same storage, as a host that takes over sees it.
+        assert await self.make_store(tmp_path).due_sessions(LATER) == (DueSession(handle.id, NOW),)
+        async with await self.make_store(tmp_path).open(handle.id) as reopened:
+            reopened.append("turn/finished", turn_finished(queued, at=LATER, outcome="completed"))
+            await reopened.barrier()
+        assert await self.make_store(tmp_path).due_sessions(LATER) == ()
+        assert await self.make_store(tmp_path).due_sessions(far) == (DueSession(handle.id, later),)
+
+    @contract_test
     async def test_due_sessions_refuses_a_limit_below_one(self, tmp_path: Path) -> None:
         store = self.make_store(tmp_path)
         with pytest.raises(ValueError, match=r"^limit must be at least 1, not 0$"):

@@ -80,6 +80,8 @@ class ScheduleTools:
         A ``schedule_list`` result holds each reminder as a read-only ``dict`` shared with later
         results (:class:`~session_schedule.core.plain.ReadOnlyDict`: it compares and serialises
         as a plain ``dict``; copy it to change it), so that listing many reminders builds none.
+        A ``name`` that is not a string (a fuzzer's ``None``, a number, bytes) is answered
+        ``invalid_selector`` like an unknown tool.
         """
         if name == "schedule_create":
             created = await self._guarded(name, arguments, self._create_plain)
@@ -127,7 +129,7 @@ class ScheduleTools:
     ) -> _Result | ErrorResult:
         """``run(name, arguments)``, with every failure turned into its result."""
         try:
-            return await run(name, _arguments(arguments))
+            return await run(_tool_name(name), _arguments(arguments))
         except ScheduleError as error:
             return self._refuse(name, arguments, error)
         except Exception:
@@ -142,7 +144,7 @@ class ScheduleTools:
             schedule_id = None  # arguments that are not an object name no reminder
         self._schedule.events.refused(
             self._schedule.now(),
-            tool=escape_unencodable(name),
+            tool=escape_unencodable(name) if isinstance(name, str) else f"<{_kind(name)}>",
             code=error.code,
             message=escape_unencodable(error.message),
             schedule_id=escape_unencodable(schedule_id) if isinstance(schedule_id, str) else None,
@@ -179,6 +181,17 @@ class ScheduleTools:
         _check_list_arguments(arguments)
         now, views = await self._schedule.active_plain()
         return {"ok": True, "now": format_instant(now), "schedules": views}
+
+
+def _tool_name(name: object) -> str:
+    """``name``, checked to be text: callers typed ``str`` can still pass anything at run time."""
+    if not isinstance(name, str):
+        raise ScheduleError(
+            "invalid_selector",
+            f"the tool name must be a string, not {_kind(name)}; "
+            f"the schedule tools are {', '.join(TOOL_NAMES)}.",
+        )
+    return name
 
 
 def _check_list_arguments(arguments: Mapping[str, object]) -> None:
@@ -334,4 +347,8 @@ def _kind(value: object) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
+    if value is None:
+        return "null"
+    if isinstance(value, bytes | bytearray):
+        return "bytes"
     return f"a {type(value).__name__}"

@@ -1,0 +1,172 @@
+"""``session-schedule history SESSION [ID]``: what became of each occurrence of each reminder.
+
+It only reads (a snapshot with ``store.read``, as the other operator commands), so it works
+while a chat or a host has the session open. The outcomes are derived from the log
+(:mod:`session_schedule.session.history`): ``delivered``, ``failed`` (with its cause),
+``pending``, ``deleted``; occurrences a catch-up passed over are counted as ``skipped`` on the
+delivery that covered them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Final, final
+
+import msgspec
+
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.render import Table, Text, output
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.ids import parse_schedule_id
+from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
+from session_schedule.core.records import record_target
+from session_schedule.core.visible import frame_escape, reveal
+from session_schedule.session.history import OccurrenceRun, occurrence_history
+from session_schedule.session.jsonl import JsonlSessionStore
+
+DESCRIPTION: Final = (
+    "Every occurrence of the session's reminders (or of reminder ID), oldest first: when it was "
+    "due, when its delivery was decided, its outcome — delivered, failed (after retries; the "
+    "cause is shown), pending (its turn has not finished), deleted (before it was delivered) — "
+    "how late it was and how many earlier occurrences a catch-up delivery covered (skipped). "
+    "Read from the log alone, while the session may be open elsewhere."
+)
+_OUTCOME_STYLES: Final = {
+    "delivered": "green",
+    "failed": "bold red",
+    "pending": "yellow",
+    "deleted": "dim",
+    "missed": "red",
+    "skipped": "dim",
+}
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``history`` to the program's subcommands."""
+    parser = commands.add_parser(
+        "history",
+        help="show what became of each occurrence of a session's reminders",
+        description=DESCRIPTION,
+        epilog="example: session-schedule history s_7k2m4q9x3v5b sch_2 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("session", metavar="SESSION", help="the session id (s_ and 12 characters)")
+    parser.add_argument(
+        "id", metavar="ID", nargs="?", help="only this reminder's occurrences (sch_N)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+@final
+class HistoryRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One occurrence, as ``--json`` prints it."""
+
+    id: str
+    occurrence: str
+    due_at: str
+    decided_at: str | None
+    outcome: str
+    lateness_seconds: float | None
+    skipped: int
+    attempts: int | None = None
+    failure: str | None = None
+    finished_at: str | None = None
+
+
+@final
+class HistoryResult(msgspec.Struct, frozen=True, kw_only=True):
+    ok: bool
+    session: str
+    occurrences: list[HistoryRow]
+
+
+def row_of(run: OccurrenceRun) -> HistoryRow:
+    """The JSON row of one occurrence."""
+    return HistoryRow(
+        id=run.schedule_id,
+        occurrence=run.key,
+        due_at=format_instant(run.due_at),
+        decided_at=None if run.decided_at is None else format_instant(run.decided_at),
+        outcome=run.outcome,
+        lateness_seconds=run.lateness_seconds,
+        skipped=run.skipped,
+        attempts=run.attempts,
+        failure=failure_text(run),
+        finished_at=None if run.finished_at is None else format_instant(run.finished_at),
+    )
+
+
+def failure_text(run: OccurrenceRun) -> str | None:
+    """``ErrorClass (HTTP status): message`` for a failed occurrence whose cause is stored."""
+    failure = run.failure
+    if failure is None:
+        return None
+    status = "" if failure.status is None else f" (HTTP {failure.status})"
+    return f"{failure.error}{status}: {failure.message}"
+
+
+def run(arguments: argparse.Namespace) -> int:
+    schedule_id: str | None = arguments.id
+    if schedule_id is not None and parse_schedule_id(schedule_id) is None:
+        return fail(f"{schedule_id!r} is not a reminder id like sch_1", EXIT_USAGE)
+    store = JsonlSessionStore(data_dir(arguments))
+    header, entries = asyncio.run(store.read(arguments.session))
+    runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
+    if schedule_id is not None:
+        runs = [item for item in runs if item.schedule_id == schedule_id]
+    result = HistoryResult(ok=True, session=header.id, occurrences=[row_of(item) for item in runs])
+    if arguments.json:
+        print(frame_escape(msgspec.json.format(msgspec.json.encode(result), indent=2).decode()))
+        return EXIT_OK
+    with output() as console:
+        count = len(runs)
+        which = f" of {schedule_id}" if schedule_id is not None else ""
+        console.print(
+            Text(f"session {header.id}: {count} occurrence{'' if count == 1 else 's'}{which}")
+        )
+        if not runs:
+            return EXIT_OK
+        table = Table("id", "due (UTC)", "decided (UTC)", "outcome", "late", "skipped", "detail")
+        for row in result.occurrences:
+            detail = row.failure or ""
+            if row.attempts is not None and row.attempts > 1:
+                detail = f"{row.attempts} attempts" + (f"; {detail}" if detail else "")
+            table.add_row(
+                Text(row.id),
+                Text(row.due_at),
+                Text(row.decided_at or "-"),
+                Text(row.outcome, style=_OUTCOME_STYLES.get(row.outcome, "")),
+                Text("-" if row.lateness_seconds is None else _duration(row.lateness_seconds)),
+                Text(str(row.skipped)),
+                Text(reveal(detail)),
+            )
+        console.print(table)
+    return EXIT_OK
+
+
+def overdue_lines(state: ScheduleFold, now: Instant, seconds: float) -> list[str]:
+    """One line per active reminder more than ``seconds`` overdue at ``now`` (``check
+    --overdue``), most overdue first."""
+    limit = now - seconds * MS_PER_SECOND
+    late = sorted(
+        (record_target(record), record.id)
+        for record in state.ordered()
+        if record_target(record) < limit
+    )
+    return [
+        f"reminder {schedule_id} is overdue by {_duration((now - target) / MS_PER_SECOND)} "
+        f"(due {format_instant(target)}), more than {seconds:g} s"
+        for target, schedule_id in late
+    ]
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:g} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 86_400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86_400:.1f} d"

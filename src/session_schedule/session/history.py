@@ -1,0 +1,241 @@
+"""Occurrence history: what became of each occurrence of each reminder, read from the log alone.
+
+Every occurrence of a reminder ends in exactly one outcome, derived from entries the log already
+holds — nothing is written for the history:
+
+=============  ===============================================================================
+outcome        read from
+=============  ===============================================================================
+``delivered``  a ``schedule/change`` dispatch, whose ``turn/queued`` reminder turn (the one
+               naming its occurrence key) has a ``turn/finished`` entry ``completed`` — or which
+               no turn of the log names (an agent outside the turn queue accepted it)
+``failed``     the same, with ``turn/finished`` ``failed`` (after its retries; the entry keeps
+               the attempts and the bounded cause)
+``pending``    a dispatch whose turn has not finished yet (running, waiting for a retry, or
+               left by a crash: the next queue runs it)
+``skipped``    an earlier occurrence of a recurring reminder that a later catch-up delivery
+               covered; never enumerated, counted on that delivery (``skipped``)
+``missed``     an occurrence past its record's maximum lateness (SPEC §11), once that record
+               exists in the log
+``deleted``    a reminder deleted before its pending occurrence was delivered
+=============  ===============================================================================
+
+A reminder turn is queued (``turn/queued``, with the occurrence keys ``id@scheduledAt``) just
+before the dispatches it stands for, on the same handle; the dispatch is linked to the latest
+queued reminder turn naming its key. The decision time of a recurring dispatch is its
+``acceptedAt``; a one-shot's is the time its turn was queued. A fork's history starts at its fork
+point, as its schedule does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.changes import (
+    CHANGE_CLASSES,
+    CHANGE_EVENT_TYPE,
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
+)
+from session_schedule.core.due import latest_occurrence
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import MS_PER_SECOND, Instant, parse_instant
+from session_schedule.core.records import RECURRING_RECORDS, record_target
+from session_schedule.session.port import LogEntry
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFailure,
+    TurnFinished,
+    TurnQueued,
+)
+
+OccurrenceOutcome: TypeAlias = Literal[
+    "delivered", "failed", "pending", "skipped", "missed", "deleted"
+]
+"""What became of an occurrence (see the module docstring)."""
+OCCURRENCE_OUTCOMES: tuple[OccurrenceOutcome, ...] = (
+    "delivered",
+    "failed",
+    "pending",
+    "skipped",
+    "missed",
+    "deleted",
+)
+
+
+@final
+class OccurrenceRun(msgspec.Struct, frozen=True, kw_only=True):
+    """One occurrence of one reminder, and its outcome."""
+
+    schedule_id: ScheduleId
+    key: str
+    """``id@scheduledAt``: the occurrence key its follow-up carried (for a deleted reminder, the
+    key its next follow-up would have carried)."""
+    due_at: Instant
+    """When the occurrence was due (a catch-up: the latest due occurrence it delivered)."""
+    decided_at: Instant | None
+    """When the delivery was decided (``None`` for a delete, which the log does not time)."""
+    outcome: OccurrenceOutcome
+    skipped: int = 0
+    """Earlier due occurrences this delivery covered (outcome ``skipped``, counted here)."""
+    turn: int | None = None
+    """The position of its reminder turn's ``turn/queued`` entry, if one names it."""
+    attempts: int | None = None
+    """How many times its turn ran, once it finished."""
+    failure: TurnFailure | None = None
+    """Why its turn failed."""
+    finished_at: Instant | None = None
+    """When its turn finished."""
+    position: int
+    """The position of its dispatch (or delete) in the log."""
+
+    @property
+    def lateness_seconds(self) -> float | None:
+        """How late the delivery was decided, in seconds (``None`` for a delete)."""
+        if self.decided_at is None:
+            return None
+        return (self.decided_at - self.due_at) / MS_PER_SECOND
+
+
+def occurrence_history(
+    entries: Sequence[LogEntry], *, seed_length: int = 0, session: str = ""
+) -> list[OccurrenceRun]:
+    """Every delivered, failed, pending or deleted occurrence of the session whose log is
+    ``entries`` (from its first entry), in log order. Raises ``corrupt_schedule_log`` as the fold
+    does."""
+    log = OccurrenceLog(seed_length=seed_length, session=session)
+    log.feed(entries)
+    return log.runs
+
+
+@final
+class OccurrenceLog:
+    """The occurrence history of one session, read incrementally: :meth:`feed` it the log's
+    entries in order, from the first, in as many slices as suits.
+
+    With ``keep=False`` only each active reminder's latest run and run count are kept (what a
+    view shows), so memory follows the reminders, not the length of the history.
+    """
+
+    def __init__(self, *, seed_length: int = 0, session: str = "", keep: bool = True) -> None:
+        self._state = ScheduleFold(session=session)
+        self._seed_length = seed_length
+        self._keep = keep
+        self.runs: list[OccurrenceRun] = []
+        """Every occurrence so far, in log order (empty with ``keep=False``)."""
+        self._last: dict[ScheduleId, tuple[OccurrenceRun, int]] = {}
+        # The latest queued reminder turn naming each occurrence key: its position and time.
+        self._queued: dict[str, tuple[int, Instant]] = {}
+        # The runs each unfinished turn delivers: their reminder and index in ``runs``.
+        self._by_turn: dict[int, list[tuple[ScheduleId, int]]] = {}
+        self.position = 0
+        """How many entries have been fed."""
+
+    def last(self, schedule_id: ScheduleId) -> tuple[OccurrenceRun, int] | None:
+        """The latest run of an active reminder (delivered, failed or pending) and how many it
+        has had, or ``None`` before its first."""
+        return self._last.get(schedule_id)
+
+    def feed(self, entries: Iterable[LogEntry]) -> None:
+        """Read the next entries (the first not yet fed, in order). Raises
+        ``corrupt_schedule_log`` as the fold does."""
+        for entry in entries:
+            self._read(entry)
+            self.position = entry.position + 1
+
+    def _read(self, entry: LogEntry) -> None:
+        payload = entry.payload
+        if entry.type == CHANGE_EVENT_TYPE:
+            if entry.position < self._seed_length:
+                if isinstance(payload, ScheduleCreateChange):
+                    self._state.note_inherited(payload)
+                return
+            if isinstance(payload, ScheduleDispatchChange | ScheduleDeleteChange):
+                run = _run(self._state, payload, entry.position, self._queued)
+                if run is not None:
+                    self._add(run)
+            if isinstance(payload, CHANGE_CLASSES):
+                self._state.apply(payload, position=entry.position)
+        elif entry.type == TURN_QUEUED_TYPE and entry.position >= self._seed_length:
+            if isinstance(payload, TurnQueued) and payload.origin == "schedule":
+                at = parse_instant(payload.at)
+                for key in payload.occurrences:
+                    self._queued[key] = (entry.position, at)
+        elif entry.type == TURN_FINISHED_TYPE and isinstance(payload, TurnFinished):
+            self._finish(payload)
+
+    def _add(self, run: OccurrenceRun) -> None:
+        if run.outcome == "deleted":
+            self._last.pop(run.schedule_id, None)
+        else:
+            previous = self._last.get(run.schedule_id)
+            self._last[run.schedule_id] = (run, 1 if previous is None else previous[1] + 1)
+            if run.turn is not None:
+                index = len(self.runs) if self._keep else -1
+                self._by_turn.setdefault(run.turn, []).append((run.schedule_id, index))
+        if self._keep:
+            self.runs.append(run)
+
+    def _finish(self, finished: TurnFinished) -> None:
+        for schedule_id, index in self._by_turn.pop(finished.turn, ()):
+            last = self._last.get(schedule_id)
+            current = last[0] if last is not None and last[0].turn == finished.turn else None
+            run = self.runs[index] if index >= 0 else current
+            if run is None:
+                continue
+            done = msgspec.structs.replace(
+                run,
+                outcome="delivered" if finished.outcome == "completed" else "failed",
+                attempts=finished.attempts,
+                failure=finished.failure,
+                finished_at=parse_instant(finished.at),
+            )
+            if index >= 0:
+                self.runs[index] = done
+            if last is not None and current is not None:
+                self._last[schedule_id] = (done, last[1])
+
+
+def _run(
+    state: ScheduleFold,
+    change: ScheduleDispatchChange | ScheduleDeleteChange,
+    position: int,
+    queued: dict[str, tuple[int, Instant]],
+) -> OccurrenceRun | None:
+    record = state.get(change.id)
+    if record is None:
+        return None  # the fold refuses the change just after
+    key = f"{record.id}@{record.scheduled_at}"
+    if isinstance(change, ScheduleDeleteChange):
+        return OccurrenceRun(
+            schedule_id=record.id,
+            key=key,
+            due_at=record_target(record),
+            decided_at=None,
+            outcome="deleted",
+            position=position,
+        )
+    turn = queued.pop(key, None)
+    decided_at = turn[1] if turn is not None else None
+    if isinstance(change.accepted_at, str):
+        decided_at = parse_instant(change.accepted_at)
+    due_at, skipped = record_target(record), 0
+    if isinstance(record, RECURRING_RECORDS) and decided_at is not None:
+        occurrence = latest_occurrence(record, decided_at)
+        due_at, skipped = occurrence.due_at, occurrence.skipped
+    return OccurrenceRun(
+        schedule_id=record.id,
+        key=key,
+        due_at=due_at,
+        decided_at=decided_at,
+        outcome="delivered" if turn is None else "pending",
+        skipped=skipped,
+        turn=None if turn is None else turn[0],
+        position=position,
+    )
