@@ -41,10 +41,11 @@ class CallTool:
 
 @dataclass(frozen=True)
 class Fail:
-    """The endpoint fails with ``status``, and tells the SDK not to retry."""
+    """The endpoint fails with ``status``, and tells the SDK not to retry (unless ``retry``)."""
 
     status: int
     message: str
+    retry: bool = False
 
 
 Reply = Answer | CallTool | Fail
@@ -71,9 +72,10 @@ class ScriptedEndpoint:
     """``with ScriptedEndpoint([...]) as endpoint:`` serves ``endpoint.base_url``.
 
     ``replies`` is the script, one reply per request, or a :data:`Responder` that picks each.
+    ``port`` is the loopback port to serve (default: any free one).
     """
 
-    def __init__(self, replies: list[Reply] | Responder) -> None:
+    def __init__(self, replies: list[Reply] | Responder, *, port: int = 0) -> None:
         self._script = (
             _Script([], responder=replies) if callable(replies) else _Script(list(replies))
         )
@@ -113,16 +115,17 @@ class ScriptedEndpoint:
                                 "code": None,
                             }
                         },
+                        retry=reply.retry,
                     )
                 else:
                     self._send(200, _completion(number, str(body.get("model")), reply))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], *, retry: bool = False) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                self.send_header("x-should-retry", "false")
+                self.send_header("x-should-retry", "true" if retry else "false")
                 self.end_headers()
                 with contextlib.suppress(ConnectionError):  # the client was killed meanwhile
                     self.wfile.write(data)
@@ -130,7 +133,7 @@ class ScriptedEndpoint:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="endpoint")
 
     @property

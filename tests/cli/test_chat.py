@@ -264,6 +264,33 @@ def test_resuming_shows_the_history_and_delivers_overdue_reminders(tmp_path: Pat
     ]
 
 
+async def session_answered_by_a_host(data_dir: Path) -> str:
+    """A session whose every-5-minutes reminder was answered twice while it was closed, after
+    the person's last message."""
+    store = JsonlSessionStore(data_dir)
+    clock = FakeClock(Instant(SystemClock().now() - 3600_000))
+    async with await store.create(now=clock.now()) as session:
+        async with live_chat(session, model=None, clock=clock) as live:
+            live.agent.submit("remind me")
+            live.agent.submit_tool("schedule_create", {"prompt": "drink", "every_seconds": 300})
+            await live.agent.wait_idle()
+            for _ in range(2):
+                clock.advance(300)
+                await live.schedule.settled()
+                await live.agent.wait_idle()
+        await session.barrier()
+        return session.id
+
+
+def test_resuming_says_how_many_reminders_were_answered_meanwhile(tmp_path: Path) -> None:
+    session_id = asyncio.run(session_answered_by_a_host(tmp_path))
+    with ChatProcess(tmp_path, session_id) as chat:
+        chat.expect("---\n")
+        chat.expect("note> 2 reminders were answered since your last message\n")
+        finished = chat.finish()
+    assert (finished.returncode, finished.stderr) == (0, "")
+
+
 def test_ctrl_c_leaves_cleanly_and_keeps_the_session(tmp_path: Path) -> None:
     with ChatProcess(tmp_path) as chat:
         session_id = chat.session_id()

@@ -60,7 +60,7 @@ from session_schedule.session.turns import (
     TurnFinished,
     TurnQueued,
 )
-from tests.cli.chat_endpoint import Answer, CallTool, Reply, ScriptedEndpoint
+from tests.cli.chat_endpoint import Answer, CallTool, Fail, Reply, ScriptedEndpoint
 from tests.cli.chat_process import ChatProcess
 
 FULL: Final = os.environ.get("SESSION_SCHEDULE_FULL") == "1"
@@ -75,14 +75,38 @@ Store = Literal["jsonl", "sqlite"]
 Fault = Literal["sigkill", "drop", "zero"]
 
 
-class Model:
-    """The scripted model: sets a reminder when asked, answers everything else."""
+MAX_FAILURES_PER_FRAME: Final = 2
+"""A failing endpoint fails one reminder frame at most this often, so the retry waits (about 1
+and 2 s) stay shorter than the stall bound of a run to completion."""
 
-    def __init__(self) -> None:
+
+class Model:
+    """The scripted model: sets a reminder when asked, answers everything else. With
+    ``failure_rate``, it fails that share of the reminder turns' requests (up to
+    :data:`MAX_FAILURES_PER_FRAME` times each) with a 503 the client may retry, so kills land in
+    retry waits and in retried turns."""
+
+    def __init__(self, *, failure_rate: float = 0.0, seed: str = "") -> None:
         self._calls = itertools.count(1)
         self._lock = threading.Lock()
+        self._failure_rate = failure_rate
+        self._random = random.Random(seed)  # noqa: S311 - reproducible failures
+        self._failures: Counter[str] = Counter()
+        self.failed = 0
 
     def __call__(self, body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        content = str(last.get("content") or "")
+        if self._failure_rate and last["role"] == "user" and content.startswith(FRAME_TITLE):
+            with self._lock:
+                failures = self._failures[content]
+                if failures < MAX_FAILURES_PER_FRAME and self._random.random() < self._failure_rate:
+                    self._failures[content] += 1
+                    self.failed += 1
+                    return Fail(503, "overloaded, try again", retry=True)
+        return self._answer(body)
+
+    def _answer(self, body: dict[str, Any]) -> Reply:
         last = body["messages"][-1]
         content = str(last.get("content") or "")
         if last["role"] == "user" and content.startswith("remind me "):
@@ -109,6 +133,8 @@ class Tally:
     repeats: int = 0
     """Deliveries beyond the first of an occurrence."""
     lost: int = 0
+    failed_turns: int = 0
+    """Reminder turns recorded ``failed`` (after their retries): reminders not answered."""
     unsynced_bytes: int = 0
     """Bytes the power cuts dropped or zero-filled (written after their file's last sync)."""
 
@@ -290,6 +316,18 @@ def check_session(snapshot: SessionSnapshot, tally: Tally) -> None:
         if isinstance(e.payload, TurnQueued) and e.payload.origin == "schedule"
     ]
     assert {key for turn in reminder_turns for key in turn.occurrences} == set(delivered)
+    reminder_positions = {
+        e.position
+        for e in snapshot.entries
+        if isinstance(e.payload, TurnQueued) and e.payload.origin == "schedule"
+    }
+    tally.failed_turns += sum(
+        1
+        for e in snapshot.entries
+        if isinstance(e.payload, TurnFinished)
+        and e.payload.turn in reminder_positions
+        and e.payload.outcome == "failed"
+    )
     # A chat killed in the middle of a tool call recorded the interruption when it resumed.
     assert transcript_check(snapshot.entries) == TranscriptCheck(stray=None, interrupted=())
     tally.sessions += 1
@@ -297,17 +335,23 @@ def check_session(snapshot: SessionSnapshot, tally: Tally) -> None:
     tally.deliveries += sum(delivered.values())
 
 
-@pytest.mark.parametrize("store", ["jsonl", "sqlite"])
+@pytest.mark.parametrize(
+    ("store", "failure_rate"), [("jsonl", 0.0), ("sqlite", 0.0), ("jsonl", 0.5)]
+)
 def test_no_reminder_is_lost_when_the_chat_is_killed(
-    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: Store, failure_rate: float, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With ``failure_rate``, half of the reminder turns' requests fail (retried), so kills also
+    land during retry waits and retried turns."""
     shim = compile_shim(tmp_path)
     faults: tuple[Fault, ...] = ("sigkill", "drop", "zero") if shim else ("sigkill",)
-    rng = random.Random(f"chat-crash-{store}-{KILLS}")  # noqa: S311 - reproducible kill times
+    name = f"chat-crash-{store}-{KILLS}" + (f"-failing-{failure_rate}" if failure_rate else "")
+    rng = random.Random(name)  # noqa: S311 - reproducible kill times
     tally = Tally(kills=Counter())
     prompts = itertools.count(1)
     started = time.perf_counter()
-    with ScriptedEndpoint(Model()) as endpoint:
+    model = Model(failure_rate=failure_rate, seed=name)
+    with ScriptedEndpoint(model) as endpoint:
         session_id: str | None = None
         for kill in range(KILLS):
             fault = faults[kill % len(faults)]
@@ -323,7 +367,9 @@ def test_no_reminder_is_lost_when_the_chat_is_killed(
     elapsed = time.perf_counter() - started
     with capsys.disabled():
         compiler = "" if shim else " (no C compiler: power cuts not simulated)"
-        print(f"\nchat crash test {store}{compiler}: {tally} in {elapsed:.1f} s")
+        failing = f", {model.failed} reminder requests failed" if failure_rate else ""
+        print(f"\nchat crash test {store}{compiler}{failing}: {tally} in {elapsed:.1f} s")
     assert tally.lost == 0
+    assert tally.failed_turns == 0
     assert tally.repeats <= sum(tally.kills.values())
     assert tally.reminders > 0

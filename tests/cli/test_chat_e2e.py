@@ -4,6 +4,7 @@ a scripted OpenAI-compatible server on loopback, with a reminder on the real clo
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 from session_schedule.core.changes import (
@@ -16,7 +17,10 @@ from session_schedule.core.framing import frame
 from session_schedule.core.instants import instant_of_canonical
 from session_schedule.core.records import AfterScheduleRecord, record_target
 from session_schedule.harness.transcript import OMITTED_NOTE, chat_messages, messages_of
+from session_schedule.session.history import occurrence_history
+from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.tools.adapters import openai_tools
 from session_schedule.tools.catalog import tool_definitions
@@ -239,3 +243,42 @@ def test_max_context_chars_bounds_what_the_endpoint_receives(tmp_path: Path) -> 
         {"role": "assistant", "content": long},
         {"role": "user", "content": "third"},
     ]
+
+
+def test_a_reminder_due_while_the_endpoint_is_down_is_answered_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """The issue's reproduction in the chat: the model's port is closed when the reminder comes
+    due; the turn is retried, and answered once an endpoint listens on that port."""
+    with socket.socket() as probe:  # a free port, closed again: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with ChatProcess(
+        tmp_path,
+        "--model",
+        "scripted",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        environment={"OPENAI_API_KEY": "test"},
+    ) as chat:
+        session_id = chat.session_id()
+        chat.send("/create after 1s stretch")
+        chat.expect("error> the model endpoint failed: Connection error")
+        chat.expect("; trying again in ")
+        chat.expect("(attempt 2 of 10)\n")
+        with ScriptedEndpoint([Answer("time to stretch")], port=port) as endpoint:
+            chat.expect("assistant> time to stretch\n", timeout=60)
+            assert len(endpoint.requests) == 1
+        finished = chat.finish()
+    assert finished.returncode == 0, finished.stderr
+    snapshot = asyncio.run(JsonlSessionStore(tmp_path).read(SessionId(session_id)))
+    [run] = occurrence_history(snapshot.entries)
+    assert run.outcome == "delivered"
+    assert run.attempts is not None
+    assert run.attempts >= 2
+    followups = [
+        e.payload
+        for e in snapshot.entries
+        if isinstance(e.payload, MessageEntry) and e.payload.origin == "followup"
+    ]
+    assert len(followups) == 1

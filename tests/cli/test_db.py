@@ -199,3 +199,71 @@ def test_an_older_schema_is_upgraded_by_migrate_only(
         f"{where} is at version {newer} already; nothing to do\n",
         "",
     )
+
+
+@pytest.fixture
+def other_role(dsn: str) -> Iterator[str]:
+    """A role that is not the one the program connects as."""
+    role = fresh_schema_name().replace("test_", "role_")
+    execute(dsn, f"CREATE ROLE {role} NOLOGIN")
+    yield role
+    execute(dsn, f"DROP OWNED BY {role} CASCADE")
+    execute(dsn, f"DROP ROLE {role}")
+
+
+def test_a_schema_another_role_owns_is_refused_and_left_alone(
+    dsn: str, schema: str, other_role: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    execute(dsn, f"CREATE SCHEMA {schema} AUTHORIZATION {other_role}")
+    role = str(execute(dsn, "SELECT current_user")[0][0])
+    for command in ("init", "migrate"):
+        assert run(capsys, "db", command, "--dsn", dsn, "--schema", schema) == (
+            6,
+            "",
+            f"session-schedule: schema {schema} of PostgreSQL database {database(dsn)} is owned "
+            f"by the role {other_role}, not by {role}, the role this program connects as; the "
+            f"owner could drop or replace the store's tables. Use a schema {role} owns "
+            f"(--schema), or connect as {other_role}\n",
+        )
+    assert tables(dsn, schema) == []
+
+
+def test_look_alike_tables_another_role_owns_are_refused_by_name(
+    dsn: str, schema: str, other_role: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tables set up in advance, owned by another role: it could read every entry, or a trigger
+    on them copy each one out."""
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema)[0] == 0
+    execute(dsn, f"ALTER TABLE {schema}.entries OWNER TO {other_role}")
+    role = str(execute(dsn, "SELECT current_user")[0][0])
+    code, out, err = run(capsys, "db", "migrate", "--dsn", dsn, "--schema", schema)
+    assert (code, out) == (6, "")
+    assert err == (
+        f"session-schedule: schema {schema} of PostgreSQL database {database(dsn)} holds entries "
+        f"(owned by {other_role}), entries_pkey (owned by {other_role}), not owned by {role}, "
+        "the role this program connects as; another role's table can be dropped or read by it. "
+        "Move them out of the schema, or use another schema (--schema)\n"
+    )
+
+
+def test_a_trigger_on_the_stores_tables_is_refused_by_name(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema)[0] == 0
+    execute(
+        dsn,
+        f"CREATE FUNCTION {schema}.copy_out() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RETURN NEW; END $$",
+    )
+    execute(
+        dsn,
+        f"CREATE TRIGGER copy_out AFTER INSERT ON {schema}.entries "
+        f"FOR EACH ROW EXECUTE FUNCTION {schema}.copy_out()",
+    )
+    assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema) == (
+        6,
+        "",
+        f"session-schedule: schema {schema} of PostgreSQL database {database(dsn)} has triggers "
+        "the store does not make (entries.copy_out); a trigger can copy entries elsewhere. "
+        "Drop them, or use another schema (--schema)\n",
+    )

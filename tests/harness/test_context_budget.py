@@ -8,11 +8,17 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from session_schedule.harness.agent import ChatAgent
+from session_schedule.harness.agent import MAX_TOOL_ROUNDS, ChatAgent
 from session_schedule.harness.chat import live_chat
-from session_schedule.harness.model import ChatMessage, ModelReply
-from session_schedule.harness.transcript import OMITTED_NOTE, bounded_context, chat_messages
+from session_schedule.harness.model import ChatMessage, ModelError, ModelReply
+from session_schedule.harness.transcript import (
+    OMITTED_NOTE,
+    bounded_context,
+    chat_messages,
+    summarised_result,
+)
 from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.message import ToolCall
 from session_schedule.testing.clock import FakeClock
 from tests.harness.test_agent import START, ScriptedModel, create_call
 
@@ -144,3 +150,72 @@ async def test_a_five_minute_reminder_for_a_day_keeps_every_request_within_the_b
     assert [m["content"] for m in last[2:]] == [t.content for t in transcript[-1 - kept : -1]]
     # Unbounded, the last request would have carried the whole day.
     assert size([last[0], *chat_messages(transcript[:-1])]) > 20 * budget
+
+
+def test_older_tool_results_of_the_turn_are_summarised_when_the_turn_is_over_the_budget() -> None:
+    rounds: list[ChatMessage] = []
+    for n in range(1, 9):
+        rounds += [calls(f"c{n}"), result(f"c{n}", f"r{n} " + "z" * 50_000)]
+    turn = [user("what is set?"), *rounds]
+    budget = 60_000
+    request = bounded_context(SYSTEM, [*HISTORY, *turn], budget)
+    newest = rounds[-1]
+    # Every message of the turn is there, in order, calls with their results...
+    assert [m["role"] for m in request] == ["system", "user", "user", *[m["role"] for m in rounds]]
+    assert request[-1] == newest  # ... the newest result whole ...
+    assert size(request) <= budget + size([newest])
+    # ... and as many older results as it took summarised, oldest first, by reference.
+    summary = summarised_result("schedule_list", len("r1 ") + 50_000)
+    assert summary == (
+        "[the result of this schedule_list call (50003 characters) is left out to keep the "
+        "request short; it is in the conversation's log, and calling schedule_list again "
+        "returns it anew]"
+    )
+    results = [m for m in request if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == [f"c{n}" for n in range(1, 9)]
+    assert results[0] == {"role": "tool", "tool_call_id": "c1", "content": summary}
+    assert results[-2]["content"] == summary
+    # Unbounded, the request would have carried all eight results.
+    assert size([SYSTEM, *turn]) > 6 * budget
+
+
+def test_a_turn_within_the_budget_keeps_its_results_whole() -> None:
+    turn = [user("what is set?"), calls("c1"), result("c1", "a" * 100), calls("c2")]
+    turn.append(result("c2", "b" * 100))
+    assert bounded_context(SYSTEM, turn, size([SYSTEM, *turn])) == [SYSTEM, *turn]
+
+
+async def test_listing_a_full_session_round_after_round_keeps_every_request_bounded() -> None:
+    """The worst the model can do with schedule_list: 100 reminders of 4,000 characters, listed
+    page after page for the eight tool rounds of a turn (one call once put 457,000 characters
+    in a request, eight rounds 11.4 million)."""
+    budget = 60_000
+    pages: list[ModelReply | ModelError] = [
+        ModelReply(
+            content="",
+            tool_calls=(ToolCall(id=f"list_{n}", name="schedule_list", arguments="{}"),),
+        )
+        for n in range(MAX_TOOL_ROUNDS)
+    ]
+    model = ScriptedModel(replies=pages)
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    async with live_chat(session, model=model, clock=clock, max_context_chars=budget) as live:
+        for index in range(100):
+            prompt = f"reminder {index} " + "w" * 3_980
+            created = await live.tools.call(
+                "schedule_create", {"prompt": prompt, "after_seconds": 3_600 + index}
+            )
+            assert created["ok"] is True
+        live.agent.submit("list everything that is set")
+        await live.agent.wait_idle()
+    await session.close()
+    assert len(model.seen) == MAX_TOOL_ROUNDS
+    largest_result = max(
+        len(str(m["content"])) for request in model.seen for m in request if m["role"] == "tool"
+    )
+    largest = max(size(request) for request in model.seen)
+    print(f"largest request: {largest} characters; largest tool result: {largest_result}")
+    assert largest_result <= 16_000 + 4_200 + 200  # a page: 16,000 characters past the first
+    assert largest <= budget + largest_result

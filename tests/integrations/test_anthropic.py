@@ -145,3 +145,65 @@ async def test_a_turn_that_keeps_calling_tools_fails_and_leaves_no_trace(
     assert conversation.messages == []
     assert conversation.answers == ()
     assert "the model was still calling tools after 2 requests" in caplog.text
+
+
+HOSTILE_INPUTS = {
+    "lone surrogate": (
+        b'{"prompt": "\\ud800 stretch", "after_seconds": 60, "at": null, "every_seconds": null, '
+        b'"daily_at": null}',
+        "invalid_prompt",
+    ),
+    "10,000 deep": (b'{"prompt": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", "invalid_selector"),
+    "5,000 digits": (
+        b'{"prompt": "stretch", "after_seconds": ' + b"9" * 5_000 + b"}",
+        "invalid_rule",
+    ),
+    "not an object": (b'"stretch in a minute"', "invalid_selector"),
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_INPUTS))
+async def test_hostile_tool_use_input_gets_the_tools_stable_error(kind: str) -> None:
+    """Such input once made the SDK's JSON reader raise, or the next request fail to encode:
+    the turn failed and the model never learnt why."""
+    tool_input, code = HOSTILE_INPUTS[kind]
+    requests: list[dict[str, object]] = []
+
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        requests.append(json.loads(request.content))
+        usage = b'"usage": {"input_tokens": 1, "output_tokens": 1}'
+        if len(requests) == 1:
+            body = (
+                b'{"id": "m1", "type": "message", "role": "assistant", "model": "m", '
+                b'"stop_reason": "tool_use", "stop_sequence": null, ' + usage + b', "content": '
+                b'[{"type": "tool_use", "id": "tu_1", "name": "schedule_create", "input": '
+                + tool_input
+                + b"}]}"
+            )
+        else:
+            body = (
+                b'{"id": "m2", "type": "message", "role": "assistant", "model": "m", '
+                b'"stop_reason": "end_turn", "stop_sequence": null, ' + usage + b', "content": '
+                b'[{"type": "text", "text": "sorry"}]}'
+            )
+        return httpx2.Response(200, content=body, headers={"content-type": "application/json"})
+
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    client = AsyncAnthropic(
+        api_key="offline",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint)),
+    )
+    conversation = AnthropicConversation(turns, client, ScheduleTools(schedule), model="m")
+    async with client, schedule, turns:
+        conversation.submit("Remind me to stretch.")
+        answers = await asyncio.wait_for(conversation.wait_answers(1), 5)
+    assert [answer.text for answer in answers] == ["sorry"]
+    assert len(requests) == 2
+    result = requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
+    assert result["type"] == "tool_result"
+    assert result["tool_use_id"] == "tu_1"
+    assert json.loads(result["content"])["error"]["code"] == code

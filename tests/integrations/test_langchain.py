@@ -132,3 +132,44 @@ async def test_the_example_delivers_the_reminder_into_the_same_thread() -> None:
         "reminder",
         "text Time to stretch!",
     ]
+
+
+def _deep(levels: int) -> object:
+    value: object = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+TOO_DEEP = (
+    "the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such "
+    'as {"prompt": "...", "after_seconds": 600}.'
+)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "message"),
+    [
+        ({**CREATE, "prompt": _deep(10_000)}, "invalid_selector", TOO_DEEP),
+        (
+            {**CREATE, "after_seconds": 10**5_000},
+            "invalid_rule",
+            "after_seconds must be a positive whole number of seconds, got int.",
+        ),
+    ],
+)
+async def test_hostile_arguments_get_the_tools_stable_error_not_an_exception(
+    schedule: LiveSchedule, arguments: dict[str, object], code: str, message: str
+) -> None:
+    """LangChain prints every input for its callbacks: these once raised RecursionError and
+    ValueError out of the tool, and out of the graph's tool node."""
+    tools = _by_name(schedule_tools(ScheduleTools(schedule)))
+    create = tools["schedule_create"]
+    expected = {"ok": False, "error": {"code": code, "message": message}}
+    assert json.loads(await create.ainvoke(arguments)) == expected
+    assert json.loads(await asyncio.to_thread(create.invoke, arguments)) == expected
+    call = {"type": "tool_call", "id": "call_9", "name": "schedule_create", "args": arguments}
+    answered = await create.ainvoke(call)
+    assert isinstance(answered, ToolMessage)
+    assert (answered.tool_call_id, answered.name) == ("call_9", "schedule_create")
+    assert json.loads(str(answered.content)) == expected

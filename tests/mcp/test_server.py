@@ -191,7 +191,7 @@ async def test_create_list_delete_and_errors_are_tool_errors(
             unknown,
             "invalid_selector",
             "there is no tool 'schedule_cancel'; the schedule tools are schedule_create, "
-            "schedule_list, schedule_delete.",
+            "schedule_list, schedule_delete, schedule_update.",
         ),
         (
             take_with_arguments,

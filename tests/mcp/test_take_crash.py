@@ -34,7 +34,7 @@ from mcp.shared.message import SessionMessage
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
 from session_schedule.mcp import agent as mcp_agent
-from session_schedule.mcp.agent import OutboxCorruptError, PullAgent
+from session_schedule.mcp.agent import MAX_OUTBOX_BYTES, OutboxCorruptError, PullAgent
 from session_schedule.mcp.server import OUTBOX_SUFFIX, TAKE_TOOL, ScheduleMcpServer
 from session_schedule.mcp.stdout import StdoutWire
 from session_schedule.runtime.clock import SystemClock
@@ -368,6 +368,67 @@ def test_a_corrupt_outbox_is_reported(tmp_path: Path) -> None:
         "at `$[1]`); move it away to start without it, and any follow-up it held will not be "
         "offered again"
     )
+
+
+def test_an_outbox_that_is_a_link_a_fifo_a_device_or_too_large_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "elsewhere"
+    secret.write_text('["not the outbox"]')
+    link = tmp_path / f"s_link{OUTBOX_SUFFIX}"
+    link.symlink_to(secret)
+    fifo = tmp_path / f"s_fifo{OUTBOX_SUFFIX}"
+    os.mkfifo(fifo)  # opening it for reading would block without O_NONBLOCK
+    zero = tmp_path / f"s_zero{OUTBOX_SUFFIX}"
+    zero.symlink_to("/dev/zero")
+    expected = {
+        link: "it is a symbolic link, not a regular file",
+        fifo: "it is a named pipe (FIFO), not a regular file",
+        zero: "it is a symbolic link, not a regular file",
+        Path("/dev/zero"): "it is a character device, not a regular file",
+    }
+    for path, reason in expected.items():
+        with pytest.raises(OutboxCorruptError) as raised:
+            PullAgent(clock=FakeClock(START), outbox=path)
+        assert str(raised.value) == (
+            f"the outbox of undelivered follow-ups {path} cannot be read ({reason}); move it "
+            "away to start without it, and any follow-up it held will not be offered again"
+        )
+    large = tmp_path / f"s_large{OUTBOX_SUFFIX}"
+    with large.open("wb") as file:
+        file.truncate(MAX_OUTBOX_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(OutboxCorruptError, match=r"more than 67108864\)"):
+        PullAgent(clock=FakeClock(START), outbox=large)
+
+
+async def test_the_outbox_is_written_0600_whatever_the_umask_and_never_through_a_link(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock(START)
+    session = await JsonlSessionStore(tmp_path).create(now=clock.now())
+    outbox = tmp_path / f"{session.id}{OUTBOX_SUFFIX}"
+    # A link planted where the old code wrote its temporary file.
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    (tmp_path / f"{outbox.name}.partial").symlink_to(victim)
+    agent = PullAgent(clock=clock, outbox=outbox)
+    schedule = LiveSchedule(session, agent, clock=clock)
+    await schedule.start()
+    old_umask = os.umask(0)
+    try:
+        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        await schedule.settled()
+        clock.advance(120)
+        await schedule.settled()
+        text = await agent.take(timeout=10)
+    finally:
+        os.umask(old_umask)
+        await schedule.close()
+        await session.close()
+    assert json.loads(outbox.read_text()) == [text]
+    assert outbox.stat().st_mode & 0o777 == 0o600
+    assert victim.read_text() == "untouched"
+    assert not [path for path in tmp_path.iterdir() if path.name.endswith(".tmp")]
 
 
 # -- a server killed at random moments -------------------------------------------------------

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import httpx2
+import msgspec
 import openai
 import pytest
 
@@ -16,9 +17,15 @@ from session_schedule.core.instants import parse_instant
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.retry import TurnRetry
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.session.history import OCCURRENCE_OUTCOMES, OccurrenceLog, occurrence_history
+from session_schedule.session.history import (
+    OCCURRENCE_OUTCOMES,
+    OccurrenceLog,
+    away,
+    occurrence_history,
+)
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
 from session_schedule.session.turns import turn_failure
 from session_schedule.testing.clock import FakeClock
 
@@ -179,3 +186,24 @@ def test_the_outcome_vocabulary_is_complete() -> None:
         "missed",
         "deleted",
     )
+
+
+async def test_the_reminders_answered_since_the_persons_last_message(tmp_path: Path) -> None:
+    session_id = await _week(tmp_path)
+    store = JsonlSessionStore(tmp_path)
+    header, entries = await store.read(session_id)
+    # Nobody wrote in this session: every answered reminder turn counts.
+    meanwhile = away(entries, seed_length=header.seed_length)
+    assert (meanwhile.answered, meanwhile.failed, meanwhile.since) == (4, 1, 0)
+    assert meanwhile.line() == (
+        "4 reminders were answered since your last message (1 could not be delivered; see the "
+        "history)"
+    )
+    async with await store.open(session_id) as handle:
+        handle.append(MESSAGE_ENTRY_TYPE, user_message("thanks", at=parse_instant(START)))
+        await handle.barrier()
+    header, entries = await store.read(session_id)
+    after = away(entries, seed_length=header.seed_length)
+    assert (after.answered, after.since, after.line()) == (0, len(entries), None)
+    one = msgspec.structs.replace(after, answered=1)
+    assert one.line() == "1 reminder was answered since your last message"

@@ -207,11 +207,16 @@ class TestFormat:
         # only the parent has a checkpoint. Both hold a schedule change: their closes recorded
         # them in the next-target index.
         sessions = [name for name in names if name.endswith(".jsonl")]
-        assert sorted(set(names) - set(sessions)) == [".next-targets", f"{SID}.checkpoint"]
+        assert sorted(set(names) - set(sessions)) == [
+            ".index-key",
+            ".next-targets",
+            f"{SID}.checkpoint",
+        ]
         assert len(sessions) == 2
         assert all(name.startswith("s_") for name in sessions)
         assert stat.S_IMODE(store.checkpoint_path(SID).stat().st_mode) == 0o600
         assert stat.S_IMODE((store.data_dir / ".next-targets").stat().st_mode) == 0o600
+        assert stat.S_IMODE((store.data_dir / ".index-key").stat().st_mode) == 0o600
 
     @contract_test
     async def test_a_fork_copies_the_lines_verbatim(self, store: JsonlSessionStore) -> None:
@@ -240,6 +245,7 @@ class TestFormat:
             assert handle.id == "s_bbbbbbbbbbbb"
         assert path.read_bytes() == V2_GOOD
         assert sorted(p.name for p in store.data_dir.iterdir()) == [
+            ".index-key",
             ".next-targets",
             f"{SID}.checkpoint",
             f"{SID}.jsonl",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -15,7 +16,7 @@ from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.session import DueSession, JsonlSessionStore
 from session_schedule.session.ids import SessionId
-from session_schedule.session.jsonl_targets import INDEX_NAME
+from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME, MAX_INDEX_BYTES
 from session_schedule.testing.session_contract import CHANGE, NOW, at_create, turn
 
 TARGET = parse_instant("2030-01-01T00:00:00.000Z")
@@ -255,5 +256,115 @@ def test_the_owner_folds_and_writes_its_record_on_the_sessions_thread(tmp_path: 
         index._read_log = counting  # type: ignore[assignment]
         assert await _due(store) == (DueSession(handle.id, TARGET),)
         assert reads == []
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "device", "large"])
+def test_an_index_that_is_not_a_private_file_is_not_used_and_is_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        index.unlink()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.write_text("kept as it is")
+        if kind == "link":
+            index.symlink_to(elsewhere)
+        elif kind == "fifo":
+            os.mkfifo(index, 0o600)  # reading it would block for ever
+        elif kind == "device":
+            index.symlink_to("/dev/zero")  # reading it would never end
+        else:
+            with index.open("wb") as file:
+                file.truncate(MAX_INDEX_BYTES + 1)
+        with caplog.at_level(logging.WARNING):
+            assert await _due(store) == (DueSession(handle.id, TARGET),)
+        assert f"{index}: the next-target index is not used (" in caplog.text
+        # Compacted into a private file in its place; the link's target is untouched.
+        assert index.is_file()
+        assert not index.is_symlink()
+        assert index.stat().st_mode & 0o777 == 0o600
+        assert len(index.read_bytes().splitlines()) == 1
+        assert elsewhere.read_text() == "kept as it is"
+
+    asyncio.run(body())
+
+
+def test_an_owner_never_appends_through_a_link(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        store.data_dir.mkdir(mode=0o700)
+        victim = tmp_path / "victim"
+        victim.write_text("untouched\n")
+        (store.data_dir / INDEX_NAME).symlink_to(victim)
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        assert victim.read_text() == "untouched\n"
+        assert await _due(store) == (DueSession(handle.id, TARGET),)
+
+    asyncio.run(body())
+
+
+def test_data_directories_are_created_0700_parents_included_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "a" / "b" / "sessions")
+        async with await store.create(now=NOW):
+            pass
+
+    old = os.umask(0)
+    try:
+        asyncio.run(body())
+    finally:
+        os.umask(old)
+    for directory in ("a", "a/b", "a/b/sessions"):
+        assert (tmp_path / directory).stat().st_mode & 0o777 == 0o700, directory
+
+
+def test_a_forged_index_line_cannot_hide_a_due_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A line naming the file's inode, size and time (all public) with nothing active once hid
+    the session from the host; records now carry a digest keyed by the directory's index key."""
+
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        status = store.path_of(handle.id).stat()
+        forged = json.dumps([handle.id, None, status.st_ino, status.st_size, status.st_mtime_ns])
+        with index.open("a") as file:
+            file.write(forged + "\n")
+            file.write(json.dumps([*json.loads(forged), "0" * 32]) + "\n")
+        fresh = JsonlSessionStore(store.data_dir)
+        with caplog.at_level(logging.WARNING):
+            assert await _due(fresh) == (DueSession(handle.id, TARGET),)
+        assert "2 record(s) of the next-target index do not verify" in caplog.text
+        key = store.data_dir / KEY_NAME
+        assert key.stat().st_mode & 0o777 == 0o600
+        assert len(key.read_bytes()) == 32
+
+    asyncio.run(body())
+
+
+def test_a_key_cut_short_is_replaced_and_the_old_records_read_again(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        async with await store.create(now=NOW) as handle:
+            handle.append(CHANGE, at_create(1, TARGET))
+            await handle.barrier()
+        key = store.data_dir / KEY_NAME
+        key.write_bytes(b"")  # a power cut right after its creation
+        assert await _due(JsonlSessionStore(store.data_dir)) == (DueSession(handle.id, TARGET),)
+        assert len(key.read_bytes()) == 32
 
     asyncio.run(body())

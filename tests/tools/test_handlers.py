@@ -57,7 +57,13 @@ async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
         },
     }
     listed = await tools.call("schedule_list", None)
-    assert listed == {"ok": True, "now": START, "schedules": [created["schedule"]]}
+    assert listed == {
+        "ok": True,
+        "now": START,
+        "schedules": [created["schedule"]],
+        "next_cursor": None,
+        "total": 1,
+    }
     assert await tools.call("schedule_delete", {"id": "sch_1"}) == {
         "ok": True,
         "id": "sch_1",
@@ -69,7 +75,7 @@ async def test_create_list_delete_round_trip(tools: ScheduleTools) -> None:
         "deleted": False,
     }
     assert await tools.call_json("schedule_list", "") == (
-        '{"ok":true,"now":"2026-11-29T20:00:00.000Z","schedules":[]}'
+        '{"ok":true,"now":"2026-11-29T20:00:00.000Z","schedules":[],"next_cursor":null,"total":0}'
     )
 
 
@@ -86,7 +92,7 @@ def _error(code: str, message: str) -> dict[str, object]:
         ("schedule_create", "[1, 2]", _error("invalid_selector", "the arguments must be a JSON object, not an array.")),
         ("schedule_create", 5, _error("invalid_selector", "the arguments must be a JSON object, not a number.")),
         ("schedule_create", {1: "x"}, _error("invalid_selector", "the arguments must be a JSON object, not a dict.")),
-        ("schedule_list", {"all": True}, _error("invalid_selector", "schedule_list takes no arguments, got `all`; call it with {}.")),
+        ("schedule_list", {"all": True}, _error("invalid_selector", 'schedule_list takes only cursor and limit, got `all`; call it with {"cursor": null, "limit": null} for the first page.')),
         ("schedule_delete", {"id": 3}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 3.")),
         ("schedule_create", {"prompt": "p", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
         ("schedule_create", {"prompt": "p", "at": "2026-11-29T19:00:00Z"}, _error("not_future", "`at` names 2026-11-29T19:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
@@ -330,7 +336,7 @@ _LONE = "\ud83d"
         ("schedule_create", {"prompt": "p", "after_seconds": _LONE}, _error("invalid_rule", 'after_seconds must be a positive whole number of seconds, got "\\ud83d".')),
         ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, and optionally `ends` and `max_lateness_seconds`.")),
         ("schedule_create", {"prompt": "p", "at": f"2026-12-01T09:00:00{_LONE}"}, _error("invalid_selector", "'2026-12-01T09:00:00\\ud83d' is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'.")),
-        ("schedule_list", {_LONE: 1}, _error("invalid_selector", "schedule_list takes no arguments, got `\\ud83d`; call it with {}.")),
+        ("schedule_list", {_LONE: 1}, _error("invalid_selector", 'schedule_list takes only cursor and limit, got `\\ud83d`; call it with {"cursor": null, "limit": null} for the first page.')),
         (f"schedule_{_LONE}", {}, _error("invalid_selector", "there is no tool 'schedule_\\ud83d'; the schedule tools are schedule_create, schedule_list, schedule_delete, schedule_update.")),
         ("schedule_delete", {"id": f"sch_1{_LONE}"}, {"ok": True, "id": "sch_1\\ud83d", "deleted": False}),
         ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
@@ -378,7 +384,13 @@ async def test_daily_at_round_trip(tools: ScheduleTools) -> None:
         },
     }
     listed = await tools.call("schedule_list", None)
-    assert listed == {"ok": True, "now": START, "schedules": [created["schedule"]]}
+    assert listed == {
+        "ok": True,
+        "now": START,
+        "schedules": [created["schedule"]],
+        "next_cursor": None,
+        "total": 1,
+    }
     assert await tools.call(
         "schedule_create", {"prompt": "p", "daily_at": {"time": "9", "time_zone": "UTC"}}
     ) == _error(
@@ -480,3 +492,23 @@ def _schedules(result: dict[str, object]) -> list[dict[str, object]]:
     listed = result["schedules"]
     assert isinstance(listed, list)
     return cast("list[dict[str, object]]", listed)
+
+
+async def test_results_a_model_reads_as_text_escape_hidden_characters(
+    tools: ScheduleTools,
+) -> None:
+    hidden = "buy milk\U000e0041\U000e0042\u202egnorts\u200b"  # tag letters, a bidi override, ZWSP
+    created = await tools.call_json("schedule_create", {"prompt": hidden, "after_seconds": 90})
+    listed = await tools.call_json("schedule_list", {})
+    for text in (created, listed):
+        assert "\U000e0041" not in text
+        assert "\u202e" not in text
+        assert "\u200b" not in text
+        assert "buy milk\\udb40\\udc41\\udb40\\udc42\\u202egnorts\\u200b" in text
+    # The text still decodes to the exact prompt.
+    assert json.loads(created)["schedule"]["prompt"] == hidden
+    assert json.loads(listed)["schedules"][0]["prompt"] == hidden
+    # Emoji stay emoji.
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u2764\ufe0f"
+    emoji = await tools.call_json("schedule_create", {"prompt": family, "after_seconds": 90})
+    assert family in emoji

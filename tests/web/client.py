@@ -211,10 +211,12 @@ async def send_raw(
     host: bytes | None = HOST,
     scope_type: str = "http",
     more_body: bool = False,
+    client: str = "127.0.0.1",
 ) -> tuple[int, dict[str, Any] | None]:
     """One request straight through ASGI with exactly ``headers``, plus ``host`` unless it is
-    ``None``: the status (or a websocket close code) and the decoded JSON body. With
-    ``more_body``, the client sends ``body`` and then nothing more (a stalled upload)."""
+    ``None``, from the address ``client``: the status (or a websocket close code) and the
+    decoded JSON body (``None`` for an empty or HTML one). With ``more_body``, the client sends
+    ``body`` and then nothing more (a stalled upload)."""
     sent: list[Message] = []
     done = False
     path, _, query = path.partition("?")
@@ -242,7 +244,7 @@ async def send_raw(
         "query_string": query.encode(),
         "root_path": "",
         "headers": [*([(b"host", host)] if host is not None else []), *headers],
-        "client": ("127.0.0.1", 50000),
+        "client": (client, 50000),
         "server": ("127.0.0.1", 8765),
     }
     if scope_type == "websocket":
@@ -253,4 +255,5 @@ async def send_raw(
         return int(sent[0]["code"]), None
     status = int(sent[0]["status"])
     payload = b"".join(m.get("body", b"") for m in sent[1:])
-    return status, msgspec.json.decode(payload) if payload else None
+    json_body = payload and payload[:1] == b"{"
+    return status, msgspec.json.decode(payload) if json_body else None

@@ -417,7 +417,7 @@ async def test_model_failures_are_notices_and_the_session_goes_on(
         notice = await stream.next_event()
         assert (notice.event, notice.id) == ("notice", None)
         assert msgspec.json.decode(notice.data) == {
-            "text": "the message was not answered: the model endpoint failed: connection refused"
+            "text": "the model endpoint failed: connection refused"
         }
 
 
@@ -541,7 +541,30 @@ TWICE = b'{"text": "one", "zone": null, "text": "two"}'
             400,
             "the body nests arrays or objects more than 32 deep; send less.",
         ),
+        # Escaped quotes by the thousand, terminated or not: answered at once (a backtracking
+        # scan took tens of seconds over 64 KiB of them, with the whole server stalled).
+        (
+            "prompts",
+            b'{"text": "' + b'\\"' * 20_000 + b'", "zone": null}',
+            422,
+            f"the body has the wrong shape: expected `str` of length <= {MAX_PROMPT_CHARS} - at "
+            "`$.text`.",
+        ),
+        ("prompts", b'"' + b'\\"' * 32_000, 400, "the body is not valid JSON."),
+        # A string ending in an escaped backslash ends there: the brackets after it count.
+        (
+            "prompts",
+            b'{"text": "\\\\", "zone": ' + b"[" * 33 + b"]" * 33 + b"}",
+            400,
+            "the body nests arrays or objects more than 32 deep; send less.",
+        ),
         # Brackets inside strings are text, not nesting.
+        (
+            "prompts",
+            b'{"text": "\\"' + b"[{" * 40 + b'", "zone": null, "zone": null}',
+            422,
+            "the body has the key 'zone' more than once; send each key once.",
+        ),
         (
             "prompts",
             b'{"text": "' + b"[{" * 40 + b'", "zone": null, "zone": null}',
@@ -723,6 +746,8 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
                 "lastRun": None,
             }
         ],
+        "next_cursor": None,
+        "total": 1,
     }
     offline.clock.advance(90)
     await offline.settle(session)
@@ -735,10 +760,53 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
     assert len(await offline.messages(session)) == 3
 
 
+async def test_the_history_view_lists_occurrences_and_what_was_answered_meanwhile(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    await offline.client.post(f"/api/sessions/{session}/prompts", json={"text": "hi", "zone": None})
+    await offline.client.post(
+        f"/api/sessions/{session}/tools/schedule_create",
+        json={"prompt": "stretch", "every_seconds": 300},
+    )
+    empty = (await offline.client.get(f"/api/sessions/{session}/history")).json()
+    assert empty == {"occurrences": [], "away": {"answered": 0, "failed": 0, "since": 2}}
+    offline.clock.advance(300)
+    await offline.settle(session)
+    page = (await offline.client.get(f"/api/sessions/{session}/history")).json()
+    assert page["occurrences"] == [
+        {
+            "id": "sch_1",
+            "occurrence": "sch_1@2026-11-29T20:05:00.000Z",
+            "dueAt": "2026-11-29T20:05:00.000Z",
+            "decidedAt": "2026-11-29T20:05:00.000Z",
+            "outcome": "delivered",
+            "latenessSeconds": 0.0,
+            "skipped": 0,
+            "attempts": 1,
+            "finishedAt": "2026-11-29T20:05:00.000Z",
+        }
+    ]
+    assert page["away"]["answered"] == 1
+    assert page["away"]["failed"] == 0
+    [view] = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()["schedules"]
+    assert (view["runs"], view["lastRun"]) == (
+        1,
+        {
+            "occurrence": "sch_1@2026-11-29T20:05:00.000Z",
+            "outcome": "delivered",
+            "at": "2026-11-29T20:05:00.000Z",
+        },
+    )
+
+
 async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) -> None:
     session = await offline.new_session()
     listed = await offline.client.post(f"/api/sessions/{session}/tools/schedule_list", headers=JSON)
-    assert (listed.status_code, listed.json()) == (200, {"ok": True, "now": START, "schedules": []})
+    assert (listed.status_code, listed.json()) == (
+        200,
+        {"ok": True, "now": START, "schedules": [], "next_cursor": None, "total": 0},
+    )
     refused = await offline.client.post(
         f"/api/sessions/{session}/tools/schedule_create", json={"prompt": "x", "after_seconds": 0}
     )
@@ -1292,3 +1360,42 @@ async def test_a_storage_failure_reopens_the_session_tells_the_page_and_delivery
         followup = (await overlay.messages(session))[-1]
         assert followup["origin"] == "followup"
         assert 'prompt: "water the plants"' in str(followup["content"])
+
+
+async def test_event_streams_have_their_own_limit_and_give_their_slot_back() -> None:
+    async with open_overlay(live_limits=LiveLimits(max_streams=2)) as overlay:
+        session = await overlay.new_session()
+        path = f"/api/sessions/{session}/events"
+        async with SseStream(overlay.app, path) as first, SseStream(overlay.app, path) as second:
+            assert (first.status, second.status) == (200, 200)
+            async with SseStream(overlay.app, path) as third:
+                assert third.status == 503
+                assert third.headers["retry-after"] == "15"
+                assert msgspec.json.decode(await third.body()) == {
+                    "error": "2 pages are open on this server, the most it serves at once; "
+                    "close one, and this page reconnects by itself."
+                }
+            assert overlay.app.streams.open == 2
+            # Requests are not streams: they are served as ever.
+            assert (await overlay.client.get("/api/sessions")).status_code == 200
+        assert overlay.app.streams.open == 0
+        async with SseStream(overlay.app, path) as again:
+            assert again.status == 200
+
+
+async def test_the_side_panel_shows_every_reminder_across_the_pages_a_model_gets(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    live = await offline.app.sessions.get(SessionId(session))
+    for index in range(75):
+        created = await live.chat.tools.call(
+            "schedule_create", {"prompt": f"r{index}", "after_seconds": 60 + index}
+        )
+        assert created["ok"] is True
+    model_page = await live.chat.tools.call("schedule_list", {})
+    assert model_page["total"] == 75
+    assert model_page["next_cursor"] is not None
+    view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
+    assert [item["prompt"] for item in view["schedules"]] == [f"r{n}" for n in range(75)]
+    assert (view["next_cursor"], view["total"]) == (None, 75)

@@ -13,8 +13,10 @@ from session_schedule.web.security import (
     LOOPBACK_HOSTS,
     SECURITY_HEADERS,
     AccessPolicy,
+    RefusalLog,
     TokenFailures,
     access_policy,
+    client_key,
     is_loopback,
     is_wildcard,
     token_cookie_name,
@@ -62,6 +64,14 @@ async def guarded(ticks: Ticks) -> AsyncIterator[Overlay]:
         yield opened
 
 
+def refusal_line(kind: str, first: str, count: int = 1, peers: str = "127.0.0.1") -> str:
+    plural = "" if count == 1 else "s"
+    return (
+        f"refused {count} request{plural} since the last report: {kind} "
+        f"(first {first}; from {peers})"
+    )
+
+
 def failure_line(count: int, limited: int = 0, peers: str = "127.0.0.1") -> str:
     plural = "" if count == 1 else "s"
     return (
@@ -93,9 +103,29 @@ async def test_a_foreign_host_name_is_refused_and_logged(
     assert page.status_code == 403
     for name, value in SECURITY_HEADERS.items():
         assert response.headers[name] == value
+    # One line for both: the second is counted until the interval is over.
     assert refusals(caplog) == [
-        f"refused GET /api/sessions from 127.0.0.1:123: {message}",
-        f"refused GET / from 127.0.0.1:123: {message}",
+        refusal_line("the Host header names a host not served here", "GET /api/sessions")
+    ]
+
+
+async def test_refusals_before_the_token_check_are_logged_as_a_count_per_interval(
+    caplog: pytest.LogCaptureFixture, ticks: Ticks
+) -> None:
+    log = RefusalLog(monotonic=ticks)
+    policy = access_policy("127.0.0.1", refusals=log)
+    async with open_overlay(policy=policy, base_url="http://rebound.example:8765") as overlay:
+        for _ in range(500):
+            status, _ = await send_raw(overlay.app, "GET", "/api/sessions", [], host=b"x.example")
+            assert status == 403
+        await send_raw(overlay.app, "GET", "/", [], scope_type="websocket")
+        ticks.now += 60
+        log.report("the Host header names a host not served here")
+    host_kind = "the Host header names a host not served here"
+    assert refusals(caplog) == [
+        refusal_line(host_kind, "GET /api/sessions", peers="127.0.0.1"),
+        refusal_line("websockets are not served", "WEBSOCKET /", peers="127.0.0.1"),
+        refusal_line(host_kind, "GET /api/sessions", count=499, peers="127.0.0.1"),
     ]
 
 
@@ -109,7 +139,7 @@ async def test_a_missing_or_malformed_host_is_400(
     status, body = await send_raw(overlay.app, "GET", "/api/sessions", [], host=host)
     assert (status, body) == (400, {"error": "the request has no valid Host header."})
     assert refusals(caplog) == [
-        "refused GET /api/sessions from 127.0.0.1:50000: the request has no valid Host header."
+        refusal_line("the request has no valid Host header", "GET /api/sessions")
     ]
 
 
@@ -125,7 +155,9 @@ async def test_a_post_from_another_origin_is_refused_and_logged(
     response = await overlay.client.post("/api/sessions", json={}, headers={"origin": origin})
     message = f"requests from the origin {origin!r} are refused; use the overlay's own page."
     assert (response.status_code, response.json()) == (403, {"error": message})
-    assert refusals(caplog) == [f"refused POST /api/sessions from 127.0.0.1:123: {message}"]
+    assert refusals(caplog) == [
+        refusal_line("the request came from another origin", "POST /api/sessions")
+    ]
     assert (await overlay.client.get("/api/sessions")).json() == {"sessions": [], "unreadable": []}
 
 
@@ -154,7 +186,9 @@ async def test_api_requests_a_browser_marks_as_from_another_site_are_refused(
     response = await overlay.client.get("/api/sessions", headers={"sec-fetch-site": site})
     message = "requests from other sites are refused; use the overlay's own page."
     assert (response.status_code, response.json()) == (403, {"error": message})
-    assert refusals(caplog) == [f"refused GET /api/sessions from 127.0.0.1:123: {message}"]
+    assert refusals(caplog) == [
+        refusal_line("the browser marked an API request as from another site", "GET /api/sessions")
+    ]
     # Following a link to the page itself is fine.
     page = await overlay.client.get("/", headers={"sec-fetch-site": site})
     assert page.status_code == 200
@@ -165,7 +199,7 @@ async def test_a_path_that_would_forge_a_log_line_is_logged_quoted(
 ) -> None:
     status, _ = await send_raw(overlay.app, "GET", "/x\nINFO forged", [], host=b"evil.example")
     assert status == 403
-    assert refusals(caplog)[0].startswith("refused GET '/x\\nINFO forged' from 127.0.0.1:50000")
+    assert "(first GET '/x\\nINFO forged'; from 127.0.0.1)" in refusals(caplog)[0]
     assert "\nINFO forged" not in caplog.text
 
 
@@ -175,7 +209,7 @@ async def test_websockets_are_refused_and_logged(
     code, _ = await send_raw(overlay.app, "GET", "/api/sessions", [], scope_type="websocket")
     assert code == 1008
     assert refusals(caplog) == [
-        "refused WEBSOCKET /api/sessions from 127.0.0.1:50000: websockets are not served"
+        refusal_line("websockets are not served", "WEBSOCKET /api/sessions")
     ]
 
 
@@ -259,34 +293,125 @@ async def test_a_wrong_token_in_the_address_is_401_and_not_logged(
     assert "guess" not in caplog.text
 
 
-async def test_token_failures_are_rate_limited_per_address_then_429_with_retry_after(
+async def test_wrong_tokens_are_rate_limited_per_client_then_429_with_retry_after(
     guarded: Overlay, caplog: pytest.LogCaptureFixture, ticks: Ticks
 ) -> None:
     wrong = {"authorization": "Bearer wrong-token-value"}
     right = {"authorization": f"Bearer {TOKEN}"}
     for _ in range(10):
         assert (await guarded.client.get("/api/sessions", headers=wrong)).status_code == 401
-    # The burst is spent: even the right token is not looked at until the bucket refills.
-    limited = await guarded.client.get("/api/sessions", headers=right)
+    limited = await guarded.client.get("/api/sessions", headers=wrong)
     assert (limited.status_code, limited.json()) == (
         429,
         {
-            "error": "too many requests without the right access token came from this address; "
+            "error": "too many wrong access tokens came from this address; "
             "wait 6 seconds, then use the address the server printed at start."
         },
     )
     assert limited.headers["retry-after"] == "6"
     for name, value in SECURITY_HEADERS.items():
         assert limited.headers[name] == value
-    status, _ = await send_raw(guarded.app, "GET", "/api/sessions", [])  # another port, same host
+    # The right token still gets in, at once, from the same address.
+    assert (await guarded.client.get("/api/sessions", headers=right)).status_code == 200
+    # Another loopback address is the same machine: no fresh budget for it.
+    status, _ = await send_raw(
+        guarded.app, "GET", "/api/sessions", [(b"authorization", b"Bearer x")], client="127.9.9.9"
+    )
     assert status == 429
     ticks.now += 3
-    assert (await guarded.client.get("/api/sessions", headers=right)).headers["retry-after"] == "3"
+    assert (await guarded.client.get("/api/sessions", headers=wrong)).headers["retry-after"] == "3"
     ticks.now += 3
-    assert (await guarded.client.get("/api/sessions", headers=right)).status_code == 200
+    assert (await guarded.client.get("/api/sessions", headers=wrong)).status_code == 401
     ticks.now += 60
     assert (await guarded.client.get("/api/sessions", headers=wrong)).status_code == 401
-    assert refusals(caplog) == [failure_line(1), failure_line(13, limited=3)]
+    assert refusals(caplog) == [
+        failure_line(1),
+        failure_line(14, limited=3, peers="127.0.0.1, 127.9.9.9"),
+    ]
+
+
+async def test_a_stranger_sending_no_token_or_wrong_ones_cannot_lock_the_owner_out(
+    guarded: Overlay,
+) -> None:
+    right = {"authorization": f"Bearer {TOKEN}"}
+    owner = await guarded.client.get(f"/?token={TOKEN}")
+    assert owner.status_code == 303
+    for attempt in range(300):
+        # Every loopback address, and no token or a wrong one: the owner's requests still pass.
+        client = f"127.{attempt % 7}.{attempt % 5}.{attempt % 251 + 1}"
+        headers = [] if attempt % 2 else [(b"authorization", b"Bearer guess")]
+        status, _ = await send_raw(guarded.app, "GET", "/api/sessions", headers, client=client)
+        assert status in {401, 429}
+        assert (await guarded.client.get("/api/sessions", headers=right)).status_code == 200
+        assert (await guarded.client.get("/")).status_code == 200  # the cookie
+
+
+async def test_requests_without_a_token_spend_no_guesses(guarded: Overlay) -> None:
+    """A tab with a stale cookie keeps its own budget whatever token-less requests come."""
+    for _ in range(100):
+        status, _ = await send_raw(guarded.app, "GET", "/api/sessions", [])
+        assert status == 401
+    stale = {"cookie": f"{token_cookie_name(8765)}=stale-token-of-the-last-start"}
+    assert (await guarded.client.get("/api/sessions", headers=stale)).status_code == 401
+
+
+async def test_one_clients_guesses_do_not_spend_anothers_budget(guarded: Overlay) -> None:
+    guess = [(b"authorization", b"Bearer guess")]
+    for _ in range(10):
+        assert (await send_raw(guarded.app, "GET", "/", guess, client="10.0.0.1"))[0] == 401
+    assert (await send_raw(guarded.app, "GET", "/", guess, client="10.0.0.1"))[0] == 429
+    assert (await send_raw(guarded.app, "GET", "/", guess, client="10.0.0.2"))[0] == 401
+    # An IPv6 host is its /64: rotating the interface identifier buys nothing.
+    for suffix in range(10):
+        client = f"2001:db8:1:2::{suffix + 1:x}"
+        assert (await send_raw(guarded.app, "GET", "/", guess, client=client))[0] == 401
+    assert (await send_raw(guarded.app, "GET", "/", guess, client="2001:db8:1:2::ff"))[0] == 429
+    assert (await send_raw(guarded.app, "GET", "/", guess, client="2001:db8:1:3::1"))[0] == 401
+
+
+@pytest.mark.parametrize(
+    ("peer", "key"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.200.3.4", "loopback"),
+        ("::1", "loopback"),
+        ("::ffff:127.0.0.5", "loopback"),
+        ("::ffff:10.1.2.3", "10.1.2.3"),
+        ("10.1.2.3", "10.1.2.3"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("unknown", "unknown"),
+    ],
+)
+def test_token_failures_are_counted_per_client(peer: str, key: str) -> None:
+    assert client_key(peer) == key
+
+
+async def test_a_browser_loading_the_page_with_a_stale_token_gets_a_page_saying_what_to_do(
+    guarded: Overlay,
+) -> None:
+    browser = {
+        "cookie": f"{token_cookie_name(8765)}=stale-token-of-the-last-start",
+        "accept": "text/html,application/xhtml+xml,*/*;q=0.8",
+        "sec-fetch-mode": "navigate",
+    }
+    response = await guarded.client.get("/", headers=browser)
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert (
+        "<p>The access token is wrong (the server may have restarted with a new one); open the "
+        "address it printed at start (…/?token=…).</p>" in response.text
+    )
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    # No cookie at all, and a wrong token in the address: pages too.
+    bare = await guarded.client.get("/", headers={"accept": "text/html"})
+    assert bare.headers["content-type"] == "text/html; charset=utf-8"
+    assert "This server needs its access token" in bare.text
+    wrong = await guarded.client.get("/?token=guess", headers={"sec-fetch-mode": "navigate"})
+    assert "<p>The access token in the address is wrong.</p>" in wrong.text
+    # The page's own API calls get JSON, which the page shows.
+    api = await guarded.client.get("/api/sessions", headers=browser)
+    assert api.headers["content-type"] == "application/json"
 
 
 async def test_a_flood_of_wrong_tokens_from_many_addresses_logs_one_line_per_interval(

@@ -109,9 +109,11 @@ def test_an_odd_token_is_refused(token: str, capsys: pytest.CaptureFixture[str])
         ("short", 0),
         ("abcdefgabcdefgabcdefgabcdefgabcdefg", 0),  # fewer than 8 distinct characters
         ("a-chosen-token", 68),
-        ("0123456789abcdef0123456789abcde", 124),  # 31 hex digits
+        ("3f9a0c7e12b48d65e0a9c3f71d2b658", 124),  # 31 hex digits
         ("q8Zr2-Lm_x7Vb3Nc9Tk4W", 126),  # 21 url-safe characters
         ("correcthorsebatterystaple", 117),
+        ("abcdefgh" * 4, 37),  # one period of 8 lower-case letters
+        ("0123456789abcdef0123456789abcdef", 64),  # 16 hex digits, twice
     ],
 )
 def test_a_token_with_less_than_128_bits_is_refused(
@@ -131,9 +133,10 @@ def test_a_token_with_less_than_128_bits_is_refused(
     ("token", "bits"),
     [
         (STRONG, 132),
-        ("0123456789abcdef0123456789abcdef", 128),
+        ("3f9a0c7e12b48d65e0a9c3f71d2b6584", 128),
         ("Kf83jD0sL2mQ9xZ1vB7nR4tY6wE5uI0p", 190),
-        ("q8zr2lmx7vb3nc9tk4wdq8zr2lmx7vb3", 165),
+        ("q8zr2lmx7vb3nc9tk4wdh5jy6fpa0ge1", 165),
+        (STRONG * 2, 132),  # a strong part twice is as strong as once
     ],
 )
 def test_a_token_with_128_bits_or_more_is_accepted(token: str, bits: int) -> None:
@@ -165,9 +168,125 @@ def test_an_unreadable_token_file_is_a_usage_error(
     )
     weak = tmp_path / "weak"
     weak.write_text("hunter2\n")
+    weak.chmod(0o600)
     assert run(["serve", "--token-file", str(weak)]) == 2
     assert capsys.readouterr().err.startswith(
         "session-schedule: --token-file is too easy to guess: about 0 bits"
+    )
+
+
+def test_a_token_file_others_can_read_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "token"
+    token.write_text(f"{STRONG}\n")
+    for mode in (0o644, 0o640, 0o604):
+        token.chmod(mode)
+        assert run(["serve", "--token-file", str(token)]) == 2
+        assert capsys.readouterr().err == (
+            f"session-schedule: --token-file {token} can be read by other users (mode "
+            f"{mode:04o}); make it readable by its owner only (chmod 600 {token})\n"
+        )
+
+
+def test_a_token_file_that_is_a_link_a_fifo_or_a_device_is_refused_without_blocking(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "target"
+    target.write_text(f"{STRONG}\n")
+    target.chmod(0o600)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 5000)
+    big.chmod(0o600)
+    expected = {
+        link: "it is a symbolic link, not a regular file",
+        fifo: "it is a named pipe (FIFO), not a regular file",
+        Path("/dev/zero"): "it is a character device, not a regular file",
+        big: "it holds 5000 bytes, more than 4096",
+    }
+    for path, reason in expected.items():
+        assert run(["serve", "--token-file", str(path)]) == 2
+        assert capsys.readouterr().err == (
+            f"session-schedule: cannot read --token-file {path} ({reason})\n"
+        )
+
+
+def first_address(capsys: pytest.CaptureFixture[str]) -> str:
+    return capsys.readouterr().out.splitlines()[0]
+
+
+def test_the_generated_token_is_kept_0600_and_survives_a_restart(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.delenv("SESSION_SCHEDULE_TOKEN", raising=False)
+    data = tmp_path / "new" / "data"
+    old_umask = os.umask(0)
+    try:
+        assert run(["--data-dir", str(data), "serve", "--port", "0"]) == 0
+    finally:
+        os.umask(old_umask)
+    first = first_address(capsys)
+    token = first.partition("/?token=")[2]
+    kept = data / serve_cli.TOKEN_FILE
+    assert kept.read_text() == f"{token}\n"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert (data.stat().st_mode & 0o777, data.parent.stat().st_mode & 0o777) == (0o700, 0o700)
+    # A restart: the same address, so an open page's cookie still works.
+    assert run(["--data-dir", str(data), "serve", "--port", "0"]) == 0
+    assert first_address(capsys).partition("/?token=")[2] == token
+    # --new-token replaces it, and the next restart keeps the new one.
+    assert run(["--data-dir", str(data), "serve", "--port", "0", "--new-token"]) == 0
+    renewed = first_address(capsys).partition("/?token=")[2]
+    assert renewed != token
+    assert len(renewed) == 32
+    assert kept.read_text() == f"{renewed}\n"
+    assert run(["--data-dir", str(data), "serve", "--port", "0"]) == 0
+    assert first_address(capsys).partition("/?token=")[2] == renewed
+    assert sorted(path.name for path in data.iterdir()) == [serve_cli.TOKEN_FILE]
+
+
+def test_a_kept_token_that_was_tampered_with_is_refused_with_what_to_do(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.delenv("SESSION_SCHEDULE_TOKEN", raising=False)
+    kept = tmp_path / serve_cli.TOKEN_FILE
+    kept.write_text("abcdefgh" * 4)
+    kept.chmod(0o600)
+    argv = ["--data-dir", str(tmp_path), "serve", "--port", "0"]
+    assert run(argv) == 2
+    assert capsys.readouterr().err.startswith(
+        f"session-schedule: the kept token {kept} is too easy to guess: about 37 bits"
+    )
+    kept.chmod(0o644)
+    assert run(argv) == 2
+    assert capsys.readouterr().err == (
+        f"session-schedule: the kept token {kept} can be read by other users (mode "
+        f"0644); make it readable by its owner only (chmod 600 {kept}); or start with "
+        "--new-token to replace it\n"
+    )
+    kept.unlink()
+    kept.symlink_to(tmp_path / "elsewhere")
+    assert run(argv) == 2
+    assert capsys.readouterr().err == (
+        f"session-schedule: cannot read the kept token {kept} (it is a symbolic link, not a "
+        "regular file); move it away\n"
+    )
+
+
+def test_new_token_with_the_variable_set_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SESSION_SCHEDULE_TOKEN", STRONG)
+    assert run(["--data-dir", str(tmp_path), "serve", "--new-token"]) == 2
+    assert capsys.readouterr().err == (
+        "session-schedule: --new-token replaces the token kept in the data directory, but "
+        "$SESSION_SCHEDULE_TOKEN is set and would be used instead; unset it, or change it to "
+        "change the token\n"
     )
 
 
@@ -273,6 +392,7 @@ def test_the_token_comes_from_the_environment_or_a_file_so_ps_does_not_show_it(
         monkeypatch.setenv("SESSION_SCHEDULE_TOKEN", STRONG)
     else:
         (tmp_path / "token").write_text(f"{STRONG}\n")
+        (tmp_path / "token").chmod(0o600)
         argv += ["--token-file", str(tmp_path / "token")]
     assert run(argv) == 0
     assert f"/?token={STRONG}" in capsys.readouterr().out
@@ -295,11 +415,12 @@ def test_the_limits_are_configurable(
     _FakeServer.apps.clear()
     _FakeServer.limits.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--max-connections", "50"]
-    argv += ["--max-live", "7", "--idle-close", "90"]
+    argv += ["--max-live", "7", "--idle-close", "90", "--max-pages", "12"]
     assert run(argv) == 0
     assert _FakeServer.limits == [Limits(max_connections=50)]
     [(app, _status)] = _FakeServer.apps
-    assert app.sessions.limits == LiveLimits(max_live=7, idle_seconds=90)
+    assert app.sessions.limits == LiveLimits(max_live=7, idle_seconds=90, max_streams=12)
+    assert app.streams.limit == 12
     with pytest.raises(SystemExit):
         parser().parse_args(["serve", "--max-live", "0"])
     assert "'0' is not a positive whole number" in capsys.readouterr().err

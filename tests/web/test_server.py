@@ -134,6 +134,33 @@ def test_many_idle_sockets_leave_room_for_a_real_request_and_a_small_log(
     assert len(caplog.text) < 4000
 
 
+def test_open_pages_cannot_take_every_connection(tmp_path: Path) -> None:
+    """Event streams hold their connection: they have their own limit, half the connections,
+    so a request still gets in however many pages are open."""
+    limits = Limits(max_connections=20, head_seconds=30)
+    with serving(tmp_path, limits) as served, ExitStack() as stack:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{served.port}") as client:
+            session = client.post("/api/sessions", json={}).json()["session"]["id"]
+        statuses: list[int] = []
+        for _ in range(30):
+            sock = stack.enter_context(connect(served.port))
+            sock.sendall(
+                f"GET /api/sessions/{session}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+            )
+            first = b""
+            while b"\r\n" not in first:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                first += chunk
+            statuses.append(int(first.split()[1]) if first else 0)
+        assert statuses.count(200) == 10
+        assert statuses.count(503) == 20
+        # Every page is open, and a request is still served.
+        response = served.get("/api/info")
+        assert response.status_code == 200
+
+
 def test_idle_and_slow_loris_heads_are_closed_after_the_head_deadline(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

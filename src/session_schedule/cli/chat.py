@@ -52,12 +52,15 @@ from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.events import EVENT_LOGGER
 from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import PersistenceUncertain, SessionError
+from session_schedule.session.history import away
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.private import private_directory
 from session_schedule.session.sqlite import SqliteSessionStore
 
 if TYPE_CHECKING:
@@ -224,6 +227,12 @@ def model_config(
     return ModelConfig(name=name, base_url=url, api_key=key)
 
 
+def _shown_in_the_chat(record: logging.LogRecord) -> bool:
+    """Whether an operator event's log record is left to the log: not a failed turn, which the
+    chat shows itself."""
+    return getattr(record, "event", None) not in ("turn-retry", "turn-failed")
+
+
 def run(arguments: argparse.Namespace) -> int:
     """The ``chat`` command. Session errors escape for ``main`` to report (3 not found, 4 busy)."""
     zone: str | None = arguments.time_zone
@@ -235,6 +244,8 @@ def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
+    # A failed turn is shown as an error> line; its operator event need not repeat it.
+    logging.getLogger(EVENT_LOGGER).addFilter(_shown_in_the_chat)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
         require("cli", purpose="the chat on a terminal")
@@ -287,13 +298,17 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
     # ``run`` checked that the SDK is installed (the ``openai`` extra).
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
-    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
+    # hide attempts from it and wait outside its bounds.
+    async with AsyncOpenAI(
+        api_key=config.api_key, base_url=config.base_url, max_retries=0
+    ) as client:
         yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
 
 
 def _store(options: _Options) -> SessionStore:
     if options.store == "sqlite":
-        options.directory.mkdir(parents=True, exist_ok=True)
+        private_directory(options.directory)
         return SqliteSessionStore(options.directory / SQLITE_FILE)
     return JsonlSessionStore(options.directory)
 
@@ -322,6 +337,11 @@ async def _chat(options: _Options) -> None:
             )
         )
         show_history(display, session, show=_show_command(options, session_id))
+        if options.session is not None:
+            # Reminders a host (or another process) answered while the person was away.
+            answered = away(session.entries, seed_length=session.header.seed_length).line()
+            if answered is not None:
+                display.note(answered)
         front = _Front(display)
         reading = asyncio.create_task(
             front.interactive() if options.interactive else front.piped(), name="chat input"

@@ -22,7 +22,7 @@ from session_schedule.core.ids import parse_schedule_id
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import record_target
 from session_schedule.core.visible import frame_escape, reveal
-from session_schedule.session.history import OccurrenceRun, occurrence_history
+from session_schedule.session.history import HistoryRow, history_row, occurrence_history
 from session_schedule.session.jsonl import JsonlSessionStore
 
 DESCRIPTION: Final = (
@@ -60,51 +60,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 @final
-class HistoryRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One occurrence, as ``--json`` prints it."""
-
-    id: str
-    occurrence: str
-    due_at: str
-    decided_at: str | None
-    outcome: str
-    lateness_seconds: float | None
-    skipped: int
-    attempts: int | None = None
-    failure: str | None = None
-    finished_at: str | None = None
-
-
-@final
 class HistoryResult(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool
     session: str
     occurrences: list[HistoryRow]
-
-
-def row_of(run: OccurrenceRun) -> HistoryRow:
-    """The JSON row of one occurrence."""
-    return HistoryRow(
-        id=run.schedule_id,
-        occurrence=run.key,
-        due_at=format_instant(run.due_at),
-        decided_at=None if run.decided_at is None else format_instant(run.decided_at),
-        outcome=run.outcome,
-        lateness_seconds=run.lateness_seconds,
-        skipped=run.skipped,
-        attempts=run.attempts,
-        failure=failure_text(run),
-        finished_at=None if run.finished_at is None else format_instant(run.finished_at),
-    )
-
-
-def failure_text(run: OccurrenceRun) -> str | None:
-    """``ErrorClass (HTTP status): message`` for a failed occurrence whose cause is stored."""
-    failure = run.failure
-    if failure is None:
-        return None
-    status = "" if failure.status is None else f" (HTTP {failure.status})"
-    return f"{failure.error}{status}: {failure.message}"
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -116,7 +75,9 @@ def run(arguments: argparse.Namespace) -> int:
     runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
     if schedule_id is not None:
         runs = [item for item in runs if item.schedule_id == schedule_id]
-    result = HistoryResult(ok=True, session=header.id, occurrences=[row_of(item) for item in runs])
+    result = HistoryResult(
+        ok=True, session=header.id, occurrences=[history_row(item) for item in runs]
+    )
     if arguments.json:
         print(frame_escape(msgspec.json.format(msgspec.json.encode(result), indent=2).decode()))
         return EXIT_OK

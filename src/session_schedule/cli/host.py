@@ -258,5 +258,9 @@ async def _model(config: ModelConfig | None) -> AsyncIterator[Model | None]:
         return
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
-    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
+    # hide attempts from it and wait outside its bounds.
+    async with AsyncOpenAI(
+        api_key=config.api_key, base_url=config.base_url, max_retries=0
+    ) as client:
         yield OpenAIChatModel(client, config.name)

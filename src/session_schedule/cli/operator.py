@@ -563,13 +563,13 @@ def _list(arguments: argparse.Namespace) -> int:
         seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
     )
     history.feed(snapshot.entries)
+    views = [
+        with_runs(make_view(record, now, state.status(record.id)), history)
+        for record in state.ordered()
+    ]
+    # Every reminder, on one page: the operator reads the whole list.
     result = ListResult(
-        ok=True,
-        now=format_instant(now),
-        schedules=[
-            with_runs(make_view(record, now, state.status(record.id)), history)
-            for record in state.ordered()
-        ],
+        ok=True, now=format_instant(now), schedules=views, next_cursor=None, total=len(views)
     )
     if arguments.json:
         _print_json(result)
@@ -701,6 +701,12 @@ def _check(arguments: argparse.Namespace) -> int:
         return fail(
             f"session {header.id} has a transcript no strict model endpoint accepts: "
             f"{transcript.stray.message}",
+            EXIT_CORRUPT,
+        )
+    derived = asyncio.run(store.derived_problems(header.id))
+    if derived:
+        return fail(
+            f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
             EXIT_CORRUPT,
         )
     messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)

@@ -5,8 +5,10 @@ The model is configured as for the CLI chat: ``--model`` or ``$SESSION_SCHEDULE_
 ``$OPENAI_API_KEY`` authenticates; with no model the overlay runs in offline mode, where the
 person calls the tools from the page. The server binds 127.0.0.1 unless told otherwise and
 requires an access token on every address, as notebook servers do: ``--token``,
-``--token-file``, ``$SESSION_SCHEDULE_TOKEN`` or one generated at start; it prints the address to
-open, token included. ``--no-token`` turns the token off, on a loopback address only.
+``--token-file``, ``$SESSION_SCHEDULE_TOKEN``, else the one kept in the data directory
+(:data:`TOKEN_FILE`, ``0600``), generated on the first start and kept across restarts so an open
+page reconnects by itself; ``--new-token`` replaces it. It prints the address to open, token
+included. ``--no-token`` turns the token off, on a loopback address only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
 from session_schedule.extras import require
 from session_schedule.harness.model import OpenAIChatModel
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.private import (
+    NotPrivateFile,
+    file_mode,
+    private_directory,
+    read_private,
+    write_private,
+)
 from session_schedule.web.app import create_app
 from session_schedule.web.live import LiveLimits, ModelFactory
 from session_schedule.web.security import access_policy, is_loopback, is_wildcard
@@ -39,6 +48,9 @@ DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 TOKEN_VARIABLE: Final = "SESSION_SCHEDULE_TOKEN"  # noqa: S105 - a variable's name
 MIN_TOKEN_BITS: Final = 128
+TOKEN_FILE: Final = "serve.token"  # noqa: S105 - a file's name
+"""The token ``serve`` keeps in the data directory when none is given (``0600``)."""
+MAX_TOKEN_FILE_BYTES: Final = 4096
 _TOKEN: Final = re.compile(r"[A-Za-z0-9._~-]{1,256}")
 # Character classes for the entropy estimate: a token is taken as drawn uniformly from the union
 # of the classes it uses; a token of hex digits only counts 4 bits a character.
@@ -61,10 +73,12 @@ The model is --model, else ${MODEL_VARIABLE}; without one the overlay runs offli
 the tools from the page. The endpoint is --base-url, else $OPENAI_BASE_URL, else OpenAI's; the
 key is $OPENAI_API_KEY (an endpoint given without one is sent a placeholder).
 
-Every request needs the access token, on every address: --token, --token-file, else
-${TOKEN_VARIABLE}, else one generated at start (a chosen one needs >= {MIN_TOKEN_BITS} bits, e.g. 32
-random url-safe characters or 32 hex digits). Open the printed address once and the page keeps
-it in a cookie. --no-token (loopback only) lets every program and user of this machine in."""
+Every request needs the access token, on every address: --token, --token-file (readable by
+its owner only), else ${TOKEN_VARIABLE}, else the one kept in the data directory's {TOKEN_FILE}
+(generated on the first start, the same after a restart; --new-token replaces it). A chosen one
+needs >= {MIN_TOKEN_BITS} bits, e.g. 32 random url-safe characters or 32 hex digits. Open the
+printed address once and the page keeps it in a cookie; an open page reconnects by itself after
+a restart. --no-token (loopback only) lets every program and user of this machine in."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,6 +115,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--token-file", metavar="PATH", type=Path, help="read the access token from PATH"
     )
     tokens.add_argument(
+        "--new-token",
+        action="store_true",
+        help=f"replace the token kept in the data directory's {TOKEN_FILE} with a new one "
+        "(open pages then need the new address)",
+    )
+    tokens.add_argument(
         "--no-token",
         action="store_true",
         help="require no token (loopback only: every local program and user gets in)",
@@ -120,6 +140,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"live sessions at most (default {LiveLimits().max_live})",
     )
     parser.add_argument(
+        "--max-pages",
+        metavar="N",
+        type=_positive,
+        default=LiveLimits().max_streams,
+        help=f"open pages (event streams) at most (default {LiveLimits().max_streams}; at most "
+        "half of --max-connections, so requests always find a connection)",
+    )
+    parser.add_argument(
         "--idle-close",
         metavar="SECONDS",
         type=_positive,
@@ -132,7 +160,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(arguments: argparse.Namespace) -> int:
     host: str = arguments.host
-    token = _token(arguments, os.environ)
+    token = _token(arguments, os.environ, data_dir(arguments))
     if isinstance(token, _Refusal):
         return fail(token.message, EXIT_USAGE)
     config = model_config(arguments.model, arguments.base_url, os.environ)
@@ -167,7 +195,11 @@ async def _serve(
             JsonlSessionStore(directory),
             model=model,
             policy=access_policy(arguments.host, token=token),
-            live_limits=LiveLimits(max_live=arguments.max_live, idle_seconds=arguments.idle_close),
+            live_limits=LiveLimits(
+                max_live=arguments.max_live,
+                idle_seconds=arguments.idle_close,
+                max_streams=arguments.max_pages,
+            ),
         )
         _announce(arguments.host, sock, token=token, config=config, directory=directory)
         limits = Limits(max_connections=arguments.max_connections)
@@ -183,7 +215,11 @@ async def _model(config: ModelConfig | None) -> AsyncIterator[ModelFactory | Non
     # ``run`` checked that the SDK is installed (the ``openai`` extra).
     from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
 
-    async with AsyncOpenAI(api_key=config.api_key, base_url=config.base_url) as client:
+    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
+    # hide attempts from it and wait outside its bounds.
+    async with AsyncOpenAI(
+        api_key=config.api_key, base_url=config.base_url, max_retries=0
+    ) as client:
         model = OpenAIChatModel(client, config.name)
         yield lambda: model
 
@@ -228,7 +264,9 @@ class _Refusal:
     message: str
 
 
-def _token(arguments: argparse.Namespace, environ: Mapping[str, str]) -> str | _Refusal | None:
+def _token(
+    arguments: argparse.Namespace, environ: Mapping[str, str], directory: Path
+) -> str | _Refusal | None:
     """The access token to require (``None``: ``--no-token``), or why the options are refused."""
     if arguments.no_token:
         if not is_loopback(arguments.host):
@@ -241,15 +279,23 @@ def _token(arguments: argparse.Namespace, environ: Mapping[str, str]) -> str | _
     token: str | None = arguments.token
     if arguments.token_file is not None:
         source = "--token-file"
-        try:
-            token = arguments.token_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
-            return _Refusal(f"cannot read --token-file {arguments.token_file} ({reason})")
+        read = _read_token_file(arguments.token_file, "--token-file")
+        if isinstance(read, _Refusal):
+            return read
+        token = read
     elif token is None and environ.get(TOKEN_VARIABLE):
+        if arguments.new_token:
+            return _Refusal(
+                f"--new-token replaces the token kept in the data directory, but ${TOKEN_VARIABLE} "
+                "is set and would be used instead; unset it, or change it to change the token"
+            )
         source, token = f"${TOKEN_VARIABLE}", environ[TOKEN_VARIABLE]
     if token is None:
-        return secrets.token_urlsafe(24)
+        return _kept_token(directory / TOKEN_FILE, renew=arguments.new_token)
+    return _checked_token(token, source)
+
+
+def _checked_token(token: str, source: str) -> str | _Refusal:
     if not _TOKEN.fullmatch(token):
         return _Refusal(
             f"{source} must be 1 to 256 characters: letters, digits, '-', '_', '.' or '~'"
@@ -265,16 +311,66 @@ def _token(arguments: argparse.Namespace, environ: Mapping[str, str]) -> str | _
     return token
 
 
+def _read_token_file(path: Path, source: str) -> str | _Refusal:
+    """The token in ``path``, which must be a regular file only its owner can read."""
+    try:
+        mode = file_mode(path)
+        data = read_private(path, limit=MAX_TOKEN_FILE_BYTES) if mode is not None else None
+    except OSError as error:
+        return _Refusal(f"cannot read {source} {path} ({error.strerror or error})")
+    if mode is None or data is None:
+        return _Refusal(f"cannot read {source} {path} (No such file or directory)")
+    if mode & 0o077:
+        return _Refusal(
+            f"{source} {path} can be read by other users (mode {mode:04o}); make it readable by "
+            f"its owner only (chmod 600 {path})"
+        )
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return _Refusal(f"cannot read {source} {path} (not UTF-8 text)")
+
+
+def _kept_token(path: Path, *, renew: bool) -> str | _Refusal:
+    """The token kept in ``path`` — generated and stored ``0600`` on the first start, or when
+    ``renew`` — so a restart keeps the address an open page uses."""
+    source = "the kept token"
+    if not renew:
+        try:
+            kept = file_mode(path) is not None
+        except NotPrivateFile as error:
+            return _Refusal(f"cannot read {source} {path} ({error.strerror}); move it away")
+        if kept:
+            token = _read_token_file(path, source)
+            if isinstance(token, str):
+                token = _checked_token(token, f"{source} {path}")
+            if isinstance(token, _Refusal):
+                return _Refusal(f"{token.message}; or start with --new-token to replace it")
+            return token
+    token = secrets.token_urlsafe(24)
+    try:
+        private_directory(path.parent)
+        write_private(path, f"{token}\n".encode())
+    except OSError as error:
+        return _Refusal(f"cannot keep the token in {path} ({error.strerror or error})")
+    return token
+
+
 def token_bits(token: str) -> int:
-    """A conservative estimate of ``token``'s entropy, in whole bits: its length times log2 of
-    the size of the character classes it uses — digits, lower-case letters, upper-case letters,
-    ``-_.~``; hex digits alone count 16 — and 0 with fewer than 8 distinct characters."""
+    """A conservative estimate of ``token``'s entropy, in whole bits: the length of its period
+    (a token that repeats a shorter part, ``abcdefgh`` four times say, counts that part once)
+    times log2 of the size of the character classes it uses — digits, lower-case letters,
+    upper-case letters, ``-_.~``; hex digits alone count 16 — and 0 with fewer than 8 distinct
+    characters."""
     if len(set(token)) < 8:
         return 0
+    period = next(
+        (shift for shift in range(1, len(token)) if token.startswith(token[shift:])), len(token)
+    )
     if _HEX.fullmatch(token):
-        return 4 * len(token)
+        return 4 * period
     alphabet = sum(len(chars) for chars in _CLASSES if any(c in chars for c in token))
-    return math.floor(len(token) * math.log2(alphabet))
+    return math.floor(period * math.log2(alphabet))
 
 
 def _positive(text: str) -> int:

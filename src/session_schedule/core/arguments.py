@@ -136,7 +136,11 @@ class DeleteArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @final
 class ListArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``schedule_list`` takes no arguments."""
+    """``schedule_list``: which page of the active reminders (both null: the first, of the
+    default size)."""
+
+    cursor: str | None = None
+    limit: int | None = None
 
 
 def field_names(arguments: type[msgspec.Struct]) -> tuple[str, ...]:

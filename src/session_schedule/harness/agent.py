@@ -322,7 +322,7 @@ def attempt_notice(failed: TurnAttemptFailed) -> str:
         names = ", ".join(dict.fromkeys(key.partition("@")[0] for key in turn.occurrences))
         due = ", ".join(key.partition("@")[2] for key in turn.occurrences)
         return f"reminder {names} (due {due}) could not be delivered{after}: {message}"
-    return f"the message was not answered{after}: {message}"
+    return f"{message} (the message was not answered{after})" if after else message
 
 
 def storable_text(text: str) -> str:

@@ -291,9 +291,16 @@ def bounded_context(
     and everything after them (that turn's tool rounds). Then as many earlier messages as fit,
     newest first, in whole units: an assistant turn with tool calls goes with its results or not
     at all. When anything is left out, a user message at the cut (:data:`OMITTED_NOTE`) says
-    that earlier messages were omitted. A turn that alone exceeds the budget is sent whole.
+    that earlier messages were omitted.
+
+    A turn that alone exceeds the budget — a model that called tools round after round, each
+    result large — keeps every message, but the results of its older tool calls are summarised
+    by reference (:func:`summarised_result`: which call, how long its result was, that it is in
+    the log), oldest first, until the request fits; the newest result is always sent whole. So
+    a request exceeds ``max_chars`` by at most that one result (and by what the system message,
+    the turn's own prompts and the model's own calls need, which are always sent).
     """
-    return _request(system, messages, _kept(system, messages, max_chars, complete=True))
+    return _request(system, messages, _kept(system, messages, max_chars, complete=True), max_chars)
 
 
 def recent_context(
@@ -331,7 +338,7 @@ def recent_context(
         except _Undecided:
             step *= 2
             continue
-        return _request(system, messages, kept)
+        return _request(system, messages, kept, max_chars)
 
 
 def recent_turns(
@@ -404,12 +411,64 @@ def _kept(
     return kept
 
 
-def _request(system: ChatMessage, messages: Sequence[ChatMessage], kept: int) -> list[ChatMessage]:
+def _request(
+    system: ChatMessage, messages: Sequence[ChatMessage], kept: int, max_chars: int
+) -> list[ChatMessage]:
     request = [system]
     if kept > 0:
         request.append({"role": "user", "content": OMITTED_NOTE})
     request.extend(messages[kept:])
+    sizes = [_size(message) for message in request]
+    excess = sum(sizes) - max_chars
+    if excess <= 0:
+        return request
+    # The turn being answered alone is over the budget: summarise its older tool results.
+    results = [index for index, message in enumerate(request) if message.get("role") == "tool"]
+    names = _call_names(request)
+    for index in results[:-1]:
+        if excess <= 0:
+            break
+        message = request[index]
+        call_id = str(message.get("tool_call_id"))
+        summary: ChatMessage = {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": summarised_result(names.get(call_id, "tool"), len(_content(message))),
+        }
+        saved = sizes[index] - _size(summary)
+        if saved > 0:
+            request[index] = summary
+            excess -= saved
     return request
+
+
+def summarised_result(tool: str, chars: int) -> str:
+    """What stands for an older tool result of the turn being answered when the turn is over
+    the request budget: which tool, how long its result was, and what to do for it."""
+    return (
+        f"[the result of this {tool} call ({chars} characters) is left out to keep the request "
+        f"short; it is in the conversation's log, and calling {tool} again returns it anew]"
+    )
+
+
+def _call_names(messages: Sequence[ChatMessage]) -> dict[str, str]:
+    """The tool name of every call the assistant messages make, by call id."""
+    names: dict[str, str] = {}
+    for message in messages:
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list):
+            continue
+        for call in calls:
+            if isinstance(call, dict):
+                function = call.get("function")
+                if isinstance(function, dict):
+                    names[str(call.get("id"))] = str(function.get("name"))
+    return names
+
+
+def _content(message: ChatMessage) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else msgspec.json.encode(content).decode()
 
 
 def _units(messages: Sequence[ChatMessage]) -> list[tuple[int, int]]:

@@ -23,6 +23,8 @@ from session_schedule.integrations.common import (
     ToolLoopConversation,
     ToolResult,
     ToolUse,
+    model_json,
+    sendable,
     tool_specs,
 )
 from session_schedule.runtime.turns import TurnQueue
@@ -80,27 +82,33 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
         return {"role": "user", "content": text}
 
     async def _request(self, messages: list[MessageParam]) -> Reply[MessageParam]:
-        response = await self._client.messages.create(
+        raw = await self._client.messages.with_raw_response.create(
             model=self._model,
             max_tokens=self._max_tokens,
             messages=messages,
             tools=self._tool_params,
             system=omit if self._system is None else self._system,
         )
+        # Read here, not by the SDK: a tool_use input nested thousands deep or holding a
+        # 5,000-digit number makes its JSON reader raise, and a lone surrogate in one makes the
+        # next request fail to encode — each from the model's output, which must get the
+        # tool's stable error instead (see :func:`model_json`).
+        content = _blocks(model_json(raw.http_response.content))
+        sent = cast("list[ContentBlockParam]", sendable(content))
         return Reply(
-            message={
-                "role": "assistant",
-                "content": [
-                    cast("ContentBlockParam", block.model_dump(mode="json", exclude_none=True))
-                    for block in response.content
-                ],
-            },
+            message={"role": "assistant", "content": sent},
             tool_uses=tuple(
-                ToolUse(id=block.id, name=block.name, arguments=block.input)
-                for block in response.content
-                if block.type == "tool_use"
+                ToolUse(
+                    id=str(block.get("id")),
+                    name=str(block.get("name")),
+                    arguments=block.get("input"),
+                )
+                for block in content
+                if block.get("type") == "tool_use"
             ),
-            text="".join(block.text for block in response.content if block.type == "text"),
+            text="".join(
+                str(block.get("text", "")) for block in content if block.get("type") == "text"
+            ),
         )
 
     def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageParam]:
@@ -109,3 +117,16 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
             for result in results
         ]
         return [{"role": "user", "content": blocks}]
+
+
+def _blocks(response: object) -> list[dict[str, object]]:
+    """The content blocks of a Messages API response, as they are sent back (``null`` fields
+    left out)."""
+    content = response.get("content") if isinstance(response, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [
+        {key: value for key, value in block.items() if value is not None}
+        for block in content
+        if isinstance(block, dict)
+    ]

@@ -25,17 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Final, Generic, TypeVar, final
+from typing import Final, Generic, TypeVar, cast, final
 
 import msgspec
 
 from session_schedule.core.framing import FRAME_TITLE
+from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.turns import Turn, TurnQueue
 from session_schedule.tools.adapters import strict_schema
 from session_schedule.tools.catalog import ToolName
 from session_schedule.tools.handlers import ScheduleTools
+from session_schedule.tools.nesting import clip_depth
 from session_schedule.tools.schemas import Schema
 
 
@@ -327,3 +330,63 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
     @abstractmethod
     def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageT]:
         """The messages that carry ``results`` back to the model, in order."""
+
+
+MAX_MODEL_JSON_DEPTH: Final = 64
+"""How deep a model API response may nest before deeper values are replaced (a tool's own
+arguments nest far less: deeper input gets the tool's ``too deep`` error either way)."""
+MAX_NUMBER_DIGITS: Final = 1_000
+"""The longest integer read from a model API response as a number; a longer one becomes text
+(which the tool refuses with its stable error)."""
+_TOO_DEEP: Final = b'"[nested too deep to read]"'
+
+
+def model_json(body: bytes) -> object:
+    """A model API response body as JSON values, whatever the model put in it: values nested
+    more than :data:`MAX_MODEL_JSON_DEPTH` deep are replaced by a string saying so
+    (:func:`~session_schedule.tools.nesting.clip_depth`, before any recursive reader), and
+    integers of more than :data:`MAX_NUMBER_DIGITS` digits are read as text. Lone surrogates
+    stay (the tools refuse them with their stable error; :func:`sendable` escapes them for the
+    copy that is sent back). Raises ``ValueError`` for a body that is not JSON."""
+    return json.loads(clip_depth(body, MAX_MODEL_JSON_DEPTH, _TOO_DEEP), parse_int=_bounded_int)
+
+
+def _bounded_int(text: str) -> int | str:
+    digits = text.lstrip("-")
+    if len(digits) > MAX_NUMBER_DIGITS:
+        return f"{text[:12]}… (a number of {len(digits)} digits)"
+    return int(text)
+
+
+def sendable(value: object) -> object:
+    """``value`` (JSON values) with every lone surrogate in its strings, keys too, written as
+    ``\\uXXXX``, so that it encodes as UTF-8 in the next request; iterative."""
+    if isinstance(value, str):
+        return escape_unencodable(value)
+    if not isinstance(value, dict | list):
+        return value
+    root: list[object] = [value]
+    pending: list[tuple[object, list[object] | dict[str, object], object]] = [(value, root, 0)]
+    while pending:
+        item, parent, slot = pending.pop()
+        if isinstance(item, dict):
+            copy: dict[str, object] = {}
+            _put(parent, slot, copy)
+            for key, child in item.items():
+                name = escape_unencodable(key)
+                copy[name] = None
+                pending.append((child, copy, name))
+        elif isinstance(item, list):
+            items: list[object] = [None] * len(item)
+            _put(parent, slot, items)
+            pending.extend((child, items, index) for index, child in enumerate(item))
+        else:
+            _put(parent, slot, escape_unencodable(item) if isinstance(item, str) else item)
+    return root[0]
+
+
+def _put(parent: list[object] | dict[str, object], slot: object, value: object) -> None:
+    if isinstance(parent, list):
+        parent[cast("int", slot)] = value
+    else:
+        parent[cast("str", slot)] = value

@@ -15,10 +15,10 @@ require("langchain", purpose="session_schedule.integrations.langchain")
 import asyncio
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -34,7 +34,7 @@ from session_schedule.integrations.common import (
     turn_metadata,
 )
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.tools.handlers import ScheduleTools
+from session_schedule.tools.handlers import MAX_ARGUMENT_DEPTH, ScheduleTools
 
 __all__ = ["LangGraphConversation", "MessagesGraph", "agent_graph", "schedule_tools"]
 
@@ -60,7 +60,8 @@ def schedule_tools(
     for spec in tool_specs(tools):
         asynchronous, synchronous = _functions(bridge, spec.name)
         built.append(
-            StructuredTool(
+            _ScheduleTool(
+                bridge=bridge,
                 name=spec.name,
                 description=spec.description,
                 args_schema=dict(spec.parameters),
@@ -69,6 +70,70 @@ def schedule_tools(
             )
         )
     return built
+
+
+class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base declares Any
+    """A schedule tool that answers arguments LangChain's own machinery cannot take — nested
+    past the interpreter's recursion limit, or an integer too long to print (LangChain prints
+    every input for its callbacks) — with the tool's stable error, as every other mistake is
+    answered, instead of an exception: such a call goes straight to the tool."""
+
+    bridge: SyncBridge
+
+    async def ainvoke(
+        self,
+        input: str | dict[str, object] | ToolCall,  # noqa: A002 - LangChain's own name
+        config: RunnableConfig | None = None,
+        **kwargs: object,
+    ) -> object:
+        hostile = _hostile(input)
+        if hostile is None:
+            return await super().ainvoke(input, config, **kwargs)
+        arguments, call_id = hostile
+        return self._answer(await self.bridge.call(self.name, arguments), call_id)
+
+    def invoke(
+        self,
+        input: str | dict[str, object] | ToolCall,  # noqa: A002 - LangChain's own name
+        config: RunnableConfig | None = None,
+        **kwargs: object,
+    ) -> object:
+        hostile = _hostile(input)
+        if hostile is None:
+            return super().invoke(input, config, **kwargs)
+        arguments, call_id = hostile
+        return self._answer(self.bridge.call_sync(self.name, arguments), call_id)
+
+    def _answer(self, content: str, call_id: str | None) -> str | ToolMessage:
+        if call_id is None:
+            return content
+        return ToolMessage(content=content, name=self.name, tool_call_id=call_id)
+
+
+MAX_SAFE_BITS: Final = 10_000
+"""An integer of more bits (about 3,000 digits) is too long for LangChain to print."""
+
+
+def _hostile(call: object) -> tuple[object, str | None] | None:
+    """``(arguments, tool call id)`` of an invocation LangChain could not handle, else
+    ``None``."""
+    is_call = isinstance(call, dict) and call.get("type") == "tool_call"
+    arguments = call.get("args") if is_call and isinstance(call, dict) else call
+    pending: list[tuple[object, int]] = [(arguments, 0)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > MAX_SAFE_BITS:
+                break
+        elif isinstance(value, dict | list | tuple):
+            if depth > MAX_ARGUMENT_DEPTH:
+                break
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    else:
+        return None
+    call_id = call.get("id") if is_call and isinstance(call, dict) else None
+    return arguments, call_id if isinstance(call_id, str) else None
 
 
 class _AsyncFunction(Protocol):

@@ -39,6 +39,12 @@ leave a reminder recorded as dispatched that no host has seen. So every handed-o
 - a process that restarts on the same outbox re-offers every text in it, except those whose
   occurrences the schedule is about to deliver again (:meth:`PullAgent.discard`).
 
+The outbox holds prompt text: it is written ``0600`` whatever the umask, through a temporary
+file that is never a link, and read as the session files are — a symbolic link, FIFO or device
+in its place, or a file past :data:`MAX_OUTBOX_BYTES`, is refused
+(:class:`OutboxCorruptError`), never followed, waited on or read whole
+(:mod:`session_schedule.session.private`).
+
 A text is removed from the outbox only by :meth:`PullAgent.delivered`. A crash before that
 removal offers the text again after the restart, with the same occurrence key: delivery stays
 at-least-once, never at-most-once.
@@ -48,17 +54,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import final
+from typing import Final, final
 
 import msgspec
 
 from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.session.private import (
+    NotPrivateFile,
+    read_private,
+    sync_directory,
+    write_private,
+)
 
 logger = logging.getLogger(__name__)
+
+MAX_OUTBOX_BYTES: Final = 64 * 1024 * 1024
+"""The largest outbox read: far more undelivered follow-ups than a session's budget allows."""
 
 
 @final
@@ -346,27 +360,24 @@ async def _off_loop(write: Callable[[Path, list[str]], None], path: Path, texts:
 
 
 def _write_outbox(path: Path, texts: list[str]) -> None:
-    """Make ``path`` hold exactly ``texts``, durably (none: no file)."""
+    """Make ``path`` hold exactly ``texts``, durably (none: no file), in a file only its owner
+    can read (it holds prompt text), never written through a link."""
     if not texts:
         path.unlink(missing_ok=True)
+        sync_directory(path.parent)
     else:
-        partial = path.with_name(path.name + ".partial")
-        with partial.open("wb") as file:
-            file.write(msgspec.json.encode(texts))
-            file.flush()
-            os.fsync(file.fileno())
-        partial.replace(path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+        write_private(path, msgspec.json.encode(texts))
 
 
 def _read_outbox(path: Path) -> list[str]:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        data = read_private(path, limit=MAX_OUTBOX_BYTES)
+    except NotPrivateFile as error:
+        raise OutboxCorruptError(
+            f"the outbox of undelivered follow-ups {path} cannot be read ({error.strerror}); move "
+            "it away to start without it, and any follow-up it held will not be offered again"
+        ) from None
+    if data is None:
         return []
     try:
         return msgspec.json.decode(data, type=list[str])

@@ -85,7 +85,9 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
+from session_schedule.core.visible import frame_escape
 from session_schedule.mcp.agent import PullAgent
+from session_schedule.mcp.stdin import StdinLines, claimed_stdin, fd_reader
 from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
@@ -295,7 +297,8 @@ class ScheduleMcpServer:
             result = await self._tools.call_typed(params.name, params.arguments)
             if isinstance(result, DeleteResult) and result.deleted:
                 await self._after_delete()
-        text = msgspec.json.encode(result).decode()
+        # Hidden characters as JSON escapes, as in every tool result a model reads as text.
+        text = frame_escape(msgspec.json.encode(result).decode())
         if isinstance(result, ErrorResult):
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], is_error=True
@@ -576,9 +579,12 @@ async def serve_stdio(
 ) -> None:
     """Open (or, without ``session_id``, create) a JSONL session and serve it on stdin/stdout.
 
-    While serving, fd 0 reads as empty and fd 1 writes to stderr (the SDK's transport and
+    While serving, fd 0 reads as empty and fd 1 writes to stderr
+    (:func:`~session_schedule.mcp.stdin.claimed_stdin` and
     :func:`~session_schedule.mcp.stdout.claimed_stdout` serve the wire from private duplicates),
-    so stray output never corrupts the protocol; both are restored on return."""
+    so stray output never corrupts the protocol; both are restored on return. Every line read is
+    bounded and screened (:mod:`session_schedule.mcp.stdin`): one that does not decode is
+    answered with its JSON-RPC error."""
     clock = clock or SystemClock()
     # Every flush on the session's thread: the event loop keeps reading the host's requests
     # (its cancels among them) while a dispatch is made durable.
@@ -606,11 +612,17 @@ async def serve_stdio(
         async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
             mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
             await mcp_server.drop_redelivered()
-            with claimed_stdout() as wire_fd:
+            with claimed_stdout() as wire_fd, claimed_stdin() as stdin_fd:
                 wire = StdoutWire(fd_writer(wire_fd))
-                # The SDK's writer only calls ``write`` and ``flush`` on the stdout it is given.
+                # The SDK's writer only calls ``write`` and ``flush`` on the stdout it is given,
+                # and its reader only iterates over the lines of the stdin.
                 stdout = cast("anyio.AsyncFile[str]", wire)
-                async with stdio_server(stdout=stdout) as (read_stream, write_stream):
+                lines = StdinLines(fd_reader(stdin_fd), wire.write_unwatched)
+                stdin = cast("anyio.AsyncFile[str]", lines)
+                async with stdio_server(stdin=stdin, stdout=stdout) as (
+                    read_stream,
+                    write_stream,
+                ):
                     await mcp_server.server.run(
                         read_stream,
                         mcp_server.outgoing(write_stream, wire),

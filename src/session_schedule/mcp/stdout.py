@@ -49,6 +49,7 @@ class StdoutWire:
     def __init__(self, write_bytes: Callable[[bytes], Awaitable[None]]) -> None:
         self._write_bytes = write_bytes
         self._waiting: dict[RequestId, asyncio.Future[bool]] = {}
+        self._lock = asyncio.Lock()
 
     def written(self, request_id: RequestId) -> asyncio.Future[bool]:
         """A future of whether the response to ``request_id`` reached the wire: ``True`` once
@@ -76,11 +77,19 @@ class StdoutWire:
         waiter = None if answered is None else self._waiting.pop(answered, None)
         went_out = False
         try:
-            await self._write_bytes(data)
+            async with self._lock:
+                await self._write_bytes(data)
             went_out = True
         finally:
             if waiter is not None and not waiter.done():
                 waiter.set_result(went_out)
+
+    async def write_unwatched(self, line: str) -> None:
+        """Write one message to the wire between the others, resolving no :meth:`written`
+        future (the server's answer to a line that never reached the SDK: its id, which the
+        host chose, may be that of a request still under way)."""
+        async with self._lock:
+            await self._write_bytes(line.encode())
 
     async def flush(self) -> None:
         """Nothing to do: :meth:`write` returns only once its bytes are on the wire."""

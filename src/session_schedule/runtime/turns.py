@@ -27,10 +27,11 @@ timeout, HTTP 408/409/429/5xx) runs the same turn again after an exponential bac
 jitter — honouring ``Retry-After`` — within the ``TurnRetry`` bounds on attempts and elapsed age;
 a permanent one (HTTP 400/401/403/404, a bug) ends it at once. A turn that finally fails is
 recorded ``failed`` with its bounded cause, never ``completed``. Every failed attempt is reported
-to the subscribed listeners (:meth:`TurnQueue.subscribe`) and logged. The waits are elapsed time
-(``Clock.sleep``; the age on ``Clock.monotonic``). Nothing else runs during a retry wait: the
-turns behind it keep their order. A close (or a crash) during the wait leaves the turn pending,
-and the next queue runs it again.
+to the subscribed listeners (:meth:`TurnQueue.subscribe`) and logged (at info level, or as an
+error with its traceback when nobody anticipated the failure: a bug in ``run_turn``). The waits
+are elapsed time (``Clock.sleep``; the age on ``Clock.monotonic``). Nothing else runs during a
+retry wait: the turns behind it keep their order. A close (or a crash) during the wait leaves the
+turn pending, and the next queue runs it again.
 
 Rule 4 — **a restart resumes.** Constructing a queue reads the Session's log (from the fork point
 ``seedLength`` on: a fork inherits no pending turn, as it inherits no active reminder) and queues
@@ -482,12 +483,15 @@ class TurnQueue:
             f"{turn.attempt} of {self._retry.max_attempts}, {diagnosis.kind}: "
             f"{diagnosis.error}{status}: {diagnosis.message})"
         )
+        # An anticipated failure is the listeners' to show (the operator events log it at
+        # warning and error level); one nobody anticipated (a bug in run_turn) is an error here,
+        # with its traceback.
         if wait is not None:
-            logger.warning("%s; trying again in %.1f s", what, wait)
+            logger.info("%s; trying again in %.1f s", what, wait)
+        elif diagnosis.expected:
+            logger.info("%s; recorded as failed", what)
         else:
-            # A failure nobody anticipated (a bug in run_turn) shows its traceback.
-            bug = not diagnosis.expected
-            logger.error("%s; recorded as failed", what, exc_info=error if bug else None)
+            logger.error("%s; recorded as failed", what, exc_info=error)
         event = TurnAttemptFailed(
             turn=turn, diagnosis=diagnosis, retry_in=wait, max_attempts=self._retry.max_attempts
         )

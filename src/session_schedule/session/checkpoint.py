@@ -430,3 +430,47 @@ def progress_of(
     progress = Progress(session=session, seed=seed, resume=resume)
     progress.add(entries[progress.position : end])
     return progress
+
+
+def mismatch(
+    found: CheckpointFile, entries: Sequence[LogEntry], *, seed: int, session: str
+) -> str | None:
+    """How the checkpoint ``found`` differs from what the log's first ``found.entries`` entries
+    amount to — its reminders, its pending turns, its window of entries — or ``None`` when it
+    says exactly what they say (``seed``: the session's inherited entries). Its binding to the
+    log is not looked at here: the store checks that."""
+    if found.entries > len(entries):
+        return f"it covers {found.entries} entries, and the log holds {len(entries)}"
+    if len(found.window) > found.entries:
+        return "its counts are impossible"
+    try:
+        progress = progress_of(entries, None, end=found.entries, seed=seed, session=session)
+    except (ScheduleError, ValueError) as error:
+        return f"the log's first {found.entries} entries do not fold ({error})"
+    first = found.entries - len(found.window)
+    expected = draft(
+        session=session,
+        binding=Binding(found.entries, found.chain, found.offset, found.lines),
+        progress=progress,
+        window=entries[first : found.entries],
+    )
+    differences = []
+    if found.highest_id != expected.highest_id:
+        differences.append(f"its highest id is {found.highest_id}, the log's {expected.highest_id}")
+    if [bytes(raw) for raw in found.active] != [bytes(raw) for raw in expected.active]:
+        differences.append("its active reminders are not the log's")
+    if _pending_bytes(found.pending) != _pending_bytes(expected.pending):
+        differences.append("its pending turns are not the log's")
+    if _window_bytes(found.window) != _window_bytes(expected.window):
+        differences.append(
+            f"its copies of entries {first} to {found.entries - 1} are not the log's"
+        )
+    return "; ".join(differences) or None
+
+
+def _pending_bytes(pending: Sequence[PendingTurn]) -> list[tuple[int, bytes]]:
+    return [(turn.position, bytes(turn.data)) for turn in pending]
+
+
+def _window_bytes(window: Sequence[WindowEntry]) -> list[tuple[str, bytes]]:
+    return [(entry.type, bytes(entry.data)) for entry in window]

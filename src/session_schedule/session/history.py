@@ -44,8 +44,9 @@ from session_schedule.core.changes import (
 from session_schedule.core.due import latest_occurrence
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.instants import MS_PER_SECOND, Instant, parse_instant
+from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.records import RECURRING_RECORDS, record_target
+from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import LogEntry
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
@@ -239,3 +240,87 @@ def _run(
         turn=None if turn is None else turn[0],
         position=position,
     )
+
+
+@final
+class HistoryRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One occurrence in its JSON form (``history --json``, the page's history view)."""
+
+    id: str
+    occurrence: str
+    due_at: str
+    decided_at: str | None
+    outcome: OccurrenceOutcome
+    lateness_seconds: float | None
+    skipped: int
+    attempts: int | None = None
+    failure: str | None = None
+    """``ErrorClass (HTTP status): message``, for a failed occurrence."""
+    finished_at: str | None = None
+
+
+def history_row(run: OccurrenceRun) -> HistoryRow:
+    """The JSON form of one occurrence."""
+    return HistoryRow(
+        id=run.schedule_id,
+        occurrence=run.key,
+        due_at=format_instant(run.due_at),
+        decided_at=None if run.decided_at is None else format_instant(run.decided_at),
+        outcome=run.outcome,
+        lateness_seconds=run.lateness_seconds,
+        skipped=run.skipped,
+        attempts=run.attempts,
+        failure=failure_text(run),
+        finished_at=None if run.finished_at is None else format_instant(run.finished_at),
+    )
+
+
+def failure_text(run: OccurrenceRun) -> str | None:
+    """``ErrorClass (HTTP status): message`` for a failed occurrence whose cause is stored."""
+    failure = run.failure
+    if failure is None:
+        return None
+    status = "" if failure.status is None else f" (HTTP {failure.status})"
+    return f"{failure.error}{status}: {failure.message}"
+
+
+@final
+class Away(msgspec.Struct, frozen=True, kw_only=True):
+    """The reminder turns answered since the person's last message (see :func:`away`)."""
+
+    answered: int
+    """Reminder turns finished since then (completed or failed)."""
+    failed: int
+    """Of those, the ones recorded ``failed``."""
+    since: int
+    """The log position the count starts from (just after the person's last message)."""
+
+    def line(self) -> str | None:
+        """The one line a front end shows before the transcript continues, or ``None``."""
+        if not self.answered:
+            return None
+        were = "reminder was" if self.answered == 1 else "reminders were"
+        line = f"{self.answered} {were} answered since your last message"
+        if self.failed:
+            line += f" ({self.failed} could not be delivered; see the history)"
+        return line
+
+
+def away(entries: Sequence[LogEntry], *, seed_length: int = 0) -> Away:
+    """The reminder turns answered in the session since the person's last message — by a host,
+    or by a chat or page while nobody wrote. Read from the end of the log, back to that
+    message (or the fork point)."""
+    answered = failed = 0
+    position = len(entries)
+    while position > seed_length:
+        entry = entries[position - 1]
+        payload = entry.payload
+        if isinstance(payload, MessageEntry) and payload.origin == "person":
+            break
+        if isinstance(payload, TurnFinished) and payload.turn < len(entries):
+            queued = entries[payload.turn].payload
+            if isinstance(queued, TurnQueued) and queued.origin == "schedule":
+                answered += 1
+                failed += payload.outcome == "failed"
+        position -= 1
+    return Away(answered=answered, failed=failed, since=position)

@@ -89,7 +89,7 @@ from session_schedule.session.ids import (
     parse_session_id,
     require_session_id,
 )
-from session_schedule.session.jsonl_targets import TargetIndexFile
+from session_schedule.session.jsonl_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.lines import (
     CHAIN_SEED,
     CURRENT_FORMAT,
@@ -122,7 +122,8 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
-from session_schedule.session.targets import check_limit, holds_changes
+from session_schedule.session.private import private_directory
+from session_schedule.session.targets import check_limit, holds_changes, next_target_of
 from session_schedule.session.worker import Worker
 
 SUFFIX: Final = ".jsonl"
@@ -354,6 +355,29 @@ class JsonlSessionHandle(LogHandle):
             self._lines + self._commit_lines + (1 if after else 0),
             self._checksums[target - 1 - self._origin],
         )
+
+    async def shed_inherited(self) -> None:
+        """Let a new fork's inherited entries leave memory: write the commit record for them and
+        a checkpoint bound to it (a fork's file otherwise ends without one, so none could be
+        taken before its first barrier), then keep only the checkpoint's window decoded, as an
+        open session does after a checkpoint. A failure leaves the entries held (it is
+        logged); the session works as before either way."""
+        target = len(self._entries)
+        if self.header.format != 2 or target == 0 or self._checkpointed >= target:
+            return
+        commit = commit_line(target, self._checksums[target - 1 - self._origin])
+        end = self._binding(target, after=commit)
+        if end is None:
+            return
+        try:
+            _write_all(self._fd, commit)  # durable with the next fsync, as any commit record
+        except OSError as error:
+            self._write_failure = f"writing a commit record failed: {error}"
+            return
+        self._commit_lines += 1
+        self._checkpoint_while_open(end)
+        await self._worker.submit(lambda: None)  # the checkpoint's save ran before this
+        await asyncio.sleep(0)  # and handed back to the loop
 
     def _checkpoint_while_open(self, end: TailStart) -> None:
         """Queue a checkpoint bound to ``end``, the commit record a flush wrote (on the loop).
@@ -653,7 +677,12 @@ class JsonlSessionStore:
                 _seed(parsed, count),
             )
 
-        return await self._own(job)
+        handle = await self._own(job)
+        if len(handle.entries) > FORK_HELD:
+            # The parent's history stays in the file, not in memory: twenty forks of a long
+            # session would otherwise hold twenty copies of it.
+            await handle.shed_inherited()
+        return handle
 
     async def read(self, session_id: str) -> SessionSnapshot:
         checked = require_session_id(session_id)
@@ -674,6 +703,55 @@ class JsonlSessionStore:
                 parsed.lines_cut,
                 parsed.checksums,
             )
+
+        return await asyncio.to_thread(job)
+
+    async def derived_problems(self, session_id: str) -> tuple[str, ...]:
+        """What the files derived from ``session_id``'s log say that its log does not, where
+        they would be believed: its checkpoint, when it is bound to the log's commit record (so
+        opening the session may use it) but holds other reminders, pending turns or entries
+        than the log; its record in the next-target index, when it verifies and describes the
+        file but names another next target. Each problem is one clause; none: ``()``.
+
+        A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
+        is rebuilt from the log."""
+        checked = require_session_id(session_id)
+        path = self._checked(self.path_of(checked))
+        source = _source(checked)
+
+        def job() -> tuple[str, ...]:
+            parsed = _read(path, source, sync=False)
+            problems: list[str] = []
+            found = _read_checkpoint(checkpoint_path(path), source)
+            if isinstance(found, checkpoint.CheckpointFile) and parsed.header.format == 2:
+                fd = _open_session_file(path, os.O_RDONLY, source)
+                try:
+                    bound = found.offset <= os.fstat(fd).st_size and _commit_ending_at(
+                        fd, found.offset
+                    ) == (found.entries, found.chain)
+                finally:
+                    os.close(fd)
+                difference = (
+                    checkpoint.mismatch(
+                        found,
+                        parsed.entries,
+                        seed=parsed.header.seed_length,
+                        session=checked,
+                    )
+                    if bound
+                    else None
+                )
+                if difference is not None:
+                    problems.append(
+                        f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
+                        f"does not say what the log says ({difference}); delete the checkpoint "
+                        "(it is rebuilt from the log)"
+                    )
+            target = next_target_of(parsed.header, parsed.entries)
+            indexed = self._index.mismatch(checked, path.lstat(), target)
+            if indexed is not None:
+                problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
+            return tuple(problems)
 
         return await asyncio.to_thread(job)
 
@@ -751,6 +829,8 @@ def checkpoint_path(log: Path) -> Path:
     return log.with_suffix(checkpoint.SUFFIX)
 
 
+FORK_HELD: Final = checkpoint.WINDOW
+"""A fork inheriting more entries than this keeps only a checkpoint's window of them decoded."""
 _COMMIT_READ: Final = 256
 """Bytes read back from the end of a file to find its last commit record (a few dozen)."""
 
@@ -1409,7 +1489,7 @@ def _publish(data_dir: Path, session_id: SessionId, content: bytes) -> int | Non
 def _ensure_directory(data_dir: Path) -> None:
     if data_dir.is_dir():
         return
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_directory(data_dir)  # parents too: 0700 whatever the umask
     _fsync_directory(data_dir.parent)
 
 

@@ -25,10 +25,16 @@ The last record of a session wins.
   never wrongly fresh, since a session file only grows under one inode.
 - A line of the index that does not decode is logged and ignored (its session is then read
   again): the index is derived data, rebuilt from the logs.
+- **A private file.** The index is read, appended to and replaced as the session files are
+  (:mod:`session_schedule.session.private`): ``0600``, never through a symbolic link, never
+  blocking on a FIFO, and never read past :data:`MAX_INDEX_BYTES`; an index that is not such a
+  file is not used (every session is read from its log) and is replaced by the next compaction.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -40,13 +46,16 @@ from typing import Final, NamedTuple, TypeAlias, final
 import msgspec
 
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.instants import Instant
+from session_schedule.core.instants import Instant, format_instant
 from session_schedule.session.errors import SessionError
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import DueSession, LogEntry, SessionHeader
+from session_schedule.session.private import append_private, read_private, write_private
 from session_schedule.session.targets import due, next_target_of
 
 INDEX_NAME: Final = ".next-targets"
+MAX_INDEX_BYTES: Final = 256 * 1024 * 1024
+"""The largest index read (a million sessions' records fit); a larger file is not used."""
 _SLACK: Final = 64
 """Superseded lines tolerated beyond the live ones before the reader compacts the file."""
 
@@ -63,10 +72,87 @@ class _Record(msgspec.Struct, frozen=True, array_like=True):
     inode: int
     size: int
     mtime: int
+    mac: str = ""
+    """The record's keyed digest (see :class:`_Keys`); empty in records of older versions."""
 
 
 _encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder(_Record)
+KEY_NAME: Final = ".index-key"
+_KEY_BYTES: Final = 32
+
+
+@final
+class _Keys:
+    """The data directory's index key (:data:`KEY_NAME`, 32 random bytes, ``0600``), made on
+    first use (and again if it was cut short), and the digests it gives records. Without a
+    usable key no record verifies (every session is read from its log): slower, never wrong."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / KEY_NAME
+        self._key: bytes | None = None
+        self._tried = False
+
+    def sign(self, record: _Record) -> _Record:
+        key = self._load()
+        if key is None:
+            return record
+        return msgspec.structs.replace(record, mac=_digest(key, record))
+
+    def verifies(self, record: _Record) -> bool:
+        key = self._load()
+        return key is not None and hmac.compare_digest(record.mac, _digest(key, record))
+
+    def _load(self) -> bytes | None:
+        if self._tried:
+            return self._key
+        self._tried = True
+        try:
+            key = read_private(self._path, limit=_KEY_BYTES)
+            if key is None:
+                key = _make_key(self._path)
+        except OSError as error:
+            _log.warning(
+                "%s: the next-target index key cannot be used (%s); every session is read "
+                "from its log",
+                self._path,
+                error.strerror or error,
+            )
+            return None
+        if len(key) != _KEY_BYTES:
+            # Cut short (a power cut after its creation, say): a new key; the records signed
+            # with the old one no longer verify, and their sessions are read again.
+            try:
+                self._path.unlink(missing_ok=True)
+                key = _make_key(self._path)
+            except OSError as error:
+                _log.warning("%s: no index key: %s", self._path, error.strerror or error)
+                return None
+            if len(key) != _KEY_BYTES:
+                return None
+        self._key = key
+        return key
+
+
+def _make_key(path: Path) -> bytes:
+    """A new key in ``path`` — or the one another process made first."""
+    key = secrets.token_bytes(_KEY_BYTES)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        found = read_private(path, limit=_KEY_BYTES)
+        return b"" if found is None else found
+    try:
+        os.write(fd, key)  # no fsync: a key lost to a power cut only costs a rebuild
+    finally:
+        os.close(fd)
+    return key
+
+
+def _digest(key: bytes, record: _Record) -> str:
+    fields = _encoder.encode((record.id, record.target, record.inode, record.size, record.mtime))
+    return hmac.new(key, fields, hashlib.sha256).hexdigest()[:32]
 
 
 class _Loaded(NamedTuple):
@@ -101,6 +187,7 @@ class TargetIndexFile:
         self._path = data_dir / INDEX_NAME
         self._suffix = suffix
         self._read_log = read_log
+        self._keys = _Keys(data_dir)
 
     @property
     def path(self) -> Path:
@@ -114,15 +201,11 @@ class TargetIndexFile:
         """
         try:
             line = _encoder.encode(
-                _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
+                self._keys.sign(
+                    _Record(session_id, target, status.st_ino, status.st_size, status.st_mtime_ns)
+                )
             )
-            index = os.open(
-                self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
-            )
-            try:
-                os.write(index, line + b"\n")
-            finally:
-                os.close(index)
+            append_private(self._path, line + b"\n")
         except OSError as error:
             _log.warning("session %s: its next target was not indexed: %s", session_id, error)
 
@@ -157,15 +240,38 @@ class TargetIndexFile:
             self._compact(live)
         return due(targets, before, limit)
 
+    def mismatch(
+        self, session_id: SessionId, status: os.stat_result, target: Instant | None
+    ) -> str | None:
+        """How the index's record of ``session_id`` differs from ``target``, the log's next
+        target, when the record would be trusted (it verifies and describes the file as
+        ``status`` says); ``None`` when it agrees, or would not be trusted."""
+        record = self._load().records.get(session_id)
+        if record is None or not _matches(record, status):
+            return None
+        recorded = None if record.target is None else Instant(record.target)
+        if recorded == target:
+            return None
+        said = "nothing active" if recorded is None else f"a target at {format_instant(recorded)}"
+        real = "nothing active" if target is None else f"a target at {format_instant(target)}"
+        return f"its record in {INDEX_NAME} says {said}, and the log says {real}"
+
     def _load(self) -> _Loaded:
         try:
-            data = self._path.read_bytes()
-        except FileNotFoundError:
+            data = read_private(self._path, limit=MAX_INDEX_BYTES)
+        except OSError as error:
+            _log.warning(
+                "%s: the next-target index is not used (%s); every session is read from its log",
+                self._path,
+                error.strerror or error,
+            )
+            return _Loaded({}, 0)
+        if data is None:
             return _Loaded({}, 0)
         records: dict[SessionId, _Record] = {}
         lines = data.split(b"\n")
         torn = lines.pop()  # b"" when the file ends with a newline
-        bad = 0
+        bad = unverified = 0
         for line in lines:
             try:
                 record = _decoder.decode(line)
@@ -176,6 +282,12 @@ class TargetIndexFile:
             if session_id is None:
                 bad += 1
                 continue
+            if not self._keys.verifies(record):
+                # Not written by a holder of the key (forged, or of an older version): its
+                # session is read again, so no record can hide a due reminder.
+                records.pop(session_id, None)
+                unverified += 1
+                continue
             records[session_id] = record
         if bad:
             _log.warning(
@@ -183,6 +295,13 @@ class TargetIndexFile:
                 "again from their logs",
                 self._path,
                 bad,
+            )
+        if unverified:
+            _log.warning(
+                "%s: %d record(s) of the next-target index do not verify against the index key; "
+                "their sessions are read again from their logs",
+                self._path,
+                unverified,
             )
         return _Loaded(records, len(lines) + (1 if torn else 0))
 
@@ -203,20 +322,11 @@ class TargetIndexFile:
         if not _matches(record, after):
             # It changed while being read: record nothing that could look fresh.
             return _Record(session_id, target, -1, -1, -1)
-        return record
+        return self._keys.sign(record)
 
     def _compact(self, live: dict[SessionId, _Record]) -> None:
-        temporary = self._dir / f"{INDEX_NAME}.{secrets.token_hex(4)}.tmp"
         body = b"".join(_encoder.encode(record) + b"\n" for record in live.values())
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            try:
-                view = memoryview(body)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-            temporary.replace(self._path)
+            write_private(self._path, body)
         except OSError as error:
-            temporary.unlink(missing_ok=True)
             _log.warning("%s: the next-target index was not rewritten: %s", self._path, error)

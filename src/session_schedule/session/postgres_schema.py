@@ -16,6 +16,12 @@ stores can share a database::
 Migration steps run in order, each version once, all in one transaction that first takes a
 transaction-level advisory lock for the schema (two ``migrate`` runs at once serialise). A schema
 whose version is newer than this program's is refused, by the commands and by the store alike.
+
+The commands also refuse a schema the connecting role does not own whole
+(:func:`ownership_problem`): a schema of another role, a table (or view, sequence, index) in it
+of another role — a role that owns a table can drop it or read it, and look-alike tables set up
+in advance could carry a trigger that copies every entry out — or any trigger on its tables.
+Each refusal names the schema, the objects and the roles.
 """
 
 from __future__ import annotations
@@ -149,6 +155,59 @@ def newer_schema(found: int, where: str) -> SessionError:
     )
 
 
+_SCHEMA_OWNER: Final = """
+SELECT pg_get_userbyid(nspowner), current_user FROM pg_namespace WHERE nspname = %s
+"""
+_FOREIGN_OBJECTS: Final = """
+SELECT c.relname, pg_get_userbyid(c.relowner) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND pg_get_userbyid(c.relowner) <> current_user ORDER BY 1
+"""
+_TRIGGERS: Final = """
+SELECT c.relname, t.tgname FROM pg_trigger t
+JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND NOT t.tgisinternal ORDER BY 1, 2
+"""
+
+
+def ownership_problem(
+    connection: psycopg.Connection[tuple[object, ...]], schema: str, *, where: str
+) -> SessionError | None:
+    """Why the connecting role must not use ``schema`` as its store, if it must not: the schema,
+    or a table, view, sequence or index in it, belongs to another role (which could drop the
+    tables, or had put look-alike ones there), or a table in it has a trigger (the store makes
+    none: one could copy entries out). ``None`` for a schema the role owns whole, or none."""
+    row = connection.execute(_SCHEMA_OWNER, (schema,)).fetchone()
+    if row is None:
+        return None  # no such schema yet: this role creates it, and owns it
+    owner, role = str(row[0]), str(row[1])
+    if owner != role:
+        return SessionError(
+            "",
+            f"{where} is owned by the role {owner}, not by {role}, the role this program "
+            f"connects as; the owner could drop or replace the store's tables. Use a schema "
+            f"{role} owns (--schema), or connect as {owner}",
+        )
+    foreign = connection.execute(_FOREIGN_OBJECTS, (schema,)).fetchall()
+    if foreign:
+        names = ", ".join(f"{name} (owned by {other})" for name, other in foreign)
+        return SessionError(
+            "",
+            f"{where} holds {names}, not owned by {role}, the role this program connects as; "
+            "another role's table can be dropped or read by it. Move them out of the schema, or "
+            "use another schema (--schema)",
+        )
+    triggers = connection.execute(_TRIGGERS, (schema,)).fetchall()
+    if triggers:
+        named = ", ".join(f"{table}.{trigger}" for table, trigger in triggers)
+        return SessionError(
+            "",
+            f"{where} has triggers the store does not make ({named}); a trigger can copy "
+            "entries elsewhere. Drop them, or use another schema (--schema)",
+        )
+    return None
+
+
 def migrate(
     dsn: str,
     *,
@@ -170,6 +229,9 @@ def migrate(
             connection.execute(
                 "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"session-schedule {schema}",)
             )
+            problem = ownership_problem(connection, schema, where=where)
+            if problem is not None:
+                raise problem
             exists, select = version_queries(schema)
             row = connection.execute(exists).fetchone()
             if row is not None and row[0]:

@@ -96,6 +96,7 @@ from session_schedule.session.port import (
     make_header,
     seed_length,
 )
+from session_schedule.session.private import private_directory
 from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
 
@@ -604,7 +605,7 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     if not path.exists():
         if not create:
             raise FileNotFoundError(path)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_directory(path.parent)  # parents too: 0700 whatever the umask
         # SQLite gives its -wal and -shm files the database file's mode.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     connection = sqlite3.connect(
@@ -694,7 +695,7 @@ def _exists(connection: sqlite3.Connection, session_id: SessionId) -> bool:
 
 
 def _lock(locks_dir: Path, session_id: SessionId) -> int:
-    locks_dir.mkdir(mode=0o700, exist_ok=True)
+    private_directory(locks_dir)
     fd = os.open(locks_dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

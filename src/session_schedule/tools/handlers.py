@@ -19,7 +19,7 @@ import msgspec
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import format_instant
-from session_schedule.core.visible import escape_unencodable
+from session_schedule.core.visible import escape_unencodable, frame_escape
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.tools.adapters import (
     OpenAIShape,
@@ -28,6 +28,7 @@ from session_schedule.tools.adapters import (
     openai_tools,
 )
 from session_schedule.tools.catalog import TOOL_NAMES, ToolDefinition, tool_definitions
+from session_schedule.tools.paging import Key, list_arguments, page, schedule_key
 from session_schedule.tools.results import (
     CreateResult,
     DeleteResult,
@@ -105,12 +106,17 @@ class ScheduleTools:
     async def call_json(self, name: str, arguments: object = None) -> str:
         """:meth:`call`, with the result as JSON text (for APIs that want text content).
 
+        Hidden characters in it (a prompt's tag characters or bidi controls, say) are written as
+        JSON escapes (:func:`~session_schedule.core.visible.frame_escape`), as the follow-up
+        frame writes them: the text decodes to the same result, and the model reads every
+        character a person would not see.
+
         Never raises: every result a model can cause encodes; one that does not is a bug,
         logged and answered as ``internal_error``.
         """
         result = await self.call_typed(name, arguments)
         try:
-            return msgspec.json.encode(result).decode()
+            return frame_escape(msgspec.json.encode(result).decode())
         except (UnicodeEncodeError, msgspec.EncodeError):
             logger.exception("schedule tool %r returned a result that does not encode", name)
             return msgspec.json.encode(
@@ -155,9 +161,22 @@ class ScheduleTools:
         if name == "schedule_create":
             return CreateResult(ok=True, schedule=await self._schedule.create(arguments))
         if name == "schedule_list":
-            _check_list_arguments(arguments)
+            after, limit = list_arguments(arguments)
             now, views = await self._schedule.active()
-            return ListResult(ok=True, now=format_instant(now), schedules=views)
+            chosen, cursor = page(
+                views,
+                after=after,
+                limit=limit,
+                key=lambda view: schedule_key(view.scheduled_at, view.id),
+                size=lambda view: len(_encoder.encode(view)),
+            )
+            return ListResult(
+                ok=True,
+                now=format_instant(now),
+                schedules=chosen,
+                next_cursor=cursor,
+                total=len(views),
+            )
         if name == "schedule_delete":
             schedule_id, deleted = await self._schedule.delete(arguments)
             return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
@@ -178,9 +197,22 @@ class ScheduleTools:
 
     async def _list_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """``schedule_list``'s result, JSON-ready, from the reminders' ready-made plain views."""
-        _check_list_arguments(arguments)
+        after, limit = list_arguments(arguments)
         now, views = await self._schedule.active_plain()
-        return {"ok": True, "now": format_instant(now), "schedules": views}
+        chosen, cursor = page(
+            views,
+            after=after,
+            limit=limit,
+            key=_plain_key,
+            size=lambda view: len(_encoder.encode(view)),
+        )
+        return {
+            "ok": True,
+            "now": format_instant(now),
+            "schedules": chosen,
+            "next_cursor": cursor,
+            "total": len(views),
+        }
 
 
 def _tool_name(name: object) -> str:
@@ -194,12 +226,11 @@ def _tool_name(name: object) -> str:
     return name
 
 
-def _check_list_arguments(arguments: Mapping[str, object]) -> None:
-    if arguments:
-        raise ScheduleError(
-            "invalid_selector",
-            f"schedule_list takes no arguments, got {_keys(arguments)}; call it with {{}}.",
-        )
+def _plain_key(view: Mapping[str, object]) -> Key:
+    return schedule_key(str(view["scheduledAt"]), str(view["id"]))
+
+
+_encoder: Final = msgspec.json.Encoder()
 
 
 def _arguments(arguments: object) -> Mapping[str, object]:
@@ -332,10 +363,6 @@ def _too_deep() -> ScheduleError:
 def _failure(error: ScheduleError) -> ErrorResult:
     message = escape_unencodable(error.message)
     return ErrorResult(ok=False, error=ErrorDetail(code=error.code, message=message))
-
-
-def _keys(arguments: Mapping[str, object]) -> str:
-    return ", ".join(f"`{key}`" for key in sorted(arguments))
 
 
 def _kind(value: object) -> str:

@@ -51,7 +51,11 @@ class ListResult(_Result, frozen=True):
     now: InstantField
     """The current time used to decide each reminder's state."""
     schedules: list[ScheduleView]
-    """The active reminders, soonest first (then in creation order)."""
+    """A page of the active reminders, soonest first (then in creation order)."""
+    next_cursor: str | None
+    """The ``cursor`` of the next page; ``None`` when this page is the last."""
+    total: int
+    """How many reminders are active, on every page."""
 
 
 @final

@@ -16,6 +16,9 @@ POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zo
 POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
                                                 answer is the tool's result, once stored
 GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
+GET      ``/api/sessions/{id}/history``         every occurrence of its reminders and its
+                                                outcome, and ``away``: the reminders answered
+                                                since the person's last message
 GET      ``/api/sessions/{id}/events``          ``?from=P``: Server-Sent Events, the turns
                                                 from log position P on, then notices and turns
                                                 as they happen
@@ -28,8 +31,13 @@ stream continues from; only the turns asked for are read from the log.
 
 Refusals: 400 malformed, 401 token, 403 refused origin or host, 404 unknown, 405, 408 slow body,
 409 a session held elsewhere or corrupt, 413 too large, 415 not JSON, 422 wrong shape, 429 too
-many creates and forks (``Retry-After``), 503 storage failure, stopping, or every live Session in
-use; an unexpected failure is a JSON 500 with the cause in the log.
+many creates and forks (``Retry-After``), 503 storage failure, stopping, every live Session in
+use, or every event stream in use (``Retry-After``; the page retries by itself); an unexpected
+failure is a JSON 500 with the cause in the log.
+
+Event streams have their own limit (:attr:`~session_schedule.web.live.LiveLimits.max_streams`,
+counted in :class:`StreamSlots`), below the server's connection limit: however many pages are
+open, connections remain for requests.
 
 Each prompt carries the zone the browser reported for it; the agent builds the turn's time
 context from the zones of the turn's prompts and gives it to the model for that turn only.
@@ -55,6 +63,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.runtime.clock import Clock
@@ -68,10 +77,18 @@ from session_schedule.session.errors import (
     SessionNotFound,
     not_a_session_id,
 )
+from session_schedule.session.history import (
+    Away,
+    HistoryRow,
+    away,
+    history_row,
+    occurrence_history,
+)
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
 from session_schedule.tools.catalog import TOOL_NAMES
-from session_schedule.tools.results import ErrorResult
+from session_schedule.tools.paging import MAX_LIST_LIMIT
+from session_schedule.tools.results import ErrorResult, ListResult
 from session_schedule.web.bodies import (
     DEFAULT_BODY_SECONDS,
     MAX_PROMPT_CHARS,
@@ -131,12 +148,55 @@ class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
     """The log position the event stream continues from (its ``from``)."""
 
 
+STREAM_RETRY_SECONDS: Final = 15
+"""What ``Retry-After`` says when every event stream is in use."""
+
+
+@final
+class StreamSlots:
+    """The event streams open at once, and how many may be (``limit``, which the server may
+    lower to fit its connection limit)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def take(self) -> bool:
+        """Take a slot for a new stream: ``False`` when every one is in use."""
+        if self.open >= self.limit:
+            return False
+        self.open += 1
+        return True
+
+    def release(self) -> None:
+        self.open -= 1
+
+
+@final
+class _CountedStream(StreamingResponse):
+    """An event stream that gives its slot back when its response ends, however it ends."""
+
+    def __init__(
+        self, content: AsyncIterator[bytes], *, slots: StreamSlots, headers: Mapping[str, str]
+    ) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=headers)
+        self._slots = slots
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._slots.release()
+
+
 @final
 class OverlayApp(Starlette):
     """The Starlette app, with the live Sessions it serves (``sessions.close_streams()`` ends
-    the event streams before a server stops; the lifespan closes the Sessions)."""
+    the event streams before a server stops; the lifespan closes the Sessions) and its event
+    stream slots."""
 
     sessions: LiveSessions
+    streams: StreamSlots
 
 
 def create_app(
@@ -162,8 +222,10 @@ def create_app(
     """
     live_limits = live_limits or LiveLimits()
     sessions = LiveSessions(store, model=model, clock=clock, settings=settings, limits=live_limits)
+    streams = StreamSlots(live_limits.max_streams)
     api = _Api(
         sessions,
+        streams=streams,
         model_name=model().name if model is not None else None,
         heartbeat_seconds=heartbeat_seconds,
         body_seconds=body_seconds,
@@ -198,6 +260,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.sessions = sessions
+    app.streams = streams
     return app
 
 
@@ -207,12 +270,14 @@ class _Api:
         self,
         sessions: LiveSessions,
         *,
+        streams: StreamSlots,
         model_name: str | None,
         heartbeat_seconds: float,
         body_seconds: float,
         new_sessions: TokenBucket,
     ) -> None:
         self._sessions = sessions
+        self._streams = streams
         self._body_seconds = body_seconds
         self._new_sessions = new_sessions
         self._model_name = model_name
@@ -234,6 +299,7 @@ class _Api:
             Route("/api/sessions/{session_id}/prompts", self.post_prompt, methods=["POST"]),
             Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
             Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
+            Route("/api/sessions/{session_id}/history", self.history, methods=["GET"]),
             Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
         ]
 
@@ -353,7 +419,22 @@ class _Api:
 
     async def schedules(self, request: Request) -> Response:
         live = await self._live(request)
-        result = await live.chat.tools.call_typed("schedule_list")
+        # The side panel shows every active reminder: the pages a model gets, put together.
+        result = await live.chat.tools.call_typed("schedule_list", {"limit": MAX_LIST_LIMIT})
+        while isinstance(result, ListResult) and result.next_cursor is not None:
+            following = await live.chat.tools.call_typed(
+                "schedule_list", {"cursor": result.next_cursor, "limit": MAX_LIST_LIMIT}
+            )
+            if not isinstance(following, ListResult):
+                result = following
+                break
+            result = ListResult(
+                ok=True,
+                now=result.now,
+                schedules=[*result.schedules, *following.schedules],
+                next_cursor=following.next_cursor,
+                total=following.total,
+            )
         if isinstance(result, ErrorResult):
             statuses = {"persistence_uncertain": 503, "corrupt_schedule_log": 409}
             status = statuses.get(result.error.code, 500)
@@ -366,6 +447,18 @@ class _Api:
             raise HttpProblem(status, _sentence(result.error.message))
         return _json(result)
 
+    async def history(self, request: Request) -> Response:
+        live = await self._live(request)
+        header = live.header
+        entries = live.session.entries
+        runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
+        return _json(
+            HistoryPage(
+                occurrences=[history_row(run) for run in runs],
+                away=away(entries, seed_length=header.seed_length),
+            )
+        )
+
     async def events(self, request: Request) -> Response:
         if self._sessions.closing:
             raise ServerStopping
@@ -374,9 +467,16 @@ class _Api:
         last = request.headers.get("last-event-id")
         if last:
             start = max(start, _position(last, "Last-Event-ID", 0) + 1)
-        return StreamingResponse(
+        if not self._streams.take():
+            raise HttpProblem(
+                503,
+                f"{self._streams.limit} pages are open on this server, the most it serves at "
+                "once; close one, and this page reconnects by itself.",
+                {"retry-after": str(STREAM_RETRY_SECONDS)},
+            )
+        return _CountedStream(
             self._stream(live, start),
-            media_type="text/event-stream",
+            slots=self._streams,
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
@@ -420,6 +520,14 @@ class _Api:
         return SessionDetail(
             session=self._summary(live.header), turns=page.turns, before=page.before, next=end
         )
+
+
+@final
+class HistoryPage(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /api/sessions/{id}/history``: the occurrences, oldest first, and the away count."""
+
+    occurrences: list[HistoryRow]
+    away: Away
 
 
 def _json(value: object, status: int = 200) -> Response:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Annotated, Final, TypeVar, final
 
 import msgspec
 from starlette.requests import Request
 
+from session_schedule.tools.nesting import json_depth
 from session_schedule.web.problems import HttpProblem, shorten
 
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -27,8 +27,6 @@ MAX_DEPTH: Final = 32
 """How deep arrays and objects may nest in a body (the deepest real body nests 3 deep)."""
 DEFAULT_BODY_SECONDS: Final = 10.0
 """How long a body may take to arrive, once its headers have (a slow body is refused, 408)."""
-_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET: Final = re.compile(rb"[\[\]{}]")
 
 T = TypeVar("T")
 
@@ -79,7 +77,7 @@ def decode_json(body: bytes, shape: type[T]) -> T:
         body.decode("utf-8")
     except UnicodeDecodeError:
         raise HttpProblem(400, "the body is not valid UTF-8.") from None
-    if _depth(body) > MAX_DEPTH:
+    if json_depth(body) > MAX_DEPTH:
         raise HttpProblem(
             400, f"the body nests arrays or objects more than {MAX_DEPTH} deep; send less."
         )
@@ -123,18 +121,6 @@ async def read_body(
             {"connection": "close"},
         ) from None
     return b"".join(chunks)
-
-
-def _depth(body: bytes) -> int:
-    """How deep arrays and objects nest in ``body`` (brackets inside strings do not count)."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub(b'""', body)):
-        if match[0] in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:

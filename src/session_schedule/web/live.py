@@ -83,6 +83,10 @@ class LiveLimits:
     """Live Sessions at most (each holds a file descriptor or three, a task and its memory)."""
     idle_seconds: int = 1800
     """A Session not in use is closed after this long without a request or a subscriber."""
+    max_streams: int = 64
+    """Open event streams at most, every Session together (each holds a connection for as long
+    as its page is open). Kept below the server's connection limit — the server lowers it to
+    half that limit if need be — so open pages never take every connection."""
 
 
 @final

@@ -18,34 +18,44 @@ The threats, and what answers each:
   opening ``/?token=<token>`` once. The cookie is ``HttpOnly``, ``SameSite=Strict``, ``Path=/``
   and named after the port (cookies are shared by every port of a host, so two servers must not
   overwrite each other's). A wildcard bind accepts any ``Host``: the token is what protects it.
-- **Guessing the token.** Missing or wrong tokens are counted per client address in a token
-  bucket (:class:`TokenFailures`): past the burst, that address gets 429 with ``Retry-After``
-  and its token is not even compared. Failures are logged in aggregate — one line per interval
-  with a count — so a flood of guesses cannot flood the log.
+- **Guessing the token.** The right token always gets in: it is compared first, whatever other
+  requests came before it. Wrong tokens — guesses — are counted per client in a token bucket
+  (:class:`TokenFailures`): past the burst, that client's wrong tokens get 429 with
+  ``Retry-After``. A client is an address, except that every loopback address (all of
+  ``127.0.0.0/8``, ``::1``) is one client — one machine, so rotating source addresses does not
+  multiply the guess rate — and an IPv6 client is its ``/64``. A request with no token at all
+  guesses nothing: it gets 401 and spends no budget, so it cannot spend a stale tab's budget
+  either. Failures are logged in aggregate — one line per interval with a count — so a flood of
+  guesses cannot flood the log.
+- **Browsers.** A page load refused for its token (a stale cookie after the server rotated its
+  token, say) gets a short HTML page saying what to do, not raw JSON; API requests get JSON.
 - **Script injection.** The page sets untrusted text with ``textContent`` only; the
   ``Content-Security-Policy`` below forbids inline script besides.
 
 Every refusal is answered with a JSON error (400 malformed, 401 token, 403 refused, 429 too many
-token failures) and logged on this module's logger: each with the method, path and reason, token
-failures as a count per interval.
+wrong tokens) — or, for a browser loading a page and refused for its token, the HTML page — and
+logged on this module's logger in aggregate: refusals of one kind (a foreign ``Host``, say) as
+one line per interval with their count and a few client addresses, token failures likewise, so
+requests an attacker can repeat at will cannot fill the log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import html
 import ipaddress
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, final
 from urllib.parse import parse_qs
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import cookie_parser
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from session_schedule.web.problems import loggable, problem_response, shorten
@@ -64,6 +74,14 @@ DEFAULT_FAILURE_LOG_SECONDS: Final = 60.0
 """Token failures are logged at most once per this many seconds, as a count."""
 MAX_LOGGED_PEERS: Final = 5
 
+REFUSAL_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>session-schedule: access token needed</title>
+</head><body><h1>This overlay needs its access token</h1><p>{text}</p>
+<p>The address with the token is printed by <code>session-schedule serve</code> when it starts,
+and kept across restarts unless it was started with <code>--new-token</code>.</p></body></html>
+"""
+"""The page a browser gets when it loads a page without the right token."""
+
 SECURITY_HEADERS: Final = {
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -79,10 +97,12 @@ SECURITY_HEADERS: Final = {
 
 @final
 class TokenFailures:
-    """Requests without the right access token: a token bucket per client address, and their
-    log — one line per ``interval`` seconds at most, with the count since the line before.
+    """Requests without the right access token: a token bucket of wrong tokens per client, and
+    the log of every failure — one line per ``interval`` seconds at most, with the count since
+    the line before.
 
-    Each address may fail ``burst`` times at once, and then once per ``refill_seconds``. At most
+    Each client (see :func:`client_key`) may send ``burst`` wrong tokens at once, and then one
+    per ``refill_seconds``; a request with no token is logged but spends nothing. At most
     ``max_addresses`` buckets are kept (the fullest are forgotten first: they owe nothing).
     ``monotonic`` is the clock (seconds; tests pass their own).
     """
@@ -110,17 +130,19 @@ class TokenFailures:
 
     def retry_after(self, peer: str) -> float | None:
         """``None`` when ``peer`` may try a token now, else the seconds until it may."""
-        tokens = self._tokens(peer, self._monotonic())
+        tokens = self._tokens(client_key(peer), self._monotonic())
         return None if tokens >= 1 else (1 - tokens) * self._refill
 
-    def failed(self, peer: str, *, limited: bool = False) -> None:
-        """Count a request from ``peer`` refused for its token (``limited``: refused by the
-        rate limit, before its token was looked at)."""
+    def failed(self, peer: str, *, limited: bool = False, guess: bool = True) -> None:
+        """Count a request from ``peer`` refused for its token: a wrong token (``guess``, which
+        spends from its client's bucket), none at all (``guess=False``), or a wrong token over
+        the rate limit (``limited``, which spends nothing more)."""
         now = self._monotonic()
-        if not limited:
-            if len(self._buckets) >= self._max_addresses and peer not in self._buckets:
+        if guess and not limited:
+            key = client_key(peer)
+            if len(self._buckets) >= self._max_addresses and key not in self._buckets:
                 self._forget_full(now)
-            self._buckets[peer] = (self._tokens(peer, now) - 1, now)
+            self._buckets[key] = (self._tokens(key, now) - 1, now)
         self._count += 1
         self._limited += limited
         if len(self._peers) < MAX_LOGGED_PEERS:
@@ -164,17 +186,109 @@ class TokenFailures:
 
         self._flush = loop.call_later(delay, flush)
 
-    def _tokens(self, peer: str, now: float) -> float:
-        found = self._buckets.get(peer)
+    def _tokens(self, key: str, now: float) -> float:
+        found = self._buckets.get(key)
         if found is None:
             return float(self._burst)
         tokens, at = found
         return min(float(self._burst), tokens + (now - at) / self._refill)
 
     def _forget_full(self, now: float) -> None:
-        full = [peer for peer in self._buckets if self._tokens(peer, now) >= self._burst]
-        for peer in full or list(self._buckets)[: len(self._buckets) // 2]:
-            del self._buckets[peer]
+        full = [key for key in self._buckets if self._tokens(key, now) >= self._burst]
+        for key in full or list(self._buckets)[: len(self._buckets) // 2]:
+            del self._buckets[key]
+
+
+@final
+class RefusalLog:
+    """Refusals before the token check (a foreign ``Host``, a cross-site request, a websocket),
+    logged by kind: the first of a kind at once, then at most one line per ``interval`` seconds
+    for each kind, with the count since the line before, the first request's method and path
+    and up to :data:`MAX_LOGGED_PEERS` client addresses. ``monotonic`` is the clock (seconds)."""
+
+    def __init__(
+        self,
+        *,
+        interval: float = DEFAULT_FAILURE_LOG_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._interval = interval
+        self._monotonic = monotonic
+        self._pending: dict[str, _Refusals] = {}
+        self._logged_at: dict[str, float] = {}
+        self._flushes: dict[str, asyncio.TimerHandle] = {}
+
+    def refused(self, kind: str, peer: str, request: str) -> None:
+        """Count one refusal of ``kind`` (a sentence without a final full stop) from ``peer``;
+        ``request`` is its method and path, already safe for the log."""
+        pending = self._pending.get(kind)
+        if pending is None:
+            pending = self._pending[kind] = _Refusals(request)
+        pending.count += 1
+        if len(pending.peers) < MAX_LOGGED_PEERS:
+            pending.peers[peer] = None
+        self.report(kind)
+
+    def report(self, kind: str) -> None:
+        """Log ``kind``'s count if its interval is over, else make sure it is logged when it is."""
+        pending = self._pending.get(kind)
+        if pending is None:
+            return
+        now = self._monotonic()
+        logged_at = self._logged_at.get(kind)
+        if logged_at is not None and now - logged_at < self._interval:
+            self._report_later(kind, logged_at + self._interval - now)
+            return
+        more = ", …" if len(pending.peers) >= MAX_LOGGED_PEERS else ""
+        logger.warning(
+            "refused %d request%s since the last report: %s (first %s; from %s%s)",
+            pending.count,
+            "" if pending.count == 1 else "s",
+            kind,
+            pending.first,
+            ", ".join(pending.peers),
+            more,
+        )
+        del self._pending[kind]
+        self._logged_at[kind] = now
+
+    def _report_later(self, kind: str, delay: float) -> None:
+        if kind in self._flushes:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to wait in: the next refusal reports
+
+        def flush() -> None:
+            del self._flushes[kind]
+            self.report(kind)
+
+        self._flushes[kind] = loop.call_later(delay, flush)
+
+
+@dataclass(slots=True)
+class _Refusals:
+    first: str
+    count: int = 0
+    peers: dict[str, None] = field(default_factory=dict)
+
+
+def client_key(peer: str) -> str:
+    """The client a token-failure bucket belongs to: every loopback address is one client (one
+    machine: rotating across ``127.0.0.0/8`` buys no guesses), an IPv6 address is its ``/64``
+    (what one host is given), an IPv4-mapped address is its IPv4 address, any other is itself."""
+    try:
+        address = ipaddress.ip_address(peer)
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return "loopback"
+    if isinstance(address, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 @final
@@ -191,6 +305,8 @@ class AccessPolicy:
     """The access token every request must carry, or ``None`` for none."""
     failures: TokenFailures = field(default_factory=TokenFailures, compare=False)
     """The rate limit and the aggregate log of token failures."""
+    refusals: RefusalLog = field(default_factory=RefusalLog, compare=False)
+    """The aggregate log of the refusals before the token check."""
 
 
 def is_loopback(host: str) -> bool:
@@ -218,6 +334,7 @@ def access_policy(
     token: str | None = None,
     origins: Iterable[str] = (),
     failures: TokenFailures | None = None,
+    refusals: RefusalLog | None = None,
 ) -> AccessPolicy:
     """The policy of a server bound to ``bind_host``; ``token=None`` is the explicit opt-out
     (``serve --no-token``), for loopback only.
@@ -233,6 +350,7 @@ def access_policy(
         origins=frozenset(origin.lower() for origin in origins),
         token=token,
         failures=failures or TokenFailures(),
+        refusals=refusals or RefusalLog(),
     )
 
 
@@ -251,7 +369,7 @@ class SecurityMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
-            _log_refusal(scope, "websockets are not served")
+            self._refused(scope, "websockets are not served")
             await send({"type": "websocket.close", "code": 1008})
             return
         if scope["type"] != "http":
@@ -292,70 +410,87 @@ class SecurityMiddleware:
         host_header = headers.get("host", "")
         parsed = _split_host(host_header)
         if parsed is None:
-            return _refuse(scope, 400, "the request has no valid Host header.")
+            self._refused(scope, "the request has no valid Host header")
+            return problem_response(400, "the request has no valid Host header.", SECURITY_HEADERS)
         name, port = parsed
         if ANY_HOST not in self._policy.hosts and name not in self._policy.hosts:
-            return _refuse(
-                scope,
+            self._refused(scope, "the Host header names a host not served here")
+            return problem_response(
                 403,
                 f"the host name {shorten(name)!r} is not served here; open the overlay through "
                 "127.0.0.1 or localhost (or the address the server was started on).",
+                SECURITY_HEADERS,
             )
         origin = headers.get("origin")
         if origin is not None:
             own = f"{scope.get('scheme', 'http')}://{host_header.strip().lower()}"
             if origin.lower() != own and origin.lower() not in self._policy.origins:
-                return _refuse(
-                    scope,
+                self._refused(scope, "the request came from another origin")
+                return problem_response(
                     403,
                     f"requests from the origin {shorten(origin)!r} are refused; "
                     "use the overlay's own page.",
+                    SECURITY_HEADERS,
                 )
         fetch_site = headers.get("sec-fetch-site")
         if path.startswith("/api/") and fetch_site in {"cross-site", "same-site"}:
-            return _refuse(
-                scope, 403, "requests from other sites are refused; use the overlay's own page."
+            self._refused(scope, "the browser marked an API request as from another site")
+            return problem_response(
+                403,
+                "requests from other sites are refused; use the overlay's own page.",
+                SECURITY_HEADERS,
             )
         token = self._policy.token
         if token is None:
             return None
-        failures = self._policy.failures
-        peer = _peer(scope)
-        wait = failures.retry_after(peer)
-        if wait is not None:
-            failures.failed(peer, limited=True)
-            seconds = str(math.ceil(wait))
-            return problem_response(
-                429,
-                "too many requests without the right access token came from this address; "
-                f"wait {seconds} seconds, then use the address the server printed at start.",
-                {**SECURITY_HEADERS, "retry-after": seconds},
-            )
         cookie = token_cookie_name(port)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if method == "GET" and path == "/" and TOKEN_QUERY in query:
-            if not _same(query[TOKEN_QUERY][0], token):
-                failures.failed(peer)
-                return problem_response(
-                    401, "the access token in the address is wrong.", SECURITY_HEADERS
-                )
+        traded = method == "GET" and path == "/" and TOKEN_QUERY in query
+        given = (
+            query[TOKEN_QUERY][0]
+            if traded
+            else _bearer(headers.get("authorization"))
+            or cookie_parser(headers.get("cookie", "")).get(cookie)
+        )
+        # The right token always gets in, whatever wrong ones came before it.
+        if given is not None and _same(given, token):
+            if not traded:
+                return None
             # Trade the token in the address for a cookie, and drop it from the address bar.
             redirect = RedirectResponse("/", status_code=303)
             redirect.set_cookie(cookie, token, httponly=True, samesite="strict", path="/")
             return redirect
-        given = _bearer(headers.get("authorization")) or cookie_parser(
-            headers.get("cookie", "")
-        ).get(cookie)
-        if given is not None and _same(given, token):
-            return None
+        failures = self._policy.failures
+        peer = _peer(scope)
+        page = _wants_page(method, path, headers)
+        if given is None:
+            failures.failed(peer, guess=False)
+            message = (
+                "this server needs its access token; open the address it printed at start "
+                "(…/?token=…) or send 'Authorization: Bearer <token>'."
+            )
+            return _token_refusal(401, message, {"www-authenticate": "Bearer"}, page=page)
+        wait = failures.retry_after(peer)
+        if wait is not None:
+            failures.failed(peer, limited=True)
+            seconds = str(math.ceil(wait))
+            message = (
+                "too many wrong access tokens came from this address; "
+                f"wait {seconds} seconds, then use the address the server printed at start."
+            )
+            return _token_refusal(429, message, {"retry-after": seconds}, page=page)
         failures.failed(peer)
+        if traded:
+            return _token_refusal(401, "the access token in the address is wrong.", {}, page=page)
         message = (
-            "the access token is wrong."
-            if given is not None
-            else "this server needs its access token; open the address it printed at start "
-            "(…/?token=…) or send 'Authorization: Bearer <token>'."
+            "the access token is wrong (the server may have restarted with a new one); open the "
+            "address it printed at start (…/?token=…)."
         )
-        return problem_response(401, message, {**SECURITY_HEADERS, "www-authenticate": "Bearer"})
+        return _token_refusal(401, message, {"www-authenticate": "Bearer"}, page=page)
+
+    def _refused(self, scope: Scope, kind: str) -> None:
+        request = f"{scope.get('method', 'WEBSOCKET')} {loggable(shorten(scope['path']))}"
+        self._policy.refusals.refused(kind, _peer(scope), request)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -396,23 +531,33 @@ def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-def _refuse(
-    scope: Scope, status: int, message: str, headers: dict[str, str] | None = None
-) -> Response:
-    _log_refusal(scope, message)
-    return problem_response(status, message, {**SECURITY_HEADERS, **(headers or {})})
-
-
 def _peer(scope: Scope) -> str:
     """The client's address (without its port: one machine, one bucket)."""
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
 
 
-def _log_refusal(scope: Scope, reason: str) -> None:
-    client = scope.get("client")
-    peer = f"{client[0]}:{client[1]}" if client else "unknown peer"
-    method = scope.get("method", "WEBSOCKET")
-    logger.warning(
-        "refused %s %s from %s: %s", method, loggable(shorten(scope["path"])), peer, reason
-    )
+def _wants_page(method: str, path: str, headers: Mapping[str, str]) -> bool:
+    """Whether the request is a browser loading a page (which is answered in HTML)."""
+    if method != "GET" or path.startswith(("/api/", "/static/")):
+        return False
+    mode = headers.get("sec-fetch-mode")
+    if mode is not None:
+        return mode == "navigate"
+    return "text/html" in headers.get("accept", "")
+
+
+def _token_refusal(
+    status: int,
+    message: str,
+    headers: Mapping[str, str],
+    *,
+    page: bool,
+) -> Response:
+    """A refusal for the token: JSON, or for a browser loading a page, a page saying the same."""
+    merged = {**SECURITY_HEADERS, **headers}
+    if not page:
+        return problem_response(status, message, merged)
+    text = html.escape(message[:1].upper() + message[1:])
+    body = REFUSAL_PAGE.format(text=text)
+    return HTMLResponse(body, status_code=status, headers=merged)

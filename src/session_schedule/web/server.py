@@ -11,8 +11,11 @@ connections until the process runs out of descriptors — and then logs every fa
 :class:`Limits` bounds that:
 
 - **Connections.** At most ``max_connections`` open at once (and never more than half the
-  process's descriptor limit). A connection past the limit makes room by closing the one that has
-  been idle (no request under way) the longest; when none is idle, the new one is closed at once.
+  process's descriptor limit). Open pages' event streams, which hold their connection, have their
+  own limit in the app (``LiveLimits.max_streams``), lowered here to half the connection limit if
+  it is higher: the other half is left to requests, so open pages never shut them out. A
+  connection past the limit makes room by closing the one that has been idle (no request under
+  way) the longest; when none is idle, the new one is closed at once.
 - **Request heads.** A connection must deliver a complete request head within ``head_seconds``
   of opening or of its previous response, else it is closed: idle and slow-loris sockets do not
   pile up. A request's body has its own deadline in the app (408).
@@ -263,6 +266,7 @@ class OverlayServer(uvicorn.Server):
         )
         super().__init__(config)
         self._app = app
+        app.streams.limit = min(app.streams.limit, max(1, limits.connections() // 2))
         self._filter = _RepeatFilter(self._log)
         self._fallback: Callable[[asyncio.AbstractEventLoop, dict[str, object]], object] | None = (
             None

@@ -384,6 +384,21 @@
         when.append(el("span", "schedule-note", `${schedule.runsLeft} left`));
       }
       item.append(when);
+      const last = schedule.lastRun;
+      const runs = schedule.runs || 0;
+      const outcome = el(
+        "div",
+        `schedule-last ${last ? `outcome-${last.outcome}` : ""}`,
+        last
+          ? `last: ${last.outcome} ${formatTime(last.at)} · ${runs} run${runs === 1 ? "" : "s"}`
+          : "not delivered yet",
+      );
+      if (last) outcome.title = `${last.occurrence} (decided ${last.at} UTC)`;
+      const toggle = el("button", "link history-toggle", "history");
+      toggle.type = "button";
+      toggle.addEventListener("click", () => showHistory(item, schedule.id));
+      outcome.append(" ", toggle);
+      item.append(outcome);
       if (state.offline) item.append(scheduleControls(schedule));
       list.append(item);
     }
@@ -453,6 +468,52 @@
     const part = (type) => Number(parts.find((p) => p.type === type).value);
     const next = new Date(Date.UTC(part("year"), part("month") - 1, part("day") + 1));
     return { date: next.toISOString().slice(0, 10), time: "09:00", time_zone: zone };
+  }
+
+  // The occurrences of one reminder and what became of each, read from the log.
+  async function showHistory(item, scheduleId) {
+    const shown = item.querySelector(".history");
+    if (shown) {
+      shown.remove();
+      return;
+    }
+    const id = state.sessionId;
+    try {
+      const data = await api("GET", sessionPath(id, "history"));
+      if (id !== state.sessionId) return;
+      const rows = data.occurrences.filter((row) => row.id === scheduleId);
+      const list = el("ol", "history");
+      if (!rows.length) list.append(el("li", "empty", "No occurrence yet."));
+      for (const row of rows) {
+        const late = row.latenessSeconds ? `, ${formatDuration(row.latenessSeconds * 1000)} late` : "";
+        const skipped = row.skipped ? `, covered ${row.skipped} earlier` : "";
+        const line = el("li", `outcome-${row.outcome}`, `${formatTime(row.dueAt)} ${row.outcome}${late}${skipped}`);
+        if (row.failure) line.title = row.failure;
+        if (row.attempts && row.attempts > 1) line.append(` (${row.attempts} attempts)`);
+        list.append(line);
+      }
+      item.append(list);
+    } catch (error) {
+      notice(error.message);
+    }
+  }
+
+  // "While you were away": reminders answered since the person's last message, said once as
+  // the session opens; those turns are marked in the transcript.
+  async function showAway(id) {
+    try {
+      const data = await api("GET", sessionPath(id, "history"));
+      if (id !== state.sessionId || !data.away.answered) return;
+      const count = data.away.answered;
+      let text = `${count} reminder${count === 1 ? " was" : "s were"} answered since your last message`;
+      if (data.away.failed) text += ` (${data.away.failed} could not be delivered; see the history)`;
+      notice(text, "info");
+      for (const item of $("transcript").querySelectorAll(".turn.followup")) {
+        if (Number(item.dataset.position) >= data.away.since) item.classList.add("away");
+      }
+    } catch (error) {
+      notice(error.message);
+    }
   }
 
   function occurrences(schedule, now, horizon) {
@@ -548,15 +609,37 @@
     source.addEventListener("error", () => {
       if (state.source !== source) return;
       if (source.readyState === EventSource.CLOSED) {
-        // The server refused the stream (restarting, say): try again from where we are.
+        // The server refused the stream (restarting, say): try again from where we are —
+        // unless it now refuses this page's token (it was started with --new-token), which
+        // no retry mends: say so, and what to do.
         setStatus("disconnected — retrying", "warn");
-        setTimeout(() => {
-          if (state.source === source) openStream(id);
+        setTimeout(async () => {
+          if (state.source !== source) return;
+          const refused = await tokenRefusal();
+          if (state.source !== source) return;
+          if (refused) {
+            setStatus("the access token changed", "bad");
+            notice(refused);
+            return;
+          }
+          openStream(id);
         }, 3000);
       } else {
         setStatus("reconnecting…", "warn");
       }
     });
+  }
+
+  // The server's refusal of this page's token, or null (it takes it, or cannot be reached).
+  async function tokenRefusal() {
+    try {
+      const response = await fetch("/api/info", { headers: { Accept: "application/json" } });
+      if (response.status !== 401) return null;
+      const data = await response.json();
+      return (data && data.error) || "the access token is wrong; open the address the server printed at start.";
+    } catch {
+      return null;
+    }
   }
 
   function describeSession(session) {
@@ -614,6 +697,7 @@
     await loadSessions();
     openStream(id);
     await refreshSchedules();
+    await showAway(id);
   }
 
   async function newSession() {

@@ -1,0 +1,95 @@
+"""The worst reminder loop a model can build, over a simulated day: how many model turns it
+runs, and how large its requests get.
+
+    python3 dev.py bench self_rearming [--hours H] [--budget CHARS]
+
+A reminder runs a model turn no person watches. The scripted model here answers every reminder
+turn by creating the same reminder again, due one second later (``after_seconds: 1``), and then
+says so: a reminder that re-creates itself from its own turn, forever. The reference harness
+runs it in virtual time (the library's fake clock), with the default Settings, on an in-memory
+session, for H simulated hours (24 by default). Printed: the reminder turns and model requests
+run, per day; the largest request in characters against the request budget; the CPU time taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+
+from session_schedule.harness.chat import live_chat
+from session_schedule.harness.model import ChatMessage, ModelReply
+from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.message import ToolCall
+from session_schedule.testing.clock import FakeClock
+
+START = "2026-11-29T20:00:00.000Z"
+REARM = '{"prompt": "check the build, then set this reminder again", "after_seconds": 1}'
+
+
+@dataclass
+class RearmingModel:
+    """Creates the reminder again whenever it is asked anything, then says it did."""
+
+    requests: int = 0
+    largest: int = 0
+    calls: int = field(default=0)
+
+    @property
+    def name(self) -> str:
+        return "rearming"
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        del tools
+        self.requests += 1
+        size = sum(len(msgspec.json.encode(message)) for message in messages)
+        self.largest = max(self.largest, size)
+        if messages[-1].get("role") == "tool":
+            return ModelReply(content="Checked; the reminder is set again.")
+        self.calls += 1
+        call = ToolCall(id=f"call_{self.calls}", name="schedule_create", arguments=REARM)
+        return ModelReply(content="", tool_calls=(call,))
+
+
+async def simulate(hours: float, budget: int) -> tuple[RearmingModel, int]:
+    model = RearmingModel()
+    clock = FakeClock(START)
+    session = await MemorySessionStore().create(now=clock.now())
+    async with live_chat(session, model=model, clock=clock, max_context_chars=budget) as live:
+        live.agent.submit("check the build every second, forever")
+        seconds = int(hours * 3600)
+        for _ in range(seconds):
+            await live.agent.wait_idle()
+            await live.schedule.settled()
+            clock.advance(1)
+            await live.schedule.settled()
+        await live.agent.wait_idle()
+        turns = sum(1 for turn in live.agent.transcript if turn.origin == "followup")
+    await session.close()
+    return model, turns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--budget", type=int, default=DEFAULT_MAX_CONTEXT_CHARS)
+    options = parser.parse_args()
+    started = time.process_time()
+    model, turns = asyncio.run(simulate(options.hours, options.budget))
+    cpu = time.process_time() - started
+    per_day = 24 / options.hours
+    print(f"simulated {options.hours:g} h with a request budget of {options.budget} characters")
+    print(f"reminder turns: {turns} ({turns * per_day:.0f} a day)")
+    print(f"model requests: {model.requests} ({model.requests * per_day:.0f} a day)")
+    print(f"largest request: {model.largest} characters ({model.largest / options.budget:.2f}x)")
+    print(f"cpu: {cpu:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
