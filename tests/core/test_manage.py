@@ -224,6 +224,8 @@ def test_a_paused_record_is_listed_but_never_due(indexed: bool) -> None:
         "scheduledAt": T0,
         "state": "paused",
         "deliveryMode": "session-local",
+        "runs": 0,
+        "lastRun": None,
         "paused": True,
     }
 
@@ -243,6 +245,8 @@ def test_a_snoozed_recurring_record_keeps_its_grid() -> None:
         "ends": {"until": None, "maxRuns": 5},
         "state": "scheduled",
         "deliveryMode": "session-local",
+        "runs": 0,
+        "lastRun": None,
         "snoozedUntil": "2026-12-01T10:25:00.000Z",
         "runsLeft": 5,
     }
