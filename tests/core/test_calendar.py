@@ -839,7 +839,7 @@ def test_any_string_parses_or_is_an_invalid_rule(text: str) -> None:
     except ScheduleError as error:
         assert error.code == "invalid_rule"
         assert error.message.endswith(".")
-        assert error.message[0] in "`'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+        assert error.message[0] in "`'\"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
     else:
         assert parse_rule(format_rule(rule)) == rule
 

@@ -499,7 +499,7 @@ class _Cycle:
     date when the set is empty."""
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _cycle(dates: DateSet) -> _Cycle:
     rule = dates.rule
     periods = _PERIODS_PER_CYCLE[rule.frequency]
@@ -513,7 +513,7 @@ def _cycle(dates: DateSet) -> _Cycle:
         counts = _daily_counts(dates, length)
     else:
         counts = [len(period_dates(dates, picked * rule.interval)) for picked in range(length)]
-    running = array("q", [0])
+    running = array("I", [0])  # at most 146,400 dates a cycle: 4 bytes an entry
     running.extend(itertools.accumulate(counts))
     before_start = sum(1 for day in period_dates(dates, 0) if day < dates.start)
     cycle = _Cycle(length=length, running=running, before_start=before_start, last=LAST_DAY)
