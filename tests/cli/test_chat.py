@@ -43,7 +43,7 @@ from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
-from session_schedule.session.jsonl_targets import INDEX_NAME
+from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock
@@ -187,9 +187,12 @@ def test_chat_is_the_default_command(
     # Without --data-dir the resume hint needs none: the environment names the directory.
     assert out.endswith(f"resume it with: session-schedule chat {session_id_of(out)}\n")
     # The session, the checkpoint its close left beside it, and the next-target index (which
-    # records the session's turns: one cut off by a crash is due for a host at once).
-    assert sorted(path.suffix for path in tmp_path.iterdir()) == ["", ".checkpoint", ".jsonl"]
-    assert (tmp_path / INDEX_NAME).is_file()
+    # records the session's turns: one cut off by a crash is due for a host at once) with the
+    # key that signs its records.
+    session_id = session_id_of(out)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [f"{session_id}.checkpoint", f"{session_id}.jsonl", INDEX_NAME, KEY_NAME]
+    )
 
 
 def test_help_and_quit(
