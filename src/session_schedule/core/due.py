@@ -3,8 +3,8 @@
 Rule 1 — due one-shots take priority and go **one per follow-up turn**: the earliest due one-shot
 (target order, then creation order) is delivered alone.
 
-Rule 2 — only when no one-shot is due, **every** due recurring record (``every`` and ``daily``
-alike) contributes its latest due occurrence to **one batch**, in target then creation order, all
+Rule 2 — only when no one-shot is due, **every** due recurring record (``every``, ``daily``
+and ``calendar`` alike) contributes its latest due occurrence to **one batch**, in target then creation order, all
 dispatched with the same decision time. Missed occurrences are counted, never enumerated or
 replayed.
 

@@ -320,7 +320,7 @@ class ScheduleFold:
         return self._peek(self._indexed()[0], recurring=False)
 
     def earliest_every(self) -> RecurringScheduleRecord | None:
-        """The recurring (``every`` or ``daily``) record with the earliest target."""
+        """The recurring (``every``, ``daily`` or ``calendar``) record with the earliest target."""
         record = self._peek(self._indexed()[1], recurring=True)
         return record if isinstance(record, RECURRING_RECORDS) else None
 
