@@ -298,6 +298,14 @@ def test_create_reads_what_people_type(line: str, expected: Command) -> None:
                 prompt="x", calendar={"rule": "freq=monthly", "time": "09:00", "time_zone": "UTC"}
             ),
         ),
+        # A quoted prompt that starts with a date is the prompt, not the start date.
+        (
+            '/create calendar FREQ=DAILY 09:00 UTC "2026-12-04 review"',
+            create(
+                prompt="2026-12-04 review",
+                calendar={"rule": "FREQ=DAILY", "time": "09:00", "time_zone": "UTC"},
+            ),
+        ),
         # The prompt is kept as typed: inner spacing, quotes and markup-like text included.
         (
             '  /create after 90s   say  "hi"  [bold]now[/bold]  ',
@@ -524,6 +532,7 @@ def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
     ("line", "expected"),
     [
         ("/update sch_1 every 20m", CallTool(name="schedule_update", arguments={"id": "sch_1", "every_seconds": 1200})),
+        ("/update sch_1 calendar FREQ=YEARLY 09:00 UTC 2027-04-01 \"taxes\"", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "taxes", "calendar": {"rule": "FREQ=YEARLY", "time": "09:00", "time_zone": "UTC", "start_date": "2027-04-01"}})),
         ("/update sch_1 calendar FREQ=MONTHLY;BYDAY=1MO 09:00 UTC", CallTool(name="schedule_update", arguments={"id": "sch_1", "calendar": {"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "UTC"}})),
         ("/update sch_1 in 1h30m tea", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "tea", "after_seconds": 5400})),
         ("/update sch_1 at 2026-12-01 09:00 Asia/Tokyo", CallTool(name="schedule_update", arguments={"id": "sch_1", "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}})),
