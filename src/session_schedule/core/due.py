@@ -4,9 +4,9 @@ Rule 1 — due one-shots take priority and go **one per follow-up turn**: the ea
 (target order, then creation order) is delivered alone.
 
 Rule 2 — only when no one-shot is due, **every** due recurring record (``every``, ``daily``
-and ``calendar`` alike) contributes its latest due occurrence to **one batch**, in target then creation order, all
-dispatched with the same decision time. Missed occurrences are counted, never enumerated or
-replayed.
+and ``calendar`` alike) contributes its latest due occurrence to **one batch**, in target then
+creation order, all dispatched with the same decision time. Missed occurrences are counted, never
+enumerated or replayed.
 
 Rule 3 — the owner wakes at the earliest active target; with nothing active it has nothing to wait
 for (its own bounded wait still re-reads the wall clock). A paused record has no target to wait for.
