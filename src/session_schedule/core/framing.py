@@ -57,13 +57,25 @@ class Delay(msgspec.Struct, frozen=True, kw_only=True):
     """... within any window of this many seconds."""
 
 
+@final
+class Deferral(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a follow-up turn waited: it came due during the person's quiet hours."""
+
+    since: Instant
+    """When it was first deferred."""
+    hours: str
+    """The quiet hours, as ``22:00 to 07:00 Europe/Paris``."""
+
+
 def frame(
     delivery: Delivery,
     *,
     delay: Delay | None = None,
+    deferral: Deferral | None = None,
     max_chars: int = DEFAULT_MAX_FRAME_CHARS,
 ) -> str:
-    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back.
+    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back by the
+    follow-up budget, ``deferral`` when quiet hours deferred it.
 
     A batch shows its reminders' prompts in order while the frame, with the next prompt, stays
     within ``max_chars``; from the first that would not fit on, each reminder is listed with its
@@ -85,6 +97,11 @@ def frame(
             f"{delay.limit} reminder follow-ups within {_seconds(delay.window_seconds)}, the "
             "most it allows. Do not create a reminder from a follow-up just to be called again; "
             "re-create one only if the user asked for it to repeat."
+        )
+    if deferral is not None:
+        lines.append(
+            f"deferred since: {format_instant(deferral.since)}, by the user's quiet hours "
+            f"({deferral.hours}), which have just ended."
         )
     blocks: list[list[str]] = []
     size = len("\n".join(lines))
