@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from session_schedule.core.instants import parse_instant
+from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.quiet import QuietHours
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
@@ -77,7 +77,7 @@ async def test_the_daily_quota_counts_the_reminder_turns_the_log_holds() -> None
             TURN_QUEUED_TYPE,
             turn_queued(
                 "a reminder",
-                at=earlier + second * 1000,
+                at=Instant(earlier + second * 1000),
                 origin="schedule",
                 occurrences=(f"sch_9@2026-11-29T08:00:0{second}.000Z",),
             ),
