@@ -56,6 +56,7 @@ DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
 
 DEFAULT_MAX_PROMPT_CHARS: Final = 4_000
 DEFAULT_MAX_ACTIVE: Final = 100
+DEFAULT_MAX_CHAIN_DEPTH: Final = 3
 
 
 @final
@@ -68,6 +69,9 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     """Most reminders one Session may have active at once."""
     max_frame_chars: int = DEFAULT_MAX_FRAME_CHARS
     """A batch follow-up shows prompts in full while it stays within this many characters."""
+    max_chain_depth: int = DEFAULT_MAX_CHAIN_DEPTH
+    """How many reminder turns in a row may each create the next reminder: one created during a
+    reminder turn is one deeper than the reminders that turn delivers (a person's are 0)."""
 
 
 def decide_create(
@@ -76,10 +80,13 @@ def decide_create(
     now: Instant,
     state: ScheduleFold,
     limits: Limits = Limits(),  # noqa: B008 - a frozen value, safe as a default
+    chain_depth: int = 0,
 ) -> ScheduleCreateChange:
     """The create change for ``arguments`` decided at ``now``, under the next free id.
 
     A ``daily_at`` record's first target is its first occurrence after ``now`` (SPEC §10).
+    ``chain_depth`` is the depth the new reminder would have (see
+    :mod:`session_schedule.session.provenance`); past ``limits.max_chain_depth`` it is refused.
     Raises ``ScheduleError`` with ``invalid_prompt``, ``invalid_selector``, ``invalid_rule``,
     ``invalid_time_zone``, ``frequency_too_high``, ``time_out_of_range`` or ``not_future``.
     """
@@ -156,6 +163,13 @@ def decide_create(
             "invalid_rule",
             f"this session already has {len(state)} active reminders, the most it may have "
             f"(max_active = {limits.max_active}); delete one before creating another.",
+        )
+    if chain_depth > limits.max_chain_depth:
+        raise ScheduleError(
+            "invalid_rule",
+            f"a reminder set now would be {chain_depth} deep in a chain of reminders each set "
+            "during the previous one's turn, deeper than this session allows (max_chain_depth "
+            f"= {limits.max_chain_depth}); do not create it, ask the user whether they want one.",
         )
     return create_change(record)
 

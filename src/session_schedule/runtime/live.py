@@ -103,6 +103,7 @@ from session_schedule.runtime.retry import TurnRetry
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import SessionHandle, schedule_changes
+from session_schedule.session.provenance import ProvenanceLog
 from session_schedule.session.turns import TurnQueued
 
 logger = logging.getLogger(__name__)
@@ -207,6 +208,8 @@ class LiveSchedule:
         """Whether the last pass found nothing due (the owner then sleeps until the wake-up)."""
         self._history: OccurrenceLog | None = None
         """The runs of each reminder (Rule 7), read from the log when first listed."""
+        self._provenance: ProvenanceLog | None = None
+        """Which turn created each reminder, read from the log at the first create."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -340,7 +343,14 @@ class LiveSchedule:
     ) -> T:
         await self._barrier()
         now = self._clock.now()
-        change = decide_create(arguments, now=now, state=self._state, limits=self._settings.limits)
+        made = self._provenance_now().current()
+        change = decide_create(
+            arguments,
+            now=now,
+            state=self._state,
+            limits=self._settings.limits,
+            chain_depth=made.depth,
+        )
         self._append(change)
         # Prepared before the barrier, which may block the loop on an ``fsync`` after which
         # everything runs slowly; only returned once it has succeeded.
@@ -382,6 +392,19 @@ class LiveSchedule:
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
         return history
+
+    def _provenance_now(self) -> ProvenanceLog:
+        """Which turn created each reminder, read from the log up to now (from the first entry,
+        like the history, so a chain survives a restart and a checkpoint)."""
+        provenance = self._provenance
+        if provenance is None:
+            provenance = ProvenanceLog(seed_length=self._session.header.seed_length)
+            self._provenance = provenance
+        try:
+            provenance.feed(self._session.entries[provenance.position :])
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        return provenance
 
     async def _pending(self) -> Delivery | None:
         await self._barrier()

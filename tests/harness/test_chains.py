@@ -1,0 +1,81 @@
+"""A reminder that re-creates itself from its own turn stops at the chain depth."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import msgspec
+
+from session_schedule.core.rules import Limits
+from session_schedule.harness.chat import live_chat
+from session_schedule.harness.model import ChatMessage, ModelReply
+from session_schedule.runtime.live import Settings
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.message import ToolCall
+from session_schedule.testing.clock import FakeClock
+
+REARM = '{"prompt": "check the build, then set this reminder again", "after_seconds": 1}'
+
+
+@dataclass
+class RearmingModel:
+    """Creates the reminder again whenever it is asked anything; keeps the tool results."""
+
+    results: list[object] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return "rearming"
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        del tools
+        last = messages[-1]
+        if last.get("role") == "tool":
+            self.results.append(json.loads(str(last.get("content"))))
+            return ModelReply(content="done")
+        call = ToolCall(id=f"call_{len(self.results)}", name="schedule_create", arguments=REARM)
+        return ModelReply(content="", tool_calls=(call,))
+
+
+async def _loop(settings: Settings | None, seconds: int) -> tuple[RearmingModel, int]:
+    model = RearmingModel()
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    async with live_chat(session, model=model, clock=clock, settings=settings) as live:
+        live.agent.submit("check the build every second, forever")
+        for _ in range(seconds):
+            await live.agent.wait_idle()
+            await live.schedule.settled()
+            clock.advance(1)
+            await live.schedule.settled()
+        await live.agent.wait_idle()
+        turns = sum(1 for turn in live.agent.transcript if turn.origin == "followup")
+    await session.close()
+    return model, turns
+
+
+async def test_a_self_re_arming_reminder_stops_at_the_chain_depth() -> None:
+    model, turns = await _loop(None, 60)
+    # The person's prompt creates sch_1 (depth 0); its turns create sch_2..sch_4 (depths 1-3).
+    assert turns == 4
+    assert [result["ok"] for result in model.results] == [True] * 4 + [False]  # type: ignore[index]
+    assert model.results[-1] == {
+        "ok": False,
+        "error": {
+            "code": "invalid_rule",
+            "message": "a reminder set now would be 4 deep in a chain of reminders each set "
+            "during the previous one's turn, deeper than this session allows (max_chain_depth "
+            "= 3); do not create it, ask the user whether they want one.",
+        },
+    }
+
+
+async def test_the_chain_depth_is_a_setting() -> None:
+    model, turns = await _loop(Settings(limits=Limits(max_chain_depth=0)), 30)
+    assert turns == 1
+    assert msgspec.to_builtins(model.results)[-1]["error"]["message"].startswith(
+        "a reminder set now would be 1 deep in a chain"
+    )
