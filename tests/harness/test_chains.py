@@ -40,7 +40,7 @@ class RearmingModel:
         return ModelReply(content="", tool_calls=(call,))
 
 
-async def _loop(settings: Settings | None, seconds: int) -> tuple[RearmingModel, int]:
+async def _loop(settings: Settings | None, seconds: int) -> tuple[RearmingModel, list[str]]:
     model = RearmingModel()
     clock = FakeClock("2026-11-29T20:00:00.000Z")
     session = await MemorySessionStore().create(now=clock.now())
@@ -52,15 +52,19 @@ async def _loop(settings: Settings | None, seconds: int) -> tuple[RearmingModel,
             clock.advance(1)
             await live.schedule.settled()
         await live.agent.wait_idle()
-        turns = sum(1 for turn in live.agent.transcript if turn.origin == "followup")
+        followups = [turn.content for turn in live.agent.transcript if turn.origin == "followup"]
     await session.close()
-    return model, turns
+    return model, followups
 
 
 async def test_a_self_re_arming_reminder_stops_at_the_chain_depth() -> None:
-    model, turns = await _loop(None, 60)
+    model, followups = await _loop(None, 60)
     # The person's prompt creates sch_1 (depth 0); its turns create sch_2..sch_4 (depths 1-3).
-    assert turns == 4
+    assert len(followups) == 4
+    assert "set during" not in followups[0]
+    assert [line for line in followups[3].splitlines() if line.startswith("set during")] == [
+        "set during: reminder sch_3@2026-11-29T20:00:03.000Z, not by the user"
+    ]
     assert [result["ok"] for result in model.results] == [True] * 4 + [False]  # type: ignore[index]
     assert model.results[-1] == {
         "ok": False,
@@ -74,8 +78,8 @@ async def test_a_self_re_arming_reminder_stops_at_the_chain_depth() -> None:
 
 
 async def test_the_chain_depth_is_a_setting() -> None:
-    model, turns = await _loop(Settings(limits=Limits(max_chain_depth=0)), 30)
-    assert turns == 1
+    model, followups = await _loop(Settings(limits=Limits(max_chain_depth=0)), 30)
+    assert len(followups) == 1
     assert msgspec.to_builtins(model.results)[-1]["error"]["message"].startswith(
         "a reminder set now would be 1 deep in a chain"
     )

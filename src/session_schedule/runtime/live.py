@@ -336,7 +336,18 @@ class LiveSchedule:
             delay=self._delay(delivery),
             deferral=self._deferral(delivery),
             max_chars=self._settings.limits.max_frame_chars,
+            set_during=self._set_during(delivery),
         )
+
+    def _set_during(self, delivery: Delivery) -> dict[str, str]:
+        """The reminders of ``delivery`` that an earlier reminder turn created, and that turn."""
+        provenance = self._provenance_now()
+        made: dict[str, str] = {}
+        for occurrence in delivery.occurrences:
+            found = provenance.of(occurrence.record.id)
+            if found.made_by == "reminder":
+                made[occurrence.record.id] = found.text()
+        return made
 
     async def _create(
         self, arguments: Mapping[str, object], shape: Callable[[ScheduleView], T]
