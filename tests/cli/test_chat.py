@@ -119,7 +119,7 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
     assert lines[:4] == [
         f"session-schedule chat: new session {session_id}",
         OFFLINE_BANNER,
-        f"data directory: {tmp_path}",
+        f"store: jsonl:{tmp_path}",
         "/help lists the commands; Ctrl-D or /quit leaves (the session can be resumed)",
     ]
     assert lines[4:8] == [
@@ -142,9 +142,9 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
     assert lines[12:] == [
         'tool call> schedule_delete {"id":"sch_1"}',
         'tool result> {"ok":true,"id":"sch_1","deleted":true}',
-        "error> /create tomorrow: start with after, every, at or daily",
-        "usage> /create after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
-        "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon,wed,fri] <prompt>",
+        "error> /create tomorrow: start with in, after, every, at or daily",
+        "usage> /create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
+        "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] <prompt>",
         "error> there is no command /frobnicate",
         "usage> /create, /list, /delete <id>, /help, /quit",
         "you> /not a command",
@@ -345,7 +345,7 @@ async def test_a_session_open_elsewhere_exits_4(
     store = JsonlSessionStore(tmp_path)
     async with await store.create(now=SystemClock().now()) as session:
         code, out, err = await asyncio.to_thread(
-            run_chat, monkeypatch, capsys, tmp_path, session.id
+            run_chat, monkeypatch, capsys, tmp_path, session.id, "--busy-wait", "0"
         )
     assert (code, out) == (4, "")
     assert err.startswith(f"session-schedule: session {session.id} is open in another process")

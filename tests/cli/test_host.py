@@ -20,6 +20,7 @@ from session_schedule.host import HostSettings
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import opened_store, parse_store_url
 from session_schedule.session.message import MessageEntry
 from session_schedule.testing.session_contract import CHANGE, at_create
 from tests.cli.chat_endpoint import Answer, CallTool, Reply, ScriptedEndpoint
@@ -116,7 +117,7 @@ def test_a_reminder_due_while_the_chat_is_closed_is_answered_by_the_host(tmp_pat
             code, out, err = stop(host)
     assert (code, err) == (0, "")
     assert out == (
-        f"session-schedule host: keeping the sessions in {tmp_path} live (answering with "
+        f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live (answering with "
         "scripted); stop with Ctrl-C\n"
         "session-schedule host: stopped; sessions opened 1, closed 1, found open elsewhere 0, "
         "failed 0; turns retried 0, turns failed 0\n"
@@ -166,7 +167,7 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
         chat.finish()
     assert (code, err) == (0, "")
     assert out.startswith(
-        f"session-schedule host: keeping the sessions in {tmp_path} live (offline); "
+        f"session-schedule host: keeping the sessions in jsonl:{tmp_path} live (offline); "
     )
     assert "sessions opened 1, closed 1, found open elsewhere " in out
     assert "found open elsewhere 0," not in out
@@ -174,6 +175,40 @@ def test_an_offline_host_records_the_followup_and_skips_a_session_open_in_a_chat
     followup = transcript(tmp_path, free)[-1]
     assert (followup.role, followup.origin) == ("user", "followup")
     assert followup.content.startswith("[session-schedule] Reminder follow-up")
+
+
+def test_an_offline_host_serves_a_sqlite_store(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'sessions.db'}"
+    location = parse_store_url(url)
+
+    async def prepare() -> str:
+        async with opened_store(location) as store:
+            now = SystemClock().now()
+            async with await store.create(now=now) as handle:
+                handle.append(CHANGE, at_create(1, Instant(now + 2 * MS_PER_SECOND)))
+                await handle.barrier()
+            return handle.id
+
+    async def dispatched(session_id: str) -> int:
+        async with opened_store(location) as store:
+            snapshot = await store.read(session_id)
+        return sum(
+            1
+            for entry in snapshot.entries
+            if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+        )
+
+    session_id = asyncio.run(prepare())
+    host = start_host(tmp_path / "unused", "--store", url, environment={})
+    try:
+        wait_until(lambda: asyncio.run(dispatched(session_id)) == 1, "the offline delivery")
+    finally:
+        code, out, err = stop(host)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"session-schedule host: keeping the sessions in {url} live (offline); ")
+    assert "sessions opened 1, closed " in out
+    assert "found open elsewhere 0, failed 0;" in out
+    assert not (tmp_path / "unused").exists()
 
 
 def test_the_settings_that_bound_a_takeover_are_options() -> None:

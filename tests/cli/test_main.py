@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from session_schedule.cli.main import main
+from tests.cli.test_operator import SESSION, make_session
 
 
 def test_walkthrough_shows_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
@@ -78,3 +80,28 @@ def test_usage_errors_exit_2_without_a_traceback() -> None:
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "the following arguments are required: INPUT" in result.stderr
+
+
+def test_a_session_id_in_place_of_the_command_resumes_its_chat(tmp_path: Path) -> None:
+    make_session(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "session_schedule", "--data-dir", str(tmp_path), SESSION],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"session {SESSION} closed; resume it with: " in result.stdout
+
+
+def test_a_word_that_is_neither_a_command_nor_a_session_id_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "session_schedule", "lsit"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "invalid choice: 'lsit'" in result.stderr

@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import json
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -284,7 +285,7 @@ def test_sessions_in_an_empty_data_directory(
     data: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(data, "sessions") == 0
-    assert capsys.readouterr().out == f"no sessions in {data}\n"
+    assert capsys.readouterr().out == f"no sessions in jsonl:{data}\n"
     assert run(data, "sessions", "--json") == 0
     assert json.loads(capsys.readouterr().out) == []
 
@@ -661,11 +662,12 @@ def test_timeline_cuts_at_the_limit_and_says_so(
     hours = parse_instant("2030-01-01T00:00:00.000Z") - parse_instant("2026-11-30T00:00:00.000Z")
     total = 1 + (hours // 3_600_000 + 1) + 1  # overdue sch_2, then hourly, then sch_3
     assert out.endswith(
-        f"showing the first 3 of {total} occurrences; raise --limit or bring --until closer "
-        "to see the rest\n"
+        f"showing 3 of {total} occurrences, the next of each reminder first; raise --limit or "
+        "bring --until closer\n"
     )
-    assert out.count("hourly check") == 3
-    assert "new year" not in out
+    # The yearly reminder's next occurrence is listed although hourly ones come before it.
+    assert out.count("hourly check") == 2
+    assert out.count("new year") == 1
     argv = ["timeline", session, "--until", "2030-01-01T00:00:00Z", "--limit", "3", "--json"]
     assert run(data, *argv) == 0
     timeline = json.loads(capsys.readouterr().out)
@@ -1119,3 +1121,65 @@ def test_check_reports_a_forged_checkpoint_and_exits_5(
     )
     path.unlink()
     assert run(data, "check", session) == 0
+
+
+# -- tables at any width ---------------------------------------------------------------------
+
+LONG_PROMPT = "water the plants on the balcony, then the ones in the kitchen and the hall"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+async def _build_every_day(data: Path) -> SessionId:
+    store = JsonlSessionStore(data)
+    clock = FakeClock(START)
+    async with (
+        await store.create(now=clock.now(), session_id=SessionId("s_every0000001")) as session,
+        LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+    ):
+        daily_at = {"time": "09:00", "time_zone": "America/Argentina/Buenos_Aires"}
+        await schedule.create({"prompt": LONG_PROMPT, "daily_at": daily_at})
+        await schedule.create({"prompt": "stretch", "after_seconds": 90})
+        await session.barrier()
+        return session.id
+
+
+def _on_a_terminal(
+    columns: int,
+    data: Path,
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[str]:
+    """The lines a terminal ``columns`` wide shows, styles removed."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("LINES", "40")
+    assert run(data, *argv) == 0
+    return [_ANSI.sub("", line).rstrip() for line in capsys.readouterr().out.splitlines()]
+
+
+@pytest.mark.parametrize("columns", [80, 60, 40])
+@pytest.mark.parametrize("command", ["list", "timeline", "sessions"])
+def test_tables_keep_id_time_and_prompt_readable_at_any_width(
+    data: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+    command: str,
+) -> None:
+    session = asyncio.run(_build_every_day(data))
+    argv = [command] if command == "sessions" else [command, session]
+    lines = _on_a_terminal(columns, data, argv, capsys, monkeypatch)
+    assert max(len(line) for line in lines) <= columns
+    words = " ".join(" ".join(lines).split())
+    if command == "sessions":
+        assert session in words
+        assert "2026-11-29T20:01:30.000Z" in words  # the next target
+        return
+    assert "sch_1" in words
+    assert "sch_2" in words
+    assert "2026-11-29T20:01:30.000" in words  # sch_2's due time
+    # Every word of the prompt is shown whole: no column of single letters.
+    for word in LONG_PROMPT.split():
+        assert word in words.split() or f"{word}" in words
+    assert all(len(line.split()) != 1 or len(line.strip()) > 1 for line in lines if line)

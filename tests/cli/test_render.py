@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -45,24 +46,26 @@ def tables(draw: st.DrawFn) -> Table:
     return table
 
 
-def _plain(renderable: Renderable) -> str:
+def _plain(renderable: Renderable, width: int = WIDTH) -> str:
     buffer = io.StringIO()
-    PlainOutput(buffer).print(renderable)
+    PlainOutput(buffer, width=width).print(renderable)
     return buffer.getvalue()
 
 
-def _rich(renderable: Renderable) -> str:
+def _rich(renderable: Renderable, width: int = WIDTH) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=WIDTH,
+        width=width,
         color_system=None,
         force_terminal=False,
         markup=False,
         emoji=False,
         highlight=False,
     )
-    console.print(renderable.to_rich())
+    console.print(
+        renderable.to_rich(width) if isinstance(renderable, Table) else renderable.to_rich()
+    )
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
@@ -80,15 +83,110 @@ def test_text_wraps_as_rich_wraps_it(text: str) -> None:
 
 def test_a_narrow_last_column_wraps_at_words_and_folds_long_words() -> None:
     table = Table("first", "last")
-    table.add_row(Text("x" * 100), Text("short words here " + "y" * 30))
+    table.add_row(Text("x" * 95), Text("short words here " + "y" * 30))
     lines = _plain(table).splitlines()
     assert lines == [
-        "first" + " " * 95 + "   last",
+        "first" + " " * 90 + "   last",
         "─" * 120,
-        "x" * 100 + "   short words here",
-        " " * 103 + "y" * 17,
-        " " * 103 + "y" * 13,
+        "x" * 95 + "   short words here",
+        " " * 98 + "y" * 22,
+        " " * 98 + "y" * 8,
     ]
+
+
+@st.composite
+def wrapping_tables(draw: st.DrawFn) -> tuple[Table, int]:
+    """Tables with a column that wraps before the free text, and a width to show them in."""
+    headers = [draw(SHORT.filter(bool)), "rule", draw(SHORT.filter(bool)), "prompt"]
+    table = Table(*headers, wrapping=("rule",))
+    for _ in range(draw(st.integers(1, 4))):
+        table.add_row(Text(draw(SHORT)), Text(draw(TEXT)), Text(draw(SHORT)), draw(CELL))
+    return table, draw(st.integers(30, 140))
+
+
+@settings(max_examples=150, deadline=None)
+@given(wrapping_tables())
+def test_a_table_with_a_wrapping_column_is_laid_out_as_rich_lays_it_out(
+    shown: tuple[Table, int],
+) -> None:
+    table, width = shown
+    assert _plain(table, width) == _rich(table, width)
+
+
+def reminders() -> Table:
+    table = Table("id", "rule", "target (UTC)", "prompt", wrapping=("rule",))
+    table.add_row(
+        Text("sch_1"),
+        Text("daily 09:00 Asia/Tokyo every day"),
+        Text("2026-12-01T00:00:00.000Z"),
+        Text("water the plants on the balcony"),
+    )
+    table.add_row(
+        Text("sch_2"),
+        Text("after 90s"),
+        Text("2026-11-30T00:01:30.000Z"),
+        Group(Text("stretch"), Text("and breathe")),
+    )
+    return table
+
+
+def test_a_wrapping_column_shrinks_before_the_prompt_does() -> None:
+    assert _plain(reminders(), 80) == (
+        "id      rule          target (UTC)               prompt\n" + "─" * 80 + "\n"
+        "sch_1   daily 09:00   2026-12-01T00:00:00.000Z   water the plants on the balcony\n"
+        "        Asia/Tokyo\n"
+        "        every day\n"
+        "sch_2   after 90s     2026-11-30T00:01:30.000Z   stretch\n"
+        "                                                 and breathe\n"
+    )
+    assert _plain(reminders(), 80) == _rich(reminders(), 80)
+
+
+def test_a_table_too_wide_for_its_columns_is_shown_as_blocks() -> None:
+    assert _plain(reminders(), 50) == (
+        "sch_1\n"
+        "  rule:           daily 09:00 Asia/Tokyo every day\n"
+        "  target (UTC):   2026-12-01T00:00:00.000Z\n"
+        "  prompt:         water the plants on the balcony\n"
+        "\n"
+        "sch_2\n"
+        "  rule:           after 90s\n"
+        "  target (UTC):   2026-11-30T00:01:30.000Z\n"
+        "  prompt:         stretch\n"
+        "                  and breathe\n"
+    )
+    assert _plain(reminders(), 50) == _rich(reminders(), 50)
+
+
+def test_blocks_too_wide_for_a_value_column_are_lines() -> None:
+    assert _plain(reminders(), 30) == (
+        "sch_1\n"
+        "  rule: daily 09:00 Asia/Tokyo\n"
+        "every day\n"
+        "  target (UTC):\n"
+        "2026-12-01T00:00:00.000Z\n"
+        "  prompt: water the plants on\n"
+        "the balcony\n"
+        "\n"
+        "sch_2\n"
+        "  rule: after 90s\n"
+        "  target (UTC):\n"
+        "2026-11-30T00:01:30.000Z\n"
+        "  prompt: stretch\n"
+        "and breathe\n"
+    )
+    assert _plain(reminders(), 30) == _rich(reminders(), 30)
+
+
+def test_a_table_without_its_header_shows_only_the_rows() -> None:
+    table = Table("key", "value", header=False)
+    table.add_row(Text("a"), Text("one"))
+    assert _plain(table) == _rich(table) == "a   one\n"
+
+
+def test_only_columns_before_the_last_can_wrap() -> None:
+    with pytest.raises(ValueError, match=r"\['prompt'\] are not columns before the last"):
+        Table("id", "prompt", wrapping=("prompt",))
 
 
 def test_styles_are_kept_apart_from_the_text() -> None:

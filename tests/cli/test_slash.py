@@ -13,11 +13,20 @@ from session_schedule.cli.slash import (
     LIST_USAGE,
     CallTool,
     Command,
+    Duration,
+    DurationProblem,
     Local,
     Say,
     Usage,
-    parse_duration,
     parse_line,
+    read_duration,
+    spoken_duration,
+)
+
+MISSING_PROMPT = "/create: the prompt is missing after the time"
+UNREADABLE = (
+    "{!r} is not a duration; write numbers with units, largest first, such as 90s, 10m, "
+    "5 minutes, 2h30m or 1 day"
 )
 
 
@@ -25,12 +34,176 @@ def create(**arguments: object) -> CallTool:
     return CallTool(name="schedule_create", arguments=arguments)
 
 
+def daily(time: str, zone: str, *days: str) -> dict[str, object]:
+    selector: dict[str, object] = {"time": time, "time_zone": zone}
+    if days:
+        selector["weekdays"] = list(days)
+    return selector
+
+
+def ambiguous(line: str, number: str, would: str) -> Usage:
+    return Usage(
+        message=f"{line} is ambiguous: {number!r} has no unit, so it would create {would}; "
+        f"write {number}s, {number}m or {number}h (and quote a prompt that starts with a number)",
+        usage=CREATE_USAGE,
+    )
+
+
+def day_or_prompt(word: str, would: str) -> Usage:
+    return Usage(
+        message=f"/create daily: {word!r} could be a day or the start of the prompt (as typed, "
+        f"it would create {would}); write days as mon tue wed thu fri sat sun, or quote the "
+        "prompt",
+        usage=CREATE_USAGE,
+    )
+
+
+PHRASINGS = [
+    # Durations, in every form people type them.
+    ("/create in 5m call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create in 5 minutes call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create after 5 minutes call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create in 5 min call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create in 5 mins call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create in 1 minute call mom", create(prompt="call mom", after_seconds=60)),
+    ("/create in 5 m call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create in 90 seconds tea", create(prompt="tea", after_seconds=90)),
+    ("/create in 90 secs tea", create(prompt="tea", after_seconds=90)),
+    ("/create in 2h30m stretch", create(prompt="stretch", after_seconds=9_000)),
+    ("/create in 2h 30m stretch", create(prompt="stretch", after_seconds=9_000)),
+    ("/create in 2 hours 30 minutes stretch", create(prompt="stretch", after_seconds=9_000)),
+    ("/create in 2 hours and 30 minutes stretch", create(prompt="stretch", after_seconds=9_000)),
+    ("/create in 1 hr water", create(prompt="water", after_seconds=3_600)),
+    ("/create in 3 hrs water", create(prompt="water", after_seconds=10_800)),
+    ("/create in an hour water", create(prompt="water", after_seconds=3_600)),
+    ("/create in a minute water", create(prompt="water", after_seconds=60)),
+    ("/create in 1 day renew", create(prompt="renew", after_seconds=86_400)),
+    ("/create in 2 days renew", create(prompt="renew", after_seconds=172_800)),
+    ("/create in 1 week renew", create(prompt="renew", after_seconds=604_800)),
+    ("/create in 1w2d renew", create(prompt="renew", after_seconds=777_600)),
+    ("/create IN 5 Minutes call mom", create(prompt="call mom", after_seconds=300)),
+    ("/create every 5 minutes stand up", create(prompt="stand up", every_seconds=300)),
+    ("/create every 1 hour drink", create(prompt="drink", every_seconds=3_600)),
+    ("/create every 2h30m drink", create(prompt="drink", every_seconds=9_000)),
+    ("/create every 1 day log", create(prompt="log", every_seconds=86_400)),
+    # The prompt is what follows the duration, "and" included when no duration follows it.
+    ("/create in 10m and then lunch", create(prompt="and then lunch", after_seconds=600)),
+    ("/create in 10m minutes matter", create(prompt="minutes matter", after_seconds=600)),
+    ('/create in 10m "3 calls to make"', create(prompt="3 calls to make", after_seconds=600)),
+    ('/create in 10m say "hi"', create(prompt='say "hi"', after_seconds=600)),
+    # Weekdays with commas, spaces, or both.
+    (
+        "/create daily 09:00 Asia/Tokyo mon wed fri standup",
+        create(prompt="standup", daily_at=daily("09:00", "Asia/Tokyo", "mon", "wed", "fri")),
+    ),
+    (
+        "/create daily 09:00 Asia/Tokyo mon,wed,fri standup",
+        create(prompt="standup", daily_at=daily("09:00", "Asia/Tokyo", "mon", "wed", "fri")),
+    ),
+    (
+        "/create daily 09:00 Asia/Tokyo mon, wed, fri standup",
+        create(prompt="standup", daily_at=daily("09:00", "Asia/Tokyo", "mon", "wed", "fri")),
+    ),
+    (
+        "/create daily 09:00 UTC sat , sun long run",
+        create(prompt="long run", daily_at=daily("09:00", "UTC", "sat", "sun")),
+    ),
+    (
+        "/create daily 09:00 UTC mon,tue wed plan",
+        create(prompt="plan", daily_at=daily("09:00", "UTC", "mon", "tue", "wed")),
+    ),
+    ("/create daily 18:30 UTC wrap up", create(prompt="wrap up", daily_at=daily("18:30", "UTC"))),
+    (
+        '/create daily 18:30 UTC "mon is laundry day"',
+        create(prompt="mon is laundry day", daily_at=daily("18:30", "UTC")),
+    ),
+    # Ambiguous lines are refused, showing what they would have created.
+    (
+        "/create after 5 call mom",
+        ambiguous(
+            "/create after 5 call mom",
+            "5",
+            "a reminder once after 5 seconds with the prompt 'call mom'",
+        ),
+    ),
+    (
+        "/create in 5 call mom",
+        ambiguous(
+            "/create in 5 call mom",
+            "5",
+            "a reminder once after 5 seconds with the prompt 'call mom'",
+        ),
+    ),
+    (
+        "/create every 600 stand up",
+        ambiguous(
+            "/create every 600 stand up",
+            "600",
+            "a reminder every 10 minutes with the prompt 'stand up'",
+        ),
+    ),
+    (
+        "/create in 2h 30 call",
+        ambiguous(
+            "/create in 2h 30 call",
+            "30",
+            "a reminder once after 2 hours 30 seconds with the prompt 'call'",
+        ),
+    ),
+    (
+        "/create in 10m 3 calls",
+        ambiguous(
+            "/create in 10m 3 calls",
+            "3",
+            "a reminder once after 10 minutes 3 seconds with the prompt 'calls'",
+        ),
+    ),
+    ("/create in 5", ambiguous("/create in 5", "5", "a reminder once after 5 seconds")),
+    (
+        "/create daily 07:00 Europe/Paris sunday walk",
+        day_or_prompt(
+            "sunday",
+            "a reminder every day at 07:00 Europe/Paris with the prompt 'sunday walk'",
+        ),
+    ),
+    (
+        "/create daily 07:00 UTC mon tuesday plan",
+        day_or_prompt("tuesday", "a reminder on mon at 07:00 UTC with the prompt 'tuesday plan'"),
+    ),
+    (
+        "/create daily 07:00 UTC weekdays standup",
+        day_or_prompt(
+            "weekdays", "a reminder every day at 07:00 UTC with the prompt 'weekdays standup'"
+        ),
+    ),
+    (
+        "/create daily 09:00 UTC mon-fri standup",
+        day_or_prompt(
+            "mon-fri", "a reminder every day at 09:00 UTC with the prompt 'mon-fri standup'"
+        ),
+    ),
+    ("/create in 1 month x", Usage(message=UNREADABLE.format("1 month"), usage=CREATE_USAGE)),
+    ("/create in 5 minutes", Usage(message=MISSING_PROMPT, usage=CREATE_USAGE)),
+    ("/create in soon x", Usage(message=UNREADABLE.format("soon"), usage=CREATE_USAGE)),
+    ("/create in 1.5h x", Usage(message=UNREADABLE.format("1.5h"), usage=CREATE_USAGE)),
+    ("/create in 30m 1h x", Usage(message=UNREADABLE.format("1h"), usage=CREATE_USAGE)),
+]
+
+
+def test_the_phrasing_table_is_large() -> None:
+    assert len(PHRASINGS) >= 40
+
+
+@pytest.mark.parametrize(("line", "expected"), PHRASINGS)
+def test_create_reads_what_people_type(line: str, expected: Command) -> None:
+    assert parse_line(line) == expected
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
         ("/create after 90s stretch", create(prompt="stretch", after_seconds=90)),
         ("/create after 1s stretch", create(prompt="stretch", after_seconds=1)),
-        ("/create after 90 stretch", create(prompt="stretch", after_seconds=90)),
         ("/create after 10m stretch", create(prompt="stretch", after_seconds=600)),
         ("/create after 2h stretch", create(prompt="stretch", after_seconds=7_200)),
         ("/create after 1d stretch", create(prompt="stretch", after_seconds=86_400)),
@@ -88,7 +261,7 @@ def create(**arguments: object) -> CallTool:
             ),
         ),
         (
-            "/create daily 07:00 Europe/Paris sunday walk",
+            '/create daily 07:00 Europe/Paris "sunday walk"',
             create(prompt="sunday walk", daily_at={"time": "07:00", "time_zone": "Europe/Paris"}),
         ),
         # The prompt is kept as typed: inner spacing, quotes and markup-like text included.
@@ -121,11 +294,17 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         ("/create", Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)),
         (
             "/create soon stretch",
-            Usage(message="/create soon: start with after, every, at or daily", usage=CREATE_USAGE),
+            Usage(
+                message="/create soon: start with in, after, every, at or daily",
+                usage=CREATE_USAGE,
+            ),
         ),
         (
             "/create after",
-            Usage(message="/create after: give a duration, such as 90s", usage=CREATE_USAGE),
+            Usage(
+                message="/create after: give a duration, such as 90s, 10m or 5 minutes",
+                usage=CREATE_USAGE,
+            ),
         ),
         (
             "/create after 90s",
@@ -134,24 +313,21 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         (
             "/create after soon stretch",
             Usage(
-                message="'soon' is not a duration; write a number of seconds, or numbers with d, "
-                "h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+                message=UNREADABLE.format("soon"),
                 usage=CREATE_USAGE,
             ),
         ),
         (
             "/create every 1.5h x",
             Usage(
-                message="'1.5h' is not a duration; write a number of seconds, or numbers with d, "
-                "h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+                message=UNREADABLE.format("1.5h"),
                 usage=CREATE_USAGE,
             ),
         ),
         (
             "/create after 30m1h x",
             Usage(
-                message="'30m1h' is not a duration; write a number of seconds, or numbers with "
-                "d, h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
+                message=UNREADABLE.format("30m1h"),
                 usage=CREATE_USAGE,
             ),
         ),
@@ -168,7 +344,7 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
             "/create daily 09:00",
             Usage(
                 message="/create daily: give the time and the time zone, such as daily 09:00 "
-                "Asia/Tokyo (or UTC), then optionally days such as mon,wed,fri",
+                "Asia/Tokyo (or UTC), then optionally days such as mon wed fri",
                 usage=CREATE_USAGE,
             ),
         ),
@@ -208,29 +384,82 @@ def test_unreadable_lines_give_a_message_and_the_usage(line: str, expected: Usag
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"),
+    ("text", "expected"),
     [
-        ("0", 0),
-        ("90", 90),
-        ("90s", 90),
-        ("10m", 600),
-        ("2h", 7_200),
-        ("1d", 86_400),
-        ("1d1s", 86_401),
-        ("01m", 60),
-        ("", None),
-        ("s", None),
-        ("-5", None),
-        ("+5", None),
-        ("5 m", None),
-        ("5w", None),
-        ("٣", None),
-        ("²", None),
-        ("1" * 41, None),
+        ("90s", Duration(seconds=90, rest="")),
+        ("10m snooze", Duration(seconds=600, rest="snooze")),
+        ("2 hours  30 minutes  x  y", Duration(seconds=9_000, rest="x  y")),
+        ("1w", Duration(seconds=604_800, rest="")),
+        ("01m", Duration(seconds=60, rest="")),
+        ("0s", Duration(seconds=0, rest="")),
+        ("1d1s", Duration(seconds=86_401, rest="")),
+        ("an hour", Duration(seconds=3_600, rest="")),
+        ("a bit", DurationProblem(kind="unreadable", word="a", seconds=0, rest="")),
+        ("", DurationProblem(kind="missing", word="", seconds=0, rest="")),
+        ("   ", DurationProblem(kind="missing", word="", seconds=0, rest="")),
+        ("90", DurationProblem(kind="bare_number", word="90", seconds=90, rest="")),
+        ("1h 5 x", DurationProblem(kind="bare_number", word="5", seconds=3_605, rest="x")),
+        ("s", DurationProblem(kind="unreadable", word="s", seconds=0, rest="")),
+        ("-5m", DurationProblem(kind="unreadable", word="-5m", seconds=0, rest="")),
+        ("+5m", DurationProblem(kind="unreadable", word="+5m", seconds=0, rest="")),
+        ("5m 5m", DurationProblem(kind="unreadable", word="5m", seconds=0, rest="")),
+        ("5 s 1 h", DurationProblem(kind="unreadable", word="1 h", seconds=0, rest="")),
+        ("2 months", DurationProblem(kind="unreadable", word="2 months", seconds=0, rest="")),
+        ("٣s", DurationProblem(kind="unreadable", word="٣s", seconds=0, rest="")),
+        ("²", DurationProblem(kind="unreadable", word="²", seconds=0, rest="")),
+        ("1" * 41 + "s", DurationProblem(kind="too_long", word="1" * 41 + "s", seconds=0, rest="")),
+        (
+            "99999999999999999999s",
+            DurationProblem(kind="too_long", word="99999999999999999999s", seconds=0, rest=""),
+        ),
     ],
 )
-def test_durations(text: str, seconds: int | None) -> None:
-    assert parse_duration(text) == seconds
+def test_read_duration(text: str, expected: Duration | DurationProblem) -> None:
+    assert read_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        (
+            DurationProblem(kind="missing", word="", seconds=0, rest=""),
+            "give a duration, such as 90s, 10m or 5 minutes",
+        ),
+        (DurationProblem(kind="unreadable", word="x", seconds=0, rest=""), UNREADABLE.format("x")),
+        (
+            DurationProblem(kind="bare_number", word="5", seconds=5, rest=""),
+            "'5' has no unit; write 5s, 5m or 5h, or quote a prompt that starts with a number",
+        ),
+        (
+            DurationProblem(kind="too_long", word="9" * 50, seconds=0, rest=""),
+            "that duration is too long",
+        ),
+    ],
+)
+def test_a_duration_problem_says_how_to_write_one(problem: DurationProblem, message: str) -> None:
+    assert problem.message == message
+
+
+@pytest.mark.parametrize(
+    ("seconds", "spoken"),
+    [
+        (0, "0 seconds"),
+        (1, "1 second"),
+        (90, "1 minute 30 seconds"),
+        (9_000, "2 hours 30 minutes"),
+        (694_861, "1 week 1 day 1 hour 1 minute 1 second"),
+    ],
+)
+def test_spoken_duration(seconds: int, spoken: str) -> None:
+    assert spoken_duration(seconds) == spoken
+
+
+@given(st.text())
+def test_read_duration_never_raises_and_keeps_the_rest(text: str) -> None:
+    read = read_duration(text)
+    if isinstance(read, Duration):
+        assert read.seconds >= 0
+        assert text.strip().endswith(read.rest)
 
 
 @given(

@@ -192,3 +192,52 @@ def test_daily_windows_stop_at_year_9999_and_before_the_target() -> None:
         limit=10,
     )
     assert (early.occurrences, early.total) == ([], 0)
+
+
+def test_a_frequent_rule_does_not_hide_the_next_occurrence_of_the_others() -> None:
+    frequent = every(300, START + 300_000, number=1)
+    hourly = every(3_600, START + 3_000_000, number=2)
+    daily = DailyScheduleRecord(
+        id=ScheduleId("sch_4"),
+        prompt="p",
+        local_time="09:00:00.000",
+        time_zone="UTC",
+        weekdays=list(WEEKDAYS),
+        scheduled_at="2026-01-01T09:00:00.000Z",
+    )
+    later = DailyScheduleRecord(
+        id=ScheduleId("sch_3"),
+        prompt="p",
+        local_time="10:00:00.000",
+        time_zone="UTC",
+        weekdays=list(WEEKDAYS),
+        scheduled_at="2026-01-01T10:00:00.000Z",
+    )
+    timeline = build_timeline(
+        [frequent, hourly, daily, later],
+        now=START,
+        until=Instant(START + 86_400_000),
+        zone=UTC,
+        limit=6,
+    )
+    assert [(o.id, o.scheduled_at) for o in timeline.occurrences] == [
+        ("sch_1", "2026-01-01T00:05:00.000Z"),
+        ("sch_1", "2026-01-01T00:10:00.000Z"),
+        ("sch_1", "2026-01-01T00:15:00.000Z"),
+        ("sch_2", "2026-01-01T00:50:00.000Z"),
+        ("sch_4", "2026-01-01T09:00:00.000Z"),
+        ("sch_3", "2026-01-01T10:00:00.000Z"),
+    ]
+    assert (timeline.total, timeline.truncated) == (288 + 24 + 1 + 1, True)
+
+
+def test_with_more_reminders_than_the_limit_the_soonest_next_occurrences_are_listed() -> None:
+    records = [every(300, START + (10 - number) * 60_000, number=number) for number in range(1, 6)]
+    timeline = build_timeline(
+        records, now=START, until=Instant(START + 3_600_000), zone=UTC, limit=3
+    )
+    assert [(o.id, o.scheduled_at) for o in timeline.occurrences] == [
+        ("sch_5", "2026-01-01T00:05:00.000Z"),
+        ("sch_4", "2026-01-01T00:06:00.000Z"),
+        ("sch_3", "2026-01-01T00:07:00.000Z"),
+    ]

@@ -69,12 +69,16 @@ class Chat:
         await self.settle()
 
 
-async def open_chat(model: ScriptedModel | None) -> AsyncIterator[Chat]:
+async def open_chat(
+    model: ScriptedModel | None, *, time_zone: str | None = None
+) -> AsyncIterator[Chat]:
     store = MemorySessionStore()
     clock = FakeClock(START)
     session = await store.create(now=clock.now())
     events: list[ChatEvent] = []
-    async with live_chat(session, model=model, clock=clock, on_event=events.append) as live:
+    async with live_chat(
+        session, model=model, clock=clock, time_zone=time_zone, on_event=events.append
+    ) as live:
         yield Chat(clock, live, events)
     await session.close()
 
@@ -134,6 +138,39 @@ async def test_each_turn_tells_the_model_the_time_and_the_time_context(
     assert isinstance(system, str)
     assert "Current time: 2026-11-29T20:00:00.000Z (UTC)." in system
     assert "the user's time zone is Asia/Tokyo, as reported with their messages" in system
+
+
+async def test_a_reminder_turn_keeps_the_zone_the_person_set() -> None:
+    model = ScriptedModel(
+        replies=[
+            create_call('{"prompt": "stretch", "after_seconds": 90}'),
+            ModelReply(content="ok"),
+            ModelReply(content="Time to stretch!"),
+        ]
+    )
+    async for chat in open_chat(model, time_zone="Europe/Paris"):
+        chat.live.agent.submit("remind me in 90 s to stretch")
+        await chat.run_for(90)
+    followup_system = model.seen[2][0]["content"]
+    assert isinstance(followup_system, str)
+    assert "Current time: 2026-11-29T20:01:30.000Z (UTC)." in followup_system
+    assert "the user's time zone is Europe/Paris" in followup_system
+
+
+async def test_a_reminder_turn_without_a_zone_set_gets_no_zone_paragraph(
+    chat: Chat, model: ScriptedModel
+) -> None:
+    model.replies += [
+        create_call('{"prompt": "stretch", "after_seconds": 90}'),
+        ModelReply(content="ok"),
+        ModelReply(content="Time to stretch!"),
+    ]
+    chat.live.agent.submit("remind me in 90 s to stretch", zone="Asia/Tokyo")
+    await chat.run_for(90)
+    followup_system = model.seen[2][0]["content"]
+    assert isinstance(followup_system, str)
+    assert "Current time: 2026-11-29T20:01:30.000Z (UTC)." in followup_system
+    assert "Time context" not in followup_system
 
 
 async def test_prompts_queued_during_a_turn_are_answered_together(

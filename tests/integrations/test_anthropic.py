@@ -80,7 +80,12 @@ async def test_a_reminder_is_a_new_turn_on_the_same_messages_in_virtual_time() -
     ]
     assert len(after_failure) == 4  # the failed turn left nothing behind
     assert all(request["tools"] == schedule_tools(ScheduleTools(schedule)) for request in requests)
-    assert all(request["system"] == "be brief" for request in requests)
+    # Every request tells the model the time, after the host's system text.
+    assert all(
+        str(request["system"]).startswith("be brief\n\nCurrent time: 2026-11-29T20:00:0")
+        for request in requests
+    )
+    assert requests[-1]["system"] == "be brief\n\nCurrent time: 2026-11-29T20:00:01.000Z (UTC)."
     reminder_request = requests[-1]["messages"]
     assert isinstance(reminder_request, list)
     assert reminder_request[:4] == after_failure

@@ -61,6 +61,7 @@ async def test_a_reminder_is_a_new_turn_on_the_same_messages_in_virtual_time() -
         ScheduleTools(schedule),
         model="m",
         messages=[{"role": "system", "content": "be brief"}],
+        time_zone="Europe/Paris",
     )
     async with client, schedule, turns:
         conversation.submit("Remind me to stretch in a second.")
@@ -79,6 +80,14 @@ async def test_a_reminder_is_a_new_turn_on_the_same_messages_in_virtual_time() -
     reminder_request = requests[-1]["messages"]
     assert isinstance(reminder_request, list)
     assert reminder_request[0] == system
+    # Every request tells the model the time and the person's zone, after the system message;
+    # the conversation does not keep it.
+    assert all(request["messages"][1]["role"] == "system" for request in requests)  # type: ignore[index]
+    context = reminder_request.pop(1)
+    assert context["role"] == "system"
+    assert context["content"].startswith("Current time: 2026-11-29T20:00:01.000Z (UTC).\n")
+    assert "the user's time zone is Europe/Paris" in context["content"]
+    assert all(message["role"] != "system" for message in after_failure[1:])
     assert reminder_request[:5] == after_failure
     assert reminder_request[5]["content"].startswith(FOLLOW_UP)
 

@@ -39,12 +39,17 @@ def test_the_follow_up_budget_is_an_option(monkeypatch: pytest.MonkeyPatch, tmp_
     from session_schedule.mcp import server  # noqa: PLC0415 - the optional SDK
 
     served: list[tuple[Path, str | None, Settings | None]] = []
+    places: list[str | None] = []
 
-    async def serve(data_dir: Path, session: str | None, *, settings: Settings | None) -> None:
+    async def serve(
+        data_dir: Path, session: str | None, *, settings: Settings | None, place: str | None
+    ) -> None:
         served.append((data_dir, session, settings))
+        places.append(place)
 
     monkeypatch.setattr(server, "serve_stdio", serve)
     assert main(["--data-dir", str(tmp_path), "mcp", "--followup-limit", "20", "s_x"]) == 0
     assert served == [(tmp_path, "s_x", Settings(followup_limit=20))]
     assert main(["--data-dir", str(tmp_path), "mcp"]) == 0
     assert served[-1] == (tmp_path, None, Settings())
+    assert places == [f"jsonl:{tmp_path}"] * 2  # the store, named as the hints name it

@@ -15,6 +15,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import final
 
 import pytest
 from hypothesis import given, settings
@@ -1413,3 +1414,27 @@ def _leave_only(path: Path) -> None:
     for other in path.parent.iterdir():
         if other != path:
             other.unlink()
+
+
+@pytest.mark.parametrize("kind", ["str", "pathlike"])
+async def test_the_store_takes_its_directory_as_a_string_or_a_path_like(
+    tmp_path: Path, kind: str
+) -> None:
+    where = tmp_path / "sessions"
+    given: str | _Where = str(where) if kind == "str" else _Where(str(where))
+    store = JsonlSessionStore(given)
+    assert store.data_dir == where
+    async with await store.create(now=NOW) as session:
+        created = session.id
+    assert [header.id for header in await JsonlSessionStore(where).list()] == [created]
+
+
+@final
+class _Where:
+    """A path-like object that is not a ``Path``."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __fspath__(self) -> str:
+        return self._path

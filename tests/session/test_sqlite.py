@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import final
 
 import pytest
 
@@ -438,3 +439,27 @@ class TestCorruption:
             f"session {SID} is corrupt at its header (sessions.db): expected `int`, got `array` "
             f"- at `$.format`{UNTOUCHED}"
         ]
+
+
+@pytest.mark.parametrize("kind", ["str", "pathlike"])
+async def test_the_store_takes_its_path_as_a_string_or_a_path_like(
+    tmp_path: Path, kind: str
+) -> None:
+    where = tmp_path / "sessions.db"
+    given: str | _Where = str(where) if kind == "str" else _Where(str(where))
+    store = SqliteSessionStore(given)
+    assert store.path == where
+    async with await store.create(now=NOW, session_id=SID):
+        pass
+    assert [header.id for header in await SqliteSessionStore(where).list()] == [SID]
+
+
+@final
+class _Where:
+    """A path-like object that is not a ``Path``."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __fspath__(self) -> str:
+        return self._path

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from session_schedule.cli import serve as serve_cli
+from session_schedule.cli.main import add_store_option
 from session_schedule.web.app import OverlayApp
 from session_schedule.web.live import LiveLimits
 from session_schedule.web.server import Limits, bind
@@ -44,6 +45,7 @@ MODEL_VARIABLES = ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"
 def parser() -> argparse.ArgumentParser:
     parsed = argparse.ArgumentParser(prog="session-schedule")
     parsed.add_argument("--data-dir", type=Path)
+    add_store_option(parsed, default=None)
     serve_cli.register(parsed.add_subparsers(dest="command"))
     return parsed
 
@@ -351,7 +353,7 @@ def test_a_non_loopback_host_gets_a_generated_token_printed_at_start(
         "session-schedule: listening on every address of this machine; from another one, use "
         "its address in place of 127.0.0.1",
         "session-schedule: every request needs the token; keep the address secret",
-        f"session-schedule: offline mode (you call the tools on the page); sessions in {tmp_path}",
+        f"session-schedule: offline mode (you call the tools on the page); sessions in jsonl:{tmp_path}",
     ]
 
 
@@ -552,3 +554,19 @@ def test_a_real_server_with_few_descriptors_survives_a_flood_of_idle_sockets(
     text = log.read_text()
     assert "Traceback" not in text
     assert len(text) < 4000, text
+
+
+def test_the_overlay_serves_the_store_it_is_given_and_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    _FakeServer.apps.clear()
+    url = f"sqlite:{tmp_path / 'sessions.db'}"
+    argv = ["--data-dir", str(tmp_path / "unused"), "--store", url, "serve", "--port", "0"]
+    assert run(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert (
+        out[-1]
+        == f"session-schedule: offline mode (you call the tools on the page); sessions in {url}"
+    )
+    assert [status for _, status in _FakeServer.apps] == [401]

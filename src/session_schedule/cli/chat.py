@@ -29,19 +29,24 @@ import asyncio
 import contextlib
 import logging
 import os
-import shlex
 import stat
 import sys
 import urllib.parse
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, assert_never, final
 
 import msgspec
 
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, add_followup_limit, data_dir, fail
+from session_schedule.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_followup_limit,
+    fail,
+    store_location,
+    store_words,
+)
 from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.time_input import is_supported_zone, load_zone
@@ -51,17 +56,15 @@ from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
-from session_schedule.runtime.clock import SystemClock
+from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import EVENT_LOGGER
 from session_schedule.runtime.live import Settings
-from session_schedule.session.errors import PersistenceUncertain, SessionError
+from session_schedule.session.errors import PersistenceUncertain, SessionBusy, SessionError
 from session_schedule.session.history import away
 from session_schedule.session.ids import SessionId
-from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import StoreLocation, opened_store, store_url
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import SessionHandle, SessionStore
-from session_schedule.session.private import private_directory
-from session_schedule.session.sqlite import SqliteSessionStore
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,8 +75,10 @@ MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
 API_KEY_PLACEHOLDER: Final = "not-needed"
 """Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
 such as Ollama or llama.cpp need none, but the SDK insists on one)."""
-STORES: Final = ("jsonl", "sqlite")
-SQLITE_FILE: Final = "sessions.db"
+BUSY_WAIT_SECONDS: Final = 60.0
+"""How long the chat waits for a session another process holds (a host delivering a reminder
+holds it from ``--lead`` seconds before the target until the turn is answered)."""
+BUSY_RETRY_SECONDS: Final = 0.5
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 """After a storage failure the session is reopened after 1 s, then 2 s, 4 s … up to this."""
@@ -111,6 +116,7 @@ more examples:
   session-schedule chat                               offline mode, in a new session
   session-schedule chat --model gpt-4o-mini           OpenAI, with $OPENAI_API_KEY
   session-schedule chat s_7k2m4q9x3v5b                resume a session
+  session-schedule s_7k2m4q9x3v5b                     the same: chat is the default command
 
 {HELP}"""
 
@@ -154,13 +160,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(default: $OPENAI_BASE_URL, else OpenAI's)",
     )
     parser.add_argument(
-        "--store",
-        choices=STORES,
-        default="jsonl",
-        help="where sessions are kept: jsonl, one file per session in the data directory (the "
-        f"default), or sqlite, every session in {SQLITE_FILE} in the data directory",
-    )
-    parser.add_argument(
         "--time-zone",
         metavar="ZONE",
         help="your time zone, UTC or an IANA name such as Asia/Tokyo: the model reads times you "
@@ -173,6 +172,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=DEFAULT_MAX_CONTEXT_CHARS,
         help="the most characters of conversation sent to the model per request; earlier turns "
         f"are left out (default: {DEFAULT_MAX_CONTEXT_CHARS})",
+    )
+    parser.add_argument(
+        "--busy-wait",
+        metavar="SECONDS",
+        type=_seconds,
+        default=BUSY_WAIT_SECONDS,
+        help="how long to wait for a session another process holds, such as a host delivering "
+        f"a reminder, before giving up with exit 4 (default: {BUSY_WAIT_SECONDS:g})",
     )
     add_followup_limit(parser)
     parser.set_defaults(handler=run)
@@ -197,6 +204,16 @@ class ModelConfig:
     base_url: str | None
     """``None``: the SDK's default endpoint."""
     api_key: str
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def model_config(
@@ -252,14 +269,14 @@ def run(arguments: argparse.Namespace) -> int:
     if config is not None:
         require("openai", purpose="chatting with a model")
     options = _Options(
-        directory=data_dir(arguments),
-        explicit_directory=arguments.data_dir is not None,
+        location=store_location(arguments),
+        store_words=store_words(arguments),
         session=arguments.session,
-        store=arguments.store,
         model=config,
         time_zone=zone,
         interactive=interactive,
         max_context_chars=arguments.max_context_chars,
+        busy_wait=arguments.busy_wait,
         followup_limit=arguments.followup_limit,
     )
     # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
@@ -271,14 +288,15 @@ def run(arguments: argparse.Namespace) -> int:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Options:
-    directory: Path
-    explicit_directory: bool
+    location: StoreLocation
+    store_words: str
+    """What a printed command adds to name the store (see ``store_words``)."""
     session: str | None
-    store: str
     model: ModelConfig | None
     time_zone: str | None
     interactive: bool
     max_context_chars: int
+    busy_wait: float
     followup_limit: int
 
 
@@ -306,20 +324,19 @@ async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
         yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
 
 
-def _store(options: _Options) -> SessionStore:
-    if options.store == "sqlite":
-        private_directory(options.directory)
-        return SqliteSessionStore(options.directory / SQLITE_FILE)
-    return JsonlSessionStore(options.directory)
-
-
 async def _chat(options: _Options) -> None:
-    store = _store(options)
+    async with opened_store(options.location) as store:
+        await _chat_on(store, options)
+
+
+async def _chat_on(store: SessionStore, options: _Options) -> None:
     clock = SystemClock()
     if options.session is None:
         session = await store.create(now=clock.now())
     else:
-        session = await store.open(options.session)
+        session = await open_when_free(
+            store, options.session, clock=clock, wait_seconds=options.busy_wait
+        )
     session_id = session.id
     async with _connect(options.model) as connection:
         display = Display(
@@ -363,6 +380,44 @@ async def _chat(options: _Options) -> None:
                 reading.cancel()
             await asyncio.gather(reading, return_exceptions=True)
         display.banner([_resume_hint(options, session_id)])
+
+
+async def open_when_free(
+    store: SessionStore,
+    session_id: str,
+    *,
+    clock: Clock,
+    wait_seconds: float = BUSY_WAIT_SECONDS,
+    note: Callable[[str], None] | None = None,
+) -> SessionHandle:
+    """Open ``session_id``; while another process holds it, say so once and try again every
+    :data:`BUSY_RETRY_SECONDS`, for at most ``wait_seconds``.
+
+    A host holds a session from shortly before a reminder is due until its turn is answered,
+    then lets it go: waiting turns that moment into a pause instead of a refusal. Raises
+    ``SessionBusy`` when the session is still held after ``wait_seconds``, and what
+    ``SessionStore.open`` raises otherwise.
+    """
+    deadline = clock.monotonic() + wait_seconds
+    said = False
+    while True:
+        try:
+            return await store.open(session_id)
+        except SessionBusy:
+            if clock.monotonic() >= deadline:
+                raise
+            if not said:
+                (note or _note_on_stderr)(
+                    f"session {session_id} is open in another process — a host delivering a "
+                    "reminder lets it go once the reminder is answered; waiting up to "
+                    f"{wait_seconds:g} s (Ctrl-C gives up)"
+                )
+                said = True
+            await clock.sleep(BUSY_RETRY_SECONDS)
+
+
+def _note_on_stderr(text: str) -> None:
+    print(f"session-schedule chat: {text}", file=sys.stderr, flush=True)
 
 
 def show_history(display: Display, session: SessionHandle, *, show: str | None) -> None:
@@ -462,7 +517,7 @@ def _banner(
             else "time zone: not declared; the model asks which zone you mean "
             "(set --time-zone to declare yours)"
         )
-    lines.append(f"data directory: {options.directory}")
+    lines.append(f"store: {store_url(options.location)}")
     lines.append("/help lists the commands; Ctrl-D or /quit leaves (the session can be resumed)")
     return lines
 
@@ -471,16 +526,13 @@ def _resume_hint(options: _Options, session_id: str) -> str:
     return f"session {session_id} closed; resume it with: {_command(options, 'chat', session_id)}"
 
 
-def _show_command(options: _Options, session_id: str) -> str | None:
-    """The command that prints the whole transcript (``show`` reads the JSONL store only)."""
-    return _command(options, "show", session_id) if options.store == "jsonl" else None
+def _show_command(options: _Options, session_id: str) -> str:
+    """The command that prints the whole transcript."""
+    return _command(options, "show", session_id)
 
 
 def _command(options: _Options, name: str, session_id: str) -> str:
-    directory = (
-        f" --data-dir {shlex.quote(str(options.directory))}" if options.explicit_directory else ""
-    )
-    return f"session-schedule{directory} {name} {session_id}"
+    return f"session-schedule{options.store_words} {name} {session_id}"
 
 
 # -- the person's side -------------------------------------------------------------------------

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from session_schedule.session.location import StoreLocation
+    from session_schedule.session.port import SessionSnapshot
 
 DATA_DIR_VARIABLE: Final = "SESSION_SCHEDULE_DATA_DIR"
+STORE_VARIABLE: Final = "SESSION_SCHEDULE_STORE"
+STORE_HELP: Final = (
+    "where sessions are: jsonl:DIR, sqlite:PATH or postgresql://… (default: "
+    f"${STORE_VARIABLE}, else jsonl: in the data directory)"
+)
+SQLITE_FILE: Final = "sessions.db"
+"""The database file ``--store sqlite`` names in the data directory."""
 
 EXIT_OK: Final = 0
 EXIT_REJECTED: Final = 1
@@ -38,8 +50,64 @@ def default_data_dir() -> Path:
 
 
 def data_dir(arguments: argparse.Namespace) -> Path:
-    chosen = arguments.data_dir
+    chosen = getattr(arguments, "data_dir", None)
     return chosen if isinstance(chosen, Path) else default_data_dir()
+
+
+def store_location(arguments: argparse.Namespace) -> StoreLocation:
+    """Where the command's sessions are: ``--store``, else ``$SESSION_SCHEDULE_STORE``, else the
+    data directory's JSONL files. ``jsonl`` and ``sqlite`` alone name the data directory's
+    files. Raises ``ValueError`` (a usage error) for a value that is not a store URL."""
+    # Imported here, not at the top: ``--help`` needs no part of the storage layer.
+    from session_schedule.session.location import (  # noqa: PLC0415
+        JsonlLocation,
+        SqliteLocation,
+        parse_store_url,
+    )
+
+    chosen = getattr(arguments, "store", None) or os.environ.get(STORE_VARIABLE) or "jsonl"
+    if chosen == "jsonl":
+        return JsonlLocation(directory=data_dir(arguments))
+    if chosen == "sqlite":
+        return SqliteLocation(path=data_dir(arguments) / SQLITE_FILE)
+    try:
+        return parse_store_url(chosen)
+    except ValueError as error:
+        raise StoreUsageError(str(error)) from None
+
+
+def store_words(arguments: argparse.Namespace) -> str:
+    """The options a printed command needs to name the same store: `` --store URL``, or
+    `` --data-dir DIR`` for the data directory given on the command line, or nothing."""
+    from session_schedule.session.location import JsonlLocation, store_url  # noqa: PLC0415
+
+    location = store_location(arguments)
+    if location == JsonlLocation(directory=data_dir(arguments)):
+        if getattr(arguments, "data_dir", None) is None:
+            return ""
+        return f" --data-dir {shlex.quote(str(location.directory))}"
+    return f" --store {shlex.quote(store_url(location))}"
+
+
+def read_session(arguments: argparse.Namespace, session_id: str) -> SessionSnapshot:
+    """What the command's store (``--store``) holds of ``session_id``, read without owning it.
+
+    Raises what ``SessionStore.read`` raises (``SessionNotFound``, ``SessionCorrupt`` …)."""
+    import asyncio  # noqa: PLC0415 - only a command that reads a session needs the loop
+
+    from session_schedule.session.location import opened_store  # noqa: PLC0415
+
+    location = store_location(arguments)
+
+    async def read() -> SessionSnapshot:
+        async with opened_store(location) as store:
+            return await store.read(session_id)
+
+    return asyncio.run(read())
+
+
+class StoreUsageError(ValueError):
+    """``--store`` or ``$SESSION_SCHEDULE_STORE`` is not a store URL (exit 2)."""
 
 
 def fail(message: str, code: int) -> int:
@@ -61,6 +129,8 @@ def exit_code_for(error: Exception) -> int:
         SessionNotFound,
     )
 
+    if isinstance(error, StoreUsageError):
+        return EXIT_USAGE
     if isinstance(error, SessionNotFound):
         return EXIT_NOT_FOUND
     if isinstance(error, SessionBusy):

@@ -10,12 +10,11 @@ delivery that covered them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Final, final
 
 import msgspec
 
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, fail, read_session
 from session_schedule.cli.render import Table, Text, output
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import parse_schedule_id
@@ -23,7 +22,6 @@ from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instan
 from session_schedule.core.records import record_target
 from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.session.history import HistoryRow, history_row, occurrence_history
-from session_schedule.session.jsonl import JsonlSessionStore
 
 DESCRIPTION: Final = (
     "Every occurrence of the session's reminders (or of reminder ID), oldest first: when it was "
@@ -70,8 +68,7 @@ def run(arguments: argparse.Namespace) -> int:
     schedule_id: str | None = arguments.id
     if schedule_id is not None and parse_schedule_id(schedule_id) is None:
         return fail(f"{schedule_id!r} is not a reminder id like sch_1", EXIT_USAGE)
-    store = JsonlSessionStore(data_dir(arguments))
-    header, entries = asyncio.run(store.read(arguments.session))
+    header, entries = read_session(arguments, arguments.session)
     runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
     if schedule_id is not None:
         runs = [item for item in runs if item.schedule_id == schedule_id]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -24,8 +25,8 @@ from session_schedule.cli.common import (
     EXIT_STORAGE,
     EXIT_USAGE,
     add_followup_limit,
-    data_dir,
     fail,
+    store_location,
 )
 from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
 from session_schedule.core.instants import Instant
@@ -33,7 +34,7 @@ from session_schedule.extras import require
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
 from session_schedule.runtime.live import Settings
-from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import PostgresLocation, open_store, store_url
 from session_schedule.session.port import SessionStore
 
 DESCRIPTION: Final = (
@@ -59,7 +60,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     store.add_argument(
         "--dsn",
         metavar="DSN",
-        help="serve the sessions of this PostgreSQL database (default: the data directory)",
+        help="serve the sessions of this PostgreSQL database (the same as --store with its URL)",
     )
     store.add_argument(
         "--postgres",
@@ -186,29 +187,26 @@ def run(arguments: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     settings = host_settings(arguments)
-    if dsn is None:
-        directory = data_dir(arguments)
-        where = f"the sessions in {directory}"
-        return asyncio.run(_serve(JsonlSessionStore(directory), where, config, settings))
-    require("postgres", purpose="the PostgreSQL store")  # only a PostgreSQL host needs it
-    import psycopg  # noqa: PLC0415
-
-    from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+    location = store_location(arguments) if dsn is None else PostgresLocation(dsn=dsn)
+    if not isinstance(location, PostgresLocation):
+        store = open_store(location)
+        where = f"the sessions in {store_url(location)}"
+        return asyncio.run(_serve(store, where, config, settings))
+    if arguments.schema != DEFAULT_SCHEMA:  # else the URL's ?schema=, or the default
+        location = dataclasses.replace(location, schema=arguments.schema)
+    # Without the postgres extra, this raises MissingExtraError: one line, exit 2.
     from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
 
     try:
-        check_schema_name(arguments.schema)
+        check_schema_name(location.schema)
     except ValueError as error:
         return fail(str(error), EXIT_USAGE)
-    store = PostgresSessionStore(
-        dsn, schema=arguments.schema, lease_seconds=arguments.lease_seconds
-    )
+    store = open_store(location, lease_seconds=arguments.lease_seconds)
+    import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
+
+    where = f"the sessions in {store_url(location)}"
     try:
-        return asyncio.run(
-            _serve(
-                store, f"the sessions in schema {arguments.schema} of PostgreSQL", config, settings
-            )
-        )
+        return asyncio.run(_serve(store, where, config, settings))
     except psycopg.Error as error:
         problem = " ".join(str(error).split())
         return fail(f"the database could not be used: {problem}", EXIT_STORAGE)

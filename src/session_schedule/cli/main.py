@@ -22,6 +22,8 @@ from session_schedule.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    STORE_HELP,
+    STORE_VARIABLE,
     exit_code_for,
     fail,
 )
@@ -36,7 +38,9 @@ EPILOG = f"""\
 exit codes: 0 success; 1 an input was rejected; 2 usage error; 3 session not found;
 4 session open elsewhere; 5 corrupt session log; 6 storage failure; 130 interrupted.
 The data directory is --data-dir, else ${DATA_DIR_VARIABLE}, else
-$XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule)."""
+$XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule). The store is --store, else
+${STORE_VARIABLE}, else the data directory's JSONL files: jsonl:DIR, sqlite:PATH or
+postgresql://…"""
 
 DATA_DIR_HELP = "where sessions are stored (one JSONL file each)"
 
@@ -50,6 +54,8 @@ class Command(NamedTuple):
     help: str
     data_dir: bool = True
     """Whether it takes ``--data-dir`` (the database commands do not)."""
+    store: bool = False
+    """Whether it opens sessions, and so takes ``--store``."""
 
 
 COMMANDS: Final = (
@@ -57,30 +63,41 @@ COMMANDS: Final = (
         "chat",
         "chat",
         "chat with an agent that sets reminders (offline without a model; the default)",
+        store=True,
     ),
-    Command("sessions", "operator", "list the sessions in the data directory"),
-    Command("show", "operator", "show a session's transcript and schedule events"),
-    Command("list", "operator", "list a session's active reminders as the model sees them"),
-    Command("timeline", "operator", "show a session's upcoming reminder occurrences"),
-    Command("check", "operator", "validate a session's whole log strictly"),
-    Command("history", "history", "show what became of each occurrence of a session's reminders"),
-    Command("fork", "operator", "fork a session and print the new session's id"),
+    Command("sessions", "operator", "list the sessions in the store", store=True),
+    Command("show", "operator", "show a session's transcript and schedule events", store=True),
+    Command(
+        "list", "operator", "list a session's active reminders as the model sees them", store=True
+    ),
+    Command("timeline", "operator", "show a session's upcoming reminder occurrences", store=True),
+    Command("check", "operator", "validate a session's whole log strictly", store=True),
+    Command(
+        "history",
+        "history",
+        "show what became of each occurrence of a session's reminders",
+        store=True,
+    ),
+    Command("fork", "operator", "fork a session and print the new session's id", store=True),
     Command("catalog", "operator", "print the persistence catalog as JSON"),
     Command("tools", "operator", "print the schedule tool definitions as JSON"),
     Command(
         "serve",
         "serve",
         "the web overlay: chat in the browser, the browser's time zone on every prompt",
+        store=True,
     ),
     Command(
         "host",
         "host",
         "keep every session with reminders live, answering reminders while chats are closed",
+        store=True,
     ),
     Command(
         "mcp",
         "mcp",
         "an MCP server (stdio) for one session: the schedule tools and pulled follow-ups",
+        store=True,
     ),
     Command(
         "walkthrough",
@@ -166,6 +183,13 @@ class _Commands(_SubParsersAction):
                 default=argparse.SUPPRESS,
                 help=DATA_DIR_HELP,
             )
+            if registered.store:
+                add_store_option(self.choices[registered.name], default=argparse.SUPPRESS)
+
+
+def add_store_option(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """Give ``parser`` the ``--store URL`` option every command that opens sessions takes."""
+    parser.add_argument("--store", metavar="URL", default=default, help=STORE_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR_HELP)
+    add_store_option(parser, default=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands)
     if not isinstance(commands, _Commands):
         raise TypeError(f"argparse made a {type(commands).__name__} of the subcommands")
@@ -197,6 +222,37 @@ def register_all(parser: argparse.ArgumentParser) -> None:
                 action.register(name)
 
 
+def _with_default_command(parser: argparse.ArgumentParser, given: list[str]) -> list[str]:
+    """``given``, with ``chat`` put before a session id that stands where the command would
+    (``session-schedule s_7k2m4q9x3v5b`` resumes that session's chat, the default command)."""
+    taking_a_value = {
+        option
+        for action in parser._actions
+        if action.nargs != 0 and action.option_strings
+        for option in action.option_strings
+    }
+    position = 0
+    while position < len(given):
+        word = given[position]
+        if word == "--":
+            return given
+        if word in taking_a_value:
+            position += 2
+            continue
+        if word.startswith("-"):
+            position += 1
+            continue
+        if word in {command.name for command in COMMANDS}:
+            return given
+        # Imported here, not at the top: a command name needs no part of the storage layer.
+        from session_schedule.session.ids import parse_session_id  # noqa: PLC0415
+
+        if parse_session_id(word) is not None:
+            return [*given[:position], "chat", *given[position:]]
+        return given
+    return given
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the program with ``argv`` (default: the process's arguments); the exit code."""
     try:
@@ -209,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(given: list[str]) -> int:
     parser = build_parser()
-    arguments = parser.parse_args(given)
+    arguments = parser.parse_args(_with_default_command(parser, given))
     if arguments.command is None:
         arguments = parser.parse_args([*given, "chat"])
     try:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Final
 
-from session_schedule.cli.common import EXIT_OK, add_followup_limit, data_dir
+from session_schedule.cli.common import EXIT_OK, add_followup_limit, data_dir, store_location
 
 EPILOG: Final = """\
 example: session-schedule mcp s_7k2m4q9x3v5b
@@ -50,10 +50,35 @@ def run(arguments: argparse.Namespace) -> int:
     # The server module imports the optional SDK, which it checks for first: without the ``mcp``
     # extra this raises MissingExtraError, which ``main`` reports in one line (exit 2).
     from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from session_schedule.runtime.live import Settings  # noqa: PLC0415 - after the SDK check
+    from session_schedule.session.location import (  # noqa: PLC0415
+        JsonlLocation,
+        opened_store,
+        store_url,
+    )
 
+    location = store_location(arguments)
     settings = Settings(followup_limit=arguments.followup_limit)
-    asyncio.run(serve_stdio(data_dir(arguments), arguments.session, settings=settings))
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    async def serve() -> None:
+        if isinstance(location, JsonlLocation):
+            # Given the directory, the server makes a JSONL store that flushes off its loop.
+            await serve_stdio(
+                location.directory,
+                arguments.session,
+                place=store_url(location),
+                settings=settings,
+            )
+            return
+        async with opened_store(location) as store:
+            await serve_stdio(
+                store,
+                arguments.session,
+                outbox_dir=data_dir(arguments),
+                place=store_url(location),
+                settings=settings,
+            )
+
+    asyncio.run(serve())
     return EXIT_OK

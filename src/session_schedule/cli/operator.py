@@ -21,7 +21,8 @@ import argparse
 import asyncio
 import re
 import zoneinfo
-from typing import Final, Literal, assert_never, final
+from collections.abc import Awaitable, Callable
+from typing import Final, Literal, TypeVar, assert_never, final
 
 import msgspec
 
@@ -31,9 +32,10 @@ from session_schedule.cli.common import (
     EXIT_REJECTED,
     EXIT_USAGE,
     Handler,
-    data_dir,
     exit_code_for,
     fail,
+    read_session,
+    store_location,
 )
 from session_schedule.cli.history import overdue_lines
 from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
@@ -71,7 +73,6 @@ from session_schedule.runtime.live import with_runs
 # persistence catalog when it is imported; ``catalog`` relies on that.
 from session_schedule.session import (
     MESSAGE_ENTRY_TYPE,
-    JsonlSessionStore,
     LogEntry,
     MessageEntry,
     SessionCorrupt,
@@ -81,10 +82,13 @@ from session_schedule.session import (
     SessionSnapshot,
 )
 from session_schedule.session.history import OccurrenceLog
-from session_schedule.session.port import schedule_changes
+from session_schedule.session.location import opened_store, store_url
+from session_schedule.session.port import SessionStore, schedule_changes
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
 from session_schedule.tools.results import ListResult
+
+_T = TypeVar("_T")
 
 clock: Clock = SystemClock()
 """Where "now" comes from (a module attribute, so tests can put a fake clock here)."""
@@ -126,8 +130,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         commands,
         "sessions",
         _sessions,
-        help="list the sessions in the data directory",
-        description="The sessions in the data directory, oldest first: when each was created, "
+        help="list the sessions in the store",
+        description="The sessions in the store (--store), oldest first: when each was created, "
         "its parent and the entry it was forked at (for a fork), how many entries it has, how "
         "many reminders are active and the earliest target. A session whose log is damaged is "
         "listed with its problem.",
@@ -288,7 +292,7 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Why the log could not be read or folded, or ``None`` when it is sound."""
 
 
-async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
+async def summarize(store: SessionStore) -> list[SessionSummary]:
     """A summary of every session in ``store``, by creation instant, then id."""
     summaries: list[SessionSummary] = []
     headers, unreadable = await store.scan()
@@ -334,14 +338,14 @@ async def summarize(store: JsonlSessionStore) -> list[SessionSummary]:
 
 
 def _sessions(arguments: argparse.Namespace) -> int:
-    store = JsonlSessionStore(data_dir(arguments))
-    summaries = asyncio.run(summarize(store))
+    location = store_location(arguments)
+    summaries = _with_store(arguments, summarize)
     if arguments.json:
         _print_json(summaries)
         return EXIT_OK
     with output() as console:
         if not summaries:
-            console.print(Text(f"no sessions in {store.data_dir}"))
+            console.print(Text(f"no sessions in {store_url(location)}"))
             return EXIT_OK
         now = format_instant(clock.now())
         table = Table("id", "created (UTC)", "parent", "entries", "active", "next target")
@@ -555,7 +559,9 @@ def _list(arguments: argparse.Namespace) -> int:
         )
         if not result.schedules:
             return EXIT_OK
-        table = Table("id", "rule", "target (UTC)", "state", "delivery", "prompt")
+        table = Table(
+            "id", "rule", "target (UTC)", "state", "delivery", "prompt", wrapping=("rule",)
+        )
         for view in result.schedules:
             table.add_row(
                 Text(view.id),
@@ -622,7 +628,9 @@ def _timeline(arguments: argparse.Namespace) -> int:
         if not timeline.occurrences:
             console.print(Text("no reminders in this window", style="dim"))
             return EXIT_OK
-        table = Table(f"time ({timeline.zone})", "id", "kind", "state", "prompt")
+        table = Table(
+            f"time ({timeline.zone})", "id", "kind", "state", "prompt", wrapping=("state",)
+        )
         for occurrence in timeline.occurrences:
             state = Text(occurrence.state)
             if occurrence.state == "overdue":
@@ -648,8 +656,8 @@ def _timeline(arguments: argparse.Namespace) -> int:
         if timeline.truncated:
             console.print(
                 Text(
-                    f"showing the first {len(timeline.occurrences)} of {timeline.total} "
-                    "occurrences; raise --limit or bring --until closer to see the rest",
+                    f"showing {len(timeline.occurrences)} of {timeline.total} occurrences, "
+                    "the next of each reminder first; raise --limit or bring --until closer",
                     style="yellow",
                 )
             )
@@ -660,8 +668,7 @@ def _timeline(arguments: argparse.Namespace) -> int:
 
 
 def _check(arguments: argparse.Namespace) -> int:
-    store = JsonlSessionStore(data_dir(arguments))
-    inspection = asyncio.run(store.inspect(arguments.session))
+    inspection = _with_store(arguments, lambda store: _inspect(store, arguments.session))
     snapshot = inspection.snapshot
     state = fold_snapshot(snapshot)
     header, entries = snapshot
@@ -672,7 +679,7 @@ def _check(arguments: argparse.Namespace) -> int:
             f"{transcript.stray.message}",
             EXIT_CORRUPT,
         )
-    derived = asyncio.run(store.derived_problems(header.id))
+    derived = inspection.derived
     if derived:
         return fail(
             f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
@@ -717,6 +724,34 @@ def _check(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@final
+class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``check`` reports on: the snapshot, and a file store's torn tail."""
+
+    snapshot: SessionSnapshot
+    torn_bytes: int = 0
+    torn_lines: int = 0
+    derived: tuple[str, ...] = ()
+    """What the store's derived files (checkpoints) say that the log contradicts."""
+
+
+async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
+    """The session as storage holds it; a store that keeps a file per session (JSONL) also says
+    what a torn tail holds and whether its derived files agree with the log."""
+    inspect = getattr(store, "inspect", None)
+    if inspect is None:
+        return _Inspection(snapshot=await store.read(session_id))
+    found = await inspect(session_id)
+    problems = getattr(store, "derived_problems", None)
+    derived = () if problems is None else tuple(await problems(found.snapshot.header.id))
+    return _Inspection(
+        snapshot=found.snapshot,
+        torn_bytes=found.torn_bytes,
+        torn_lines=found.torn_lines,
+        derived=derived,
+    )
+
+
 def _overdue_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -730,9 +765,7 @@ def _overdue_seconds(text: str) -> float:
 # -- fork ------------------------------------------------------------------------------------
 
 
-async def fork_session(
-    store: JsonlSessionStore, parent: str, at: int | None, now: Instant
-) -> SessionId:
+async def fork_session(store: SessionStore, parent: str, at: int | None, now: Instant) -> SessionId:
     """Fork ``parent`` (its first ``at`` entries, or all) and return the new id, closed again.
 
     Raises ``ValueError`` — a ``ForkCutError`` when the cut would part a tool call from its
@@ -744,9 +777,11 @@ async def fork_session(
 
 
 def _fork(arguments: argparse.Namespace) -> int:
-    store = JsonlSessionStore(data_dir(arguments))
     try:
-        child = asyncio.run(fork_session(store, arguments.session, arguments.at, clock.now()))
+        child = _with_store(
+            arguments,
+            lambda store: fork_session(store, arguments.session, arguments.at, clock.now()),
+        )
     except ValueError as error:  # --at beyond the parent's entries, or through a tool call
         return fail(str(error), EXIT_USAGE)
     print(child)
@@ -794,8 +829,18 @@ def fold_snapshot(snapshot: SessionSnapshot) -> ScheduleFold:
 
 
 def _read(arguments: argparse.Namespace) -> SessionSnapshot:
-    store = JsonlSessionStore(data_dir(arguments))
-    return asyncio.run(store.read(arguments.session))
+    return read_session(arguments, arguments.session)
+
+
+def _with_store(arguments: argparse.Namespace, work: Callable[[SessionStore], Awaitable[_T]]) -> _T:
+    """What ``work`` returns on the command's store (``--store``), closed afterwards."""
+    location = store_location(arguments)
+
+    async def run() -> _T:
+        async with opened_store(location) as store:
+            return await work(store)
+
+    return asyncio.run(run())
 
 
 def _rule(record: ScheduleRecord) -> str:

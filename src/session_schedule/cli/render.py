@@ -8,6 +8,13 @@ last column taking the room that is left and wrapping at word boundaries (a word
 column is folded), every other column as wide as its widest line — so a terminal and a pipe show
 the same table. Text is never read as markup: a style is a separate value, and ``[bold]`` in a
 prompt stays ``[bold]``.
+
+A table reads at any width. Besides the last column, a table may name columns that wrap (a
+reminder's rule): when the table is too wide, they shrink down to their longest word, and the
+last column down to :data:`MIN_LAST` columns (or its own width). When even that does not fit, each
+row is shown as a block instead — its first cell on a line, then one ``column: value`` line per
+other column, the values wrapping under themselves — so an id, a time and a prompt never turn
+into a column of single letters, and no column is dropped.
 """
 
 from __future__ import annotations
@@ -29,6 +36,11 @@ if TYPE_CHECKING:
 WIDTH: Final = 120
 """The width of plain output: tables and text wrap to it."""
 SEPARATOR: Final = "   "
+MIN_LAST: Final = 20
+"""The narrowest the last column of a table gets (unless its text is narrower); below that, the
+rows are shown as blocks."""
+MIN_WRAP: Final = 8
+"""The narrowest a wrapping column other than the last gets (unless its text is narrower)."""
 _WORD: Final = re.compile(r"\s*\S+\s*")
 
 Part: TypeAlias = "str | tuple[str, str] | Text"
@@ -109,13 +121,19 @@ Cell: TypeAlias = Text | Group
 
 @final
 class Table:
-    """Rows under a header; the last column takes the room that is left and wraps, the others
-    never wrap."""
+    """Rows under a header; the last column takes the room that is left and wraps, the columns
+    named in ``wrapping`` wrap when the table is too wide, the others never wrap."""
 
-    __slots__ = ("columns", "rows")
+    __slots__ = ("columns", "header", "rows", "wrapping")
 
-    def __init__(self, *columns: str) -> None:
+    def __init__(self, *columns: str, wrapping: tuple[str, ...] = (), header: bool = True) -> None:
+        """``header``: whether the column names and the rule under them are shown."""
+        unknown = set(wrapping) - set(columns[:-1])
+        if unknown:
+            raise ValueError(f"{sorted(unknown)} are not columns before the last")
         self.columns: Final = columns
+        self.header: Final = header
+        self.wrapping: Final = frozenset(columns.index(name) for name in wrapping)
         self.rows: Final[list[tuple[Cell, ...]]] = []
 
     def add_row(self, *cells: Cell) -> None:
@@ -123,17 +141,97 @@ class Table:
             raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.columns)}")
         self.rows.append(cells)
 
-    def to_rich(self) -> RenderableType:
+    def to_rich(self, width: int = WIDTH) -> RenderableType:
+        """The table for a console ``width`` columns wide."""
         from rich import box  # noqa: PLC0415 - only a terminal needs rich
+        from rich.console import Group as RichGroup  # noqa: PLC0415
         from rich.table import Table as RichTable  # noqa: PLC0415
 
-        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for column in self.columns[:-1]:
-            table.add_column(column, no_wrap=True)
-        table.add_column(self.columns[-1], overflow="fold", ratio=1)
+        widths = layout(self, width)
+        if widths is None:
+            return RichGroup(
+                *(
+                    part.to_rich(width) if isinstance(part, Table) else part.to_rich()
+                    for part in stacked(self, width)
+                )
+            )
+        table = RichTable(
+            box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_header=self.header
+        )
+        last = len(self.columns) - 1
+        for index, column in enumerate(self.columns):
+            if index == last:
+                table.add_column(column, overflow="fold", ratio=1)
+            elif index in self.wrapping:
+                table.add_column(column, overflow="fold", width=widths[index])
+            else:
+                table.add_column(column, no_wrap=True)
         for row in self.rows:
             table.add_row(*(cell.to_rich() for cell in row))
         return table
+
+
+def layout(table: Table, width: int) -> list[int] | None:
+    """The width of each column of ``table`` in ``width`` columns, or ``None`` when it does not
+    fit and its rows are shown as blocks (:func:`stacked`)."""
+    columns = len(table.columns)
+    rows = [tuple(Text(column) for column in table.columns), *table.rows]
+    if not table.header:
+        rows = rows[1:]
+    natural = [
+        max(max((cell_width(line) for line in _lines(row[index])), default=0) for row in rows)
+        for index in range(columns)
+    ]
+    last = columns - 1
+    wrapping = [last, *sorted(table.wrapping)]
+    widths = list(natural)
+    widths[last] = min(natural[last], MIN_LAST)
+    for index in table.wrapping:
+        longest = max(
+            (cell_width(word) for row in rows for word in _plain_text(row[index]).split()),
+            default=0,
+        )
+        widths[index] = min(natural[index], max(longest, MIN_WRAP))
+    room = width - len(SEPARATOR) * last - sum(widths)
+    if room < 0:
+        return None
+    for index in wrapping:  # the last column first, then the others from the left
+        grown = min(room, natural[index] - widths[index])
+        widths[index] += grown
+        room -= grown
+    return widths
+
+
+def stacked(table: Table, width: int) -> list[Text | Table]:
+    """The rows of ``table`` as blocks ``width`` columns wide: the first cell, then a
+    ``column: value`` line for every other column (values wrap under themselves), a blank line
+    between rows."""
+    parts: list[Text | Table] = []
+    for number, row in enumerate(table.rows):
+        if number:
+            parts.append(Text())
+        first = row[0]
+        parts.append(Text(_plain_text(first)) if isinstance(first, Group) else first)
+        fields = Table("column", "value", header=False)
+        for column, cell in zip(table.columns[1:], row[1:], strict=True):
+            fields.add_row(Text(f"  {column}:", style="dim"), cell)
+        widths = layout(fields, width)
+        longest = max(
+            (cell_width(word) for cell in row[1:] for word in _plain_text(cell).split()),
+            default=0,
+        )
+        if widths is not None and widths[-1] >= longest:  # values wrap, but never inside a word
+            parts.append(fields)
+            continue
+        for column, cell in zip(table.columns[1:], row[1:], strict=True):
+            line = Text.assemble("  ", (f"{column}:", "dim"), " ")
+            line.append_text(cell if isinstance(cell, Text) else Text(_plain_text(cell)))
+            parts.append(line)
+    return parts
+
+
+def _plain_text(cell: Cell) -> str:
+    return "\n".join(_lines(cell))
 
 
 Renderable: TypeAlias = Text | Group | Table
@@ -168,7 +266,10 @@ class StyledOutput:
         self._console = Console(file=file, markup=False, emoji=False, highlight=False)
 
     def print(self, renderable: Renderable) -> None:
-        self._console.print(renderable.to_rich())
+        if isinstance(renderable, Table):
+            self._console.print(renderable.to_rich(self._console.width))
+        else:
+            self._console.print(renderable.to_rich())
 
 
 @contextlib.contextmanager
@@ -275,28 +376,32 @@ def _fit(line: str, width: int) -> str:
 
 
 def _table(table: Table, width: int) -> list[str]:
+    widths = layout(table, width)
+    if widths is None:
+        return [line for part in stacked(table, width) for line in render(part, width)]
     columns = len(table.columns)
-    header: tuple[Cell, ...] = tuple(Text(column) for column in table.columns)
-    rows = [header, *table.rows]
-    natural = [
-        max(max((cell_width(line) for line in _lines(row[index])), default=0) for row in rows)
-        for index in range(columns)
-    ]
-    fixed = sum(natural[:-1]) + len(SEPARATOR) * (columns - 1)
-    widths = [*natural[:-1], max(1, min(natural[-1], width - fixed))]
-    lines = _row(header, widths, bottom=True)
-    lines.append("─" * (sum(widths) + len(SEPARATOR) * (columns - 1)))
+    lines: list[str] = []
+    if table.header:
+        header: tuple[Cell, ...] = tuple(Text(column) for column in table.columns)
+        lines.extend(_row(header, widths, table.wrapping, bottom=True))
+        lines.append("─" * (sum(widths) + len(SEPARATOR) * (columns - 1)))
     for row in table.rows:
-        lines.extend(_row(row, widths))
+        lines.extend(_row(row, widths, table.wrapping))
     return lines
 
 
-def _row(row: Sequence[Cell], widths: Sequence[int], *, bottom: bool = False) -> list[str]:
+def _row(
+    row: Sequence[Cell],
+    widths: Sequence[int],
+    wrapping: frozenset[int],
+    *,
+    bottom: bool = False,
+) -> list[str]:
     """The lines of one row; cells are aligned to its top (the header's to its bottom)."""
     blocks = [
         [_fit(line, width) for line in _lines(cell)]
-        if index < len(widths) - 1
-        else _wrap(cell, width)
+        if index < len(widths) - 1 and index not in wrapping
+        else [_fit(line, width) for line in _wrap(cell, width)]
         for index, (cell, width) in enumerate(zip(row, widths, strict=True))
     ]
     height = max(len(block) for block in blocks)

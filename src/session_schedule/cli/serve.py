@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Final
 
 from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail
+from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail, store_location
 from session_schedule.extras import require
 from session_schedule.harness.model import OpenAIChatModel
-from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import opened_store, store_url
 from session_schedule.session.private import (
     NotPrivateFile,
     file_mode,
@@ -189,10 +189,10 @@ async def _serve(
     config: ModelConfig | None,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    directory = data_dir(arguments)
-    async with _model(config) as model:
+    location = store_location(arguments)
+    async with _model(config) as model, opened_store(location) as store:
         app = create_app(
-            JsonlSessionStore(directory),
+            store,
             model=model,
             policy=access_policy(arguments.host, token=token),
             live_limits=LiveLimits(
@@ -201,7 +201,7 @@ async def _serve(
                 max_streams=arguments.max_pages,
             ),
         )
-        _announce(arguments.host, sock, token=token, config=config, directory=directory)
+        _announce(arguments.host, sock, token=token, config=config, place=store_url(location))
         limits = Limits(max_connections=arguments.max_connections)
         await OverlayServer(app, limits=limits).serve(sockets=[sock])
 
@@ -230,7 +230,7 @@ def _announce(
     *,
     token: str | None,
     config: ModelConfig | None,
-    directory: Path,
+    place: str,
 ) -> None:
     port: int = sock.getsockname()[1]
     shown = "127.0.0.1" if is_wildcard(host) else host.strip("[]")
@@ -256,7 +256,7 @@ def _announce(
             flush=True,
         )
     mode = f"model {config.name}" if config else "offline mode (you call the tools on the page)"
-    print(f"session-schedule: {mode}; sessions in {directory}", flush=True)
+    print(f"session-schedule: {mode}; sessions in {place}", flush=True)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -11,8 +11,13 @@ module only *reads* a line — it runs nothing and never raises: every line beco
 Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``every 1m`` (below the
 5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone, ``Mon`` for a weekday —
 are sent as typed so the person sees the tool's real error, exactly as a model would. After
-``daily TIME ZONE``, a word made only of day names and commas (``mon,wed,fri``) is the weekdays;
-anything else starts the prompt.
+``daily TIME ZONE``, the words made only of day names and commas (``mon wed fri``,
+``mon,wed,fri``) are the weekdays; the next word starts the prompt.
+
+What could be read two ways is refused, with a message that shows what the line would have
+created: a number without a unit (``in 5 call mom``), a day written out (``daily 09:00 UTC
+sunday walk``). A prompt in double quotes is taken as it is, so ``in 10m "3 calls"`` works.
+:func:`read_duration` is the one reading of a duration, for every command that takes one.
 """
 
 from __future__ import annotations
@@ -20,25 +25,28 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, assert_never, final
 
 HELP: Final = """\
 commands:
-  /create after 90s <prompt>                        once, after a delay: 90, 90s, 10m, 2h, 1d, 1h30m
+  /create in 5 minutes <prompt>                     once, after a delay: 90s, 10m, 2h30m, 1 day
+  /create after 90s <prompt>                        the same as in
   /create every 10m <prompt>                        repeatedly, at a fixed rate (at least 5 minutes)
   /create at 2026-12-01T09:00:00+09:00 <prompt>     once, at an RFC 3339 time with an offset
   /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time in a zone (or UTC)
   /create daily 09:00 Asia/Tokyo <prompt>           every day, at a local time in a zone
-  /create daily 09:00 UTC mon,wed,fri <prompt>      on the days listed only
+  /create daily 09:00 UTC mon wed fri <prompt>      on the days listed only (spaces or commas)
   /list                                             the active reminders
   /delete sch_1                                     delete a reminder
   /help                                             this help
   /quit                                             leave (Ctrl-D too); the session can be resumed
+A duration is numbers with units, largest first: 90s, 5m, 5 minutes, 2h30m, 1 hour 30 minutes.
+Put the prompt in double quotes when it starts with a number or a day name: in 10m "3 calls".
 Any other line is a message; start it with // to send a line that begins with /."""
 
 CREATE_USAGE: Final = (
-    "/create after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 Asia/Tokyo"
-    "|daily 09:00 Asia/Tokyo [mon,wed,fri] <prompt>"
+    "/create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 "
+    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] <prompt>"
 )
 LIST_USAGE: Final = "/list"
 DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
@@ -46,17 +54,43 @@ COMMANDS_USAGE: Final = "/create, /list, /delete <id>, /help, /quit"
 
 _MAX_INT64: Final = 2**63 - 1
 """The largest integer the JSON encoder writes; larger durations are refused here."""
-_MAX_DURATION_LENGTH: Final = 40
-_DURATION: Final = re.compile(
-    r"(?:(?P<d>[0-9]+)d)?(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?:(?P<s>[0-9]+)s)?",
-    re.ASCII | re.IGNORECASE,
-)
-_UNIT_SECONDS: Final = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+_MAX_NUMBER_LENGTH: Final = 40
+"""Longer numbers are refused before they are converted (``int`` of a huge string is slow)."""
+_UNITS: Final[Mapping[str, int]] = {
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 604_800),
+    **dict.fromkeys(("d", "day", "days"), 86_400),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+}
+"""Each unit word a duration may use, lower-case, and its length in seconds."""
+_NO_FIXED_LENGTH: Final = frozenset({"mo", "month", "months", "y", "yr", "year", "years"})
+"""Units a fixed number of seconds cannot stand for."""
+_UNIT_NAMES: Final[Mapping[int, str]] = {
+    604_800: "week",
+    86_400: "day",
+    3_600: "hour",
+    60: "minute",
+    1: "second",
+}
+_GLUED: Final = re.compile(r"(?:[0-9]+[a-z]+)+", re.ASCII)
+"""A word of numbers with their units attached: ``90s``, ``2h30m``."""
+_GLUED_PART: Final = re.compile(r"([0-9]+)([a-z]+)", re.ASCII)
+_NUMBER: Final = re.compile(r"[0-9]+", re.ASCII)
 _DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 _CLOCK_TIME: Final = re.compile(r"[0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?", re.ASCII)
 _DAY_NAME: Final = r"(?:mon|tue|wed|thu|fri|sat|sun)"
-_WEEKDAY_LIST: Final = re.compile(rf"{_DAY_NAME}(?:,{_DAY_NAME})*,?", re.ASCII | re.IGNORECASE)
-"""A word of day names and commas, read as the weekdays (as typed: the tool judges them)."""
+_DAYS_WORD: Final = re.compile(rf",*{_DAY_NAME}(?:,+{_DAY_NAME})*,*|,+", re.ASCII | re.IGNORECASE)
+"""A word of day names and commas, read as (some of) the weekdays, as typed: the tool judges
+them (``Sun`` is not one of its names)."""
+_DAY_NAMES: Final = re.compile(_DAY_NAME, re.ASCII | re.IGNORECASE)
+_DAY_LIKE: Final = re.compile(
+    rf"(?:mon|tues?|wednes|thurs?|fri|satur|sun)days?|weekdays?|weekends?|{_DAY_NAME}-{_DAY_NAME}",
+    re.ASCII | re.IGNORECASE,
+)
+"""A word that reads as days but is not a day name the tool takes (``sunday``, ``weekdays``,
+``mon-fri``): after the zone, it could be days or the start of the prompt."""
+_WORD: Final = re.compile(r"\S+")
 
 
 @final
@@ -124,6 +158,149 @@ def parse_line(line: str) -> Command:
             return Usage(message=f"there is no command {name}", usage=COMMANDS_USAGE)
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Duration:
+    """A duration read from the start of a line, and what follows it."""
+
+    seconds: int
+    rest: str
+    """The text after the duration, its inner spacing kept (empty when nothing follows)."""
+
+
+DurationProblemKind: TypeAlias = Literal["missing", "unreadable", "bare_number", "too_long"]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DurationProblem:
+    """Why the start of a line is not a duration."""
+
+    kind: DurationProblemKind
+    word: str
+    """The word at fault (empty when ``kind`` is ``missing``)."""
+    seconds: int
+    """For ``bare_number``: the seconds read before the number, plus the number as seconds —
+    what a reading of the number as seconds would give."""
+    rest: str
+    """For ``bare_number``: the text after the number."""
+
+    @property
+    def message(self) -> str:
+        """One sentence saying what is wrong and how to write a duration."""
+        match self.kind:
+            case "missing":
+                return "give a duration, such as 90s, 10m or 5 minutes"
+            case "unreadable":
+                return (
+                    f"{self.word!r} is not a duration; write numbers with units, largest first, "
+                    "such as 90s, 10m, 5 minutes, 2h30m or 1 day"
+                )
+            case "bare_number":
+                return (
+                    f"{self.word!r} has no unit; write {self.word}s, {self.word}m or "
+                    f"{self.word}h, or quote a prompt that starts with a number"
+                )
+            case "too_long":
+                return "that duration is too long"
+            case _:
+                assert_never(self.kind)
+
+
+def read_duration(text: str) -> Duration | DurationProblem:
+    """The duration at the start of ``text``, and the text after it. Never raises.
+
+    A duration is one or more numbers, each with its unit — attached (``90s``, ``2h30m``) or as
+    the next word (``5 minutes``, ``1 hour 30 minutes``, ``an hour``) — largest unit first, each
+    unit once; ``and`` may join two parts. Units: ``w``/``week``, ``d``/``day``, ``h``/``hr``/
+    ``hour``, ``m``/``min``/``minute``, ``s``/``sec``/``second`` (plurals too, any case). Zero is
+    read (whether a delay is allowed is the tool's decision). A number without a unit is
+    ambiguous and refused (``bare_number``), also right after a duration: ``2h 30`` could be
+    ``2h30m``.
+    """
+    words = [(found.group(), found.end()) for found in _WORD.finditer(text)]
+    seconds = 0
+    smallest: int | None = None
+    position = 0
+    end = 0
+
+    def add(number: str, unit: str) -> bool:
+        nonlocal seconds, smallest
+        size = _UNITS.get(unit.lower())
+        if size is None or (smallest is not None and size >= smallest):
+            return False
+        seconds += int(number) * size
+        smallest = size
+        return True
+
+    while position < len(words):
+        word, word_end = words[position]
+        following = words[position + 1][0] if position + 1 < len(words) else ""
+        if any(len(number) > _MAX_NUMBER_LENGTH for number in _NUMBER.findall(word)):
+            return DurationProblem(kind="too_long", word=word, seconds=0, rest="")
+        lowered = word.lower()
+        if _GLUED.fullmatch(lowered):
+            parts = _GLUED_PART.findall(lowered)
+            if not all(add(number, unit) for number, unit in parts):
+                return DurationProblem(kind="unreadable", word=word, seconds=0, rest="")
+            position, end = position + 1, word_end
+            continue
+        if _NUMBER.fullmatch(word) or (lowered in {"a", "an"} and smallest is None):
+            number = "1" if lowered in {"a", "an"} else word
+            if following.lower() in _NO_FIXED_LENGTH:
+                return DurationProblem(
+                    kind="unreadable", word=f"{word} {following}", seconds=0, rest=""
+                )
+            if following.lower() in _UNITS:
+                if not add(number, following):
+                    return DurationProblem(
+                        kind="unreadable", word=f"{word} {following}", seconds=0, rest=""
+                    )
+                position, end = position + 2, words[position + 1][1]
+                continue
+            if lowered in {"a", "an"}:
+                break
+            return DurationProblem(
+                kind="bare_number",
+                word=word,
+                seconds=seconds + int(word),
+                rest=text[word_end:].strip(),
+            )
+        if lowered == "and" and smallest is not None and _starts_a_part(words[position + 1 :]):
+            position += 1
+            continue
+        break
+    if smallest is None:
+        first = words[0][0] if words else ""
+        kind: DurationProblemKind = "unreadable" if first else "missing"
+        return DurationProblem(kind=kind, word=first, seconds=0, rest="")
+    if seconds > _MAX_INT64:
+        return DurationProblem(kind="too_long", word=text[:end].strip(), seconds=0, rest="")
+    return Duration(seconds=seconds, rest=text[end:].strip())
+
+
+def _starts_a_part(words: list[tuple[str, int]]) -> bool:
+    """Whether ``words`` start with a number and its unit."""
+    if not words:
+        return False
+    first = words[0][0].lower()
+    if _GLUED.fullmatch(first):
+        return True
+    return bool(_NUMBER.fullmatch(first)) and len(words) > 1 and words[1][0].lower() in _UNITS
+
+
+def spoken_duration(seconds: int) -> str:
+    """``seconds`` in words, largest unit first: ``1 hour 30 minutes``, ``5 seconds``."""
+    if seconds == 0:
+        return "0 seconds"
+    parts: list[str] = []
+    for size, name in _UNIT_NAMES.items():
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {name}" + ("" if count == 1 else "s"))
+    return " ".join(parts)
+
+
 def _create(text: str) -> Command:
     when, rest = _split(text)
     match when.lower():
@@ -139,26 +316,32 @@ def _create(text: str) -> Command:
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
             return Usage(
-                message=f"/create {when}: start with after, every, at or daily", usage=CREATE_USAGE
+                message=f"/create {when}: start with in, after, every, at or daily",
+                usage=CREATE_USAGE,
             )
 
 
-def _delayed(key: str, word: str, text: str) -> Command:
-    duration, prompt = _split(text)
-    if not duration:
-        return Usage(message=f"/create {word}: give a duration, such as 90s", usage=CREATE_USAGE)
-    if len(duration) > _MAX_DURATION_LENGTH:
-        return Usage(message="that duration is too long", usage=CREATE_USAGE)
-    seconds = parse_duration(duration)
-    if seconds is None:
-        return Usage(
-            message=f"{duration!r} is not a duration; write a number of seconds, or numbers with "
-            "d, h, m and s, such as 90, 90s, 10m, 2h or 1h30m",
-            usage=CREATE_USAGE,
-        )
-    if seconds > _MAX_INT64:
-        return Usage(message="that duration is too long", usage=CREATE_USAGE)
-    return _with_prompt({key: seconds}, prompt)
+def _delayed(key: Literal["after_seconds", "every_seconds"], word: str, text: str) -> Command:
+    read = read_duration(text)
+    if isinstance(read, Duration):
+        return _with_prompt({key: read.seconds}, read.rest)
+    if read.kind == "missing":
+        return Usage(message=f"/create {word}: {read.message}", usage=CREATE_USAGE)
+    if read.kind != "bare_number":
+        return Usage(message=read.message, usage=CREATE_USAGE)
+    # Show what the line would have made had the number been taken as seconds.
+    kind = "once after" if key == "after_seconds" else "every"
+    would = f"a reminder {kind} {spoken_duration(read.seconds)}"
+    prompt = _unquoted(read.rest)
+    if prompt:
+        would += f" with the prompt {prompt!r}"
+    number = read.word
+    return Usage(
+        message=f"/create {word} {text.strip()} is ambiguous: {number!r} has no unit, so it would "
+        f"create {would}; write {number}s, {number}m or {number}h (and quote a prompt that starts "
+        "with a number)",
+        usage=CREATE_USAGE,
+    )
 
 
 def _at(text: str) -> Command:
@@ -190,42 +373,44 @@ def _daily(text: str) -> Command:
     if not clock or not zone:
         return Usage(
             message="/create daily: give the time and the time zone, such as "
-            "daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon,wed,fri",
+            "daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon wed fri",
             usage=CREATE_USAGE,
         )
     selector: dict[str, object] = {"time": clock, "time_zone": zone}
-    days, prompt = _split(rest)
-    if _WEEKDAY_LIST.fullmatch(days):
-        selector["weekdays"] = days.rstrip(",").split(",")
-    else:
-        prompt = rest
+    days: list[str] = []
+    prompt = rest
+    while True:
+        word, after = _split(prompt)
+        if not _DAYS_WORD.fullmatch(word):
+            break
+        days.extend(_DAY_NAMES.findall(word))
+        prompt = after
+    if days:
+        selector["weekdays"] = days
+    if _DAY_LIKE.fullmatch(_split(prompt)[0].rstrip(",")):
+        every = f"on {', '.join(days)}" if days else "every day"
+        return Usage(
+            message=f"/create daily: {_split(prompt)[0]!r} could be a day or the start of the "
+            f"prompt (as typed, it would create a reminder {every} at {clock} {zone} with the "
+            f"prompt {_unquoted(prompt)!r}); write days as mon tue wed thu fri sat sun, or quote "
+            "the prompt",
+            usage=CREATE_USAGE,
+        )
     return _with_prompt({"daily_at": selector}, prompt)
 
 
 def _with_prompt(selector: dict[str, object], prompt: str) -> Command:
+    prompt = _unquoted(prompt)
     if not prompt:
         return Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE)
     return CallTool(name="schedule_create", arguments={"prompt": prompt, **selector})
 
 
-def parse_duration(text: str) -> int | None:
-    """Seconds in ``text`` — ``90``, ``90s``, ``10m``, ``2h``, ``1d``, ``1h30m`` — or ``None``.
-
-    Any number is accepted, zero included: whether a delay is allowed is the tool's decision.
-    Text longer than 40 characters is ``None``.
-    """
-    if len(text) > _MAX_DURATION_LENGTH:
-        return None
-    if text.isascii() and text.isdigit():
-        return int(text)
-    found = _DURATION.fullmatch(text)
-    if found is None or not any(found.groupdict().values()):
-        return None
-    return sum(
-        int(amount) * _UNIT_SECONDS[unit]
-        for unit, amount in found.groupdict().items()
-        if amount is not None
-    )
+def _unquoted(prompt: str) -> str:
+    """``prompt`` without the double quotes around all of it, if it has them."""
+    if len(prompt) >= 2 and prompt[0] == prompt[-1] == '"':
+        return prompt[1:-1].strip()
+    return prompt
 
 
 def _split(text: str) -> tuple[str, str]:

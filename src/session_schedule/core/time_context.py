@@ -1,4 +1,5 @@
-"""The per-turn time context for the web overlay (SPEC §2).
+"""The per-turn time context for the web overlay (SPEC §2), and the time text of every model
+request (:func:`request_context`).
 
 The overlay captures the browser's IANA zone with every prompt. When the prompts of the open turn
 carry exactly one valid zone, the model is told to read otherwise-unqualified dates and times in
@@ -16,9 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.time_input import is_supported_zone
 
 UNRECOGNISED_ZONE = "an unrecognised zone"
+
+
+def request_context(now: Instant, *, zones: Sequence[str | None] | None = None) -> str:
+    """What every model request says about time: the current instant, then — when the zones of
+    the turn's prompts are known (``zones``: one entry per prompt, ``None`` for one without) —
+    the turn's :func:`time_context`. Without ``zones`` nothing is said about a zone.
+
+    The reference harness and every framework adapter put this text into each request (the
+    system message, or the framework's instructions), so a model can resolve "tomorrow at 9".
+    """
+    lines = [f"Current time: {format_instant(now)} (UTC)."]
+    if zones is not None:
+        lines.append(time_context(zones))
+    return "\n".join(lines)
 
 
 def time_context(zones: Sequence[str | None]) -> str:

@@ -80,20 +80,29 @@ def build_timeline(
     zone: zoneinfo.ZoneInfo,
     limit: int,
 ) -> Timeline:
-    """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them.
+    """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them, in
+    time order.
 
     An overdue record contributes the one occurrence its next delivery will carry — a recurring
     one its latest due occurrence — and a recurring record then its anchor-aligned targets after
-    ``now``. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
+    ``now``. When the window holds more than ``limit``, the next occurrence of every record is
+    listed first (the soonest records' when there are more records than ``limit``), and the
+    rest of the room goes to the soonest other occurrences: one frequent rule never hides the
+    others. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
     work follows ``limit``, not the length of the window.
     """
-    streams = [_occurrences(record, now, until) for record in records]
+    records = list(records)
     total = sum(_count(record, now, until) for record in records)
-    ordered = heapq.merge(*streams, key=lambda item: (item[0], id_number(item[1].id)))
-    occurrences = [
-        _occurrence(record, instant, zone, now)
-        for instant, record in itertools.islice(ordered, limit)
-    ]
+    streams = [_occurrences(record, now, until) for record in records]
+    firsts: list[tuple[Instant, ScheduleRecord]] = []
+    for stream in streams:
+        first = next(stream, None)
+        if first is not None:
+            firsts.append(first)
+    firsts = heapq.nsmallest(limit, firsts, key=_order)
+    later = heapq.merge(*streams, key=_order)
+    chosen = sorted([*firsts, *itertools.islice(later, limit - len(firsts))], key=_order)
+    occurrences = [_occurrence(record, instant, zone, now) for instant, record in chosen]
     return Timeline(
         now=format_instant(now),
         until=format_instant(until),
@@ -103,6 +112,11 @@ def build_timeline(
         truncated=total > limit,
         occurrences=occurrences,
     )
+
+
+def _order(item: tuple[Instant, ScheduleRecord]) -> tuple[Instant, int]:
+    """Time order, then creation order."""
+    return item[0], id_number(item[1].id)
 
 
 def _occurrences(

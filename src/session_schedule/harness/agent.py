@@ -32,8 +32,7 @@ import msgspec
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.framing import FRAME_TITLE
-from session_schedule.core.instants import format_instant
-from session_schedule.core.time_context import time_context
+from session_schedule.core.time_context import request_context
 from session_schedule.harness.model import ChatMessage, Model, ModelError
 from session_schedule.harness.transcript import (
     DEFAULT_MAX_CONTEXT_CHARS,
@@ -219,7 +218,9 @@ class ChatAgent:
         if turn.reminder:
             if turn.attempt == 1:
                 self._append(user_message(text, at=self._clock.now(), origin="followup"))
-            zones: list[str | None] | None = None
+            # A reminder turn has no prompt to report a zone: the zone the person set (the
+            # chat's --time-zone) still holds, so the model reads times there as in their turns.
+            zones: list[str | None] | None = None if self._time_zone is None else [self._time_zone]
         else:
             prompts = [turn] if turn.attempt == 1 else []
             for prompt in [*prompts, *self._turns.take_prompts()]:
@@ -290,10 +291,8 @@ class ChatAgent:
         return self._tools.openai() if self._tools is not None else []
 
     def _context(self, zones: list[str | None] | None) -> list[ChatMessage]:
-        lines = [SYSTEM_PROMPT, f"Current time: {format_instant(self._clock.now())} (UTC)."]
-        if zones is not None:
-            lines.append(time_context(zones))
-        system: ChatMessage = {"role": "system", "content": "\n".join(lines)}
+        context = request_context(self._clock.now(), zones=zones)
+        system: ChatMessage = {"role": "system", "content": f"{SYSTEM_PROMPT}\n{context}"}
         return recent_context(system, self._session.entries, self._max_context_chars)
 
     def _append(self, message: MessageEntry) -> None:

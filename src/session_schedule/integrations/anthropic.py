@@ -14,7 +14,7 @@ require("anthropic", purpose="session_schedule.integrations.anthropic")
 from collections.abc import Sequence
 from typing import cast
 
-from anthropic import AsyncAnthropic, omit
+from anthropic import AsyncAnthropic
 from anthropic.types import ContentBlockParam, MessageParam, ToolParam, ToolResultBlockParam
 
 from session_schedule.integrations.common import (
@@ -56,7 +56,8 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
 
     ``messages`` continues an earlier conversation; :attr:`messages` is the conversation so far.
     A turn that fails (the API refuses a request, say) leaves no trace in it, so the next turn
-    starts from a valid conversation.
+    starts from a valid conversation. Each request's ``system`` is ``system`` followed by the
+    time context (the current time, and ``time_zone`` when given).
     """
 
     def __init__(
@@ -70,8 +71,11 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
         system: str | None = None,
         messages: Sequence[MessageParam] = (),
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns, tools, messages=messages, max_tool_rounds=max_tool_rounds)
+        super().__init__(
+            turns, tools, messages=messages, max_tool_rounds=max_tool_rounds, time_zone=time_zone
+        )
         self._client = client
         self._tool_params = schedule_tools(tools)
         self._model = model
@@ -87,7 +91,7 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
             max_tokens=self._max_tokens,
             messages=messages,
             tools=self._tool_params,
-            system=omit if self._system is None else self._system,
+            system=self._request_system(),
         )
         # Read here, not by the SDK: a tool_use input nested thousands deep or holding a
         # 5,000-digit number makes its JSON reader raise, and a lone surrogate in one makes the
@@ -110,6 +114,11 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
                 str(block.get("text", "")) for block in content if block.get("type") == "text"
             ),
         )
+
+    def _request_system(self) -> str:
+        """``system``, after the time context (:meth:`time_context`)."""
+        context = self.time_context()
+        return context if self._system is None else f"{self._system}\n\n{context}"
 
     def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageParam]:
         blocks: list[ToolResultBlockParam] = [

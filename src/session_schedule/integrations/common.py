@@ -33,6 +33,7 @@ from typing import Final, Generic, TypeVar, cast, final
 import msgspec
 
 from session_schedule.core.framing import FRAME_TITLE
+from session_schedule.core.time_context import request_context
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.turns import Turn, TurnQueue
 from session_schedule.tools.adapters import strict_schema
@@ -175,10 +176,15 @@ class Conversation(ABC):
     Schedule framed it; a host prompt that contains a reminder frame reaches it with
     :data:`PASTED_FRAME_MARK` in front. :attr:`answers` lists the model's final text for every
     turn that completed, in order.
+
+    Every model request also carries :meth:`time_context` — the current time, from the queue's
+    clock, and the person's ``time_zone`` when the host knows it — as the reference harness's
+    system message does, so the model can resolve "tomorrow at 9" (reminder turns included).
     """
 
-    def __init__(self, turns: TurnQueue) -> None:
+    def __init__(self, turns: TurnQueue, *, time_zone: str | None = None) -> None:
         self._turns = turns
+        self._time_zone = time_zone
         self._answers: list[Answer] = []
         self._answered = asyncio.Condition()
         turns.bind(self.run_turn)
@@ -186,6 +192,16 @@ class Conversation(ABC):
     @property
     def turns(self) -> TurnQueue:
         return self._turns
+
+    @property
+    def time_zone(self) -> str | None:
+        """The person's zone, as the host gave it (``None``: not known)."""
+        return self._time_zone
+
+    def time_context(self) -> str:
+        """What the next model request says about time (:func:`request_context` now)."""
+        zones = None if self._time_zone is None else [self._time_zone]
+        return request_context(self._turns.clock.now(), zones=zones)
 
     @property
     def answers(self) -> tuple[Answer, ...]:
@@ -285,8 +301,9 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
         *,
         messages: Sequence[MessageT],
         max_tool_rounds: int,
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, time_zone=time_zone)
         self._tools = tools
         self._messages: list[MessageT] = list(messages)
         self._max_tool_rounds = max_tool_rounds

@@ -18,7 +18,14 @@ from collections.abc import Awaitable, Sequence
 from typing import Final, Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -70,6 +77,10 @@ def schedule_tools(
             )
         )
     return built
+
+
+TIME_CONTEXT_KEY: Final = "session_schedule_time_context"
+"""The key of a run's time context in its configuration's ``configurable``."""
 
 
 class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base declares Any
@@ -167,8 +178,15 @@ def agent_graph(
     """
     bound = model.bind_tools(tools, strict=strict)
 
-    async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await bound.ainvoke(state["messages"])]}
+    async def call_model(
+        state: MessagesState, config: RunnableConfig
+    ) -> dict[str, list[BaseMessage]]:
+        # The run's time context goes first, for this request only: the state does not keep it.
+        context = config.get("configurable", {}).get(TIME_CONTEXT_KEY)
+        messages = state["messages"]
+        if isinstance(context, str):
+            messages = [SystemMessage(context), *messages]
+        return {"messages": [await bound.ainvoke(messages)]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("model", call_model)
@@ -186,13 +204,21 @@ class LangGraphConversation(Conversation):
 
     ``graph`` is compiled with a checkpointer (:func:`agent_graph` builds one); ``thread_id``
     names the thread (a new one by default; pass an earlier one to continue it). Each run's
-    ``config["metadata"]`` holds the turn's :func:`turn_metadata` (its occurrence keys).
+    ``config["metadata"]`` holds the turn's :func:`turn_metadata` (its occurrence keys), and its
+    ``configurable`` the time context (the current time, and ``time_zone`` when given) under
+    :data:`TIME_CONTEXT_KEY`: :func:`agent_graph` puts it before the messages of every model
+    request; a graph of your own reads it there.
     """
 
     def __init__(
-        self, turns: TurnQueue, graph: MessagesGraph, *, thread_id: str | None = None
+        self,
+        turns: TurnQueue,
+        graph: MessagesGraph,
+        *,
+        thread_id: str | None = None,
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, time_zone=time_zone)
         self._graph = graph
         self._thread_id = thread_id or f"session-schedule-{uuid.uuid4()}"
 
@@ -205,6 +231,12 @@ class LangGraphConversation(Conversation):
         """The run configuration naming this conversation's thread."""
         return {"configurable": {"thread_id": self._thread_id}}
 
+    def _run_config(self) -> RunnableConfig:
+        """:attr:`config`, with the time context of this run (read by :func:`agent_graph`)."""
+        return {
+            "configurable": {"thread_id": self._thread_id, TIME_CONTEXT_KEY: self.time_context()}
+        }
+
     async def messages(self) -> list[BaseMessage]:
         """The thread's messages so far, as the checkpointer keeps them."""
         snapshot = await self._graph.aget_state(self.config)
@@ -215,7 +247,7 @@ class LangGraphConversation(Conversation):
         return [message for message in messages if isinstance(message, BaseMessage)]
 
     async def run(self, text: str) -> str:
-        config = self.config
+        config = self._run_config()
         turn = self.current_turn
         if turn is not None:
             # LangChain's run metadata: tools read it from their injected config, and tracers

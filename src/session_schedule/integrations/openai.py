@@ -62,7 +62,9 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
 
     ``messages`` continues an earlier conversation or starts it with a system message;
     :attr:`messages` is the conversation so far. A turn that fails (the API refuses a request,
-    say) leaves no trace in it, so the next turn starts from a valid conversation.
+    say) leaves no trace in it, so the next turn starts from a valid conversation. Each request
+    has a system message of the time context (the current time, and ``time_zone`` when given)
+    after the conversation's leading system messages; it is not kept in :attr:`messages`.
     """
 
     def __init__(
@@ -74,8 +76,11 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
         model: str,
         messages: Sequence[ChatCompletionMessageParam] = (),
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns, tools, messages=messages, max_tool_rounds=max_tool_rounds)
+        super().__init__(
+            turns, tools, messages=messages, max_tool_rounds=max_tool_rounds, time_zone=time_zone
+        )
         self._client = client
         self._tool_params = schedule_tools(tools)
         self._model = model
@@ -86,8 +91,17 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
     async def _request(
         self, messages: list[ChatCompletionMessageParam]
     ) -> Reply[ChatCompletionMessageParam]:
+        # The time context follows the leading system messages, for this request only: it is
+        # not kept in ``messages``.
+        context: ChatCompletionMessageParam = {"role": "system", "content": self.time_context()}
+        lead = next(
+            (index for index, message in enumerate(messages) if message["role"] != "system"),
+            len(messages),
+        )
         response = await self._client.chat.completions.create(
-            model=self._model, messages=messages, tools=self._tool_params
+            model=self._model,
+            messages=[*messages[:lead], context, *messages[lead:]],
+            tools=self._tool_params,
         )
         message = response.choices[0].message
         calls: list[ChatCompletionMessageFunctionToolCallParam] = []

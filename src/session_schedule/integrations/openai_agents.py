@@ -11,6 +11,7 @@ from session_schedule.extras import require
 require("openai-agents", purpose="session_schedule.integrations.openai_agents")
 
 import dataclasses
+import inspect
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
@@ -66,6 +67,8 @@ class AgentsConversation(Conversation):
     ``session`` defaults to an in-memory ``SQLiteSession``; pass a file-backed one (or any
     ``Session``) to keep the conversation across restarts. ``run_config`` is passed to every run,
     its ``trace_metadata`` completed with the turn's :func:`turn_metadata` (its occurrence keys).
+    Each run is of a copy of ``agent`` whose instructions end with the time context (the current
+    time, and ``time_zone`` when given).
     """
 
     def __init__(
@@ -75,8 +78,9 @@ class AgentsConversation(Conversation):
         *,
         session: Session | None = None,
         run_config: RunConfig | None = None,
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, time_zone=time_zone)
         self._agent = agent
         if session is None:
             owned = SQLiteSession(f"session-schedule-{uuid.uuid4()}")
@@ -100,5 +104,27 @@ class AgentsConversation(Conversation):
             run_config = dataclasses.replace(
                 base, trace_metadata={**(base.trace_metadata or {}), **turn_metadata(turn)}
             )
-        result = await Runner.run(self._agent, text, session=self._session, run_config=run_config)
+        agent = self._agent.clone(
+            instructions=_with_context(self._agent.instructions, self.time_context())
+        )
+        result = await Runner.run(agent, text, session=self._session, run_config=run_config)
         return str(result.final_output)
+
+
+_Instructions = str | Callable[[RunContextWrapper[None], Agent[None]], str | Awaitable[str]] | None
+
+
+def _with_context(instructions: _Instructions, context: str) -> _Instructions:
+    """``instructions`` followed by ``context``; a function of instructions is wrapped."""
+    if instructions is None:
+        return context
+    if isinstance(instructions, str):
+        return f"{instructions}\n\n{context}"
+    dynamic = instructions
+
+    async def combined(run: RunContextWrapper[None], agent: Agent[None]) -> str:
+        given = dynamic(run, agent)
+        text = await given if inspect.isawaitable(given) else given
+        return f"{text}\n\n{context}"
+
+    return combined

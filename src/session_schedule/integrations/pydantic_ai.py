@@ -63,13 +63,19 @@ class PydanticAIConversation(Conversation):
     ``history`` continues an earlier conversation (for instance one stored with
     ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far. Each run's
     ``metadata`` (``ctx.metadata`` in a tool) is the turn's :func:`turn_metadata` (its
-    occurrence keys).
+    occurrence keys), and the run adds the time context (the current time, and ``time_zone``
+    when given) to the agent's instructions.
     """
 
     def __init__(
-        self, turns: TurnQueue, agent: Agent[None, str], *, history: Sequence[ModelMessage] = ()
+        self,
+        turns: TurnQueue,
+        agent: Agent[None, str],
+        *,
+        history: Sequence[ModelMessage] = (),
+        time_zone: str | None = None,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, time_zone=time_zone)
         self._agent = agent
         self._history: list[ModelMessage] = list(history)
 
@@ -80,6 +86,11 @@ class PydanticAIConversation(Conversation):
     async def run(self, text: str) -> str:
         turn = self.current_turn
         metadata = None if turn is None else turn_metadata(turn)
-        result = await self._agent.run(text, message_history=self._history, metadata=metadata)
+        result = await self._agent.run(
+            text,
+            message_history=self._history,
+            metadata=metadata,
+            instructions=self.time_context(),
+        )
         self._history = result.all_messages()
         return result.output

@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import warnings
 from collections import OrderedDict
@@ -65,13 +66,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Protocol, Self, cast, final, get_args
 
-import anyio
 import msgspec
 
 from session_schedule.extras import require
 
-require("mcp", purpose="the MCP server")  # before anything imports the SDK
+require("mcp", purpose="the MCP server")  # before anything imports the SDK (or its anyio)
 
+import anyio
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -92,7 +93,7 @@ from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.jsonl import JsonlSessionStore
-from session_schedule.session.port import SessionHandle
+from session_schedule.session.port import SessionHandle, SessionStore
 from session_schedule.tools.adapters import mcp_tools
 from session_schedule.tools.handlers import ScheduleTools
 from session_schedule.tools.results import DeleteResult, ErrorDetail, ErrorResult, ToolResult
@@ -570,14 +571,20 @@ class _Outgoing:
 
 
 async def serve_stdio(
-    data_dir: Path,
+    store: SessionStore | str | os.PathLike[str],
     session_id: str | None,
     *,
+    outbox_dir: Path | None = None,
+    place: str | None = None,
     clock: Clock | None = None,
     settings: Settings | None = None,
 ) -> None:
-    """Open (or, without ``session_id``, create) a JSONL session and serve it on stdin/stdout.
+    """Open (or, without ``session_id``, create) a session of ``store`` and serve it on
+    stdin/stdout.
 
+    ``store`` is a store, or a directory of JSONL sessions. ``outbox_dir`` holds the file of
+    follow-ups taken but not yet answered (default: the JSONL directory; required for another
+    store); ``place`` names the store in the line written to stderr (default: the directory).
     While serving, fd 0 reads as empty and fd 1 writes to stderr
     (:func:`~session_schedule.mcp.stdin.claimed_stdin` and
     :func:`~session_schedule.mcp.stdout.claimed_stdout` serve the wire from private duplicates),
@@ -585,9 +592,15 @@ async def serve_stdio(
     bounded and screened (:mod:`session_schedule.mcp.stdin`): one that does not decode is
     answered with its JSON-RPC error."""
     clock = clock or SystemClock()
-    # Every flush on the session's thread: the event loop keeps reading the host's requests
-    # (its cancels among them) while a dispatch is made durable.
-    store = JsonlSessionStore(data_dir, flush_on_loop=False)
+    if isinstance(store, str | os.PathLike):
+        directory = Path(store)
+        # Every flush on the session's thread: the event loop keeps reading the host's requests
+        # (its cancels among them) while a dispatch is made durable.
+        store = JsonlSessionStore(directory, flush_on_loop=False)
+        outbox_dir = directory if outbox_dir is None else outbox_dir
+        place = str(directory) if place is None else place
+    if outbox_dir is None:
+        raise ValueError("serve_stdio needs outbox_dir for a store that is not a directory")
     if session_id is None:
         session: SessionHandle = await store.create(now=clock.now())
         opened = "new session"
@@ -596,7 +609,7 @@ async def serve_stdio(
         opened = "resumed session"
     # stdout carries the protocol.
     sys.stderr.write(
-        f"session-schedule mcp: {opened} {session.id} in {data_dir}; "
+        f"session-schedule mcp: {opened} {session.id} in {place or 'the store'}; "
         f"pass {session.id} as SESSION to resume it\n"
     )
     sys.stderr.flush()
@@ -607,7 +620,7 @@ async def serve_stdio(
             if mcp_server is not None:
                 await mcp_server.announce()
 
-        agent = PullAgent(announce, clock=clock, outbox=data_dir / f"{session.id}{OUTBOX_SUFFIX}")
+        agent = PullAgent(announce, clock=clock, outbox=outbox_dir / f"{session.id}{OUTBOX_SUFFIX}")
         async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
             mcp_server = ScheduleMcpServer(schedule, agent, session=session.id)
             await mcp_server.drop_redelivered()

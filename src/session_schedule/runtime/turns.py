@@ -197,6 +197,11 @@ class TurnQueue:
         """How a failed turn is retried (Rule 3a)."""
         return self._retry
 
+    @property
+    def clock(self) -> Clock:
+        """The clock the queue reads (the time the adapters tell the model comes from it)."""
+        return self._clock
+
     def subscribe(self, listener: AttemptListener) -> Callable[[], None]:
         """Call ``listener`` with every failed attempt of a turn (Rule 3a); returns an idempotent
         unsubscribe. A listener that raises is logged and skipped."""

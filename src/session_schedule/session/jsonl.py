@@ -570,9 +570,11 @@ class _Opened(NamedTuple):
 class JsonlSessionStore:
     """Sessions as JSONL files in ``data_dir`` (created ``0700`` when missing)."""
 
-    def __init__(self, data_dir: Path, *, flush_on_loop: bool = True) -> None:
-        """``flush_on_loop``: a lone barrier fsyncs on the event loop's thread (fast, but the loop
-        waits for the disk meanwhile); ``False`` sends every flush to the session's thread."""
+    def __init__(self, data_dir: str | os.PathLike[str], *, flush_on_loop: bool = True) -> None:
+        """``data_dir``: a path, as a string or a path object; ``flush_on_loop``: a lone barrier
+        fsyncs on the event loop's thread (fast, but the loop waits for the disk meanwhile);
+        ``False`` sends every flush to the session's thread."""
+        data_dir = Path(data_dir)
         self._dir = data_dir
         self._index = TargetIndexFile(data_dir, suffix=SUFFIX, read_log=_read_log)
         self._flush_on_loop = flush_on_loop

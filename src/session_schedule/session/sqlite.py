@@ -265,7 +265,9 @@ class _Database(NamedTuple):
 class SqliteSessionStore:
     """Sessions in the SQLite database ``path`` (created ``0600`` when missing)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """``path``: the database file, as a string or a path object."""
+        path = Path(path)
         self._db = _Database(path, path.with_name(f"{path.name}.locks"))
 
     @property

@@ -1,0 +1,170 @@
+"""Store URLs: one way to name where sessions live, for every program and every backend.
+
+- ``jsonl:DIR`` — one JSONL file per session in the directory ``DIR``;
+- ``sqlite:PATH`` — every session in the SQLite database file ``PATH``;
+- ``postgresql://…`` (or ``postgres://…``) — every session in a PostgreSQL database, the URL
+  being the libpq connection URI; a ``schema`` query parameter (``?schema=reminders``) names the
+  schema of the tables (default ``session_schedule``) and is not passed to the driver.
+
+A relative ``DIR`` or ``PATH`` is taken from the current directory. :func:`parse_store_url` reads
+a URL into a :data:`StoreLocation` (``ValueError`` with a one-sentence message otherwise),
+:func:`store_url` writes one back — the form every hint a program prints uses, with a
+PostgreSQL password hidden — and :func:`open_store` makes the store. Only :func:`open_store`
+imports a backend, and only the one it opens: a PostgreSQL URL needs the ``postgres`` extra
+then, not before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import urllib.parse
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TypeAlias, assert_never, final
+
+from session_schedule.session.port import SessionStore
+
+SCHEMES: Final = ("jsonl:DIR", "sqlite:PATH", "postgresql://…")
+"""The forms of a store URL, as messages name them."""
+POSTGRES_SCHEMA: Final = "session_schedule"
+"""The schema a PostgreSQL URL's tables are in (the same as ``postgres_schema.DEFAULT_SCHEMA``,
+which needs the driver to import)."""
+_PASSWORD: Final = re.compile(r"(?<=:)[^:@/]*(?=@)")
+"""The password of a URI's ``user:password@`` part."""
+_PASSWORD_KEYWORD: Final = re.compile(r"^password=.*$")
+"""The ``password=…`` word of a libpq keyword string."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JsonlLocation:
+    """Sessions as JSONL files in ``directory``."""
+
+    directory: Path
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SqliteLocation:
+    """Sessions in the SQLite database file ``path``."""
+
+    path: Path
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostgresLocation:
+    """Sessions in the PostgreSQL database ``dsn`` names, in the tables of ``schema``."""
+
+    dsn: str
+    schema: str = POSTGRES_SCHEMA
+
+
+StoreLocation: TypeAlias = JsonlLocation | SqliteLocation | PostgresLocation
+
+
+def parse_store_url(text: str) -> StoreLocation:
+    """The location ``text`` names; ``ValueError`` when it is not a store URL."""
+    scheme, colon, rest = text.partition(":")
+    if colon:
+        match scheme.lower():
+            case "jsonl" if rest:
+                return JsonlLocation(directory=Path(rest).expanduser())
+            case "sqlite" if rest:
+                return SqliteLocation(path=Path(rest).expanduser())
+            case "postgresql" | "postgres" if rest.startswith("//"):
+                return _postgres(text)
+            case "jsonl":
+                raise ValueError(
+                    f"the store URL {text!r} names no directory; write jsonl:DIR, such as "
+                    "jsonl:~/sessions"
+                )
+            case "sqlite":
+                raise ValueError(
+                    f"the store URL {text!r} names no file; write sqlite:PATH, such as "
+                    "sqlite:~/sessions.db"
+                )
+            case _:
+                pass
+    raise ValueError(
+        f"{text!r} is not a store URL; write {', '.join(SCHEMES[:-1])} or {SCHEMES[-1]}, such as "
+        "sqlite:sessions.db"
+    )
+
+
+def _postgres(text: str) -> PostgresLocation:
+    """A PostgreSQL URL's location: a ``schema`` query parameter is ours (the schema of the
+    tables), every other part is the driver's."""
+    parts = urllib.parse.urlsplit(text)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    if not schemas:
+        return PostgresLocation(dsn=text)
+    if len(schemas) > 1 or not schemas[0]:
+        raise ValueError(f"the store URL {text!r} must name one schema, such as ?schema=reminders")
+    rest = urllib.parse.urlencode([(key, value) for key, value in query if key != "schema"])
+    return PostgresLocation(
+        dsn=urllib.parse.urlunsplit(parts._replace(query=rest)), schema=schemas[0]
+    )
+
+
+def store_url(location: StoreLocation) -> str:
+    """The URL of ``location``, for people to read and paste (a password is shown as ``***``)."""
+    match location:
+        case JsonlLocation(directory=directory):
+            return f"jsonl:{directory}"
+        case SqliteLocation(path=path):
+            return f"sqlite:{path}"
+        case PostgresLocation(dsn=dsn, schema=schema):
+            if "//" not in dsn:  # a libpq keyword string (the host's --dsn): not a URL
+                words = [_PASSWORD_KEYWORD.sub("password=***", word) for word in dsn.split()]
+                shown = f" (schema {schema})" if schema != POSTGRES_SCHEMA else ""
+                return "postgresql:" + " ".join(words) + shown
+            if schema != POSTGRES_SCHEMA:
+                dsn += ("&" if "?" in dsn else "?") + urllib.parse.urlencode({"schema": schema})
+            scheme, _, rest = dsn.partition("//")
+            authority, slash, tail = rest.partition("/")
+            if "@" in authority:
+                authority = _PASSWORD.sub("***", authority, count=1)
+            return f"{scheme}//{authority}{slash}{tail}"
+        case _:
+            assert_never(location)
+
+
+def open_store(location: StoreLocation, *, lease_seconds: float | None = None) -> SessionStore:
+    """A store for ``location`` (nothing is read or created until it is used); ``lease_seconds``
+    sets a PostgreSQL store's lease (default: the store's).
+
+    A PostgreSQL location raises ``MissingExtraError`` without the ``postgres`` extra.
+    """
+    match location:
+        case JsonlLocation(directory=directory):
+            from session_schedule.session.jsonl import JsonlSessionStore  # noqa: PLC0415
+
+            return JsonlSessionStore(directory)
+        case SqliteLocation(path=path):
+            from session_schedule.session.sqlite import SqliteSessionStore  # noqa: PLC0415
+
+            return SqliteSessionStore(path)
+        case PostgresLocation(dsn=dsn, schema=schema):
+            from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+
+            if lease_seconds is None:
+                return PostgresSessionStore(dsn, schema=schema)
+            return PostgresSessionStore(dsn, schema=schema, lease_seconds=lease_seconds)
+        case _:
+            assert_never(location)
+
+
+@contextlib.asynccontextmanager
+async def opened_store(location: StoreLocation) -> AsyncIterator[SessionStore]:
+    """:func:`open_store`, closed on exit when the store holds resources (a connection pool)."""
+    store = open_store(location)
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,74 @@
+"""The chat opening a session another process holds: one line saying what is happening, then
+the session as soon as it is let go — or, past the wait, the busy error (exit 4) as before. In
+virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from session_schedule.cli.chat import BUSY_RETRY_SECONDS, open_when_free
+from session_schedule.session.errors import SessionBusy
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.testing.clock import FakeClock
+
+START = "2026-11-29T20:00:00.000Z"
+
+
+async def _until_sleeping(clock: FakeClock, task: asyncio.Task[object]) -> None:
+    """Until ``task`` sleeps on ``clock`` (or has finished)."""
+    while clock.sleepers == 0 and not task.done():
+        await asyncio.sleep(0)
+
+
+async def test_a_held_session_is_opened_once_its_holder_lets_go() -> None:
+    clock = FakeClock(START)
+    store = MemorySessionStore()
+    holder = await store.create(now=clock.now())
+    notes: list[str] = []
+    opening = asyncio.create_task(
+        open_when_free(store, holder.id, clock=clock, wait_seconds=60, note=notes.append)
+    )
+    for _ in range(4):  # two seconds of retries while the holder keeps it
+        await _until_sleeping(clock, opening)
+        clock.advance(BUSY_RETRY_SECONDS)
+    assert not opening.done()
+    await holder.close()
+    await _until_sleeping(clock, opening)
+    clock.advance(BUSY_RETRY_SECONDS)
+    opened = await opening
+    assert opened.id == holder.id
+    assert notes == [
+        f"session {holder.id} is open in another process — a host delivering a reminder lets it "
+        "go once the reminder is answered; waiting up to 60 s (Ctrl-C gives up)"
+    ]
+    await opened.close()
+
+
+async def test_a_session_still_held_after_the_wait_is_busy() -> None:
+    clock = FakeClock(START)
+    store = MemorySessionStore()
+    holder = await store.create(now=clock.now())
+    notes: list[str] = []
+    opening = asyncio.create_task(
+        open_when_free(store, holder.id, clock=clock, wait_seconds=2, note=notes.append)
+    )
+    while not opening.done():
+        await _until_sleeping(clock, opening)
+        clock.advance(BUSY_RETRY_SECONDS)
+    with pytest.raises(SessionBusy):
+        await opening
+    assert len(notes) == 1
+    await holder.close()
+
+
+async def test_a_free_session_opens_without_a_word() -> None:
+    clock = FakeClock(START)
+    store = MemorySessionStore()
+    created = await store.create(now=clock.now())
+    await created.close()
+    notes: list[str] = []
+    opened = await open_when_free(store, created.id, clock=clock, note=notes.append)
+    assert (opened.id, notes) == (created.id, [])
+    await opened.close()

@@ -1,0 +1,193 @@
+"""One store option for every command: the same session, kept in JSONL, SQLite or PostgreSQL,
+reads the same through every operator command, and the chat's hints name the store they used."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from session_schedule.cli import operator as operator_cli
+from session_schedule.cli.main import main
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session import SessionId, user_message
+from session_schedule.session.location import opened_store, parse_store_url
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+
+START = "2026-11-29T20:00:00.000Z"
+NOW = "2026-11-29T23:30:00.000Z"
+SESSION = SessionId("s_store0000001")
+STORES = ["jsonl", "sqlite", "postgresql"]
+
+
+async def _build(url: str) -> None:
+    """A session with a transcript, a dispatched one-shot, an overdue hourly and a future one."""
+    clock = FakeClock(START)
+    agent = FakeAgent()
+    async with (
+        opened_store(parse_store_url(url)) as store,
+        await store.create(now=clock.now(), session_id=SESSION) as session,
+        LiveSchedule(session, agent, clock=clock) as schedule,
+    ):
+        session.append("message", user_message("remind me", at=clock.now()))
+        await schedule.create({"prompt": "stretch", "after_seconds": 90})
+        await schedule.create({"prompt": "hourly check", "every_seconds": 3600})
+        await schedule.create({"prompt": "new year", "at": "2030-01-01T09:00:00+09:00"})
+        await schedule.settled()
+        clock.advance(90)
+        await schedule.settled()
+        await session.barrier()
+    assert len(agent.followups) == 1
+
+
+@pytest.fixture(autouse=True)
+def fixed_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(operator_cli, "clock", FakeClock(NOW))
+    monkeypatch.delenv("SESSION_SCHEDULE_STORE", raising=False)
+
+
+@pytest.fixture(params=STORES)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a store of each kind, holding the session."""
+    kind: str = request.param
+    if kind == "postgresql":
+        from tests.postgres import migrated_schema, server_dsn  # noqa: PLC0415 - needs psycopg
+
+        dsn = server_dsn()
+        with migrated_schema(dsn) as schema:
+            joined = "&" if "?" in dsn else "?"
+            found = f"{dsn}{joined}schema={schema}"
+            asyncio.run(_build(found))
+            yield found
+        return
+    found = f"jsonl:{tmp_path / 'sessions'}" if kind == "jsonl" else f"sqlite:{tmp_path / 's.db'}"
+    asyncio.run(_build(found))
+    yield found
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _reference(tmp_path: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """What the command prints for the same session in a JSONL store."""
+    reference = f"jsonl:{tmp_path / 'reference'}"
+    if not (tmp_path / "reference").exists():
+        asyncio.run(_build(reference))
+    code, out, _ = _run(capsys, "--store", reference, *argv)
+    assert code == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list", SESSION, "--json"],
+        ["list", SESSION],
+        ["timeline", SESSION, "--json"],
+        ["timeline", SESSION, "--until", "7d"],
+        ["history", SESSION, "--json"],
+        ["show", SESSION],
+        ["check", SESSION],
+    ],
+    ids=" ".join,
+)
+def test_every_operator_command_reads_every_store_alike(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    expected = _reference(tmp_path, capsys, *argv)
+    code, out, err = _run(capsys, *argv[:1], "--store", url, *argv[1:])
+    assert (code, err) == (0, "")
+    assert out == expected
+
+
+def test_sessions_lists_the_sessions_of_any_store(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "sessions", "--store", url, "--json")
+    assert code == 0
+    (summary,) = json.loads(out)
+    assert summary["id"] == SESSION
+    assert summary["activeReminders"] == 2
+    assert summary["problem"] is None
+
+
+def test_fork_forks_in_any_store(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--store", url, "fork", SESSION, "--at", "1")
+    assert code == 0
+    child = out.strip()
+    code, out, _ = _run(capsys, "--store", url, "check", child)
+    assert code == 0
+    assert out.startswith(f"session {child} is sound: 1 entries")
+
+
+def test_the_store_variable_names_the_store_when_no_option_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:{tmp_path / 's.db'}"
+    asyncio.run(_build(url))
+    monkeypatch.setenv("SESSION_SCHEDULE_STORE", url)
+    code, out, _ = _run(capsys, "--data-dir", str(tmp_path / "empty"), "sessions", "--json")
+    assert code == 0
+    assert [summary["id"] for summary in json.loads(out)] == [SESSION]
+    # The option wins over the variable.
+    code, out, _ = _run(capsys, "sessions", "--store", f"jsonl:{tmp_path / 'empty'}")
+    assert (code, out) == (0, f"no sessions in jsonl:{tmp_path / 'empty'}\n")
+
+
+@pytest.mark.parametrize(
+    "argv", [["sessions"], ["list", SESSION], ["chat"], ["host"], ["mcp"]], ids=" ".join
+)
+def test_a_store_that_is_not_a_url_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = _run(capsys, *argv, "--store", "mysql://db/app")
+    assert (code, out) == (2, "")
+    assert err == (
+        "session-schedule: 'mysql://db/app' is not a store URL; write jsonl:DIR, sqlite:PATH or "
+        "postgresql://…, such as sqlite:sessions.db\n"
+    )
+
+
+def test_a_sqlite_chat_names_its_store_in_every_hint_and_resumes_from_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SESSION_SCHEDULE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    url = f"sqlite:{tmp_path / 's.db'}"
+    monkeypatch.setattr("sys.stdin", io.StringIO("/create in 1 hour drink water\n"))
+    code, out, _ = _run(capsys, "chat", "--store", url)
+    assert code == 0
+    assert f"store: {url}\n" in out
+    found = re.search(r"resume it with: (session-schedule --store \S+ chat (s_\w+))\n", out)
+    assert found is not None, out
+    assert found.group(1) == f"session-schedule --store {url} chat {found.group(2)}"
+    # The hint works: the session is resumed from the SQLite store, its reminder listed.
+    monkeypatch.setattr("sys.stdin", io.StringIO("/list\n"))
+    code, out, _ = _run(capsys, "--store", url, "chat", found.group(2))
+    assert code == 0
+    assert f"resumed session {found.group(2)}" in out
+    assert '"prompt":"drink water"' in out
+    code, out, _ = _run(capsys, "--store", url, "sessions", "--json")
+    assert [summary["id"] for summary in json.loads(out)] == [found.group(2)]
+
+
+def test_the_old_chat_store_words_still_name_the_data_directorys_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SESSION_SCHEDULE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code, out, _ = _run(capsys, "--data-dir", str(tmp_path), "chat", "--store", "sqlite")
+    assert code == 0
+    assert f"store: sqlite:{tmp_path / 'sessions.db'}\n" in out
+    assert f"--store sqlite:{tmp_path / 'sessions.db'} chat s_" in out
+    assert (tmp_path / "sessions.db").exists()
