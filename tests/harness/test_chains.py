@@ -65,7 +65,15 @@ async def test_a_self_re_arming_reminder_stops_at_the_chain_depth() -> None:
     assert [line for line in followups[3].splitlines() if line.startswith("set during")] == [
         "set during: reminder sch_3@2026-11-29T20:00:03.000Z, not by the user"
     ]
-    assert [result["ok"] for result in model.results] == [True] * 4 + [False]  # type: ignore[index]
+    results = msgspec.to_builtins(model.results)
+    assert [result["ok"] for result in results] == [True] * 4 + [False]
+    # The view a create answers with names the reminder turn that made it.
+    assert "setDuring" not in results[0]["schedule"]
+    assert [result["schedule"]["setDuring"] for result in results[1:4]] == [
+        "reminder sch_1@2026-11-29T20:00:01.000Z",
+        "reminder sch_2@2026-11-29T20:00:02.000Z",
+        "reminder sch_3@2026-11-29T20:00:03.000Z",
+    ]
     assert model.results[-1] == {
         "ok": False,
         "error": {
@@ -83,3 +91,46 @@ async def test_the_chain_depth_is_a_setting() -> None:
     assert msgspec.to_builtins(model.results)[-1]["error"]["message"].startswith(
         "a reminder set now would be 1 deep in a chain"
     )
+
+
+@dataclass
+class OnceModel:
+    """Sets a one-shot when the person asks, and a recurring reminder in that one's turn."""
+
+    calls: int = 0
+
+    @property
+    def name(self) -> str:
+        return "once"
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        del tools
+        if messages[-1].get("role") == "tool" or self.calls == 2:
+            return ModelReply(content="done")
+        self.calls += 1
+        arguments = (
+            '{"prompt": "check", "after_seconds": 60}'
+            if self.calls == 1
+            else '{"prompt": "check hourly", "every_seconds": 3600}'
+        )
+        call = ToolCall(id=f"call_{self.calls}", name="schedule_create", arguments=arguments)
+        return ModelReply(content="", tool_calls=(call,))
+
+
+async def test_a_listed_reminder_names_the_reminder_turn_that_created_it() -> None:
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    async with live_chat(session, model=OnceModel(), clock=clock) as live:
+        live.agent.submit("check in a minute, and then every hour")
+        await live.agent.wait_idle()
+        clock.advance(60)
+        await live.schedule.settled()
+        await live.agent.wait_idle()
+        _, views = await live.schedule.active()
+        _, plain = await live.schedule.active_plain()
+    await session.close()
+    made = "reminder sch_1@2026-11-29T20:01:00.000Z"
+    assert [(view.id, view.set_during) for view in views] == [("sch_2", made)]
+    assert [(view["id"], view["setDuring"]) for view in plain] == [("sch_2", made)]

@@ -159,8 +159,9 @@ class LastRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 # Views: a record's wire fields, then ``state`` and ``deliveryMode``, then ``runs`` and
 # ``lastRun`` (derived from the log's history, not from the record: 0 and null as the core
-# builds a view; the live Schedule fills them in). A view class extends its record class only
-# to share the field declarations; views never enter the log.
+# builds a view; the live Schedule fills them in), then ``setDuring`` (derived from the log's
+# turns, present only for a reminder a reminder turn created). A view class extends its record
+# class only to share the field declarations; views never enter the log.
 
 
 @final
@@ -173,6 +174,9 @@ class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True):
     """How many times it has been delivered (a catch-up of missed occurrences counts once)."""
     last_run: LastRun | None = None
     """Its latest delivery and what became of it; null before the first."""
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
+    """The reminder turn that created it (``reminder sch_3@…``); absent when a person, a host
+    prompt or a program created it."""
 
 
 @final
@@ -181,6 +185,7 @@ class AtScheduleView(AtScheduleRecord, tag="at", frozen=True):
     delivery_mode: DeliveryMode = "session-local"
     runs: int = 0
     last_run: LastRun | None = None
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
@@ -189,6 +194,7 @@ class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True):
     delivery_mode: DeliveryMode = "session-local"
     runs: int = 0
     last_run: LastRun | None = None
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
@@ -197,6 +203,7 @@ class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True):
     delivery_mode: DeliveryMode = "session-local"
     runs: int = 0
     last_run: LastRun | None = None
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView | DailyScheduleView

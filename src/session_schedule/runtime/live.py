@@ -103,7 +103,7 @@ from session_schedule.runtime.retry import TurnRetry
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import SessionHandle, schedule_changes
-from session_schedule.session.provenance import ProvenanceLog
+from session_schedule.session.provenance import Provenance, ProvenanceLog
 from session_schedule.session.turns import TurnQueued
 
 logger = logging.getLogger(__name__)
@@ -366,7 +366,7 @@ class LiveSchedule:
         # Prepared before the barrier, which may block the loop on an ``fsync`` after which
         # everything runs slowly; only returned once it has succeeded.
         record = change.schedule
-        view = shape(make_view(record, now))
+        view = shape(with_provenance(make_view(record, now), made))
         due_in = (record_target(record) - now) / MS_PER_SECOND
         await self._barrier()
         # The owner need not re-arm when its current sleep (however much of it is left) ends
@@ -381,13 +381,21 @@ class LiveSchedule:
         await self._barrier()
         now = self._clock.now()
         history = self._history_now()
-        return now, [with_runs(view, history) for view in self._state.views(now)]
+        provenance = self._provenance_now()
+        return now, [
+            with_provenance(with_runs(view, history), provenance.of(view.id))
+            for view in self._state.views(now)
+        ]
 
     async def _active_plain(self) -> tuple[Instant, list[ReadOnlyDict]]:
         await self._barrier()
         now = self._clock.now()
         history = self._history_now()
-        return now, [plain_with_runs(view, history) for view in self._state.plain_views(now)]
+        provenance = self._provenance_now()
+        return now, [
+            plain_with_provenance(plain_with_runs(view, history), provenance)
+            for view in self._state.plain_views(now)
+        ]
 
     def _history_now(self) -> OccurrenceLog:
         """The runs of the active reminders, read from the log up to now (Rule 7)."""
@@ -758,6 +766,25 @@ def plain_with_runs(view: ReadOnlyDict, history: OccurrenceLog) -> ReadOnlyDict:
         return view
     run, count = found
     return ReadOnlyDict({**view, "runs": count, "lastRun": msgspec.to_builtins(last_run(run))})
+
+
+def with_provenance(view: ScheduleView, made: Provenance) -> ScheduleView:
+    """``view`` with ``setDuring`` when a reminder turn created its reminder."""
+    if made.made_by != "reminder":
+        return view
+    return msgspec.structs.replace(view, set_during=made.text())
+
+
+def plain_with_provenance(view: ReadOnlyDict, provenance: ProvenanceLog) -> ReadOnlyDict:
+    """:func:`with_provenance` for a JSON-ready view (a new dict when a reminder turn created
+    its reminder)."""
+    schedule_id = view["id"]
+    if not isinstance(schedule_id, str):
+        return view
+    made = provenance.of(ScheduleId(schedule_id))
+    if made.made_by != "reminder":
+        return view
+    return ReadOnlyDict({**view, "setDuring": made.text()})
 
 
 def last_run(run: OccurrenceRun) -> LastRun:
