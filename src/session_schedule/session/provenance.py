@@ -22,7 +22,7 @@ fork point, as its schedule does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal, TypeAlias, final
 
 import msgspec
@@ -106,7 +106,23 @@ class ProvenanceLog:
         )
         return Provenance(made_by="reminder", occurrences=queued.occurrences, depth=depth)
 
+    def made_by_reminders(self) -> dict[str, str]:
+        """``{id: "reminder sch_3@…"}`` for every reminder read so far that a reminder turn
+        created."""
+        return {
+            schedule_id: made.text()
+            for schedule_id, made in self._made.items()
+            if made.made_by == "reminder"
+        }
+
     def of(self, schedule_id: ScheduleId) -> Provenance:
         """The provenance of the reminder ``schedule_id`` (``outside`` when its create was not
         read: before a fork point, or not in the log)."""
         return self._made.get(schedule_id, OUTSIDE)
+
+
+def made_by_reminders(entries: Sequence[LogEntry], *, seed_length: int = 0) -> dict[str, str]:
+    """``{id: "reminder sch_3@…"}`` for every reminder of ``entries`` a reminder turn created."""
+    provenance = ProvenanceLog(seed_length=seed_length)
+    provenance.feed(entries)
+    return provenance.made_by_reminders()
