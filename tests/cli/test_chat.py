@@ -290,6 +290,9 @@ async def session_answered_by_a_host(data_dir: Path) -> str:
 def test_resuming_says_how_many_reminders_were_answered_meanwhile(tmp_path: Path) -> None:
     session_id = asyncio.run(session_answered_by_a_host(tmp_path))
     with ChatProcess(tmp_path, session_id) as chat:
+        chat.expect("you> remind me\n")
+        chat.expect("follow-up while you were away>\n")
+        chat.expect("follow-up while you were away>\n")
         chat.expect("---\n")
         chat.expect("note> 2 reminders were answered since your last message\n")
         finished = chat.finish()

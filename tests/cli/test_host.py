@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.location import opened_store, parse_store_url
 from session_schedule.session.message import MessageEntry
+from session_schedule.session.turns import TurnFinished, TurnQueued
 from session_schedule.testing.session_contract import CHANGE, at_create
 from tests.cli.chat_endpoint import Answer, CallTool, Reply, ScriptedEndpoint
 from tests.cli.chat_process import TIMEOUT, ChatProcess, child_environment
@@ -232,3 +234,56 @@ def test_the_settings_that_bound_a_takeover_are_options() -> None:
         schedule=Settings(followup_limit=12),
     )
     assert host_settings(build_parser().parse_args(["host"])) == HostSettings()
+
+
+def test_the_issues_reproduction_a_reminder_due_while_the_endpoint_is_down(
+    tmp_path: Path,
+) -> None:
+    """A one-shot set in an offline chat; a host whose model endpoint is a closed port when the
+    reminder comes due. The reminder is not used up: the host retries, logs each failed
+    attempt, and answers it once an endpoint listens on that port."""
+    with ChatProcess(tmp_path) as chat:
+        session_id = chat.session_id()
+        chat.send("/create after 3s x")
+        chat.expect("tool result> ")
+        finished = chat.finish()
+    assert finished.returncode == 0, finished.stderr
+    with socket.socket() as probe:  # a free port, closed again: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    host = start_host(
+        tmp_path,
+        "--model",
+        "scripted",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        environment={"OPENAI_API_KEY": "test"},
+    )
+    try:
+        wait_until(lambda: len(turns_queued(tmp_path, session_id)) == 1, "the reminder turn")
+        time.sleep(3)  # about three refused attempts (back-off 1-2 s, then 2-4 s)
+        assert dispatches(tmp_path, session_id) == 1
+        assert not finished_turns(tmp_path, session_id)  # not used up: still unfinished
+        with ScriptedEndpoint([Answer("done")], port=port):
+            wait_until(lambda: finished_turns(tmp_path, session_id), "the answer")
+    finally:
+        code, out, err = stop(host)
+    assert code == 0, err
+    [turn] = finished_turns(tmp_path, session_id)
+    assert turn.outcome == "completed"
+    assert turn.attempts >= 2
+    retried = turn.attempts - 1
+    assert out.endswith(f"; turns retried {retried}, turns failed 0\n"), out
+    assert err.count("turn-retry retrying schedule=sch_1 occurrence=sch_1@") == retried, err
+    assert "Connection error" in err
+    print(f"\nhost reproduction: answered at attempt {turn.attempts}")
+
+
+def turns_queued(data_dir: Path, session_id: str) -> list[TurnQueued]:
+    snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
+    return [e.payload for e in snapshot.entries if isinstance(e.payload, TurnQueued)]
+
+
+def finished_turns(data_dir: Path, session_id: str) -> list[TurnFinished]:
+    snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
+    return [e.payload for e in snapshot.entries if isinstance(e.payload, TurnFinished)]

@@ -127,6 +127,7 @@ _LABEL_STYLES: Final = {
     "tool call": "magenta",
     "tool result": "dim",
     "follow-up": "bold yellow",
+    "follow-up while you were away": "bold yellow",
     "error": "bold red",
     "usage": "yellow",
     "note": "dim",
@@ -354,12 +355,17 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
                 entries=len(session.entries),
             )
         )
-        show_history(display, session, show=_show_command(options, session_id))
-        if options.session is not None:
-            # Reminders a host (or another process) answered while the person was away.
-            answered = away(session.entries, seed_length=session.header.seed_length).line()
-            if answered is not None:
-                display.note(answered)
+        # Reminders a host (or another process) answered since the person's last message.
+        meanwhile = away(session.entries, seed_length=session.header.seed_length)
+        show_history(
+            display,
+            session,
+            show=_show_command(options, session_id),
+            since=meanwhile.since if meanwhile.answered else None,
+        )
+        answered = meanwhile.line()
+        if answered is not None:
+            display.note(answered)
         front = _Front(display)
         reading = asyncio.create_task(
             front.interactive() if options.interactive else front.piped(), name="chat input"
@@ -421,15 +427,21 @@ def _note_on_stderr(text: str) -> None:
     print(f"session-schedule chat: {text}", file=sys.stderr, flush=True)
 
 
-def show_history(display: Display, session: SessionHandle, *, show: str | None) -> None:
+def show_history(
+    display: Display, session: SessionHandle, *, show: str | None, since: int | None = None
+) -> None:
     """Print the last :data:`HISTORY_TURNS` turns of ``session``, read from the end of its log
-    (the entries before them are not read); ``show`` is the command that prints them all."""
+    (the entries before them are not read); ``show`` is the command that prints them all.
+    Follow-up turns from log position ``since`` on are marked as answered while the person was
+    away."""
     earlier, shown = recent_turns(session.entries, HISTORY_TURNS)
-    display.history(
-        [entry.payload for entry in shown if isinstance(entry.payload, MessageEntry)],
-        earlier=earlier,
-        show=show,
+    turns = [entry.payload for entry in shown if isinstance(entry.payload, MessageEntry)]
+    away = frozenset(
+        index
+        for index, entry in enumerate(e for e in shown if isinstance(e.payload, MessageEntry))
+        if since is not None and entry.position >= since
     )
+    display.history(turns, earlier=earlier, show=show, away=away)
 
 
 async def _live(
@@ -752,10 +764,18 @@ class Display:
         for text in lines:
             self._write(Line(label=None, text=text))
 
-    def history(self, turns: list[MessageEntry], *, earlier: int, show: str | None) -> None:
+    def history(
+        self,
+        turns: list[MessageEntry],
+        *,
+        earlier: int,
+        show: str | None,
+        away: frozenset[int] = frozenset(),
+    ) -> None:
         """The last few ``turns`` of a resumed session, for context; the earlier turns are in
         its first ``earlier`` log entries (0: there are none), which ``show`` (a command, if
-        there is one) prints."""
+        there is one) prints. The follow-up turns at the indices in ``away`` are marked as
+        answered while the person was away."""
         if not turns:
             return
         if not earlier:
@@ -768,8 +788,8 @@ class Display:
                 f"shown{see} ---"
             )
         self._write(Line(label=None, text=heading))
-        for turn in turns:
-            self.turn(turn, live=False)
+        for index, turn in enumerate(turns):
+            self.turn(turn, live=False, away=index in away)
         self._write(Line(label=None, text="---"))
 
     def event(self, event: ChatEvent) -> None:
@@ -779,10 +799,11 @@ class Display:
         elif event.message is not None:
             self.turn(event.message, live=True)
 
-    def turn(self, message: MessageEntry, *, live: bool) -> None:
+    def turn(self, message: MessageEntry, *, live: bool, away: bool = False) -> None:
         if message.role == "user":
             if message.origin == "followup":
-                self._write(Line(label="follow-up", text=message.content, block=True))
+                label = "follow-up while you were away" if away else "follow-up"
+                self._write(Line(label=label, text=message.content, block=True))
             else:
                 if self._echo_person or not live:
                     self._write(Line(label="you", text=message.content))

@@ -502,8 +502,15 @@ class ScheduleHost:
         if slot is None:
             return
         self._planned.pop(session_id, None)
+        # The slot is gone from the host once popped: a cancel (the host closing while this
+        # session closes after going idle) must not leave it half closed.
+        closing = asyncio.ensure_future(slot.resources.aclose())
         try:
-            await slot.resources.aclose()
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            await asyncio.gather(closing, return_exceptions=True)
+            self.stats.closed += 1
+            raise
         except Exception:
             logger.exception("session %s did not close cleanly", session_id)
         self.stats.closed += 1
