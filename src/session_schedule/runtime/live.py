@@ -413,11 +413,17 @@ class LiveSchedule:
         return history
 
     def _provenance_now(self) -> ProvenanceLog:
-        """Which turn created each reminder, read from the log up to now (from the first entry,
-        like the history, so a chain survives a restart and a checkpoint)."""
+        """Which turn created each reminder, read from the log up to now: from the first entry,
+        so a chain survives a restart — or, for a Session opened from a checkpoint, from the
+        checkpoint on (with the turns pending there), so that opening stays cheap; a reminder
+        created before the checkpoint then counts as created outside any turn (depth 0)."""
         provenance = self._provenance
         if provenance is None:
             provenance = ProvenanceLog(seed_length=self._session.header.seed_length)
+            resume = self._session.resume
+            if resume is not None:
+                provenance.feed(resume.pending)
+                provenance.position = resume.position
             self._provenance = provenance
         try:
             provenance.feed(self._session.entries[provenance.position :])
