@@ -149,7 +149,7 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
         "usage> /create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
         "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] <prompt>",
         "error> there is no command /frobnicate",
-        "usage> /create, /list, /delete <id>, /help, /quit",
+        "usage> /create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, /help, /quit",
         "you> /not a command",
         f"session {session_id} closed; resume it with: "
         f"session-schedule --data-dir {tmp_path} chat {session_id}",
@@ -638,3 +638,43 @@ def test_a_quota_option_that_cannot_hold_is_a_usage_error(
         build_parser().parse_args(["chat", option, value])
     assert exited.value.code == 2
     assert capsys.readouterr().err.endswith(f"argument {option}: {message}\n")
+
+
+def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run_chat(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        stdin="/create every 1h stretch\n"
+        "/snooze sch_1 10m\n"
+        "/pause sch_1\n"
+        "/snooze sch_1 10m\n"
+        "/resume sch_1\n"
+        "/update sch_1 prompt walk\n",
+    )
+    assert (code, err) == (0, "")
+    calls = [line for line in out.splitlines() if line.startswith("tool ")]
+    results = [msgspec.json.decode(line.removeprefix("tool result> ")) for line in calls[1::2]]
+    assert calls[::2] == [
+        'tool call> schedule_create {"prompt":"stretch","every_seconds":3600}',
+        'tool call> schedule_update {"id":"sch_1","snooze":{"after_seconds":600}}',
+        'tool call> schedule_update {"id":"sch_1","paused":true}',
+        'tool call> schedule_update {"id":"sch_1","snooze":{"after_seconds":600}}',
+        'tool call> schedule_update {"id":"sch_1","paused":false}',
+        'tool call> schedule_update {"id":"sch_1","prompt":"walk"}',
+    ]
+    assert "snoozedUntil" in results[1]["schedule"]
+    assert results[2]["schedule"]["state"] == "paused"
+    assert results[3]["error"]["code"] == "invalid_selector"
+    assert results[4]["schedule"]["state"] == "scheduled"
+    assert results[5]["schedule"]["prompt"] == "walk"
+    operations = [type(change).__name__ for change in changes(read(tmp_path, session_id_of(out)))]
+    assert operations == [
+        "ScheduleCreateChange",
+        "ScheduleSnoozeChange",
+        "SchedulePauseChange",
+        "ScheduleResumeChange",
+        "ScheduleUpdateChange",
+    ]

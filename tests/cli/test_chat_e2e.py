@@ -71,6 +71,7 @@ def test_a_reminder_set_by_the_model_reaches_it_as_a_framed_followup_turn(tmp_pa
         "schedule_create",
         "schedule_list",
         "schedule_delete",
+        "schedule_update",
     ]
     for tool in first["tools"]:
         assert tool["type"] == "function"

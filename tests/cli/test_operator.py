@@ -798,9 +798,9 @@ def test_check_a_torn_last_line_is_reported_and_left_alone(
             "inspection\n",
         ),
         (
-            ("schedule/change", b'{"operation":"create","version":3}'),
+            ("schedule/change", b'{"operation":"create","version":4}'),
             "corrupt_schedule_log: schedule/change at entry 2 of session {id} (line 5 of "
-            "{id}.jsonl) is corrupt: invalid enum value 3 - at `$.version`\n",
+            "{id}.jsonl) is corrupt: invalid enum value 4 - at `$.version`\n",
         ),
         (
             b"\xff\xfe",

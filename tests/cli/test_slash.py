@@ -11,6 +11,10 @@ from session_schedule.cli.slash import (
     CREATE_USAGE,
     DELETE_USAGE,
     LIST_USAGE,
+    PAUSE_USAGE,
+    RESUME_USAGE,
+    SNOOZE_USAGE,
+    UPDATE_USAGE,
     CallTool,
     Command,
     Duration,
@@ -471,3 +475,33 @@ def test_read_duration_never_raises_and_keeps_the_rest(text: str) -> None:
 def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
     command = parse_line(start + rest)
     assert isinstance(command, Say | CallTool | Local | Usage)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("/update sch_1 every 20m", CallTool(name="schedule_update", arguments={"id": "sch_1", "every_seconds": 1200})),
+        ("/update sch_1 in 1h30m tea", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "tea", "after_seconds": 5400})),
+        ("/update sch_1 at 2026-12-01 09:00 Asia/Tokyo", CallTool(name="schedule_update", arguments={"id": "sch_1", "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}})),
+        ("/update sch_1 daily 09:00 UTC mon,fri", CallTool(name="schedule_update", arguments={"id": "sch_1", "daily_at": {"time": "09:00", "time_zone": "UTC", "weekdays": ["mon", "fri"]}})),
+        ("/update sch_1 prompt  water the plants ", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "water the plants"})),
+        ("/update sch_1", Usage(message="/update needs a reminder id and what to change", usage=UPDATE_USAGE)),
+        ("/update sch_1 prompt", Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)),
+        ("/update sch_1 weekly x", Usage(message="/update weekly: start with in, after, every, at, daily or prompt", usage=UPDATE_USAGE)),
+        ("/update sch_1 every", Usage(message="/update every: give a duration, such as 90s, 10m or 5 minutes", usage=UPDATE_USAGE)),
+        ("/pause sch_1", CallTool(name="schedule_update", arguments={"id": "sch_1", "paused": True})),
+        ("/resume sch_1", CallTool(name="schedule_update", arguments={"id": "sch_1", "paused": False})),
+        ("/pause", Usage(message="/pause takes one reminder id", usage=PAUSE_USAGE)),
+        ("/resume sch_1 now", Usage(message="/resume takes one reminder id", usage=RESUME_USAGE)),
+        ("/snooze sch_1 10m", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"after_seconds": 600}})),
+        ("/snooze sch_1 5 minutes", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"after_seconds": 300}})),
+        ("/snooze sch_1 90", Usage(message="/snooze: '90' has no unit; write 90s, 90m or 90h, or quote a prompt that starts with a number", usage=SNOOZE_USAGE)),
+        ("/snooze sch_1 2026-12-01T09:00:00+09:00", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00+09:00"}})),
+        ("/snooze sch_1 2026-12-01T09:00:00", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00"}})),
+        ("/snooze sch_1", Usage(message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE)),
+        ("/snooze sch_1 10m please", Usage(message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE)),
+        ("/snooze sch_1 soon", Usage(message="/snooze: 'soon' is not a duration; write numbers with units, largest first, such as 90s, 10m, 5 minutes, 2h30m or 1 day", usage=SNOOZE_USAGE)),
+    ],
+)  # fmt: skip
+def test_update_pause_resume_and_snooze_lines(line: str, expected: object) -> None:
+    assert parse_line(line) == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from hypothesis import strategies as st
 
 from session_schedule.core.changes import (
@@ -9,6 +10,11 @@ from session_schedule.core.changes import (
     create_change,
     delete_change,
     dispatch_change,
+    miss_change,
+    pause_change,
+    resume_change,
+    snooze_change,
+    update_change,
 )
 from session_schedule.core.ids import ScheduleId, make_schedule_id
 from session_schedule.core.instants import MAX_INSTANT, MIN_INSTANT, Instant, format_instant
@@ -18,8 +24,10 @@ from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
     DailyScheduleRecord,
+    Ends,
     EveryScheduleRecord,
     ScheduleRecord,
+    is_recurring,
 )
 from session_schedule.core.time_input import format_time_of_day
 
@@ -74,11 +82,37 @@ def records(schedule_id: st.SearchStrategy[ScheduleId] = ids) -> st.SearchStrate
     )
 
 
+positive = st.integers(min_value=1, max_value=MAX_SAFE_INTEGER)
+
+
+@st.composite
+def managed_records(draw: st.DrawFn) -> ScheduleRecord:
+    """A record with the SPEC §11 fields: a lateness, and on a recurring one an end (an
+    ``until`` at or after its target)."""
+    record = draw(records())
+    record = msgspec.structs.replace(record, max_lateness_seconds=draw(positive | st.just(0)))
+    if record.max_lateness_seconds == 0:
+        record = msgspec.structs.replace(record, max_lateness_seconds=msgspec.UNSET)
+    if is_recurring(record) and draw(st.booleans()):
+        until = draw(st.none() | canonical_instants.filter(lambda at: at >= record.scheduled_at))
+        runs = draw(positive) if until is None else draw(st.none() | positive)
+        record = msgspec.structs.replace(record, ends=Ends(until=until, max_runs=runs))
+    elif record.max_lateness_seconds is msgspec.UNSET:
+        record = msgspec.structs.replace(record, max_lateness_seconds=draw(positive))
+    return record
+
+
 changes: st.SearchStrategy[ScheduleChange] = st.one_of(
     records().map(create_change),
     ids.map(delete_change),
     ids.map(dispatch_change),
     st.builds(dispatch_change, ids, instants),
+    managed_records().map(create_change),
+    st.one_of(records(), managed_records()).map(update_change),
+    ids.map(pause_change),
+    st.builds(resume_change, ids, instants),
+    st.builds(snooze_change, ids, instants),
+    st.builds(miss_change, ids, instants, instants),
 )
 
 json_values = st.recursive(

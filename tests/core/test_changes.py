@@ -336,7 +336,8 @@ def test_daily_create_is_version_2_in_the_exact_wire_shape() -> None:
     [
         (_daily_create(1), "a `daily` schedule must be created with version 2, not 1 - at `$.version`"),
         (CREATE_AFTER.replace(b'"version":1', b'"version":2'), "an `after` schedule must be created with version 1, not 2 - at `$.version`"),
-        (_daily_create(3), "invalid enum value 3 - at `$.version`"),
+        (_daily_create(3), "a `daily` schedule must be created with version 2, not 3 - at `$.version`"),
+            (_daily_create(4), "invalid enum value 4 - at `$.version`"),
         (b'{"operation":"dispatch","version":2,"id":"sch_1","acceptedAt":"2026-11-29T20:00:00.000Z"}', "invalid enum value 2 - at `$.version`"),
         (_daily_create(2, timeZone="Asia/tokyo"), "'Asia/tokyo' is not a supported time zone - at `$.schedule.timeZone`"),
         (_daily_create(2, timeZone="Etc/GMT-9"), "'Etc/GMT-9' is not a supported time zone - at `$.schedule.timeZone`"),

@@ -13,6 +13,7 @@ from session_schedule.core.changes import (
     ScheduleChange,
     ScheduleCreateChange,
     ScheduleDeleteChange,
+    ScheduleDispatchChange,
     create_change,
     decode_change,
     delete_change,
@@ -421,6 +422,8 @@ class Reference:
         if isinstance(change, ScheduleDeleteChange):
             del self.active[change.id]
             return True
+        if not isinstance(change, ScheduleDispatchChange):
+            return False  # SPEC §11's changes have their own reference model
         if not isinstance(record_or_none, EveryScheduleRecord | DailyScheduleRecord):
             if isinstance(change.accepted_at, str):
                 return False

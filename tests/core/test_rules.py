@@ -110,7 +110,7 @@ TOKYO = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
         ({"prompt": "p"}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found none)."),
         ({"prompt": "p", "at": None, "after_seconds": None}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found none)."),
         ({"prompt": "p", "after_seconds": 5, "every_seconds": 300}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found `after_seconds`, `every_seconds`)."),
-        ({"prompt": "p", "after_seconds": 5, "cron": "* * * * *"}, "invalid_selector", "unknown argument `cron`; schedule_create takes `prompt` and exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`."),
+        ({"prompt": "p", "after_seconds": 5, "cron": "* * * * *"}, "invalid_selector", "unknown argument `cron`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and `max_lateness_seconds`."),
         # rule values
         ({"prompt": "p", "after_seconds": 0}, "invalid_rule", "after_seconds must be a positive whole number of seconds, got 0."),
         ({"prompt": "p", "after_seconds": -5}, "invalid_rule", "after_seconds must be a positive whole number of seconds, got -5."),

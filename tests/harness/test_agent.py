@@ -36,6 +36,7 @@ class ScriptedModel:
             "schedule_create",
             "schedule_list",
             "schedule_delete",
+            "schedule_update",
         ]
         self.seen.append(messages)
         if self.gate is not None:

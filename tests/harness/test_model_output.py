@@ -130,5 +130,5 @@ def test_a_call_without_an_id_or_a_name_is_stored_under_placeholders(tmp_path: P
     assert (calls, answered) == ([("call_1", "unnamed")], "call_1")
     assert expected == (
         '{"ok":false,"error":{"code":"invalid_selector","message":"there is no tool \'\'; '
-        'the schedule tools are schedule_create, schedule_list, schedule_delete."}}'
+        'the schedule tools are schedule_create, schedule_list, schedule_delete, schedule_update."}}'
     )

@@ -28,6 +28,7 @@ async def test_the_tools_are_strict_and_carry_no_default() -> None:
         "schedule_create",
         "schedule_list",
         "schedule_delete",
+        "schedule_update",
     ]
     assert all(tool.get("strict") is True for tool in tools)
     assert "default" not in json.dumps(tools)
@@ -37,6 +38,8 @@ async def test_the_tools_are_strict_and_carry_no_default() -> None:
         "at",
         "every_seconds",
         "daily_at",
+        "ends",
+        "max_lateness_seconds",
     ]
 
 

@@ -64,7 +64,12 @@ def _walk(node: object) -> list[dict[str, object]]:
 
 def test_tool_specs_are_strict_and_carry_no_default(world: World) -> None:
     specs = tool_specs(world.tools)
-    assert [spec.name for spec in specs] == ["schedule_create", "schedule_list", "schedule_delete"]
+    assert [spec.name for spec in specs] == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+        "schedule_update",
+    ]
     for spec, definition in zip(specs, world.tools.definitions, strict=True):
         assert spec.description == definition.description
         for node in _walk(spec.parameters):
@@ -75,7 +80,15 @@ def test_tool_specs_are_strict_and_carry_no_default(world: World) -> None:
                 assert node["required"] == list(properties)
                 assert node["additionalProperties"] is False
     create = msgspec.to_builtins(specs[0].parameters)
-    assert create["required"] == ["prompt", "after_seconds", "at", "every_seconds", "daily_at"]
+    assert create["required"] == [
+        "prompt",
+        "after_seconds",
+        "at",
+        "every_seconds",
+        "daily_at",
+        "ends",
+        "max_lateness_seconds",
+    ]
 
 
 async def test_the_sync_bridge_runs_a_call_from_a_worker_thread_on_the_schedules_loop(

@@ -43,7 +43,12 @@ async def test_the_model_is_given_strict_tools_without_defaults(schedule: LiveSc
     model = load("langgraph_reminders").scripted_model()
     agent_graph(model, schedule_tools(ScheduleTools(schedule)))
     names = [tool["function"]["name"] for tool in model.bound_tools]
-    assert names == ["schedule_create", "schedule_list", "schedule_delete"]
+    assert names == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+        "schedule_update",
+    ]
     create = model.bound_tools[0]["function"]
     assert create["strict"] is True
     assert "default" not in json.dumps(create["parameters"])
@@ -53,6 +58,8 @@ async def test_the_model_is_given_strict_tools_without_defaults(schedule: LiveSc
         "at",
         "every_seconds",
         "daily_at",
+        "ends",
+        "max_lateness_seconds",
     ]
 
 

@@ -29,6 +29,7 @@ async def test_the_tools_are_strict_carry_no_default_and_match_the_catalog_adapt
         "schedule_create",
         "schedule_list",
         "schedule_delete",
+        "schedule_update",
     ]
     assert all(tool["function"].get("strict") is True for tool in tools)
     assert "default" not in json.dumps(tools)

@@ -22,7 +22,12 @@ async def test_the_tools_are_strict_and_answer_a_mistake_with_a_result() -> None
     built = schedule_tools(ScheduleTools(schedule))
     tools = {tool.name: tool for tool in built if isinstance(tool, FunctionTool)}
     assert len(tools) == len(built)
-    assert list(tools) == ["schedule_create", "schedule_list", "schedule_delete"]
+    assert list(tools) == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+        "schedule_update",
+    ]
     create = tools["schedule_create"]
     assert create.strict_json_schema is True
     assert "default" not in json.dumps(create.params_json_schema)
@@ -32,6 +37,8 @@ async def test_the_tools_are_strict_and_answer_a_mistake_with_a_result() -> None
         "at",
         "every_seconds",
         "daily_at",
+        "ends",
+        "max_lateness_seconds",
     ]
     async with schedule:
         made = await create.on_invoke_tool(

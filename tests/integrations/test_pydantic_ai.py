@@ -35,7 +35,12 @@ async def test_the_model_sees_strict_tools_without_defaults() -> None:
     agent = Agent(FunctionModel(model), tools=schedule_tools(ScheduleTools(schedule)))
     await agent.run("hello")
     tools = {tool.name: tool for tool in seen[0].function_tools}
-    assert list(tools) == ["schedule_create", "schedule_list", "schedule_delete"]
+    assert list(tools) == [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+        "schedule_update",
+    ]
     create = tools["schedule_create"]
     assert create.strict is True
     assert "default" not in str(create.parameters_json_schema)
@@ -45,6 +50,8 @@ async def test_the_model_sees_strict_tools_without_defaults() -> None:
         "at",
         "every_seconds",
         "daily_at",
+        "ends",
+        "max_lateness_seconds",
     ]
 
 

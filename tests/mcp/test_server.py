@@ -146,11 +146,12 @@ async def test_the_tools_are_listed_with_their_schemas(tmp_path: Path, session_i
         "schedule_create",
         "schedule_list",
         "schedule_delete",
+        "schedule_update",
         TAKE_TOOL,
     ]
     for tool, expected in zip(dumped, mcp_tools(tool_definitions()), strict=False):
         assert tool == expected
-    assert dumped[3] == take_tool()
+    assert dumped[4] == take_tool()
     assert [(resource.uri, resource.mime_type) for resource in resources.resources] == [
         (PENDING_URI, "application/json")
     ]
@@ -190,7 +191,7 @@ async def test_create_list_delete_and_errors_are_tool_errors(
             unknown,
             "invalid_selector",
             "there is no tool 'schedule_cancel'; the schedule tools are schedule_create, "
-            "schedule_list, schedule_delete.",
+            "schedule_list, schedule_delete, schedule_update.",
         ),
         (
             take_with_arguments,

@@ -245,7 +245,7 @@ async def test_a_tool_error_is_traced_as_a_refusal(world: World) -> None:
             error_code="invalid_selector",
             tool="schedule_cancel",
             detail="there is no tool 'schedule_cancel'; the schedule tools are "
-            "schedule_create, schedule_list, schedule_delete.",
+            "schedule_create, schedule_list, schedule_delete, schedule_update.",
         ),
     ]
 

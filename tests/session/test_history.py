@@ -207,3 +207,30 @@ async def test_the_reminders_answered_since_the_persons_last_message(tmp_path: P
     assert (after.answered, after.since, after.line()) == (0, len(entries), None)
     one = msgspec.structs.replace(after, answered=1)
     assert one.line() == "1 reminder was answered since your last message"
+
+
+def test_a_missed_occurrence_and_a_snoozed_delivery_are_in_the_history() -> None:
+    async def run() -> list[tuple[str, str]]:
+        from session_schedule.session.memory import MemorySessionStore  # noqa: PLC0415
+        from session_schedule.testing.agent import FakeAgent  # noqa: PLC0415
+
+        clock = FakeClock(START)
+        handle = await MemorySessionStore().create(now=clock.now())
+        async with LiveSchedule(handle, FakeAgent(), clock=clock) as schedule:
+            await schedule.create(
+                {"prompt": "a", "every_seconds": 3600, "max_lateness_seconds": 60}
+            )
+            await schedule.update({"id": "sch_1", "snooze": {"after_seconds": 5400}})
+            clock.advance(5400)  # 21:30: the snoozed 21:00 occurrence
+            await schedule.settled()
+            clock.advance(3600)  # 22:30, all at once: 22:00 is half an hour late, missed
+            await schedule.settled()
+            clock.advance(30)  # the owner's bounded wait: it reads the wall clock again
+            await schedule.settled()
+        runs = occurrence_history(handle.entries)
+        return [(run.key, run.outcome) for run in runs]
+
+    assert asyncio.run(run()) == [
+        ("sch_1@2026-11-29T21:00:00.000Z", "delivered"),
+        ("sch_1@2026-11-29T22:00:00.000Z", "missed"),
+    ]

@@ -39,7 +39,7 @@ def _walk_schemas(schema: Schema) -> list[Schema]:
 @pytest.mark.parametrize("shape", ["chat", "responses"])
 def test_openai_tools_follow_strict_mode_rules(shape: str) -> None:
     tools = openai_tools(tool_definitions(), shape="chat" if shape == "chat" else "responses")
-    assert len(tools) == 3
+    assert len(tools) == 4
     for tool in tools:
         assert tool["type"] == "function"
         function = cast("dict[str, object]", tool["function"] if shape == "chat" else tool)
@@ -57,12 +57,22 @@ def test_openai_tools_follow_strict_mode_rules(shape: str) -> None:
                 assert node["required"] == list(cast("dict[str, object]", node["properties"]))
 
 
+NO_OPTIONS: dict[str, object] = {"ends": None, "max_lateness_seconds": None}
+
+
 def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
     create = openai_tools(tool_definitions())[0]
     parameters = cast("Schema", cast("dict[str, object]", create["function"])["parameters"])
     validator = jsonschema.Draft202012Validator(parameters)
     validator.validate(
-        {"prompt": "p", "after_seconds": None, "at": None, "every_seconds": 600, "daily_at": None}
+        {
+            "prompt": "p",
+            "after_seconds": None,
+            "at": None,
+            "every_seconds": 600,
+            "daily_at": None,
+            **NO_OPTIONS,
+        }
     )
     validator.validate(
         {
@@ -71,6 +81,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"},
             "every_seconds": None,
             "daily_at": None,
+            **NO_OPTIONS,
         }
     )
     daily = {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": ["mon", "fri"]}
@@ -82,6 +93,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
                 "at": None,
                 "every_seconds": None,
                 "daily_at": {**daily, "weekdays": weekdays},
+                **NO_OPTIONS,
             }
         )
     assert not validator.is_valid({"prompt": "p"})
@@ -144,6 +156,7 @@ def test_anthropic_strict_tools_have_no_default_and_only_supported_keywords() ->
         "schedule_create",
         "schedule_list",
         "schedule_delete",
+        "schedule_update",
     ]
     plain = anthropic_tools(tool_definitions())
     assert "default" in _keywords([tool["input_schema"] for tool in plain])

@@ -45,7 +45,7 @@ def test_descriptions_follow_the_configured_limits() -> None:
 
 
 def test_descriptions_tell_the_model_what_it_must_know() -> None:
-    create, listing, delete = tool_definitions()
+    create, listing, delete, update = tool_definitions()
     for phrase in (
         "same conversation",
         "follow-up turn",
@@ -67,3 +67,19 @@ def test_descriptions_tell_the_model_what_it_must_know() -> None:
     assert "use every_seconds instead" in properties["daily_at"]["description"]
     assert "overdue" in listing.description
     assert "deleted: false" in delete.description
+    # Moving, changing, postponing or pausing goes through schedule_update, not delete + create.
+    assert "use schedule_update instead of deleting and re-creating it" in delete.description
+    for phrase in ("move, change, postpone (snooze), pause or resume", "instead of deleting"):
+        assert phrase in update.description
+    update_properties = update.input_schema["properties"]
+    assert isinstance(update_properties, dict)
+    assert set(update_properties) == {
+        "id", "prompt", "after_seconds", "at", "every_seconds", "daily_at", "paused", "snooze",
+        "ends", "max_lateness_seconds",
+    }  # fmt: skip
+    for name, schema in update_properties.items():
+        description = schema["description"]
+        assert description.endswith("."), name
+        assert description.count(". ") <= 3, name
+        if name != "id":
+            assert "Null" in description, name

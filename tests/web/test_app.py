@@ -75,7 +75,7 @@ async def test_info_says_whether_a_model_answers(offline: Overlay, online: Overl
     assert (await offline.client.get("/api/info")).json() == {
         "mode": "offline",
         "model": None,
-        "tools": ["schedule_create", "schedule_list", "schedule_delete"],
+        "tools": ["schedule_create", "schedule_list", "schedule_delete", "schedule_update"],
         "maxPromptChars": MAX_PROMPT_CHARS,
     }
     info = (await online.client.get("/api/info")).json()
@@ -826,7 +826,7 @@ async def test_tool_calls_without_arguments_and_with_bad_ones(offline: Overlay) 
             b"{}",
             404,
             "there is no tool 'schedule_nap'; the tools are "
-            "schedule_create, schedule_list, schedule_delete.",
+            "schedule_create, schedule_list, schedule_delete, schedule_update.",
         ),
         (
             "schedule_create",

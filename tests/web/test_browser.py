@@ -622,3 +622,29 @@ def test_every_time_shown_says_its_zone(
     expect(page.locator(".turn .when").first).to_have_text(zoned)
     expect(page.locator(".schedule-when time")).to_have_text(zoned)
     expect(page.locator("#session-select option").first).to_contain_text("GMT+9")
+
+
+def test_offline_a_reminder_card_pauses_resumes_and_snoozes_through_schedule_update(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Europe/Paris")
+    form = page.locator("#create-form")
+    form.locator("select[name=rule]").select_option("every_seconds")
+    form.locator("input[name=prompt]").fill("stretch")
+    form.locator("input[name=seconds]").fill("3600")
+    form.locator("button[type=submit]").click()
+    card = page.locator(".schedule")
+    expect(card.locator(".schedule-state")).to_have_text("scheduled")
+    card.get_by_role("button", name="Pause").click()
+    expect(card.locator(".schedule-state")).to_have_text("paused")
+    expect(page.locator(".turn.model .tool-name").last).to_have_text("schedule_update")
+    expect(page.locator(".turn.model .tool-args").last).to_have_text('{"id":"sch_1","paused":true}')
+    card.get_by_role("button", name="Resume").click()
+    expect(card.locator(".schedule-state")).to_have_text("scheduled")
+    card.get_by_role("button", name="+10 min").click()
+    expect(card.locator(".schedule-note").first).to_have_text("snoozed")
+    card.get_by_role("button", name="Tomorrow 09:00").click()
+    expect(page.locator(".turn.model .tool-args").last).to_contain_text(
+        '"time":"09:00","time_zone":"Europe/Paris"'
+    )
+    expect(page.locator(".turn.tool")).to_have_count(5)

@@ -47,6 +47,11 @@ from session_schedule.core.changes import (
     ScheduleCreateChange,
     ScheduleDeleteChange,
     ScheduleDispatchChange,
+    ScheduleMissChange,
+    SchedulePauseChange,
+    ScheduleResumeChange,
+    ScheduleSnoozeChange,
+    ScheduleUpdateChange,
 )
 from session_schedule.core.due import next_wakeup
 from session_schedule.core.errors import ScheduleError
@@ -517,6 +522,25 @@ def _change_line(change: ScheduleChange, record: ScheduleRecord | None, prefix: 
             line.append(f"{change.id}{_kind_suffix(record)}")
             if isinstance(change.accepted_at, str):
                 line.append(f", acceptedAt {change.accepted_at}")
+        case ScheduleUpdateChange(schedule=updated):
+            line.append("update ", style="bold yellow")
+            line.append(f"{updated.id} {_rule(updated)}, target {updated.scheduled_at}: ")
+            line.append_text(_untrusted(_quote(updated.prompt)))
+        case SchedulePauseChange():
+            line.append("pause ", style="bold yellow")
+            line.append(f"{change.id}{_kind_suffix(record)}")
+        case ScheduleResumeChange():
+            line.append("resume ", style="bold yellow")
+            line.append(f"{change.id}{_kind_suffix(record)}, acceptedAt {change.accepted_at}")
+        case ScheduleSnoozeChange():
+            line.append("snooze ", style="bold yellow")
+            line.append(f"{change.id}{_kind_suffix(record)} until {change.until}")
+        case ScheduleMissChange():
+            line.append("miss ", style="bold magenta")
+            line.append(
+                f"{change.id}{_kind_suffix(record)}, occurrence {change.scheduled_at}, "
+                f"acceptedAt {change.accepted_at}"
+            )
         case _:
             assert_never(change)
     return line
@@ -541,7 +565,10 @@ def _list(arguments: argparse.Namespace) -> int:
         seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
     )
     history.feed(snapshot.entries)
-    views = [with_runs(make_view(record, now), history) for record in state.ordered()]
+    views = [
+        with_runs(make_view(record, now, state.status(record.id)), history)
+        for record in state.ordered()
+    ]
     # Every reminder, on one page: the operator reads the whole list.
     result = ListResult(
         ok=True, now=format_instant(now), schedules=views, next_cursor=None, total=len(views)
@@ -608,12 +635,14 @@ def _timeline(arguments: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     snapshot = _read(arguments)
+    folded = fold_snapshot(snapshot)
     timeline = build_timeline(
-        fold_snapshot(snapshot).ordered(),
+        folded.ordered(),
         now=now,
         until=until,
         zone=zone,
         limit=arguments.limit,
+        statuses=folded.statuses(),
     )
     if arguments.json:
         _print_json(timeline)

@@ -37,6 +37,12 @@ commands:
   /create daily 09:00 Asia/Tokyo <prompt>           every day, at a local time in a zone
   /create daily 09:00 UTC mon wed fri <prompt>      on the days listed only (spaces or commas)
   /list                                             the active reminders
+  /update sch_1 every 20m [<prompt>]                a new rule (any /create form), and prompt
+  /update sch_1 prompt <prompt>                     a new prompt; the time does not move
+  /pause sch_1                                      stop deliveries until resumed
+  /resume sch_1                                     deliver again (from the next occurrence)
+  /snooze sch_1 10m                                 postpone the next delivery: a duration,
+  /snooze sch_1 2026-12-01T09:00:00+09:00           or an RFC 3339 time with an offset
   /delete sch_1                                     delete a reminder
   /help                                             this help
   /quit                                             leave (Ctrl-D too); the session can be resumed
@@ -50,7 +56,17 @@ CREATE_USAGE: Final = (
 )
 LIST_USAGE: Final = "/list"
 DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
-COMMANDS_USAGE: Final = "/create, /list, /delete <id>, /help, /quit"
+UPDATE_USAGE: Final = (
+    "/update <id> in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 "
+    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] [<prompt>], or /update <id> prompt <prompt>"
+)
+PAUSE_USAGE: Final = "/pause <id>, such as /pause sch_1"
+RESUME_USAGE: Final = "/resume <id>, such as /resume sch_1"
+SNOOZE_USAGE: Final = "/snooze <id> 10m|1h30m|2026-12-01T09:00:00+09:00"
+COMMANDS_USAGE: Final = (
+    "/create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, "
+    "/help, /quit"
+)
 
 _MAX_INT64: Final = 2**63 - 1
 """The largest integer the JSON encoder writes; larger durations are refused here."""
@@ -106,7 +122,7 @@ class Say:
 class CallTool:
     """A direct call of a Schedule tool with the arguments a model would send."""
 
-    name: Literal["schedule_create", "schedule_list", "schedule_delete"]
+    name: Literal["schedule_create", "schedule_list", "schedule_delete", "schedule_update"]
     arguments: Mapping[str, object]
 
 
@@ -150,6 +166,18 @@ def parse_line(line: str) -> Command:
             if not schedule_id or extra:
                 return Usage(message="/delete takes one reminder id", usage=DELETE_USAGE)
             return CallTool(name="schedule_delete", arguments={"id": schedule_id})
+        case "/update":
+            return _update(rest)
+        case "/pause" | "/resume":
+            schedule_id, extra = _split(rest)
+            usage = PAUSE_USAGE if name == "/pause" else RESUME_USAGE
+            if not schedule_id or extra:
+                return Usage(message=f"{name} takes one reminder id", usage=usage)
+            return CallTool(
+                name="schedule_update", arguments={"id": schedule_id, "paused": name == "/pause"}
+            )
+        case "/snooze":
+            return _snooze(rest)
         case "/help" | "/?":
             return Local(command="help")
         case "/quit" | "/exit":
@@ -301,17 +329,64 @@ def spoken_duration(seconds: int) -> str:
     return " ".join(parts)
 
 
-def _create(text: str) -> Command:
+def _update(text: str) -> Command:
+    schedule_id, rest = _split(text)
+    if not schedule_id or not rest:
+        return Usage(message="/update needs a reminder id and what to change", usage=UPDATE_USAGE)
+    word, prompt = _split(rest)
+    if word.lower() == "prompt":
+        prompt = _unquoted(prompt)
+        if not prompt:
+            return Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)
+        return CallTool(name="schedule_update", arguments={"id": schedule_id, "prompt": prompt})
+    created = _create(rest, optional_prompt=True)
+    if isinstance(created, Usage):
+        message = created.message.replace("/create", "/update", 1).replace(
+            "in, after, every, at or daily", "in, after, every, at, daily or prompt"
+        )
+        return Usage(message=message, usage=UPDATE_USAGE)
+    if not isinstance(created, CallTool):
+        return Usage(message="/update: give a rule or a prompt", usage=UPDATE_USAGE)
+    return CallTool(name="schedule_update", arguments={"id": schedule_id, **created.arguments})
+
+
+def _snooze(text: str) -> Command:
+    schedule_id, rest = _split(text)
+    if not schedule_id or not rest:
+        return Usage(
+            message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
+        )
+    snooze: dict[str, object]
+    if _DATE.match(rest):
+        when, extra = _split(rest)
+        if extra:
+            return Usage(
+                message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
+            )
+        snooze = {"until": when}
+    else:
+        read = read_duration(rest)
+        if not isinstance(read, Duration):
+            return Usage(message=f"/snooze: {read.message}", usage=SNOOZE_USAGE)
+        if read.rest:
+            return Usage(
+                message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
+            )
+        snooze = {"after_seconds": read.seconds}
+    return CallTool(name="schedule_update", arguments={"id": schedule_id, "snooze": snooze})
+
+
+def _create(text: str, *, optional_prompt: bool = False) -> Command:
     when, rest = _split(text)
     match when.lower():
         case "after" | "in":
-            return _delayed("after_seconds", when, rest)
+            return _delayed("after_seconds", when, rest, optional_prompt=optional_prompt)
         case "every":
-            return _delayed("every_seconds", when, rest)
+            return _delayed("every_seconds", when, rest, optional_prompt=optional_prompt)
         case "at":
-            return _at(rest)
+            return _at(rest, optional_prompt=optional_prompt)
         case "daily":
-            return _daily(rest)
+            return _daily(rest, optional_prompt=optional_prompt)
         case "":
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
@@ -321,10 +396,16 @@ def _create(text: str) -> Command:
             )
 
 
-def _delayed(key: Literal["after_seconds", "every_seconds"], word: str, text: str) -> Command:
+def _delayed(
+    key: Literal["after_seconds", "every_seconds"],
+    word: str,
+    text: str,
+    *,
+    optional_prompt: bool = False,
+) -> Command:
     read = read_duration(text)
     if isinstance(read, Duration):
-        return _with_prompt({key: read.seconds}, read.rest)
+        return _with_prompt({key: read.seconds}, read.rest, optional=optional_prompt)
     if read.kind == "missing":
         return Usage(message=f"/create {word}: {read.message}", usage=CREATE_USAGE)
     if read.kind != "bare_number":
@@ -344,7 +425,7 @@ def _delayed(key: Literal["after_seconds", "every_seconds"], word: str, text: st
     )
 
 
-def _at(text: str) -> Command:
+def _at(text: str, *, optional_prompt: bool = False) -> Command:
     first, rest = _split(text)
     if not first:
         return Usage(message="/create at: give a time", usage=CREATE_USAGE)
@@ -357,17 +438,18 @@ def _at(text: str) -> Command:
                 f"such as {first} 09:00 Asia/Tokyo (or UTC)",
                 usage=CREATE_USAGE,
             )
-        return _with_prompt({"at": {"date": first, "time": clock, "time_zone": zone}}, prompt)
+        local = {"date": first, "time": clock, "time_zone": zone}
+        return _with_prompt({"at": local}, prompt, optional=optional_prompt)
     if _CLOCK_TIME.fullmatch(first):
         return Usage(
             message=f"/create at {first}: give the date and the time zone too, "
             f"such as 2026-12-01 {first} Asia/Tokyo",
             usage=CREATE_USAGE,
         )
-    return _with_prompt({"at": first}, rest)
+    return _with_prompt({"at": first}, rest, optional=optional_prompt)
 
 
-def _daily(text: str) -> Command:
+def _daily(text: str, *, optional_prompt: bool = False) -> Command:
     clock, rest = _split(text)
     zone, rest = _split(rest)
     if not clock or not zone:
@@ -396,11 +478,13 @@ def _daily(text: str) -> Command:
             "the prompt",
             usage=CREATE_USAGE,
         )
-    return _with_prompt({"daily_at": selector}, prompt)
+    return _with_prompt({"daily_at": selector}, prompt, optional=optional_prompt)
 
 
-def _with_prompt(selector: dict[str, object], prompt: str) -> Command:
+def _with_prompt(selector: dict[str, object], prompt: str, *, optional: bool = False) -> Command:
     prompt = _unquoted(prompt)
+    if not prompt and optional:
+        return CallTool(name="schedule_create", arguments=selector)
     if not prompt:
         return Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE)
     return CallTool(name="schedule_create", arguments={"prompt": prompt, **selector})

@@ -1,8 +1,8 @@
 """The tool arguments a model sends, as types: the source of the tools' argument schemas.
 
-The create and delete decisions read raw JSON values (so that ``300.0`` can count as an integer
-and every malformation gets its own message), but the names they accept are these types' field
-names, and the schemas the tools publish are generated from these types.
+The create, update and delete decisions read raw JSON values (so that ``300.0`` can count as an
+integer and every malformation gets its own message), but the names they accept are these types'
+field names, and the schemas the tools publish are generated from these types.
 """
 
 from __future__ import annotations
@@ -55,14 +55,49 @@ class DailyAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 @final
+class EndsArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """When a recurring reminder ends: after an instant, after a number of deliveries, or both."""
+
+    until: str | LocalAt | None = None
+    max_runs: int | None = None
+
+
+@final
+class SnoozeArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where a snooze moves the next delivery: to an instant, or a delay from now."""
+
+    until: str | LocalAt | None = None
+    after_seconds: int | None = None
+
+
+@final
 class CreateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``schedule_create``: a prompt and exactly one of the four selectors."""
+    """``schedule_create``: a prompt, exactly one of the selectors, and optionally when a
+    recurring reminder ends and how late a delivery may be."""
 
     prompt: str
     after_seconds: int | None = None
     at: str | LocalAt | None = None
     every_seconds: int | None = None
     daily_at: DailyAt | None = None
+    ends: EndsArguments | None = None
+    max_lateness_seconds: int | None = None
+
+
+@final
+class UpdateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``schedule_update``: the id of an active reminder, then what to change (null: unchanged)."""
+
+    id: str
+    prompt: str | None = None
+    after_seconds: int | None = None
+    at: str | LocalAt | None = None
+    every_seconds: int | None = None
+    daily_at: DailyAt | None = None
+    paused: bool | None = None
+    snooze: SnoozeArguments | None = None
+    ends: EndsArguments | None = None
+    max_lateness_seconds: int | None = None
 
 
 @final
@@ -85,5 +120,8 @@ def field_names(arguments: type[msgspec.Struct]) -> tuple[str, ...]:
     return tuple(field.encode_name for field in msgspec.structs.fields(arguments))
 
 
-SELECTORS: Final = field_names(CreateArguments)[1:]
-"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``: the fields after ``prompt``."""
+OPTIONS: Final = ("ends", "max_lateness_seconds")
+"""The create arguments that apply to any rule (SPEC §11)."""
+SELECTORS: Final = tuple(name for name in field_names(CreateArguments)[1:] if name not in OPTIONS)
+"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``: the fields after ``prompt`` that
+choose the rule."""

@@ -1,8 +1,14 @@
-"""The ``schedule/change`` event, versions 1 and 2 (SPEC §4, §10): wire shapes and the strict codec.
+"""The ``schedule/change`` event, versions 1 to 3 (SPEC §4, §10, §11): wire shapes and the strict
+codec.
 
 Version 2 exists for one change only: the create of a ``daily`` record. A version-1 create holds
 an ``after``, ``at`` or ``every`` record and a version-2 create a ``daily`` one; deletes and
 dispatches are version 1 (a ``daily`` dispatch carries ``acceptedAt``, as an Every dispatch does).
+Version 3 (SPEC §11) is the create of a record that carries ``ends`` or ``maxLatenessSeconds``,
+and the five operations that manage a record in place: ``update`` (the id and the complete new
+record), ``pause``, ``resume`` (with its decision time), ``snooze`` (with the snooze instant) and
+``miss`` (a late occurrence recorded instead of delivered). Which version a create takes is
+:func:`create_version`'s one decision, the place a further record kind joins.
 
 The codec is the durable format's gatekeeper. :func:`decode_change` accepts exactly what a create,
 delete or dispatch decision writes: the shapes below — no unknown versions, no extra or missing
@@ -42,13 +48,16 @@ from session_schedule.core.records import (
     RecordIdField,
     RecordInstantField,
     ScheduleRecord,
+    is_managed,
+    record_ends,
     record_kind,
 )
 from session_schedule.core.time_input import is_supported_zone
 
 CHANGE_VERSION: Final = 1
 DAILY_CREATE_VERSION: Final = 2
-CHANGE_VERSIONS: Final = (CHANGE_VERSION, DAILY_CREATE_VERSION)
+MANAGE_VERSION: Final = 3
+CHANGE_VERSIONS: Final = (CHANGE_VERSION, DAILY_CREATE_VERSION, MANAGE_VERSION)
 CHANGE_EVENT_TYPE: Final = "schedule/change"
 
 
@@ -65,9 +74,9 @@ class _Change(
 
 @final
 class ScheduleCreateChange(_Change, tag="create", frozen=True):
-    """A new active record, stored whole (version 2 for a ``daily`` record, else version 1)."""
+    """A new active record, stored whole, with the version :func:`create_version` gives it."""
 
-    version: Literal[1, 2]
+    version: Literal[1, 2, 3]
     schedule: ScheduleRecord
 
 
@@ -93,22 +102,139 @@ class ScheduleDispatchChange(_Change, tag="dispatch", frozen=True):
     accepted_at: RecordInstantField | msgspec.UnsetType = msgspec.UNSET
 
 
-ScheduleChange: TypeAlias = ScheduleCreateChange | ScheduleDeleteChange | ScheduleDispatchChange
+@final
+class ScheduleUpdateChange(_Change, tag="update", frozen=True):
+    """An active record replaced whole, under the same id (SPEC §11): the record as the update
+    decided it, so a replay never re-derives it. Its ``scheduledAt`` is the rule's next target,
+    never a snooze instant."""
+
+    version: Literal[3]
+    id: RecordIdField
+    schedule: ScheduleRecord
+
+
+@final
+class SchedulePauseChange(_Change, tag="pause", frozen=True):
+    """An active record stops being due until resumed (it stays active and listed)."""
+
+    version: Literal[3]
+    id: RecordIdField
+
+
+@final
+class ScheduleResumeChange(_Change, tag="resume", frozen=True):
+    """A paused record is due again; ``acceptedAt`` is the decision time of the resume."""
+
+    version: Literal[3]
+    id: RecordIdField
+    accepted_at: RecordInstantField
+
+
+@final
+class ScheduleSnoozeChange(_Change, tag="snooze", frozen=True):
+    """Only the record's next delivery moves, to ``until``."""
+
+    version: Literal[3]
+    id: RecordIdField
+    until: RecordInstantField
+
+
+@final
+class ScheduleMissChange(_Change, tag="miss", frozen=True):
+    """An occurrence decided too late (after ``maxLatenessSeconds``) is recorded, not delivered:
+    ``scheduledAt`` names the occurrence, ``acceptedAt`` the decision time."""
+
+    version: Literal[3]
+    id: RecordIdField
+    scheduled_at: RecordInstantField
+    accepted_at: RecordInstantField
+
+
+ScheduleChange: TypeAlias = (
+    ScheduleCreateChange
+    | ScheduleDeleteChange
+    | ScheduleDispatchChange
+    | ScheduleUpdateChange
+    | SchedulePauseChange
+    | ScheduleResumeChange
+    | ScheduleSnoozeChange
+    | ScheduleMissChange
+)
 SCHEDULE_CHANGE_ENTRY: Final = CATALOG.register(
     CHANGE_EVENT_TYPE,
     versions=CHANGE_VERSIONS,
     declaration=ScheduleChange,
     decode=lambda data, where: decode_change(data, where=where),
 )
-CHANGE_CLASSES: Final = (ScheduleCreateChange, ScheduleDeleteChange, ScheduleDispatchChange)
+CHANGE_CLASSES: Final = (
+    ScheduleCreateChange,
+    ScheduleDeleteChange,
+    ScheduleDispatchChange,
+    ScheduleUpdateChange,
+    SchedulePauseChange,
+    ScheduleResumeChange,
+    ScheduleSnoozeChange,
+    ScheduleMissChange,
+)
 """The classes of :data:`ScheduleChange`, for ``isinstance`` (far cheaper than the union)."""
+ManageChange: TypeAlias = (
+    ScheduleUpdateChange
+    | SchedulePauseChange
+    | ScheduleResumeChange
+    | ScheduleSnoozeChange
+    | ScheduleMissChange
+)
+MANAGE_CLASSES: Final = CHANGE_CLASSES[3:]
+"""The classes of the version-3 operations that manage a record in place (SPEC §11)."""
+
+
+def operation_of(change: ScheduleChange) -> str:
+    """The change's ``operation`` as written on the wire."""
+    return str(type(change).__struct_config__.tag)
+
+
+def create_version(record: ScheduleRecord) -> Literal[1, 2, 3]:
+    """The one version a create of ``record`` is written with: 3 for a record that carries a
+    SPEC §11 field, 2 for a ``daily`` record, 1 otherwise."""
+    if is_managed(record):
+        return MANAGE_VERSION
+    if isinstance(record, DailyScheduleRecord):
+        return DAILY_CREATE_VERSION
+    return CHANGE_VERSION
 
 
 def create_change(record: ScheduleRecord) -> ScheduleCreateChange:
-    version: Literal[1, 2] = (
-        DAILY_CREATE_VERSION if isinstance(record, DailyScheduleRecord) else CHANGE_VERSION
+    return ScheduleCreateChange(version=create_version(record), schedule=record)
+
+
+def update_change(record: ScheduleRecord) -> ScheduleUpdateChange:
+    """Replace the active record of ``record.id`` by ``record``."""
+    return ScheduleUpdateChange(version=MANAGE_VERSION, id=record.id, schedule=record)
+
+
+def pause_change(schedule_id: ScheduleId) -> SchedulePauseChange:
+    return SchedulePauseChange(version=MANAGE_VERSION, id=schedule_id)
+
+
+def resume_change(schedule_id: ScheduleId, accepted_at: Instant) -> ScheduleResumeChange:
+    return ScheduleResumeChange(
+        version=MANAGE_VERSION, id=schedule_id, accepted_at=format_instant(accepted_at)
     )
-    return ScheduleCreateChange(version=version, schedule=record)
+
+
+def snooze_change(schedule_id: ScheduleId, until: Instant) -> ScheduleSnoozeChange:
+    return ScheduleSnoozeChange(version=MANAGE_VERSION, id=schedule_id, until=format_instant(until))
+
+
+def miss_change(
+    schedule_id: ScheduleId, scheduled_at: Instant, accepted_at: Instant
+) -> ScheduleMissChange:
+    return ScheduleMissChange(
+        version=MANAGE_VERSION,
+        id=schedule_id,
+        scheduled_at=format_instant(scheduled_at),
+        accepted_at=format_instant(accepted_at),
+    )
 
 
 def delete_change(schedule_id: ScheduleId) -> ScheduleDeleteChange:
@@ -260,6 +386,8 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
             schedule_id = change.id
             if schedule_id not in known and not _remember(schedule_id):
                 return False
+        elif type(change) is not ScheduleCreateChange:
+            return False  # a version-3 operation: checked one by one
         else:
             record = change.schedule
             scheduled_at = record.scheduled_at
@@ -312,27 +440,41 @@ def _check_forms(change: ScheduleChange, where: str) -> None:
     """The id, instant and time fields are in their one accepted form (in field order, with the
     message and path of a pattern failure)."""
     if isinstance(change, ScheduleCreateChange):
-        record = change.schedule
-        _check_id(record.id, where, "$.schedule.id")
-        if (
-            isinstance(record, DailyScheduleRecord)
-            and _DAILY_TIME.fullmatch(record.local_time) is None
-        ):
-            raise corrupt(
-                where,
-                "expected a wall-clock time of the form HH:MM:SS.sss, got "
-                f"{record.local_time!r} - at `$.schedule.time`",
-            )
-        if canonical_instant(record.scheduled_at) is None:
-            raise corrupt(
-                where, f"{why_not_canonical(record.scheduled_at)} - at `$.schedule.scheduledAt`"
-            )
+        _check_record_forms(change.schedule, where)
         return
     _check_id(change.id, where, "$.id")
     if isinstance(change, ScheduleDispatchChange):
         accepted_at = change.accepted_at
-        if isinstance(accepted_at, str) and canonical_instant(accepted_at) is None:
-            raise corrupt(where, f"{why_not_canonical(accepted_at)} - at `$.acceptedAt`")
+        if isinstance(accepted_at, str):
+            _check_instant(accepted_at, where, "$.acceptedAt")
+    elif isinstance(change, ScheduleUpdateChange):
+        _check_record_forms(change.schedule, where)
+    elif isinstance(change, ScheduleResumeChange):
+        _check_instant(change.accepted_at, where, "$.acceptedAt")
+    elif isinstance(change, ScheduleSnoozeChange):
+        _check_instant(change.until, where, "$.until")
+    elif isinstance(change, ScheduleMissChange):
+        _check_instant(change.scheduled_at, where, "$.scheduledAt")
+        _check_instant(change.accepted_at, where, "$.acceptedAt")
+
+
+def _check_record_forms(record: ScheduleRecord, where: str) -> None:
+    _check_id(record.id, where, "$.schedule.id")
+    if isinstance(record, DailyScheduleRecord) and _DAILY_TIME.fullmatch(record.local_time) is None:
+        raise corrupt(
+            where,
+            "expected a wall-clock time of the form HH:MM:SS.sss, got "
+            f"{record.local_time!r} - at `$.schedule.time`",
+        )
+    _check_instant(record.scheduled_at, where, "$.schedule.scheduledAt")
+    ends = record_ends(record)
+    if ends is not None and ends.until is not None:
+        _check_instant(ends.until, where, "$.schedule.ends.until")
+
+
+def _check_instant(text: str, where: str, path: str) -> None:
+    if canonical_instant(text) is None:
+        raise corrupt(where, f"{why_not_canonical(text)} - at `{path}`")
 
 
 def _check_id(text: str, where: str, path: str) -> None:
@@ -358,23 +500,56 @@ def _checked(change: ScheduleChange, where: str, *, plain: bool) -> ScheduleChan
     ``plain``: the change was decoded from canonical ASCII bytes without escapes, so its strings
     hold no control character and no lone surrogate.
     """
+    if isinstance(change, ScheduleUpdateChange):
+        if change.schedule.id != change.id:
+            raise corrupt(
+                where,
+                f"an update of {change.id} must hold a record with the same id, not "
+                f"{change.schedule.id} - at `$.schedule.id`",
+            )
+        _check_record(change.schedule, where, plain=plain)
+        return change
     if not isinstance(change, ScheduleCreateChange):
         return change
     record = change.schedule
+    expected = create_version(record)
+    if change.version != expected:
+        if is_managed(record):
+            kind = "a schedule with `ends` or `maxLatenessSeconds`"
+        elif isinstance(record, DailyScheduleRecord):
+            kind = "a `daily` schedule"
+        else:
+            kind = f"an `{record_kind(record)}` schedule"
+        raise corrupt(
+            where,
+            f"{kind} must be created with version {expected}, not {change.version} "
+            "- at `$.version`",
+        )
+    _check_record(record, where, plain=plain)
+    return change
+
+
+def _check_record(record: ScheduleRecord, where: str, *, plain: bool) -> None:
+    """The rules no type states for a record a create or update writes."""
     prompt = record.prompt
     # A shortcut: a prompt without control characters (nor newline or tab) and lone surrogates
     # is valid once it is also trimmed. Anything else goes through the prompt rule.
     if not (plain or prompt.isprintable()) or prompt.strip() != prompt:
         _check_prompt(prompt, where)
-    daily = isinstance(record, DailyScheduleRecord)
-    if daily != (change.version == DAILY_CREATE_VERSION):
-        kind = "a `daily`" if daily else f"an `{record_kind(record)}`"
-        expected = DAILY_CREATE_VERSION if daily else CHANGE_VERSION
-        raise corrupt(
-            where,
-            f"{kind} schedule must be created with version {expected}, not {change.version} "
-            "- at `$.version`",
-        )
+    ends = record_ends(record)
+    if ends is not None:
+        if ends.until is None and ends.max_runs is None:
+            raise corrupt(
+                where,
+                "`ends` must set `until` or `maxRuns`; a schedule without an end has no `ends` "
+                "- at `$.schedule.ends`",
+            )
+        if ends.until is not None and ends.until < record.scheduled_at:
+            raise corrupt(
+                where,
+                f"the target {record.scheduled_at} is after `ends.until` {ends.until} "
+                "- at `$.schedule.scheduledAt`",
+            )
     if isinstance(record, DailyScheduleRecord):
         if not is_supported_zone(record.time_zone):
             raise corrupt(
@@ -387,7 +562,6 @@ def _checked(change: ScheduleChange, where: str, *, plain: bool) -> ScheduleChan
                 "weekdays must be distinct and in week order, Monday first "
                 "- at `$.schedule.weekdays`",
             )
-    return change
 
 
 def _check_prompt(prompt: str, where: str) -> None:

@@ -9,7 +9,14 @@ dispatched with the same decision time. Missed occurrences are counted, never en
 replayed.
 
 Rule 3 — the owner wakes at the earliest active target; with nothing active it has nothing to wait
-for (its own bounded wait still re-reads the wall clock).
+for (its own bounded wait still re-reads the wall clock). A paused record has no target to wait for.
+
+Rule 4 — SPEC §11: a due record with ``maxLatenessSeconds`` whose next delivery (the snooze
+instant when snoozed; the resume time for a one-shot resumed after its target) lies more than that
+before the decision time is not delivered: :func:`plan_misses` gives the ``miss`` changes the owner
+appends first, and :func:`plan_delivery` passes such a record over. A snoozed delivery stands for
+the occurrence the snooze moved (its key and its ``snoozed from`` line name it); a snoozed
+recurring record counts as skipped its occurrences after that one up to the decision time.
 """
 
 from __future__ import annotations
@@ -18,14 +25,20 @@ from typing import Literal, TypeAlias, final
 
 import msgspec
 
-from session_schedule.core.changes import ScheduleDispatchChange, dispatch_change
+from session_schedule.core.changes import (
+    ScheduleDispatchChange,
+    ScheduleMissChange,
+    dispatch_change,
+    miss_change,
+)
 from session_schedule.core.daily import latest_daily_due
 from session_schedule.core.fold import ScheduleFold, skipped_occurrences
-from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.records import (
     EveryScheduleRecord,
     RecurringScheduleRecord,
     ScheduleRecord,
+    record_max_lateness,
     record_target,
 )
 
@@ -42,10 +55,16 @@ class Occurrence(msgspec.Struct, frozen=True, kw_only=True):
     """The occurrence delivered: a one-shot's target, or a recurring record's latest due one."""
     skipped: int
     """Earlier due occurrences of a recurring record this delivery passes over (0 for one-shots)."""
+    snoozed_from: Instant | None = None
+    """For a snoozed delivery (``due_at`` is then the snooze instant): the occurrence it stands
+    for."""
 
     @property
     def key(self) -> str:
-        """``id@scheduledAt``: the same before and after a crash, so a host can spot a repeat."""
+        """``id@scheduledAt``: the same before and after a crash, so a host can spot a repeat
+        (for a snoozed delivery, the occurrence the snooze moved)."""
+        if self.snoozed_from is not None:
+            return f"{self.record.id}@{format_instant(self.snoozed_from)}"
         return f"{self.record.id}@{self.record.scheduled_at}"
 
 
@@ -69,30 +88,82 @@ def next_wakeup(state: ScheduleFold) -> Instant | None:
     return min(earliest, default=None)
 
 
-def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
-    """The delivery due at decision time ``now``, or ``None`` when nothing is due."""
+def plan_misses(state: ScheduleFold, now: Instant) -> tuple[ScheduleMissChange, ...]:
+    """The ``miss`` changes a decision at ``now`` records (Rule 4): for the earliest due
+    one-shot when it is too late, and for every due recurring record that is."""
+    misses: list[ScheduleMissChange] = []
     one_shot = state.earliest_one_shot()
-    if one_shot is not None and record_target(one_shot) <= now:
+    if one_shot is not None and record_target(one_shot) <= now and _too_late(state, one_shot, now):
+        misses.append(miss_change(one_shot.id, state.occurrence_of(one_shot.id), now))
+    misses.extend(
+        miss_change(record.id, state.occurrence_of(record.id), now)
+        for record in state.everies_due(now)
+        if _too_late(state, record, now)
+    )
+    return tuple(misses)
+
+
+def _too_late(state: ScheduleFold, record: ScheduleRecord, now: Instant) -> bool:
+    lateness = record_max_lateness(record)
+    if lateness is None:
+        return False
+    since = record_target(record)
+    late_from = state.status(record.id).late_from
+    if late_from is not None:
+        since = max(since, parse_instant(late_from))
+    return now - since > lateness * MS_PER_SECOND
+
+
+def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
+    """The delivery due at decision time ``now``, or ``None`` when nothing is due; records too
+    late to deliver (Rule 4, :func:`plan_misses`) are passed over."""
+    one_shot = state.earliest_one_shot()
+    if (
+        one_shot is not None
+        and record_target(one_shot) <= now
+        and not _too_late(state, one_shot, now)
+    ):
+        snoozed_from = state.status(one_shot.id).snoozed_from
         return Delivery(
             kind="one-shot",
             decided_at=now,
-            occurrences=(Occurrence(record=one_shot, due_at=record_target(one_shot), skipped=0),),
+            occurrences=(
+                Occurrence(
+                    record=one_shot,
+                    due_at=record_target(one_shot),
+                    skipped=0,
+                    snoozed_from=None if snoozed_from is None else parse_instant(snoozed_from),
+                ),
+            ),
             changes=(dispatch_change(one_shot.id),),
         )
-    due = state.everies_due(now)
+    due = [record for record in state.everies_due(now) if not _too_late(state, record, now)]
     if not due:
         return None
     return Delivery(
         kind="batch",
         decided_at=now,
-        occurrences=tuple(latest_occurrence(record, now) for record in due),
+        occurrences=tuple(
+            latest_occurrence(record, now, snoozed_from=_snoozed_from(state, record))
+            for record in due
+        ),
         changes=tuple(dispatch_change(record.id, now) for record in due),
     )
 
 
-def latest_occurrence(record: RecurringScheduleRecord, now: Instant) -> Occurrence:
+def _snoozed_from(state: ScheduleFold, record: ScheduleRecord) -> Instant | None:
+    snoozed_from = state.status(record.id).snoozed_from
+    return None if snoozed_from is None else parse_instant(snoozed_from)
+
+
+def latest_occurrence(
+    record: RecurringScheduleRecord, now: Instant, *, snoozed_from: Instant | None = None
+) -> Occurrence:
     """The occurrence of ``record`` a delivery decided at ``now`` delivers: its latest due one,
-    with the earlier due ones it passes over counted."""
+    with the earlier due ones it passes over counted — or, while snoozed (``snoozed_from``: the
+    occurrence the snooze moved), the snoozed delivery standing for that occurrence."""
+    if snoozed_from is not None:
+        return _snoozed_occurrence(record, snoozed_from, now)
     if not isinstance(record, EveryScheduleRecord):
         due_at, skipped = latest_daily_due(record, now)
         return Occurrence(record=record, due_at=due_at, skipped=skipped)
@@ -100,3 +171,20 @@ def latest_occurrence(record: RecurringScheduleRecord, now: Instant) -> Occurren
     skipped = skipped_occurrences(target, now, record.every_seconds)
     due_at = Instant(target + skipped * record.every_seconds * MS_PER_SECOND)
     return Occurrence(record=record, due_at=due_at, skipped=skipped)
+
+
+def _snoozed_occurrence(
+    record: RecurringScheduleRecord, occurrence: Instant, now: Instant
+) -> Occurrence:
+    """A snoozed recurring delivery at ``now``: due at the snooze instant, standing for
+    ``occurrence``, passing over the occurrences after it up to ``now``."""
+    skipped = 0
+    if now > occurrence:
+        if isinstance(record, EveryScheduleRecord):
+            skipped = skipped_occurrences(occurrence, now, record.every_seconds)
+        else:
+            at_occurrence = msgspec.structs.replace(record, scheduled_at=format_instant(occurrence))
+            skipped = latest_daily_due(at_occurrence, now)[1]
+    return Occurrence(
+        record=record, due_at=record_target(record), skipped=skipped, snoozed_from=occurrence
+    )

@@ -33,6 +33,31 @@ Rule 4d — *dispatch* of a ``daily`` record follows Rule 4, except that the rec
 first occurrence after ``D`` (``session_schedule.core.daily``: a few zone resolutions, however long
 ago ``s`` was); when there is none up to ``9999-12-31T23:59:59.999Z`` the record ends instead.
 
+Rule 6 — SPEC §11 manages a record in place, with version-3 changes on an active record (any
+of them on a record that is not active is corruption). The fold keeps, beside each record that
+carries ``ends`` or ``maxLatenessSeconds`` or has been paused or snoozed, a
+:class:`~session_schedule.core.records.RecordStatus`: whether it is paused, the occurrence a
+snooze stands for, the runs made, and the resume time of a one-shot resumed late. A record's
+``scheduledAt`` is always its next delivery (the snooze instant while snoozed); a recurring
+record's *grid target* ``T`` is its next occurrence, which a snooze does not move.
+
+- *update* replaces the record under the same id. Paused stays paused; runs are kept (an update
+  whose ``maxRuns`` is not above the runs made is corruption). A snooze stays only when the rule
+  and target are unchanged (a prompt, ``ends`` or lateness edit), else it is cleared.
+- *pause* makes the record never due (pausing a paused one is corruption) and clears a snooze.
+- *resume* (of a paused record only) at ``D``: a one-shot keeps its target, and if that passed,
+  lateness is measured from ``D``; a recurring record moves to its first occurrence after ``D``.
+- *snooze* to ``S`` (not of a paused record, nor past ``ends.until``): the next delivery is at
+  ``S``, standing for the occurrence ``T`` (a second snooze keeps the first's ``T``).
+- *dispatch* (Rules 3, 4, 4d) of a paused record is corruption; ``D`` may not precede the next
+  delivery. A recurring record then moves to its first occurrence after ``max(D, T)``, counts a
+  run, and ends when ``ends.maxRuns`` runs are made or its next target would pass
+  ``ends.until``.
+- *miss* records that the next delivery was decided more than ``maxLatenessSeconds`` after it
+  (or after a late resume); it names the occurrence ``T``. A one-shot ends; a recurring record
+  moves as a dispatch moves it, without counting a run. A miss of a record without
+  ``maxLatenessSeconds``, or within it, is corruption.
+
 Rule 5 — a **fork** (``seed_length`` > 0) applies only Rule 1's bookkeeping of used ids to the
 first ``seed_length`` entries: the fork keeps the parent's history but none of its active
 reminders, so any later delete or dispatch of an inherited id is corruption.
@@ -47,17 +72,25 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable
-from typing import Final, TypeAlias, final
+from typing import Final, TypeAlias, assert_never, final
 
 import msgspec
 
 from session_schedule.core.changes import (
+    MANAGE_VERSION,
+    ManageChange,
     ScheduleChange,
     ScheduleCreateChange,
     ScheduleDeleteChange,
     ScheduleDispatchChange,
+    ScheduleMissChange,
+    SchedulePauseChange,
+    ScheduleResumeChange,
+    ScheduleSnoozeChange,
+    ScheduleUpdateChange,
     corrupt,
     create_change,
+    operation_of,
 )
 from session_schedule.core.daily import next_daily_target
 from session_schedule.core.errors import ScheduleError
@@ -73,15 +106,20 @@ from session_schedule.core.instants import (
 from session_schedule.core.ordered_views import OrderedViews, order_key
 from session_schedule.core.plain import ReadOnlyDict
 from session_schedule.core.records import (
+    NO_STATUS,
     AfterScheduleRecord,
     AtScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
+    RecordStatus,
     RecurringScheduleRecord,
     ScheduleRecord,
     ScheduleView,
+    is_managed,
     is_recurring,
+    record_ends,
     record_kind,
+    record_max_lateness,
 )
 
 
@@ -97,6 +135,41 @@ def next_every_target(target: Instant, decided_at: Instant, every_seconds: int) 
 def skipped_occurrences(target: Instant, decided_at: Instant, every_seconds: int) -> int:
     """How many due occurrences before the latest one a dispatch at ``decided_at`` passes over."""
     return (decided_at - target) // (every_seconds * MS_PER_SECOND)
+
+
+def next_occurrence(record: RecurringScheduleRecord, grid: int, after: int) -> int | None:
+    """The first occurrence of ``record``'s rule strictly after ``after``, where ``grid`` is an
+    occurrence of it (an ``every`` record's grid never moves), or ``None`` when there is none up
+    to the end of the representable range. O(1) in the distance from ``grid`` to ``after``.
+
+    The one place a recurring record kind states how its occurrences follow one another.
+    """
+    match record:
+        case EveryScheduleRecord():
+            if after < grid:
+                return grid
+            following = next_every_target(Instant(grid), Instant(after), record.every_seconds)
+            return following if following <= MAX_INSTANT else None
+        case DailyScheduleRecord():
+            return next_daily_target(record, Instant(after))
+        case _:
+            assert_never(record)
+
+
+def rule_of(record: ScheduleRecord, target: str) -> tuple[object, ...]:
+    """What decides ``record``'s occurrences, with ``target`` as its next one: two records with
+    the same rule deliver at the same instants (a prompt, ``ends`` or lateness may differ)."""
+    match record:
+        case AfterScheduleRecord():
+            return ("after", record.after_seconds, target)
+        case AtScheduleRecord():
+            return ("at", target)
+        case EveryScheduleRecord():
+            return ("every", record.every_seconds, target)
+        case DailyScheduleRecord():
+            return ("daily", record.local_time, record.time_zone, tuple(record.weekdays), target)
+        case _:
+            assert_never(record)
 
 
 # A heap slot: (scheduledAt, id number, id). A slot is live only while its record is active with
@@ -122,6 +195,11 @@ class ScheduleFold:
         # read.
         self._every_targets: dict[ScheduleId, int] = {}
         self._stale: set[ScheduleId] = set()
+        # Rule 6: the status of every record that carries a SPEC §11 field or has been paused or
+        # snoozed (none for the others, so a log without version-3 changes never looks here
+        # but for one set look-up per dispatch), and the ids of the paused ones.
+        self._status: dict[ScheduleId, RecordStatus] = {}
+        self._paused: set[ScheduleId] = set()
         self._highest_id = 0
         # Due one-shots take priority over recurring batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
@@ -174,6 +252,31 @@ class ScheduleFold:
             self._refresh(schedule_id)
         return self._records.get(schedule_id)
 
+    def status(self, schedule_id: ScheduleId) -> RecordStatus:
+        """The fold's status of the active record ``schedule_id`` (Rule 6)."""
+        return self._status.get(schedule_id, NO_STATUS)
+
+    def statuses(self) -> dict[ScheduleId, RecordStatus]:
+        """The status of each active record that has one (Rule 6), in a new dict."""
+        return dict(self._status)
+
+    def occurrence_of(self, schedule_id: ScheduleId) -> Instant:
+        """The occurrence the active record's next delivery stands for: its target, or while
+        snoozed the occurrence the snooze moved."""
+        status = self._status.get(schedule_id, NO_STATUS)
+        if status.snoozed_from is not None:
+            return Instant(_instant(status.snoozed_from))
+        record = self.get(schedule_id)
+        if record is None:
+            raise KeyError(schedule_id)
+        return Instant(_instant(record.scheduled_at))
+
+    @property
+    def snapshottable(self) -> bool:
+        """Whether the active records, recreated as they stand, make this state: no record is
+        paused, snoozed, counted or resumed late (Rule 6)."""
+        return all(status == NO_STATUS for status in self._status.values())
+
     def next_id(self) -> ScheduleId:
         """The id the next create must use: greater than any in the stream."""
         return make_schedule_id(self._highest_id + 1)
@@ -196,15 +299,15 @@ class ScheduleFold:
     def _ordered_views(self) -> OrderedViews:
         if self._order is None:
             self._refresh_all()
-            self._order = OrderedViews(self._records.values())
+            self._order = OrderedViews(self._records.values(), self._status)
         return self._order
 
     def earliest_one_shot(self) -> ScheduleRecord | None:
-        return self._peek(self._indexed()[0])
+        return self._peek(self._indexed()[0], recurring=False)
 
     def earliest_every(self) -> RecurringScheduleRecord | None:
         """The recurring (``every`` or ``daily``) record with the earliest target."""
-        record = self._peek(self._indexed()[1])
+        record = self._peek(self._indexed()[1], recurring=True)
         return record if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) else None
 
     def everies_due(self, now: Instant) -> list[RecurringScheduleRecord]:
@@ -217,6 +320,7 @@ class ScheduleFold:
         heap = self._indexed()[1]
         now_text = format_instant(now)
         due: list[RecurringScheduleRecord] = []
+        seen: set[ScheduleId] = set()
         stack = [0] if heap else []
         while stack:
             index = stack.pop()
@@ -224,7 +328,11 @@ class ScheduleFold:
             if slot[0] > now_text:
                 continue
             record = self._live(slot)
-            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            # An update or a resume may push a second slot for the same target.
+            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and (
+                record.id not in seen
+            ):
+                seen.add(record.id)
                 due.append(record)
             stack.extend(child for child in (2 * index + 1, 2 * index + 2) if child < len(heap))
         return sorted(due, key=order_key)
@@ -251,6 +359,8 @@ class ScheduleFold:
             if type(record) is EveryScheduleRecord or type(record) is DailyScheduleRecord:
                 self._every_targets[record.id] = self._target(record, position)
             self._records[record.id] = record
+            if change.version == MANAGE_VERSION:
+                self._status[record.id] = NO_STATUS
             if self._heaps is not None:
                 heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
             if self._order is not None:
@@ -258,17 +368,10 @@ class ScheduleFold:
             return
         record_or_none = self._records.get(change.id)
         if record_or_none is None:
-            operation = "delete" if type(change) is ScheduleDeleteChange else "dispatch"
-            raise self._corrupt(position, f"{operation} of {change.id}, which is not active")
-        if type(change) is ScheduleDeleteChange:
-            if self._order is not None:
-                self._order.remove(record_or_none)
-            del self._records[change.id]
-            if change.id in self._every_targets:
-                del self._every_targets[change.id]
-                self._stale.discard(change.id)
-        elif type(change) is ScheduleDispatchChange:
-            self._dispatch(record_or_none, change.accepted_at, position)
+            raise self._corrupt(
+                position, f"{operation_of(change)} of {change.id}, which is not active"
+            )
+        self._apply_active(record_or_none, change, position)
 
     def replay(
         self, changes: Iterable[tuple[int, ScheduleChange]], *, seed_length: int = 0
@@ -293,11 +396,14 @@ class ScheduleFold:
         else:
             self._replay_unindexed(pairs)
 
-    def _replay_unindexed(self, changes: Iterable[tuple[int, ScheduleChange]]) -> None:
+    def _replay_unindexed(  # noqa: PLR0915 - one loop on purpose: replay speed
+        self, changes: Iterable[tuple[int, ScheduleChange]]
+    ) -> None:
         """:meth:`apply` for each change while nothing is indexed, as one loop over plain
         dictionaries."""
         records = self._records
         targets = self._every_targets
+        statuses = self._status
         stale = self._stale
         active = records.get
         mark_stale = stale.add
@@ -322,14 +428,20 @@ class ScheduleFold:
                             self._target(record, position) if target is None else target
                         )
                     records[schedule_id] = record
+                    if change.version == MANAGE_VERSION:
+                        statuses[schedule_id] = NO_STATUS
                     continue
                 schedule_id = change.id
                 current = active(schedule_id)
                 if current is None:
-                    operation = "delete" if type(change) is ScheduleDeleteChange else "dispatch"
                     raise self._corrupt(
-                        position, f"{operation} of {schedule_id}, which is not active"
+                        position, f"{operation_of(change)} of {schedule_id}, which is not active"
                     )
+                if schedule_id in statuses or not (
+                    type(change) is ScheduleDispatchChange or type(change) is ScheduleDeleteChange
+                ):
+                    self._apply_active(current, change, position)
+                    continue
                 if type(change) is ScheduleDeleteChange:
                     del records[schedule_id]
                     if schedule_id in targets:
@@ -358,6 +470,17 @@ class ScheduleFold:
         finally:
             self._highest_id = highest
 
+    def _apply_active(
+        self, record: ScheduleRecord, change: ScheduleChange, position: int | None
+    ) -> None:
+        """Apply a change other than a create to the active ``record`` it names."""
+        if type(change) is ScheduleDeleteChange:
+            self._end(record)
+        elif type(change) is ScheduleDispatchChange:
+            self._dispatch(record, change.accepted_at, position)
+        elif not isinstance(change, ScheduleCreateChange):
+            self._manage(change, position)
+
     def note_inherited(self, change: ScheduleChange) -> None:
         """Rule 5: remember the ids an inherited (pre-seed) change uses, and nothing else."""
         if isinstance(change, ScheduleCreateChange):
@@ -366,49 +489,228 @@ class ScheduleFold:
     def _dispatch(
         self, record: ScheduleRecord, accepted_at: str | msgspec.UnsetType, position: int | None
     ) -> None:
+        status = self._status.get(record.id, NO_STATUS)
+        if status.paused:
+            raise self._corrupt(position, f"dispatch of {record.id}, which is paused")
         if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
             if isinstance(accepted_at, str):
                 raise self._corrupt(
                     position, f"dispatch of one-shot {record.id} carries `acceptedAt`"
                 )
-            if self._order is not None:
-                self._order.remove(record)
-            del self._records[record.id]
+            self._end(record)
             return
         if not isinstance(accepted_at, str):
             raise self._corrupt(
                 position, f"dispatch of {record_kind(record)}-record {record.id} lacks `acceptedAt`"
             )
-        target = Instant(self._every_targets[record.id])
+        grid = self._every_targets[record.id]
         decided_at_ms = canonical_instant(accepted_at)
         if decided_at_ms is None:
             raise self._corrupt(position, f"{why_not_canonical(accepted_at)} - at `$.acceptedAt`")
-        decided_at = Instant(decided_at_ms)
-        if decided_at < target:
+        delivery = grid if status.snoozed_from is None else _instant(record.scheduled_at)
+        if decided_at_ms < delivery:
             raise self._corrupt(
                 position,
                 f"dispatch of {record.id} was accepted at {accepted_at}, "
-                f"before its target {format_instant(target)}",
+                f"before its target {format_instant(Instant(delivery))}",
             )
-        following: int | None
-        if isinstance(record, EveryScheduleRecord):
-            following = next_every_target(target, decided_at, record.every_seconds)
-        else:
-            following = next_daily_target(record, decided_at)
+        if record.id not in self._status:
+            self._advance(record, next_occurrence(record, grid, decided_at_ms), status)
+            return
+        # Runs are counted while there is a ``maxRuns`` to count them against.
+        ends = record_ends(record)
+        runs = status.runs
+        if ends is not None and ends.max_runs is not None:
+            runs += 1
+            if runs >= ends.max_runs:
+                self._end(record)
+                return
+        following = next_occurrence(record, grid, max(decided_at_ms, grid))
+        self._advance(record, following, RecordStatus(runs=runs))
+
+    def _advance(
+        self, record: RecurringScheduleRecord, following: int | None, status: RecordStatus
+    ) -> None:
+        """Move a recurring record to the target ``following`` with ``status``, or end it when
+        there is none, or it passes ``ends.until``."""
+        ends = record_ends(record)
+        if (
+            following is None
+            or following > MAX_INSTANT
+            or (ends is not None and ends.until is not None and following > _instant(ends.until))
+        ):
+            self._end(record)
+            return
         if self._order is not None:
             self._order.remove(record)
-        if following is None or following > MAX_INSTANT:
-            del self._records[record.id]
-            del self._every_targets[record.id]
-            self._stale.discard(record.id)
-            return
         self._every_targets[record.id] = following
+        self._put_status(record, status)
         if self._heaps is None and self._order is None:
             self._stale.add(record.id)
         else:
             self._activate(
                 msgspec.structs.replace(record, scheduled_at=format_instant(Instant(following)))
             )
+
+    def _end(self, record: ScheduleRecord) -> None:
+        """Forget the active ``record`` (read fresh: its target as held)."""
+        schedule_id = record.id
+        if self._order is not None:
+            self._order.remove(self._records[schedule_id])
+        del self._records[schedule_id]
+        if schedule_id in self._every_targets:
+            del self._every_targets[schedule_id]
+            self._stale.discard(schedule_id)
+        if schedule_id in self._status:
+            del self._status[schedule_id]
+            self._paused.discard(schedule_id)
+
+    def _put_status(self, record: ScheduleRecord, status: RecordStatus) -> None:
+        if status == NO_STATUS and not is_managed(record):
+            self._status.pop(record.id, None)
+        else:
+            self._status[record.id] = NO_STATUS if status == NO_STATUS else status
+        if status.paused:
+            self._paused.add(record.id)
+        else:
+            self._paused.discard(record.id)
+
+    def _replace(self, record: ScheduleRecord, status: RecordStatus) -> None:
+        """Hold ``record`` (same id as an active one, whose order entry goes) with ``status``."""
+        if self._order is not None:
+            self._order.remove(self._records[record.id])
+        self._stale.discard(record.id)
+        if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            self._every_targets[record.id] = _instant(
+                record.scheduled_at if status.snoozed_from is None else status.snoozed_from
+            )
+        elif record.id in self._every_targets:
+            del self._every_targets[record.id]
+        self._put_status(record, status)
+        self._activate(record)
+
+    def _manage(self, change: ManageChange, position: int | None) -> None:
+        """Rule 6 for a version-3 change on an active record."""
+        schedule_id = change.id
+        if schedule_id in self._stale:
+            self._refresh(schedule_id)
+        record = self._records[schedule_id]
+        status = self._status.get(schedule_id, NO_STATUS)
+        grid = self._grid(record, status)
+        if type(change) is ScheduleUpdateChange:
+            self._update(record, change.schedule, status, grid, position)
+            return
+        if type(change) is SchedulePauseChange:
+            if status.paused:
+                raise self._corrupt(position, f"pause of {schedule_id}, which is paused already")
+            at_grid = msgspec.structs.replace(record, scheduled_at=format_instant(Instant(grid)))
+            self._replace(at_grid, RecordStatus(paused=True, runs=status.runs))
+            return
+        if status.paused != (type(change) is ScheduleResumeChange):
+            state = "is paused" if status.paused else "is not paused"
+            raise self._corrupt(position, f"{operation_of(change)} of {schedule_id}, which {state}")
+        if type(change) is ScheduleResumeChange:
+            decided_at = _instant(change.accepted_at)
+            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+                following = next_occurrence(record, grid, decided_at)
+                self._advance(record, following, RecordStatus(runs=status.runs))
+                return
+            late_from = change.accepted_at if decided_at > grid else None
+            self._replace(record, RecordStatus(runs=status.runs, late_from=late_from))
+            return
+        if type(change) is ScheduleSnoozeChange:
+            ends = record_ends(record)
+            if ends is not None and ends.until is not None and change.until > ends.until:
+                raise self._corrupt(
+                    position,
+                    f"snooze of {schedule_id} until {change.until} passes its `ends.until` "
+                    f"{ends.until}",
+                )
+            snoozed = msgspec.structs.replace(record, scheduled_at=change.until)
+            self._replace(
+                snoozed, RecordStatus(snoozed_from=format_instant(Instant(grid)), runs=status.runs)
+            )
+            return
+        if type(change) is ScheduleMissChange:
+            self._miss(record, change, status, grid, position)
+            return
+        raise AssertionError(f"unexpected change {change!r}")
+
+    def _grid(self, record: ScheduleRecord, status: RecordStatus) -> int:
+        """The occurrence the record's next delivery stands for (Rule 6's ``T``)."""
+        if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            return self._every_targets[record.id]
+        if status.snoozed_from is not None:
+            return _instant(status.snoozed_from)
+        return _instant(record.scheduled_at)
+
+    def _update(
+        self,
+        current: ScheduleRecord,
+        record: ScheduleRecord,
+        status: RecordStatus,
+        grid: int,
+        position: int | None,
+    ) -> None:
+        ends = record_ends(record)
+        if ends is not None and ends.max_runs is not None and ends.max_runs <= status.runs:
+            raise self._corrupt(
+                position,
+                f"update of {record.id} sets `ends.maxRuns` {ends.max_runs}, but it has made "
+                f"{status.runs} runs already",
+            )
+        same_rule = rule_of(current, format_instant(Instant(grid))) == rule_of(
+            record, record.scheduled_at
+        )
+        if same_rule and status.snoozed_from is not None:
+            if ends is not None and ends.until is not None and current.scheduled_at > ends.until:
+                raise self._corrupt(
+                    position,
+                    f"update of {record.id} sets `ends.until` {ends.until} before its snooze "
+                    f"until {current.scheduled_at}",
+                )
+            record = msgspec.structs.replace(record, scheduled_at=current.scheduled_at)
+            kept = status
+        else:
+            kept = RecordStatus(
+                paused=status.paused,
+                runs=status.runs,
+                late_from=status.late_from if same_rule else None,
+            )
+        self._replace(record, kept)
+
+    def _miss(
+        self,
+        record: ScheduleRecord,
+        change: ScheduleMissChange,
+        status: RecordStatus,
+        grid: int,
+        position: int | None,
+    ) -> None:
+        lateness = record_max_lateness(record)
+        if lateness is None:
+            raise self._corrupt(position, f"miss of {record.id}, which has no `maxLatenessSeconds`")
+        decided_at = _instant(change.accepted_at)
+        since = _instant(record.scheduled_at)
+        if status.late_from is not None:
+            since = max(since, _instant(status.late_from))
+        if decided_at - since <= lateness * MS_PER_SECOND:
+            raise self._corrupt(
+                position,
+                f"miss of {record.id} at {change.accepted_at} is within its "
+                f"`maxLatenessSeconds` of {format_instant(Instant(since))}",
+            )
+        if change.scheduled_at != format_instant(Instant(grid)):
+            raise self._corrupt(
+                position,
+                f"miss of {record.id} names the occurrence {change.scheduled_at}, not "
+                f"{format_instant(Instant(grid))}",
+            )
+        if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            self._end(record)
+            return
+        following = next_occurrence(record, grid, max(decided_at, grid))
+        self._advance(record, following, RecordStatus(runs=status.runs))
 
     def _target(self, record: ScheduleRecord, position: int | None) -> int:
         """The target of a record being created, as an integer."""
@@ -427,10 +729,10 @@ class ScheduleFold:
 
     def _activate(self, record: ScheduleRecord) -> None:
         self._records[record.id] = record
-        if self._heaps is not None:
+        if self._heaps is not None and record.id not in self._paused:
             heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
         if self._order is not None:
-            self._order.add(record)
+            self._order.add(record, self._status.get(record.id, NO_STATUS))
 
     def _refresh(self, schedule_id: ScheduleId) -> None:
         self._stale.discard(schedule_id)
@@ -449,7 +751,8 @@ class ScheduleFold:
             one_shots: list[_Slot] = []
             everies: list[_Slot] = []
             for record in self._records.values():
-                (everies if is_recurring(record) else one_shots).append(_slot(record))
+                if record.id not in self._paused:
+                    (everies if is_recurring(record) else one_shots).append(_slot(record))
             heapq.heapify(one_shots)
             heapq.heapify(everies)
             self._heaps = (one_shots, everies)
@@ -457,17 +760,27 @@ class ScheduleFold:
 
     def _live(self, slot: _Slot) -> ScheduleRecord | None:
         record = self._records.get(slot[2])
-        if record is None or record.scheduled_at != slot[0]:
+        if record is None or record.scheduled_at != slot[0] or slot[2] in self._paused:
             return None
         return record
 
-    def _peek(self, heap: list[_Slot]) -> ScheduleRecord | None:
+    def _peek(self, heap: list[_Slot], *, recurring: bool) -> ScheduleRecord | None:
+        # An update that changes a record's kind leaves its old slot in the other heap, with
+        # the same target perhaps: a slot is live only in the heap of its record's kind.
         while heap:
             record = self._live(heap[0])
-            if record is not None:
+            if record is not None and is_recurring(record) == recurring:
                 return record
             heapq.heappop(heap)
         return None
+
+
+def _instant(canonical: str) -> int:
+    """A canonical instant that a decoded change or a held record holds, as an integer."""
+    found = canonical_instant(canonical)
+    if found is None:
+        raise ValueError(f"not a canonical instant: {canonical!r}")
+    return found
 
 
 def _slot(record: ScheduleRecord) -> _Slot:

@@ -164,6 +164,8 @@ def _describe(
         f"kind: {rule}",
         f"due at: {format_instant(occurrence.due_at)}",
     ]
+    if occurrence.snoozed_from is not None:
+        lines.append(f"snoozed from: {format_instant(occurrence.snoozed_from)}")
     if is_recurring(record):
         lines.append(f"skipped occurrences: {occurrence.skipped}")
     if set_during is not None:

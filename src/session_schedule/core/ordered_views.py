@@ -15,12 +15,18 @@ is two slices as well.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final, TypeAlias, final
 
-from session_schedule.core.ids import id_number
+from session_schedule.core.ids import ScheduleId, id_number
 from session_schedule.core.plain import ReadOnlyDict, plain
-from session_schedule.core.records import ScheduleRecord, ScheduleView, view_pair
+from session_schedule.core.records import (
+    NO_STATUS,
+    RecordStatus,
+    ScheduleRecord,
+    ScheduleView,
+    view_pair,
+)
 
 _Key: TypeAlias = tuple[str, int]
 _AFTER_EVERY_ID: Final = 1 << 64
@@ -48,11 +54,17 @@ class OrderedViews:
         "_unbuilt",
     )
 
-    def __init__(self, records: Iterable[ScheduleRecord]) -> None:
+    def __init__(
+        self,
+        records: Iterable[ScheduleRecord],
+        statuses: Mapping[ScheduleId, RecordStatus] | None = None,
+    ) -> None:
+        """Hold ``records``, with the fold status ``statuses`` gives (none: no status)."""
         ordered = sorted(records, key=order_key)
         self._keys = [order_key(record) for record in ordered]
         self._records = ordered
-        pairs = [view_pair(record) for record in ordered]
+        found = statuses or {}
+        pairs = [view_pair(record, found.get(record.id, NO_STATUS)) for record in ordered]
         self._scheduled = [scheduled for scheduled, _ in pairs]
         self._overdue = [overdue for _, overdue in pairs]
         # Plain forms: ``_UNBUILT`` until a plain list is first asked for (``_unbuilt`` of them).
@@ -63,10 +75,10 @@ class OrderedViews:
     def __len__(self) -> int:
         return len(self._records)
 
-    def add(self, record: ScheduleRecord) -> None:
+    def add(self, record: ScheduleRecord, status: RecordStatus = NO_STATUS) -> None:
         key = order_key(record)
         index = bisect_left(self._keys, key)
-        scheduled, overdue = view_pair(record)
+        scheduled, overdue = view_pair(record, status)
         self._keys.insert(index, key)
         self._records.insert(index, record)
         self._scheduled.insert(index, scheduled)
@@ -95,7 +107,7 @@ class OrderedViews:
 
     def views(self, now_text: str) -> list[ScheduleView]:
         """The views at ``now_text`` (a canonical instant), in order (a new list): ``overdue``
-        for a target at or before it, ``scheduled`` after."""
+        for a target at or before it, ``scheduled`` after (``paused`` for a paused record)."""
         due = bisect_right(self._keys, (now_text, _AFTER_EVERY_ID))
         return self._overdue[:due] + self._scheduled[due:]
 

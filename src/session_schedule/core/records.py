@@ -1,9 +1,11 @@
-"""Durable schedule records (SPEC §1, §10) and the views a tool returns (SPEC §5).
+"""Durable schedule records (SPEC §1, §10, §11) and the views a tool returns (SPEC §5, §11).
 
 Records are frozen msgspec structs whose wire names are exactly the camelCase names of the
 specification (``afterSeconds``, ``everySeconds``, ``timeZone``, ``scheduledAt``), tagged by
-``kind``. A view is a record plus the delivery state derived from a given ``now``; it never enters
-the log.
+``kind``. The optional fields of SPEC §11 (``ends`` on recurring records, ``maxLatenessSeconds``
+on any) default to unset and are then left out of the wire form, so a record that uses neither
+encodes exactly as before. A view is a record plus the delivery state derived from a given ``now``
+and from the fold's :class:`RecordStatus` (paused, snoozed, runs made); it never enters the log.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable
 from typing import Annotated, Final, Literal, TypeAlias, assert_never, final, get_args
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from session_schedule.core.ids import ID_PATTERN, ScheduleId
 from session_schedule.core.instants import (
@@ -61,11 +64,14 @@ DailyTimeField: TypeAlias = Annotated[
     ),
 ]
 
+MaxRunsField: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
+MaxLatenessField: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
+
 RecordKind = Literal["after", "at", "every", "daily"]
 Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 WEEKDAYS: Final[tuple[Weekday, ...]] = get_args(Weekday)
 """The days of the week in week order, Monday first (Monday is weekday 0)."""
-ScheduleState = Literal["scheduled", "overdue"]
+ScheduleState = Literal["scheduled", "overdue", "paused"]
 DeliveryMode = Literal["session-local"]
 RunOutcome = Literal["delivered", "failed", "pending", "missed"]
 """What became of a reminder's latest run: its follow-up turn completed, failed after its
@@ -85,16 +91,30 @@ class _Record(
     """The reminder content, trimmed at creation."""
 
 
+@final
+class Ends(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", gc=False):
+    """When a recurring record ends (SPEC §11): both keys are always written, at least one set."""
+
+    until: RecordInstantField | None
+    """No occurrence after this instant is delivered; the record ends when its next target
+    would pass it."""
+    max_runs: MaxRunsField | None
+    """The record ends with its ``max_runs``-th dispatch."""
+
+
 class AfterScheduleRecord(_Record, tag="after", frozen=True):
     after_seconds: AfterSecondsField
     """The delay as given at creation."""
     scheduled_at: RecordInstantField
     """Creation decision time plus the delay."""
+    max_lateness_seconds: MaxLatenessField | UnsetType = UNSET
+    """A delivery decided more than this after its target is recorded as missed instead."""
 
 
 class AtScheduleRecord(_Record, tag="at", frozen=True):
     scheduled_at: RecordInstantField
     """The absolute instant the model named, in canonical UTC."""
+    max_lateness_seconds: MaxLatenessField | UnsetType = UNSET
 
 
 class EveryScheduleRecord(_Record, tag="every", frozen=True):
@@ -102,6 +122,9 @@ class EveryScheduleRecord(_Record, tag="every", frozen=True):
     """The fixed interval, never below 300 seconds."""
     scheduled_at: RecordInstantField
     """The earliest anchor-aligned occurrence not yet dispatched."""
+    ends: Ends | UnsetType = UNSET
+    """When the record ends, besides the representable range."""
+    max_lateness_seconds: MaxLatenessField | UnsetType = UNSET
 
 
 class DailyScheduleRecord(_Record, tag="daily", frozen=True):
@@ -113,6 +136,8 @@ class DailyScheduleRecord(_Record, tag="daily", frozen=True):
     """The listed days of the week, distinct, in week order (all seven for every day)."""
     scheduled_at: RecordInstantField
     """The earliest occurrence not yet dispatched."""
+    ends: Ends | UnsetType = UNSET
+    max_lateness_seconds: MaxLatenessField | UnsetType = UNSET
 
 
 OneShotScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord
@@ -146,6 +171,26 @@ def record_target(record: ScheduleRecord) -> Instant:
     return instant_of_canonical(record.scheduled_at)
 
 
+def record_ends(record: ScheduleRecord) -> Ends | None:
+    """The record's ``ends``, or ``None`` when it has none (one-shots never do)."""
+    if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and isinstance(
+        record.ends, Ends
+    ):
+        return record.ends
+    return None
+
+
+def record_max_lateness(record: ScheduleRecord) -> int | None:
+    """The record's ``maxLatenessSeconds``, or ``None`` (deliver however late)."""
+    lateness = record.max_lateness_seconds
+    return None if isinstance(lateness, UnsetType) else lateness
+
+
+def is_managed(record: ScheduleRecord) -> bool:
+    """Whether ``record`` carries a SPEC §11 field (hence is written with version 3)."""
+    return record_ends(record) is not None or record_max_lateness(record) is not None
+
+
 @final
 class LastRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A reminder's latest run, as its view shows it."""
@@ -157,81 +202,132 @@ class LastRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """When its delivery was decided."""
 
 
+@final
+class RecordStatus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What the fold knows of an active record beyond the record itself (SPEC §11); never stored.
+
+    The record's ``scheduledAt`` is always its next delivery: the snooze instant while snoozed.
+    """
+
+    paused: bool = False
+    snoozed_from: str | None = None
+    """While snoozed: the occurrence the snoozed delivery stands for (canonical instant)."""
+    runs: int = 0
+    """Dispatches made since the record was created (counted only for ``ends.maxRuns``)."""
+    late_from: str | None = None
+    """A one-shot resumed after its target: the resume time, from which lateness is measured."""
+
+
+NO_STATUS: Final = RecordStatus()
+
+
 # Views: a record's wire fields, then ``state`` and ``deliveryMode``, then ``runs`` and
 # ``lastRun`` (derived from the log's history, not from the record: 0 and null as the core
-# builds a view; the live Schedule fills them in), then ``setDuring`` (derived from the log's
-# turns, present only for a reminder a reminder turn created). A view class extends its record
-# class only to share the field declarations; views never enter the log.
+# builds a view; the live Schedule fills them in), then the SPEC §11 fields that apply (left out
+# otherwise), then ``setDuring`` (derived from the log's turns, present only for a reminder a
+# reminder turn created). A view class extends its record class only to share the field
+# declarations; views never enter the log.
 
 
 @final
-class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True):
+class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True, kw_only=True):
     state: ScheduleState
-    """``scheduled`` while the target is in the future, ``overdue`` once it has passed."""
+    """``scheduled`` while the next delivery is in the future, ``overdue`` once it has passed,
+    ``paused`` while paused (never due)."""
     delivery_mode: DeliveryMode = "session-local"
     """Delivery never leaves the owning Session."""
     runs: int = 0
     """How many times it has been delivered (a catch-up of missed occurrences counts once)."""
     last_run: LastRun | None = None
     """Its latest delivery and what became of it; null before the first."""
+    paused: bool | UnsetType = UNSET
+    """``true`` while paused; left out otherwise."""
+    snoozed_until: str | UnsetType = UNSET
+    """While snoozed: the snooze instant (also ``scheduledAt``)."""
+    runs_left: int | UnsetType = UNSET
+    """With ``ends.maxRuns``: the dispatches left before the record ends."""
     set_during: str | msgspec.UnsetType = msgspec.UNSET
     """The reminder turn that created it (``reminder sch_3@…``); absent when a person, a host
     prompt or a program created it."""
 
 
 @final
-class AtScheduleView(AtScheduleRecord, tag="at", frozen=True):
+class AtScheduleView(AtScheduleRecord, tag="at", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
     runs: int = 0
     last_run: LastRun | None = None
+    paused: bool | UnsetType = UNSET
+    snoozed_until: str | UnsetType = UNSET
+    runs_left: int | UnsetType = UNSET
     set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
-class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True):
+class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
     runs: int = 0
     last_run: LastRun | None = None
+    paused: bool | UnsetType = UNSET
+    snoozed_until: str | UnsetType = UNSET
+    runs_left: int | UnsetType = UNSET
     set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
-class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True):
+class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True, kw_only=True):
     state: ScheduleState
     delivery_mode: DeliveryMode = "session-local"
     runs: int = 0
     last_run: LastRun | None = None
+    paused: bool | UnsetType = UNSET
+    snoozed_until: str | UnsetType = UNSET
+    runs_left: int | UnsetType = UNSET
     set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView | DailyScheduleView
 
 
-def make_view(record: ScheduleRecord, now: Instant) -> ScheduleView:
-    """The tool view of ``record`` as seen at ``now``."""
-    return _view(record, format_instant(now))
+def make_view(
+    record: ScheduleRecord, now: Instant, status: RecordStatus = NO_STATUS
+) -> ScheduleView:
+    """The tool view of ``record`` (with fold status ``status``) as seen at ``now``."""
+    return _view(record, format_instant(now), status)
 
 
 def make_views(records: Iterable[ScheduleRecord], now: Instant) -> list[ScheduleView]:
-    """The views of ``records`` as seen at ``now``, in the same order."""
+    """The views of ``records`` (none paused or snoozed) as seen at ``now``, in the same order."""
     now_text = format_instant(now)
-    return [_view(record, now_text) for record in records]
+    return [_view(record, now_text, NO_STATUS) for record in records]
 
 
-def view_pair(record: ScheduleRecord) -> tuple[ScheduleView, ScheduleView]:
-    """Both views of ``record``: while its target is in the future, and once it has passed."""
-    return view_in_state(record, "scheduled"), view_in_state(record, "overdue")
+def view_pair(
+    record: ScheduleRecord, status: RecordStatus = NO_STATUS
+) -> tuple[ScheduleView, ScheduleView]:
+    """Both views of ``record``: while its next delivery is in the future, and once it has
+    passed (both ``paused`` while paused)."""
+    if status.paused:
+        paused = view_in_state(record, "paused", status)
+        return paused, paused
+    return view_in_state(record, "scheduled", status), view_in_state(record, "overdue", status)
 
 
-def _view(record: ScheduleRecord, now_text: str) -> ScheduleView:
+def _view(record: ScheduleRecord, now_text: str, status: RecordStatus) -> ScheduleView:
     # Canonical instants sort as text, so the state needs no conversion.
-    return view_in_state(record, "scheduled" if record.scheduled_at > now_text else "overdue")
+    if status.paused:
+        return view_in_state(record, "paused", status)
+    return view_in_state(
+        record, "scheduled" if record.scheduled_at > now_text else "overdue", status
+    )
 
 
-def view_in_state(record: ScheduleRecord, state: ScheduleState) -> ScheduleView:
-    """The view of ``record`` in delivery state ``state``."""
+def view_in_state(
+    record: ScheduleRecord, state: ScheduleState, status: RecordStatus = NO_STATUS
+) -> ScheduleView:
+    """The view of ``record`` in delivery state ``state``, with fold status ``status``."""
+    paused, snoozed_until, runs_left = _status_fields(record, status)
     match record:
         case AfterScheduleRecord():
             return AfterScheduleView(
@@ -239,11 +335,22 @@ def view_in_state(record: ScheduleRecord, state: ScheduleState) -> ScheduleView:
                 prompt=record.prompt,
                 after_seconds=record.after_seconds,
                 scheduled_at=record.scheduled_at,
+                max_lateness_seconds=record.max_lateness_seconds,
                 state=state,
+                paused=paused,
+                snoozed_until=snoozed_until,
+                runs_left=runs_left,
             )
         case AtScheduleRecord():
             return AtScheduleView(
-                id=record.id, prompt=record.prompt, scheduled_at=record.scheduled_at, state=state
+                id=record.id,
+                prompt=record.prompt,
+                scheduled_at=record.scheduled_at,
+                max_lateness_seconds=record.max_lateness_seconds,
+                state=state,
+                paused=paused,
+                snoozed_until=snoozed_until,
+                runs_left=runs_left,
             )
         case EveryScheduleRecord():
             return EveryScheduleView(
@@ -251,7 +358,12 @@ def view_in_state(record: ScheduleRecord, state: ScheduleState) -> ScheduleView:
                 prompt=record.prompt,
                 every_seconds=record.every_seconds,
                 scheduled_at=record.scheduled_at,
+                ends=record.ends,
+                max_lateness_seconds=record.max_lateness_seconds,
                 state=state,
+                paused=paused,
+                snoozed_until=snoozed_until,
+                runs_left=runs_left,
             )
         case DailyScheduleRecord():
             return DailyScheduleView(
@@ -261,7 +373,29 @@ def view_in_state(record: ScheduleRecord, state: ScheduleState) -> ScheduleView:
                 time_zone=record.time_zone,
                 weekdays=record.weekdays,
                 scheduled_at=record.scheduled_at,
+                ends=record.ends,
+                max_lateness_seconds=record.max_lateness_seconds,
                 state=state,
+                paused=paused,
+                snoozed_until=snoozed_until,
+                runs_left=runs_left,
             )
         case _:
             assert_never(record)
+
+
+_StatusFields: TypeAlias = tuple[bool | UnsetType, str | UnsetType, int | UnsetType]
+_NO_FIELDS: Final[_StatusFields] = (UNSET, UNSET, UNSET)
+
+
+def _status_fields(record: ScheduleRecord, status: RecordStatus) -> _StatusFields:
+    """The view's ``paused``, ``snoozedUntil`` and ``runsLeft``, each unset where it does not
+    apply."""
+    ends = record_ends(record)
+    if status is NO_STATUS and ends is None:
+        return _NO_FIELDS
+    return (
+        True if status.paused else UNSET,
+        UNSET if status.snoozed_from is None else record.scheduled_at,
+        UNSET if ends is None or ends.max_runs is None else ends.max_runs - status.runs,
+    )

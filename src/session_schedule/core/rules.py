@@ -1,9 +1,13 @@
-"""Create and delete decisions: raw tool arguments in, a change to append (or an error) out.
+"""Create, update and delete decisions: raw tool arguments in, changes to append (or an error)
+out.
 
 A decision is a pure function of the arguments a model sent, the folded state and the decision
 time ``now``. The checks of ``schedule_create`` run in SPEC §8's order and the first failure is
-reported: prompt → selector shape → rule value → zone/offset → parse → range → future. Integers
-follow JSON-Schema semantics (``300`` and ``300.0`` are integers; ``true`` and ``"300"`` are not).
+reported: prompt → selector shape → rule value → zone/offset → parse → range → future, then
+``max_lateness_seconds`` and ``ends`` (SPEC §11). ``schedule_update`` checks the id, then each
+field it changes in the same order (prompt, selector, lateness, ends, paused, snooze), and
+decides the version-3 changes that carry it out. Integers follow JSON-Schema semantics (``300``
+and ``300.0`` are integers; ``true`` and ``"300"`` are not).
 """
 
 from __future__ import annotations
@@ -19,17 +23,25 @@ from session_schedule.core.arguments import (
     SELECTORS,
     CreateArguments,
     DeleteArguments,
+    EndsArguments,
+    SnoozeArguments,
+    UpdateArguments,
     field_names,
 )
 from session_schedule.core.changes import (
+    ScheduleChange,
     ScheduleCreateChange,
     ScheduleDeleteChange,
     create_change,
     delete_change,
+    pause_change,
+    resume_change,
+    snooze_change,
+    update_change,
 )
 from session_schedule.core.daily import first_after, make_rule
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.fold import ScheduleFold, next_occurrence
 from session_schedule.core.framing import DEFAULT_MAX_FRAME_CHARS
 from session_schedule.core.ids import ScheduleId, parse_schedule_id
 from session_schedule.core.instants import (
@@ -45,14 +57,21 @@ from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
     DailyScheduleRecord,
+    Ends,
     EveryScheduleRecord,
     ScheduleRecord,
+    is_recurring,
+    record_ends,
+    record_target,
 )
 from session_schedule.core.time_input import load_zone, parse_at, parse_daily_at
 from session_schedule.core.visible import escape_unencodable
 
 CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
+UPDATE_KEYS: Final = frozenset(field_names(UpdateArguments))
 DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
+ENDS_KEYS: Final = frozenset(field_names(EndsArguments))
+SNOOZE_KEYS: Final = frozenset(field_names(SnoozeArguments))
 
 DEFAULT_MAX_PROMPT_CHARS: Final = 4_000
 DEFAULT_MAX_ACTIVE: Final = 100
@@ -92,9 +111,34 @@ def decide_create(
     """
     prompt = check_prompt(arguments.get("prompt"), limits.max_prompt_chars)
     selector = _selector(arguments)
-    value = arguments[selector]
-    schedule_id = state.next_id()
-    record: ScheduleRecord
+    record = _record(selector, arguments[selector], state.next_id(), prompt, now)
+    record = _with_options(record, arguments, now=now, runs=0)
+    if len(state) >= limits.max_active:
+        raise ScheduleError(
+            "invalid_rule",
+            f"this session already has {len(state)} active reminders, the most it may have "
+            f"(max_active = {limits.max_active}); delete one before creating another.",
+        )
+    check_chain_depth(chain_depth, limits)
+    return create_change(record)
+
+
+def check_chain_depth(chain_depth: int, limits: Limits) -> None:
+    """Refuse a create or update made ``chain_depth`` reminder turns deep, past
+    ``limits.max_chain_depth`` (``invalid_rule``, telling the model to ask the user)."""
+    if chain_depth > limits.max_chain_depth:
+        raise ScheduleError(
+            "invalid_rule",
+            f"a reminder set now would be {chain_depth} deep in a chain of reminders each set "
+            "during the previous one's turn, deeper than this session allows (max_chain_depth "
+            f"= {limits.max_chain_depth}); do not create it, ask the user whether they want one.",
+        )
+
+
+def _record(
+    selector: str, value: object, schedule_id: ScheduleId, prompt: str, now: Instant
+) -> ScheduleRecord:
+    """The record ``selector`` with ``value`` names, as if created at ``now``."""
     if selector == "after_seconds":
         seconds = _json_integer(value)
         if seconds is None or not 0 < seconds <= MAX_SAFE_INTEGER:
@@ -103,13 +147,13 @@ def decide_create(
                 f"after_seconds must be a positive whole number of seconds, got {_show(value)}.",
             )
         target = _offset_target(now, seconds)
-        record = AfterScheduleRecord(
+        return AfterScheduleRecord(
             id=schedule_id,
             prompt=prompt,
             after_seconds=seconds,
             scheduled_at=format_instant(target),
         )
-    elif selector == "every_seconds":
+    if selector == "every_seconds":
         seconds = _json_integer(value)
         if seconds is None or not -MAX_SAFE_INTEGER <= seconds <= MAX_SAFE_INTEGER:
             raise ScheduleError(
@@ -123,13 +167,13 @@ def decide_create(
                 "choose a longer interval.",
             )
         target = _offset_target(now, seconds)
-        record = EveryScheduleRecord(
+        return EveryScheduleRecord(
             id=schedule_id,
             prompt=prompt,
             every_seconds=seconds,
             scheduled_at=format_instant(target),
         )
-    elif selector == "daily_at":
+    if selector == "daily_at":
         daily = parse_daily_at(value)
         rule = make_rule(daily.time_of_day, load_zone(daily.time_zone), daily.weekdays)
         found = first_after(rule, now)
@@ -139,7 +183,7 @@ def decide_create(
                 "`daily_at` has no occurrence before 9999-12-31T23:59:59.999Z, the latest time a "
                 "reminder can have.",
             )
-        record = DailyScheduleRecord(
+        return DailyScheduleRecord(
             id=schedule_id,
             prompt=prompt,
             local_time=daily.local_time,
@@ -147,31 +191,312 @@ def decide_create(
             weekdays=list(daily.weekdays),
             scheduled_at=format_instant(Instant(found[1])),
         )
-    else:
-        target = parse_at(value)
-        if target <= now:
+    target = parse_at(value)
+    if target <= now:
+        raise ScheduleError(
+            "not_future",
+            f"`at` names {format_instant(target)}, which is not after the current time "
+            f"{format_instant(now)}; choose a time in the future.",
+        )
+    return AtScheduleRecord(id=schedule_id, prompt=prompt, scheduled_at=format_instant(target))
+
+
+def _with_options(
+    record: ScheduleRecord, arguments: Mapping[str, object], *, now: Instant, runs: int
+) -> ScheduleRecord:
+    """``record`` with the ``max_lateness_seconds`` and ``ends`` that ``arguments`` give (each
+    unchanged when absent or null); ``runs``: the runs the record has made."""
+    lateness = arguments.get("max_lateness_seconds")
+    if lateness is not None:
+        seconds = _json_integer(lateness)
+        if seconds is None or not 0 < seconds <= MAX_SAFE_INTEGER:
+            raise ScheduleError(
+                "invalid_rule",
+                "max_lateness_seconds must be a positive whole number of seconds, or null to "
+                f"deliver however late, got {_show(lateness)}.",
+            )
+        record = msgspec.structs.replace(record, max_lateness_seconds=seconds)
+    value = arguments.get("ends")
+    if value is None:
+        return record
+    ends = _ends(value, now=now, runs=runs)
+    if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        if ends is None:
+            return record
+        raise ScheduleError(
+            "invalid_rule",
+            "`ends` applies only to a recurring reminder (every_seconds or daily_at); leave it "
+            "null for a one-time reminder.",
+        )
+    if ends is not None and ends.until is not None and ends.until <= record.scheduled_at:
+        raise ScheduleError(
+            "invalid_rule",
+            f"`ends.until` {ends.until} is not after the reminder's first target "
+            f"{record.scheduled_at}; choose a later end or leave it null.",
+        )
+    return msgspec.structs.replace(record, ends=msgspec.UNSET if ends is None else ends)
+
+
+def _ends(value: object, *, now: Instant, runs: int) -> Ends | None:
+    """The ``ends`` an argument names; ``None`` when it sets neither ``until`` nor ``max_runs``
+    (no end)."""
+    if not isinstance(value, dict):
+        raise ScheduleError(
+            "invalid_selector",
+            f"`ends` must be an object {{until, max_runs}} or null, not {_show(value)}.",
+        )
+    unknown = sorted(set(value) - ENDS_KEYS)
+    if unknown:
+        raise ScheduleError(
+            "invalid_selector",
+            f"unknown member {_names(unknown)} of `ends`; it takes `until` and `max_runs`.",
+        )
+    until: str | None = None
+    if value.get("until") is not None:
+        instant = _named_instant(value["until"], "ends.until")
+        if instant <= now:
             raise ScheduleError(
                 "not_future",
-                f"`at` names {format_instant(target)}, which is not after the current time "
-                f"{format_instant(now)}; choose a time in the future.",
+                f"`ends.until` names {format_instant(instant)}, which is not after the current "
+                f"time {format_instant(now)}; choose a time in the future.",
             )
-        record = AtScheduleRecord(
-            id=schedule_id, prompt=prompt, scheduled_at=format_instant(target)
+        until = format_instant(instant)
+    max_runs: int | None = None
+    if value.get("max_runs") is not None:
+        max_runs = _json_integer(value["max_runs"])
+        if max_runs is None or not 0 < max_runs <= MAX_SAFE_INTEGER:
+            raise ScheduleError(
+                "invalid_rule",
+                "`ends.max_runs` must be a positive whole number of deliveries, got "
+                f"{_show(value['max_runs'])}.",
+            )
+        if max_runs <= runs:
+            raise ScheduleError(
+                "invalid_rule",
+                f"`ends.max_runs` is {max_runs}, but the reminder has already been delivered "
+                f"{runs} times; give a larger number or leave it null.",
+            )
+    if until is None and max_runs is None:
+        return None
+    return Ends(until=until, max_runs=max_runs)
+
+
+def _named_instant(value: object, name: str) -> Instant:
+    """The instant ``value`` names, read as an ``at`` value is; errors name ``name``."""
+    try:
+        return parse_at(value)
+    except ScheduleError as error:
+        message = error.message
+        if message.startswith("`at` "):
+            message = f"`{name}` " + message.removeprefix("`at` ")
+        raise ScheduleError(error.code, message) from None
+
+
+def decide_update(
+    arguments: Mapping[str, object],
+    *,
+    now: Instant,
+    state: ScheduleFold,
+    limits: Limits = Limits(),  # noqa: B008 - a frozen value, safe as a default
+) -> tuple[ScheduleId, tuple[ScheduleChange, ...]]:
+    """The id ``arguments`` name and the changes that carry out the update at ``now`` (SPEC
+    §11), in the order they are appended: ``update``, ``resume``, ``snooze``, ``pause``.
+
+    Raises ``ScheduleError`` (the create codes, for the field that fails first) when the
+    arguments are malformed, name no active reminder, or change nothing.
+    """
+    unknown = [] if UPDATE_KEYS.issuperset(arguments) else sorted(set(arguments) - UPDATE_KEYS)
+    if unknown:
+        raise ScheduleError(
+            "invalid_selector",
+            f"unknown argument {_names(unknown)}; schedule_update takes `id` and the fields to "
+            "change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, "
+            "`paused`, `snooze`, `ends`, `max_lateness_seconds`.",
         )
-    if len(state) >= limits.max_active:
+    schedule_id = _active_id(arguments.get("id"), state)
+    current = state.get(schedule_id)
+    if current is None:  # checked by _active_id; kept for the type
+        raise ScheduleError("invalid_selector", _not_active(schedule_id))
+    status = state.status(schedule_id)
+    occurrence = state.occurrence_of(schedule_id)
+    # The record as an update writes it: at its next occurrence, not at a snooze instant.
+    stored = msgspec.structs.replace(current, scheduled_at=format_instant(occurrence))
+    record = stored
+    if arguments.get("prompt") is not None:
+        prompt = check_prompt(arguments["prompt"], limits.max_prompt_chars)
+        record = msgspec.structs.replace(record, prompt=prompt)
+    given = [key for key in SELECTORS if arguments.get(key) is not None]
+    if len(given) > 1:
+        raise ScheduleError(
+            "invalid_selector",
+            f"give at most one of `after_seconds`, `at`, `every_seconds`, `daily_at` to change "
+            f"the rule (found {_names(given)}).",
+        )
+    if given:
+        replaced = _record(given[0], arguments[given[0]], schedule_id, record.prompt, now)
+        # The new rule keeps the lateness, and a recurring one the end, unless changed below.
+        replaced = msgspec.structs.replace(
+            replaced, max_lateness_seconds=record.max_lateness_seconds
+        )
+        ends = record_ends(record)
+        if ends is not None and is_recurring(replaced):
+            replaced = msgspec.structs.replace(replaced, ends=ends)
+        record = replaced
+    record = _with_options(record, arguments, now=now, runs=status.runs)
+    if arguments.get("ends") is None:
+        _check_ends_hold(record, moved=bool(given))
+    elif status.snoozed_from is not None and not given:
+        _check_snooze_within(record, current.scheduled_at)
+    changes: list[ScheduleChange] = []
+    if record != stored:
+        changes.append(update_change(record))
+    paused = arguments.get("paused")
+    if paused is not None and not isinstance(paused, bool):
+        raise ScheduleError(
+            "invalid_selector",
+            f"`paused` must be true (pause), false (resume) or null, got {_show(paused)}.",
+        )
+    resume = paused is False and status.paused
+    if resume:
+        _check_resumable(record, now)
+        changes.append(resume_change(schedule_id, now))
+    snooze = arguments.get("snooze")
+    if snooze is not None:
+        if paused is True or (status.paused and not resume):
+            raise ScheduleError(
+                "invalid_selector",
+                f"{schedule_id} is paused and a paused reminder cannot be snoozed; resume it "
+                "(paused: false) to snooze it, or leave snooze null.",
+            )
+        changes.append(snooze_change(schedule_id, _snooze_until(snooze, record, now)))
+    if paused is True and not status.paused:
+        changes.append(pause_change(schedule_id))
+    if not changes:
+        raise ScheduleError(
+            "invalid_selector",
+            f"this update changes nothing about {schedule_id}; give a new value for at least one "
+            "field, or null for the fields to leave as they are.",
+        )
+    return schedule_id, tuple(changes)
+
+
+def _active_id(value: object, state: ScheduleFold) -> ScheduleId:
+    if not isinstance(value, str):
+        raise ScheduleError(
+            "invalid_selector",
+            f"`id` must be the id string of a reminder (such as 'sch_1'), got {_show(value)}.",
+        )
+    schedule_id = parse_schedule_id(value)
+    if schedule_id is None or schedule_id not in state:
+        raise ScheduleError("invalid_selector", _not_active(escape_unencodable(value)))
+    return schedule_id
+
+
+def _not_active(name: str) -> str:
+    return (
+        f"no active reminder has the id {name!r}; call schedule_list to see the active ones, "
+        "or schedule_create to set a new one."
+    )
+
+
+def _check_ends_hold(record: ScheduleRecord, *, moved: bool) -> None:
+    """An end the update keeps still lies after the record's target: strictly after a new
+    first target (``moved``), at or after an unchanged one."""
+    ends = record_ends(record)
+    if (
+        ends is not None
+        and ends.until is not None
+        and (ends.until <= record.scheduled_at if moved else ends.until < record.scheduled_at)
+    ):
         raise ScheduleError(
             "invalid_rule",
-            f"this session already has {len(state)} active reminders, the most it may have "
-            f"(max_active = {limits.max_active}); delete one before creating another.",
+            f"the reminder's end `ends.until` {ends.until} is before its next target "
+            f"{record.scheduled_at}; change its end too.",
         )
-    if chain_depth > limits.max_chain_depth:
+
+
+def _check_snooze_within(record: ScheduleRecord, snoozed_until: str) -> None:
+    """A snooze the update keeps does not pass the record's new end."""
+    ends = record_ends(record)
+    if ends is not None and ends.until is not None and snoozed_until > ends.until:
         raise ScheduleError(
             "invalid_rule",
-            f"a reminder set now would be {chain_depth} deep in a chain of reminders each set "
-            "during the previous one's turn, deeper than this session allows (max_chain_depth "
-            f"= {limits.max_chain_depth}); do not create it, ask the user whether they want one.",
+            f"the reminder is snoozed until {snoozed_until}, after the new end `ends.until` "
+            f"{ends.until}; choose a later end, or snooze it to an earlier time first.",
         )
-    return create_change(record)
+
+
+def _check_resumable(record: ScheduleRecord, now: Instant) -> None:
+    """A recurring record resumed at ``now`` has an occurrence left before its end."""
+    if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        return
+    following = next_occurrence(record, record_target(record), now)
+    ends = record_ends(record)
+    if (
+        following is None
+        or following > MAX_INSTANT
+        or (
+            ends is not None
+            and ends.until is not None
+            and format_instant(Instant(following)) > ends.until
+        )
+    ):
+        raise ScheduleError(
+            "invalid_rule",
+            f"{record.id} has no occurrence left before its end, so it cannot be resumed; "
+            "change its end (ends) or delete it.",
+        )
+
+
+def _snooze_until(value: object, record: ScheduleRecord, now: Instant) -> Instant:
+    """The snooze instant ``value`` names: after ``now``, not after ``record``'s end."""
+    until = _snooze_instant(value, now)
+    ends = record_ends(record)
+    if ends is not None and ends.until is not None and format_instant(until) > ends.until:
+        raise ScheduleError(
+            "invalid_rule",
+            f"the snooze until {format_instant(until)} is after the reminder's end "
+            f"`ends.until` {ends.until}; snooze it to an earlier time or change its end.",
+        )
+    return until
+
+
+def _snooze_instant(value: object, now: Instant) -> Instant:
+    if not isinstance(value, dict):
+        raise ScheduleError(
+            "invalid_selector",
+            f"`snooze` must be an object {{until}} or {{after_seconds}}, not {_show(value)}.",
+        )
+    unknown = sorted(set(value) - SNOOZE_KEYS)
+    if unknown:
+        raise ScheduleError(
+            "invalid_selector",
+            f"unknown member {_names(unknown)} of `snooze`; it takes `until` or `after_seconds`.",
+        )
+    given = [key for key in ("until", "after_seconds") if value.get(key) is not None]
+    if len(given) != 1:
+        raise ScheduleError(
+            "invalid_selector",
+            "`snooze` takes exactly one of `until` and `after_seconds` "
+            f"(found {'none' if not given else _names(given)}).",
+        )
+    if given[0] == "after_seconds":
+        seconds = _json_integer(value["after_seconds"])
+        if seconds is None or not 0 < seconds <= MAX_SAFE_INTEGER:
+            raise ScheduleError(
+                "invalid_rule",
+                "`snooze.after_seconds` must be a positive whole number of seconds, got "
+                f"{_show(value['after_seconds'])}.",
+            )
+        return _offset_target(now, seconds)
+    until = _named_instant(value["until"], "snooze.until")
+    if until <= now:
+        raise ScheduleError(
+            "not_future",
+            f"`snooze.until` names {format_instant(until)}, which is not after the current "
+            f"time {format_instant(now)}; choose a time in the future.",
+        )
+    return until
 
 
 def decide_delete(
@@ -239,8 +564,9 @@ def _selector(arguments: Mapping[str, object]) -> str:
     if unknown:
         raise ScheduleError(
             "invalid_selector",
-            f"unknown argument {_names(unknown)}; schedule_create takes `prompt` and exactly one "
-            "of `after_seconds`, `at`, `every_seconds`, `daily_at`.",
+            f"unknown argument {_names(unknown)}; schedule_create takes `prompt`, exactly one "
+            "of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and "
+            "`max_lateness_seconds`.",
         )
     given = [key for key in SELECTORS if arguments.get(key) is not None]
     if len(given) != 1:

@@ -5,6 +5,10 @@ delivery will carry (a recurring one its latest due occurrence, with the count i
 recurring record then its later occurrences — an ``every`` record's anchor-aligned targets, a
 ``daily`` record's listed dates resolved in its zone. Occurrences are computed lazily, so the work
 follows the number of occurrences listed, not the window's length; counting them is O(1).
+
+With the fold's SPEC §11 statuses: a paused reminder has no occurrence; a snoozed one first its
+snoozed delivery, then its occurrences after the one the snooze moved; ``ends`` bounds a
+recurring reminder's occurrences (none after ``until``, at most the runs left).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import zoneinfo
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import final
 
 import msgspec
@@ -27,15 +31,25 @@ from session_schedule.core.daily import (
     occurrence_on,
     rule_of,
 )
-from session_schedule.core.fold import next_every_target, skipped_occurrences
+from session_schedule.core.fold import next_every_target, next_occurrence, skipped_occurrences
 from session_schedule.core.ids import ScheduleId, id_number
-from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, format_instant
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MS_PER_SECOND,
+    Instant,
+    format_instant,
+    instant_of_canonical,
+)
 from session_schedule.core.records import (
+    NO_STATUS,
     DailyScheduleRecord,
     EveryScheduleRecord,
     RecordKind,
+    RecordStatus,
     ScheduleRecord,
     ScheduleState,
+    is_recurring,
+    record_ends,
     record_kind,
     record_target,
 )
@@ -79,6 +93,7 @@ def build_timeline(
     until: Instant,
     zone: zoneinfo.ZoneInfo,
     limit: int,
+    statuses: Mapping[ScheduleId, RecordStatus] | None = None,
 ) -> Timeline:
     """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them, in
     time order.
@@ -89,11 +104,14 @@ def build_timeline(
     listed first (the soonest records' when there are more records than ``limit``), and the
     rest of the room goes to the soonest other occurrences: one frequent rule never hides the
     others. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
-    work follows ``limit``, not the length of the window.
+    work follows ``limit``, not the length of the window. ``statuses`` are the fold's SPEC §11
+    statuses of the records (none: no record is paused or snoozed).
     """
+    found = statuses or {}
     records = list(records)
-    total = sum(_count(record, now, until) for record in records)
-    streams = [_occurrences(record, now, until) for record in records]
+    planned = [_planned(record, found.get(record.id, NO_STATUS), now, until) for record in records]
+    total = sum(count for _, count in planned)
+    streams = [stream for stream, _ in planned]
     firsts: list[tuple[Instant, ScheduleRecord]] = []
     for stream in streams:
         first = next(stream, None)
@@ -102,7 +120,10 @@ def build_timeline(
     firsts = heapq.nsmallest(limit, firsts, key=_order)
     later = heapq.merge(*streams, key=_order)
     chosen = sorted([*firsts, *itertools.islice(later, limit - len(firsts))], key=_order)
-    occurrences = [_occurrence(record, instant, zone, now) for instant, record in chosen]
+    occurrences = [
+        _occurrence(record, instant, zone, now, found.get(record.id, NO_STATUS))
+        for instant, record in chosen
+    ]
     return Timeline(
         now=format_instant(now),
         until=format_instant(until),
@@ -119,9 +140,42 @@ def _order(item: tuple[Instant, ScheduleRecord]) -> tuple[Instant, int]:
     return item[0], id_number(item[1].id)
 
 
-def _occurrences(
-    record: ScheduleRecord, now: Instant, until: Instant
-) -> Iterator[tuple[Instant, ScheduleRecord]]:
+_Stream = Iterator[tuple[Instant, ScheduleRecord]]
+
+
+def _planned(
+    record: ScheduleRecord, status: RecordStatus, now: Instant, until: Instant
+) -> tuple[_Stream, int]:
+    """The occurrences of ``record`` with ``status`` up to ``until``, and how many there are."""
+    if status.paused:
+        return iter(()), 0
+    ends = record_ends(record)
+    end = until
+    if ends is not None and ends.until is not None:
+        end = Instant(min(until, instant_of_canonical(ends.until)))
+    if status.snoozed_from is None:
+        stream, count = _occurrences(record, now, end), _count(record, now, end)
+    else:
+        # The snoozed delivery, then the occurrences after the one it moved.
+        snoozed = record_target(record)
+        head = [(snoozed, record)] if snoozed <= until or snoozed <= now else []
+        stream, count = iter(head), len(head)
+        if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            moved = instant_of_canonical(status.snoozed_from)
+            following = next_occurrence(record, moved, max(now, snoozed, moved))
+            if following is not None:
+                rest = msgspec.structs.replace(
+                    record, scheduled_at=format_instant(Instant(following))
+                )
+                stream = itertools.chain(stream, _occurrences(rest, now, end))
+                count += _count(rest, now, end)
+    if ends is not None and ends.max_runs is not None:
+        left = ends.max_runs - status.runs
+        return itertools.islice(stream, left), min(count, left)
+    return stream, count
+
+
+def _occurrences(record: ScheduleRecord, now: Instant, until: Instant) -> _Stream:
     target = record_target(record)
     if isinstance(record, DailyScheduleRecord):
         yield from _daily_occurrences(record, now, until)
@@ -190,11 +244,21 @@ def _count(record: ScheduleRecord, now: Instant, until: Instant) -> int:
 
 
 def _occurrence(
-    record: ScheduleRecord, instant: Instant, zone: zoneinfo.ZoneInfo, now: Instant
+    record: ScheduleRecord,
+    instant: Instant,
+    zone: zoneinfo.ZoneInfo,
+    now: Instant,
+    status: RecordStatus,
 ) -> TimelineOccurrence:
     overdue = instant <= now
     skipped = 0
-    if overdue and isinstance(record, EveryScheduleRecord):
+    if status.snoozed_from is not None and instant == record_target(record):
+        moved = instant_of_canonical(status.snoozed_from)
+        if overdue and is_recurring(record) and now > moved:
+            # As the delivery counts them: the occurrences after the one the snooze moved.
+            at_moved = msgspec.structs.replace(record, scheduled_at=status.snoozed_from)
+            skipped = _occurrence(at_moved, moved, zone, now, NO_STATUS).skipped
+    elif overdue and isinstance(record, EveryScheduleRecord):
         skipped = skipped_occurrences(record_target(record), now, record.every_seconds)
     elif overdue and isinstance(record, DailyScheduleRecord):
         skipped = latest_daily_due(record, now)[1]

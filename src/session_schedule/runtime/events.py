@@ -34,9 +34,10 @@ from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.changes import ScheduleMissChange
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode
-from session_schedule.core.instants import Instant, format_instant
+from session_schedule.core.instants import Instant, format_instant, instant_of_canonical
 from session_schedule.runtime.turns import TurnAttemptFailed
 
 EVENT_LOGGER: Final = "session_schedule.events"
@@ -46,7 +47,9 @@ _internal = logging.getLogger(__name__ + ".callbacks")
 EventKind: TypeAlias = Literal[
     "create",
     "delete",
+    "update",
     "dispatch",
+    "miss",
     "refusal",
     "followup-failed",
     "back-off",
@@ -56,6 +59,8 @@ EventKind: TypeAlias = Literal[
 EventOutcome: TypeAlias = Literal[
     "created",
     "deleted",
+    "updated",
+    "missed",
     "not active",
     "dispatched",
     "refused",
@@ -80,7 +85,9 @@ EventCallback: TypeAlias = Callable[["ScheduleEvent"], None]
 _LEVELS: Final[dict[EventKind, int]] = {
     "create": logging.INFO,
     "delete": logging.INFO,
+    "update": logging.INFO,
     "dispatch": logging.INFO,
+    "miss": logging.INFO,
     "refusal": logging.INFO,
     "followup-failed": logging.WARNING,
     "back-off": logging.WARNING,
@@ -170,6 +177,23 @@ class ScheduleEvents:
         if self.heard("delete"):
             outcome: EventOutcome = "deleted" if deleted else "not active"
             self.emit(self._event("delete", now, outcome, schedule_id=schedule_id))
+
+    def updated(self, schedule_id: str, now: Instant) -> None:
+        if self.heard("update"):
+            self.emit(self._event("update", now, "updated", schedule_id=schedule_id))
+
+    def missed(self, miss: ScheduleMissChange) -> None:
+        """An occurrence decided too late was recorded as missed, not delivered."""
+        if self.heard("miss"):
+            self.emit(
+                self._event(
+                    "miss",
+                    instant_of_canonical(miss.accepted_at),
+                    "missed",
+                    schedule_id=miss.id,
+                    occurrence_key=f"{miss.id}@{miss.scheduled_at}",
+                )
+            )
 
     def dispatched(self, delivery: Delivery) -> None:
         for occurrence in delivery.occurrences:

@@ -10,7 +10,8 @@ Rule 1 — **one queue.** Tool calls and due tasks run through one agent-scoped 
 (:class:`~session_schedule.runtime.queue.AgentQueue`), one at a time.
 
 Rule 2 — **barrier discipline** (SPEC §5). Every read or decision first awaits the Session's
-persistence barrier; ``create`` and an actual ``delete`` await it again after appending. A failed
+persistence barrier; ``create``, ``update`` and an actual ``delete`` await it again after
+appending (an update appends its version-3 changes, SPEC §11, before that one barrier). A failed
 barrier poisons the Session handle, and every later operation reports ``persistence_uncertain``.
 
 Rule 3 — **bounded waits on the wall clock.** The owner sleeps until the core's next wake-up
@@ -20,7 +21,8 @@ current sleep lasts (otherwise that sleep ends first anyway).
 
 Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
-barrier, samples the decision time once, plans with the core (one due one-shot alone, or else all
+barrier, samples the decision time once, appends a ``miss`` for each due reminder too late to
+deliver (SPEC §11 ``maxLatenessSeconds``), plans with the core (one due one-shot alone, or else all
 due Every records in one batch), frames the turn, queues it with ``followup()``, awaits the
 agent's optional ``handed_over()``, appends the dispatch change(s) and awaits the barrier.
 
@@ -78,7 +80,7 @@ from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleChange,
 )
-from session_schedule.core.due import Delivery, next_wakeup, plan_delivery
+from session_schedule.core.due import Delivery, next_wakeup, plan_delivery, plan_misses
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.framing import Deferral, Delay, frame
@@ -93,7 +95,13 @@ from session_schedule.core.records import (
     make_view,
     record_target,
 )
-from session_schedule.core.rules import Limits, decide_create, decide_delete
+from session_schedule.core.rules import (
+    Limits,
+    check_chain_depth,
+    decide_create,
+    decide_delete,
+    decide_update,
+)
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable, handed_over
 from session_schedule.runtime.clock import Clock, SystemClock
@@ -306,6 +314,19 @@ class LiveSchedule:
         built before the barrier rather than once the ``fsync`` has returned."""
         return await self._queue.run(lambda: self._create(arguments, _plain))
 
+    async def update(self, arguments: Mapping[str, object]) -> ScheduleView:
+        """Change an active reminder in place from a model's raw ``schedule_update`` arguments
+        (SPEC §11); its view afterwards.
+
+        Raises ``ScheduleError`` with a stable code when the arguments are refused (nothing is
+        appended then), or ``persistence_uncertain`` when the barrier fails.
+        """
+        return await self._queue.run(lambda: self._update(arguments, _as_is))
+
+    async def update_plain(self, arguments: Mapping[str, object]) -> dict[str, object]:
+        """:meth:`update`, with the view in its JSON-ready form."""
+        return await self._queue.run(lambda: self._update(arguments, _plain))
+
     async def active(self) -> tuple[Instant, list[ScheduleView]]:
         """The decision time used and the active reminders, in target then creation order."""
         return await self._queue.run(self._active)
@@ -375,6 +396,36 @@ class LiveSchedule:
         if sleeping is None or due_in < sleeping:
             self._wake_owner()
         self._events.created(record.id, now)
+        return view
+
+    async def _update(
+        self, arguments: Mapping[str, object], shape: Callable[[ScheduleView], T]
+    ) -> T:
+        await self._barrier()
+        now = self._clock.now()
+        schedule_id, changes = decide_update(
+            arguments, now=now, state=self._state, limits=self._settings.limits
+        )
+        # An update from deep in a chain of reminder turns (a reminder snoozing or re-timing
+        # itself from its own turn) is refused as a create would be.
+        check_chain_depth(self._provenance_now().current().depth, self._settings.limits)
+        for change in changes:
+            self._append(change)
+        record = self._state.get(schedule_id)
+        if record is None:
+            raise RuntimeError(f"the update of {schedule_id} ended it")
+        view = shape(
+            with_provenance(
+                with_runs(
+                    make_view(record, now, self._state.status(schedule_id)), self._history_now()
+                ),
+                self._provenance_now().of(schedule_id),
+            )
+        )
+        await self._barrier()
+        # The next delivery may have moved earlier (or a paused reminder was resumed).
+        self._wake_owner()
+        self._events.updated(schedule_id, now)
         return view
 
     async def _active(self) -> tuple[Instant, list[ScheduleView]]:
@@ -605,9 +656,17 @@ class LiveSchedule:
         try:
             await self._barrier()
             now = self._clock.now()
+            misses = plan_misses(self._state, now)
+            for miss in misses:
+                self._append(miss)
             delivery = plan_delivery(self._state, now)
             if delivery is None:
-                return "nothing due"
+                if not misses:
+                    return "nothing due"
+                await self._barrier()
+                for miss in misses:
+                    self._events.missed(miss)
+                return "delivered"
             try:
                 accepted = _returned(self._agent.followup, self.frame(delivery))
             except Exception as error:
@@ -645,6 +704,8 @@ class LiveSchedule:
             if self._deferred is not None and (wakeup is None or wakeup > self._deferred[1]):
                 self._deferred = None
             await self._barrier()
+            for miss in misses:
+                self._events.missed(miss)
             self._events.dispatched(delivery)
             return "delivered"
         finally:

@@ -40,6 +40,7 @@ from session_schedule.core.changes import (
     ScheduleCreateChange,
     ScheduleDeleteChange,
     ScheduleDispatchChange,
+    ScheduleMissChange,
 )
 from session_schedule.core.due import latest_occurrence
 from session_schedule.core.fold import ScheduleFold
@@ -165,6 +166,17 @@ class OccurrenceLog:
                 run = _run(self._state, payload, entry.position, self._queued)
                 if run is not None:
                     self._add(run)
+            elif isinstance(payload, ScheduleMissChange) and payload.id in self._state:
+                self._add(
+                    OccurrenceRun(
+                        schedule_id=payload.id,
+                        key=f"{payload.id}@{payload.scheduled_at}",
+                        due_at=parse_instant(payload.scheduled_at),
+                        decided_at=parse_instant(payload.accepted_at),
+                        outcome="missed",
+                        position=entry.position,
+                    )
+                )
             if isinstance(payload, CHANGE_CLASSES):
                 self._state.apply(payload, position=entry.position)
         elif entry.type == TURN_QUEUED_TYPE and entry.position >= self._seed_length:
@@ -216,7 +228,10 @@ def _run(
     record = state.get(change.id)
     if record is None:
         return None  # the fold refuses the change just after
-    key = f"{record.id}@{record.scheduled_at}"
+    # A snoozed delivery stands for the occurrence the snooze moved (SPEC §11).
+    occurrence_at = state.occurrence_of(record.id)
+    snoozed_from = occurrence_at if state.status(record.id).snoozed_from is not None else None
+    key = f"{record.id}@{format_instant(occurrence_at)}"
     if isinstance(change, ScheduleDeleteChange):
         return OccurrenceRun(
             schedule_id=record.id,
@@ -232,7 +247,7 @@ def _run(
         decided_at = parse_instant(change.accepted_at)
     due_at, skipped = record_target(record), 0
     if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and decided_at is not None:
-        occurrence = latest_occurrence(record, decided_at)
+        occurrence = latest_occurrence(record, decided_at, snoozed_from=snoozed_from)
         due_at, skipped = occurrence.due_at, occurrence.skipped
     return OccurrenceRun(
         schedule_id=record.id,

@@ -90,6 +90,13 @@ _MCP_HINTS: dict[ToolName, dict[str, object]] = {
         "openWorldHint": False,
     },
     "schedule_list": {"title": "List reminders", "readOnlyHint": True, "openWorldHint": False},
+    "schedule_update": {
+        "title": "Change a reminder",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
     "schedule_delete": {
         "title": "Delete a reminder",
         "readOnlyHint": False,

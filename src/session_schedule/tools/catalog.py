@@ -1,4 +1,4 @@
-"""The tool catalog: the three tools' names, model-facing descriptions and schemas (SPEC §5).
+"""The tool catalog: the four tools' names, model-facing descriptions and schemas (SPEC §5, §11).
 
 Everything here is generated from the argument and result types; only the wording is written
 by hand. A snapshot test freezes the whole catalog.
@@ -10,15 +10,31 @@ from typing import Final, Literal, final
 
 import msgspec
 
-from session_schedule.core.arguments import CreateArguments, DeleteArguments, ListArguments
+from session_schedule.core.arguments import (
+    CreateArguments,
+    DeleteArguments,
+    ListArguments,
+    UpdateArguments,
+)
 from session_schedule.core.records import MIN_EVERY_SECONDS
 from session_schedule.core.rules import Limits
 from session_schedule.tools.paging import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_PAGE_CHARS
-from session_schedule.tools.results import CreateResult, DeleteResult, ErrorResult, ListResult
+from session_schedule.tools.results import (
+    CreateResult,
+    DeleteResult,
+    ErrorResult,
+    ListResult,
+    UpdateResult,
+)
 from session_schedule.tools.schemas import Schema, inline_schema
 
-ToolName = Literal["schedule_create", "schedule_list", "schedule_delete"]
-TOOL_NAMES: Final[tuple[ToolName, ...]] = ("schedule_create", "schedule_list", "schedule_delete")
+ToolName = Literal["schedule_create", "schedule_list", "schedule_delete", "schedule_update"]
+TOOL_NAMES: Final[tuple[ToolName, ...]] = (
+    "schedule_create",
+    "schedule_list",
+    "schedule_delete",
+    "schedule_update",
+)
 
 
 @final
@@ -38,7 +54,7 @@ ERROR_SCHEMA: Final = inline_schema(ErrorResult)
 
 
 def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]:
-    """The three tools, described for the given limits (the defaults when ``None``)."""
+    """The four tools, described for the given limits (the defaults when ``None``)."""
     limits = limits or Limits()
     return (
         ToolDefinition(
@@ -52,6 +68,8 @@ def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]
                     "at": _AT,
                     "every_seconds": _EVERY.format(minimum=MIN_EVERY_SECONDS),
                     "daily_at": _DAILY_AT,
+                    "ends": _ENDS,
+                    "max_lateness_seconds": _LATENESS,
                 },
             ),
             output_schema=inline_schema(CreateResult),
@@ -70,6 +88,26 @@ def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]
             description=_DELETE,
             input_schema=inline_schema(DeleteArguments, descriptions={"id": _ID}),
             output_schema=inline_schema(DeleteResult),
+        ),
+        ToolDefinition(
+            name="schedule_update",
+            description=_UPDATE,
+            input_schema=inline_schema(
+                UpdateArguments,
+                descriptions={
+                    "id": _UPDATE_ID,
+                    "prompt": _UPDATE_PROMPT.format(limit=limits.max_prompt_chars),
+                    "after_seconds": _UPDATE_SELECTOR.format(name="after_seconds"),
+                    "at": _UPDATE_SELECTOR.format(name="at"),
+                    "every_seconds": _UPDATE_SELECTOR.format(name="every_seconds"),
+                    "daily_at": _UPDATE_SELECTOR.format(name="daily_at"),
+                    "paused": _PAUSED,
+                    "snooze": _SNOOZE,
+                    "ends": _UPDATE_ENDS,
+                    "max_lateness_seconds": _UPDATE_LATENESS,
+                },
+            ),
+            output_schema=inline_schema(UpdateResult),
         ),
     )
 
@@ -134,6 +172,62 @@ _LIMIT: Final = (
 _DELETE: Final = (
     "Delete an active reminder of this conversation by its id (such as 'sch_3', as returned by "
     "schedule_create or schedule_list). Returns deleted: false, and no error, when no active "
-    "reminder has that id — for example because a one-time reminder was already delivered."
+    "reminder has that id — for example because a one-time reminder was already delivered. To "
+    "move, change, postpone or pause a reminder, use schedule_update instead of deleting and "
+    "re-creating it."
+)
+_ENDS: Final = (
+    "For a recurring reminder only: when it stops, as {until, max_runs}: until, an absolute time "
+    "(an RFC 3339 string with a UTC offset, or {date, time, time_zone}) after which nothing is "
+    "delivered; max_runs, how many deliveries it makes in all. Either may be null. Null: it "
+    "recurs until deleted."
+)
+_LATENESS: Final = (
+    "How many seconds late a delivery may still be (a positive whole number): a reminder that "
+    "could not be delivered within this many seconds of its time (the conversation was not "
+    "live, or you were busy) is skipped and recorded as missed instead. Null: deliver however "
+    "late."
+)
+_UPDATE: Final = (
+    "Change an active reminder of this conversation in place, keeping its id: use it to move, "
+    "change, postpone (snooze), pause or resume a reminder, or to set when a recurring one ends, "
+    "instead of deleting and re-creating it. Give the id and only the fields to change; leave "
+    "every other field null. A new rule (one of after_seconds, at, every_seconds, daily_at) "
+    "replaces the old one as if the reminder were created now. paused: true stops deliveries "
+    "until paused: false; occurrences that fall inside a pause are not delivered. snooze moves "
+    "only the next delivery (a recurring reminder then continues on its usual schedule). "
+    "Returns the reminder as it now stands: its next delivery in UTC (scheduledAt), and "
+    "paused, snoozedUntil, ends, runsLeft and maxLatenessSeconds where they apply."
+)
+_UPDATE_ID: Final = (
+    "The id of the active reminder to change, such as 'sch_3', as returned by schedule_create "
+    "or schedule_list."
+)
+_UPDATE_PROMPT: Final = (
+    "A new prompt replacing the old one (1 to {limit} characters); its time does not move. "
+    "Null: unchanged."
+)
+_UPDATE_SELECTOR: Final = (
+    "A new rule, read exactly as schedule_create reads {name}, replacing the reminder's rule "
+    "from now on; give at most one rule. Null: unchanged."
+)
+_PAUSED: Final = (
+    "true pauses the reminder (it stays listed but is never delivered); false resumes it (a "
+    "one-time reminder whose time passed is delivered at once, a recurring one continues from "
+    "its next time). Null: unchanged."
+)
+_SNOOZE: Final = (
+    "Postpone only the next delivery: {until} with an absolute time (an RFC 3339 string with a "
+    "UTC offset, or {date, time, time_zone}), or {after_seconds} with a delay from now, such as "
+    '{"after_seconds": 600} for 10 minutes; give one of the two and leave the other null. Null: '
+    "no snooze."
+)
+_UPDATE_ENDS: Final = (
+    "For a recurring reminder: a new end {until, max_runs}, replacing the old one (max_runs "
+    "counts every delivery since creation); both null removes the end. Null: unchanged."
+)
+_UPDATE_LATENESS: Final = (
+    "A new limit on how many seconds late a delivery may still be (a positive whole number); "
+    "later ones are recorded as missed instead. Null: unchanged."
 )
 _ID: Final = "The id of the reminder to delete, such as 'sch_3'."

@@ -36,6 +36,7 @@ from session_schedule.tools.results import (
     ErrorResult,
     ListResult,
     ToolResult,
+    UpdateResult,
 )
 
 logger = logging.getLogger(__name__)
@@ -88,6 +89,11 @@ class ScheduleTools:
             if isinstance(created, dict):
                 return created
             result: ToolResult = created
+        elif name == "schedule_update":
+            updated = await self._guarded(name, arguments, self._update_plain)
+            if isinstance(updated, dict):
+                return updated
+            result = updated
         elif name == "schedule_list":
             listed = await self._guarded(name, arguments, self._list_plain)
             if isinstance(listed, dict):
@@ -174,6 +180,8 @@ class ScheduleTools:
         if name == "schedule_delete":
             schedule_id, deleted = await self._schedule.delete(arguments)
             return DeleteResult(ok=True, id=schedule_id, deleted=deleted)
+        if name == "schedule_update":
+            return UpdateResult(ok=True, schedule=await self._schedule.update(arguments))
         raise ScheduleError(
             "invalid_selector",
             f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
@@ -182,6 +190,10 @@ class ScheduleTools:
     async def _create_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """``schedule_create``'s result, JSON-ready: the view converted before the barrier."""
         return {"ok": True, "schedule": await self._schedule.create_plain(arguments)}
+
+    async def _update_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
+        """``schedule_update``'s result, JSON-ready: the view converted before the barrier."""
+        return {"ok": True, "schedule": await self._schedule.update_plain(arguments)}
 
     async def _list_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """``schedule_list``'s result, JSON-ready, from the reminders' ready-made plain views."""

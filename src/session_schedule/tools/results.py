@@ -39,6 +39,13 @@ class CreateResult(_Result, frozen=True):
 
 
 @final
+class UpdateResult(_Result, frozen=True):
+    ok: Literal[True]
+    schedule: ScheduleView
+    """The reminder after the update: its id, rule, next delivery in UTC and state."""
+
+
+@final
 class ListResult(_Result, frozen=True):
     ok: Literal[True]
     now: InstantField
@@ -60,5 +67,5 @@ class DeleteResult(_Result, frozen=True):
     """Whether an active reminder had that id and was deleted."""
 
 
-SuccessResult: TypeAlias = CreateResult | ListResult | DeleteResult
+SuccessResult: TypeAlias = CreateResult | UpdateResult | ListResult | DeleteResult
 ToolResult: TypeAlias = SuccessResult | ErrorResult

@@ -376,6 +376,10 @@
       const countdown = el("span", "countdown");
       countdown.dataset.target = schedule.scheduledAt;
       when.append(countdown);
+      if (schedule.snoozedUntil) when.append(el("span", "schedule-note", "snoozed"));
+      if (schedule.runsLeft !== undefined) {
+        when.append(el("span", "schedule-note", `${schedule.runsLeft} left`));
+      }
       item.append(when);
       const last = schedule.lastRun;
       const runs = schedule.runs || 0;
@@ -394,9 +398,75 @@
       toggle.addEventListener("click", () => showHistory(item, schedule.id));
       outcome.append(" ", toggle);
       item.append(outcome);
+      if (state.offline) item.append(scheduleControls(schedule));
       list.append(item);
     }
     tick();
+  }
+
+  // A card's controls: each is one schedule_update call, the tool a model would call.
+  function scheduleControls(schedule) {
+    const controls = el("div", "schedule-controls");
+    const button = (label, title, args) => {
+      const control = el("button", "", label);
+      control.type = "button";
+      control.title = title;
+      control.addEventListener("click", async () => {
+        control.disabled = true;
+        try {
+          if (await callTool("schedule_update", { id: schedule.id, ...args })) refreshSoon();
+        } finally {
+          control.disabled = false;
+        }
+      });
+      controls.append(control);
+    };
+    if (schedule.paused) {
+      button("Resume", "Deliver it again, from its next time", { paused: false });
+    } else {
+      button("Pause", "Stop deliveries until resumed", { paused: true });
+      button("+10 min", "Snooze the next delivery by 10 minutes", {
+        snooze: { after_seconds: 600, until: null },
+      });
+      button("+1 h", "Snooze the next delivery by 1 hour", {
+        snooze: { after_seconds: 3600, until: null },
+      });
+      const zone = browserZone();
+      if (zone) {
+        button("Tomorrow 09:00", `Snooze the next delivery to tomorrow at 09:00 (${zone})`, {
+          snooze: { after_seconds: null, until: tomorrowAtNine(zone) },
+        });
+      }
+    }
+    const edit = el("button", "", "Edit");
+    edit.type = "button";
+    edit.title = "Change the prompt";
+    edit.addEventListener("click", async () => {
+      const text = window.prompt(`New prompt for ${schedule.id}`, schedule.prompt);
+      if (text === null || text === schedule.prompt) return;
+      edit.disabled = true;
+      try {
+        if (await callTool("schedule_update", { id: schedule.id, prompt: text })) refreshSoon();
+      } finally {
+        edit.disabled = false;
+      }
+    });
+    controls.append(edit);
+    return controls;
+  }
+
+  // Tomorrow's date in the browser's zone, at 09:00 there: the local form of an `at` time, so
+  // the server resolves the zone (daylight-saving changes included).
+  function tomorrowAtNine(zone) {
+    const parts = new Intl.DateTimeFormat("en-CA", {
+      timeZone: zone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+    }).formatToParts(new Date(serverNow()));
+    const part = (type) => Number(parts.find((p) => p.type === type).value);
+    const next = new Date(Date.UTC(part("year"), part("month") - 1, part("day") + 1));
+    return { date: next.toISOString().slice(0, 10), time: "09:00", time_zone: zone };
   }
 
   // The occurrences of one reminder and what became of each, read from the log.

@@ -1,0 +1,197 @@
+"""``schedule_update`` through the tool entry point (SPEC §11): results, and whole error messages."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.port import SessionHandle
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+from session_schedule.tools.handlers import ScheduleTools
+
+START = "2026-12-01T10:00:00.000Z"
+
+
+class World:
+    def __init__(self, tools: ScheduleTools, session: SessionHandle, clock: FakeClock) -> None:
+        self.tools = tools
+        self.session = session
+        self.clock = clock
+
+    def count(self) -> int:
+        return sum(1 for entry in self.session.entries if entry.type == CHANGE_EVENT_TYPE)
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+    await schedule.start()
+    yield World(ScheduleTools(schedule), session, clock)
+    await schedule.close()
+
+
+async def test_update_changes_the_prompt_and_keeps_the_target(world: World) -> None:
+    await world.tools.call("schedule_create", {"prompt": "stretch", "every_seconds": 600})
+    updated = await world.tools.call("schedule_update", {"id": "sch_1", "prompt": " walk "})
+    assert updated == {
+        "ok": True,
+        "schedule": {
+            "kind": "every",
+            "id": "sch_1",
+            "prompt": "walk",
+            "everySeconds": 600,
+            "scheduledAt": "2026-12-01T10:10:00.000Z",
+            "state": "scheduled",
+            "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
+        },
+    }
+
+
+async def test_pause_snooze_and_resume_show_in_the_view(world: World) -> None:
+    await world.tools.call(
+        "schedule_create",
+        {"prompt": "stretch", "every_seconds": 600, "ends": {"until": None, "max_runs": 3}},
+    )
+    snoozed = await world.tools.call(
+        "schedule_update", {"id": "sch_1", "snooze": {"after_seconds": 1500}}
+    )
+    assert snoozed == {
+        "ok": True,
+        "schedule": {
+            "kind": "every",
+            "id": "sch_1",
+            "prompt": "stretch",
+            "everySeconds": 600,
+            "scheduledAt": "2026-12-01T10:25:00.000Z",
+            "ends": {"until": None, "maxRuns": 3},
+            "state": "scheduled",
+            "deliveryMode": "session-local",
+            "runs": 0,
+            "lastRun": None,
+            "snoozedUntil": "2026-12-01T10:25:00.000Z",
+            "runsLeft": 3,
+        },
+    }
+    paused = await world.tools.call("schedule_update", {"id": "sch_1", "paused": True})
+    assert paused["schedule"]["state"] == "paused"  # type: ignore[index]
+    assert paused["schedule"]["paused"] is True  # type: ignore[index]
+    assert paused["schedule"]["scheduledAt"] == "2026-12-01T10:10:00.000Z"  # type: ignore[index]
+    assert "snoozedUntil" not in paused["schedule"]  # type: ignore[operator]
+    world.clock.set("2026-12-01T11:05:00.000Z")
+    resumed = await world.tools.call("schedule_update", {"id": "sch_1", "paused": False})
+    assert resumed["schedule"]["scheduledAt"] == "2026-12-01T11:10:00.000Z"  # type: ignore[index]
+    assert resumed["schedule"]["state"] == "scheduled"  # type: ignore[index]
+
+
+async def test_a_new_rule_replaces_the_old_one_as_if_created_now(world: World) -> None:
+    await world.tools.call("schedule_create", {"prompt": "tea", "after_seconds": 300})
+    updated = await world.tools.call(
+        "schedule_update",
+        {"id": "sch_1", "daily_at": {"time": "09:00", "time_zone": "Asia/Tokyo", "weekdays": None}},
+    )
+    assert updated["schedule"] == {
+        "kind": "daily",
+        "id": "sch_1",
+        "prompt": "tea",
+        "time": "09:00:00.000",
+        "timeZone": "Asia/Tokyo",
+        "weekdays": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
+        "scheduledAt": "2026-12-02T00:00:00.000Z",
+        "state": "scheduled",
+        "deliveryMode": "session-local",
+        "runs": 0,
+        "lastRun": None,
+    }
+    listed = await world.tools.call("schedule_list")
+    assert listed["schedules"] == [updated["schedule"]]
+
+
+def _error(code: str, message: str) -> dict[str, object]:
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"id": "sch_9", "prompt": "x"}, _error("invalid_selector", "no active reminder has the id 'sch_9'; call schedule_list to see the active ones, or schedule_create to set a new one.")),
+        ({"id": 7}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 7.")),
+        ({"id": "sch_1", "colour": "red"}, _error("invalid_selector", "unknown argument `colour`; schedule_update takes `id` and the fields to change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `paused`, `snooze`, `ends`, `max_lateness_seconds`.")),
+        ({"id": "sch_1"}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
+        ({"id": "sch_1", "prompt": "stretch"}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
+        ({"id": "sch_1", "paused": False}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
+        ({"id": "sch_1", "prompt": ""}, _error("invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do.")),
+        ({"id": "sch_1", "at": "2026-12-02T09:00:00Z", "every_seconds": 600}, _error("invalid_selector", "give at most one of `after_seconds`, `at`, `every_seconds`, `daily_at` to change the rule (found `at`, `every_seconds`).")),
+        ({"id": "sch_1", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
+        ({"id": "sch_1", "at": "2026-12-01T09:00:00Z"}, _error("not_future", "`at` names 2026-12-01T09:00:00.000Z, which is not after the current time 2026-12-01T10:00:00.000Z; choose a time in the future.")),
+        ({"id": "sch_1", "paused": "yes"}, _error("invalid_selector", '`paused` must be true (pause), false (resume) or null, got "yes".')),
+        ({"id": "sch_1", "paused": True, "snooze": {"after_seconds": 60, "until": None}}, _error("invalid_selector", "sch_1 is paused and a paused reminder cannot be snoozed; resume it (paused: false) to snooze it, or leave snooze null.")),
+        ({"id": "sch_1", "snooze": {"after_seconds": 60, "until": "2026-12-01T11:00:00Z"}}, _error("invalid_selector", "`snooze` takes exactly one of `until` and `after_seconds` (found `until`, `after_seconds`).")),
+        ({"id": "sch_1", "snooze": {"minutes": 5}}, _error("invalid_selector", "unknown member `minutes` of `snooze`; it takes `until` or `after_seconds`.")),
+        ({"id": "sch_1", "snooze": "10m"}, _error("invalid_selector", '`snooze` must be an object {until} or {after_seconds}, not "10m".')),
+        ({"id": "sch_1", "snooze": {"after_seconds": 0}}, _error("invalid_rule", "`snooze.after_seconds` must be a positive whole number of seconds, got 0.")),
+        ({"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00Z"}}, _error("not_future", "`snooze.until` names 2026-12-01T09:00:00.000Z, which is not after the current time 2026-12-01T10:00:00.000Z; choose a time in the future.")),
+        ({"id": "sch_1", "snooze": {"until": "2026-12-01 11:00"}}, _error("invalid_selector", "'2026-12-01 11:00' is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'.")),
+        ({"id": "sch_1", "snooze": {"until": "2026-12-31T00:00:00Z"}}, _error("invalid_rule", "the snooze until 2026-12-31T00:00:00.000Z is after the reminder's end `ends.until` 2026-12-20T00:00:00.000Z; snooze it to an earlier time or change its end.")),
+        ({"id": "sch_1", "ends": {"until": "2026-12-01T10:05:00Z", "max_runs": None}}, _error("invalid_rule", "`ends.until` 2026-12-01T10:05:00.000Z is not after the reminder's first target 2026-12-01T10:10:00.000Z; choose a later end or leave it null.")),
+        ({"id": "sch_1", "ends": {"until": None, "max_runs": 0}}, _error("invalid_rule", "`ends.max_runs` must be a positive whole number of deliveries, got 0.")),
+        ({"id": "sch_1", "ends": {"after": 3}}, _error("invalid_selector", "unknown member `after` of `ends`; it takes `until` and `max_runs`.")),
+        ({"id": "sch_1", "after_seconds": 600, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds or daily_at); leave it null for a one-time reminder.")),
+        ({"id": "sch_1", "max_lateness_seconds": -5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, or null to deliver however late, got -5.")),
+    ],
+)  # fmt: skip
+async def test_update_errors_are_whole_sentences_and_append_nothing(
+    world: World, arguments: dict[str, object], expected: dict[str, object]
+) -> None:
+    await world.tools.call(
+        "schedule_create",
+        {
+            "prompt": "stretch",
+            "every_seconds": 600,
+            "ends": {"until": "2026-12-20T00:00:00Z", "max_runs": None},
+        },
+    )
+    before = world.count()
+    assert await world.tools.call("schedule_update", arguments) == expected
+    assert world.count() == before
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"prompt": "p", "after_seconds": 60, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds or daily_at); leave it null for a one-time reminder.")),
+        ({"prompt": "p", "every_seconds": 600, "ends": {"until": "2026-12-01T10:10:00Z", "max_runs": None}}, _error("invalid_rule", "`ends.until` 2026-12-01T10:10:00.000Z is not after the reminder's first target 2026-12-01T10:10:00.000Z; choose a later end or leave it null.")),
+        ({"prompt": "p", "every_seconds": 600, "ends": {"until": {"date": "2026-12-01", "time": "25:00", "time_zone": "UTC"}, "max_runs": None}}, _error("invalid_selector", "`time` '25:00' is an impossible time of day; use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second).")),
+        ({"prompt": "p", "every_seconds": 600, "max_lateness_seconds": 1.5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, or null to deliver however late, got 1.5.")),
+    ],
+)  # fmt: skip
+async def test_create_checks_ends_and_lateness(
+    world: World, arguments: dict[str, object], expected: dict[str, object]
+) -> None:
+    assert await world.tools.call("schedule_create", arguments) == expected
+    assert world.count() == 0
+
+
+async def test_create_with_ends_and_lateness_writes_version_3(world: World) -> None:
+    created = await world.tools.call(
+        "schedule_create",
+        {
+            "prompt": "p",
+            "every_seconds": 600,
+            "ends": {"until": None, "max_runs": 2},
+            "max_lateness_seconds": 120,
+        },
+    )
+    assert created["schedule"]["maxLatenessSeconds"] == 120  # type: ignore[index]
+    assert created["schedule"]["runsLeft"] == 2  # type: ignore[index]
+    [entry] = [e for e in world.session.entries if e.type == CHANGE_EVENT_TYPE]
+    assert entry.payload.version == 3  # type: ignore[attr-defined]
