@@ -134,3 +134,48 @@ async def test_a_listed_reminder_names_the_reminder_turn_that_created_it() -> No
     made = "reminder sch_1@2026-11-29T20:01:00.000Z"
     assert [(view.id, view.set_during) for view in views] == [("sch_2", made)]
     assert [(view["id"], view["setDuring"]) for view in plain] == [("sch_2", made)]
+
+
+@dataclass
+class SnoozingModel:
+    """Sets a recurring reminder when the person asks; snoozes it from its own turn."""
+
+    results: list[object] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return "snoozing"
+
+    async def respond(
+        self, messages: list[ChatMessage], tools: list[dict[str, object]]
+    ) -> ModelReply:
+        del tools
+        last = messages[-1]
+        if last.get("role") == "tool":
+            self.results.append(json.loads(str(last.get("content"))))
+            return ModelReply(content="done")
+        if not self.results:
+            name, arguments = "schedule_create", '{"prompt": "tick", "every_seconds": 300}'
+        else:
+            name, arguments = "schedule_update", '{"id": "sch_1", "snooze": {"after_seconds": 1}}'
+        call = ToolCall(id=f"call_{len(self.results)}", name=name, arguments=arguments)
+        return ModelReply(content="", tool_calls=(call,))
+
+
+async def test_an_update_from_too_deep_a_chain_is_refused_as_a_create_is() -> None:
+    model = SnoozingModel()
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    settings = Settings(limits=Limits(max_chain_depth=0))
+    async with live_chat(session, model=model, clock=clock, settings=settings) as live:
+        live.agent.submit("tick every five minutes")
+        await live.agent.wait_idle()
+        for _ in range(10):
+            clock.advance(30)
+            await live.schedule.settled()
+            await live.agent.wait_idle()
+    await session.close()
+    results = msgspec.to_builtins(model.results)
+    assert [result["ok"] for result in results] == [True, False]
+    assert results[1]["error"]["code"] == "invalid_rule"
+    assert results[1]["error"]["message"].startswith("a reminder set now would be 1 deep")
