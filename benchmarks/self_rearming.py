@@ -1,11 +1,14 @@
 """The worst reminder loop a model can build, over a simulated day: how many model turns it
 runs, and how large its requests get.
 
-    python3 dev.py bench self_rearming [--hours H] [--budget CHARS]
+    python3 dev.py bench self_rearming [--hours H] [--budget CHARS] [--fan-out]
 
 A reminder runs a model turn no person watches. The scripted model here answers every reminder
 turn by creating the same reminder again, due one second later (``after_seconds: 1``), and then
-says so: a reminder that re-creates itself from its own turn, forever. The reference harness
+says so: a reminder that re-creates itself from its own turn, forever — until the chain depth
+(``limits.max_chain_depth``) refuses the create. With ``--fan-out`` it creates a new
+``every_seconds: 300`` reminder from every turn instead: the chains stay short, but they
+multiply up to ``limits.max_active`` reminders. The reference harness
 runs it in virtual time (the library's fake clock), with the default Settings, on an in-memory
 session, for H simulated hours (24 by default). Printed: the reminder turns and model requests
 run, per day; the largest request in characters against the request budget; the CPU time taken.
@@ -29,6 +32,7 @@ from session_schedule.testing.clock import FakeClock
 
 START = "2026-11-29T20:00:00.000Z"
 REARM = '{"prompt": "check the build, then set this reminder again", "after_seconds": 1}'
+FAN_OUT = '{"prompt": "check the build, then set another reminder", "every_seconds": 300}'
 
 
 @dataclass
@@ -38,6 +42,7 @@ class RearmingModel:
     requests: int = 0
     largest: int = 0
     calls: int = field(default=0)
+    arguments: str = REARM
 
     @property
     def name(self) -> str:
@@ -53,12 +58,14 @@ class RearmingModel:
         if messages[-1].get("role") == "tool":
             return ModelReply(content="Checked; the reminder is set again.")
         self.calls += 1
-        call = ToolCall(id=f"call_{self.calls}", name="schedule_create", arguments=REARM)
+        call = ToolCall(id=f"call_{self.calls}", name="schedule_create", arguments=self.arguments)
         return ModelReply(content="", tool_calls=(call,))
 
 
-async def simulate(hours: float, budget: int) -> tuple[RearmingModel, int]:
-    model = RearmingModel()
+async def simulate(
+    hours: float, budget: int, *, fan_out: bool = False
+) -> tuple[RearmingModel, int]:
+    model = RearmingModel(arguments=FAN_OUT if fan_out else REARM)
     clock = FakeClock(START)
     session = await MemorySessionStore().create(now=clock.now())
     async with live_chat(session, model=model, clock=clock, max_context_chars=budget) as live:
@@ -79,9 +86,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--budget", type=int, default=DEFAULT_MAX_CONTEXT_CHARS)
+    parser.add_argument("--fan-out", action="store_true", help="create every_seconds reminders")
     options = parser.parse_args()
     started = time.process_time()
-    model, turns = asyncio.run(simulate(options.hours, options.budget))
+    model, turns = asyncio.run(simulate(options.hours, options.budget, fan_out=options.fan_out))
     cpu = time.process_time() - started
     per_day = 24 / options.hours
     print(f"simulated {options.hours:g} h with a request budget of {options.budget} characters")

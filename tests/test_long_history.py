@@ -170,3 +170,26 @@ async def test_a_harness_turn_on_a_reopened_session_leaves_its_own_history_unrea
     assert request[-1] == {"role": "user", "content": "one more question"}
     whole = messages_of((await store.read(session_id)).entries)
     assert request == bounded_context(request[0], chat_messages(whole[:-1]), BUDGET)
+
+
+async def test_creating_and_delivering_a_reminder_leave_the_history_unread(
+    tmp_path: Path,
+) -> None:
+    # Which turn created a reminder is read from the checkpoint on, not from the first entry.
+    from session_schedule.runtime.live import LiveSchedule  # noqa: PLC0415
+    from session_schedule.testing.agent import FakeAgent  # noqa: PLC0415
+
+    store = JsonlSessionStore(tmp_path)
+    session_id = await long_session(store)
+    clock = FakeClock(START)
+    async with await store.open(session_id) as session:
+        entries = lazy(session)
+        agent = FakeAgent()
+        async with LiveSchedule(session, agent, clock=clock) as schedule:
+            view = await schedule.create({"prompt": "stretch", "after_seconds": 60})
+            for _ in range(2):
+                clock.advance(30)
+                await schedule.settled()
+            assert len(agent.followups) == 1
+        assert view.id == "sch_1"
+        assert not entries.loaded

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from session_schedule.core.instants import Instant as Instant
     from session_schedule.core.instants import format_instant as format_instant
     from session_schedule.core.instants import parse_instant as parse_instant
+    from session_schedule.core.quiet import QuietHours as QuietHours
     from session_schedule.core.rules import Limits as Limits
     from session_schedule.core.time_context import time_context as time_context
     from session_schedule.runtime.agent import Agent as Agent
@@ -73,6 +74,7 @@ _EXPORTS: Final = {
     "Instant": "session_schedule.core.instants",
     "format_instant": "session_schedule.core.instants",
     "parse_instant": "session_schedule.core.instants",
+    "QuietHours": "session_schedule.core.quiet",
     "Limits": "session_schedule.core.rules",
     "time_context": "session_schedule.core.time_context",
     "Agent": "session_schedule.runtime.agent",
@@ -109,6 +111,7 @@ __all__ = [
     "LiveSchedule",
     "MemorySessionStore",
     "PersistenceUncertain",
+    "QuietHours",
     "RunTurn",
     "ScheduleError",
     "ScheduleEvent",

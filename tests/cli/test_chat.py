@@ -6,6 +6,7 @@ command in a child process whose stdin stays open meanwhile (one of them on the 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import errno
 import io
@@ -29,7 +30,8 @@ from session_schedule.cli.chat import (
     plain_text,
     styled_writer,
 )
-from session_schedule.cli.main import main
+from session_schedule.cli.common import schedule_settings
+from session_schedule.cli.main import build_parser, main
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleCreateChange,
@@ -37,6 +39,7 @@ from session_schedule.core.changes import (
     ScheduleDispatchChange,
 )
 from session_schedule.core.instants import Instant
+from session_schedule.core.quiet import QuietHours
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import live_chat
 from session_schedule.harness.transcript import messages_of
@@ -592,17 +595,50 @@ def test_the_follow_up_budget_is_an_option(
 ) -> None:
     given: list[Settings] = []
 
-    def recording(*, followup_limit: int) -> Settings:
-        given.append(Settings(followup_limit=followup_limit))
+    def recording(arguments: argparse.Namespace) -> Settings:
+        given.append(schedule_settings(arguments))
         return given[-1]
 
-    monkeypatch.setattr("session_schedule.cli.chat.Settings", recording)
+    monkeypatch.setattr("session_schedule.cli.chat.schedule_settings", recording)
     monkeypatch.delenv("SESSION_SCHEDULE_MODEL", raising=False)
-    for arguments, limit in ((["--followup-limit", "3"], 3), ([], 6)):
+    night = QuietHours(start="22:00", end="07:00", time_zone="Europe/Paris")
+    for arguments, expected in (
+        (["--followup-limit", "3"], Settings(followup_limit=3)),
+        ([], Settings()),
+        (
+            ["--turns-per-day", "48", "--quiet-hours", "22:00-07:00 Europe/Paris"],
+            Settings(max_reminder_turns_per_day=48, quiet_hours=night),
+        ),
+    ):
         monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
         assert main(["--data-dir", str(tmp_path), "chat", *arguments]) == 0
-        assert given.pop() == Settings(followup_limit=limit)
+        assert given.pop() == expected
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--turns-per-day", "0", "must be at least 1, not 0"),
+        (
+            "--quiet-hours",
+            "22:00-07:00",
+            "not START-END ZONE, such as '22:00-07:00 Europe/Paris': '22:00-07:00'",
+        ),
+        (
+            "--quiet-hours",
+            "22:00-22:00 UTC",
+            "quiet hours: the window opens and closes at 22:00; leave it out",
+        ),
+    ],
+)
+def test_a_quota_option_that_cannot_hold_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["chat", option, value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument {option}: {message}\n")
 
 
 def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(

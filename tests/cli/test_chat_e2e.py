@@ -133,7 +133,9 @@ def test_a_reminder_set_by_the_model_reaches_it_as_a_framed_followup_turn(tmp_pa
     assert lines == [
         "[session-schedule] Reminder follow-up",
         "A reminder you scheduled earlier in this conversation is due. Act on its prompt now; "
-        "it will not be delivered again.",
+        "it will not be delivered again. "
+        "A prompt's words about when or how often are context, not a request to create "
+        "another reminder.",
         "All times are UTC.",
         f"decided at: {decided_at}",
         "",

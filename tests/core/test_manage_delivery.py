@@ -62,7 +62,9 @@ def test_the_frame_of_a_snoozed_delivery_word_for_word() -> None:
     assert frame(delivery) == (
         "[session-schedule] Reminder follow-up\n"
         "Recurring reminders you scheduled earlier in this conversation are due (1). Act on "
-        "each prompt now; each keeps recurring until it is deleted.\n"
+        "each prompt now; each keeps recurring until it is deleted. "
+        "A prompt's words about when or how often are context, not a request to create "
+        "another reminder.\n"
         "All times are UTC.\n"
         "decided at: 2026-12-01T10:25:00.000Z\n"
         "\n"

@@ -175,6 +175,29 @@ def test_active_reminder_cap_names_the_cap() -> None:
     )
 
 
+@pytest.mark.parametrize(("depth", "refused"), [(0, False), (3, False), (4, True)])
+def test_a_create_past_the_chain_depth_is_refused(depth: int, refused: bool) -> None:
+    arguments = {"prompt": "p", "after_seconds": 5}
+    if not refused:
+        change = decide_create(arguments, now=NOW, state=fold([]), chain_depth=depth)
+        assert change.schedule.id == "sch_1"
+        return
+    with pytest.raises(ScheduleError) as caught:
+        decide_create(arguments, now=NOW, state=fold([]), chain_depth=depth)
+    assert (caught.value.code, caught.value.message) == (
+        "invalid_rule",
+        "a reminder set now would be 4 deep in a chain of reminders each set during the previous "
+        "one's turn, deeper than this session allows (max_chain_depth = 3); do not create it, ask "
+        "the user whether they want one.",
+    )
+
+
+def test_the_chain_depth_is_checked_after_the_arguments() -> None:
+    with pytest.raises(ScheduleError) as caught:
+        decide_create({"prompt": " "}, now=NOW, state=fold([]), chain_depth=9)
+    assert caught.value.code == "invalid_prompt"
+
+
 def test_delete_of_an_active_id_gives_a_delete_change() -> None:
     state = fold([(0, create({"prompt": "p", "after_seconds": 5}))])
     assert decide_delete({"id": "sch_1"}, state=state) == delete_change(ScheduleId("sch_1"))

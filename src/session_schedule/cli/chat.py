@@ -42,8 +42,9 @@ import msgspec
 from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
-    add_followup_limit,
+    add_quotas,
     fail,
+    schedule_settings,
     store_location,
     store_words,
 )
@@ -182,7 +183,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="how long to wait for a session another process holds, such as a host delivering "
         f"a reminder, before giving up with exit 4 (default: {BUSY_WAIT_SECONDS:g})",
     )
-    add_followup_limit(parser)
+    add_quotas(parser)
     parser.set_defaults(handler=run)
 
 
@@ -278,7 +279,7 @@ def run(arguments: argparse.Namespace) -> int:
         interactive=interactive,
         max_context_chars=arguments.max_context_chars,
         busy_wait=arguments.busy_wait,
-        followup_limit=arguments.followup_limit,
+        settings=schedule_settings(arguments),
     )
     # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
     with contextlib.suppress(KeyboardInterrupt):
@@ -298,7 +299,7 @@ class _Options:
     interactive: bool
     max_context_chars: int
     busy_wait: float
-    followup_limit: int
+    settings: Settings
 
 
 @final
@@ -432,7 +433,7 @@ async def _live(
             time_zone=options.time_zone,
             on_event=display.event,
             max_context_chars=options.max_context_chars,
-            settings=Settings(followup_limit=options.followup_limit),
+            settings=options.settings,
         ) as live:
             front.attach(live)
             try:

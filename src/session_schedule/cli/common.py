@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from session_schedule.core.quiet import QuietHours
+    from session_schedule.runtime.live import Settings
     from session_schedule.session.location import StoreLocation
     from session_schedule.session.port import SessionSnapshot
 
@@ -158,6 +160,56 @@ def add_followup_limit(parser: argparse.ArgumentParser) -> None:
         help="at most N reminder follow-up turns a minute per session; it also paces the "
         f"catch-up after downtime (default: {DEFAULT_FOLLOWUP_LIMIT})",
     )
+
+
+def add_quotas(parser: argparse.ArgumentParser) -> None:
+    """Add ``--followup-limit N``, ``--turns-per-day N`` and ``--quiet-hours 'START-END ZONE'``:
+    the quotas of the command's Schedules (read them back with :func:`schedule_settings`)."""
+    add_followup_limit(parser)
+    parser.add_argument(
+        "--turns-per-day",
+        type=_at_least_one,
+        default=None,
+        metavar="N",
+        help="at most N reminder turns in any 24 hours per session; more wait (default: no "
+        "such quota)",
+    )
+    parser.add_argument(
+        "--quiet-hours",
+        type=_quiet_hours,
+        default=None,
+        metavar="'START-END ZONE'",
+        help="reminders due within these local hours, such as '22:00-07:00 Europe/Paris', "
+        "wait until they end (default: none)",
+    )
+
+
+def schedule_settings(arguments: argparse.Namespace) -> Settings:
+    """The Schedule settings the options of :func:`add_quotas` chose."""
+    from session_schedule.runtime.live import Settings  # noqa: PLC0415 - keeps --help quick
+
+    return Settings(
+        followup_limit=arguments.followup_limit,
+        max_reminder_turns_per_day=arguments.turns_per_day,
+        quiet_hours=arguments.quiet_hours,
+    )
+
+
+def _quiet_hours(text: str) -> QuietHours:
+    from session_schedule.core.quiet import QuietHours, quiet_window  # noqa: PLC0415
+
+    window, _, zone = text.strip().partition(" ")
+    start, dash, end = window.partition("-")
+    if not dash or not zone.strip():
+        raise argparse.ArgumentTypeError(
+            f"not START-END ZONE, such as '22:00-07:00 Europe/Paris': {text!r}"
+        )
+    hours = QuietHours(start=start, end=end, time_zone=zone.strip())
+    try:
+        quiet_window(hours)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return hours
 
 
 def _at_least_one(text: str) -> int:

@@ -22,6 +22,7 @@ from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instan
 from session_schedule.core.records import record_target
 from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.session.history import HistoryRow, history_row, occurrence_history
+from session_schedule.session.provenance import made_by_reminders
 
 DESCRIPTION: Final = (
     "Every occurrence of the session's reminders (or of reminder ID), oldest first: when it was "
@@ -72,8 +73,11 @@ def run(arguments: argparse.Namespace) -> int:
     runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
     if schedule_id is not None:
         runs = [item for item in runs if item.schedule_id == schedule_id]
+    made = made_by_reminders(entries, seed_length=header.seed_length)
     result = HistoryResult(
-        ok=True, session=header.id, occurrences=[history_row(item) for item in runs]
+        ok=True,
+        session=header.id,
+        occurrences=[history_row(item, set_during=made.get(item.schedule_id)) for item in runs],
     )
     if arguments.json:
         print(frame_escape(msgspec.json.format(msgspec.json.encode(result), indent=2).decode()))
@@ -91,6 +95,8 @@ def run(arguments: argparse.Namespace) -> int:
             detail = row.failure or ""
             if row.attempts is not None and row.attempts > 1:
                 detail = f"{row.attempts} attempts" + (f"; {detail}" if detail else "")
+            if row.set_during is not None:
+                detail = f"set during {row.set_during}" + (f"; {detail}" if detail else "")
             table.add_row(
                 Text(row.id),
                 Text(row.due_at),

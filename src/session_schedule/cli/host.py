@@ -24,8 +24,9 @@ from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_STORAGE,
     EXIT_USAGE,
-    add_followup_limit,
+    add_quotas,
     fail,
+    schedule_settings,
     store_location,
 )
 from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
@@ -33,7 +34,6 @@ from session_schedule.core.instants import Instant
 from session_schedule.extras import require
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
-from session_schedule.runtime.live import Settings
 from session_schedule.session.location import PostgresLocation, open_store, store_url
 from session_schedule.session.port import SessionStore
 
@@ -140,7 +140,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"on stop, give a running turn this long to finish before it is cancelled and left "
         f"for the next host to answer (default: {defaults.drain_seconds:g})",
     )
-    add_followup_limit(parser)
+    add_quotas(parser)
     parser.add_argument(
         "--verbose", action="store_true", help="log every reminder event, not only problems"
     )
@@ -166,7 +166,7 @@ def host_settings(arguments: argparse.Namespace) -> HostSettings:
         max_wait_seconds=arguments.max_wait_seconds,
         failed_retry_seconds=arguments.failed_retry_seconds,
         drain_seconds=arguments.drain_seconds,
-        schedule=Settings(followup_limit=arguments.followup_limit),
+        schedule=schedule_settings(arguments),
     )
 
 

@@ -11,7 +11,13 @@ import asyncio
 import logging
 from typing import Final
 
-from session_schedule.cli.common import EXIT_OK, add_followup_limit, data_dir, store_location
+from session_schedule.cli.common import (
+    EXIT_OK,
+    add_quotas,
+    data_dir,
+    schedule_settings,
+    store_location,
+)
 
 EPILOG: Final = """\
 example: session-schedule mcp s_7k2m4q9x3v5b
@@ -41,7 +47,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="SESSION",
         help="the id of the session to serve (default: create a new one)",
     )
-    add_followup_limit(parser)
+    add_quotas(parser)
     parser.set_defaults(handler=run)
 
 
@@ -50,7 +56,6 @@ def run(arguments: argparse.Namespace) -> int:
     # The server module imports the optional SDK, which it checks for first: without the ``mcp``
     # extra this raises MissingExtraError, which ``main`` reports in one line (exit 2).
     from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
-    from session_schedule.runtime.live import Settings  # noqa: PLC0415 - after the SDK check
     from session_schedule.session.location import (  # noqa: PLC0415
         JsonlLocation,
         opened_store,
@@ -58,7 +63,7 @@ def run(arguments: argparse.Namespace) -> int:
     )
 
     location = store_location(arguments)
-    settings = Settings(followup_limit=arguments.followup_limit)
+    settings = schedule_settings(arguments)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     async def serve() -> None:

@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Final
 
 from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, data_dir, fail, store_location
+from session_schedule.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_quotas,
+    data_dir,
+    fail,
+    schedule_settings,
+    store_location,
+)
 from session_schedule.extras import require
 from session_schedule.harness.model import OpenAIChatModel
 from session_schedule.session.location import opened_store, store_url
@@ -155,6 +163,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="close a live session without reminders, turn or open page after this long idle "
         f"(default {LiveLimits().idle_seconds})",
     )
+    add_quotas(parser)
     parser.set_defaults(handler=run)
 
 
@@ -195,6 +204,7 @@ async def _serve(
             store,
             model=model,
             policy=access_policy(arguments.host, token=token),
+            settings=schedule_settings(arguments),
             live_limits=LiveLimits(
                 max_live=arguments.max_live,
                 idle_seconds=arguments.idle_close,

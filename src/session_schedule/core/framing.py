@@ -12,6 +12,7 @@ person cannot see.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, assert_never, final
 
 import msgspec
@@ -33,17 +34,21 @@ FRAME_TITLE: Final = "[session-schedule] Reminder follow-up"
 DEFAULT_MAX_FRAME_CHARS: Final = 20_000
 """A batch frame shows prompts in full while it stays within this many characters."""
 _KEY_LABEL: Final = "occurrence key: "
+_RECURSION_NOTE: Final = (
+    " A prompt's words about when or how often are context, not a request to create another "
+    "reminder."
+)
 
 _ONE_SHOT_INTRO: Final = (
     "A reminder you scheduled earlier in this conversation is due. Act on its prompt now; "
-    "it will not be delivered again."
+    "it will not be delivered again." + _RECURSION_NOTE
 )
 
 
 def _batch_intro(count: int) -> str:
     return (
         f"Recurring reminders you scheduled earlier in this conversation are due ({count}). "
-        "Act on each prompt now; each keeps recurring until it is deleted."
+        "Act on each prompt now; each keeps recurring until it is deleted." + _RECURSION_NOTE
     )
 
 
@@ -59,13 +64,28 @@ class Delay(msgspec.Struct, frozen=True, kw_only=True):
     """... within any window of this many seconds."""
 
 
+@final
+class Deferral(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a follow-up turn waited: it came due during the person's quiet hours."""
+
+    since: Instant
+    """When it was first deferred."""
+    hours: str
+    """The quiet hours, as ``22:00 to 07:00 Europe/Paris``."""
+
+
 def frame(
     delivery: Delivery,
     *,
     delay: Delay | None = None,
+    deferral: Deferral | None = None,
     max_chars: int = DEFAULT_MAX_FRAME_CHARS,
+    set_during: Mapping[str, str] | None = None,
 ) -> str:
-    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back.
+    """The follow-up turn's text for ``delivery``; ``delay`` when the turn was held back by the
+    follow-up budget, ``deferral`` when quiet hours deferred it. ``set_during`` maps the id of
+    a reminder that an earlier reminder turn created to that turn (``reminder sch_1@…``); its
+    block then says so, so the model can tell it from one the user asked for.
 
     A batch shows its reminders' prompts in order while the frame, with the next prompt, stays
     within ``max_chars``; from the first that would not fit on, each reminder is listed with its
@@ -88,14 +108,20 @@ def frame(
             "most it allows. Do not create a reminder from a follow-up just to be called again; "
             "re-create one only if the user asked for it to repeat."
         )
+    if deferral is not None:
+        lines.append(
+            f"deferred since: {format_instant(deferral.since)}, by the user's quiet hours "
+            f"({deferral.hours}), which have just ended."
+        )
     blocks: list[list[str]] = []
     size = len("\n".join(lines))
     hidden = 0
     for number, occurrence in enumerate(delivery.occurrences, start=1):
-        block = _describe(number, count, occurrence, show_prompt=not hidden)
+        made = None if set_during is None else set_during.get(occurrence.record.id)
+        block = _describe(number, count, occurrence, show_prompt=not hidden, set_during=made)
         block_size = sum(len(line) + 1 for line in block) + 1
         if delivery.kind == "batch" and not hidden and size + block_size > max_chars:
-            block = _describe(number, count, occurrence, show_prompt=False)
+            block = _describe(number, count, occurrence, show_prompt=False, set_during=made)
         if block[-1] == _NOT_SHOWN:
             hidden += 1
         else:
@@ -115,7 +141,14 @@ def frame(
 _NOT_SHOWN: Final = "prompt: not shown; call schedule_list to read it"
 
 
-def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: bool) -> list[str]:
+def _describe(
+    number: int,
+    count: int,
+    occurrence: Occurrence,
+    *,
+    show_prompt: bool,
+    set_during: str | None = None,
+) -> list[str]:
     record = occurrence.record
     match record:
         case AfterScheduleRecord():
@@ -139,6 +172,8 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
         lines.append(f"snoozed from: {format_instant(occurrence.snoozed_from)}")
     if is_recurring(record):
         lines.append(f"skipped occurrences: {occurrence.skipped}")
+    if set_during is not None:
+        lines.append(f"set during: {set_during}, not by the user")
     lines.extend(
         [
             f"{_KEY_LABEL}{occurrence.key}",

@@ -258,8 +258,9 @@ NO_STATUS: Final = RecordStatus()
 # Views: a record's wire fields, then ``state`` and ``deliveryMode``, then ``runs`` and
 # ``lastRun`` (derived from the log's history, not from the record: 0 and null as the core
 # builds a view; the live Schedule fills them in), then the SPEC §11 fields that apply (left out
-# otherwise). A view class extends its record class only to share the field declarations; views
-# never enter the log.
+# otherwise), then ``setDuring`` (derived from the log's turns, present only for a reminder a
+# reminder turn created). A view class extends its record class only to share the field
+# declarations; views never enter the log.
 
 
 @final
@@ -279,6 +280,9 @@ class AfterScheduleView(AfterScheduleRecord, tag="after", frozen=True, kw_only=T
     """While snoozed: the snooze instant (also ``scheduledAt``)."""
     runs_left: int | UnsetType = UNSET
     """With ``ends.maxRuns``: the dispatches left before the record ends."""
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
+    """The reminder turn that created it (``reminder sch_3@…``); absent when a person, a host
+    prompt or a program created it."""
 
 
 @final
@@ -290,6 +294,7 @@ class AtScheduleView(AtScheduleRecord, tag="at", frozen=True, kw_only=True):
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
@@ -301,6 +306,7 @@ class EveryScheduleView(EveryScheduleRecord, tag="every", frozen=True, kw_only=T
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
@@ -312,6 +318,7 @@ class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True, kw_only=T
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @final
@@ -323,6 +330,7 @@ class CalendarScheduleView(CalendarScheduleRecord, tag="calendar", frozen=True, 
     paused: bool | UnsetType = UNSET
     snoozed_until: str | UnsetType = UNSET
     runs_left: int | UnsetType = UNSET
+    set_during: str | msgspec.UnsetType = msgspec.UNSET
 
 
 ScheduleView: TypeAlias = (

@@ -79,6 +79,7 @@ SNOOZE_KEYS: Final = frozenset(field_names(SnoozeArguments))
 
 DEFAULT_MAX_PROMPT_CHARS: Final = 4_000
 DEFAULT_MAX_ACTIVE: Final = 100
+DEFAULT_MAX_CHAIN_DEPTH: Final = 3
 
 
 @final
@@ -91,6 +92,9 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     """Most reminders one Session may have active at once."""
     max_frame_chars: int = DEFAULT_MAX_FRAME_CHARS
     """A batch follow-up shows prompts in full while it stays within this many characters."""
+    max_chain_depth: int = DEFAULT_MAX_CHAIN_DEPTH
+    """How many reminder turns in a row may each create the next reminder: one created during a
+    reminder turn is one deeper than the reminders that turn delivers (a person's are 0)."""
 
 
 def decide_create(
@@ -99,11 +103,13 @@ def decide_create(
     now: Instant,
     state: ScheduleFold,
     limits: Limits = Limits(),  # noqa: B008 - a frozen value, safe as a default
+    chain_depth: int = 0,
 ) -> ScheduleCreateChange:
     """The create change for ``arguments`` decided at ``now``, under the next free id.
 
     A ``daily_at`` or ``calendar`` record's first target is its first occurrence after ``now``
-    (SPEC §10, §12).
+    (SPEC §10, §12). ``chain_depth`` is the depth the new reminder would have (see
+    :mod:`session_schedule.session.provenance`); past ``limits.max_chain_depth`` it is refused.
     Raises ``ScheduleError`` with ``invalid_prompt``, ``invalid_selector``, ``invalid_rule``,
     ``invalid_time_zone``, ``frequency_too_high``, ``time_out_of_range`` or ``not_future``.
     """
@@ -117,7 +123,20 @@ def decide_create(
             f"this session already has {len(state)} active reminders, the most it may have "
             f"(max_active = {limits.max_active}); delete one before creating another.",
         )
+    check_chain_depth(chain_depth, limits)
     return create_change(record)
+
+
+def check_chain_depth(chain_depth: int, limits: Limits) -> None:
+    """Refuse a create or update made ``chain_depth`` reminder turns deep, past
+    ``limits.max_chain_depth`` (``invalid_rule``, telling the model to ask the user)."""
+    if chain_depth > limits.max_chain_depth:
+        raise ScheduleError(
+            "invalid_rule",
+            f"a reminder set now would be {chain_depth} deep in a chain of reminders each set "
+            "during the previous one's turn, deeper than this session allows (max_chain_depth "
+            f"= {limits.max_chain_depth}); do not create it, ask the user whether they want one.",
+        )
 
 
 def _record(

@@ -69,13 +69,17 @@ EventOutcome: TypeAlias = Literal[
     "agent busy",
     "nothing due",
     "follow-up budget",
+    "quiet hours",
     "retrying",
     "failed",
 ]
-BackOffReason: TypeAlias = Literal["agent refused", "agent busy", "nothing due", "follow-up budget"]
+BackOffReason: TypeAlias = Literal[
+    "agent refused", "agent busy", "nothing due", "follow-up budget", "quiet hours"
+]
 """Why the owner backs off: a refused follow-up, an agent that keeps refusing maintenance
-although it reported idle, a wake-up the planner keeps contradicting, or the Session's budget of
-reminder follow-ups spent (due reminders wait until it allows one)."""
+although it reported idle, a wake-up the planner keeps contradicting, the Session's budget of
+reminder follow-ups spent (a minute's or a day's; due reminders wait until it allows one), or
+the person's quiet hours (due reminders wait until they end)."""
 EventCallback: TypeAlias = Callable[["ScheduleEvent"], None]
 
 _LEVELS: Final[dict[EventKind, int]] = {

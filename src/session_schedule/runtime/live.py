@@ -44,6 +44,11 @@ delivery waits until the window allows one — nothing is dropped, nothing goes 
 frame says since when and why it was held back. A reminder that re-creates itself from its own
 follow-up (``after_seconds: 1``) thus cannot make a model loop at full speed.
 
+Rule 5d — **quotas a person sets.** ``max_reminder_turns_per_day`` bounds the reminder turns in
+any 24 hours the same way (seeded from the log's queued reminder turns on start, so a restart
+does not reset it), and ``quiet_hours`` defers a delivery due during the person's quiet hours to
+their end (:mod:`session_schedule.core.quiet`); either frame says why the turn comes late.
+
 Rule 5c — **one owner, or one driver.** By default each LiveSchedule runs its own owner task.
 Built with ``driven=True`` it runs none: a host that keeps many sessions live calls
 :meth:`LiveSchedule.step` — the very pass the owner loops over — from its own single timer, and
@@ -78,10 +83,11 @@ from session_schedule.core.changes import (
 from session_schedule.core.due import Delivery, next_wakeup, plan_delivery, plan_misses
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
-from session_schedule.core.framing import Delay, frame
+from session_schedule.core.framing import Deferral, Delay, frame
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
+from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.plain import ReadOnlyDict
+from session_schedule.core.quiet import QuietHours, describe, quiet_until, quiet_window
 from session_schedule.core.records import (
     LastRun,
     RunOutcome,
@@ -89,7 +95,13 @@ from session_schedule.core.records import (
     make_view,
     record_target,
 )
-from session_schedule.core.rules import Limits, decide_create, decide_delete, decide_update
+from session_schedule.core.rules import (
+    Limits,
+    check_chain_depth,
+    decide_create,
+    decide_delete,
+    decide_update,
+)
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable, handed_over
 from session_schedule.runtime.clock import Clock, SystemClock
@@ -99,6 +111,8 @@ from session_schedule.runtime.retry import TurnRetry
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import SessionHandle, schedule_changes
+from session_schedule.session.provenance import Provenance, ProvenanceLog
+from session_schedule.session.turns import TurnQueued
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +123,8 @@ _BUSY_BEFORE_BACKOFF = 3
 """Consecutive "agent busy" outcomes after which the owner backs off instead of retrying."""
 _NOTHING_BEFORE_BACKOFF = 2
 """Consecutive "nothing due" outcomes (after a due wake-up) after which the owner backs off."""
+_DAY_SECONDS = 86_400
+"""The window of ``Settings.max_reminder_turns_per_day``."""
 
 
 @final
@@ -128,6 +144,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """The rolling window of ``followup_limit``, in seconds of wall-clock time."""
     turn_retry: TurnRetry = TurnRetry()
     """How the turn queue retries a turn that failed (attempts, back-off, elapsed age)."""
+    max_reminder_turns_per_day: int | None = None
+    """The most reminder turns queued within any 24 hours; ``None``: no such quota."""
+    quiet_hours: QuietHours | None = None
+    """The person's quiet hours: a delivery due within them waits until they end."""
 
 
 @final
@@ -159,6 +179,11 @@ class LiveSchedule:
         self._settings = settings or Settings()
         if self._settings.followup_limit < 1 or self._settings.followup_window_seconds < 1:
             raise ValueError("followup_limit and followup_window_seconds must be at least 1")
+        per_day = self._settings.max_reminder_turns_per_day
+        if per_day is not None and per_day < 1:
+            raise ValueError("max_reminder_turns_per_day must be at least 1 (or None)")
+        quiet = self._settings.quiet_hours
+        self._quiet = None if quiet is None else quiet_window(quiet)
         self._queue = queue or AgentQueue()
         self._state = ScheduleFold(session=session.id)
         self._wake = asyncio.Event()
@@ -170,6 +195,13 @@ class LiveSchedule:
         self._events = ScheduleEvents(session.id)
         self._recent: collections.deque[Instant] = collections.deque()
         """Decision times of the follow-ups queued within the last window, oldest first."""
+        self._today: collections.deque[Instant] = collections.deque()
+        """Decision times of the follow-ups queued within the last 24 hours (only counted with
+        a ``max_reminder_turns_per_day``), oldest first."""
+        self._held_by = (self._settings.followup_limit, self._settings.followup_window_seconds)
+        """The quota that held deliveries back last: (limit, window in seconds)."""
+        self._deferred: tuple[Instant, Instant] | None = None
+        """When quiet hours first and last deferred deliveries, while some of those wait."""
         self._sleep_seconds: float | None = None
         """How long the owner's current sleep until the next wake-up lasts, while it sleeps."""
         self._held: tuple[Instant, Instant] | None = None
@@ -184,6 +216,8 @@ class LiveSchedule:
         """Whether the last pass found nothing due (the owner then sleeps until the wake-up)."""
         self._history: OccurrenceLog | None = None
         """The runs of each reminder (Rule 7), read from the log when first listed."""
+        self._provenance: ProvenanceLog | None = None
+        """Which turn created each reminder, read from the log at the first create."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -213,6 +247,8 @@ class LiveSchedule:
             )
             state.replay(changes, seed_length=header.seed_length)
             self._state = state
+        if self._settings.max_reminder_turns_per_day is not None:
+            self._today.extend(self._turns_within(_DAY_SECONDS))
         if self._driven:
             self._started = True
             return
@@ -319,20 +355,39 @@ class LiveSchedule:
         return frame(
             delivery,
             delay=self._delay(delivery),
+            deferral=self._deferral(delivery),
             max_chars=self._settings.limits.max_frame_chars,
+            set_during=self._set_during(delivery),
         )
+
+    def _set_during(self, delivery: Delivery) -> dict[str, str]:
+        """The reminders of ``delivery`` that an earlier reminder turn created, and that turn."""
+        provenance = self._provenance_now()
+        made: dict[str, str] = {}
+        for occurrence in delivery.occurrences:
+            found = provenance.of(occurrence.record.id)
+            if found.made_by == "reminder":
+                made[occurrence.record.id] = found.text()
+        return made
 
     async def _create(
         self, arguments: Mapping[str, object], shape: Callable[[ScheduleView], T]
     ) -> T:
         await self._barrier()
         now = self._clock.now()
-        change = decide_create(arguments, now=now, state=self._state, limits=self._settings.limits)
+        made = self._provenance_now().current()
+        change = decide_create(
+            arguments,
+            now=now,
+            state=self._state,
+            limits=self._settings.limits,
+            chain_depth=made.depth,
+        )
         self._append(change)
         # Prepared before the barrier, which may block the loop on an ``fsync`` after which
         # everything runs slowly; only returned once it has succeeded.
         record = change.schedule
-        view = shape(make_view(record, now))
+        view = shape(with_provenance(make_view(record, now), made))
         due_in = (record_target(record) - now) / MS_PER_SECOND
         await self._barrier()
         # The owner need not re-arm when its current sleep (however much of it is left) ends
@@ -351,13 +406,21 @@ class LiveSchedule:
         schedule_id, changes = decide_update(
             arguments, now=now, state=self._state, limits=self._settings.limits
         )
+        # An update from deep in a chain of reminder turns (a reminder snoozing or re-timing
+        # itself from its own turn) is refused as a create would be.
+        check_chain_depth(self._provenance_now().current().depth, self._settings.limits)
         for change in changes:
             self._append(change)
         record = self._state.get(schedule_id)
         if record is None:
             raise RuntimeError(f"the update of {schedule_id} ended it")
         view = shape(
-            with_runs(make_view(record, now, self._state.status(schedule_id)), self._history_now())
+            with_provenance(
+                with_runs(
+                    make_view(record, now, self._state.status(schedule_id)), self._history_now()
+                ),
+                self._provenance_now().of(schedule_id),
+            )
         )
         await self._barrier()
         # The next delivery may have moved earlier (or a paused reminder was resumed).
@@ -369,13 +432,21 @@ class LiveSchedule:
         await self._barrier()
         now = self._clock.now()
         history = self._history_now()
-        return now, [with_runs(view, history) for view in self._state.views(now)]
+        provenance = self._provenance_now()
+        return now, [
+            with_provenance(with_runs(view, history), provenance.of(view.id))
+            for view in self._state.views(now)
+        ]
 
     async def _active_plain(self) -> tuple[Instant, list[ReadOnlyDict]]:
         await self._barrier()
         now = self._clock.now()
         history = self._history_now()
-        return now, [plain_with_runs(view, history) for view in self._state.plain_views(now)]
+        provenance = self._provenance_now()
+        return now, [
+            plain_with_provenance(plain_with_runs(view, history), provenance)
+            for view in self._state.plain_views(now)
+        ]
 
     def _history_now(self) -> OccurrenceLog:
         """The runs of the active reminders, read from the log up to now (Rule 7)."""
@@ -391,6 +462,25 @@ class LiveSchedule:
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
         return history
+
+    def _provenance_now(self) -> ProvenanceLog:
+        """Which turn created each reminder, read from the log up to now: from the first entry,
+        so a chain survives a restart — or, for a Session opened from a checkpoint, from the
+        checkpoint on (with the turns pending there), so that opening stays cheap; a reminder
+        created before the checkpoint then counts as created outside any turn (depth 0)."""
+        provenance = self._provenance
+        if provenance is None:
+            provenance = ProvenanceLog(seed_length=self._session.header.seed_length)
+            resume = self._session.resume
+            if resume is not None:
+                provenance.feed(resume.pending)
+                provenance.position = resume.position
+            self._provenance = provenance
+        try:
+            provenance.feed(self._session.entries[provenance.position :])
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        return provenance
 
     async def _pending(self) -> Delivery | None:
         await self._barrier()
@@ -493,15 +583,28 @@ class LiveSchedule:
             self._nothing_in_a_row = 0
             self._resting = True
             return wakeup
-        allowed_at = self._budget_allows_at(now)
+        quiet_end = None if self._quiet is None else quiet_until(self._quiet, now)
+        if quiet_end is not None:
+            if self._deferred is None and self._quiet is not None:
+                self._events.backing_off(
+                    now,
+                    reason="quiet hours",
+                    seconds=(quiet_end - now) / MS_PER_SECOND,
+                    detail=describe(self._quiet.hours),
+                )
+            self._deferred = (now if self._deferred is None else self._deferred[0], now)
+            self._resting = True
+            return quiet_end
+        allowed_at, held_by = self._budget_allows_at(now)
         if allowed_at > now:
+            self._held_by = held_by
             if self._held is None:
+                limit, window = held_by
                 self._events.backing_off(
                     now,
                     reason="follow-up budget",
                     seconds=(allowed_at - now) / MS_PER_SECOND,
-                    detail=f"{self._settings.followup_limit} reminder follow-ups within "
-                    f"{self._settings.followup_window_seconds} s",
+                    detail=f"{limit} reminder follow-ups within {window} s",
                 )
             self._held = (now if self._held is None else self._held[0], now)
             return allowed_at
@@ -590,13 +693,16 @@ class LiveSchedule:
                 )
                 return "agent refused"
             self._recent.append(now)
+            if self._settings.max_reminder_turns_per_day is not None:
+                self._today.append(now)
             for change in delivery.changes:
                 self._append(change)
-            if self._held is not None:
-                # The hold is over once nothing that was due during it still waits.
-                wakeup = next_wakeup(self._state)
-                if wakeup is None or wakeup > self._held[1]:
-                    self._held = None
+            # A hold or a deferral is over once nothing that was due during it still waits.
+            wakeup = next_wakeup(self._state)
+            if self._held is not None and (wakeup is None or wakeup > self._held[1]):
+                self._held = None
+            if self._deferred is not None and (wakeup is None or wakeup > self._deferred[1]):
+                self._deferred = None
             await self._barrier()
             for miss in misses:
                 self._events.missed(miss)
@@ -605,19 +711,40 @@ class LiveSchedule:
         finally:
             discard_awaitable(_returned(self._agent.end_maintenance), "end_maintenance")
 
-    def _budget_allows_at(self, now: Instant) -> Instant:
-        """The earliest instant from ``now`` on at which the follow-up budget allows a turn."""
-        window = self._settings.followup_window_seconds * MS_PER_SECOND
-        recent = self._recent
-        # Forget turns that left the window, and any "in the future" after a clock step back.
-        while recent and (recent[0] <= now - window or recent[-1] > now):
-            if recent[0] <= now - window:
-                recent.popleft()
-            else:
-                recent.pop()
-        if len(recent) < self._settings.followup_limit:
-            return now
-        return Instant(recent[-self._settings.followup_limit] + window)
+    def _budget_allows_at(self, now: Instant) -> tuple[Instant, tuple[int, int]]:
+        """The earliest instant from ``now`` on at which the follow-up budget and the daily
+        quota allow a turn, and the quota (limit, window in seconds) that holds it longest."""
+        settings = self._settings
+        held_by = (settings.followup_limit, settings.followup_window_seconds)
+        allowed = _window_allows_at(self._recent, now, *held_by)
+        per_day = settings.max_reminder_turns_per_day
+        if per_day is not None:
+            daily = _window_allows_at(self._today, now, per_day, _DAY_SECONDS)
+            if daily > allowed:
+                allowed, held_by = daily, (per_day, _DAY_SECONDS)
+        return allowed, held_by
+
+    def _turns_within(self, seconds: int) -> list[Instant]:
+        """When the reminder turns queued within the last ``seconds`` were queued, oldest first,
+        read back from the end of the log."""
+        now = self._clock.now()
+        since = now - seconds * MS_PER_SECOND
+        try:
+            entries = self._session.entries
+            found: list[Instant] = []
+            for position in range(len(entries) - 1, self._session.header.seed_length - 1, -1):
+                payload = entries[position].payload
+                if not isinstance(payload, TurnQueued):
+                    continue
+                at = parse_instant(payload.at)
+                if at <= since:
+                    break
+                if payload.origin == "schedule" and at <= now:
+                    found.append(at)
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        found.reverse()
+        return found
 
     def _delay(self, delivery: Delivery) -> Delay | None:
         """Why ``delivery`` comes late, if the budget held it back."""
@@ -627,11 +754,18 @@ class LiveSchedule:
         due = min(record_target(occurrence.record) for occurrence in delivery.occurrences)
         if due > last:
             return None
-        return Delay(
-            since=Instant(max(first, due)),
-            limit=self._settings.followup_limit,
-            window_seconds=self._settings.followup_window_seconds,
-        )
+        limit, window = self._held_by
+        return Delay(since=Instant(max(first, due)), limit=limit, window_seconds=window)
+
+    def _deferral(self, delivery: Delivery) -> Deferral | None:
+        """Why ``delivery`` comes late, if quiet hours deferred it."""
+        if self._deferred is None or self._quiet is None:
+            return None
+        first, last = self._deferred
+        due = min(record_target(occurrence.record) for occurrence in delivery.occurrences)
+        if due > last:
+            return None
+        return Deferral(since=Instant(max(first, due)), hours=describe(self._quiet.hours))
 
     def _bounded(self, wakeup: Instant | None, now: Instant) -> float:
         limit = self._settings.max_wait_seconds
@@ -701,6 +835,25 @@ def plain_with_runs(view: ReadOnlyDict, history: OccurrenceLog) -> ReadOnlyDict:
     return ReadOnlyDict({**view, "runs": count, "lastRun": msgspec.to_builtins(last_run(run))})
 
 
+def with_provenance(view: ScheduleView, made: Provenance) -> ScheduleView:
+    """``view`` with ``setDuring`` when a reminder turn created its reminder."""
+    if made.made_by != "reminder":
+        return view
+    return msgspec.structs.replace(view, set_during=made.text())
+
+
+def plain_with_provenance(view: ReadOnlyDict, provenance: ProvenanceLog) -> ReadOnlyDict:
+    """:func:`with_provenance` for a JSON-ready view (a new dict when a reminder turn created
+    its reminder)."""
+    schedule_id = view["id"]
+    if not isinstance(schedule_id, str):
+        return view
+    made = provenance.of(ScheduleId(schedule_id))
+    if made.made_by != "reminder":
+        return view
+    return ReadOnlyDict({**view, "setDuring": made.text()})
+
+
 def last_run(run: OccurrenceRun) -> LastRun:
     """The ``lastRun`` of a view, from the reminder's latest run."""
     outcome: RunOutcome
@@ -713,6 +866,23 @@ def last_run(run: OccurrenceRun) -> LastRun:
             assert_never(run.outcome)
     at = run.decided_at if run.decided_at is not None else run.due_at
     return LastRun(occurrence=run.key, outcome=outcome, at=format_instant(at))
+
+
+def _window_allows_at(
+    recent: collections.deque[Instant], now: Instant, limit: int, seconds: int
+) -> Instant:
+    """The earliest instant from ``now`` on at which fewer than ``limit`` of the turns queued at
+    ``recent`` fall within the last ``seconds``; forgets the turns that left that window."""
+    window = seconds * MS_PER_SECOND
+    # Forget turns that left the window, and any "in the future" after a clock step back.
+    while recent and (recent[0] <= now - window or recent[-1] > now):
+        if recent[0] <= now - window:
+            recent.popleft()
+        else:
+            recent.pop()
+    if len(recent) < limit:
+        return now
+    return Instant(recent[-limit] + window)
 
 
 def _as_is(view: ScheduleView) -> ScheduleView:

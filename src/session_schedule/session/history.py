@@ -272,10 +272,13 @@ class HistoryRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     failure: str | None = None
     """``ErrorClass (HTTP status): message``, for a failed occurrence."""
     finished_at: str | None = None
+    set_during: str | None = None
+    """The reminder turn that created its reminder (``reminder sch_3@…``); absent when a person,
+    a host prompt or a program created it."""
 
 
-def history_row(run: OccurrenceRun) -> HistoryRow:
-    """The JSON form of one occurrence."""
+def history_row(run: OccurrenceRun, *, set_during: str | None = None) -> HistoryRow:
+    """The JSON form of one occurrence; ``set_during`` as :attr:`HistoryRow.set_during`."""
     return HistoryRow(
         id=run.schedule_id,
         occurrence=run.key,
@@ -287,6 +290,7 @@ def history_row(run: OccurrenceRun) -> HistoryRow:
         attempts=run.attempts,
         failure=failure_text(run),
         finished_at=None if run.finished_at is None else format_instant(run.finished_at),
+        set_during=set_during,
     )
 
 

@@ -86,6 +86,7 @@ from session_schedule.session.history import (
 )
 from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore
+from session_schedule.session.provenance import made_by_reminders
 from session_schedule.tools.catalog import TOOL_NAMES
 from session_schedule.tools.paging import MAX_LIST_LIMIT
 from session_schedule.tools.results import ErrorResult, ListResult
@@ -452,9 +453,12 @@ class _Api:
         header = live.header
         entries = live.session.entries
         runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
+        made = made_by_reminders(entries, seed_length=header.seed_length)
         return _json(
             HistoryPage(
-                occurrences=[history_row(run) for run in runs],
+                occurrences=[
+                    history_row(run, set_during=made.get(run.schedule_id)) for run in runs
+                ],
                 away=away(entries, seed_length=header.seed_length),
             )
         )

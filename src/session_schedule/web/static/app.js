@@ -394,6 +394,8 @@
           : "not delivered yet",
       );
       if (last) outcome.title = `${last.occurrence} (decided ${last.at} UTC)`;
+      // A reminder an earlier reminder turn created, not the person: say so.
+      if (schedule.setDuring) item.append(el("div", "schedule-made", `set during ${schedule.setDuring}, not by you`));
       const toggle = el("button", "link history-toggle", "history");
       toggle.type = "button";
       toggle.addEventListener("click", () => showHistory(item, schedule.id));

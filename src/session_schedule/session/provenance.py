@@ -1,0 +1,128 @@
+"""Provenance: which turn created each reminder, and how deep a chain of reminder turns it ends.
+
+Nothing is written for it: it is read from entries the log already holds, so the strict,
+byte-frozen ``schedule/change`` format stays as it is (SPEC §4).
+
+Rule 1 — **the turn in progress.** Turns run one at a time, in the order they were queued
+(:mod:`session_schedule.runtime.turns`), so at any position of the log the turn in progress is
+the oldest ``turn/queued`` entry with no ``turn/finished`` entry yet. A create change appended
+while it runs was made by it; with no turn in progress (an agent outside the turn queue, or a
+program calling the tools directly) the create was made ``outside`` any recorded turn.
+
+Rule 2 — **who asked.** A reminder turn (origin ``schedule``) names its occurrences; a host turn
+whose run recorded a ``message`` typed by a ``person`` is that person's prompt; any other host
+turn is a ``host`` prompt.
+
+Rule 3 — **chain depth.** A reminder a person, a host or a program created has depth 0; one
+created during a reminder turn has the deepest depth among the reminders that turn delivers,
+plus one. A reminder that re-creates itself from its own turn thus counts up by one each time,
+and :attr:`~session_schedule.core.rules.Limits.max_chain_depth` bounds it. A fork reads from its
+fork point, as its schedule does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeAlias, final
+
+import msgspec
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleCreateChange
+from session_schedule.core.ids import ScheduleId
+from session_schedule.session.message import MessageEntry
+from session_schedule.session.port import LogEntry
+from session_schedule.session.turns import TurnFinished, TurnQueued
+
+MadeBy: TypeAlias = Literal["person", "reminder", "host", "outside"]
+"""Which kind of turn created a reminder (see the module docstring, Rule 2)."""
+
+
+@final
+class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+    """The turn a reminder was created in."""
+
+    made_by: MadeBy
+    occurrences: tuple[str, ...] = ()
+    """The occurrence keys the reminder turn delivered (``made_by == "reminder"`` only)."""
+    depth: int = 0
+    """How many reminder turns in a row led to it (Rule 3)."""
+
+    def text(self) -> str:
+        """``a person's prompt``, ``reminder sch_3@…``: how views and frames show it."""
+        match self.made_by:
+            case "person":
+                return "a person's prompt"
+            case "host":
+                return "a host prompt"
+            case "outside":
+                return "no recorded turn"
+            case "reminder":
+                return "reminder " + ", ".join(self.occurrences)
+
+
+OUTSIDE = Provenance(made_by="outside")
+
+
+@final
+class ProvenanceLog:
+    """The provenance of every reminder created in a log, read entry by entry (:meth:`feed`)."""
+
+    def __init__(self, *, seed_length: int = 0) -> None:
+        self._seed_length = seed_length
+        self.position = 0
+        """How many entries have been read."""
+        self._pending: dict[int, tuple[TurnQueued, bool]] = {}
+        """Unfinished turns by position: the entry, and whether a person's message was seen."""
+        self._made: dict[ScheduleId, Provenance] = {}
+
+    def feed(self, entries: Iterable[LogEntry]) -> None:
+        """Read the entries that follow those read so far."""
+        for entry in entries:
+            self.position = entry.position + 1
+            if entry.position < self._seed_length:
+                continue
+            payload = entry.payload
+            if isinstance(payload, TurnQueued):
+                self._pending[entry.position] = (payload, False)
+            elif isinstance(payload, TurnFinished):
+                self._pending.pop(payload.turn, None)
+            elif isinstance(payload, MessageEntry):
+                if payload.origin == "person" and self._pending:
+                    first = min(self._pending)
+                    self._pending[first] = (self._pending[first][0], True)
+            elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, ScheduleCreateChange):
+                self._made[ScheduleId(payload.schedule.id)] = self.current()
+
+    def current(self) -> Provenance:
+        """The provenance a create appended now would have (Rules 1 to 3)."""
+        if not self._pending:
+            return OUTSIDE
+        queued, person = self._pending[min(self._pending)]
+        if queued.origin == "host":
+            return Provenance(made_by="person" if person else "host")
+        depth = 1 + max(
+            (self.of(ScheduleId(key.partition("@")[0])).depth for key in queued.occurrences),
+            default=0,
+        )
+        return Provenance(made_by="reminder", occurrences=queued.occurrences, depth=depth)
+
+    def made_by_reminders(self) -> dict[str, str]:
+        """``{id: "reminder sch_3@…"}`` for every reminder read so far that a reminder turn
+        created."""
+        return {
+            schedule_id: made.text()
+            for schedule_id, made in self._made.items()
+            if made.made_by == "reminder"
+        }
+
+    def of(self, schedule_id: ScheduleId) -> Provenance:
+        """The provenance of the reminder ``schedule_id`` (``outside`` when its create was not
+        read: before a fork point, or not in the log)."""
+        return self._made.get(schedule_id, OUTSIDE)
+
+
+def made_by_reminders(entries: Sequence[LogEntry], *, seed_length: int = 0) -> dict[str, str]:
+    """``{id: "reminder sch_3@…"}`` for every reminder of ``entries`` a reminder turn created."""
+    provenance = ProvenanceLog(seed_length=seed_length)
+    provenance.feed(entries)
+    return provenance.made_by_reminders()

@@ -1,0 +1,159 @@
+"""The quotas a person sets: reminder turns per day and quiet hours (runtime/live.py Rule 5d)."""
+
+from __future__ import annotations
+
+import pytest
+
+from session_schedule.core.instants import Instant, parse_instant
+from session_schedule.core.quiet import QuietHours
+from session_schedule.runtime.events import ScheduleEvent
+from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.turns import TURN_QUEUED_TYPE, turn_queued
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+from tests.runtime.test_live import START, World, _drive
+
+NIGHT = QuietHours(start="22:00", end="07:00", time_zone="Europe/Paris")
+
+
+def _decided(followup: str) -> str:
+    return next(
+        line.removeprefix("decided at: ")
+        for line in followup.splitlines()
+        if line.startswith("decided at: ")
+    )
+
+
+async def _world(settings: Settings) -> World:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    schedule = LiveSchedule(session, agent, clock=clock, settings=settings)
+    await schedule.start()
+    return World(store, session, clock, agent, schedule)
+
+
+async def test_reminder_turns_beyond_the_daily_quota_wait_for_the_next_day() -> None:
+    world = await _world(Settings(max_reminder_turns_per_day=3))
+    events: list[ScheduleEvent] = []
+    world.schedule.events.subscribe(events.append)
+    await world.schedule.create({"prompt": "again", "after_seconds": 1})
+    times = await _drive(world, 86_410, recreate=True)
+    assert times == [1, 2, 3, 86_401, 86_402, 86_403]
+    held = [event for event in events if event.kind == "back-off"]
+    assert [(e.decided_at, e.outcome, e.retry_in_seconds, e.detail) for e in held] == [
+        (
+            "2026-11-29T20:00:04.000Z",
+            "follow-up budget",
+            86_397.0,
+            "3 reminder follow-ups within 86400 s",
+        ),
+        (
+            "2026-11-30T20:00:04.000Z",
+            "follow-up budget",
+            86_397.0,
+            "3 reminder follow-ups within 86400 s",
+        ),
+    ]
+    assert (
+        "decided at: 2026-11-30T20:00:01.000Z\n"
+        "delayed since: 2026-11-29T20:00:04.000Z, because this session had 3 reminder "
+        "follow-ups within 86400 seconds, the most it allows."
+    ) in world.agent.followups[3]
+    assert "delayed since" not in world.agent.followups[4]
+    await world.schedule.close()
+    await world.session.close()
+
+
+async def test_the_daily_quota_counts_the_reminder_turns_the_log_holds() -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    earlier = parse_instant("2026-11-29T08:00:00.000Z")
+    for second in range(3):
+        session.append(
+            TURN_QUEUED_TYPE,
+            turn_queued(
+                "a reminder",
+                at=Instant(earlier + second * 1000),
+                origin="schedule",
+                occurrences=(f"sch_9@2026-11-29T08:00:0{second}.000Z",),
+            ),
+        )
+    session.append(TURN_QUEUED_TYPE, turn_queued("a prompt", at=earlier, origin="host"))
+    agent = FakeAgent()
+    settings = Settings(max_reminder_turns_per_day=3)
+    async with LiveSchedule(session, agent, clock=clock, settings=settings) as schedule:
+        world = World(store, session, clock, agent, schedule)
+        await schedule.create({"prompt": "later", "after_seconds": 60})
+        assert await _drive(world, 12 * 3600 + 60, recreate=False) == [12 * 3600]
+        text = agent.followups[0]
+        assert "decided at: 2026-11-30T08:00:00.000Z\n" in text
+        assert "delayed since: 2026-11-29T20:01:00.000Z, because this session had 3 " in text
+    await session.close()
+
+
+async def test_a_reminder_due_in_quiet_hours_comes_when_they_end() -> None:
+    world = await _world(Settings(quiet_hours=NIGHT))
+    events: list[ScheduleEvent] = []
+    world.schedule.events.subscribe(events.append)
+    # START is 21:00 in Paris: the reminder is due at 22:00, when the quiet hours begin.
+    await world.schedule.create({"prompt": "during", "after_seconds": 3600})
+    await world.run_for(11 * 3600)
+    assert [_decided(text) for text in world.agent.followups] == ["2026-11-30T06:00:00.000Z"]
+    assert (
+        "decided at: 2026-11-30T06:00:00.000Z\n"
+        "deferred since: 2026-11-29T21:00:00.000Z, by the user's quiet hours (22:00 to 07:00 "
+        "Europe/Paris), which have just ended.\n"
+    ) in world.agent.followups[0]
+    deferred = [event for event in events if event.kind == "back-off"]
+    assert [(e.decided_at, e.outcome, e.retry_in_seconds, e.detail) for e in deferred] == [
+        ("2026-11-29T21:00:00.000Z", "quiet hours", 32_400.0, "22:00 to 07:00 Europe/Paris")
+    ]
+    await world.schedule.close()
+    await world.session.close()
+
+
+async def test_a_reminder_due_before_the_quiet_hours_is_not_deferred() -> None:
+    world = await _world(Settings(quiet_hours=NIGHT))
+    await world.schedule.create({"prompt": "before", "after_seconds": 59 * 60})
+    await world.run_for(3600)
+    assert [_decided(text) for text in world.agent.followups] == ["2026-11-29T20:59:00.000Z"]
+    assert "deferred since" not in world.agent.followups[0]
+    await world.schedule.close()
+    await world.session.close()
+
+
+async def test_a_recurring_reminder_catches_up_once_when_the_quiet_hours_end() -> None:
+    world = await _world(Settings(quiet_hours=NIGHT))
+    await world.schedule.create({"prompt": "tick", "every_seconds": 3600})
+    await world.run_for(10 * 3600)
+    # 22:00 to 07:00 Paris is 21:00Z to 06:00Z: one catch-up turn at its end.
+    assert [_decided(text) for text in world.agent.followups] == ["2026-11-30T06:00:00.000Z"]
+    assert "skipped occurrences: 9" in world.agent.followups[0]
+    assert "deferred since: 2026-11-29T21:00:00.000Z" in world.agent.followups[0]
+    await world.schedule.close()
+    await world.session.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            Settings(max_reminder_turns_per_day=0),
+            "max_reminder_turns_per_day must be at least 1 (or None)",
+        ),
+        (
+            Settings(quiet_hours=QuietHours(start="22:00", end="22:00", time_zone="UTC")),
+            "quiet hours: the window opens and closes at 22:00; leave it out",
+        ),
+    ],
+)
+async def test_a_quota_that_cannot_hold_is_refused(settings: Settings, message: str) -> None:
+    session = await MemorySessionStore().create(now=FakeClock(START).now())
+    with pytest.raises(ValueError) as raised:
+        LiveSchedule(session, FakeAgent(), settings=settings)
+    assert str(raised.value) == message
+    await session.close()

@@ -1,0 +1,122 @@
+"""Which turn created each reminder, and the chain depth, read from the log alone."""
+
+from __future__ import annotations
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, create_change
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import Instant, parse_instant
+from session_schedule.core.records import AfterScheduleRecord
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
+from session_schedule.session.port import LogEntry
+from session_schedule.session.provenance import Provenance, ProvenanceLog
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    turn_finished,
+    turn_queued,
+)
+
+AT = Instant(parse_instant("2026-11-29T20:00:00.000Z"))
+
+
+class Log:
+    def __init__(self) -> None:
+        self.entries: list[LogEntry] = []
+
+    def add(self, kind: str, payload: object) -> int:
+        self.entries.append(LogEntry(position=len(self.entries), type=kind, payload=payload))
+        return len(self.entries) - 1
+
+    def host(self) -> int:
+        return self.add(TURN_QUEUED_TYPE, turn_queued("hi", at=AT, origin="host"))
+
+    def reminder(self, *keys: str) -> int:
+        return self.add(
+            TURN_QUEUED_TYPE, turn_queued("frame", at=AT, origin="schedule", occurrences=keys)
+        )
+
+    def finish(self, turn: int) -> None:
+        self.add(TURN_FINISHED_TYPE, turn_finished(turn, at=AT, outcome="completed"))
+
+    def create(self, number: int) -> None:
+        record = AfterScheduleRecord(
+            id=ScheduleId(f"sch_{number}"),
+            prompt="p",
+            after_seconds=1,
+            scheduled_at="2026-11-29T20:00:01.000Z",
+        )
+        self.add(CHANGE_EVENT_TYPE, create_change(record))
+
+
+def _read(log: Log) -> ProvenanceLog:
+    provenance = ProvenanceLog()
+    provenance.feed(log.entries)
+    return provenance
+
+
+def test_a_create_belongs_to_the_turn_in_progress() -> None:
+    log = Log()
+    log.create(1)  # no turn recorded
+    turn = log.host()
+    log.add(MESSAGE_ENTRY_TYPE, user_message("remind me", at=AT))
+    log.create(2)
+    log.finish(turn)
+    turn = log.host()  # a host prompt: no person's message
+    log.create(3)
+    log.finish(turn)
+    provenance = _read(log)
+    assert [provenance.of(ScheduleId(f"sch_{n}")).made_by for n in (1, 2, 3)] == [
+        "outside",
+        "person",
+        "host",
+    ]
+    assert provenance.of(ScheduleId("sch_1")).text() == "no recorded turn"
+    assert provenance.of(ScheduleId("sch_2")).text() == "a person's prompt"
+    assert provenance.of(ScheduleId("sch_3")).text() == "a host prompt"
+    assert provenance.current().made_by == "outside"
+
+
+def test_a_reminder_created_in_a_reminder_turn_is_one_deeper() -> None:
+    log = Log()
+    first = log.host()
+    log.create(1)
+    log.finish(first)
+    # A later turn queued while the reminder's turn runs does not own its creates.
+    turn = log.reminder("sch_1@2026-11-29T20:00:01.000Z")
+    queued_behind = log.host()
+    log.create(2)
+    log.finish(turn)
+    turn = log.reminder("sch_2@2026-11-29T20:00:02.000Z")
+    provenance = _read(log)
+    assert provenance.of(ScheduleId("sch_2")) == Provenance(
+        made_by="reminder", occurrences=("sch_1@2026-11-29T20:00:01.000Z",), depth=1
+    )
+    assert provenance.of(ScheduleId("sch_2")).text() == "reminder sch_1@2026-11-29T20:00:01.000Z"
+    # The host turn queued behind runs first now; then the reminder turn.
+    assert provenance.current().made_by == "host"
+    log.finish(queued_behind)
+    provenance.feed(log.entries[provenance.position :])
+    assert provenance.current().depth == 2
+    log.finish(turn)
+    provenance.feed(log.entries[provenance.position :])
+    assert provenance.current().made_by == "outside"
+
+
+def test_a_batch_turn_is_one_deeper_than_its_deepest_reminder() -> None:
+    log = Log()
+    log.create(1)
+    turn = log.reminder("sch_1@2026-11-29T20:00:01.000Z")
+    log.create(2)
+    log.finish(turn)
+    log.reminder("sch_1@2026-11-29T20:05:01.000Z", "sch_2@2026-11-29T20:05:01.000Z")
+    assert _read(log).current().depth == 2
+
+
+def test_a_fork_reads_from_its_fork_point() -> None:
+    log = Log()
+    log.reminder("sch_1@2026-11-29T20:00:01.000Z")
+    log.create(2)
+    provenance = ProvenanceLog(seed_length=2)
+    provenance.feed(log.entries)
+    assert provenance.of(ScheduleId("sch_2")).made_by == "outside"
+    assert provenance.current().made_by == "outside"
