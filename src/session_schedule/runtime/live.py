@@ -208,9 +208,7 @@ class LiveSchedule:
         if resume is None:
             self._state = fold(changes, seed_length=header.seed_length, session=self._session.id)
         else:
-            state = ScheduleFold.resumed(
-                resume.records, highest_id=resume.highest_id, session=self._session.id
-            )
+            state = resume.fold(self._session.id)
             state.replay(changes, seed_length=header.seed_length)
             self._state = state
         if self._driven:
@@ -382,9 +380,16 @@ class LiveSchedule:
         history = self._history
         if history is None:
             header = self._session.header
-            history = OccurrenceLog(
-                seed_length=header.seed_length, session=self._session.id, keep=False
-            )
+            resume = self._session.resume
+            if resume is not None and resume.runs is not None:
+                # Opened from a checkpoint that recorded the runs: read only what follows it.
+                history = OccurrenceLog.resumed(
+                    resume, seed_length=header.seed_length, session=self._session.id
+                )
+            else:
+                history = OccurrenceLog(
+                    seed_length=header.seed_length, session=self._session.id, keep=False
+                )
             self._history = history
         try:
             history.feed(self._session.entries[history.position :])
