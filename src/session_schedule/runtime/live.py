@@ -55,8 +55,9 @@ durable repeats that reminder after recovery, with the same occurrence key (``id
 Rule 7 — **views show runs.** A listed view carries ``runs`` and ``lastRun`` (its latest
 delivery: the occurrence, ``delivered``/``failed``/``pending``, the decision time), derived from
 the log (:mod:`session_schedule.session.history`). The history is read when the reminders are
-first listed — from the first entry, even for a Session opened from a checkpoint — and from then
-on only the entries appended since.
+first listed — from the checkpoint the Session was opened from, which records each active
+reminder's runs (from the first entry for an older checkpoint that does not) — and from then on
+only the entries appended since.
 """
 
 from __future__ import annotations
