@@ -113,7 +113,9 @@ class PendingTurn(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 
 @final
-class StatusEntry(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class StatusEntry(
+    msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fields=True, gc=False
+):
     """An active record's SPEC §11 status (see :class:`RecordStatus`)."""
 
     id: str
@@ -124,7 +126,7 @@ class StatusEntry(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 
 @final
-class RunEntry(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class RunEntry(msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fields=True, gc=False):
     """An active reminder's latest run, and how many it has had."""
 
     id: str
