@@ -56,7 +56,6 @@ next checkpoint written records it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import zlib
 from collections.abc import Iterable, Sequence
@@ -236,14 +235,12 @@ class Rejected(NamedTuple):
     detail: str
 
 
-@functools.cache
 def library_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - on demand
+    """The version of this library (the package's ``__version__``, which its metadata is built
+    from: reading the installed metadata would import the ``email`` package on every open)."""
+    from session_schedule import __version__  # noqa: PLC0415 - the package imports this module
 
-    try:
-        return version("session-schedule")
-    except PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def row_digest(header: bytes, entry_type: str, data: bytes) -> int:
