@@ -1,14 +1,16 @@
 """One ScheduleHost over many sessions: memory, idle CPU, lateness, open time; and failover.
 
     python3 dev.py bench host [--store sqlite|postgres|both] [--sessions N] [--reminders R]
-                              [--due D] [--span S] [--idle I] [--dsn DSN] [--dir PATH]
+                              [--due D] [--span S] [--idle I] [--fd-limit F] [--dsn DSN]
+                              [--dir PATH]
     python3 dev.py bench host --failover K [--lease L] [--dsn DSN]
 
 **Fleet mode** (default), per store: ``N`` sessions with ``R`` ``at`` reminders each are created
 through the store (setup, not measured). ``D`` sessions get their first reminder due within a
 window of ``S`` seconds that starts after the idle phase; every other reminder is due 2 to 30 days
 out. Then a fresh child process runs one ``ScheduleHost`` (default settings) over the store with
-an always-idle agent that stamps ``time.time()`` when ``followup()`` accepts a turn, and reports:
+an always-idle agent that stamps ``time.time()`` when ``followup()`` accepts a turn (with
+``--fd-limit F``, under a soft limit of ``F`` descriptors), and reports:
 
 - **resident memory**: ``VmRSS`` after the idle phase, and ``VmHWM`` (the peak) at the end;
 - **idle CPU**: process CPU time (every thread) over ``I`` seconds when nothing is due, as a
@@ -34,6 +36,7 @@ import json
 import os
 import random
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -207,6 +210,8 @@ async def child(kind: str, place: str, idle: float, window_end: float) -> dict[s
         "start_ms": summary(starts),
         "opened": stats.opened,
         "closed": stats.closed,
+        "failed": stats.failed,
+        "out_of_descriptors": stats.out_of_descriptors,
     }
 
 
@@ -258,6 +263,7 @@ def fleet(kind: str, place: str, arguments: argparse.Namespace) -> None:
             place,
             str(arguments.idle),
             str(window_end),
+            str(arguments.fd_limit),
         ],
         check=True,
         capture_output=True,
@@ -277,7 +283,8 @@ def fleet(kind: str, place: str, arguments: argparse.Namespace) -> None:
         f"  open a session: p50 {figures['open_ms'].get('p50', 0):.1f} ms, p99 "
         f"{figures['open_ms'].get('p99', 0):.1f} ms; start its Schedule: p50 "
         f"{figures['start_ms'].get('p50', 0):.2f} ms; opened {figures['opened']}, closed "
-        f"{figures['closed']}",
+        f"{figures['closed']}, failed {figures['failed']}, refused for lack of descriptors "
+        f"{figures['out_of_descriptors']}",
         flush=True,
     )
 
@@ -390,7 +397,10 @@ def drop(dsn: str, schema: str) -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
-        kind, place, idle, window_end = sys.argv[2:6]
+        kind, place, idle, window_end, fd_limit = sys.argv[2:7]
+        if int(fd_limit):
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(int(fd_limit), hard), hard))
         print(json.dumps(asyncio.run(child(kind, place, float(idle), float(window_end)))))
         return
     if sys.argv[1:2] == ["--host-process"]:
@@ -407,6 +417,9 @@ def main() -> None:
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--failover", type=int, metavar="K")
     parser.add_argument("--lease", type=float, default=5.0)
+    parser.add_argument(
+        "--fd-limit", type=int, default=0, help="the host's soft descriptor limit (0: unchanged)"
+    )
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=arguments.dir) as directory:
         if arguments.failover:

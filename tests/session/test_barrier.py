@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from session_schedule.session.barrier import GroupCommit
+from session_schedule.session.barrier import GroupCommit, barriers_at_work
 from session_schedule.testing.session_contract import contract_test
 
 
@@ -120,3 +120,35 @@ class TestGroupCommit:
 
         asyncio.run(abandon())
         assert commit.failure == "the flush was cancelled before it finished"
+
+
+class TestBarriersAtWork:
+    @contract_test
+    async def test_flushes_in_flight_and_gathering_barriers_are_counted(self) -> None:
+        assert barriers_at_work() == 0
+        first, second = Disk(), Disk()
+        one, two = commit_for(first), commit_for(second)
+        first.appended = second.appended = 1
+        waiting = [asyncio.ensure_future(one.cover(1)), asyncio.ensure_future(two.cover(1))]
+        await settle()
+        assert barriers_at_work() == 2
+        first.finish()
+        await waiting[0]
+        assert barriers_at_work() == 1
+        second.finish(OSError("disk gone"))
+        await waiting[1]
+        assert barriers_at_work() == 0
+        # A lone barrier yielding once before flushing on the spot counts while it yields.
+        spot: list[tuple[int, int]] = []
+        lone = GroupCommit(
+            durable=0,
+            appended=lambda: 1,
+            flush=Disk().flush,
+            flush_now=lambda d, t: spot.append((d, t)),
+        )
+        asyncio.get_running_loop().call_soon(lambda: None)
+        gathering = asyncio.ensure_future(lone.cover(1))
+        await asyncio.sleep(0)
+        assert barriers_at_work() == 1
+        await gathering
+        assert (spot, barriers_at_work()) == ([(0, 1)], 0)

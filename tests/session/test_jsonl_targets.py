@@ -240,12 +240,13 @@ def test_the_owner_folds_and_writes_its_record_on_the_sessions_thread(tmp_path: 
             handle.append(CHANGE, at_create(2, TARGET))
             await handle.barrier()
             await asyncio.sleep(0)
-        # In order, on the session's thread, each for the file as its barrier left it.
-        assert written == [
-            ("session-jsonl", LATER_TARGET, size),
-            ("session-jsonl", TARGET, store.path_of(handle.id).stat().st_size),
-            ("session-jsonl", TARGET, store.path_of(handle.id).stat().st_size),
+        # In order, on the session's worker, each for the file as its barrier left it.
+        assert [(target, size) for _, target, size in written] == [
+            (LATER_TARGET, size),
+            (TARGET, store.path_of(handle.id).stat().st_size),
+            (TARGET, store.path_of(handle.id).stat().st_size),
         ]
+        assert all(thread.startswith("session-worker-") for thread, _, _ in written)
         reads: list[str] = []
         read_log = index._read_log
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -283,10 +283,10 @@ class TestLeases:
             handle = await store.create(now=NOW, session_id=SID)
             handle.append("message", turn(0))
 
-            async def unreachable() -> bool:
+            async def unreachable(handles: object) -> set[str]:
                 raise psycopg.OperationalError("server closed the connection unexpectedly")
 
-            monkeypatch.setattr(handle, "_renew", unreachable)
+            monkeypatch.setattr(store, "_renew_leases", unreachable)
             await until_poisoned(handle)
             with pytest.raises(PersistenceUncertain) as caught:
                 handle.append("message", turn(1))
@@ -300,6 +300,52 @@ class TestLeases:
             assert (await store.read(SID)).entries == ()
             async with await store.open(SID) as reopened:
                 assert reopened.epoch == 2
+
+    @contract_test
+    async def test_one_statement_renews_the_leases_of_many_sessions(
+        self, dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with (
+            PostgresSessionStore(dsn, schema=schema, lease_seconds=1.2) as store,
+            PostgresSessionStore(dsn, schema=schema) as other,
+        ):
+            batches: list[list[str]] = []
+            real_renew = store._renew_leases
+
+            async def recording(
+                handles: Sequence[postgres_module.PostgresSessionHandle],
+            ) -> set[str]:
+                batches.append([handle.id for handle in handles])
+                return await real_renew(handles)
+
+            monkeypatch.setattr(store, "_renew_leases", recording)
+            ids = [SessionId(f"s_{number:012d}") for number in range(20)]
+            handles = await asyncio.gather(
+                *(store.create(now=NOW, session_id=session_id) for session_id in ids)
+            )
+            # Renewals gather into batches until one statement renews every lease.
+            for _ in range(400):
+                if batches and batches[-1] == sorted(ids):
+                    break
+                await asyncio.sleep(0.025)
+            assert batches[-1] == sorted(ids)
+            assert all(not handle.poisoned for handle in handles)
+            with pytest.raises(SessionBusy):
+                await other.open(ids[3])
+            # One takeover among them poisons that handle only.
+            execute(dsn, f"UPDATE {schema}.leases SET epoch = 2 WHERE session_id = %s", ids[3])
+            await until_poisoned(handles[3])
+            seen = len(batches)
+            for _ in range(400):
+                if len(batches) > seen and ids[3] not in batches[-1]:
+                    break
+                await asyncio.sleep(0.025)
+            assert batches[-1] == sorted(ids[:3] + ids[4:])
+            assert [handle.poisoned for handle in handles] == [index == 3 for index in range(20)]
+            for handle in handles:
+                await handle.close()
+            assert store._keeper is not None
+            await asyncio.wait_for(store._keeper, 5)
 
     @contract_test
     async def test_a_corrupt_session_keeps_its_lease_untouched(self, dsn: str, schema: str) -> None:

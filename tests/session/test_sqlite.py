@@ -118,7 +118,7 @@ class TestStorage:
             await asyncio.gather(*(handle.barrier() for _ in range(5)))
             assert handle.flush_count == 1
         assert len(threads) == 1
-        assert threads[0].startswith("session-sqlite")
+        assert threads[0].startswith("session-worker-")
 
     @contract_test
     async def test_reading_a_missing_database_creates_nothing(

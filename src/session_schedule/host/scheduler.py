@@ -27,8 +27,9 @@ plans to open each ``lead_seconds`` before its target (at once when that is past
 Rule 3 — **a session held elsewhere is skipped and retried.** ``SessionBusy`` (a chat has it
 open, another host holds its lease) plans another attempt ``busy_retry_seconds`` later, for as
 long as the index says it is due. A session that cannot be opened for another reason (damaged,
-a storage failure) is logged and retried after ``failed_retry_seconds``; one that vanished is
-forgotten.
+a storage failure of any kind: ``EMFILE``, a locked or unreadable database) is logged and
+retried after ``failed_retry_seconds``; one that vanished is forgotten. A failed read of the
+index is logged and tried again at the next poll: no store error ever stops the timer.
 
 Rule 4 — **closed when idle.** After a pass, a session whose next pass is more than
 ``lead_seconds`` away is closed as soon as its agent is idle: the host enters the agent's
@@ -36,17 +37,26 @@ maintenance phase (so no turn can start), closes the Schedule, the agent and the
 session whose agent is busy (a follow-up turn running) is looked at again once it is idle.
 
 Rule 5 — **a session whose Schedule stops is closed.** A pass that raises — the handle is
-poisoned, e.g. its PostgreSQL lease was taken over by another host — closes the session (nothing
-more is appended through that handle) and plans a fresh open from storage after
-``failed_retry_seconds``, if the index still lists it.
+poisoned, e.g. its PostgreSQL lease was taken over by another host, or a read of its log failed
+— closes the session (nothing more is appended through that handle) and plans a fresh open
+from storage after ``failed_retry_seconds``, if the index still lists it.
+
+Rule 6 — **out of descriptors, open no more.** An open that fails because the process (or the
+system) has no file descriptor left (``EMFILE``, ``ENFILE``) caps the sessions open at once at
+the number open then, until the next poll lifts the cap; that session is tried again after
+``busy_retry_seconds``. So a host under a low descriptor limit cycles its due sessions through
+the descriptors it has — each is closed once delivered — instead of failing every open past the
+limit and waiting ``failed_retry_seconds`` for each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import heapq
 import logging
+import os
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Final, Literal, TypeAlias, final
@@ -58,9 +68,11 @@ from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.barrier import barriers_at_work
 from session_schedule.session.errors import SessionBusy, SessionError, SessionNotFound
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.worker import calls_in_flight
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +88,12 @@ _Plan: TypeAlias = Literal["open", "retry", "step"]
 """What a heap entry is for: opening a session (from the index), trying again to open it (after
 a refusal or failure, not brought forward by a poll), or the next pass of an open one."""
 _YIELDS: Final = 8
+_FLUSH_POLL_SECONDS: Final = 0.0005
+_CHAIN: Final = 8
+"""How far down an exception's causes to look for a shortage of descriptors."""
+_SHORTAGE: Final = (errno.EMFILE, errno.ENFILE)
+_HEADROOM: Final = 4
+"""Descriptors a session of any store may need to open: fewer left is a shortage."""
 
 
 @final
@@ -115,6 +133,9 @@ class HostStats(msgspec.Struct, kw_only=True):
     failed: int = 0
     """Opens that failed otherwise, and Schedules that stopped."""
     polls: int = 0
+    out_of_descriptors: int = 0
+    """Opens refused because the process had no file descriptor left (``EMFILE``, ``ENFILE``):
+    counted apart from ``failed``, and tried again after ``busy_retry_seconds``."""
     turn_retries: int = 0
     """Failed attempts of a turn that were tried again (per reminder occurrence it delivers,
     or per host prompt)."""
@@ -180,6 +201,9 @@ class ScheduleHost:
         self._next_poll: float | None = None
         """The monotonic reading at which the index is read again."""
         self._failure: BaseException | None = None
+        self._ceiling: int | None = None
+        """Rule 6: the sessions open when the process last ran out of descriptors (until the
+        next poll)."""
         self.stats = HostStats()
 
     # -- life cycle --------------------------------------------------------------------------
@@ -233,13 +257,23 @@ class ScheduleHost:
             await asyncio.gather(timer, return_exceptions=True)
 
     async def settled(self) -> None:
-        """Return once the timer sleeps and no open, pass or close is running or waiting to
-        run. For tests in virtual time."""
+        """Return once the timer sleeps, no open, pass or close is running or waiting to run,
+        and no call to a session's worker (a barrier's flush, a turn's included) is waiting to
+        report back. For tests in virtual time."""
         while True:
             await self._parked.wait()
+            while barriers_at_work() > 0 or calls_in_flight() > 0:
+                # Work on the pool's threads runs in real time: let it land.
+                await asyncio.sleep(_FLUSH_POLL_SECONDS)
             for _ in range(_YIELDS):
                 await asyncio.sleep(0)
-            if self._parked.is_set() and not self._wake.is_set() and self._tasks_parked():
+            if (
+                self._parked.is_set()
+                and not self._wake.is_set()
+                and self._tasks_parked()
+                and barriers_at_work() == 0
+                and calls_in_flight() == 0
+            ):
                 return
 
     def _tasks_parked(self) -> bool:
@@ -278,10 +312,15 @@ class ScheduleHost:
         horizon = _after(now, settings.lead_seconds + settings.poll_seconds)
         try:
             due = await self._store.due_sessions(horizon, limit=settings.due_limit)
-        except (SessionError, OSError) as error:
-            logger.error("the next-target index could not be read: %s", error)  # noqa: TRY400
+        except Exception as error:  # any store's failure: the next poll tries again
+            logger.error(  # noqa: TRY400
+                "the next-target index could not be read; trying again in %s s: %s",
+                settings.poll_seconds,
+                _described(error),
+            )
             return
         self.stats.polls += 1
+        self._ceiling = None
         lead = round(settings.lead_seconds * MS_PER_SECOND)
         for session_id, target in due:
             if session_id in self._slots or session_id in self._opening:
@@ -308,7 +347,7 @@ class ScheduleHost:
             del self._planned[session_id]
             if planned[1] != "step":
                 if session_id not in self._slots and session_id not in self._opening:
-                    if len(self._slots) + len(self._opening) >= self._settings.max_open:
+                    if len(self._slots) + len(self._opening) >= self._open_limit():
                         continue  # the next poll finds it again
                     self._opening.add(session_id)
                     self._spawn(self._open(session_id), f"open {session_id}")
@@ -390,14 +429,17 @@ class ScheduleHost:
         except SessionNotFound:
             self._opening.discard(session_id)
             return
-        except (SessionError, ScheduleError, OSError) as error:
-            self.stats.failed += 1
+        except Exception as error:  # any store's failure (a locked database, ...)
             self._opening.discard(session_id)
+            if _out_of_descriptors(error):
+                self._short_of_descriptors(session_id, error)
+                return
+            self.stats.failed += 1
             logger.error(  # noqa: TRY400
                 "session %s could not be opened; trying again in %s s: %s",
                 session_id,
                 self._settings.failed_retry_seconds,
-                error,
+                _described(error),
             )
             self._retry_later(session_id)
             return
@@ -422,7 +464,7 @@ class ScheduleHost:
                 "session %s could not be started; trying again in %s s: %s",
                 session_id,
                 self._settings.failed_retry_seconds,
-                error,
+                _described(error),
             )
             self._retry_later(session_id)
             return
@@ -435,14 +477,14 @@ class ScheduleHost:
     async def _step(self, session_id: SessionId, slot: _Slot) -> None:
         try:
             resume = await slot.schedule.step()
-        except (ScheduleError, SessionError) as error:
+        except Exception as error:  # a poisoned handle, or any store's failure while reading
             self.stats.failed += 1
             logger.error(  # noqa: TRY400
                 "the schedule of session %s stopped; it is closed and opened again from storage "
                 "in %s s: %s",
                 session_id,
                 self._settings.failed_retry_seconds,
-                error,
+                _described(error),
             )
             await self._close_slot(session_id)
             self._retry_later(session_id)
@@ -485,6 +527,26 @@ class ScheduleHost:
         if slot is not None and not slot.stepping:
             self._plan(session_id, self._clock.now(), "step")
 
+    def _open_limit(self) -> int:
+        if self._ceiling is None:
+            return self._settings.max_open
+        return min(self._settings.max_open, self._ceiling)
+
+    def _short_of_descriptors(self, session_id: SessionId, error: Exception) -> None:
+        """Rule 6: open no more sessions than are open now until the next poll; try this one
+        again soon."""
+        self.stats.out_of_descriptors += 1
+        if self._ceiling is None:
+            logger.warning(
+                "the process has no file descriptor left with %s sessions open; no more are "
+                "opened until the next poll (raise the limit, ulimit -n, or lower max_open): %s",
+                len(self._slots),
+                _described(error),
+            )
+        self._ceiling = max(1, len(self._slots))
+        retry_at = _after(self._clock.now(), self._settings.busy_retry_seconds)
+        self._plan(session_id, retry_at, "retry")
+
     def _retry_later(self, session_id: SessionId) -> None:
         retry_at = _after(self._clock.now(), self._settings.failed_retry_seconds)
         self._plan(session_id, retry_at, "retry")
@@ -514,6 +576,47 @@ class ScheduleHost:
         except Exception:
             logger.exception("session %s did not close cleanly", session_id)
         self.stats.closed += 1
+
+
+def _out_of_descriptors(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says the process or system has no descriptor left.
+
+    SQLite reports only that it could not open a file (``SQLITE_CANTOPEN``, whatever the
+    reason): that counts when the process cannot open a few descriptors itself either.
+    """
+    seen: BaseException | None = error
+    cannot_open = False
+    for _ in range(_CHAIN):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno in _SHORTAGE:
+            return True
+        cannot_open = cannot_open or getattr(seen, "sqlite_errorname", None) == "SQLITE_CANTOPEN"
+        seen = seen.__cause__ or seen.__context__
+    return cannot_open and not _descriptors_left(_HEADROOM)
+
+
+def _descriptors_left(count: int) -> bool:
+    """Whether the process can open ``count`` more descriptors now (they are closed again)."""
+    opened: list[int] = []
+    try:
+        for _ in range(count):
+            opened.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))  # noqa: PERF401 - kept as soon as open
+    except OSError as error:
+        if error.errno in _SHORTAGE:
+            return False
+        raise
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return True
+
+
+def _described(error: Exception) -> str:
+    """The error for a log line: its message, with its type where the type is not ours."""
+    if isinstance(error, (SessionError, ScheduleError)):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def _after(now: Instant, seconds: float) -> Instant:

@@ -27,12 +27,17 @@ of ready callbacks can be seen) has no callback ready to run. A task that yields
 after the callbacks ready at that moment and before any that I/O, timers or other threads
 add meanwhile, so with none ready it would resume before any other code ran; flushing at once
 then gives exactly the flushes the yield would have given, one loop pass sooner.
+
+Each loop counts its barriers that are gathering or have a flush in flight
+(:func:`barriers_at_work`), so that a test in virtual time can let a flush on a worker thread
+land before it moves the clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import final
 
@@ -42,6 +47,36 @@ Flush = Callable[[int, int], Awaitable[None]]
 It may return a future (no task is then created: one loop iteration less per barrier)."""
 FlushNow = Callable[[int, int], None]
 """``flush_now(durable, target)``: the same flush, done before returning (or raising)."""
+
+
+@final
+class _Activity:
+    """How many barriers of a loop's handles are gathering or have a flush in flight."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_ACTIVITY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Activity] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def barriers_at_work() -> int:
+    """How many barriers of the running loop's handles are gathering or have a flush in flight
+    now (for tests in virtual time, which must let a flush on a worker thread land)."""
+    activity = _ACTIVITY.get(asyncio.get_running_loop())
+    return 0 if activity is None else activity.count
+
+
+def _activity() -> _Activity:
+    loop = asyncio.get_running_loop()
+    activity = _ACTIVITY.get(loop)
+    if activity is None:
+        activity = _ACTIVITY[loop] = _Activity()
+    return activity
 
 
 @final
@@ -69,6 +104,8 @@ class GroupCommit:
         """Whether a lone barrier is yielding once before flushing on the spot."""
         self._flight: asyncio.Future[None] | None = None
         self._waiters: list[asyncio.Future[None]] = []
+        self._activity: _Activity | None = None
+        """The loop's count of barriers at work, once this handle has taken part in it."""
 
     async def cover(self, target: int) -> None:
         """Return once entries below ``target`` are durable or a flush has failed."""
@@ -100,15 +137,19 @@ class GroupCommit:
 
     async def _alone(self) -> bool:
         """Yield once; whether no other barrier joined meanwhile (nor did a flush start)."""
+        activity = self._loop_activity()
         self._gathering = True
+        activity.count += 1
         try:
             await asyncio.sleep(0)
         except BaseException:
             # Cancelled: whoever joined must not wait for a flush nobody will start.
             self._gathering = False
+            activity.count -= 1
             self._wake_all()
             raise
         self._gathering = False
+        activity.count -= 1
         if self._waiters or self._flight is not None:
             if self._flight is None:
                 self._launch()
@@ -131,14 +172,23 @@ class GroupCommit:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def _loop_activity(self) -> _Activity:
+        activity = self._activity
+        if activity is None:
+            activity = self._activity = _activity()
+        return activity
+
     def _launch(self) -> None:
         self.flushes += 1
         target = self._appended()
         flight = asyncio.ensure_future(self._flush(self.durable, target))
         self._flight = flight
-        flight.add_done_callback(lambda done: self._landed(done, target))
+        activity = self._loop_activity()
+        activity.count += 1
+        flight.add_done_callback(lambda done: self._landed(done, target, activity))
 
-    def _landed(self, flight: asyncio.Future[None], target: int) -> None:
+    def _landed(self, flight: asyncio.Future[None], target: int, activity: _Activity) -> None:
+        activity.count -= 1
         self._flight = None
         if flight.cancelled():
             self.failure = "the flush was cancelled before it finished"

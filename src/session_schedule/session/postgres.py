@@ -17,11 +17,14 @@ its own, so a few connections serve many sessions.
   inserts the rows only through that update, so a holder whose lease was taken over (paused,
   partitioned, slow) cannot write another byte — its flush inserts nothing and the handle is
   poisoned with a message saying it lost its ownership.
-- **Renewal.** The handle renews its lease in the background every ``lease_seconds / 3`` (a
-  flush counts as a renewal). A renewal that finds another epoch poisons the handle; so does a
-  lease that could not be renewed before it would expire (measured from the start of the last
-  successful renewal, on this host's monotonic clock, which can only err early). ``close``
-  releases the lease at once.
+- **Renewal.** Every lease is renewed in the background every ``lease_seconds / 3`` (a flush
+  counts as a renewal) by one task per store, which renews, in one statement, every lease due
+  within the next half of that interval: so the renewals of ten thousand open sessions cost a
+  statement or two per interval, not ten thousand, and no task per session. A renewal that finds
+  another epoch poisons that handle; so does a lease that could not be renewed before it would
+  expire (measured from the start of the last successful renewal, on this host's monotonic
+  clock, which can only err early); a failed attempt is tried again after a quarter of the
+  interval. ``close`` releases the lease at once.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
   durable, and neither take nor need the lease.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
@@ -148,9 +151,11 @@ class _Statements:
             " FROM lease, unnest(%s::integer[], %s::text[], %s::bytea[])"
             " AS r (position, type, data)"
         )
+        # Rows locked in session id order (the caller sorts them), as every batch does.
         self.renew = q(
-            "UPDATE {s}.leases SET expires_at = now() + make_interval(secs => %s)"
-            " WHERE session_id = %s AND epoch = %s"
+            "UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s)"
+            " FROM unnest(%s::text[], %s::bigint[]) AS h (session_id, epoch)"
+            " WHERE l.session_id = h.session_id AND l.epoch = h.epoch RETURNING l.session_id"
         )
         self.release = q(
             "UPDATE {s}.leases SET expires_at = now() WHERE session_id = %s AND epoch = %s"
@@ -217,7 +222,8 @@ def _columns(rows: Sequence[Row]) -> tuple[list[int], list[str], list[bytes]]:
 
 @final
 class PostgresSessionHandle(LogHandle):
-    """The owner of one session in the database: its lease, its epoch and its renewal task."""
+    """The owner of one session in the database: its lease and its epoch (the store renews the
+    lease)."""
 
     def __init__(
         self,
@@ -240,13 +246,12 @@ class PostgresSessionHandle(LogHandle):
         """Why this handle lost its ownership (it is then poisoned)."""
         self._renewal_error: BaseException | None = None
         """Why the last renewal attempt failed, until one succeeds."""
+        self._retry_at = 0.0
+        """When (loop time) to try again after a failed renewal."""
         self._loop = asyncio.get_running_loop()
         self._pending: list[Row] = []
         """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
         self._pending_base = len(entries)
-        self._renewal = self._loop.create_task(
-            self._keep_lease(), name=f"session-lease-{header.id}"
-        )
 
     @property
     def epoch(self) -> int:
@@ -308,14 +313,12 @@ class PostgresSessionHandle(LogHandle):
             self._checkpoint_stored(count)
 
     async def _release(self) -> None:
-        self._renewal.cancel()
-        with suppress(asyncio.CancelledError):
-            await self._renewal
+        store = self._store
+        # No renewal of this lease may land after its release.
+        await store._forget(self)
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)
         await self._save_checkpoint(self._commit.durable)
-        store = self._store
-        self._store._forget(self)
         try:
             async with store._connection() as connection:
                 await connection.execute(store._sql.release, (self.id, self._epoch))
@@ -348,40 +351,28 @@ class PostgresSessionHandle(LogHandle):
         last = "" if error is None else f"; last attempt: {type(error).__name__}: {error}"
         return f"its lease could not be renewed before it expired{last}"
 
-    async def _keep_lease(self) -> None:
-        loop = asyncio.get_running_loop()
-        interval = self._store.lease_seconds / 3
-        while self._lost is None and self._poison() is None:
-            failing = self._renewal_error is not None
-            # After a failed attempt, try again soon: the lease is running out.
-            wake = loop.time() + interval / 4 if failing else self._renewed_at + interval
-            await asyncio.sleep(max(0.0, wake - loop.time()))
-            if not failing and loop.time() < self._renewed_at + interval:
-                continue  # a flush renewed it meanwhile
-            started = loop.time()
-            try:
-                async with asyncio.timeout_at(self._deadline()):
-                    renewed = await self._renew()
-            except (psycopg.Error, TimeoutError) as failure:
-                self._renewal_error = failure
-                if self._expired():
-                    self._lose(self._expiry_reason())
-                continue
-            self._renewal_error = None
-            if not renewed:
-                self._lose(
-                    f"another owner took over its lease; this handle held epoch {self._epoch}"
-                )
-                return
-            self._renewed(started)
+    def _renewing(self) -> bool:
+        """Whether the store should keep renewing this lease."""
+        return self._lost is None and self._poison() is None
 
-    async def _renew(self) -> bool:
-        store = self._store
-        async with store._connection() as connection:
-            cursor = await connection.execute(
-                store._sql.renew, (store.lease_seconds, self.id, self._epoch)
-            )
-            return cursor.rowcount == 1
+    def _next_renewal(self, interval: float) -> float:
+        """When (loop time) this lease should be renewed next."""
+        if self._renewal_error is not None:
+            return self._retry_at
+        return self._renewed_at + interval
+
+    def _renewal_failed(self, failure: BaseException, interval: float) -> None:
+        self._renewal_error = failure
+        self._retry_at = self._loop.time() + interval / 4
+        if self._expired():
+            self._lose(self._expiry_reason())
+
+    def _renewal_done(self, started: float, *, kept: bool) -> None:
+        self._renewal_error = None
+        if not kept:
+            self._lose(f"another owner took over its lease; this handle held epoch {self._epoch}")
+            return
+        self._renewed(started)
 
 
 class _Loaded(NamedTuple):
@@ -428,6 +419,10 @@ class PostgresSessionStore:
         self._place = f"schema {schema} of PostgreSQL"
         self._holder = f"{socket.gethostname()} pid {os.getpid()}"
         self._handles: set[PostgresSessionHandle] = set()
+        self._keeper: asyncio.Task[None] | None = None
+        """The task that renews the leases of this store's open handles, while any is open."""
+        self._renewing: tuple[frozenset[PostgresSessionHandle], asyncio.Future[None]] | None = None
+        """The handles of the batch renewal under way, and a future done when it has landed."""
 
     @property
     def schema(self) -> str:
@@ -448,6 +443,11 @@ class PostgresSessionStore:
         """Close every handle still open, then the pool. Idempotent."""
         for handle in list(self._handles):
             await handle.close()
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await keeper
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -599,10 +599,62 @@ class PostgresSessionStore:
             renewed_at=renewed_at,
         )
         self._handles.add(handle)
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.get_running_loop().create_task(
+                self._keep_leases(), name=f"session-schedule leases {self._schema}"
+            )
         return handle
 
-    def _forget(self, handle: PostgresSessionHandle) -> None:
+    async def _forget(self, handle: PostgresSessionHandle) -> None:
+        """Renew ``handle``'s lease no more; return once no renewal of it is under way."""
         self._handles.discard(handle)
+        while self._renewing is not None and handle in self._renewing[0]:
+            await asyncio.shield(self._renewing[1])
+
+    async def _keep_leases(self) -> None:
+        """Renew the leases of the open handles in batches, while any still needs it."""
+        loop = asyncio.get_running_loop()
+        interval = self.lease_seconds / 3
+        while True:
+            renewing = [handle for handle in self._handles if handle._renewing()]
+            if not renewing:
+                return
+            now = loop.time()
+            wake = min(handle._next_renewal(interval) for handle in renewing)
+            if wake > now:
+                # A handle opened meanwhile was renewed when it was opened: it is due later.
+                await asyncio.sleep(wake - now)
+                continue
+            # Renewing early is harmless, and it gathers the renewals into few batches.
+            horizon = now + interval / 2
+            batch = frozenset(h for h in renewing if h._next_renewal(interval) <= horizon)
+            await self._renew_batch(batch, interval)
+
+    async def _renew_batch(self, batch: frozenset[PostgresSessionHandle], interval: float) -> None:
+        loop = asyncio.get_running_loop()
+        landed: asyncio.Future[None] = loop.create_future()
+        self._renewing = (batch, landed)
+        started = loop.time()
+        try:
+            async with asyncio.timeout_at(min(handle._deadline() for handle in batch)):
+                kept = await self._renew_leases(sorted(batch, key=lambda handle: handle.id))
+        except (psycopg.Error, TimeoutError) as failure:
+            for handle in batch:
+                handle._renewal_failed(failure, interval)
+        else:
+            for handle in batch:
+                handle._renewal_done(started, kept=handle.id in kept)
+        finally:
+            self._renewing = None
+            landed.set_result(None)
+
+    async def _renew_leases(self, handles: Sequence[PostgresSessionHandle]) -> set[str]:
+        """Extend the leases of ``handles`` in one statement; the ids whose epoch still held."""
+        ids = [handle.id for handle in handles]
+        epochs = [handle.epoch for handle in handles]
+        async with self._connection() as connection:
+            cursor = await connection.execute(self._sql.renew, (self.lease_seconds, ids, epochs))
+            return {row[0] for row in await cursor.fetchall()}
 
     async def _create(
         self,

@@ -14,10 +14,11 @@ is created and filled from every session's log, in one transaction. One of versi
 
 The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
 
-- **A dedicated thread per open session.** Its connection lives on the session's own thread; the
-  event loop never waits on SQLite.
+- **A serial worker per open session.** Its connection is used only through the session's
+  worker (:mod:`session_schedule.session.worker`), a lane of the process's shared thread pool
+  whose calls run one at a time, in order; the event loop never waits on SQLite.
 - **Append is immediate, the barrier is the commit.** ``append`` assigns the position and queues
-  the row in memory; the barrier runs one short transaction on the session's thread —
+  the row in memory; the barrier runs one short transaction on the session's worker —
   ``BEGIN IMMEDIATE``, every queued row, ``COMMIT`` — so one commit covers every append since the
   last barrier (group commit), and a session that appends without a barrier never holds the
   database's write lock.
@@ -611,7 +612,7 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
         # SQLite gives its -wal and -shm files the database file's mode.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     connection = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=True
+        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
     )
     try:
         connection.text_factory = bytes
