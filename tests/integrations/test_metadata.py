@@ -21,7 +21,11 @@ from session_schedule.integrations.common import (
     Conversation,
     turn_metadata,
 )
-from session_schedule.integrations.langchain import LangGraphConversation, MessagesGraph
+from session_schedule.integrations.langchain import (
+    TIME_CONTEXT_KEY,
+    LangGraphConversation,
+    MessagesGraph,
+)
 from session_schedule.integrations.openai_agents import AgentsConversation
 from session_schedule.integrations.pydantic_ai import PydanticAIConversation
 from session_schedule.runtime.turns import Turn
@@ -89,9 +93,13 @@ async def test_langgraph_runs_carry_the_keys_in_their_config_metadata(world: Wor
     turns = tuple(answer.turn for answer in conversation.answers)
     assert turns[1].occurrences == (KEY,)
     assert [config.get("metadata") for config in graph.configs] == _metadata_of(turns)
+    # Each run's configurable is the thread's, plus the time context as that run began (the
+    # prompt's at the start, the reminder's a minute later).
+    thread = conversation.config["configurable"]
     assert [config.get("configurable") for config in graph.configs] == [
-        conversation.config["configurable"]
-    ] * 2
+        {**thread, TIME_CONTEXT_KEY: "Current time: 2026-11-29T20:00:00.000Z (UTC)."},
+        {**thread, TIME_CONTEXT_KEY: "Current time: 2026-11-29T20:01:00.000Z (UTC)."},
+    ]
 
 
 async def test_agents_sdk_runs_carry_the_keys_in_their_trace_metadata(
