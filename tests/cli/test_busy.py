@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from session_schedule.cli.chat import BUSY_RETRY_SECONDS, open_when_free
+from session_schedule.runtime.opening import RETRY_SECONDS as BUSY_RETRY_SECONDS
+from session_schedule.runtime.opening import open_when_free
 from session_schedule.session.errors import SessionBusy
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock

@@ -142,9 +142,10 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
     assert lines[12:] == [
         'tool call> schedule_delete {"id":"sch_1"}',
         'tool result> {"ok":true,"id":"sch_1","deleted":true}',
-        "error> /create tomorrow: start with in, after, every, at or daily",
+        "error> /create tomorrow: start with in, after, every, at, daily or calendar",
         "usage> /create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00"
-        "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] <prompt>",
+        "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri]"
+        "|calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris [2026-12-01] <prompt>",
         "error> there is no command /frobnicate",
         "usage> /create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, /help, /quit",
         "you> /not a command",

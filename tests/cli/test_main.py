@@ -105,3 +105,44 @@ def test_a_word_that_is_neither_a_command_nor_a_session_id_is_a_usage_error() ->
     )
     assert result.returncode == 2
     assert "invalid choice: 'lsit'" in result.stderr
+
+
+def test_resolve_lists_the_next_calendar_occurrences(capsys: pytest.CaptureFixture[str]) -> None:
+    arguments = [
+        "resolve",
+        "--after",
+        "2027-01-01T00:00:00Z",
+        "calendar FREQ=MONTHLY;BYDAY=2SU 02:30 America/New_York",
+        "calendar FREQ=WEEKLY;INTERVAL=2 09:00 Europe/Paris 2026-12-04",
+    ]
+    assert main(arguments) == 0
+    assert capsys.readouterr().out == (
+        "calendar FREQ=MONTHLY;BYDAY=2SU 02:30 America/New_York  ->  FREQ=MONTHLY;BYDAY=2SU from "
+        "2026-12-31, the next 5 after 2027-01-01T00:00:00.000Z:\n"
+        "  sun 2027-01-10T02:30:00.000-05:00  =  2027-01-10T07:30:00.000Z\n"
+        "  sun 2027-02-14T02:30:00.000-05:00  =  2027-02-14T07:30:00.000Z\n"
+        "  sun 2027-03-14T03:00:00.000-04:00  =  2027-03-14T07:00:00.000Z"
+        "  (2027-03-14 has no 02:30: the clocks jump)\n"
+        "  sun 2027-04-11T02:30:00.000-04:00  =  2027-04-11T06:30:00.000Z\n"
+        "  sun 2027-05-09T02:30:00.000-04:00  =  2027-05-09T06:30:00.000Z\n"
+        "calendar FREQ=WEEKLY;INTERVAL=2 09:00 Europe/Paris 2026-12-04  ->  FREQ=WEEKLY;INTERVAL=2 "
+        "from 2026-12-04, the next 5 after 2027-01-01T00:00:00.000Z:\n"
+        "  fri 2027-01-01T09:00:00.000+01:00  =  2027-01-01T08:00:00.000Z\n"
+        "  fri 2027-01-15T09:00:00.000+01:00  =  2027-01-15T08:00:00.000Z\n"
+        "  fri 2027-01-29T09:00:00.000+01:00  =  2027-01-29T08:00:00.000Z\n"
+        "  fri 2027-02-12T09:00:00.000+01:00  =  2027-02-12T08:00:00.000Z\n"
+        "  fri 2027-02-26T09:00:00.000+01:00  =  2027-02-26T08:00:00.000Z\n"
+    )
+    arguments = [
+        "resolve",
+        "--after",
+        "2027-01-01T00:00:00Z",
+        "calendar FREQ=MONTHLY;BYHOUR=3 02:30 UTC",
+    ]
+    assert main([*arguments, "calendar FREQ=DAILY 09:00 UTC 2027-01-01 extra"]) == 1
+    assert capsys.readouterr().out == (
+        "calendar FREQ=MONTHLY;BYHOUR=3 02:30 UTC  ->  invalid_rule: BYHOUR is not supported; the "
+        "time of day comes from `time`, so remove BYHOUR.\n"
+        "calendar FREQ=DAILY 09:00 UTC 2027-01-01 extra  ->  write it as calendar RULE TIME ZONE "
+        "[START], e.g. 'calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris'\n"
+    )

@@ -268,6 +268,44 @@ def test_create_reads_what_people_type(line: str, expected: Command) -> None:
             '/create daily 07:00 Europe/Paris "sunday walk"',
             create(prompt="sunday walk", daily_at={"time": "07:00", "time_zone": "Europe/Paris"}),
         ),
+        (
+            "/create calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris team lunch",
+            create(
+                prompt="team lunch",
+                calendar={
+                    "rule": "FREQ=MONTHLY;BYDAY=1MO",
+                    "time": "09:00",
+                    "time_zone": "Europe/Paris",
+                },
+            ),
+        ),
+        (
+            "/create calendar FREQ=WEEKLY;INTERVAL=2 9:00 UTC 2026-12-04 2026 review",
+            create(
+                prompt="2026 review",
+                calendar={
+                    "rule": "FREQ=WEEKLY;INTERVAL=2",
+                    "time": "9:00",
+                    "time_zone": "UTC",
+                    "start_date": "2026-12-04",
+                },
+            ),
+        ),
+        # A rule is sent as typed, for the tool to judge.
+        (
+            "/create calendar freq=monthly 09:00 UTC x",
+            create(
+                prompt="x", calendar={"rule": "freq=monthly", "time": "09:00", "time_zone": "UTC"}
+            ),
+        ),
+        # A quoted prompt that starts with a date is the prompt, not the start date.
+        (
+            '/create calendar FREQ=DAILY 09:00 UTC "2026-12-04 review"',
+            create(
+                prompt="2026-12-04 review",
+                calendar={"rule": "FREQ=DAILY", "time": "09:00", "time_zone": "UTC"},
+            ),
+        ),
         # The prompt is kept as typed: inner spacing, quotes and markup-like text included.
         (
             '  /create after 90s   say  "hi"  [bold]now[/bold]  ',
@@ -299,7 +337,7 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         (
             "/create soon stretch",
             Usage(
-                message="/create soon: start with in, after, every, at or daily",
+                message="/create soon: start with in, after, every, at, daily or calendar",
                 usage=CREATE_USAGE,
             ),
         ),
@@ -354,6 +392,19 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         ),
         (
             "/create daily 09:00 UTC mon,fri",
+            Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
+        ),
+        (
+            "/create calendar FREQ=MONTHLY 09:00",
+            Usage(
+                message="/create calendar: give the rule, the time and the time zone, such as "
+                "calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the "
+                "start date, such as 2026-12-01",
+                usage=CREATE_USAGE,
+            ),
+        ),
+        (
+            "/create calendar FREQ=MONTHLY 09:00 UTC 2026-12-01",
             Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE),
         ),
         (
@@ -481,13 +532,15 @@ def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
     ("line", "expected"),
     [
         ("/update sch_1 every 20m", CallTool(name="schedule_update", arguments={"id": "sch_1", "every_seconds": 1200})),
+        ("/update sch_1 calendar FREQ=YEARLY 09:00 UTC 2027-04-01 \"taxes\"", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "taxes", "calendar": {"rule": "FREQ=YEARLY", "time": "09:00", "time_zone": "UTC", "start_date": "2027-04-01"}})),
+        ("/update sch_1 calendar FREQ=MONTHLY;BYDAY=1MO 09:00 UTC", CallTool(name="schedule_update", arguments={"id": "sch_1", "calendar": {"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "UTC"}})),
         ("/update sch_1 in 1h30m tea", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "tea", "after_seconds": 5400})),
         ("/update sch_1 at 2026-12-01 09:00 Asia/Tokyo", CallTool(name="schedule_update", arguments={"id": "sch_1", "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}})),
         ("/update sch_1 daily 09:00 UTC mon,fri", CallTool(name="schedule_update", arguments={"id": "sch_1", "daily_at": {"time": "09:00", "time_zone": "UTC", "weekdays": ["mon", "fri"]}})),
         ("/update sch_1 prompt  water the plants ", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "water the plants"})),
         ("/update sch_1", Usage(message="/update needs a reminder id and what to change", usage=UPDATE_USAGE)),
         ("/update sch_1 prompt", Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)),
-        ("/update sch_1 weekly x", Usage(message="/update weekly: start with in, after, every, at, daily or prompt", usage=UPDATE_USAGE)),
+        ("/update sch_1 weekly x", Usage(message="/update weekly: start with in, after, every, at, daily, calendar or prompt", usage=UPDATE_USAGE)),
         ("/update sch_1 every", Usage(message="/update every: give a duration, such as 90s, 10m or 5 minutes", usage=UPDATE_USAGE)),
         ("/pause sch_1", CallTool(name="schedule_update", arguments={"id": "sch_1", "paused": True})),
         ("/resume sch_1", CallTool(name="schedule_update", arguments={"id": "sch_1", "paused": False})),

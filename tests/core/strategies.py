@@ -23,6 +23,7 @@ from session_schedule.core.records import (
     WEEKDAYS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     Ends,
     EveryScheduleRecord,
@@ -48,6 +49,17 @@ local_times = st.integers(min_value=0, max_value=86_400_000 - 1).map(format_time
 zone_names = st.sampled_from(["UTC", "Asia/Tokyo", "America/New_York", "Pacific/Apia"])
 weekday_lists = st.sets(st.sampled_from(WEEKDAYS), min_size=1).map(
     lambda days: tuple(day for day in WEEKDAYS if day in days)
+)
+
+calendar_rules = st.sampled_from(
+    [
+        "FREQ=DAILY",
+        "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,FR",
+        "FREQ=MONTHLY;BYDAY=1MO",
+        "FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1",
+        "FREQ=MONTHLY;BYMONTHDAY=-1;COUNT=12",
+        "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;UNTIL=21001231",
+    ]
 )
 
 
@@ -77,6 +89,16 @@ def records(schedule_id: st.SearchStrategy[ScheduleId] = ids) -> st.SearchStrate
             local_time=local_times,
             time_zone=zone_names,
             weekdays=weekday_lists.map(list),
+            scheduled_at=canonical_instants,
+        ),
+        st.builds(
+            CalendarScheduleRecord,
+            id=schedule_id,
+            prompt=prompts,
+            rule=calendar_rules,
+            local_time=local_times,
+            time_zone=zone_names,
+            start_date=st.dates().map(lambda date: f"{date.year:04d}-{date:%m-%d}"),
             scheduled_at=canonical_instants,
         ),
     )

@@ -107,10 +107,10 @@ TOKYO = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
         # the prompt is checked first, even when the selector is also wrong
         ({"prompt": "", "bogus": 1}, "invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do."),
         # selector shape
-        ({"prompt": "p"}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found none)."),
-        ({"prompt": "p", "at": None, "after_seconds": None}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found none)."),
-        ({"prompt": "p", "after_seconds": 5, "every_seconds": 300}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` (found `after_seconds`, `every_seconds`)."),
-        ({"prompt": "p", "after_seconds": 5, "cron": "* * * * *"}, "invalid_selector", "unknown argument `cron`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and `max_lateness_seconds`."),
+        ({"prompt": "p"}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar` (found none)."),
+        ({"prompt": "p", "at": None, "after_seconds": None}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar` (found none)."),
+        ({"prompt": "p", "after_seconds": 5, "every_seconds": 300}, "invalid_selector", "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar` (found `after_seconds`, `every_seconds`)."),
+        ({"prompt": "p", "after_seconds": 5, "cron": "* * * * *"}, "invalid_selector", "unknown argument `cron`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, and optionally `ends` and `max_lateness_seconds`."),
         # rule values
         ({"prompt": "p", "after_seconds": 0}, "invalid_rule", "after_seconds must be a positive whole number of seconds, got 0."),
         ({"prompt": "p", "after_seconds": -5}, "invalid_rule", "after_seconds must be a positive whole number of seconds, got -5."),
@@ -318,7 +318,7 @@ def test_daily_at_counts_as_a_selector() -> None:
         {"prompt": "p", "every_seconds": 1200, "daily_at": {"time": "09:00", "time_zone": "UTC"}}
     ) == (
         "invalid_selector",
-        "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` "
+        "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar` "
         "(found `every_seconds`, `daily_at`).",
     )
 

@@ -38,6 +38,7 @@ async def test_the_tools_are_strict_and_carry_no_default() -> None:
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
         "ends",
         "max_lateness_seconds",
     ]

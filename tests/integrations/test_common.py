@@ -86,6 +86,7 @@ def test_tool_specs_are_strict_and_carry_no_default(world: World) -> None:
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
         "ends",
         "max_lateness_seconds",
     ]

@@ -58,6 +58,7 @@ async def test_the_model_is_given_strict_tools_without_defaults(schedule: LiveSc
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
         "ends",
         "max_lateness_seconds",
     ]

@@ -21,11 +21,7 @@ from session_schedule.integrations.common import (
     Conversation,
     turn_metadata,
 )
-from session_schedule.integrations.langchain import (
-    TIME_CONTEXT_KEY,
-    LangGraphConversation,
-    MessagesGraph,
-)
+from session_schedule.integrations.langchain import LangGraphConversation, MessagesGraph
 from session_schedule.integrations.openai_agents import AgentsConversation
 from session_schedule.integrations.pydantic_ai import PydanticAIConversation
 from session_schedule.runtime.turns import Turn
@@ -93,13 +89,8 @@ async def test_langgraph_runs_carry_the_keys_in_their_config_metadata(world: Wor
     turns = tuple(answer.turn for answer in conversation.answers)
     assert turns[1].occurrences == (KEY,)
     assert [config.get("metadata") for config in graph.configs] == _metadata_of(turns)
-    # Each run's configurable is the thread's, plus the time context as that run began (the
-    # prompt's at the start, the reminder's a minute later).
-    thread = conversation.config["configurable"]
-    assert [config.get("configurable") for config in graph.configs] == [
-        {**thread, TIME_CONTEXT_KEY: "Current time: 2026-11-29T20:00:00.000Z (UTC)."},
-        {**thread, TIME_CONTEXT_KEY: "Current time: 2026-11-29T20:01:00.000Z (UTC)."},
-    ]
+    threads = [config.get("configurable", {}).get("thread_id") for config in graph.configs]
+    assert threads == [conversation.config["configurable"]["thread_id"]] * 2
 
 
 async def test_agents_sdk_runs_carry_the_keys_in_their_trace_metadata(
@@ -139,9 +130,14 @@ async def test_pydantic_ai_runs_carry_the_keys_in_their_metadata(world: World) -
 
     class FakeAgent:
         async def run(
-            self, _text: str, *, message_history: object, metadata: dict[str, object] | None
+            self,
+            _text: str,
+            *,
+            message_history: object,
+            metadata: dict[str, object] | None,
+            instructions: str | None = None,
         ) -> Result:
-            del message_history
+            del message_history, instructions
             seen.append(metadata)
             return Result()
 

@@ -37,6 +37,7 @@ async def test_the_tools_are_strict_and_answer_a_mistake_with_a_result() -> None
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
         "ends",
         "max_lateness_seconds",
     ]

@@ -50,6 +50,7 @@ async def test_the_model_sees_strict_tools_without_defaults() -> None:
         "at",
         "every_seconds",
         "daily_at",
+        "calendar",
         "ends",
         "max_lateness_seconds",
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -68,6 +69,8 @@ async def connect(data_dir: Path, session_id: str) -> AsyncIterator[Host]:
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "session_schedule", "--data-dir", str(data_dir), "mcp", session_id],
+        # The server imports the code under test (PYTHONPATH), not whatever is installed.
+        env=dict(os.environ),
     )
     host: Host | None = None
 
@@ -93,7 +96,7 @@ async def connect(data_dir: Path, session_id: str) -> AsyncIterator[Host]:
             host = Host(client)
             yield host
     stderr = (data_dir / "server-stderr.txt").read_text()
-    assert f"session-schedule mcp: resumed session {session_id} in {data_dir}" in stderr
+    assert f"session-schedule mcp: resumed session {session_id} in jsonl:{data_dir};" in stderr
     assert "Traceback" not in stderr
     assert "Warning" not in stderr
 
@@ -300,6 +303,7 @@ async def test_a_2026_07_28_client_hears_of_a_due_reminder_on_its_listen_stream(
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "session_schedule", "--data-dir", str(tmp_path), "mcp", session_id],
+        env=dict(os.environ),
     )
     async with Client(server, mode="auto") as client:
         assert client.session.protocol_version == "2026-07-28"

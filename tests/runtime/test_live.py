@@ -19,6 +19,7 @@ from session_schedule.core.changes import (
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.records import CalendarScheduleView
 from session_schedule.core.rules import Limits
 from session_schedule.runtime import live as live_module
 from session_schedule.runtime.events import ScheduleEvent
@@ -585,6 +586,30 @@ async def test_a_daily_reminder_follows_the_wall_clock_and_catches_up_after_down
     assert world.dispatches()[-1] == dispatch_change(
         ScheduleId("sch_1"), parse_instant("2026-12-20T00:00:00.000Z")
     )
+
+
+async def test_a_calendar_reminder_survives_a_restart_and_catches_up_once(world: World) -> None:
+    # The first Monday of every month at 09:00 in Paris; it is Sunday 2026-11-29 20:00Z.
+    calendar = {"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "Europe/Paris"}
+    view = await world.schedule.create({"prompt": "team lunch", "calendar": calendar})
+    assert isinstance(view, CalendarScheduleView)
+    assert (view.scheduled_at, view.start_date) == ("2026-12-07T08:00:00.000Z", "2026-11-29")
+    await world.run_for(8 * 86_400)
+    assert len(world.agent.followups) == 1
+    assert (
+        "kind: calendar (FREQ=MONTHLY;BYDAY=1MO at 09:00 Europe/Paris)\n"
+        in world.agent.followups[0]
+    )
+    assert keys(world.agent.followups[0]) == ["sch_1@2026-12-07T08:00:00.000Z"]
+    await world.schedule.close()  # cold for about a year
+    world.clock.advance(365 * 86_400)
+    await world.reopen()
+    await world.schedule.settled()
+    assert len(world.agent.followups) == 2
+    # January to December 2027: twelve first Mondays due, the last (6 December) delivered.
+    assert "due at: 2027-12-06T08:00:00.000Z\nskipped occurrences: 11\n" in world.agent.followups[1]
+    _, views = await world.schedule.active()
+    assert views[0].scheduled_at == "2028-01-03T08:00:00.000Z"
 
 
 class RightShape:

@@ -71,6 +71,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "at": None,
             "every_seconds": 600,
             "daily_at": None,
+            "calendar": None,
             **NO_OPTIONS,
         }
     )
@@ -81,6 +82,7 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "at": {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"},
             "every_seconds": None,
             "daily_at": None,
+            "calendar": None,
             **NO_OPTIONS,
         }
     )
@@ -93,6 +95,20 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
                 "at": None,
                 "every_seconds": None,
                 "daily_at": {**daily, "weekdays": weekdays},
+                "calendar": None,
+                **NO_OPTIONS,
+            }
+        )
+    calendar = {"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "Europe/Paris"}
+    for start_date in ("2026-12-01", None):
+        validator.validate(
+            {
+                "prompt": "p",
+                "after_seconds": None,
+                "at": None,
+                "every_seconds": None,
+                "daily_at": None,
+                "calendar": {**calendar, "start_date": start_date},
                 **NO_OPTIONS,
             }
         )
@@ -105,6 +121,20 @@ def test_openai_strict_schema_accepts_what_a_strict_model_sends() -> None:
             "at": None,
             "every_seconds": None,
             "daily_at": {"time": "09:00", "time_zone": "UTC"},
+            "calendar": None,
+            **NO_OPTIONS,
+        }
+    )
+    # ... nor `start_date`, sent as null for today.
+    assert not validator.is_valid(
+        {
+            "prompt": "p",
+            "after_seconds": None,
+            "at": None,
+            "every_seconds": None,
+            "daily_at": None,
+            "calendar": calendar,
+            **NO_OPTIONS,
         }
     )
 

@@ -62,6 +62,17 @@ def test_descriptions_tell_the_model_what_it_must_know() -> None:
     for phrase in ("'every day at 9:00'", "'every weekday at 18:30'", "'every 20 minutes'"):
         assert phrase in create.description
     assert "for every weekday at 9:00 in Tokyo" in properties["daily_at"]["description"]
+    # ... and calendar for monthly, yearly and every-other-week dates, with rule examples.
+    for phrase in ("'the first Monday of every month'", "'every other Friday'", "'every 1 April'"):
+        assert phrase in create.description
+    calendar = properties["calendar"]["description"]
+    for rule in (
+        "FREQ=MONTHLY;BYDAY=1MO",
+        "'FREQ=WEEKLY;INTERVAL=2;BYDAY=FR'",
+        "'FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1'",
+    ):
+        assert rule in calendar
+    assert "For every day or chosen weekdays use daily_at" in calendar
     assert "1200 for every 20 minutes" in properties["every_seconds"]["description"]
     assert "use daily_at instead" in properties["every_seconds"]["description"]
     assert "use every_seconds instead" in properties["daily_at"]["description"]
@@ -74,7 +85,8 @@ def test_descriptions_tell_the_model_what_it_must_know() -> None:
     update_properties = update.input_schema["properties"]
     assert isinstance(update_properties, dict)
     assert set(update_properties) == {
-        "id", "prompt", "after_seconds", "at", "every_seconds", "daily_at", "paused", "snooze",
+        "id", "prompt", "after_seconds", "at", "every_seconds", "daily_at", "calendar", "paused",
+        "snooze",
         "ends", "max_lateness_seconds",
     }  # fmt: skip
     for name, schema in update_properties.items():

@@ -334,7 +334,7 @@ _LONE = "\ud83d"
     [
         ("schedule_create", {"prompt": f"buy {_LONE}milk", "after_seconds": 5}, _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
         ("schedule_create", {"prompt": "p", "after_seconds": _LONE}, _error("invalid_rule", 'after_seconds must be a positive whole number of seconds, got "\\ud83d".')),
-        ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and `max_lateness_seconds`.")),
+        ("schedule_create", {"prompt": "p", _LONE: 1, "after_seconds": 5}, _error("invalid_selector", "unknown argument `\\ud83d`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, and optionally `ends` and `max_lateness_seconds`.")),
         ("schedule_create", {"prompt": "p", "at": f"2026-12-01T09:00:00{_LONE}"}, _error("invalid_selector", "'2026-12-01T09:00:00\\ud83d' is not an RFC 3339 date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, such as '2026-12-01T09:00:00+09:00'.")),
         ("schedule_list", {_LONE: 1}, _error("invalid_selector", 'schedule_list takes only cursor and limit, got `\\ud83d`; call it with {"cursor": null, "limit": null} for the first page.')),
         (f"schedule_{_LONE}", {}, _error("invalid_selector", "there is no tool 'schedule_\\ud83d'; the schedule tools are schedule_create, schedule_list, schedule_delete, schedule_update.")),
@@ -342,7 +342,7 @@ _LONE = "\ud83d"
         ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", f'{{"prompt":"{_LONE}","after_seconds":5}}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 0, half of a character that cannot be encoded; send the whole character or remove it.")),
         ("schedule_create", '{"prompt":"buy \\ud83d","after_seconds":5}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
-        ("schedule_create", '{"prompt":"p","\\udc00":1}', _error("invalid_selector", "unknown argument `\\udc00`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and `max_lateness_seconds`.")),
+        ("schedule_create", '{"prompt":"p","\\udc00":1}', _error("invalid_selector", "unknown argument `\\udc00`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, and optionally `ends` and `max_lateness_seconds`.")),
         ("schedule_delete", '{"id":"sch_\\ud83d"}', {"ok": True, "id": "sch_\\ud83d", "deleted": False}),
         ("schedule_create", '{"prompt":"\\ud83d","after_seconds":NaN}', _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", '{"prompt":"\\ud83d",' + '"at":' + "[" * 5_000 + "]" * 5_000 + "}", _error("invalid_selector", 'the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such as {"prompt": "...", "after_seconds": 600}.')),

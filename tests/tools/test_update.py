@@ -125,12 +125,12 @@ def _error(code: str, message: str) -> dict[str, object]:
     [
         ({"id": "sch_9", "prompt": "x"}, _error("invalid_selector", "no active reminder has the id 'sch_9'; call schedule_list to see the active ones, or schedule_create to set a new one.")),
         ({"id": 7}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 7.")),
-        ({"id": "sch_1", "colour": "red"}, _error("invalid_selector", "unknown argument `colour`; schedule_update takes `id` and the fields to change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `paused`, `snooze`, `ends`, `max_lateness_seconds`.")),
+        ({"id": "sch_1", "colour": "red"}, _error("invalid_selector", "unknown argument `colour`; schedule_update takes `id` and the fields to change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, `paused`, `snooze`, `ends`, `max_lateness_seconds`.")),
         ({"id": "sch_1"}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
         ({"id": "sch_1", "prompt": "stretch"}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
         ({"id": "sch_1", "paused": False}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
         ({"id": "sch_1", "prompt": ""}, _error("invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do.")),
-        ({"id": "sch_1", "at": "2026-12-02T09:00:00Z", "every_seconds": 600}, _error("invalid_selector", "give at most one of `after_seconds`, `at`, `every_seconds`, `daily_at` to change the rule (found `at`, `every_seconds`).")),
+        ({"id": "sch_1", "at": "2026-12-02T09:00:00Z", "every_seconds": 600}, _error("invalid_selector", "give at most one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar` to change the rule (found `at`, `every_seconds`).")),
         ({"id": "sch_1", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
         ({"id": "sch_1", "at": "2026-12-01T09:00:00Z"}, _error("not_future", "`at` names 2026-12-01T09:00:00.000Z, which is not after the current time 2026-12-01T10:00:00.000Z; choose a time in the future.")),
         ({"id": "sch_1", "paused": "yes"}, _error("invalid_selector", '`paused` must be true (pause), false (resume) or null, got "yes".')),
@@ -145,7 +145,7 @@ def _error(code: str, message: str) -> dict[str, object]:
         ({"id": "sch_1", "ends": {"until": "2026-12-01T10:05:00Z", "max_runs": None}}, _error("invalid_rule", "`ends.until` 2026-12-01T10:05:00.000Z is not after the reminder's first target 2026-12-01T10:10:00.000Z; choose a later end or leave it null.")),
         ({"id": "sch_1", "ends": {"until": None, "max_runs": 0}}, _error("invalid_rule", "`ends.max_runs` must be a positive whole number of deliveries, got 0.")),
         ({"id": "sch_1", "ends": {"after": 3}}, _error("invalid_selector", "unknown member `after` of `ends`; it takes `until` and `max_runs`.")),
-        ({"id": "sch_1", "after_seconds": 600, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds or daily_at); leave it null for a one-time reminder.")),
+        ({"id": "sch_1", "after_seconds": 600, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds, daily_at or calendar); leave it null for a one-time reminder.")),
         ({"id": "sch_1", "max_lateness_seconds": -5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, or null to deliver however late, got -5.")),
     ],
 )  # fmt: skip
@@ -168,7 +168,7 @@ async def test_update_errors_are_whole_sentences_and_append_nothing(
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
-        ({"prompt": "p", "after_seconds": 60, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds or daily_at); leave it null for a one-time reminder.")),
+        ({"prompt": "p", "after_seconds": 60, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds, daily_at or calendar); leave it null for a one-time reminder.")),
         ({"prompt": "p", "every_seconds": 600, "ends": {"until": "2026-12-01T10:10:00Z", "max_runs": None}}, _error("invalid_rule", "`ends.until` 2026-12-01T10:10:00.000Z is not after the reminder's first target 2026-12-01T10:10:00.000Z; choose a later end or leave it null.")),
         ({"prompt": "p", "every_seconds": 600, "ends": {"until": {"date": "2026-12-01", "time": "25:00", "time_zone": "UTC"}, "max_runs": None}}, _error("invalid_selector", "`time` '25:00' is an impossible time of day; use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second).")),
         ({"prompt": "p", "every_seconds": 600, "max_lateness_seconds": 1.5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, or null to deliver however late, got 1.5.")),

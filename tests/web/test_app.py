@@ -218,7 +218,9 @@ async def test_a_session_open_in_another_process_is_409(tmp_path: Path) -> None:
     store = JsonlSessionStore(tmp_path)
     elsewhere = await store.create(now=FakeClock(START).now())
     try:
-        async with open_overlay(JsonlSessionStore(tmp_path)) as overlay:
+        async with open_overlay(
+            JsonlSessionStore(tmp_path), live_limits=LiveLimits(busy_wait_seconds=0.5)
+        ) as overlay:
             response = await overlay.client.get(f"/api/sessions/{elsewhere.id}")
             assert response.status_code == 409
             assert "is open in another process or handle" in response.json()["error"]

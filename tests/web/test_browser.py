@@ -648,3 +648,41 @@ def test_offline_a_reminder_card_pauses_resumes_and_snoozes_through_schedule_upd
         '"time":"09:00","time_zone":"Europe/Paris"'
     )
     expect(page.locator(".turn.tool")).to_have_count(5)
+
+
+def test_offline_a_calendar_reminder_is_created_from_the_form(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Europe/Paris")
+    form = page.locator("#create-form")
+    form.locator("select[name=rule]").select_option("calendar")
+    expect(form.locator("select[name=pattern]")).to_be_visible()
+    expect(form.locator("fieldset.weekdays")).to_be_hidden()
+    expect(form.locator("fieldset.bydays")).to_be_hidden()
+    # The common cases write the rule as the fields change.
+    rule = form.locator("input[name=rrule]")
+    expect(rule).to_have_value("FREQ=MONTHLY;BYMONTHDAY=1")
+    form.locator("select[name=pattern]").select_option("nth")
+    form.locator("select[name=ordinal]").select_option("-1")
+    form.locator("select[name=weekday]").select_option("FR")
+    expect(rule).to_have_value("FREQ=MONTHLY;BYDAY=-1FR")
+    form.locator("select[name=pattern]").select_option("weekly")
+    for day in ("MO", "TH"):
+        form.locator(f"input[name=bydays][value={day}]").check()
+    expect(rule).to_have_value("FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH")
+    form.locator("select[name=pattern]").select_option("yearly")
+    form.locator("input[name=month]").fill("4")
+    expect(rule).to_have_value("FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1")
+    form.locator("select[name=pattern]").select_option("lastday")
+    expect(rule).to_have_value("FREQ=MONTHLY;BYMONTHDAY=-1")
+    form.locator("input[name=prompt]").fill("pay rent")
+    form.locator("input[name=time]").fill("09:00")
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".turn.tool")).to_have_count(1)
+    expect(page.locator(".turn.model").last).to_contain_text(
+        '"calendar":{"rule":"FREQ=MONTHLY;BYMONTHDAY=-1","time":"09:00",'
+        '"time_zone":"Europe/Paris","start_date":null}'
+    )
+    expect(page.locator(".schedule-rule")).to_have_text(
+        "calendar FREQ=MONTHLY;BYMONTHDAY=-1 at 09:00 Europe/Paris"
+    )

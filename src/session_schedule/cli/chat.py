@@ -56,10 +56,11 @@ from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
-from session_schedule.runtime.clock import Clock, SystemClock
+from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.events import EVENT_LOGGER
 from session_schedule.runtime.live import Settings
-from session_schedule.session.errors import PersistenceUncertain, SessionBusy, SessionError
+from session_schedule.runtime.opening import WAIT_SECONDS, open_when_free
+from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.history import away
 from session_schedule.session.ids import SessionId
 from session_schedule.session.location import StoreLocation, opened_store, store_url
@@ -75,10 +76,9 @@ MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
 API_KEY_PLACEHOLDER: Final = "not-needed"
 """Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
 such as Ollama or llama.cpp need none, but the SDK insists on one)."""
-BUSY_WAIT_SECONDS: Final = 60.0
-"""How long the chat waits for a session another process holds (a host delivering a reminder
-holds it from ``--lead`` seconds before the target until the turn is answered)."""
-BUSY_RETRY_SECONDS: Final = 0.5
+BUSY_WAIT_SECONDS: Final = WAIT_SECONDS
+"""How long the chat waits for a session another process holds (a host hands it over within
+seconds once asked; another front end keeps it until it closes)."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 """After a storage failure the session is reopened after 1 s, then 2 s, 4 s … up to this."""
@@ -336,7 +336,11 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
         session = await store.create(now=clock.now())
     else:
         session = await open_when_free(
-            store, options.session, clock=clock, wait_seconds=options.busy_wait
+            store,
+            options.session,
+            clock=clock,
+            wait_seconds=options.busy_wait,
+            note=_note_on_stderr,
         )
     session_id = session.id
     async with _connect(options.model) as connection:
@@ -386,40 +390,6 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
                 reading.cancel()
             await asyncio.gather(reading, return_exceptions=True)
         display.banner([_resume_hint(options, session_id)])
-
-
-async def open_when_free(
-    store: SessionStore,
-    session_id: str,
-    *,
-    clock: Clock,
-    wait_seconds: float = BUSY_WAIT_SECONDS,
-    note: Callable[[str], None] | None = None,
-) -> SessionHandle:
-    """Open ``session_id``; while another process holds it, say so once and try again every
-    :data:`BUSY_RETRY_SECONDS`, for at most ``wait_seconds``.
-
-    A host holds a session from shortly before a reminder is due until its turn is answered,
-    then lets it go: waiting turns that moment into a pause instead of a refusal. Raises
-    ``SessionBusy`` when the session is still held after ``wait_seconds``, and what
-    ``SessionStore.open`` raises otherwise.
-    """
-    deadline = clock.monotonic() + wait_seconds
-    said = False
-    while True:
-        try:
-            return await store.open(session_id)
-        except SessionBusy:
-            if clock.monotonic() >= deadline:
-                raise
-            if not said:
-                (note or _note_on_stderr)(
-                    f"session {session_id} is open in another process — a host delivering a "
-                    "reminder lets it go once the reminder is answered; waiting up to "
-                    f"{wait_seconds:g} s (Ctrl-C gives up)"
-                )
-                said = True
-            await clock.sleep(BUSY_RETRY_SECONDS)
 
 
 def _note_on_stderr(text: str) -> None:

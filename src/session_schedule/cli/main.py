@@ -107,7 +107,8 @@ COMMANDS: Final = (
     Command(
         "resolve",
         "resolve",
-        "resolve `at` and `daily_at` inputs to UTC, or show the error a model would get",
+        "resolve `at`, `daily_at` and `calendar` inputs to UTC, or show the error a model "
+        "would get",
     ),
     Command("db", "db", "create or upgrade the PostgreSQL store's schema", data_dir=False),
 )

@@ -39,6 +39,7 @@ from session_schedule.cli.common import (
 )
 from session_schedule.cli.history import overdue_lines
 from session_schedule.cli.render import WIDTH, Cell, Group, Table, Text, output
+from session_schedule.core.calendar import calendar_rule_text
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.changes import (
     CHANGE_CLASSES,
@@ -62,6 +63,7 @@ from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, 
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     ScheduleRecord,
@@ -882,6 +884,8 @@ def _rule(record: ScheduleRecord) -> str:
             return f"every {_seconds(record.every_seconds)}"
         case DailyScheduleRecord():
             return f"daily {daily_rule_text(record)}"
+        case CalendarScheduleRecord():
+            return f"calendar {calendar_rule_text(record)}"
         case _:
             assert_never(record)
 

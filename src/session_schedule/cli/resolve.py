@@ -1,5 +1,5 @@
 """``session-schedule resolve``: show the canonical UTC target an ``at`` input names, or the next
-occurrences of a ``daily_at`` input."""
+occurrences of a ``daily_at`` or ``calendar`` input."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from typing import Final
 
 from session_schedule.cli.common import EXIT_OK, EXIT_REJECTED
+from session_schedule.core.calendar import make_schedule, parse_calendar, parse_rule, upcoming
 from session_schedule.core.daily import (
     first_after,
     listed_from,
@@ -21,6 +22,7 @@ from session_schedule.core.instants import (
     MIN_INSTANT,
     Instant,
     civil_from_days,
+    days_from_civil,
     format_instant,
 )
 from session_schedule.core.records import WEEKDAYS
@@ -30,10 +32,14 @@ from session_schedule.core.time_input import (
     parse_at,
     parse_daily_at,
     parse_rfc3339,
+    parse_wall_time,
 )
 
 LOCAL_FORM_HELP = "DATE TIME ZONE, e.g. '2026-12-01 09:00 Asia/Tokyo'"
 DAILY_FORM_HELP = "daily TIME ZONE [DAYS], e.g. 'daily 09:00 Asia/Tokyo mon,wed,fri'"
+CALENDAR_FORM_HELP = (
+    "calendar RULE TIME ZONE [START], e.g. 'calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris'"
+)
 OCCURRENCES_SHOWN: Final = 5
 
 
@@ -41,21 +47,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add ``resolve`` to the program's subcommands."""
     parser = commands.add_parser(
         "resolve",
-        help="resolve `at` and `daily_at` inputs to UTC, or show the error a model would get",
-        description="Resolve `at` and `daily_at` inputs exactly as schedule_create does. Each "
-        "input is an RFC 3339 string with an offset, the local form "
+        help="resolve `at`, `daily_at` and `calendar` inputs to UTC, or show the error a model "
+        "would get",
+        description="Resolve `at`, `daily_at` and `calendar` inputs exactly as schedule_create "
+        "does. Each input is an RFC 3339 string with an offset, the local form "
         + LOCAL_FORM_HELP
-        + ", or "
+        + ", "
         + DAILY_FORM_HELP
-        + f" (its next {OCCURRENCES_SHOWN} occurrences, with their offsets).",
+        + ", or "
+        + CALENDAR_FORM_HELP
+        + f" (of the last two, the next {OCCURRENCES_SHOWN} occurrences, with their offsets).",
         epilog="example: session-schedule resolve '2026-12-01T09:00:00+09:00' "
-        "'2027-03-14 02:30 America/New_York' 'daily 02:30 America/New_York'",
+        "'2027-03-14 02:30 America/New_York' 'daily 02:30 America/New_York' "
+        "'calendar FREQ=MONTHLY;BYDAY=-1FR 18:00 Europe/London'",
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT")
     parser.add_argument(
         "--after",
         metavar="TIME",
-        help="list daily occurrences after this RFC 3339 time (default: now)",
+        help="list daily and calendar occurrences after this RFC 3339 time (default: now)",
     )
     parser.set_defaults(handler=_resolve)
 
@@ -63,14 +73,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _resolve(arguments: argparse.Namespace) -> int:
     if arguments.after is not None:
         after = parse_rfc3339(arguments.after)
-    elif any(text.split()[:1] == ["daily"] for text in arguments.inputs):
-        # Only a daily input needs "now"; the clock's module imports asyncio, which `at` inputs
-        # can start without.
+    elif any(text.split()[:1] in (["daily"], ["calendar"]) for text in arguments.inputs):
+        # Only a daily or calendar input needs "now"; the clock's module imports asyncio, which
+        # `at` inputs can start without.
         from session_schedule.runtime.clock import SystemClock  # noqa: PLC0415
 
         after = SystemClock().now()
     else:
-        after = MIN_INSTANT  # only daily inputs read it, and there is none
+        after = MIN_INSTANT  # only daily and calendar inputs read it, and there is none
     results = [resolve(text, after=after) for text in arguments.inputs]
     for _, line in results:
         print(line)
@@ -102,10 +112,12 @@ def daily_argument(words: list[str]) -> dict[str, object]:
 
 def resolve(text: str, *, after: Instant) -> tuple[bool, str]:
     """(ok, text) for one input: its canonical UTC target, the next occurrences after ``after``
-    of a ``daily`` input, or the error a model would get."""
+    of a ``daily`` or ``calendar`` input, or the error a model would get."""
     words = text.split()
     if words[:1] == ["daily"]:
         return _daily(text, words[1:], after)
+    if words[:1] == ["calendar"]:
+        return _calendar(text, words[1:], after)
     try:
         instant = parse_at(at_argument(text))
     except ScheduleError as error:
@@ -137,4 +149,44 @@ def _daily(text: str, words: list[str], after: Instant) -> tuple[bool, str]:
             line += ": the clocks jump)"
         lines.append(line)
         day = listed_from(rule, day + 1)
+    return True, "\n".join(lines)
+
+
+def calendar_argument(words: list[str]) -> dict[str, object]:
+    """The ``calendar`` value of ``calendar RULE TIME ZONE [START]`` (``words`` without
+    ``calendar``). Missing words are missing keys, so the tool's own message names them."""
+    selector: dict[str, object] = dict(
+        zip(("rule", "time", "time_zone", "start_date"), words, strict=False)
+    )
+    return selector
+
+
+def _calendar(text: str, words: list[str], after: Instant) -> tuple[bool, str]:
+    if len(words) > 4:
+        return False, f"{text}  ->  write it as {CALENDAR_FORM_HELP}"
+    try:
+        found = parse_calendar(calendar_argument(words), after)
+    except ScheduleError as error:
+        return False, f"{text}  ->  {error.code}: {error.message}"
+    zone = load_zone(found.time_zone)
+    year, month, date = (int(part) for part in found.start_date.split("-"))
+    schedule = make_schedule(
+        parse_rule(found.rule),
+        days_from_civil(year, month, date),
+        parse_wall_time(found.local_time),
+        zone,
+    )
+    heading = (
+        f"{text}  ->  {found.rule} from {found.start_date}, the next {OCCURRENCES_SHOWN} after "
+        f"{format_instant(after)}:"
+    )
+    lines = [heading]
+    for day, occurrence in upcoming(schedule, after, OCCURRENCES_SHOWN):
+        local = format_local(occurrence, zone)
+        line = f"  {WEEKDAYS[weekday_of(day)]} {local}  =  {format_instant(occurrence)}"
+        year, month, date = civil_from_days(day)
+        if not local.startswith(f"{year:04d}-{month:02d}-{date:02d}T{found.local_time}"):
+            line += f"  ({year:04d}-{month:02d}-{date:02d} has no {short_time(found.local_time)}"
+            line += ": the clocks jump)"
+        lines.append(line)
     return True, "\n".join(lines)

@@ -12,7 +12,9 @@ Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``eve
 5-minute floor), ``at 2026-12-01T09:00:00`` (no offset), an unknown zone, ``Mon`` for a weekday —
 are sent as typed so the person sees the tool's real error, exactly as a model would. After
 ``daily TIME ZONE``, the words made only of day names and commas (``mon wed fri``,
-``mon,wed,fri``) are the weekdays; the next word starts the prompt.
+``mon,wed,fri``) are the weekdays; the next word starts the prompt. After
+``calendar RULE TIME ZONE``, a word of the form ``YYYY-MM-DD`` is the start date; anything else
+starts the prompt.
 
 What could be read two ways is refused, with a message that shows what the line would have
 created: a number without a unit (``in 5 call mom``), a day written out (``daily 09:00 UTC
@@ -36,6 +38,10 @@ commands:
   /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time in a zone (or UTC)
   /create daily 09:00 Asia/Tokyo <prompt>           every day, at a local time in a zone
   /create daily 09:00 UTC mon wed fri <prompt>      on the days listed only (spaces or commas)
+  /create calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris <prompt>
+                                                    on the dates of a calendar rule (an RRULE)
+  /create calendar FREQ=WEEKLY;INTERVAL=2 09:00 UTC 2026-12-04 <prompt>
+                                                    counted from a start date
   /list                                             the active reminders
   /update sch_1 every 20m [<prompt>]                a new rule (any /create form), and prompt
   /update sch_1 prompt <prompt>                     a new prompt; the time does not move
@@ -52,13 +58,15 @@ Any other line is a message; start it with // to send a line that begins with /.
 
 CREATE_USAGE: Final = (
     "/create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 "
-    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] <prompt>"
+    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri]|calendar FREQ=MONTHLY;BYDAY=1MO 09:00 "
+    "Europe/Paris [2026-12-01] <prompt>"
 )
 LIST_USAGE: Final = "/list"
 DELETE_USAGE: Final = "/delete <id>, such as /delete sch_1"
 UPDATE_USAGE: Final = (
     "/update <id> in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 "
-    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri] [<prompt>], or /update <id> prompt <prompt>"
+    "Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri]|calendar FREQ=MONTHLY;BYDAY=1MO 09:00 "
+    "Europe/Paris [2026-12-01] [<prompt>], or /update <id> prompt <prompt>"
 )
 PAUSE_USAGE: Final = "/pause <id>, such as /pause sch_1"
 RESUME_USAGE: Final = "/resume <id>, such as /resume sch_1"
@@ -342,7 +350,8 @@ def _update(text: str) -> Command:
     created = _create(rest, optional_prompt=True)
     if isinstance(created, Usage):
         message = created.message.replace("/create", "/update", 1).replace(
-            "in, after, every, at or daily", "in, after, every, at, daily or prompt"
+            "in, after, every, at, daily or calendar",
+            "in, after, every, at, daily, calendar or prompt",
         )
         return Usage(message=message, usage=UPDATE_USAGE)
     if not isinstance(created, CallTool):
@@ -387,11 +396,13 @@ def _create(text: str, *, optional_prompt: bool = False) -> Command:
             return _at(rest, optional_prompt=optional_prompt)
         case "daily":
             return _daily(rest, optional_prompt=optional_prompt)
+        case "calendar":
+            return _calendar(rest, optional_prompt=optional_prompt)
         case "":
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
             return Usage(
-                message=f"/create {when}: start with in, after, every, at or daily",
+                message=f"/create {when}: start with in, after, every, at, daily or calendar",
                 usage=CREATE_USAGE,
             )
 
@@ -479,6 +490,26 @@ def _daily(text: str, *, optional_prompt: bool = False) -> Command:
             usage=CREATE_USAGE,
         )
     return _with_prompt({"daily_at": selector}, prompt, optional=optional_prompt)
+
+
+def _calendar(text: str, *, optional_prompt: bool = False) -> Command:
+    rule, rest = _split(text)
+    clock, rest = _split(rest)
+    zone, rest = _split(rest)
+    if not rule or not clock or not zone:
+        return Usage(
+            message="/create calendar: give the rule, the time and the time zone, such as "
+            "calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the "
+            "start date, such as 2026-12-01",
+            usage=CREATE_USAGE,
+        )
+    selector: dict[str, object] = {"rule": rule, "time": clock, "time_zone": zone}
+    start, prompt = _split(rest)
+    if _DATE.fullmatch(start):
+        selector["start_date"] = start
+    else:
+        prompt = rest
+    return _with_prompt({"calendar": selector}, prompt, optional=optional_prompt)
 
 
 def _with_prompt(selector: dict[str, object], prompt: str, *, optional: bool = False) -> Command:

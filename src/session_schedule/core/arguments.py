@@ -55,6 +55,31 @@ class DailyAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 @final
+class CalendarAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A calendar rule at a wall-clock time in a named zone (SPEC §12)."""
+
+    rule: Annotated[
+        str,
+        msgspec.Meta(
+            description="An RFC 5545 RRULE subset, upper case, parts separated by ';': FREQ "
+            "(DAILY, WEEKLY, MONTHLY or YEARLY), INTERVAL, BYMONTH, BYMONTHDAY, BYDAY, BYSETPOS, "
+            "COUNT, UNTIL (YYYYMMDD). Such as 'FREQ=MONTHLY;BYDAY=1MO' (the first Monday of every "
+            "month), 'FREQ=WEEKLY;INTERVAL=2;BYDAY=FR' (every other Friday) or "
+            "'FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1' (every 1 April). No time of day in the rule."
+        ),
+    ]
+    time: WallClockTime
+    time_zone: TimeZoneName
+    start_date: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="The local date YYYY-MM-DD the rule counts from (INTERVAL, COUNT); "
+            "null for today in time_zone."
+        ),
+    ] = None
+
+
+@final
 class EndsArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """When a recurring reminder ends: after an instant, after a number of deliveries, or both."""
 
@@ -80,6 +105,7 @@ class CreateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     at: str | LocalAt | None = None
     every_seconds: int | None = None
     daily_at: DailyAt | None = None
+    calendar: CalendarAt | None = None
     ends: EndsArguments | None = None
     max_lateness_seconds: int | None = None
 
@@ -94,6 +120,7 @@ class UpdateArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     at: str | LocalAt | None = None
     every_seconds: int | None = None
     daily_at: DailyAt | None = None
+    calendar: CalendarAt | None = None
     paused: bool | None = None
     snooze: SnoozeArguments | None = None
     ends: EndsArguments | None = None
@@ -123,5 +150,5 @@ def field_names(arguments: type[msgspec.Struct]) -> tuple[str, ...]:
 OPTIONS: Final = ("ends", "max_lateness_seconds")
 """The create arguments that apply to any rule (SPEC §11)."""
 SELECTORS: Final = tuple(name for name in field_names(CreateArguments)[1:] if name not in OPTIONS)
-"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``: the fields after ``prompt`` that
-choose the rule."""
+"""``after_seconds``, ``at``, ``every_seconds``, ``daily_at``, ``calendar``: the fields after
+``prompt`` that choose the rule."""

@@ -1,10 +1,11 @@
-"""The ``schedule/change`` event, versions 1 to 3 (SPEC §4, §10, §11): wire shapes and the strict
-codec.
+"""The ``schedule/change`` event, versions 1 to 3 (SPEC §4, §10, §11, §12): wire shapes and the
+strict codec.
 
 Version 2 exists for one change only: the create of a ``daily`` record. A version-1 create holds
 an ``after``, ``at`` or ``every`` record and a version-2 create a ``daily`` one; deletes and
 dispatches are version 1 (a ``daily`` dispatch carries ``acceptedAt``, as an Every dispatch does).
 Version 3 (SPEC §11) is the create of a record that carries ``ends`` or ``maxLatenessSeconds``,
+the create of every ``calendar`` record (SPEC §12: its rule in canonical order, checked here),
 and the five operations that manage a record in place: ``update`` (the id and the complete new
 record), ``pause``, ``resume`` (with its decision time), ``snooze`` (with the snooze instant) and
 ``miss`` (a late occurrence recorded instead of delivered). Which version a create takes is
@@ -28,6 +29,7 @@ from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.calendar import canonical_rule, is_canonical_start_date
 from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
@@ -44,6 +46,7 @@ from session_schedule.core.prompts import describe_fault, is_trimmed, prompt_fau
 from session_schedule.core.records import (
     DAILY_TIME_PATTERN,
     WEEKDAYS,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     RecordIdField,
     RecordInstantField,
@@ -194,9 +197,9 @@ def operation_of(change: ScheduleChange) -> str:
 
 
 def create_version(record: ScheduleRecord) -> Literal[1, 2, 3]:
-    """The one version a create of ``record`` is written with: 3 for a record that carries a
-    SPEC §11 field, 2 for a ``daily`` record, 1 otherwise."""
-    if is_managed(record):
+    """The one version a create of ``record`` is written with: 3 for a ``calendar`` record and
+    for a record that carries a SPEC §11 field, 2 for a ``daily`` record, 1 otherwise."""
+    if is_managed(record) or isinstance(record, CalendarScheduleRecord):
         return MANAGE_VERSION
     if isinstance(record, DailyScheduleRecord):
         return DAILY_CREATE_VERSION
@@ -397,15 +400,14 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
                 scheduled_at
             ) is None:
                 return False
-            if plain and type(record) is not DailyScheduleRecord:
+            if plain and type(record) not in (DailyScheduleRecord, CalendarScheduleRecord):
                 prompt = record.prompt
                 if prompt[0] == " " or prompt[-1] == " " or change.version != CHANGE_VERSION:
                     return False
                 continue
             if (
-                type(record) is DailyScheduleRecord
-                and _DAILY_TIME.fullmatch(record.local_time) is None
-            ):
+                type(record) is DailyScheduleRecord or type(record) is CalendarScheduleRecord
+            ) and _DAILY_TIME.fullmatch(record.local_time) is None:
                 return False
             try:
                 _checked(change, "", plain=plain)
@@ -460,7 +462,10 @@ def _check_forms(change: ScheduleChange, where: str) -> None:
 
 def _check_record_forms(record: ScheduleRecord, where: str) -> None:
     _check_id(record.id, where, "$.schedule.id")
-    if isinstance(record, DailyScheduleRecord) and _DAILY_TIME.fullmatch(record.local_time) is None:
+    if (
+        isinstance(record, DailyScheduleRecord | CalendarScheduleRecord)
+        and _DAILY_TIME.fullmatch(record.local_time) is None
+    ):
         raise corrupt(
             where,
             "expected a wall-clock time of the form HH:MM:SS.sss, got "
@@ -516,8 +521,8 @@ def _checked(change: ScheduleChange, where: str, *, plain: bool) -> ScheduleChan
     if change.version != expected:
         if is_managed(record):
             kind = "a schedule with `ends` or `maxLatenessSeconds`"
-        elif isinstance(record, DailyScheduleRecord):
-            kind = "a `daily` schedule"
+        elif isinstance(record, DailyScheduleRecord | CalendarScheduleRecord):
+            kind = f"a `{record_kind(record)}` schedule"
         else:
             kind = f"an `{record_kind(record)}` schedule"
         raise corrupt(
@@ -550,6 +555,8 @@ def _check_record(record: ScheduleRecord, where: str, *, plain: bool) -> None:
                 f"the target {record.scheduled_at} is after `ends.until` {ends.until} "
                 "- at `$.schedule.scheduledAt`",
             )
+    if isinstance(record, CalendarScheduleRecord):
+        _check_calendar(record, where)
     if isinstance(record, DailyScheduleRecord):
         if not is_supported_zone(record.time_zone):
             raise corrupt(
@@ -562,6 +569,33 @@ def _check_record(record: ScheduleRecord, where: str, *, plain: bool) -> None:
                 "weekdays must be distinct and in week order, Monday first "
                 "- at `$.schedule.weekdays`",
             )
+
+
+def _check_calendar(record: CalendarScheduleRecord, where: str) -> None:
+    """A ``calendar`` record names a supported zone, a real start date and a canonical rule."""
+    if not is_supported_zone(record.time_zone):
+        raise corrupt(
+            where, f"{record.time_zone!r} is not a supported time zone - at `$.schedule.timeZone`"
+        )
+    if not is_canonical_start_date(record.start_date):
+        raise corrupt(
+            where,
+            f"expected a calendar date of the form YYYY-MM-DD, got {record.start_date!r} "
+            "- at `$.schedule.startDate`",
+        )
+    try:
+        canonical = canonical_rule(record.rule)
+    except ScheduleError as error:
+        raise corrupt(
+            where,
+            f"the rule {record.rule!r} is not valid: {error.message} - at `$.schedule.rule`",
+        ) from None
+    if canonical != record.rule:
+        raise corrupt(
+            where,
+            f"expected the rule in canonical form {canonical!r}, got {record.rule!r} "
+            "- at `$.schedule.rule`",
+        )
 
 
 def _check_prompt(prompt: str, where: str) -> None:

@@ -3,10 +3,10 @@
 Rule 1 — due one-shots take priority and go **one per follow-up turn**: the earliest due one-shot
 (target order, then creation order) is delivered alone.
 
-Rule 2 — only when no one-shot is due, **every** due recurring record (``every`` and ``daily``
-alike) contributes its latest due occurrence to **one batch**, in target then creation order, all
-dispatched with the same decision time. Missed occurrences are counted, never enumerated or
-replayed.
+Rule 2 — only when no one-shot is due, **every** due recurring record (``every``, ``daily``
+and ``calendar`` alike) contributes its latest due occurrence to **one batch**, in target then
+creation order, all dispatched with the same decision time. Missed occurrences are counted, never
+enumerated or replayed.
 
 Rule 3 — the owner wakes at the earliest active target; with nothing active it has nothing to wait
 for (its own bounded wait still re-reads the wall clock). A paused record has no target to wait for.
@@ -25,6 +25,7 @@ from typing import Literal, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.calendar import latest_calendar_due
 from session_schedule.core.changes import (
     ScheduleDispatchChange,
     ScheduleMissChange,
@@ -35,6 +36,8 @@ from session_schedule.core.daily import latest_daily_due
 from session_schedule.core.fold import ScheduleFold, skipped_occurrences
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.records import (
+    CalendarScheduleRecord,
+    DailyScheduleRecord,
     EveryScheduleRecord,
     RecurringScheduleRecord,
     ScheduleRecord,
@@ -164,8 +167,11 @@ def latest_occurrence(
     occurrence the snooze moved), the snoozed delivery standing for that occurrence."""
     if snoozed_from is not None:
         return _snoozed_occurrence(record, snoozed_from, now)
-    if not isinstance(record, EveryScheduleRecord):
+    if isinstance(record, DailyScheduleRecord):
         due_at, skipped = latest_daily_due(record, now)
+        return Occurrence(record=record, due_at=due_at, skipped=skipped)
+    if isinstance(record, CalendarScheduleRecord):
+        due_at, skipped = latest_calendar_due(record, now)
         return Occurrence(record=record, due_at=due_at, skipped=skipped)
     target = record_target(record)
     skipped = skipped_occurrences(target, now, record.every_seconds)
@@ -182,9 +188,12 @@ def _snoozed_occurrence(
     if now > occurrence:
         if isinstance(record, EveryScheduleRecord):
             skipped = skipped_occurrences(occurrence, now, record.every_seconds)
-        else:
+        elif isinstance(record, DailyScheduleRecord):
             at_occurrence = msgspec.structs.replace(record, scheduled_at=format_instant(occurrence))
             skipped = latest_daily_due(at_occurrence, now)[1]
+        else:
+            at_date = msgspec.structs.replace(record, scheduled_at=format_instant(occurrence))
+            skipped = latest_calendar_due(at_date, now)[1]
     return Occurrence(
         record=record, due_at=record_target(record), skipped=skipped, snoozed_from=occurrence
     )

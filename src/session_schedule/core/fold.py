@@ -76,6 +76,7 @@ from typing import Final, TypeAlias, assert_never, final
 
 import msgspec
 
+from session_schedule.core.calendar import next_calendar_target
 from session_schedule.core.changes import (
     MANAGE_VERSION,
     ManageChange,
@@ -107,8 +108,10 @@ from session_schedule.core.ordered_views import OrderedViews, order_key
 from session_schedule.core.plain import ReadOnlyDict
 from session_schedule.core.records import (
     NO_STATUS,
+    RECURRING_RECORDS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     RecordStatus,
@@ -152,6 +155,8 @@ def next_occurrence(record: RecurringScheduleRecord, grid: int, after: int) -> i
             return following if following <= MAX_INSTANT else None
         case DailyScheduleRecord():
             return next_daily_target(record, Instant(after))
+        case CalendarScheduleRecord():
+            return next_calendar_target(record, Instant(after))
         case _:
             assert_never(record)
 
@@ -168,6 +173,15 @@ def rule_of(record: ScheduleRecord, target: str) -> tuple[object, ...]:
             return ("every", record.every_seconds, target)
         case DailyScheduleRecord():
             return ("daily", record.local_time, record.time_zone, tuple(record.weekdays), target)
+        case CalendarScheduleRecord():
+            return (
+                "calendar",
+                record.rule,
+                record.local_time,
+                record.time_zone,
+                record.start_date,
+                target,
+            )
         case _:
             assert_never(record)
 
@@ -325,9 +339,9 @@ class ScheduleFold:
         return self._peek(self._indexed()[0], recurring=False)
 
     def earliest_every(self) -> RecurringScheduleRecord | None:
-        """The recurring (``every`` or ``daily``) record with the earliest target."""
+        """The recurring (``every``, ``daily`` or ``calendar``) record with the earliest target."""
         record = self._peek(self._indexed()[1], recurring=True)
-        return record if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) else None
+        return record if isinstance(record, RECURRING_RECORDS) else None
 
     def everies_due(self, now: Instant) -> list[RecurringScheduleRecord]:
         """The recurring records whose target is at or before ``now``, in target then creation
@@ -348,9 +362,7 @@ class ScheduleFold:
                 continue
             record = self._live(slot)
             # An update or a resume may push a second slot for the same target.
-            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and (
-                record.id not in seen
-            ):
+            if isinstance(record, RECURRING_RECORDS) and (record.id not in seen):
                 seen.add(record.id)
                 due.append(record)
             stack.extend(child for child in (2 * index + 1, 2 * index + 2) if child < len(heap))
@@ -375,7 +387,7 @@ class ScheduleFold:
                     f"{make_schedule_id(self._highest_id)} was already used",
                 )
             self._highest_id = number
-            if type(record) is EveryScheduleRecord or type(record) is DailyScheduleRecord:
+            if type(record) in RECURRING_RECORDS:
                 self._every_targets[record.id] = self._target(record, position)
             self._records[record.id] = record
             if change.version == MANAGE_VERSION:
@@ -441,7 +453,7 @@ class ScheduleFold:
                             f"{make_schedule_id(highest)} was already used",
                         )
                     highest = number
-                    if type(record) is EveryScheduleRecord or type(record) is DailyScheduleRecord:
+                    if type(record) in RECURRING_RECORDS:
                         target = instant(record.scheduled_at)
                         targets[schedule_id] = (
                             self._target(record, position) if target is None else target
@@ -511,7 +523,7 @@ class ScheduleFold:
         status = self._status.get(record.id, NO_STATUS)
         if status.paused:
             raise self._corrupt(position, f"dispatch of {record.id}, which is paused")
-        if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        if not isinstance(record, RECURRING_RECORDS):
             if isinstance(accepted_at, str):
                 raise self._corrupt(
                     position, f"dispatch of one-shot {record.id} carries `acceptedAt`"
@@ -599,7 +611,7 @@ class ScheduleFold:
         if self._order is not None:
             self._order.remove(self._records[record.id])
         self._stale.discard(record.id)
-        if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        if isinstance(record, RECURRING_RECORDS):
             self._every_targets[record.id] = _instant(
                 record.scheduled_at if status.snoozed_from is None else status.snoozed_from
             )
@@ -630,7 +642,7 @@ class ScheduleFold:
             raise self._corrupt(position, f"{operation_of(change)} of {schedule_id}, which {state}")
         if type(change) is ScheduleResumeChange:
             decided_at = _instant(change.accepted_at)
-            if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+            if isinstance(record, RECURRING_RECORDS):
                 following = next_occurrence(record, grid, decided_at)
                 self._advance(record, following, RecordStatus(runs=status.runs))
                 return
@@ -657,7 +669,7 @@ class ScheduleFold:
 
     def _grid(self, record: ScheduleRecord, status: RecordStatus) -> int:
         """The occurrence the record's next delivery stands for (Rule 6's ``T``)."""
-        if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        if isinstance(record, RECURRING_RECORDS):
             return self._every_targets[record.id]
         if status.snoozed_from is not None:
             return _instant(status.snoozed_from)
@@ -725,7 +737,7 @@ class ScheduleFold:
                 f"miss of {record.id} names the occurrence {change.scheduled_at}, not "
                 f"{format_instant(Instant(grid))}",
             )
-        if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        if not isinstance(record, RECURRING_RECORDS):
             self._end(record)
             return
         following = next_occurrence(record, grid, max(decided_at, grid))

@@ -16,11 +16,13 @@ from typing import Final, assert_never, final
 
 import msgspec
 
+from session_schedule.core.calendar import calendar_rule_text
 from session_schedule.core.due import Delivery, Occurrence
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     is_recurring,
@@ -124,6 +126,8 @@ def _describe(number: int, count: int, occurrence: Occurrence, *, show_prompt: b
             rule = f"every ({_seconds(record.every_seconds)})"
         case DailyScheduleRecord():
             rule = f"daily ({daily_rule_text(record)})"
+        case CalendarScheduleRecord():
+            rule = f"calendar ({calendar_rule_text(record)})"
         case _:
             assert_never(record)
     lines = [

@@ -67,7 +67,7 @@ DailyTimeField: TypeAlias = Annotated[
 MaxRunsField: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
 MaxLatenessField: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
 
-RecordKind = Literal["after", "at", "every", "daily"]
+RecordKind = Literal["after", "at", "every", "daily", "calendar"]
 Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 WEEKDAYS: Final[tuple[Weekday, ...]] = get_args(Weekday)
 """The days of the week in week order, Monday first (Monday is weekday 0)."""
@@ -140,11 +140,45 @@ class DailyScheduleRecord(_Record, tag="daily", frozen=True):
     max_lateness_seconds: MaxLatenessField | UnsetType = UNSET
 
 
+CALENDAR_DATE_PATTERN: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z"
+CalendarDateField: TypeAlias = Annotated[
+    str,
+    msgspec.Meta(
+        description="A local calendar date, YYYY-MM-DD.",
+        extra_json_schema={"pattern": CALENDAR_DATE_PATTERN},
+    ),
+]
+
+
+class CalendarScheduleRecord(_Record, tag="calendar", frozen=True):
+    rule: Annotated[str, msgspec.Meta(description="The calendar rule, in canonical form.")]
+    """The RRULE subset of SPEC §12, in canonical order (``FREQ`` first, ``INTERVAL=1`` left
+    out, lists ascending)."""
+    local_time: DailyTimeField = msgspec.field(name="time")
+    """The local wall-clock time of every occurrence (``time`` on the wire)."""
+    time_zone: str
+    """``UTC`` or the IANA zone whose calendar and wall clock the rule reads."""
+    start_date: CalendarDateField
+    """The local date the rule counts from (``DTSTART``'s date)."""
+    scheduled_at: RecordInstantField
+    """The earliest occurrence not yet dispatched."""
+    ends: Ends | UnsetType = UNSET
+    max_lateness_seconds: MaxLatenessField | UnsetType = UNSET
+
+
 OneShotScheduleRecord: TypeAlias = AfterScheduleRecord | AtScheduleRecord
-RecurringScheduleRecord: TypeAlias = EveryScheduleRecord | DailyScheduleRecord
-ScheduleRecord: TypeAlias = (
-    AfterScheduleRecord | AtScheduleRecord | EveryScheduleRecord | DailyScheduleRecord
+RecurringScheduleRecord: TypeAlias = (
+    EveryScheduleRecord | DailyScheduleRecord | CalendarScheduleRecord
 )
+ScheduleRecord: TypeAlias = (
+    AfterScheduleRecord
+    | AtScheduleRecord
+    | EveryScheduleRecord
+    | DailyScheduleRecord
+    | CalendarScheduleRecord
+)
+RECURRING_RECORDS: Final = (EveryScheduleRecord, DailyScheduleRecord, CalendarScheduleRecord)
+"""The recurring record classes, for ``isinstance`` and ``type(...) in``."""
 
 
 def record_kind(record: ScheduleRecord) -> RecordKind:
@@ -157,13 +191,15 @@ def record_kind(record: ScheduleRecord) -> RecordKind:
             return "every"
         case DailyScheduleRecord():
             return "daily"
+        case CalendarScheduleRecord():
+            return "calendar"
         case _:
             assert_never(record)
 
 
 def is_recurring(record: ScheduleRecord) -> bool:
-    """Whether ``record`` recurs (``every``, ``daily``) rather than firing once."""
-    return isinstance(record, EveryScheduleRecord | DailyScheduleRecord)
+    """Whether ``record`` recurs (``every``, ``daily``, ``calendar``) rather than firing once."""
+    return isinstance(record, RECURRING_RECORDS)
 
 
 def record_target(record: ScheduleRecord) -> Instant:
@@ -173,9 +209,7 @@ def record_target(record: ScheduleRecord) -> Instant:
 
 def record_ends(record: ScheduleRecord) -> Ends | None:
     """The record's ``ends``, or ``None`` when it has none (one-shots never do)."""
-    if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and isinstance(
-        record.ends, Ends
-    ):
+    if isinstance(record, RECURRING_RECORDS) and isinstance(record.ends, Ends):
         return record.ends
     return None
 
@@ -280,7 +314,24 @@ class DailyScheduleView(DailyScheduleRecord, tag="daily", frozen=True, kw_only=T
     runs_left: int | UnsetType = UNSET
 
 
-ScheduleView: TypeAlias = AfterScheduleView | AtScheduleView | EveryScheduleView | DailyScheduleView
+@final
+class CalendarScheduleView(CalendarScheduleRecord, tag="calendar", frozen=True, kw_only=True):
+    state: ScheduleState
+    delivery_mode: DeliveryMode = "session-local"
+    runs: int = 0
+    last_run: LastRun | None = None
+    paused: bool | UnsetType = UNSET
+    snoozed_until: str | UnsetType = UNSET
+    runs_left: int | UnsetType = UNSET
+
+
+ScheduleView: TypeAlias = (
+    AfterScheduleView
+    | AtScheduleView
+    | EveryScheduleView
+    | DailyScheduleView
+    | CalendarScheduleView
+)
 
 
 def make_view(
@@ -365,6 +416,22 @@ def view_in_state(
                 local_time=record.local_time,
                 time_zone=record.time_zone,
                 weekdays=record.weekdays,
+                scheduled_at=record.scheduled_at,
+                ends=record.ends,
+                max_lateness_seconds=record.max_lateness_seconds,
+                state=state,
+                paused=paused,
+                snoozed_until=snoozed_until,
+                runs_left=runs_left,
+            )
+        case CalendarScheduleRecord():
+            return CalendarScheduleView(
+                id=record.id,
+                prompt=record.prompt,
+                rule=record.rule,
+                local_time=record.local_time,
+                time_zone=record.time_zone,
+                start_date=record.start_date,
                 scheduled_at=record.scheduled_at,
                 ends=record.ends,
                 max_lateness_seconds=record.max_lateness_seconds,

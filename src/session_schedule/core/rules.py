@@ -28,6 +28,7 @@ from session_schedule.core.arguments import (
     UpdateArguments,
     field_names,
 )
+from session_schedule.core.calendar import parse_calendar
 from session_schedule.core.changes import (
     ScheduleChange,
     ScheduleCreateChange,
@@ -54,8 +55,10 @@ from session_schedule.core.prompts import prompt_fault
 from session_schedule.core.records import (
     MAX_SAFE_INTEGER,
     MIN_EVERY_SECONDS,
+    RECURRING_RECORDS,
     AfterScheduleRecord,
     AtScheduleRecord,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     Ends,
     EveryScheduleRecord,
@@ -68,6 +71,7 @@ from session_schedule.core.time_input import load_zone, parse_at, parse_daily_at
 from session_schedule.core.visible import escape_unencodable
 
 CREATE_KEYS: Final = frozenset(field_names(CreateArguments))
+_SELECTOR_NAMES: Final = ", ".join(f"`{name}`" for name in SELECTORS)
 UPDATE_KEYS: Final = frozenset(field_names(UpdateArguments))
 DELETE_KEYS: Final = frozenset(field_names(DeleteArguments))
 ENDS_KEYS: Final = frozenset(field_names(EndsArguments))
@@ -98,7 +102,8 @@ def decide_create(
 ) -> ScheduleCreateChange:
     """The create change for ``arguments`` decided at ``now``, under the next free id.
 
-    A ``daily_at`` record's first target is its first occurrence after ``now`` (SPEC §10).
+    A ``daily_at`` or ``calendar`` record's first target is its first occurrence after ``now``
+    (SPEC §10, §12).
     Raises ``ScheduleError`` with ``invalid_prompt``, ``invalid_selector``, ``invalid_rule``,
     ``invalid_time_zone``, ``frequency_too_high``, ``time_out_of_range`` or ``not_future``.
     """
@@ -171,6 +176,17 @@ def _record(
             weekdays=list(daily.weekdays),
             scheduled_at=format_instant(Instant(found[1])),
         )
+    if selector == "calendar":
+        calendar = parse_calendar(value, now)
+        return CalendarScheduleRecord(
+            id=schedule_id,
+            prompt=prompt,
+            rule=calendar.rule,
+            local_time=calendar.local_time,
+            time_zone=calendar.time_zone,
+            start_date=calendar.start_date,
+            scheduled_at=format_instant(calendar.first_target),
+        )
     target = parse_at(value)
     if target <= now:
         raise ScheduleError(
@@ -200,12 +216,13 @@ def _with_options(
     if value is None:
         return record
     ends = _ends(value, now=now, runs=runs)
-    if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+    if not isinstance(record, RECURRING_RECORDS):
         if ends is None:
             return record
         raise ScheduleError(
             "invalid_rule",
-            "`ends` applies only to a recurring reminder (every_seconds or daily_at); leave it "
+            "`ends` applies only to a recurring reminder (every_seconds, daily_at or calendar); "
+            "leave it "
             "null for a one-time reminder.",
         )
     if ends is not None and ends.until is not None and ends.until <= record.scheduled_at:
@@ -290,7 +307,7 @@ def decide_update(
         raise ScheduleError(
             "invalid_selector",
             f"unknown argument {_names(unknown)}; schedule_update takes `id` and the fields to "
-            "change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, "
+            f"change: `prompt`, one of {_SELECTOR_NAMES}, "
             "`paused`, `snooze`, `ends`, `max_lateness_seconds`.",
         )
     schedule_id = _active_id(arguments.get("id"), state)
@@ -309,8 +326,7 @@ def decide_update(
     if len(given) > 1:
         raise ScheduleError(
             "invalid_selector",
-            f"give at most one of `after_seconds`, `at`, `every_seconds`, `daily_at` to change "
-            f"the rule (found {_names(given)}).",
+            f"give at most one of {_SELECTOR_NAMES} to change the rule (found {_names(given)}).",
         )
     if given:
         replaced = _record(given[0], arguments[given[0]], schedule_id, record.prompt, now)
@@ -408,7 +424,7 @@ def _check_snooze_within(record: ScheduleRecord, snoozed_until: str) -> None:
 
 def _check_resumable(record: ScheduleRecord, now: Instant) -> None:
     """A recurring record resumed at ``now`` has an occurrence left before its end."""
-    if not isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+    if not isinstance(record, RECURRING_RECORDS):
         return
     following = next_occurrence(record, record_target(record), now)
     ends = record_ends(record)
@@ -545,16 +561,14 @@ def _selector(arguments: Mapping[str, object]) -> str:
         raise ScheduleError(
             "invalid_selector",
             f"unknown argument {_names(unknown)}; schedule_create takes `prompt`, exactly one "
-            "of `after_seconds`, `at`, `every_seconds`, `daily_at`, and optionally `ends` and "
-            "`max_lateness_seconds`.",
+            f"of {_SELECTOR_NAMES}, and optionally `ends` and `max_lateness_seconds`.",
         )
     given = [key for key in SELECTORS if arguments.get(key) is not None]
     if len(given) != 1:
         found = "none" if not given else _names(given)
         raise ScheduleError(
             "invalid_selector",
-            f"give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at` "
-            f"(found {found}).",
+            f"give exactly one of {_SELECTOR_NAMES} (found {found}).",
         )
     return given[0]
 

@@ -129,10 +129,10 @@ def parse_at(value: object) -> Instant:
                 raise ScheduleError(
                     "invalid_selector",
                     f"`{key}` must be a string, such as {_LOCAL_EXAMPLES[key]!r}, "
-                    f"not {_describe(member)}.",
+                    f"not {describe_value(member)}.",
                 )
         return resolve_local(value["date"], value["time"], value["time_zone"])
-    raise ScheduleError("invalid_selector", f"`at` must be {_FORMS}, not {_describe(value)}.")
+    raise ScheduleError("invalid_selector", f"`at` must be {_FORMS}, not {describe_value(value)}.")
 
 
 def parse_rfc3339(text: str) -> Instant:
@@ -260,7 +260,7 @@ def parse_daily_at(value: object) -> DailyAtInput:
     if not isinstance(value, dict):
         raise ScheduleError(
             "invalid_selector",
-            f"`daily_at` must be an object {_DAILY_EXAMPLE}, not {_describe(value)}.",
+            f"`daily_at` must be an object {_DAILY_EXAMPLE}, not {describe_value(value)}.",
         )
     keys = list(value)
     missing = [f"`{key}`" for key in ("time", "time_zone") if key not in keys]
@@ -268,9 +268,9 @@ def parse_daily_at(value: object) -> DailyAtInput:
     if missing or unknown:
         fixes = []
         if missing:
-            fixes.append(f"add {_enumerate(missing)}")
+            fixes.append(f"add {enumerate_names(missing)}")
         if unknown:
-            fixes.append(f"remove {_enumerate(unknown)}")
+            fixes.append(f"remove {enumerate_names(unknown)}")
         raise ScheduleError(
             "invalid_selector",
             "the `daily_at` object must have the keys `time` and `time_zone`, and may have "
@@ -282,7 +282,7 @@ def parse_daily_at(value: object) -> DailyAtInput:
             raise ScheduleError(
                 "invalid_selector",
                 f"`{key}` must be a string, such as {_LOCAL_EXAMPLES[key]!r}, "
-                f"not {_describe(member)}.",
+                f"not {describe_value(member)}.",
             )
     weekdays = _parse_weekdays(value.get("weekdays"))
     load_zone(value["time_zone"])
@@ -498,22 +498,22 @@ def _local_keys_message(keys: list[object]) -> str:
     unknown = sorted(repr(key) for key in keys if key not in _LOCAL_KEYS)
     fixes = []
     if missing:
-        fixes.append(f"add {_enumerate(missing)}")
+        fixes.append(f"add {enumerate_names(missing)}")
     if unknown:
-        fixes.append(f"remove {_enumerate(unknown)}")
+        fixes.append(f"remove {enumerate_names(unknown)}")
     return (
         "the `at` object must have exactly the keys `date`, `time` and `time_zone`; "
         f"{', and '.join(fixes)}."
     )
 
 
-def _enumerate(items: list[str]) -> str:
+def enumerate_names(items: list[str]) -> str:
     if len(items) == 1:
         return items[0]
     return f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def _describe(value: object) -> str:
+def describe_value(value: object) -> str:
     """How a JSON value of the wrong type is named in a message."""
     if value is None:
         return "null"
@@ -555,7 +555,7 @@ def _parse_weekdays(value: object) -> tuple[Weekday, ...]:
         raise ScheduleError(
             "invalid_rule",
             '`weekdays` must be an array of day names, such as ["mon", "wed", "fri"], '
-            f"or null for every day, not {_describe(value)}.",
+            f"or null for every day, not {describe_value(value)}.",
         )
     if not value:
         raise ScheduleError(
@@ -565,7 +565,7 @@ def _parse_weekdays(value: object) -> tuple[Weekday, ...]:
     seen: set[str] = set()
     for item in value:
         if item not in WEEKDAYS:
-            shown = repr(item) if isinstance(item, str) else _describe(item)
+            shown = repr(item) if isinstance(item, str) else describe_value(item)
             raise ScheduleError(
                 "invalid_rule",
                 f"`weekdays` contains {shown}, which is not a day name; use {names}.",

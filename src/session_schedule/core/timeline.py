@@ -3,8 +3,9 @@
 Pure arithmetic on the folded records: an overdue record contributes the one occurrence its next
 delivery will carry (a recurring one its latest due occurrence, with the count it skips), and a
 recurring record then its later occurrences — an ``every`` record's anchor-aligned targets, a
-``daily`` record's listed dates resolved in its zone. Occurrences are computed lazily, so the work
-follows the number of occurrences listed, not the window's length; counting them is O(1).
+``daily`` record's listed dates or a ``calendar`` record's rule dates resolved in its zone.
+Occurrences are computed lazily, so the work follows the number of occurrences listed, not the
+window's length; counting them is O(1).
 
 With the fold's SPEC §11 statuses: a paused reminder has no occurrence; a snoozed one first its
 snoozed delivery, then its occurrences after the one the snooze moved; ``ends`` bounds a
@@ -21,6 +22,8 @@ from typing import final
 
 import msgspec
 
+from session_schedule.core import calendar
+from session_schedule.core.calendar import latest_calendar_due
 from session_schedule.core.daily import (
     LAST_DAY,
     count_listed,
@@ -42,6 +45,8 @@ from session_schedule.core.instants import (
 )
 from session_schedule.core.records import (
     NO_STATUS,
+    RECURRING_RECORDS,
+    CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     RecordKind,
@@ -160,7 +165,7 @@ def _planned(
         snoozed = record_target(record)
         head = [(snoozed, record)] if snoozed <= until or snoozed <= now else []
         stream, count = iter(head), len(head)
-        if isinstance(record, EveryScheduleRecord | DailyScheduleRecord):
+        if isinstance(record, RECURRING_RECORDS):
             moved = instant_of_canonical(status.snoozed_from)
             following = next_occurrence(record, moved, max(now, snoozed, moved))
             if following is not None:
@@ -179,6 +184,9 @@ def _occurrences(record: ScheduleRecord, now: Instant, until: Instant) -> _Strea
     target = record_target(record)
     if isinstance(record, DailyScheduleRecord):
         yield from _daily_occurrences(record, now, until)
+        return
+    if isinstance(record, CalendarScheduleRecord):
+        yield from _calendar_occurrences(record, now, until)
         return
     if not isinstance(record, EveryScheduleRecord):
         if target <= until or target <= now:
@@ -219,9 +227,49 @@ def _daily_occurrences(
         day = listed_from(rule, day + 1)
 
 
+def _calendar_occurrences(
+    record: CalendarScheduleRecord, now: Instant, until: Instant
+) -> Iterator[tuple[Instant, ScheduleRecord]]:
+    # As for a daily record: the next delivery, then the rule's later dates one by one.
+    target = record_target(record)
+    if target <= now:
+        yield latest_calendar_due(record, now)[0], record
+    elif target <= until:
+        yield target, record
+    else:
+        return
+    schedule = calendar.schedule_of(record)
+    instant = max(now, target)
+    while True:
+        found = calendar.first_after(schedule, instant)
+        if found is None or found[1] > min(until, MAX_INSTANT):
+            return
+        yield Instant(found[1]), record
+        instant = Instant(found[1])
+
+
+def _calendar_count(record: CalendarScheduleRecord, now: Instant, until: Instant) -> int:
+    target = record_target(record)
+    if now < target and until < target:
+        return 0
+    schedule = calendar.schedule_of(record)
+    dates = schedule.dates
+    first = calendar.first_after(schedule, max(now, target))
+    beyond = calendar.first_after(schedule, min(until, MAX_INSTANT))
+    bound = calendar.last_date(dates) if beyond is None else beyond[0] - 1
+    last = calendar.last_on_or_before(dates, bound)
+    if first is None or last is None or last < first[0]:
+        return 1
+    return (
+        1 + calendar.occurrence_index(dates, last) - calendar.occurrence_index(dates, first[0]) + 1
+    )
+
+
 def _count(record: ScheduleRecord, now: Instant, until: Instant) -> int:
     """How many items :func:`_occurrences` yields, in O(1)."""
     target = record_target(record)
+    if isinstance(record, CalendarScheduleRecord):
+        return _calendar_count(record, now, until)
     if isinstance(record, DailyScheduleRecord):
         if now < target and until < target:
             return 0
@@ -262,6 +310,8 @@ def _occurrence(
         skipped = skipped_occurrences(record_target(record), now, record.every_seconds)
     elif overdue and isinstance(record, DailyScheduleRecord):
         skipped = latest_daily_due(record, now)[1]
+    elif overdue and isinstance(record, CalendarScheduleRecord):
+        skipped = latest_calendar_due(record, now)[1]
     return TimelineOccurrence(
         id=record.id,
         kind=record_kind(record),

@@ -47,6 +47,14 @@ the number open then, until the next poll lifts the cap; that session is tried a
 ``busy_retry_seconds``. So a host under a low descriptor limit cycles its due sessions through
 the descriptors it has — each is closed once delivered — instead of failing every open past the
 limit and waiting ``failed_retry_seconds`` for each.
+
+Rule 7 — **a session a front end asks for is handed over.** When the store takes hand-over
+requests (:class:`~session_schedule.session.handover.HandoverStore`), the host asks it every
+``handover_check_seconds`` which of its open sessions a front end (chat, page, MCP server) is
+waiting for. Such a session is closed as soon as no pass is running and its agent is idle (a turn
+in flight finishes first; no new pass starts), and is not opened again while the request is live:
+each attempt finds it requested (or held by the front end) and retries ``busy_retry_seconds``
+later, so the host takes the session back once the front end has closed it.
 """
 
 from __future__ import annotations
@@ -69,7 +77,13 @@ from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.barrier import barriers_at_work
-from session_schedule.session.errors import SessionBusy, SessionError, SessionNotFound
+from session_schedule.session.errors import (
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    session_busy,
+)
+from session_schedule.session.handover import HandoverStore
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import SessionHandle, SessionStore
 from session_schedule.session.worker import calls_in_flight
@@ -116,6 +130,8 @@ class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
     """At most this many sessions are being opened at once."""
     due_limit: int = 10_000
     """At most this many sessions are taken from the index per poll."""
+    handover_check_seconds: float = 0.5
+    """While sessions are open, the store is asked this often whether a front end wants one."""
     drain_seconds: float = 10.0
     """On close, a session's running turn gets this long to finish before it is cancelled."""
     schedule: Settings = Settings()
@@ -132,6 +148,8 @@ class HostStats(msgspec.Struct, kw_only=True):
     """Opens refused because the session is held elsewhere."""
     failed: int = 0
     """Opens that failed otherwise, and Schedules that stopped."""
+    handed_over: int = 0
+    """Sessions closed because a front end asked for them."""
     polls: int = 0
     out_of_descriptors: int = 0
     """Opens refused because the process had no file descriptor left (``EMFILE``, ``ENFILE``):
@@ -148,7 +166,15 @@ class HostStats(msgspec.Struct, kw_only=True):
 class _Slot:
     """One open session."""
 
-    __slots__ = ("handle", "resources", "schedule", "stepping", "waiting_idle")
+    __slots__ = (
+        "handing_over",
+        "handle",
+        "releasing",
+        "resources",
+        "schedule",
+        "stepping",
+        "waiting_idle",
+    )
 
     def __init__(
         self, handle: SessionHandle, schedule: LiveSchedule, resources: AsyncExitStack
@@ -158,6 +184,10 @@ class _Slot:
         self.resources = resources
         self.stepping = False
         self.waiting_idle = False
+        self.handing_over = False
+        """A front end asked for the session: it is closed once idle (Rule 7)."""
+        self.releasing = False
+        """The hand-over's close has begun."""
 
 
 @final
@@ -200,6 +230,10 @@ class ScheduleHost:
         self._timer: asyncio.Task[None] | None = None
         self._next_poll: float | None = None
         """The monotonic reading at which the index is read again."""
+        self._handovers = store if isinstance(store, HandoverStore) else None
+        self._next_check: float | None = None
+        """The monotonic reading at which hand-over requests are read again (sessions open)."""
+        self._checking = False
         self._failure: BaseException | None = None
         self._ceiling: int | None = None
         """Rule 6: the sessions open when the process last ran out of descriptors (until the
@@ -297,6 +331,7 @@ class ScheduleHost:
                     await self._poll(now)
                     now = self._clock.now()
                     self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
+                self._check_due()
                 self._run_due(now)
                 await self._sleep(self._bounded(now))
         except asyncio.CancelledError:
@@ -353,7 +388,9 @@ class ScheduleHost:
                     self._spawn(self._open(session_id), f"open {session_id}")
             else:
                 slot = self._slots.get(session_id)
-                if slot is not None and not slot.stepping:
+                if slot is not None and slot.handing_over:
+                    self._release_when_idle(session_id, slot)
+                elif slot is not None and not slot.stepping:
                     slot.stepping = True
                     self._spawn(self._step(session_id, slot), f"step {session_id}", waiting=slot)
 
@@ -366,6 +403,8 @@ class ScheduleHost:
             seconds = min(seconds, (self._heap[0][0] - now) / MS_PER_SECOND)
         if self._elapsed_heap:
             seconds = min(seconds, self._elapsed_heap[0][0] - elapsed)
+        if self._next_check is not None and self._slots:
+            seconds = min(seconds, self._next_check - elapsed)
         return max(0.0, seconds)
 
     async def _sleep(self, seconds: float) -> None:
@@ -419,7 +458,7 @@ class ScheduleHost:
     async def _open(self, session_id: SessionId) -> None:
         try:
             async with self._open_gate:
-                handle = await self._store.open(session_id)
+                handle = await self._open_unless_wanted(session_id)
         except SessionBusy:
             self.stats.busy += 1
             self._opening.discard(session_id)
@@ -474,6 +513,13 @@ class ScheduleHost:
         self.stats.opened += 1
         self._plan(session_id, self._clock.now(), "step")
 
+    async def _open_unless_wanted(self, session_id: SessionId) -> SessionHandle:
+        """Open ``session_id``; ``SessionBusy`` while a front end asks for it (Rule 7)."""
+        handovers = self._handovers
+        if handovers is not None and await handovers.handover_requests({session_id}):
+            raise session_busy(session_id)
+        return await self._store.open(session_id)
+
     async def _step(self, session_id: SessionId, slot: _Slot) -> None:
         try:
             resume = await slot.schedule.step()
@@ -491,6 +537,9 @@ class ScheduleHost:
             return
         finally:
             slot.stepping = False
+        if slot.handing_over:
+            self._release_when_idle(session_id, slot)
+            return
         now = self._clock.now()
         if resume is not None and resume <= _after(now, self._settings.lead_seconds):
             self._plan(session_id, Instant(max(now, resume)), "step")
@@ -513,7 +562,63 @@ class ScheduleHost:
         finally:
             slot.waiting_idle = False
         if self._slots.get(session_id) is slot and not slot.stepping:
-            self._plan(session_id, self._clock.now(), "step")
+            if slot.handing_over:
+                self._release_when_idle(session_id, slot)
+            else:
+                self._plan(session_id, self._clock.now(), "step")
+
+    # -- hand-overs (Rule 7) ------------------------------------------------------------------
+
+    def _check_due(self) -> None:
+        """Start reading the hand-over requests when sessions are open and it is time."""
+        if self._handovers is None or not self._slots:
+            self._next_check = None
+            return
+        elapsed = self._clock.monotonic()
+        if self._next_check is None:
+            self._next_check = elapsed  # the first session opened: look at once
+        if elapsed >= self._next_check and not self._checking:
+            self._checking = True
+            self._next_check = elapsed + self._settings.handover_check_seconds
+            self._spawn(self._check_handovers(self._handovers), "hand-over requests")
+
+    async def _check_handovers(self, handovers: HandoverStore) -> None:
+        try:
+            wanted = await handovers.handover_requests(frozenset(self._slots))
+        except (SessionError, OSError) as error:
+            logger.error("hand-over requests could not be read: %s", error)  # noqa: TRY400
+            return
+        finally:
+            self._checking = False
+        for session_id in sorted(wanted):
+            slot = self._slots.get(session_id)
+            if slot is not None and not slot.handing_over:
+                logger.info("session %s is wanted by a front end; handing it over", session_id)
+                slot.handing_over = True
+                self._release_when_idle(session_id, slot)
+
+    def _release_when_idle(self, session_id: SessionId, slot: _Slot) -> None:
+        """Close a session a front end wants now if no pass runs and its agent is idle, else
+        once they are (a running pass, or the wait for idle, comes back here)."""
+        if slot.stepping or slot.releasing or self._slots.get(session_id) is not slot:
+            return
+        agent = slot.schedule.agent
+        if agent.begin_maintenance():
+            slot.releasing = True
+            self._spawn(self._release(session_id, slot), f"hand over {session_id}")
+        elif not slot.waiting_idle:
+            slot.waiting_idle = True
+            self._spawn(self._after_idle(session_id, slot), f"idle {session_id}", waiting=True)
+
+    async def _release(self, session_id: SessionId, slot: _Slot) -> None:
+        try:
+            await self._close_slot(session_id)
+        finally:
+            slot.schedule.agent.end_maintenance()
+        self.stats.handed_over += 1
+        # Taken back once the front end has closed it: until then every attempt is refused.
+        retry_at = _after(self._clock.now(), self._settings.busy_retry_seconds)
+        self._plan(session_id, retry_at, "retry")
 
     def _count(self, event: ScheduleEvent) -> None:
         if event.kind == "turn-retry":
@@ -630,6 +735,7 @@ def _check(settings: HostSettings) -> None:
         "max_wait_seconds",
         "busy_retry_seconds",
         "failed_retry_seconds",
+        "handover_check_seconds",
         "drain_seconds",
     )
     for name in positive:

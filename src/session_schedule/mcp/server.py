@@ -92,6 +92,7 @@ from session_schedule.mcp.stdin import StdinLines, claimed_stdin, fd_reader
 from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.runtime.opening import open_when_free
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.port import SessionHandle, SessionStore
 from session_schedule.tools.adapters import mcp_tools
@@ -606,7 +607,7 @@ async def serve_stdio(
         session: SessionHandle = await store.create(now=clock.now())
         opened = "new session"
     else:
-        session = await store.open(session_id)
+        session = await open_when_free(store, session_id, clock=clock, note=_note_on_stderr)
         opened = "resumed session"
     # stdout carries the protocol.
     sys.stderr.write(
@@ -644,6 +645,11 @@ async def serve_stdio(
                 # The host closed the connection: every cancel it sent has been read.
                 await mcp_server.acknowledge()
         await session.barrier()
+
+
+def _note_on_stderr(text: str) -> None:
+    sys.stderr.write(f"session-schedule mcp: {text}\n")
+    sys.stderr.flush()
 
 
 def _keys(delivery: Delivery | None) -> list[str]:

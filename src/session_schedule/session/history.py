@@ -46,11 +46,7 @@ from session_schedule.core.due import latest_occurrence
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
-from session_schedule.core.records import (
-    DailyScheduleRecord,
-    EveryScheduleRecord,
-    record_target,
-)
+from session_schedule.core.records import RECURRING_RECORDS, record_target
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import LogEntry, ResumePoint
 from session_schedule.session.turns import (
@@ -281,7 +277,7 @@ def _run(
     if isinstance(change.accepted_at, str):
         decided_at = parse_instant(change.accepted_at)
     due_at, skipped = record_target(record), 0
-    if isinstance(record, EveryScheduleRecord | DailyScheduleRecord) and decided_at is not None:
+    if isinstance(record, RECURRING_RECORDS) and decided_at is not None:
         occurrence = latest_occurrence(record, decided_at, snoozed_from=snoozed_from)
         due_at, skipped = occurrence.due_at, occurrence.skipped
     return OccurrenceRun(

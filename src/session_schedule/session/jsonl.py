@@ -61,7 +61,7 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, NoReturn, final
 
@@ -82,6 +82,7 @@ from session_schedule.session.errors import (
     session_not_found,
 )
 from session_schedule.session.handle import LazyEntries, LogHandle
+from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import (
     SessionId,
     chosen_session_id,
@@ -580,6 +581,7 @@ class JsonlSessionStore:
         self._flush_on_loop = flush_on_loop
         self._directory_lock = threading.Lock()
         self._directory_checked = False
+        self._handovers = RequestFiles(data_dir)
 
     def check_directory(self) -> None:
         """Log a warning when others than its owner may write the data directory.
@@ -616,6 +618,16 @@ class JsonlSessionStore:
     def path_of(self, session_id: SessionId) -> Path:
         """The file of session ``session_id``."""
         return self._dir / f"{session_id}{SUFFIX}"
+
+    async def request_handover(self, session_id: SessionId) -> None:
+        """Ask the holder of ``session_id`` to let it go (a file beside the session's)."""
+        await self._handovers.request(session_id)
+
+    async def withdraw_handover(self, session_id: SessionId) -> None:
+        await self._handovers.withdraw(session_id)
+
+    async def handover_requests(self, session_ids: Collection[SessionId]) -> frozenset[SessionId]:
+        return await self._handovers.live(session_ids)
 
     async def create(
         self, *, now: Instant, session_id: SessionId | None = None

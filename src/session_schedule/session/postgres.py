@@ -43,7 +43,7 @@ import datetime as dt
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import Final, NamedTuple, Self, TypeAlias, final
@@ -53,6 +53,7 @@ from session_schedule.extras import require
 require("postgres", purpose="the PostgreSQL store")  # before anything imports psycopg
 
 import psycopg
+import psycopg.sql
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
@@ -74,6 +75,7 @@ from session_schedule.session.errors import (
     session_not_found,
 )
 from session_schedule.session.handle import LazyEntries, LogHandle
+from session_schedule.session.handover import REQUEST_SECONDS
 from session_schedule.session.ids import (
     SessionId,
     chosen_session_id,
@@ -117,6 +119,10 @@ Connection: TypeAlias = psycopg.AsyncConnection[TupleRow]
 
 class _LeaseLost(Exception):  # noqa: N818 - what happened, not a failure of this code
     """A flush found that another owner holds the session's lease now."""
+
+
+_CHANNEL_BYTES: Final = 63
+"""PostgreSQL's longest identifier, hence channel name."""
 
 
 @final
@@ -419,6 +425,10 @@ class PostgresSessionStore:
         self._place = f"schema {schema} of PostgreSQL"
         self._holder = f"{socket.gethostname()} pid {os.getpid()}"
         self._handles: set[PostgresSessionHandle] = set()
+        self._channel = f"session_schedule_handover.{schema}"[:_CHANNEL_BYTES]
+        self._listener: Connection | None = None
+        self._requests: dict[SessionId, float] = {}
+        """Hand-over requests heard, with the loop time each was last renewed."""
         self._keeper: asyncio.Task[None] | None = None
         """The task that renews the leases of this store's open handles, while any is open."""
         self._renewing: tuple[frozenset[PostgresSessionHandle], asyncio.Future[None]] | None = None
@@ -443,6 +453,9 @@ class PostgresSessionStore:
         """Close every handle still open, then the pool. Idempotent."""
         for handle in list(self._handles):
             await handle.close()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
@@ -459,6 +472,40 @@ class PostgresSessionStore:
         return await self._create(
             chosen, lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0)
         )
+
+    async def request_handover(self, session_id: SessionId) -> None:
+        """Ask the holder of ``session_id`` to let it go (a ``NOTIFY`` on the schema's channel,
+        heard by the hosts that listen to it)."""
+        await self._notify(f"+{session_id}")
+
+    async def withdraw_handover(self, session_id: SessionId) -> None:
+        await self._notify(f"-{session_id}")
+
+    async def handover_requests(self, session_ids: Collection[SessionId]) -> frozenset[SessionId]:
+        """Those of ``session_ids`` asked for since this store began listening (at its first
+        call) and not withdrawn, renewed less than ``REQUEST_SECONDS`` ago."""
+        await self._start()
+        if self._listener is None:
+            listener = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+            listen = psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(self._channel))
+            await listener.execute(listen)
+            self._listener = listener
+        now = asyncio.get_running_loop().time()
+        async for heard in self._listener.notifies(timeout=0):
+            wanted, session_id = heard.payload[:1], SessionId(heard.payload[1:])
+            if wanted == "+":
+                self._requests[session_id] = now
+            else:
+                self._requests.pop(session_id, None)
+        for session_id, renewed in list(self._requests.items()):
+            if now - renewed >= REQUEST_SECONDS:
+                del self._requests[session_id]
+        return frozenset(session_id for session_id in session_ids if session_id in self._requests)
+
+    async def _notify(self, payload: str) -> None:
+        await self._start()
+        async with self._connection() as connection:
+            await connection.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
 
     async def open(self, session_id: str) -> PostgresSessionHandle:
         checked = require_session_id(session_id)

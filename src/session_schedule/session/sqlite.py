@@ -55,7 +55,7 @@ import fcntl
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from contextlib import suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias, final
@@ -78,6 +78,7 @@ from session_schedule.session.errors import (
     session_not_found,
 )
 from session_schedule.session.handle import LazyEntries, LogHandle
+from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import (
     SessionId,
     chosen_session_id,
@@ -270,6 +271,7 @@ class SqliteSessionStore:
         """``path``: the database file, as a string or a path object."""
         path = Path(path)
         self._db = _Database(path, path.with_name(f"{path.name}.locks"))
+        self._handovers = RequestFiles(self._db.locks)
 
     @property
     def path(self) -> Path:
@@ -279,6 +281,17 @@ class SqliteSessionStore:
     def locks_dir(self) -> Path:
         """Where the ownership lock files live."""
         return self._db.locks
+
+    async def request_handover(self, session_id: SessionId) -> None:
+        """Ask the holder of ``session_id`` to let it go (a file beside its lock file)."""
+        await asyncio.to_thread(private_directory, self._db.locks)
+        await self._handovers.request(session_id)
+
+    async def withdraw_handover(self, session_id: SessionId) -> None:
+        await self._handovers.withdraw(session_id)
+
+    async def handover_requests(self, session_ids: Collection[SessionId]) -> frozenset[SessionId]:
+        return await self._handovers.live(session_ids)
 
     async def create(
         self, *, now: Instant, session_id: SessionId | None = None

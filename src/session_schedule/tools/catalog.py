@@ -68,6 +68,7 @@ def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]
                     "at": _AT,
                     "every_seconds": _EVERY.format(minimum=MIN_EVERY_SECONDS),
                     "daily_at": _DAILY_AT,
+                    "calendar": _CALENDAR,
                     "ends": _ENDS,
                     "max_lateness_seconds": _LATENESS,
                 },
@@ -101,6 +102,7 @@ def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]
                     "at": _UPDATE_SELECTOR.format(name="at"),
                     "every_seconds": _UPDATE_SELECTOR.format(name="every_seconds"),
                     "daily_at": _UPDATE_SELECTOR.format(name="daily_at"),
+                    "calendar": _UPDATE_SELECTOR.format(name="calendar"),
                     "paused": _PAUSED,
                     "snooze": _SNOOZE,
                     "ends": _UPDATE_ENDS,
@@ -117,10 +119,14 @@ _CREATE: Final = (
     "turn carrying the prompt you write now. Give exactly one of after_seconds (once, after a "
     "delay), at (once, at an absolute time), every_seconds (repeatedly, at a fixed interval "
     "of at least {minimum} seconds, starting one interval from now: 'every 20 minutes', "
-    "'every 2 hours') or daily_at (repeatedly, at a time of day in a time zone, every day or on "
-    "chosen weekdays: 'every day at 9:00', 'every weekday at 18:30'); leave the others null. "
+    "'every 2 hours'), daily_at (repeatedly, at a time of day in a time zone, every day or on "
+    "chosen weekdays: 'every day at 9:00', 'every weekday at 18:30') or calendar (repeatedly, "
+    "on the dates of a calendar rule, at a time of day in a time zone: monthly, yearly or "
+    "every-few-weeks phrasings such as 'the first Monday of every month', 'every other Friday', "
+    "'the last weekday of the month', 'every 1 April'); leave the others null. "
     "An `at` time must say which time zone it means: an RFC 3339 string with a UTC offset, or "
-    "a date, time and IANA time_zone; a daily_at time always names its IANA time_zone. If the "
+    "a date, time and IANA time_zone; a daily_at or calendar time always names its IANA "
+    "time_zone. If the "
     "user gave a time without a zone and you do not know theirs, ask before creating the "
     "reminder. The reminder is delivered only while this "
     "conversation is live and you are idle; it never interrupts a turn. If several recurring "
@@ -143,7 +149,7 @@ _AT: Final = (
 _EVERY: Final = (
     "Deliver repeatedly every this many seconds (a whole number, at least {minimum}), the first "
     "time one interval from now: 1200 for every 20 minutes. For a time of day (every day at "
-    "9:00) use daily_at instead. Null otherwise."
+    "9:00) use daily_at instead, and calendar for monthly or yearly dates. Null otherwise."
 )
 _DAILY_AT: Final = (
     "Deliver repeatedly at a wall-clock time in an IANA zone, every day or only on the listed "
@@ -152,7 +158,23 @@ _DAILY_AT: Final = (
     '"fri"]} for every weekday at 9:00 in Tokyo (weekdays null: every day). The first time is '
     "the next such moment after now. Daylight-saving changes are followed: a time the clocks "
     "skip fires when they jump forward, a repeated one fires once, at its first occurrence. For "
-    "a fixed interval (every 20 minutes) use every_seconds instead. Null otherwise."
+    "a fixed interval (every 20 minutes) use every_seconds instead; for monthly, yearly or "
+    "every-other-week dates use calendar. Null otherwise."
+)
+_CALENDAR: Final = (
+    "Deliver repeatedly on the dates an RFC 5545 RRULE names, at a wall-clock time in an IANA "
+    "zone: for monthly, yearly or every-N-weeks phrasings. Such as "
+    '{"rule": "FREQ=MONTHLY;BYDAY=1MO", "time": "09:00", "time_zone": "Europe/Paris"} for the '
+    "first Monday of every month at 9:00 in Paris; other rules: "
+    "'FREQ=WEEKLY;INTERVAL=2;BYDAY=FR' (every other Friday), "
+    "'FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1' (the last weekday of the month), "
+    "'FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1' (every 1 April), 'FREQ=MONTHLY;BYMONTHDAY=-1' (the "
+    "last day of the month). Parts: FREQ (DAILY, WEEKLY, MONTHLY, YEARLY), INTERVAL, BYMONTH, "
+    "BYMONTHDAY, BYDAY, BYSETPOS, COUNT, UNTIL (YYYYMMDD); never a time of day in the rule. A "
+    "month that lacks the named day (the 31st, a fifth Monday) has no occurrence. start_date "
+    "(YYYY-MM-DD, null for today in time_zone) is where INTERVAL and COUNT count from. "
+    "Daylight-saving changes are followed as for daily_at. For every day or chosen weekdays use "
+    "daily_at; for a fixed interval use every_seconds. Null otherwise."
 )
 _LIST: Final = (
     "List the reminders still active in this conversation, soonest first: their ids, rules, "
@@ -192,7 +214,8 @@ _UPDATE: Final = (
     "Change an active reminder of this conversation in place, keeping its id: use it to move, "
     "change, postpone (snooze), pause or resume a reminder, or to set when a recurring one ends, "
     "instead of deleting and re-creating it. Give the id and only the fields to change; leave "
-    "every other field null. A new rule (one of after_seconds, at, every_seconds, daily_at) "
+    "every other field null. A new rule (one of after_seconds, at, every_seconds, daily_at, "
+    "calendar) "
     "replaces the old one as if the reminder were created now. paused: true stops deliveries "
     "until paused: false; occurrences that fall inside a pause are not delivered. snooze moves "
     "only the next delivery (a recurring reminder then continues on its usual schedule). "

@@ -47,6 +47,7 @@ from session_schedule.harness.model import Model
 from session_schedule.harness.transcript import check_fork_cut, recent_turns
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import Settings
+from session_schedule.runtime.opening import open_when_free
 from session_schedule.session.checkpoint import WINDOW
 from session_schedule.session.ids import SessionId
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
@@ -70,6 +71,8 @@ MAX_PAGE_ENTRIES: Final = WINDOW
 """The most log entries read for one page (a page has fewer turns when there are more entries).
 As many as a Session opened from its checkpoint holds decoded before the checkpoint, so the
 newest page never reads the history before them."""
+_REAL_TIME: Final = SystemClock()
+"""The clock of waits for other processes, which live in real time whatever the server's."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
 
@@ -87,6 +90,10 @@ class LiveLimits:
     """Open event streams at most, every Session together (each holds a connection for as long
     as its page is open). Kept below the server's connection limit — the server lowers it to
     half that limit if need be — so open pages never take every connection."""
+    busy_wait_seconds: float = 5.0
+    """Opening a Session another process holds waits this long (in real time) for it — a host
+    hands it over within about 2 s once asked — before the request is answered 409. Other
+    Sessions' opens wait meanwhile."""
 
 
 @final
@@ -369,7 +376,15 @@ class LiveSessions:
                 del self._live[session_id]
                 await _close_quietly(live)
             await self._make_room()
-            return await self._start(await self._store.open(session_id))
+            # A host holding the session hands it over within seconds once asked.
+            handle = await open_when_free(
+                self._store,
+                session_id,
+                clock=_REAL_TIME,
+                wait_seconds=self._limits.busy_wait_seconds,
+                note=logger.warning,
+            )
+            return await self._start(handle)
 
     async def create(self) -> LiveSession:
         """A new, empty Session, live."""

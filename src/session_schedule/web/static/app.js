@@ -350,6 +350,9 @@
       const days = schedule.weekdays.length === 7 ? "every day" : schedule.weekdays.join(" ");
       return `daily ${schedule.time.slice(0, 5)} ${schedule.timeZone}, ${days}`;
     }
+    if (schedule.kind === "calendar") {
+      return `calendar ${schedule.rule} at ${schedule.time.slice(0, 5)} ${schedule.timeZone}`;
+    }
     return "at";
   }
 
@@ -515,8 +518,8 @@
 
   function occurrences(schedule, now, horizon) {
     const first = Date.parse(schedule.scheduledAt);
-    // A daily record's later occurrences depend on its zone's rules: only the server resolves
-    // them, so the panel marks its next target alone.
+    // A daily or calendar record's later occurrences depend on its zone's rules: only the server
+    // resolves them, so the panel marks its next target alone.
     if (schedule.kind !== "every") return [first];
     const step = schedule.everySeconds * 1000;
     const found = [];
@@ -758,9 +761,40 @@
   }
 
   function showRuleFields() {
-    const rule = $("create-form").elements.rule.value;
+    const form = $("create-form").elements;
+    const rule = form.rule.value;
+    const pattern = form.pattern.value;
     for (const label of $("create-form").querySelectorAll("[data-for]")) {
-      label.hidden = !label.dataset.for.split(" ").includes(rule);
+      const shown = label.dataset.for.split(" ").includes(rule);
+      const patterns = label.dataset.pattern;
+      label.hidden = !shown || (patterns !== undefined && !patterns.split(" ").includes(pattern));
+    }
+    form.rrule.readOnly = pattern !== "custom";
+    if (pattern !== "custom") form.rrule.value = calendarRule(form);
+  }
+
+  // The rule the form's common cases stand for (SPEC §12's subset); "custom" keeps what is typed.
+  function calendarRule(form) {
+    const whole = (input) => Math.trunc(Number(input.value)) || 0;
+    switch (form.pattern.value) {
+      case "monthday":
+        return `FREQ=MONTHLY;BYMONTHDAY=${whole(form.month_day)}`;
+      case "nth":
+        return `FREQ=MONTHLY;BYDAY=${form.ordinal.value}${form.weekday.value}`;
+      case "lastday":
+        return "FREQ=MONTHLY;BYMONTHDAY=-1";
+      case "weekly": {
+        const days = [...form.bydays].filter((box) => box.checked).map((box) => box.value);
+        const interval = whole(form.interval);
+        return ["FREQ=WEEKLY"]
+          .concat(interval === 1 ? [] : [`INTERVAL=${interval}`])
+          .concat(days.length ? [`BYDAY=${days.join(",")}`] : [])
+          .join(";");
+      }
+      case "yearly":
+        return `FREQ=YEARLY;BYMONTH=${whole(form.month)};BYMONTHDAY=${whole(form.month_day)}`;
+      default:
+        return form.rrule.value;
     }
   }
 
@@ -780,6 +814,14 @@
         time: form.time.value,
         time_zone: form.time_zone.value,
         weekdays: days.length ? days : null,
+      };
+    }
+    if (rule === "calendar") {
+      args.calendar = {
+        rule: calendarRule(form),
+        time: form.time.value,
+        time_zone: form.time_zone.value,
+        start_date: form.start_date.value || null,
       };
     }
     await submitOnce(event.target, () => callTool("schedule_create", args));
@@ -829,6 +871,10 @@
       const form = $("create-form");
       form.elements.time_zone.value = browserZone() || "";
       form.elements.rule.addEventListener("change", showRuleFields);
+      // The calendar fields write the rule as they change (a typed rule is left alone).
+      form.addEventListener("input", (event) => {
+        if (event.target.name !== "rrule") showRuleFields();
+      });
       form.addEventListener("submit", submitCreate);
       $("delete-form").addEventListener("submit", submitDelete);
       $("list-button").addEventListener("click", () => callTool("schedule_list", {}));

@@ -1,0 +1,175 @@
+"""A front end asking for a session the host holds (Rule 6), on the stores that take hand-over
+requests: the host closes it once idle, never while a turn runs, does not reopen it while the
+front end has it, and takes it back after. In virtual time (the requests' ages are real)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.core.instants import MS_PER_SECOND, Instant
+from session_schedule.host import HostSettings, ScheduleHost
+from session_schedule.runtime.opening import RETRY_SECONDS, open_when_free
+from session_schedule.session.handover import HandoverStore
+from session_schedule.session.ids import SessionId
+from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.postgres import PostgresSessionStore
+from session_schedule.session.sqlite import SqliteSessionStore
+from session_schedule.testing.clock import FakeClock
+from session_schedule.testing.session_contract import CHANGE, at_create
+from tests.host.test_scheduler import Agents, run_for
+from tests.postgres import migrated_schema, server_dsn
+
+START = "2026-11-29T20:00:00.000Z"
+SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
+WAITING = (
+    "session {id} is open in another process — asked it to hand the session over (a host does "
+    "within 2 s once its reminder is answered); waiting up to 60 s (Ctrl-C gives up)"
+)
+
+Stores = Callable[[], SessionStore]
+"""Another store object over the same sessions, as another process opens (the host's and the
+front end's are two)."""
+
+
+@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    kind: str = request.param
+    if kind == "jsonl":
+        yield lambda: JsonlSessionStore(tmp_path / "sessions")
+    elif kind == "sqlite":
+        yield lambda: SqliteSessionStore(tmp_path / "sessions.db")
+    else:
+        dsn = server_dsn()
+        with migrated_schema(dsn) as schema:
+            yield lambda: PostgresSessionStore(dsn, schema=schema)
+
+
+@asynccontextmanager
+async def _two(stores: Stores) -> AsyncIterator[tuple[SessionStore, SessionStore]]:
+    """The host's store and the front end's."""
+    async with AsyncExitStack() as stack:
+        pair = (stores(), stores())
+        for store in pair:
+            if isinstance(store, PostgresSessionStore):
+                await stack.enter_async_context(store)
+        yield pair
+
+
+async def _session_with(store: SessionStore, clock: FakeClock, *seconds: int) -> SessionId:
+    async with await store.create(now=clock.now()) as handle:
+        for number, after in enumerate(seconds, start=1):
+            handle.append(CHANGE, at_create(number, Instant(clock.now() + after * MS_PER_SECOND)))
+        await handle.barrier()
+    return handle.id
+
+
+async def _dispatched(store: SessionStore, session_id: SessionId) -> list[str]:
+    return [
+        entry.payload.id
+        for entry in (await store.read(session_id)).entries
+        if entry.type == CHANGE_EVENT_TYPE and isinstance(entry.payload, ScheduleDispatchChange)
+    ]
+
+
+async def _front_end_sleeping(
+    clock: FakeClock, host: ScheduleHost, opening: asyncio.Task[SessionHandle]
+) -> None:
+    """Until the opening front end sleeps on ``clock`` beside the host's timer (its request is
+    written on a thread), or has the session."""
+    await host.settled()
+    while clock.sleepers < 2 and not opening.done():
+        await asyncio.sleep(0.001)
+
+
+async def _until_opened(
+    clock: FakeClock, host: ScheduleHost, opening: asyncio.Task[SessionHandle]
+) -> None:
+    while True:
+        await _front_end_sleeping(clock, host, opening)
+        if opening.done():
+            return
+        await run_for(clock, host, RETRY_SECONDS)
+
+
+@asynccontextmanager
+async def _front_end(
+    store: SessionStore, clock: FakeClock, host: ScheduleHost, session_id: SessionId
+) -> AsyncIterator[tuple[SessionHandle, list[str], float]]:
+    """Open ``session_id`` as a front end does, letting the host run meanwhile; yields the handle,
+    the lines said and the virtual seconds it took."""
+    notes: list[str] = []
+    began = clock.monotonic()
+    opening = asyncio.create_task(open_when_free(store, session_id, clock=clock, note=notes.append))
+    await _until_opened(clock, host, opening)
+    handle = await opening
+    try:
+        yield handle, notes, clock.monotonic() - began
+    finally:
+        await handle.close()
+
+
+async def test_the_host_hands_an_idle_session_over_and_takes_it_back(stores: Stores) -> None:
+    async with _two(stores) as (store, front):
+        await _hand_over_and_back(store, front)
+
+
+async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
+    clock = FakeClock(START)
+    assert isinstance(store, HandoverStore)
+    agents = Agents()
+    session_id = await _session_with(store, clock, 120)
+    async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 95)
+        assert host.open_sessions == {session_id}
+        async with _front_end(front, clock, host, session_id) as (handle, notes, took):
+            assert handle.id == session_id
+            assert notes == [WAITING.format(id=session_id)]
+            assert took <= 2
+            assert host.open_sessions == frozenset()
+            assert host.stats.handed_over == 1
+            await run_for(clock, host, 15)  # the host tries again and is refused meanwhile
+            assert host.open_sessions == frozenset()
+        await run_for(clock, host, SETTINGS.busy_retry_seconds + 1)
+        assert host.open_sessions == {session_id}  # taken back
+        await run_for(clock, host, 20)  # past the target
+    assert await _dispatched(store, session_id) == ["sch_1"]
+    assert len(agents.followups(session_id)) == 1
+
+
+async def test_a_turn_in_flight_finishes_before_the_session_is_handed_over(
+    stores: Stores,
+) -> None:
+    async with _two(stores) as (store, front):
+        await _turn_then_hand_over(store, front)
+
+
+async def _turn_then_hand_over(store: SessionStore, front: SessionStore) -> None:
+    clock = FakeClock(START)
+    agents = Agents()
+    session_id = await _session_with(store, clock, 120, 125)
+    async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 95)
+        (agent,) = agents.made[session_id]
+        agent.start_turn()  # a turn runs: the session is not closed under it
+        notes: list[str] = []
+        opening = asyncio.create_task(
+            open_when_free(front, session_id, clock=clock, note=notes.append)
+        )
+        for _ in range(6):
+            await _front_end_sleeping(clock, host, opening)
+            await run_for(clock, host, RETRY_SECONDS)
+        assert not opening.done()
+        assert host.open_sessions == {session_id}
+        agent.finish_turn()
+        await _until_opened(clock, host, opening)
+        handle = await opening
+        assert host.open_sessions == frozenset()
+        await handle.close()
+    assert agent.followups == []
