@@ -260,7 +260,7 @@ def test_resuming_shows_the_history_and_delivers_overdue_reminders(tmp_path: Pat
         chat.expect("---\n")
         chat.expect('prompt: "stretch"\n')
         chat.send("/list")
-        chat.expect('"schedules":[]}\n')
+        chat.expect('"schedules":[],"next_cursor":null,"total":0}\n')
         finished = chat.finish()
     assert (finished.returncode, finished.stderr) == (0, "")
     assert followup_frame(after_seconds=60).search(finished.stdout), finished.stdout

@@ -79,7 +79,7 @@ def test_a_followup_appears_at_the_prompt_and_the_session_resumes(tmp_path: Path
         chat.expect_exact("half-typed line")
         chat.expect_exact("you> ")
         chat.sendline("/list")
-        chat.expect_exact('"schedules":[]}')
+        chat.expect_exact('"schedules":[],"next_cursor":null,"total":0}')
         chat.expect_exact("you> ")
         chat.sendcontrol("c")
         chat.expect(pexpect.EOF)

@@ -15,13 +15,16 @@ from session_schedule.core.fold import fold
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import EveryScheduleRecord
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.runtime.turns import TurnQueue
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId, jsonl_targets
 from session_schedule.session import jsonl as jsonl_module
-from session_schedule.session.checkpoint import EVERY, WINDOW, CheckpointFile
+from session_schedule.session.checkpoint import CHECKPOINT_VERSION, EVERY, WINDOW, CheckpointFile
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.session.lines import commit_line
 from session_schedule.session.message import MessageEntry
+from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import (
     NOW,
     contract_test,
@@ -224,6 +227,48 @@ def _bad_record(store: JsonlSessionStore) -> None:
     )
 
 
+def _status_of_no_record(store: JsonlSessionStore) -> None:
+    # sch_2 was deleted.
+    rewrite(store.checkpoint_path(SID), {"statuses": [["sch_2", True, None, 0, None]]})
+
+
+def _paused_and_snoozed(store: JsonlSessionStore) -> None:
+    rewrite(
+        store.checkpoint_path(SID),
+        {"statuses": [["sch_1", True, "2030-01-01T00:00:00.000Z", 0, None]]},
+    )
+
+
+def _status_with_an_extra_field(store: JsonlSessionStore) -> None:
+    rewrite(store.checkpoint_path(SID), {"statuses": [["sch_1", True, None, 0, None, 1]]})
+
+
+def _runs_of_no_record(store: JsonlSessionStore) -> None:
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    runs = msgspec.json.decode(body)["runs"]
+    runs[0][0] = "sch_2"
+    rewrite(store.checkpoint_path(SID), {"runs": runs})
+
+
+def _runs_after_the_checkpoint(store: JsonlSessionStore) -> None:
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    runs = document["runs"]
+    runs[0][2]["position"] = document["entries"]
+    rewrite(store.checkpoint_path(SID), {"runs": runs})
+
+
+def _format_4_without_runs(store: JsonlSessionStore) -> None:
+    rewrite(store.checkpoint_path(SID), {"runs": None})
+
+
+def _format_3_with_statuses(store: JsonlSessionStore) -> None:
+    rewrite(
+        store.checkpoint_path(SID),
+        {"checkpoint": 3, "runs": None, "statuses": [["sch_1", True, None, 0, None]]},
+    )
+
+
 @pytest.mark.parametrize(
     ("spoil", "level", "reason"),
     [
@@ -236,6 +281,13 @@ def _bad_record(store: JsonlSessionStore) -> None:
         (_other_position, logging.WARNING, "log mismatch"),
         (_impossible_fold, logging.WARNING, "invalid"),
         (_bad_record, logging.WARNING, "invalid"),
+        (_status_of_no_record, logging.WARNING, "invalid"),
+        (_paused_and_snoozed, logging.WARNING, "invalid"),
+        (_status_with_an_extra_field, logging.WARNING, "damaged"),
+        (_runs_of_no_record, logging.WARNING, "invalid"),
+        (_runs_after_the_checkpoint, logging.WARNING, "invalid"),
+        (_format_4_without_runs, logging.WARNING, "invalid"),
+        (_format_3_with_statuses, logging.WARNING, "invalid"),
     ],
 )
 @contract_test
@@ -560,3 +612,48 @@ async def test_a_fork_keeps_only_a_window_of_its_inherited_entries_in_memory(
         async with await store.open(handle.id) as reopened:
             assert reopened.resume is not None
         assert await store.derived_problems(handle.id) == ()
+
+
+async def _listed(handle: JsonlSessionHandle) -> list[object]:
+    turns = TurnQueue(handle)
+    live = LiveSchedule(handle, turns, clock=FakeClock("2030-01-01T02:00:00.000Z"))
+    await live.start()
+    try:
+        return list((await live.active())[1])
+    finally:
+        await live.close()
+        await turns.close()
+
+
+@contract_test
+async def test_a_format_3_checkpoint_is_used_its_runs_read_from_the_log_and_rewritten(
+    store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    await write_history(store)
+    async with await store.open(SID) as handle:
+        expected = await _listed(handle)
+    assert any(getattr(view, "runs", 0) == 1 for view in expected)
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    del document["statuses"], document["runs"]
+    document["checkpoint"] = 3
+    new_body = msgspec.json.encode(document)
+    store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        async with await store.open(SID) as handle:
+            assert handle.resume is not None
+            assert handle.resume.runs is None
+            assert await _listed(handle) == expected
+            handle.append("message", turn(9000))
+            await handle.barrier()
+    assert caplog.records == []
+    rewritten = msgspec.json.decode(
+        store.checkpoint_path(SID).read_bytes().partition(b"\n")[2], type=CheckpointFile
+    )
+    assert rewritten.checkpoint == CHECKPOINT_VERSION
+    assert rewritten.runs is not None
+    assert len(rewritten.runs) == sum(1 for view in expected if getattr(view, "runs", 0))
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.runs is not None
+        assert await _listed(handle) == expected

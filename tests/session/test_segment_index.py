@@ -21,7 +21,7 @@ from session_schedule.harness.transcript import recent_context
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session import checkpoint as checkpoint_module
 from session_schedule.session import jsonl as jsonl_module
-from session_schedule.session.checkpoint import CheckpointFile, SegmentStart
+from session_schedule.session.checkpoint import CHECKPOINT_VERSION, CheckpointFile, SegmentStart
 from session_schedule.session.lines import CHAIN_SEED
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, assistant_message, user_message
 from session_schedule.testing.session_contract import NOW, payloads, turn
@@ -273,12 +273,13 @@ async def test_a_log_corrupted_in_an_old_segment_is_reported_when_that_segment_i
 async def test_a_checkpoint_without_an_index_opens_and_the_first_read_scans(
     store: JsonlSessionStore, reads: Reads, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # A checkpoint of format 2, which has no segments.
+    # A checkpoint of format 2, which has no segments (nor format 4's statuses and runs).
     await write_long(store)
     expected = payloads((await store.read(SID)).entries)
     path = store.checkpoint_path(SID)
     document = msgspec.json.decode(path.read_bytes().partition(b"\n")[2])
-    del document["segments"]
+    for field in ("segments", "statuses", "runs"):
+        del document[field]
     document["checkpoint"] = 2
     body = msgspec.json.encode(document)
     path.write_bytes(b"%08x\n" % zlib.crc32(body) + body)
@@ -297,7 +298,7 @@ async def test_a_checkpoint_without_an_index_opens_and_the_first_read_scans(
             handle.append("message", turn(9000))
             await handle.barrier()
     assert caplog.records == []
-    assert stored(store).checkpoint == 3
+    assert stored(store).checkpoint == CHECKPOINT_VERSION
     await check_index(store)
     async with await store.open(SID) as handle:
         reads.reset()

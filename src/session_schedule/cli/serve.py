@@ -169,14 +169,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(arguments: argparse.Namespace) -> int:
     host: str = arguments.host
-    token = _token(arguments, os.environ, data_dir(arguments))
-    if isinstance(token, _Refusal):
-        return fail(token.message, EXIT_USAGE)
+    # A refusal leaves the data directory as it was: the model is checked before the token,
+    # which may be generated and kept there.
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
     if config is not None:
         require("openai", purpose="chatting with a model")
+    token = _token(arguments, os.environ, data_dir(arguments))
+    if isinstance(token, _Refusal):
+        return fail(token.message, EXIT_USAGE)
     try:
         sock = bind(host, arguments.port)
     except OSError as error:

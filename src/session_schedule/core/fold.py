@@ -223,17 +223,25 @@ class ScheduleFold:
 
     @classmethod
     def resumed(
-        cls, records: Iterable[ScheduleRecord], *, highest_id: int, session: str = ""
+        cls,
+        records: Iterable[ScheduleRecord],
+        *,
+        highest_id: int,
+        session: str = "",
+        statuses: Iterable[tuple[ScheduleId, RecordStatus]] = (),
     ) -> ScheduleFold:
-        """The state a snapshot describes: ``records`` active (in creation order) and
-        ``highest_id`` the largest id number the stream used.
+        """The state a snapshot describes: ``records`` active (in creation order, each as it
+        stands: ``scheduledAt`` its next delivery), ``highest_id`` the largest id number the
+        stream used, and ``statuses`` the Rule 6 status of the records that have one.
 
-        Raises ``corrupt_schedule_log`` when that state is impossible: ids not increasing, or
-        an id above ``highest_id``.
+        Raises ``corrupt_schedule_log`` when that state is impossible: ids not increasing, an
+        id above ``highest_id``, or a status of no active record or that its record cannot have.
         """
         state = cls(session=session)
         for record in records:
             state.apply(create_change(record))
+        for schedule_id, status in statuses:
+            state._resume_status(schedule_id, status)
         if highest_id < state._highest_id:
             raise corrupt(
                 "",
@@ -242,6 +250,17 @@ class ScheduleFold:
             )
         state._highest_id = highest_id
         return state
+
+    def _resume_status(self, schedule_id: ScheduleId, status: RecordStatus) -> None:
+        """Give the active record ``schedule_id`` of a snapshot its Rule 6 ``status``."""
+        record = self._records.get(schedule_id)
+        if record is None:
+            raise corrupt("", f"the snapshot has a status for {schedule_id}, which is not active")
+        problem = _impossible_status(record, status)
+        if problem is not None:
+            raise corrupt("", f"the snapshot's status of {schedule_id} {problem}")
+        if status != NO_STATUS:
+            self._replace(record, status)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -785,6 +804,23 @@ class ScheduleFold:
                 return record
             heapq.heappop(heap)
         return None
+
+
+def _impossible_status(record: ScheduleRecord, status: RecordStatus) -> str | None:
+    """Why no log could give ``record`` (as it stands) the Rule 6 ``status``, or ``None``."""
+    if status.paused and status.snoozed_from is not None:
+        return "is both paused and snoozed"
+    if status.runs < 0:
+        return "counts fewer than no runs"
+    ends = record_ends(record)
+    if ends is not None and ends.max_runs is not None and status.runs >= ends.max_runs:
+        return f"counts {status.runs} runs, and its `ends.maxRuns` is {ends.max_runs}"
+    for name, value in (("snooze", status.snoozed_from), ("late resume", status.late_from)):
+        if value is not None and canonical_instant(value) is None:
+            return f"has a {name} time that is not a canonical instant"
+    if status.late_from is not None and is_recurring(record):
+        return "resumes a recurring record late"
+    return None
 
 
 def _instant(canonical: str) -> int:

@@ -60,8 +60,9 @@ durable repeats that reminder after recovery, with the same occurrence key (``id
 Rule 7 — **views show runs.** A listed view carries ``runs`` and ``lastRun`` (its latest
 delivery: the occurrence, ``delivered``/``failed``/``pending``, the decision time), derived from
 the log (:mod:`session_schedule.session.history`). The history is read when the reminders are
-first listed — from the first entry, even for a Session opened from a checkpoint — and from then
-on only the entries appended since.
+first listed — from the checkpoint the Session was opened from, which records each active
+reminder's runs (from the first entry for an older checkpoint that does not) — and from then on
+only the entries appended since.
 """
 
 from __future__ import annotations
@@ -242,9 +243,7 @@ class LiveSchedule:
         if resume is None:
             self._state = fold(changes, seed_length=header.seed_length, session=self._session.id)
         else:
-            state = ScheduleFold.resumed(
-                resume.records, highest_id=resume.highest_id, session=self._session.id
-            )
+            state = resume.fold(self._session.id)
             state.replay(changes, seed_length=header.seed_length)
             self._state = state
         if self._settings.max_reminder_turns_per_day is not None:
@@ -453,9 +452,16 @@ class LiveSchedule:
         history = self._history
         if history is None:
             header = self._session.header
-            history = OccurrenceLog(
-                seed_length=header.seed_length, session=self._session.id, keep=False
-            )
+            resume = self._session.resume
+            if resume is not None and resume.runs is not None:
+                # Opened from a checkpoint that recorded the runs: read only what follows it.
+                history = OccurrenceLog.resumed(
+                    resume, seed_length=header.seed_length, session=self._session.id
+                )
+            else:
+                history = OccurrenceLog(
+                    seed_length=header.seed_length, session=self._session.id, keep=False
+                )
             self._history = history
         try:
             history.feed(self._session.entries[history.position :])

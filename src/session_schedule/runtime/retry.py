@@ -32,7 +32,6 @@ any, and its message cut to 300 characters (``MAX_FAILURE_MESSAGE_CHARS``).
 
 from __future__ import annotations
 
-import email.utils
 import math
 from collections.abc import Callable, Mapping
 from typing import Final, Literal, TypeAlias, final
@@ -216,6 +215,9 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     try:
         seconds = float(text)
     except ValueError:
+        # An HTTP date is rare: its parser is imported then, not with the library.
+        import email.utils  # noqa: PLC0415 - keeps start-up lean
+
         try:
             when = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError):

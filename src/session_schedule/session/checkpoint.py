@@ -43,11 +43,19 @@ Format 3 added ``segments`` (the JSONL store's index of where the log's segments
 :class:`SegmentStart`); a format-2 checkpoint is read as one without an index. The number changed
 so that a library of format 2, whose decoder refuses unknown fields, says a newer checkpoint is of
 another version (and ignores it) rather than calling it damaged.
+
+Format 4 added ``statuses`` (the SPEC §11 status of each active record that has one: paused,
+snoozed, runs made, resumed late — a record is stored as it stands, its ``scheduledAt`` its next
+delivery) and ``runs`` (each active reminder's latest run and run count, what its view's ``runs``
+and ``lastRun`` say), so that a session whose reminders are paused, snoozed or counting runs
+still opens from a checkpoint, and a live Schedule reads its reminders' runs without the entries
+before it. A format-2 or 3 checkpoint is read as one without statuses (none was written while a
+record had one) and without runs: the history is then read from the log's first entry, and the
+next checkpoint written records it.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import zlib
 from collections.abc import Iterable, Sequence
@@ -57,7 +65,6 @@ import msgspec
 
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
-    ScheduleChange,
     ScheduleCreateChange,
     create_change,
     decode_changes,
@@ -65,9 +72,11 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
-from session_schedule.core.records import ScheduleRecord
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.records import NO_STATUS, RecordStatus, ScheduleRecord
 from session_schedule.session.codec import Source, decode_payload, encode_payload
 from session_schedule.session.errors import SessionCorrupt
+from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import LogEntry, ResumePoint
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
@@ -75,9 +84,10 @@ from session_schedule.session.turns import (
     TurnFinished,
 )
 
-CHECKPOINT_VERSION: Final = 3
-READABLE: Final = frozenset({2, CHECKPOINT_VERSION})
-"""The checkpoint formats this library uses: format 2 is format 3 without ``segments``."""
+CHECKPOINT_VERSION: Final = 4
+READABLE: Final = frozenset({2, 3, CHECKPOINT_VERSION})
+"""The checkpoint formats this library uses: format 3 is format 4 without ``statuses`` and
+``runs``, format 2 format 3 without ``segments``."""
 SUFFIX: Final = ".checkpoint"
 WINDOW: Final = 64
 """How many entries before the checkpoint's position it holds, decoded on open."""
@@ -99,6 +109,28 @@ class PendingTurn(msgspec.Struct, frozen=True, array_like=True, gc=False):
     position: int
     data: msgspec.Raw
     """The canonical payload of its ``turn/queued`` entry."""
+
+
+@final
+class StatusEntry(
+    msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fields=True, gc=False
+):
+    """An active record's SPEC §11 status (see :class:`RecordStatus`)."""
+
+    id: str
+    paused: bool
+    snoozed_from: str | None
+    runs: int
+    late_from: str | None
+
+
+@final
+class RunEntry(msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fields=True, gc=False):
+    """An active reminder's latest run, and how many it has had."""
+
+    id: str
+    count: int
+    run: OccurrenceRun
 
 
 @final
@@ -147,6 +179,11 @@ class CheckpointFile(
     it. Derived like the rest, and checked before use; empty when unknown (a format-2
     checkpoint, or a session that has not scanned its older bytes since it was opened from one
     without an index) and in the database stores."""
+    statuses: list[StatusEntry] = msgspec.field(default_factory=list)
+    """The SPEC §11 status of each active record that has one, in creation order (format 4)."""
+    runs: list[RunEntry] | None = None
+    """Each active reminder that has had a run: its latest run and run count, in creation
+    order (format 4; ``None`` in older formats, which did not record them)."""
 
 
 @final
@@ -170,14 +207,23 @@ class Checkpoint(NamedTuple):
     state: ScheduleFold
     pending: list[LogEntry]
     window: list[LogEntry]
+    runs: tuple[tuple[ScheduleId, OccurrenceRun, int], ...] | None = None
 
     def resume_point(self) -> ResumePoint:
         """What the session's handle tells the schedule and the turn queue."""
+        records = self.state.by_creation()
+        statuses = self.state.statuses()
         return ResumePoint(
             self.entries,
-            tuple(self.state.by_creation()),
+            tuple(records),
             self.state.highest_id,
             tuple(self.pending),
+            statuses=tuple(
+                (record.id, statuses[record.id])
+                for record in records
+                if statuses.get(record.id, NO_STATUS) != NO_STATUS
+            ),
+            runs=self.runs,
         )
 
 
@@ -189,14 +235,12 @@ class Rejected(NamedTuple):
     detail: str
 
 
-@functools.cache
 def library_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - on demand
+    """The version of this library (the package's ``__version__``, which its metadata is built
+    from: reading the installed metadata would import the ``email`` package on every open)."""
+    from session_schedule import __version__  # noqa: PLC0415 - the package imports this module
 
-    try:
-        return version("session-schedule")
-    except PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def row_digest(header: bytes, entry_type: str, data: bytes) -> int:
@@ -212,30 +256,35 @@ def row_digest(header: bytes, entry_type: str, data: bytes) -> int:
 @final
 class Progress:
     """What a checkpoint at ``position`` records, kept up to date one entry at a time: the fold
-    of the schedule changes and the pending turns of entries ``0 … position-1``.
+    of the schedule changes, the active reminders' runs and the pending turns of entries
+    ``0 … position-1``.
 
     Entries before ``seed`` (a fork's inherited ones) add their ids to the fold and nothing else
-    (Rule 5) and queue no pending turn.
+    (Rule 5) and queue no pending turn. Resumed from a checkpoint that did not record the runs
+    (an older format), it starts again from the log's first entry.
     """
 
-    __slots__ = ("_pending", "_seed", "_state", "position")
+    __slots__ = ("_history", "_pending", "_seed", "position")
 
     def __init__(self, *, session: str, seed: int, resume: ResumePoint | None = None) -> None:
         self._seed = seed
-        if resume is None:
-            self._state = ScheduleFold(session=session)
+        if resume is None or resume.runs is None:
+            self._history = OccurrenceLog(seed_length=seed, session=session, keep=False)
             self._pending: dict[int, LogEntry] = {}
             self.position = 0
         else:
-            self._state = ScheduleFold.resumed(
-                resume.records, highest_id=resume.highest_id, session=session
-            )
+            self._history = OccurrenceLog.resumed(resume, seed_length=seed, session=session)
             self._pending = {entry.position: entry for entry in resume.pending}
             self.position = resume.position
 
     @property
     def state(self) -> ScheduleFold:
-        return self._state
+        return self._history.state
+
+    @property
+    def history(self) -> OccurrenceLog:
+        """The active reminders' runs."""
+        return self._history
 
     @property
     def pending(self) -> list[LogEntry]:
@@ -249,20 +298,15 @@ class Progress:
         ``ValueError`` for a ``turn/finished`` entry that names no pending turn; either leaves
         this progress unusable.
         """
-        state, seed, pending = self._state, self._seed, self._pending
+        history, seed, pending = self._history, self._seed, self._pending
         for entry in entries:
             if entry.position != self.position:
                 raise ValueError(f"entry {entry.position} follows entry {self.position - 1}")
+            history.feed((entry,))
             self.position += 1
-            if entry.type == CHANGE_EVENT_TYPE:
-                change = cast("ScheduleChange", entry.payload)
-                if entry.position < seed:
-                    state.note_inherited(change)
-                else:
-                    state.apply(change, position=entry.position)
-            elif entry.position < seed:
+            if entry.type == CHANGE_EVENT_TYPE or entry.position < seed:
                 continue
-            elif entry.type == TURN_QUEUED_TYPE:
+            if entry.type == TURN_QUEUED_TYPE:
                 pending[entry.position] = entry
             elif entry.type == TURN_FINISHED_TYPE:
                 finished = cast("TurnFinished", entry.payload)
@@ -292,6 +336,8 @@ def draft(
             f"a checkpoint at entry {binding.entries} cannot hold the state at {progress.position}"
         )
     state = progress.state
+    records = state.by_creation()
+    statuses = state.statuses()
     return CheckpointFile(
         checkpoint=CHECKPOINT_VERSION,
         library=library_version(),
@@ -301,11 +347,22 @@ def draft(
         lines=binding.lines,
         chain=binding.chain,
         highest_id=state.highest_id,
-        active=[msgspec.Raw(encode_change(create_change(r))) for r in state.by_creation()],
+        active=[msgspec.Raw(encode_change(create_change(r))) for r in records],
         pending=[
             PendingTurn(entry.position, msgspec.Raw(_payload(entry))) for entry in progress.pending
         ],
         window=window_of(window),
+        statuses=[
+            StatusEntry(
+                record.id, status.paused, status.snoozed_from, status.runs, status.late_from
+            )
+            for record in records
+            if (status := statuses.get(record.id, NO_STATUS)) != NO_STATUS
+        ],
+        runs=[
+            RunEntry(schedule_id, count, run)
+            for schedule_id, run, count in progress.history.summary()
+        ],
     )
 
 
@@ -368,6 +425,10 @@ def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
         or any(not 0 <= turn.position < found.entries for turn in found.pending)
     ):
         return Rejected("invalid", "its counts are impossible")
+    if (found.checkpoint >= CHECKPOINT_VERSION) != (found.runs is not None) or (
+        found.checkpoint < CHECKPOINT_VERSION and found.statuses
+    ):
+        return Rejected("invalid", "its fields are not those of its format")
     return found
 
 
@@ -403,8 +464,25 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
                 return Rejected("invalid", "an active record is not a create")
             records.append(change.schedule)
         state = ScheduleFold.resumed(
-            records, highest_id=found.highest_id, session=source.session_id
+            records,
+            highest_id=found.highest_id,
+            session=source.session_id,
+            statuses=[
+                (
+                    ScheduleId(entry.id),
+                    RecordStatus(
+                        paused=entry.paused,
+                        snoozed_from=entry.snoozed_from,
+                        runs=entry.runs,
+                        late_from=entry.late_from,
+                    ),
+                )
+                for entry in found.statuses
+            ],
         )
+        runs = None if found.runs is None else _runs(found, state)
+        if isinstance(runs, str):
+            return Rejected("invalid", runs)
         pending = [
             decode_payload(TURN_QUEUED_TYPE, bytes(turn.data), turn.position, source)
             for turn in found.pending
@@ -419,7 +497,31 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
     positions = [entry.position for entry in pending]
     if positions != sorted(set(positions)):
         return Rejected("invalid", "its pending turns are not in log order")
-    return Checkpoint(found.entries, found.offset, found.lines, found.chain, state, pending, window)
+    return Checkpoint(
+        found.entries, found.offset, found.lines, found.chain, state, pending, window, runs
+    )
+
+
+def _runs(
+    found: CheckpointFile, state: ScheduleFold
+) -> tuple[tuple[ScheduleId, OccurrenceRun, int], ...] | str:
+    """The runs ``found`` records, or why they are impossible."""
+    runs: list[tuple[ScheduleId, OccurrenceRun, int]] = []
+    for entry in found.runs or ():
+        schedule_id, run = ScheduleId(entry.id), entry.run
+        if schedule_id not in state or run.schedule_id != schedule_id:
+            return f"it records runs of {entry.id}, which is not active"
+        if (
+            entry.count < 1
+            or not 0 <= run.position < found.entries
+            or (run.turn is not None and not 0 <= run.turn < found.entries)
+            or run.outcome not in ("delivered", "failed", "pending", "missed")
+        ):
+            return f"its runs of {entry.id} are impossible"
+        runs.append((schedule_id, run, entry.count))
+    if len({schedule_id for schedule_id, _, _ in runs}) != len(runs):
+        return "it records the runs of a reminder twice"
+    return tuple(runs)
 
 
 def progress_of(
@@ -457,8 +559,12 @@ def mismatch(
     differences = []
     if found.highest_id != expected.highest_id:
         differences.append(f"its highest id is {found.highest_id}, the log's {expected.highest_id}")
-    if [bytes(raw) for raw in found.active] != [bytes(raw) for raw in expected.active]:
+    if [bytes(raw) for raw in found.active] != [bytes(raw) for raw in expected.active] or (
+        found.statuses != expected.statuses
+    ):
         differences.append("its active reminders are not the log's")
+    if found.runs is not None and found.runs != expected.runs:
+        differences.append("its reminders' runs are not the log's")
     if _pending_bytes(found.pending) != _pending_bytes(expected.pending):
         differences.append("its pending turns are not the log's")
     if _window_bytes(found.window) != _window_bytes(expected.window):

@@ -319,8 +319,7 @@ class LogHandle(abc.ABC):
         """The content of a checkpoint at ``count`` (every entry before it durable), unbound,
         with the window of entries before ``count`` unless told not to (a store that reads them
         from its log); ``None`` when there is none newer than the last, when the log's fold
-        fails (logged), or while an active record has a status its create cannot say (paused,
-        snoozed, runs counted: a checkpoint holds creates only)."""
+        fails (logged)."""
         if count <= self._checkpointed or self._progress_broken or self._poison() is not None:
             return None
         try:
@@ -334,8 +333,6 @@ class LogHandle(abc.ABC):
             _log.warning("session %s: no checkpoint will be written: %s", self.id, error)
             self._progress_broken = True
             return None
-        if not progress.state.snapshottable:
-            return None  # a paused, snoozed or counted record: a later position may do
         return checkpoint.draft(
             session=self.id,
             binding=checkpoint.Binding(count, 0),

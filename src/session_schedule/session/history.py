@@ -48,7 +48,7 @@ from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.records import RECURRING_RECORDS, record_target
 from session_schedule.session.message import MessageEntry
-from session_schedule.session.port import LogEntry
+from session_schedule.session.port import LogEntry, ResumePoint
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
@@ -72,7 +72,7 @@ OCCURRENCE_OUTCOMES: tuple[OccurrenceOutcome, ...] = (
 
 
 @final
-class OccurrenceRun(msgspec.Struct, frozen=True, kw_only=True):
+class OccurrenceRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One occurrence of one reminder, and its outcome."""
 
     schedule_id: ScheduleId
@@ -138,6 +138,41 @@ class OccurrenceLog:
         self._by_turn: dict[int, list[tuple[ScheduleId, int]]] = {}
         self.position = 0
         """How many entries have been fed."""
+
+    @classmethod
+    def resumed(
+        cls, resume: ResumePoint, *, seed_length: int = 0, session: str = ""
+    ) -> OccurrenceLog:
+        """The history (``keep=False``) of a session's first ``resume.position`` entries, as a
+        checkpoint recorded it, to be fed the entries from there on. ``resume.runs`` must be
+        known."""
+        if resume.runs is None:
+            raise ValueError("the checkpoint does not record the reminders' runs")
+        log = cls(seed_length=seed_length, session=session, keep=False)
+        log._state = resume.fold(session)
+        for schedule_id, run, count in resume.runs:
+            log._last[schedule_id] = (run, count)
+            if run.outcome == "pending" and run.turn is not None:
+                log._by_turn.setdefault(run.turn, []).append((schedule_id, -1))
+        for entry in resume.pending:
+            log._read(entry)
+        log.position = resume.position
+        return log
+
+    @property
+    def state(self) -> ScheduleFold:
+        """The schedule fold of the entries fed so far."""
+        return self._state
+
+    def summary(self) -> list[tuple[ScheduleId, OccurrenceRun, int]]:
+        """Each active reminder that has had a run: its latest run and run count, in creation
+        order (what a checkpoint records)."""
+        last = self._last
+        return [
+            (record.id, *last[record.id])
+            for record in self._state.by_creation()
+            if record.id in last
+        ]
 
     def last(self, schedule_id: ScheduleId) -> tuple[OccurrenceRun, int] | None:
         """The latest run of an active reminder (delivered, failed or pending) and how many it

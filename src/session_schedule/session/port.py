@@ -24,7 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Annotated, Final, Literal, NamedTuple, Protocol, Self, TypeAlias, final
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Final,
+    Literal,
+    NamedTuple,
+    Protocol,
+    Self,
+    TypeAlias,
+    final,
+)
 
 import msgspec
 
@@ -33,10 +43,15 @@ from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleChange,
 )
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, format_instant
-from session_schedule.core.records import InstantField, ScheduleRecord
+from session_schedule.core.records import InstantField, RecordStatus, ScheduleRecord
 from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
+
+if TYPE_CHECKING:
+    from session_schedule.session.history import OccurrenceRun
 
 FORMAT_VERSION: Final = 1
 DEFAULT_DUE_LIMIT: Final = 1000
@@ -106,6 +121,19 @@ class ResumePoint(NamedTuple):
     """The ``turn/queued`` entries among the first ``position`` (from the fork point on) that
     no ``turn/finished`` entry among them answers, in log order: a turn queue resumes from them
     and folds only the entries from ``position`` on."""
+    statuses: tuple[tuple[ScheduleId, RecordStatus], ...] = ()
+    """The SPEC §11 status of each active record that has one (paused, snoozed, runs made,
+    resumed late), in creation order."""
+    runs: tuple[tuple[ScheduleId, OccurrenceRun, int], ...] | None = None
+    """Each active reminder's latest run and run count (what its view's ``runs`` and
+    ``lastRun`` say), in creation order; ``None`` when the checkpoint did not record them (an
+    older format): the history is then read from the log's first entry."""
+
+    def fold(self, session: str) -> ScheduleFold:
+        """The schedule fold of the first ``position`` entries (a new one on each call)."""
+        return ScheduleFold.resumed(
+            self.records, highest_id=self.highest_id, session=session, statuses=self.statuses
+        )
 
 
 @final

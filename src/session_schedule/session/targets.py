@@ -58,9 +58,7 @@ class NextTarget:
             for entry in resume.pending:
                 self._note_turn(entry)
             # Opened from a checkpoint: the fold of the entries before it is known already.
-            self._state = ScheduleFold.resumed(
-                resume.records, highest_id=resume.highest_id, session=header.id
-            )
+            self._state = resume.fold(header.id)
             self._folded = resume.position
 
     def after(self, entries: Sequence[LogEntry], end: int) -> Instant | None:

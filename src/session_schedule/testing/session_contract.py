@@ -49,13 +49,26 @@ from typing import Final, NamedTuple, ParamSpec, final
 
 import msgspec
 import pytest
+from msgspec import UNSET
 
-from session_schedule.core.changes import create_change, delete_change, dispatch_change
+from session_schedule.core.changes import (
+    create_change,
+    delete_change,
+    dispatch_change,
+    pause_change,
+    resume_change,
+    snooze_change,
+)
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import fold
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant, parse_instant
-from session_schedule.core.records import AtScheduleRecord, EveryScheduleRecord, ScheduleRecord
+from session_schedule.core.records import (
+    AtScheduleRecord,
+    Ends,
+    EveryScheduleRecord,
+    ScheduleRecord,
+)
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.session import (
@@ -833,6 +846,61 @@ class SessionStoreContract(abc.ABC):
                 assert list(handle.resume.records) == history.active
 
     @contract_test
+    async def test_managed_reminders_reopen_from_a_checkpoint_without_reading_before_it(
+        self, tmp_path: Path
+    ) -> None:
+        # A counted, a paused, a snoozed and a late-resumed reminder, their runs, then enough
+        # messages that all of it lies before the checkpoint's window.
+        self._need_checkpoints()
+        store = self.make_store(tmp_path)
+        session_id, pending_turn = await write_managed_history(store)
+        async with await store.open(session_id) as handle:
+            resume = handle.resume
+            assert resume is not None
+            assert [schedule_id for schedule_id, _ in resume.statuses] == [
+                make_schedule_id(number) for number in (1, 2, 3, 4)
+            ]
+            entries = lazy(handle)
+            assert entries.start <= resume.position - WINDOW
+            resumed = await _views(handle)
+            assert entries.reads == 0
+            # A turn queued before the checkpoint finishes after it.
+            handle.append("turn/finished", turn_finished(pending_turn, at=LATER, outcome="failed"))
+            await handle.barrier()
+            finished = await _views(handle)
+            assert entries.reads == 0
+        # The same session opened from its whole log says the same.
+        self.write_checkpoint(store, session_id, None)
+        async with await store.open(session_id) as handle:
+            assert handle.resume is None
+            assert await _views(handle) == finished
+            handle.append("turn/queued", turn_queued("next", at=LATER, origin="host"))
+            await handle.barrier()
+        async with await store.open(session_id) as handle:
+            assert handle.resume is not None
+            assert await _views(handle) == finished
+        by_id = {view["id"]: view for view in resumed}
+        assert by_id["sch_1"]["runs"] == 1
+        assert by_id["sch_1"]["runsLeft"] == 4
+        assert by_id["sch_1"]["lastRun"] == {
+            "occurrence": "sch_1@2026-05-01T08:00:00.000Z",
+            "outcome": "delivered",
+            "at": "2026-05-01T09:00:00.000Z",
+        }
+        assert by_id["sch_2"]["paused"] is True
+        assert by_id["sch_2"]["lastRun"] == {
+            "occurrence": "sch_2@2026-05-01T08:00:00.000Z",
+            "outcome": "pending",
+            "at": "2026-05-01T09:00:00.000Z",
+        }
+        assert by_id["sch_3"]["snoozedUntil"] == "2026-05-01T12:30:00.000Z"
+        assert {view["id"]: view["lastRun"] for view in finished}["sch_2"] == {
+            "occurrence": "sch_2@2026-05-01T08:00:00.000Z",
+            "outcome": "failed",
+            "at": "2026-05-01T09:00:00.000Z",
+        }
+
+    @contract_test
     async def test_a_forks_checkpoint_activates_nothing_inherited(self, tmp_path: Path) -> None:
         self._need_checkpoints()
         store = self.make_store(tmp_path)
@@ -957,6 +1025,73 @@ async def write_history(store: SessionStore) -> History:
     state = fold(changes, session=session_id)  # type: ignore[arg-type]
     pending = [entry.position for entry in entries if entry.type == "turn/queued"][:1]
     return History(session_id, entries, list(state.by_creation()), state.highest_id, pending)
+
+
+async def write_managed_history(store: SessionStore) -> tuple[SessionId, int]:
+    """A session with four reminders that have a SPEC §11 status — ``sch_1`` counting runs
+    (one delivered), ``sch_2`` paused with its run's turn pending, ``sch_3`` snoozed, ``sch_4``
+    resumed after its target — followed by more than a window of messages, closed after a
+    barrier. Returns its id and the position of the pending turn."""
+    first = "2026-05-01T08:00:00.000Z"
+    async with await store.create(now=NOW) as handle:
+        counted = Ends(until=None, max_runs=5)
+        for number, ends in ((1, counted), (2, UNSET)):
+            schedule_id = make_schedule_id(number)
+            record = EveryScheduleRecord(
+                id=schedule_id,
+                prompt=f"reminder {number}",
+                every_seconds=3600,
+                scheduled_at=first,
+                ends=ends,
+            )
+            handle.append(CHANGE, create_change(record))
+            queued = handle.append(
+                "turn/queued",
+                turn_queued(
+                    f"reminder {number}",
+                    at=NOW,
+                    origin="schedule",
+                    occurrences=(f"{schedule_id}@{first}",),
+                ),
+            )
+            handle.append(CHANGE, dispatch_change(schedule_id, NOW))
+            if number == 1:
+                handle.append("turn/finished", turn_finished(queued, at=NOW, outcome="completed"))
+        pending_turn = queued
+        handle.append(CHANGE, pause_change(make_schedule_id(2)))
+        handle.append(CHANGE, create_change(at_record(3, "2026-05-01T11:00:00.000Z")))
+        handle.append(
+            CHANGE,
+            snooze_change(make_schedule_id(3), parse_instant("2026-05-01T12:30:00.000Z")),
+        )
+        handle.append(CHANGE, create_change(at_record(4, "2026-05-01T08:30:00.000Z")))
+        handle.append(CHANGE, pause_change(make_schedule_id(4)))
+        handle.append(CHANGE, resume_change(make_schedule_id(4), NOW))
+        for number in range(2 * WINDOW):
+            handle.append("message", turn(number))
+        await handle.barrier()
+        return handle.id, pending_turn
+
+
+def at_record(number: int, scheduled_at: str) -> AtScheduleRecord:
+    return AtScheduleRecord(
+        id=make_schedule_id(number), prompt=f"reminder {number}", scheduled_at=scheduled_at
+    )
+
+
+async def _views(handle: SessionHandle) -> list[dict[str, object]]:
+    """The views a live Schedule on ``handle`` lists at ``LATER``, as JSON values."""
+    turns = TurnQueue(handle)
+    live = LiveSchedule(handle, turns, clock=FakeClock(format_instant(LATER)))
+    await live.start()
+    try:
+        views = (await live.active())[1]
+    finally:
+        await live.close()
+        await turns.close()
+    plain = msgspec.to_builtins(views)
+    assert isinstance(plain, list)
+    return plain
 
 
 CHANGE: Final = "schedule/change"
