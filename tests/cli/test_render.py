@@ -210,3 +210,9 @@ def test_a_tab_is_expanded_to_the_next_multiple_of_eight() -> None:
     table.add_row(Text("x\ty"), Text("long\tz"))
     assert _plain(table) == "a           b\n" + "─" * 21 + "\nx       y   long    z\n"
     assert _plain(Text("a\tb")) == _rich(Text("a\tb")) == "a       b\n"
+
+
+def test_a_blank_value_with_a_line_break_is_shown_as_rich_shows_it_in_a_block() -> None:
+    table = Table("id", "rule", "when", "prompt", wrapping=("rule",))
+    table.add_row(Text("0" * 11), Text(""), Text(""), Text("\n"))
+    assert _plain(table, 30) == _rich(table, 30) == "0" * 11 + "\n  rule:\n  when:\n  prompt:\n\n"

@@ -220,7 +220,9 @@ def stacked(table: Table, width: int) -> list[Text | Table]:
             (cell_width(word) for cell in row[1:] for word in _plain_text(cell).split()),
             default=0,
         )
-        if widths is not None and widths[-1] >= longest:  # values wrap, but never inside a word
+        # Values wrap, but never inside a word; an all-blank value column (0 wide) is laid out
+        # line by line, as a table cannot show its line breaks.
+        if widths is not None and widths[-1] >= longest and widths[-1] > 0:
             parts.append(fields)
             continue
         for column, cell in zip(table.columns[1:], row[1:], strict=True):
