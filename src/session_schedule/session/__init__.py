@@ -23,7 +23,8 @@ General layout:
                  ``jsonl_targets``, the JSONL store's sidecar file for it;
 - ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
                  decodes only the log's tail;
-- ``memory``, ``jsonl``, ``sqlite`` — the backends;
+- ``memory``, ``jsonl``, ``sqlite`` — the backends (``jsonl`` a package, one module per part of
+                 its discipline: files, creation, opening, the handle, checkpoints, segments);
 - ``postgres``, ``postgres_schema`` — the PostgreSQL backend and its schema, imported only by
                  name (``from session_schedule.session.postgres import PostgresSessionStore``):
                  they need the ``postgres`` extra (psycopg), which nothing else imports.
