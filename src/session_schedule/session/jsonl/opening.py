@@ -262,13 +262,15 @@ def read_session(path: Path, source: Source, *, sync: bool) -> Scan:
 
 
 def read_log(path: Path, session_id: SessionId) -> tuple[SessionHeader, list[LogEntry]]:
+    """A session's header and entries, read as :func:`read_session` does (what the next-target
+    index rebuilds a record from)."""
     parsed = read_session(path, source_of(session_id), sync=False)
     return parsed.header, parsed.entries
 
 
 def scan_directory(data_dir: Path) -> SessionListing:
-    """The headers of the sessions in ``data_dir``, and the files that are not sessions
-    one can read (a missing directory holds none)."""
+    """The headers of the sessions in ``data_dir``, beside the session files whose header
+    cannot be read (a missing directory holds none)."""
     if not data_dir.is_dir():
         return listing([], [])
     headers: list[SessionHeader] = []
