@@ -77,7 +77,7 @@ from session_schedule.session import JsonlSessionStore, SessionId
 from session_schedule.session.checkpoint import EVERY, CheckpointFile
 from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.session.jsonl import checkpoints as checkpoints_module
-from session_schedule.session.jsonl_targets import INDEX_NAME
+from session_schedule.session.jsonl.next_targets import INDEX_NAME
 from session_schedule.session.lines import commit_line
 from session_schedule.session.port import DueSession, LogEntry
 from session_schedule.session.targets import next_target_of

@@ -15,21 +15,22 @@ SPEC §9, each part in the module that keeps it:
 - **One write per entry; the barrier is an fsync** with group commit, then a commit record
   (:mod:`.handle`).
 - **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs
-  (:mod:`session_schedule.session.jsonl_targets`), answers ``due_sessions``.
+  (:mod:`.next_targets`), answers ``due_sessions``.
 - **A checkpoint** beside the file, bound to a commit record (:mod:`.checkpoints`); the entries
   before its window leave memory and are read back a segment at a time (:mod:`.segments`).
 - **Opening repairs only a torn tail** (:mod:`.opening`); anything else that does not verify is
   corruption: it is reported and the file is left byte-for-byte untouched.
 
-General layout, each module below the ones that use it:
+General layout, in import order (each module uses only the ones above it):
 
-- ``files``       — no-follow, ``0600`` session files; whole writes and reads; directory fsync;
-- ``segments``    — the entries before a checkpoint, read back a segment at a time;
-- ``checkpoints`` — a checkpoint's file, its writing, and its binding to the log;
-- ``opening``     — the owner's open (lock, checkpoint, recovery) and the readers' reads;
-- ``creation``    — a new session's or a fork's file, created atomically;
-- ``handle``      — :class:`JsonlSessionHandle`, the owner of an open file;
-- ``store``       — :class:`JsonlSessionStore`, the composition of the above.
+- ``files``        — no-follow, ``0600`` session files; whole writes and reads; directory fsync;
+- ``next_targets`` — the next-target index, ``.next-targets``, a cache of the logs;
+- ``segments``     — the entries before a checkpoint, read back a segment at a time;
+- ``checkpoints``  — a checkpoint's file, its writing, and its binding to the log;
+- ``opening``      — the owner's open (lock, checkpoint, recovery) and the readers' reads;
+- ``creation``     — a new session's or a fork's file, created atomically;
+- ``handle``       — :class:`JsonlSessionHandle`, the owner of an open file;
+- ``store``        — :class:`JsonlSessionStore`, the composition of the above.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ SPEC §9:
    the barrier; a lone barrier leaves it to a loop callback run once its caller has gone on, or
    to the next entry's ``write``, which carries it ahead of the line, and a failure then poisons
    the handle (the entries are durable already).
-4. **A next-target record** (:mod:`session_schedule.session.jsonl_targets`) is written on the
+4. **A next-target record** (:mod:`.next_targets`) is written on the
    session's thread after a barrier whose entries hold a schedule change has returned, and at
    close — only of a file whose every entry is durable. It is derived data, which a reader
    rebuilds from the log whenever it does not describe the file, so neither its fold nor its
@@ -47,9 +47,9 @@ from session_schedule.session.handle import LazyEntries, LogHandle
 from session_schedule.session.jsonl import checkpoints, segments
 from session_schedule.session.jsonl.checkpoints import checkpoint_path, commit_ending_at
 from session_schedule.session.jsonl.files import source_of, write_all
+from session_schedule.session.jsonl.next_targets import TargetIndexFile
 from session_schedule.session.jsonl.opening import Opened
 from session_schedule.session.jsonl.segments import Prefix, read_prefix, segments_of, thinned
-from session_schedule.session.jsonl_targets import TargetIndexFile
 from session_schedule.session.lines import (
     CHAIN_SEED,
     Format,
@@ -390,7 +390,7 @@ class JsonlSessionHandle(LogHandle):
             self._entries.forget_before(end.entries - checkpoint.WINDOW)
 
     def _record_target(self) -> None:
-        """Queue the next-target record of the file as it is now (see :mod:`.jsonl_targets`).
+        """Queue the next-target record of the file as it is now (see :mod:`.next_targets`).
 
         On the event loop, between flushes: the file holds exactly these entries now, so its
         ``fstat`` and the entry count are taken here. Folding the new entries and writing the

@@ -15,7 +15,7 @@ discipline of :mod:`.files`. What the store itself keeps:
    ``asyncio.to_thread``.
 3. **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs kept by
    the owners and checked against each file's inode, size and mtime by readers
-   (:mod:`session_schedule.session.jsonl_targets`), answers ``due_sessions``.
+   (:mod:`.next_targets`), answers ``due_sessions``.
 4. **Hand-over requests** are files beside the sessions'
    (:class:`~session_schedule.session.handover.RequestFiles`).
 5. **A fork sheds what it inherits.** A fork of more than :data:`FORK_HELD` entries writes a
@@ -41,6 +41,7 @@ from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoi
 from session_schedule.session.jsonl.creation import Seed, create_session, fork_seed
 from session_schedule.session.jsonl.files import SUFFIX, source_of
 from session_schedule.session.jsonl.handle import JsonlSessionHandle
+from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.jsonl.opening import (
     Opened,
     open_session,
@@ -48,7 +49,6 @@ from session_schedule.session.jsonl.opening import (
     read_session,
     scan_directory,
 )
-from session_schedule.session.jsonl_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.lines import CURRENT_FORMAT, new_checksums
 from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
@@ -286,7 +286,7 @@ class JsonlSessionStore:
         self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
     ) -> tuple[DueSession, ...]:
         """See the port; answered from the sidecar index ``.next-targets`` of the data directory
-        (:mod:`session_schedule.session.jsonl_targets`), which reads a session's log only when
+        (:mod:`.next_targets`), which reads a session's log only when
         its record is missing or stale."""
         check_limit(limit)
         return await asyncio.to_thread(lambda: self._index.due(before, limit))
