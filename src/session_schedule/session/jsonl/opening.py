@@ -75,6 +75,7 @@ from session_schedule.session.port import (
     SessionListing,
     listing,
 )
+from session_schedule.session.stores import report_rejected
 
 # The package's one logger: its records keep the name they have always had.
 _log: Final = logging.getLogger("session_schedule.session.jsonl")
@@ -134,8 +135,7 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> Opened | None
     found = read_checkpoint(where, source)
     if isinstance(found, checkpoint.Rejected):
         if found.reason != "missing":
-            log = _log.info if found.reason == "version" else _log.warning
-            log("checkpoint of session %s not used (%s): %s", source.session_id, *found)
+            report_rejected(_log, source.session_id, found)
         return None
     size = os.fstat(fd).st_size
     head = files.pread_all(fd, min(size, HEADER_LIMIT + 1), 0)
