@@ -62,7 +62,6 @@ from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
     PersistenceUncertain,
-    SessionCorrupt,
     ownership_lost,
     session_busy,
     session_exists,
@@ -85,7 +84,6 @@ from session_schedule.session.port import (
     SessionListing,
     SessionSnapshot,
     listed,
-    listing,
     make_header,
     seed_length,
 )
@@ -100,6 +98,7 @@ from session_schedule.session.stores import (
     decode_range,
     decode_rows,
     decode_window,
+    header_listing,
     report_rejected,
     window_start,
 )
@@ -555,14 +554,7 @@ class PostgresSessionStore:
         async with self._connection() as connection:
             cursor = await connection.execute(self._sql.headers)
             rows = await cursor.fetchall()
-        headers: list[SessionHeader] = []
-        problems: list[SessionCorrupt] = []
-        for stored_id, stored_header in rows:
-            try:
-                headers.append(decode_header(stored_header, self._source(stored_id)))
-            except SessionCorrupt as problem:
-                problems.append(problem)
-        return listing(headers, problems)
+        return header_listing((self._source(stored_id), header) for stored_id, header in rows)
 
     async def due_sessions(
         self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT

@@ -65,7 +65,6 @@ from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
-    SessionCorrupt,
     SessionError,
     session_busy,
     session_exists,
@@ -98,6 +97,7 @@ from session_schedule.session.stores import (
     decode_range,
     decode_rows,
     decode_window,
+    header_listing,
     report_rejected,
     window_start,
 )
@@ -561,16 +561,9 @@ def _scan(db: _Database) -> SessionListing:
         rows = connection.execute("SELECT id, header FROM sessions").fetchall()
     finally:
         connection.close()
-    headers: list[SessionHeader] = []
-    problems: list[SessionCorrupt] = []
-    for session_id, header in rows:
-        try:
-            headers.append(
-                decode_header(_stored_bytes(header), db.source(_stored_text(session_id)))
-            )
-        except SessionCorrupt as problem:
-            problems.append(problem)
-    return listing(headers, problems)
+    return header_listing(
+        (db.source(_stored_text(session_id)), _stored_bytes(header)) for session_id, header in rows
+    )
 
 
 def _due(db: _Database, before: Instant, limit: int) -> tuple[DueSession, ...]:

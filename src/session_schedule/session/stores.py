@@ -16,7 +16,9 @@ and every store binds its checkpoints to its own log (see
 3. **A checkpoint comes with its window's rows.** A database store opening a session from its
    checkpoint reads the log's rows from the first entry of the checkpoint's window
    (:func:`window_start`) on, and decodes them as a whole read would (:func:`decode_window`).
-4. **A checkpoint not used is logged, never raised** (:func:`report_rejected`): at ``info`` when
+4. **A listing reads every header.** A header that does not decode is a problem listed beside
+   the others (:func:`header_listing`): ``scan`` never stops at one.
+5. **A checkpoint not used is logged, never raised** (:func:`report_rejected`): at ``info`` when
    it is of another version (an upgrade), at ``warning`` otherwise; the session then opens from
    its whole log.
 """
@@ -28,8 +30,9 @@ from collections.abc import Iterable
 from typing import Generic, TypeVar, final
 
 from session_schedule.session import checkpoint
-from session_schedule.session.codec import EntryDecoder, Source, check_seed_length
-from session_schedule.session.port import LogEntry, SessionHeader
+from session_schedule.session.codec import EntryDecoder, Source, check_seed_length, decode_header
+from session_schedule.session.errors import SessionCorrupt
+from session_schedule.session.port import LogEntry, SessionHeader, SessionListing, listing
 
 R = TypeVar("R")
 
@@ -109,6 +112,18 @@ def decode_window(
     held = decode_rows(rows, first, source)
     check_seed_length(header, first + len(held), source)
     return held
+
+
+def header_listing(stored: Iterable[tuple[Source, bytes]]) -> SessionListing:
+    """The listing of the sessions whose stored headers are ``stored`` (each with its source)."""
+    headers: list[SessionHeader] = []
+    problems: list[SessionCorrupt] = []
+    for source, header in stored:
+        try:
+            headers.append(decode_header(header, source))
+        except SessionCorrupt as problem:
+            problems.append(problem)
+    return listing(headers, problems)
 
 
 def report_rejected(log: logging.Logger, session_id: str, rejected: checkpoint.Rejected) -> None:
