@@ -45,6 +45,7 @@ from session_schedule.session.lines import (
     stated_entry_checksum,
 )
 from session_schedule.session.port import LogEntry, SessionHeader
+from session_schedule.session.private import OPEN_FLAGS
 
 
 def checkpoint_path(log: Path) -> Path:
@@ -58,7 +59,7 @@ _COMMIT_READ: Final = 256
 
 def read_checkpoint(where: Path, source: Source) -> checkpoint.CheckpointFile | checkpoint.Rejected:
     try:
-        fd = os.open(where, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(where, os.O_RDONLY | OPEN_FLAGS)
     except FileNotFoundError:
         return checkpoint.Rejected("missing", "there is none")
     except OSError as error:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from session_schedule.session.codec import encode_payload
 from session_schedule.session.errors import session_exists
 from session_schedule.session.ids import SessionId, new_session_id
-from session_schedule.session.jsonl.files import SUFFIX, ensure_directory, fsync_directory
+from session_schedule.session.jsonl.files import SUFFIX, ensure_directory
 from session_schedule.session.jsonl.opening import Opened
 from session_schedule.session.lines import (
     CHAIN_SEED,
@@ -34,6 +34,7 @@ from session_schedule.session.lines import (
     new_checksums,
 )
 from session_schedule.session.port import LogEntry, SessionHeader
+from session_schedule.session.private import sync_directory
 
 
 class Seed(NamedTuple):
@@ -75,7 +76,7 @@ def create_session(
         header = header_for(session_id)
         fd = _publish(data_dir, session_id, header_line_for(header) + body)
         if fd is not None:
-            fsync_directory(data_dir)
+            sync_directory(data_dir)
             return Opened(
                 fd,
                 header,

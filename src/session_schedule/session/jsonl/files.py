@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 from typing import Final
 
 from session_schedule.session.codec import Source
 from session_schedule.session.errors import not_a_regular_file, session_not_found
-from session_schedule.session.private import private_directory
+from session_schedule.session.private import (
+    OPEN_FLAGS,
+    irregular_kind,
+    private_directory,
+    refused_kind,
+    sync_directory,
+)
 
 SUFFIX: Final = ".jsonl"
 _READ_CHUNK: Final = 1 << 20
@@ -34,15 +39,6 @@ _READ_CHUNK: Final = 1 << 20
 
 def source_of(session_id: str) -> Source:
     return Source(session_id=session_id, name=f"{session_id}{SUFFIX}", storage="file", lines=True)
-
-
-_KINDS: Final = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 def open_session_file(path: Path, flags: int, source: Source) -> int:
@@ -53,28 +49,23 @@ def open_session_file(path: Path, flags: int, source: Source) -> int:
     regular file is refused with ``SessionCorrupt`` before a byte is read or written.
     """
     try:
-        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, flags | OPEN_FLAGS)
     except FileNotFoundError:
         raise session_not_found(source.session_id, str(path.parent)) from None
     except OSError as error:
-        kind = {
-            errno.ELOOP: "a symbolic link",
-            errno.EISDIR: "a directory",
-            errno.ENXIO: "a socket or a device without a driver",
-        }.get(error.errno or 0)
-        if kind is None:
+        refused = refused_kind(error)
+        if refused is None:
             raise
-        raise not_a_regular_file(source.session_id, source.name, kind) from None
+        raise not_a_regular_file(source.session_id, source.name, refused) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
+        kind = irregular_kind(os.fstat(fd).st_mode)
+        if kind is None:
             os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
-    if not stat.S_ISREG(mode):
+    if kind is not None:
         os.close(fd)
-        kind = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
         raise not_a_regular_file(source.session_id, source.name, kind)
     return fd
 
@@ -109,12 +100,4 @@ def ensure_directory(data_dir: Path) -> None:
     if data_dir.is_dir():
         return
     private_directory(data_dir)  # parents too: 0700 whatever the umask
-    fsync_directory(data_dir.parent)
-
-
-def fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    sync_directory(data_dir.parent)
