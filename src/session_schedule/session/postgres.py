@@ -58,7 +58,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint
+from session_schedule.session import checkpoint, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
     PersistenceUncertain,
@@ -92,15 +92,6 @@ from session_schedule.session.postgres_schema import (
     quoted,
     version_problem,
     version_queries,
-)
-from session_schedule.session.stores import (
-    PendingRows,
-    decode_range,
-    decode_rows,
-    decode_window,
-    header_listing,
-    report_rejected,
-    window_start,
 )
 from session_schedule.session.targets import check_limit
 
@@ -256,7 +247,7 @@ class PostgresSessionHandle(LogHandle):
         self._retry_at = 0.0
         """When (loop time) to try again after a failed renewal."""
         self._loop = asyncio.get_running_loop()
-        self._pending: PendingRows[Row] = PendingRows(len(entries))
+        self._pending: stores.PendingRows[Row] = stores.PendingRows(len(entries))
 
     @property
     def epoch(self) -> int:
@@ -554,7 +545,9 @@ class PostgresSessionStore:
         async with self._connection() as connection:
             cursor = await connection.execute(self._sql.headers)
             rows = await cursor.fetchall()
-        return header_listing((self._source(stored_id), header) for stored_id, header in rows)
+        return stores.header_listing(
+            (self._source(stored_id), header) for stored_id, header in rows
+        )
 
     async def due_sessions(
         self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
@@ -743,7 +736,7 @@ class PostgresSessionStore:
         header = decode_header(found[0], source)
         cursor = await connection.execute(self._sql.entries, (session_id,))
         rows: list[Row] = [(row[0], row[1], row[2]) for row in await cursor.fetchall()]
-        entries = decode_rows(rows, 0, source)
+        entries = stores.decode_rows(rows, 0, source)
         check_seed_length(header, len(entries), source)
         return _Loaded(header, entries, rows)
 
@@ -770,12 +763,12 @@ class PostgresSessionStore:
         header_bytes, data = stored
         found = checkpoint.decode_checkpoint(data, source)
         if isinstance(found, checkpoint.Rejected):
-            report_rejected(_log, session_id, found)
+            stores.report_rejected(_log, session_id, found)
             return None
         header = decode_header(header_bytes, source)
         # The window before the checkpoint and everything after it, from the log itself; the
         # last covered row among them is the binding's.
-        first = window_start(found)
+        first = stores.window_start(found)
         cursor = await connection.execute(self._sql.entries_from, (session_id, first))
         rows: list[Row] = await cursor.fetchall()
         index = found.entries - 1 - first
@@ -787,9 +780,9 @@ class PostgresSessionStore:
         )
         restored = checkpoint.restore_bound(found, source, bound=bound)
         if isinstance(restored, checkpoint.Rejected):
-            report_rejected(_log, session_id, restored)
+            stores.report_rejected(_log, session_id, restored)
             return None
-        held = decode_window(header, rows, first, source)
+        held = stores.decode_window(header, rows, first, source)
         entries = self._entries(session_id, first, held)
         return _Owned(header, entries, epoch, restored.resume_point())
 
@@ -821,4 +814,4 @@ def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) 
     """
     with psycopg.connect(dsn, autocommit=True) as connection:
         rows = connection.execute(statement, (source.session_id, begin, end)).fetchall()
-    return decode_range(rows, begin, end, source)
+    return stores.decode_range(rows, begin, end, source)

@@ -62,7 +62,7 @@ from typing import Final, NamedTuple, TypeAlias, final
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint
+from session_schedule.session import checkpoint, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
     SessionError,
@@ -92,15 +92,6 @@ from session_schedule.session.port import (
     seed_length,
 )
 from session_schedule.session.private import private_directory
-from session_schedule.session.stores import (
-    PendingRows,
-    decode_range,
-    decode_rows,
-    decode_window,
-    header_listing,
-    report_rejected,
-    window_start,
-)
 from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
 
@@ -176,7 +167,7 @@ class SqliteSessionHandle(LogHandle):
         self._connection = opened.connection
         self._lock_fd = opened.lock_fd
         self._worker = worker
-        self._pending: PendingRows[Row] = PendingRows(len(opened.entries))
+        self._pending: stores.PendingRows[Row] = stores.PendingRows(len(opened.entries))
 
     def _write(self, position: int, entry_type: str, data: bytes) -> None:
         self._pending.append((self.id, position, entry_type, data.decode()))
@@ -445,7 +436,7 @@ def _load_from_checkpoint(
         return None
     found = checkpoint.decode_checkpoint(_stored_bytes(stored[0]), source)
     if isinstance(found, checkpoint.Rejected):
-        report_rejected(_log, session_id, found)
+        stores.report_rejected(_log, session_id, found)
         return None
     header_row = connection.execute(
         "SELECT header FROM sessions WHERE id = ?", (session_id,)
@@ -463,16 +454,16 @@ def _load_from_checkpoint(
     )
     restored = checkpoint.restore_bound(found, source, bound=bound)
     if isinstance(restored, checkpoint.Rejected):
-        report_rejected(_log, session_id, restored)
+        stores.report_rejected(_log, session_id, restored)
         return None
     # The window before the checkpoint and everything after it, from the log itself.
-    first = window_start(found)
+    first = stores.window_start(found)
     rows = connection.execute(
         "SELECT position, type, data FROM entries WHERE session_id = ? AND position >= ?"
         " ORDER BY position",
         (session_id, first),
     ).fetchall()
-    held = decode_window(header, _stored_rows(rows), first, source)
+    held = stores.decode_window(header, _stored_rows(rows), first, source)
     return header, _entries(db, session_id, first, held), restored
 
 
@@ -485,7 +476,7 @@ def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> l
         rows = connection.execute(_RANGE, (session_id, begin, end)).fetchall()
     finally:
         connection.close()
-    return decode_range(_stored_rows(rows), begin, end, source)
+    return stores.decode_range(_stored_rows(rows), begin, end, source)
 
 
 def _stored_rows(
@@ -561,7 +552,7 @@ def _scan(db: _Database) -> SessionListing:
         rows = connection.execute("SELECT id, header FROM sessions").fetchall()
     finally:
         connection.close()
-    return header_listing(
+    return stores.header_listing(
         (db.source(_stored_text(session_id)), _stored_bytes(header)) for session_id, header in rows
     )
 
@@ -713,7 +704,7 @@ def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: Sessio
     if found is None:
         raise session_not_found(session_id, db.place)
     header = decode_header(_stored_bytes(found[0]), source)
-    entries = decode_rows(_stored_rows(rows), 0, source)
+    entries = stores.decode_rows(_stored_rows(rows), 0, source)
     raw = [(entry.type, _stored_bytes(row[2])) for entry, row in zip(entries, rows, strict=True)]
     check_seed_length(header, len(entries), source)
     return _Loaded(header, entries, raw)
