@@ -21,6 +21,8 @@ General layout:
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
 - ``targets``  — the next-target index every store keeps (``due_sessions``), and
                  ``jsonl.next_targets``, the JSONL store's sidecar file for it;
+- ``stores``   — what the stores share in keeping their records (rows pending a flush, rows
+                 decoded strictly, a checkpoint's window, a listing of headers);
 - ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
                  decodes only the log's tail;
 - ``memory``, ``jsonl``, ``sqlite`` — the backends (``jsonl`` a package, one module per part of

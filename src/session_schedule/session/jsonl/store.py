@@ -275,7 +275,6 @@ class JsonlSessionStore:
         return listed(await self.scan())
 
     async def scan(self) -> SessionListing:
-
         def job() -> SessionListing:
             self.check_directory()
             return scan_directory(self._dir)
@@ -286,8 +285,8 @@ class JsonlSessionStore:
         self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
     ) -> tuple[DueSession, ...]:
         """See the port; answered from the sidecar index ``.next-targets`` of the data directory
-        (:mod:`.next_targets`), which reads a session's log only when
-        its record is missing or stale."""
+        (:mod:`.next_targets`), which reads a session's log only when its record is missing or
+        stale."""
         check_limit(limit)
         return await asyncio.to_thread(lambda: self._index.due(before, limit))
 
