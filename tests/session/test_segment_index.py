@@ -3,8 +3,8 @@ checkpoint's window by scanning the one segment that holds it, not every byte be
 that does not hold is dropped for a scan, and a corrupt log is still reported as one.
 
 The sessions here are a few megabytes, with segments, checkpoints and the chunks of older entries
-handed out made small (``segments.SEGMENT``, ``checkpoint.EVERY``, ``segments.CHUNK``) so that they hold many of
-each."""
+handed out made small (``segments.SEGMENT``, ``checkpoint.EVERY``, ``segments.CHUNK``) so that
+they hold many of each."""
 
 from __future__ import annotations
 
