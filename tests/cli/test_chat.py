@@ -46,7 +46,7 @@ from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
-from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME
+from session_schedule.session.jsonl.next_targets import INDEX_NAME, KEY_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock

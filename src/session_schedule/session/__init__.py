@@ -20,10 +20,14 @@ General layout:
                  calls on;
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
 - ``targets``  — the next-target index every store keeps (``due_sessions``), and
-                 ``jsonl_targets``, the JSONL store's sidecar file for it;
+                 ``jsonl.next_targets``, the JSONL store's sidecar file for it;
+- ``stores``   — what the stores share in keeping their records (rows pending a flush, rows
+                 decoded strictly, a checkpoint's window, a listing of headers);
 - ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
                  decodes only the log's tail;
-- ``memory``, ``jsonl``, ``sqlite`` — the backends;
+- ``memory``, ``jsonl``, ``sqlite`` — the backends (``jsonl`` a package, one module per part of
+                 its discipline: files, creation, opening, the handle, checkpoints, segments, the
+                 next-target index);
 - ``postgres``, ``postgres_schema`` — the PostgreSQL backend and its schema, imported only by
                  name (``from session_schedule.session.postgres import PostgresSessionStore``):
                  they need the ``postgres`` extra (psycopg), which nothing else imports.
