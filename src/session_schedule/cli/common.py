@@ -22,6 +22,10 @@ STORE_HELP: Final = (
     "where sessions are: jsonl:DIR, sqlite:PATH or postgresql://… (default: "
     f"${STORE_VARIABLE}, else jsonl: in the data directory)"
 )
+DSN_VARIABLE: Final = "SESSION_SCHEDULE_PG_DSN"
+DEFAULT_SCHEMA: Final = "session_schedule"
+"""The same as ``session_schedule.session.postgres_schema.DEFAULT_SCHEMA`` (not imported here:
+that module imports psycopg)."""
 SQLITE_FILE: Final = "sessions.db"
 """The database file ``--store sqlite`` names in the data directory."""
 
@@ -187,10 +191,14 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def add_model_options(parser: argparse.ArgumentParser, *, model: str, base_url: str) -> None:
-    """Add ``--model MODEL`` and ``--base-url URL`` with these helps (see ``chat.model_config``)."""
-    parser.add_argument("--model", metavar="MODEL", help=model)
-    parser.add_argument("--base-url", metavar="URL", help=base_url)
+def add_schema_option(parser: argparse.ArgumentParser, *, metavar: str | None = None) -> None:
+    """Add ``--schema``: the PostgreSQL schema holding the store's tables."""
+    parser.add_argument(
+        "--schema",
+        default=DEFAULT_SCHEMA,
+        metavar=metavar,
+        help=f"the PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA})",
+    )
 
 
 def non_negative_seconds(text: str) -> float:
