@@ -73,7 +73,9 @@ class Agent(Protocol):
         """Queue ``message`` as the next follow-up turn, synchronously, or raise.
 
         Returning means the turn was accepted; any exception means it was not, and Schedule
-        records no dispatch (the reminder stays active and is retried).
+        records no dispatch (the reminder stays active and is retried). An agent that also has
+        the optional ``followup_keyed(followup: FollowUp)`` is called there instead, with the
+        occurrence keys beside the same text.
         """
         ...
 
