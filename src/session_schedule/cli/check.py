@@ -10,7 +10,7 @@ it is a monitoring probe: exit 1, naming them, when reminders are later than tha
 from __future__ import annotations
 
 import argparse
-from typing import final
+from typing import Final, final
 
 import msgspec
 
@@ -31,22 +31,20 @@ from session_schedule.harness.transcript import transcript_check
 from session_schedule.session import MESSAGE_ENTRY_TYPE, SessionSnapshot
 from session_schedule.session.port import SessionStore
 
+DESCRIPTION: Final = (
+    "Read and strictly decode every entry of a session, fold its schedule "
+    "changes and check that every tool result in the transcript answers a call. Prints a "
+    "one-line summary when the session is sound, with a warning for each tool call a stop "
+    "or crash left without its result. Exit codes: 0 sound; 1 sound, but with --overdue "
+    "some reminder is later than that; 3 no such session; 5 corrupt (the message names the "
+    "entry and the field, or the stray tool result)."
+)
+EXAMPLE: Final = "session-schedule check s_7k2m4q9x3v5b"
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``check`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "check",
-        run,
-        help="validate a session's whole log strictly",
-        description="Read and strictly decode every entry of a session, fold its schedule "
-        "changes and check that every tool result in the transcript answers a call. Prints a "
-        "one-line summary when the session is sound, with a warning for each tool call a stop "
-        "or crash left without its result. Exit codes: 0 sound; 1 sound, but with --overdue "
-        "some reminder is later than that; 3 no such session; 5 corrupt (the message names the "
-        "entry and the field, or the stray tool result).",
-        example="session-schedule check s_7k2m4q9x3v5b",
-    )
+    parser = add_command(commands, "check", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser)
     parser.add_argument(
         "--overdue",

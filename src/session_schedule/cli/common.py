@@ -157,14 +157,13 @@ def add_command(
     name: str,
     handler: Handler,
     *,
-    help: str,  # noqa: A002 - argparse's name
     description: str,
     example: str,
 ) -> argparse.ArgumentParser:
-    """Add command ``name``, run by ``handler``, with its help, description and example."""
+    """Add command ``name``, run by ``handler``, with its description and example; its one-line
+    help is the one the program lists (``main.COMMANDS``)."""
     parser = commands.add_parser(
         name,
-        help=help,
         description=description,
         epilog=f"example: {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,

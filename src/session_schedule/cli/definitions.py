@@ -37,7 +37,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         commands,
         "catalog",
         _catalog,
-        help="print the persistence catalog as JSON",
         description="Every durable entry type this version writes — its name, version, "
         "declaring type, source location and JSON Schema — as JSON.",
         example="session-schedule catalog",
@@ -47,7 +46,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         commands,
         "tools",
         _tools,
-        help="print the schedule tool definitions as JSON",
         description="The definitions of schedule_create, schedule_list and schedule_delete, "
         "with the default limits, in the format a model API or protocol expects: OpenAI "
         "strict function tools for Chat Completions (openai) or the Responses API "

@@ -8,6 +8,7 @@ a tool call and its results is refused, naming the nearest entries to cut at.
 from __future__ import annotations
 
 import argparse
+from typing import Final
 
 from session_schedule.cli import reading
 from session_schedule.cli.common import (
@@ -23,20 +24,18 @@ from session_schedule.harness.transcript import check_fork_cut
 from session_schedule.session import SessionId
 from session_schedule.session.port import SessionStore
 
+DESCRIPTION: Final = (
+    "Create a new session that keeps the session's history — all of it, or its "
+    "first N entries — but none of its active reminders. Only the new id is printed, so a "
+    "script can capture it. The parent may be open elsewhere; it is not modified. A cut "
+    "between a tool call and its results is refused, naming the nearest entries to cut at."
+)
+EXAMPLE: Final = "child=$(session-schedule fork s_7k2m4q9x3v5b --at 12)"
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``fork`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "fork",
-        run,
-        help="fork a session and print the new session's id",
-        description="Create a new session that keeps the session's history — all of it, or its "
-        "first N entries — but none of its active reminders. Only the new id is printed, so a "
-        "script can capture it. The parent may be open elsewhere; it is not modified. A cut "
-        "between a tool call and its results is refused, naming the nearest entries to cut at.",
-        example="child=$(session-schedule fork s_7k2m4q9x3v5b --at 12)",
-    )
+    parser = add_command(commands, "fork", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser)
     parser.add_argument(
         "--at",

@@ -38,6 +38,7 @@ DESCRIPTION: Final = (
     "how late it was and how many earlier occurrences a catch-up delivery covered (skipped). "
     "Read from the log alone, while the session may be open elsewhere."
 )
+EXAMPLE: Final = "session-schedule history s_7k2m4q9x3v5b sch_2 --json"
 _OUTCOME_STYLES: Final = {
     "delivered": "green",
     "failed": "bold red",
@@ -50,14 +51,7 @@ _OUTCOME_STYLES: Final = {
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``history`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "history",
-        run,
-        help="show what became of each occurrence of a session's reminders",
-        description=DESCRIPTION,
-        example="session-schedule history s_7k2m4q9x3v5b sch_2 --json",
-    )
+    parser = add_command(commands, "history", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser, "the session id (s_ and 12 characters)")
     parser.add_argument(
         "id", metavar="ID", nargs="?", help="only this reminder's occurrences (sch_N)"

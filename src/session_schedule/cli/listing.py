@@ -8,6 +8,7 @@ the ``schedule_list`` result.
 from __future__ import annotations
 
 import argparse
+from typing import Final
 
 from session_schedule.cli import reading
 from session_schedule.cli.common import EXIT_OK, add_command, add_json_flag, add_session_argument
@@ -19,19 +20,17 @@ from session_schedule.runtime.live import with_runs
 from session_schedule.session.history import OccurrenceLog
 from session_schedule.tools.results import ListResult
 
+DESCRIPTION: Final = (
+    "The active reminders of a session, soonest first, each with its state "
+    "(scheduled, or overdue) and delivery mode — what schedule_list would tell the model "
+    "now. With --json, exactly the schedule_list result."
+)
+EXAMPLE: Final = "session-schedule list s_7k2m4q9x3v5b --json"
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``list`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "list",
-        run,
-        help="list a session's active reminders as the model sees them",
-        description="The active reminders of a session, soonest first, each with its state "
-        "(scheduled, or overdue) and delivery mode — what schedule_list would tell the model "
-        "now. With --json, exactly the schedule_list result.",
-        example="session-schedule list s_7k2m4q9x3v5b --json",
-    )
+    parser = add_command(commands, "list", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser)
     add_json_flag(parser)
 

@@ -9,7 +9,7 @@ whose log is damaged is listed with its problem. It only reads (see
 from __future__ import annotations
 
 import argparse
-from typing import final
+from typing import Final, final
 
 import msgspec
 
@@ -24,20 +24,18 @@ from session_schedule.session import SessionCorrupt, SessionNotFound
 from session_schedule.session.location import store_url
 from session_schedule.session.port import SessionStore
 
+DESCRIPTION: Final = (
+    "The sessions in the store (--store), oldest first: when each was created, "
+    "its parent and the entry it was forked at (for a fork), how many entries it has, how "
+    "many reminders are active and the earliest target. A session whose log is damaged is "
+    "listed with its problem."
+)
+EXAMPLE: Final = "session-schedule sessions --json"
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``sessions`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "sessions",
-        run,
-        help="list the sessions in the store",
-        description="The sessions in the store (--store), oldest first: when each was created, "
-        "its parent and the entry it was forked at (for a fork), how many entries it has, how "
-        "many reminders are active and the earliest target. A session whose log is damaged is "
-        "listed with its problem.",
-        example="session-schedule sessions --json",
-    )
+    parser = add_command(commands, "sessions", run, description=DESCRIPTION, example=EXAMPLE)
     add_json_flag(parser)
 
 

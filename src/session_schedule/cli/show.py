@@ -44,19 +44,18 @@ from session_schedule.session import MESSAGE_ENTRY_TYPE, LogEntry, MessageEntry,
 _JSON: Final = msgspec.json.Encoder()
 
 
+DESCRIPTION: Final = (
+    "Every entry of a session in order: each turn with its time, role and origin "
+    "(follow-up turns queued by Schedule are marked), and a one-line summary of each "
+    "schedule change. A fork's inherited entries are marked. Exits 5 when a schedule change "
+    "breaks the fold's rules, after showing the entries."
+)
+EXAMPLE: Final = "session-schedule show s_7k2m4q9x3v5b"
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``show`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "show",
-        run,
-        help="show a session's transcript and schedule events",
-        description="Every entry of a session in order: each turn with its time, role and origin "
-        "(follow-up turns queued by Schedule are marked), and a one-line summary of each "
-        "schedule change. A fork's inherited entries are marked. Exits 5 when a schedule change "
-        "breaks the fold's rules, after showing the entries.",
-        example="session-schedule show s_7k2m4q9x3v5b",
-    )
+    parser = add_command(commands, "show", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser)
 
 

@@ -47,18 +47,17 @@ _UNIT_MS: Final = {
 }
 
 
+DESCRIPTION: Final = (
+    "The occurrences the session's active reminders will have from now until "
+    "--until, recurring reminders expanded, in the time zone you choose. Overdue reminders "
+    "come first: they are delivered once, the next time the session is open live."
+)
+EXAMPLE: Final = "session-schedule timeline s_7k2m4q9x3v5b --until 7d --zone Asia/Tokyo"
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``timeline`` to the program's subcommands."""
-    parser = add_command(
-        commands,
-        "timeline",
-        run,
-        help="show a session's upcoming reminder occurrences",
-        description="The occurrences the session's active reminders will have from now until "
-        "--until, recurring reminders expanded, in the time zone you choose. Overdue reminders "
-        "come first: they are delivered once, the next time the session is open live.",
-        example="session-schedule timeline s_7k2m4q9x3v5b --until 7d --zone Asia/Tokyo",
-    )
+    parser = add_command(commands, "timeline", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser)
     parser.add_argument(
         "--until",
