@@ -21,9 +21,6 @@ from typing import TypeVar
 from session_schedule.cli.common import read_session, store_location
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.runtime.clock import Clock, SystemClock
-
-# The session package registers every durable type it writes (``message`` among them) in the
-# persistence catalog when it is imported; ``catalog`` relies on that.
 from session_schedule.session import SessionSnapshot
 from session_schedule.session.location import opened_store
 from session_schedule.session.port import SessionStore, schedule_changes
