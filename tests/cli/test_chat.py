@@ -21,17 +21,15 @@ import pytest
 from rich.console import Console
 
 from session_schedule.cli.chat import (
-    API_KEY_PLACEHOLDER,
     OFFLINE_BANNER,
     Display,
     Line,
-    ModelConfig,
-    model_config,
     plain_text,
     styled_writer,
 )
 from session_schedule.cli.common import schedule_settings
 from session_schedule.cli.main import build_parser, main
+from session_schedule.cli.model import API_KEY_PLACEHOLDER, ModelConfig, model_config
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleCreateChange,
