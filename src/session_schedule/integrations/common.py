@@ -259,8 +259,9 @@ def store_messages(turns: TurnQueue, framework: str, messages: Sequence[object])
     Session as a ``framework/messages`` entry; the queue's ``turn/finished`` follows it.
 
     Lone surrogates in their strings are written as ``\\uXXXX`` (:func:`sendable`), so that they
-    encode. Raises ``RuntimeError`` outside a queued turn, ``ValueError`` for a message that is
-    not a JSON object, and ``PersistenceUncertain`` when the append fails.
+    encode. Raises ``RuntimeError`` outside a queued turn, ``TypeError`` for a message that is
+    not a JSON object, ``ValueError`` for one that does not encode, and
+    ``PersistenceUncertain`` when the append fails.
     """
     turn = turns.current
     if turn is None:
@@ -274,11 +275,9 @@ def store_messages(turns: TurnQueue, framework: str, messages: Sequence[object])
     for message in messages:
         value = sendable(message)
         if not isinstance(value, dict):
-            raise ValueError(f"a {framework} message is a JSON object, not {type(value).__name__}")
+            raise TypeError(f"a {framework} message is a JSON object, not {type(value).__name__}")
         stored.append(value)
-    entry = framework_messages(
-        framework, turn=turn.position, at=turns.clock.now(), messages=stored
-    )
+    entry = framework_messages(framework, turn=turn.position, at=turns.clock.now(), messages=stored)
     turns.session.append(FRAMEWORK_MESSAGES_TYPE, entry)
 
 

@@ -45,7 +45,9 @@ FRAMEWORK_MESSAGES_VERSION: Final = 1
 FRAMEWORK_NAME_PATTERN: Final = r"^[a-z][a-z0-9-]{0,31}\Z"
 
 FrameworkName: TypeAlias = Annotated[str, msgspec.Meta(pattern=FRAMEWORK_NAME_PATTERN)]
-JsonValue: TypeAlias = Annotated[object, msgspec.Meta(extra_json_schema={"description": "any JSON"})]
+JsonValue: TypeAlias = Annotated[
+    object, msgspec.Meta(extra_json_schema={"description": "any JSON value"})
+]
 Message: TypeAlias = dict[str, JsonValue]
 """One message in the framework's serialised form: a JSON object."""
 
