@@ -81,13 +81,9 @@ class ScriptedModel(Model):
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
         items: list[object] = [input] if isinstance(input, str) else list(input)
-        said = [
-            item if isinstance(item, str) else item.get("content")
-            for item in items
-            if isinstance(item, str) or (isinstance(item, dict) and item.get("role") == "user")
-        ]
+        said = [text for text in map(_user_text, items) if text is not None]
         name = next(
-            (text[len(NAME) :].rstrip(".") for text in said if str(text).startswith(NAME)), "you"
+            (text[len(NAME) :].rstrip(".") for text in said if text.startswith(NAME)), "you"
         )
         item = items[-1]
         if isinstance(item, dict) and item.get("type") == "function_call_output":
@@ -120,6 +116,16 @@ class ScriptedModel(Model):
         prompt: ResponsePromptParam | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
         raise NotImplementedError("the scripted model answers Runner.run, not run_streamed")
+
+
+def _user_text(item: object) -> str | None:
+    """What the person (or a reminder) said in ``item``, if it is a user message."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict) and item.get("role") == "user":
+        content = item.get("content")
+        return content if isinstance(content, str) else None
+    return None
 
 
 def _answer(text: str) -> ModelResponse:
