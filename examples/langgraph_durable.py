@@ -59,7 +59,6 @@ class ScriptedChatModel(GenericFakeChatModel):
     sets a reminder when asked, greets the person, and acts on the reminder by the name the
     conversation holds."""
 
-    messages: Sequence[AIMessage] = ()  # type: ignore[assignment]  # answers are chosen below
     bound_tools: list[dict[str, object]] = []  # noqa: RUF012 (a pydantic field)
 
     def bind_tools(  # type: ignore[override]
@@ -105,7 +104,8 @@ async def main(directory: Path, clock: Clock | None = None) -> LangGraphConversa
         turns = TurnQueue(session, clock=clock)  # a restart resumes any unfinished turn
         schedule = LiveSchedule(session, turns, clock=clock)
         tools = ScheduleTools(schedule)
-        graph = agent_graph(ScriptedChatModel(), schedule_tools(tools), checkpointer=checkpointer)
+        model = ScriptedChatModel(messages=iter(()))  # no script: it answers the conversation
+        graph = agent_graph(model, schedule_tools(tools), checkpointer=checkpointer)
         conversation = LangGraphConversation(turns, graph, thread_id=session.id)
         async with schedule, turns:
             if earlier:  # a restart: wait for what is still to come
