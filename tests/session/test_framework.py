@@ -3,6 +3,8 @@ framework's conversation back from a log."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from session_schedule.core.catalog import CATALOG
@@ -103,7 +105,9 @@ def _finished(turn: int, outcome: str = "completed") -> tuple[str, object]:
     return TURN_FINISHED_TYPE, turn_finished(turn, at=AT, outcome=outcome)  # type: ignore[arg-type]
 
 
-def _kept(turn: int, *messages: dict[str, object], framework: str = "openai") -> tuple[str, object]:
+def _kept(
+    turn: int, *messages: Mapping[str, object], framework: str = "openai"
+) -> tuple[str, object]:
     return FRAMEWORK_MESSAGES_TYPE, framework_messages(
         framework, turn=turn, at=AT, messages=messages
     )

@@ -254,6 +254,18 @@ def stored_messages(turns: TurnQueue, framework: str) -> list[Message]:
     return framework_history(session.id, session.entries, framework)
 
 
+def queued_turn(turns: TurnQueue) -> Turn:
+    """The turn ``turns`` is running; ``RuntimeError`` between turns (a durable conversation
+    records each turn's messages under the turn, so it runs queued turns only)."""
+    turn = turns.current
+    if turn is None:
+        raise RuntimeError(
+            "a durable conversation records the messages of a queued turn: submit the text to "
+            "its TurnQueue instead of calling run()"
+        )
+    return turn
+
+
 def store_messages(turns: TurnQueue, framework: str, messages: Sequence[object]) -> None:
     """Append the ``messages`` the current turn added (JSON objects) to the log of ``turns``'
     Session as a ``framework/messages`` entry; the queue's ``turn/finished`` follows it.
@@ -263,12 +275,7 @@ def store_messages(turns: TurnQueue, framework: str, messages: Sequence[object])
     not a JSON object, ``ValueError`` for one that does not encode, and
     ``PersistenceUncertain`` when the append fails.
     """
-    turn = turns.current
-    if turn is None:
-        raise RuntimeError(
-            "a durable conversation records the messages of a queued turn: submit the text to "
-            "its TurnQueue instead of calling run()"
-        )
+    turn = queued_turn(turns)
     if not messages:
         return
     stored: list[Message] = []
@@ -373,6 +380,8 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
         return list(self._messages)
 
     async def run(self, text: str) -> str:
+        if self._durable:
+            queued_turn(self._turns)
         start = len(self._messages)
         try:
             answer = await self._run(text)

@@ -19,6 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from session_schedule.integrations.common import (
     Conversation,
     ToolSpec,
+    queued_turn,
     store_messages,
     stored_messages,
     tool_specs,
@@ -103,7 +104,7 @@ class PydanticAIConversation(Conversation):
         return list(self._history)
 
     async def run(self, text: str) -> str:
-        turn = self.current_turn
+        turn = queued_turn(self._turns) if self._durable else self.current_turn
         metadata = None if turn is None else turn_metadata(turn)
         result = await self._agent.run(
             text,

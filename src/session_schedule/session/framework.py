@@ -23,7 +23,7 @@ is reported as corruption by :func:`framework_history`, never skipped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Final, Literal, TypeAlias, final
 
 import msgspec
@@ -107,7 +107,7 @@ def decode_framework_messages(data: bytes) -> FrameworkMessages:
 
 
 def framework_messages(
-    framework: str, *, turn: int, at: Instant, messages: Sequence[Message]
+    framework: str, *, turn: int, at: Instant, messages: Sequence[Mapping[str, object]]
 ) -> FrameworkMessages:
     """A ``framework/messages`` payload; ``ValueError`` for one the decoder would refuse (the
     append checks the rest: the messages must encode as canonical JSON)."""
@@ -116,7 +116,7 @@ def framework_messages(
         framework=framework,
         turn=turn,
         at=format_instant(at),
-        messages=tuple(messages),
+        messages=tuple(dict(message) for message in messages),
     )
     return decode_framework_messages(_ENCODER.encode(entry))
 
