@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -18,8 +19,10 @@ from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
 from session_schedule.integrations.openai import OpenAIConversation
 from session_schedule.integrations.pydantic_ai import PydanticAIConversation, schedule_tools
 from session_schedule.session.framework import FRAMEWORK_MESSAGES_TYPE, FrameworkMessages
+from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.memory import MemorySessionStore
-from session_schedule.session.port import SessionHandle
+from session_schedule.session.port import SessionHandle, SessionStore
+from session_schedule.session.sqlite import SqliteSessionStore
 from session_schedule.testing.clock import FakeClock
 from tests.integrations.examples import load
 
@@ -59,9 +62,18 @@ def _kept(session: SessionHandle) -> list[FrameworkMessages]:
     ]
 
 
-async def test_an_openai_conversation_continues_after_a_reopen() -> None:
+def _store(kind: str, directory: Path) -> SessionStore:
+    if kind == "jsonl":
+        return JsonlSessionStore(directory)
+    if kind == "sqlite":
+        return SqliteSessionStore(directory / "sessions.sqlite")
+    return MemorySessionStore()
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
+async def test_an_openai_conversation_continues_after_a_reopen(kind: str, tmp_path: Path) -> None:
     clock = FakeClock("2026-11-29T20:00:00.000Z")
-    store = MemorySessionStore()
+    store = _store(kind, tmp_path)
     session = await store.create(now=clock.now())
     client, schedule, turns, conversation = _openai(session, clock, durable=True)
     async with client, schedule, turns:
@@ -85,6 +97,7 @@ async def test_an_openai_conversation_continues_after_a_reopen() -> None:
     assert (answer.turn.reminder, answer.text) == (True, "Time to stretch, Ada!")
     assert conversation.messages[: len(before)] == before
     assert len(_kept(session)) == 3
+    await session.close()
 
 
 async def test_a_conversation_that_is_not_durable_writes_no_messages_entry() -> None:
