@@ -5,7 +5,9 @@ durable writes nothing new."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
@@ -62,18 +64,32 @@ def _kept(session: SessionHandle) -> list[FrameworkMessages]:
     ]
 
 
-def _store(kind: str, directory: Path) -> SessionStore:
+@contextlib.asynccontextmanager
+async def _store(kind: str, directory: Path) -> AsyncIterator[SessionStore]:
     if kind == "jsonl":
-        return JsonlSessionStore(directory)
-    if kind == "sqlite":
-        return SqliteSessionStore(directory / "sessions.sqlite")
-    return MemorySessionStore()
+        yield JsonlSessionStore(directory)
+    elif kind == "sqlite":
+        yield SqliteSessionStore(directory / "sessions.sqlite")
+    elif kind == "postgres":
+        from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+        from tests.postgres import migrated_schema, server_dsn  # noqa: PLC0415 - psycopg here
+
+        dsn = server_dsn()
+        with migrated_schema(dsn) as schema:
+            async with PostgresSessionStore(dsn, schema=schema) as store:
+                yield store
+    else:
+        yield MemorySessionStore()
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite", "postgres"])
 async def test_an_openai_conversation_continues_after_a_reopen(kind: str, tmp_path: Path) -> None:
+    async with _store(kind, tmp_path) as store:
+        await _continues_after_a_reopen(store)
+
+
+async def _continues_after_a_reopen(store: SessionStore) -> None:
     clock = FakeClock("2026-11-29T20:00:00.000Z")
-    store = _store(kind, tmp_path)
     session = await store.create(now=clock.now())
     client, schedule, turns, conversation = _openai(session, clock, durable=True)
     async with client, schedule, turns:
