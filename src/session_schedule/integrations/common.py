@@ -1,6 +1,8 @@
 """What every framework adapter shares: strict tool specifications, a synchronous bridge onto
-the Schedule's event loop, the conversation base that runs each queued turn, and the tool loop
-of the adapters that talk to a model API directly (Anthropic, OpenAI).
+the Schedule's event loop, the conversation base that runs each queued turn, the tool loop of
+the adapters that talk to a model API directly (Anthropic, OpenAI), and the durable history of
+the adapters that keep their conversation in the Session's log (:func:`stored_messages`,
+:func:`store_messages`: ``framework/messages`` entries).
 
 Construction is a straight line in every adapter — the tools need the Schedule, the Schedule
 needs the agent port, the framework's agent needs the tools — so the :class:`TurnQueue` comes
