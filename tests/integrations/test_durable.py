@@ -13,18 +13,27 @@ from pathlib import Path
 import httpx2
 import pytest
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletionSystemMessageParam
+from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionSystemMessageParam,
+    ChatCompletionUserMessageParam,
+)
 from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
 
 from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
 from session_schedule.integrations.openai import OpenAIConversation
 from session_schedule.integrations.pydantic_ai import PydanticAIConversation, schedule_tools
-from session_schedule.session.framework import FRAMEWORK_MESSAGES_TYPE, FrameworkMessages
+from session_schedule.session.framework import (
+    FRAMEWORK_MESSAGES_TYPE,
+    FrameworkMessages,
+    framework_messages,
+)
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle, SessionStore
 from session_schedule.session.sqlite import SqliteSessionStore
+from session_schedule.session.turns import TURN_QUEUED_TYPE, turn_queued
 from session_schedule.testing.clock import FakeClock
 from tests.integrations.examples import load
 
@@ -173,3 +182,36 @@ async def test_a_pydantic_ai_history_continues_after_a_reopen() -> None:
         (answer,) = await asyncio.wait_for(conversation.wait_answers(1), 5)
     assert (answer.turn.reminder, answer.text) == (True, "Time to stretch, Ada!")
     assert conversation.history[: len(before)] == before
+
+
+async def test_a_turn_cut_by_a_crash_runs_again_and_its_messages_are_kept_once() -> None:
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    store = MemorySessionStore()
+    session = await store.create(now=clock.now())
+    # What a crash leaves: the turn queued, its messages recorded, its finish lost.
+    hello: ChatCompletionUserMessageParam = {"role": "user", "content": "My name is Ada."}
+    cut: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": "cut short"}
+    session.append(TURN_QUEUED_TYPE, turn_queued("My name is Ada.", at=clock.now(), origin="host"))
+    session.append(
+        FRAMEWORK_MESSAGES_TYPE,
+        framework_messages("openai", turn=0, at=clock.now(), messages=[hello, cut]),
+    )
+    await session.barrier()
+    await session.close()
+
+    session = await store.open(session.id)
+    client, schedule, turns, conversation = _openai(session, clock, durable=True)
+    assert conversation.messages == [SYSTEM]
+    async with client, schedule, turns:
+        (answer,) = await asyncio.wait_for(conversation.wait_answers(1), 5)
+    assert (answer.turn.restored, answer.text) == (True, "Nice to meet you, Ada.")
+    await session.close()
+
+    session = await store.open(session.id)
+    _client, _schedule, _turns, conversation = _openai(session, clock, durable=True)
+    assert conversation.messages == [
+        SYSTEM,
+        hello,
+        {"role": "assistant", "content": "Nice to meet you, Ada."},
+    ]
+    await _client.close()
