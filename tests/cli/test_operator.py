@@ -993,13 +993,14 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     catalog = json.loads(out)
     assert [entry["name"] for entry in catalog] == [
+        "framework/messages",
         "message",
         "schedule/change",
         "turn/finished",
         "turn/queued",
     ]
     assert catalog == json.loads(CATALOG.to_json())
-    assert out.startswith('[\n  {\n    "name": "message",')
+    assert out.startswith('[\n  {\n    "name": "framework/messages",')
 
 
 @pytest.mark.parametrize(

@@ -203,6 +203,11 @@ class TurnQueue:
         """The clock the queue reads (the time the adapters tell the model comes from it)."""
         return self._clock
 
+    @property
+    def session(self) -> SessionHandle:
+        """The Session whose turns the queue runs (a durable adapter keeps its history there)."""
+        return self._session
+
     def subscribe(self, listener: AttemptListener) -> Callable[[], None]:
         """Call ``listener`` with every failed attempt of a turn (Rule 3a); returns an idempotent
         unsubscribe. A listener that raises is logged and skipped."""
