@@ -32,7 +32,7 @@ import venv
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import httpx2
 import psycopg
@@ -54,6 +54,7 @@ then."""
 ANSWER: Final = "Done — I reminded you."
 SESSION_LINE: Final = re.compile(r"session-schedule chat: new session (s_[0-9a-z]{12})")
 RESUME_HINT: Final = re.compile(r"resume it with: (session-schedule .*)$", re.MULTILINE)
+Popen: TypeAlias = "subprocess.Popen[str]"
 
 
 def _dsn() -> str:
@@ -147,7 +148,7 @@ def _model(body: dict[str, Any]) -> Reply:
     return Answer(ANSWER)
 
 
-def _first_line(process: subprocess.Popen[str]) -> str:
+def _first_line(process: Popen) -> str:
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
@@ -155,26 +156,26 @@ def _first_line(process: subprocess.Popen[str]) -> str:
     return process.stdout.readline()
 
 
-def _stop(process: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str, str]:
+def _stop(process: Popen, sig: signal.Signals) -> tuple[int, str, str]:
     process.send_signal(sig)
     out, err = process.communicate(timeout=WAIT_SECONDS)
     return process.returncode, out, err
 
 
-def test_a_newcomers_first_hour_on_postgresql(
-    program: Path, database: tuple[str, str], tmp_path: Path
-) -> None:
-    dsn, schema = database
-    url = f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
-    home = tmp_path / "data"  # the data directory: where serve keeps its token
-    started = time.monotonic()
+def _popen(argv: list[str], *, cwd: Path, extra: dict[str, str] | None = None) -> Popen:
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_environment(extra),
+        cwd=cwd,
+    )
 
-    # 1. The schema.
-    init = _run([str(program), "db", "init", "--dsn", dsn, "--schema", schema], cwd=tmp_path)
-    assert (init.returncode, init.stderr) == (0, ""), init
-    assert init.stdout.startswith(f"created schema {schema} of PostgreSQL database ")
 
-    # 2. A chat on PostgreSQL, offline, creating one reminder of each kind, closed at once.
+def _chat_creates_every_kind(program: Path, home: Path, url: str, cwd: Path) -> tuple[str, str]:
+    """Step 2: the new session's id and the command the chat printed to resume it."""
     at = (datetime.now(UTC) + timedelta(seconds=AT_SECONDS)).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [
         f"/create in {AFTER_SECONDS}s check the oven",
@@ -185,29 +186,26 @@ def test_a_newcomers_first_hour_on_postgresql(
         "/quit",
     ]
     chat_argv = [str(program), "--data-dir", str(home), "chat", "--store", url]
-    chat = _run(chat_argv, stdin="\n".join(lines) + "\n", cwd=tmp_path)
+    chat = _run(chat_argv, stdin="\n".join(lines) + "\n", cwd=cwd)
     assert (chat.returncode, chat.stderr) == (0, ""), chat
     found = SESSION_LINE.search(chat.stdout)
     assert found is not None, chat.stdout
-    session_id = found.group(1)
     kinds = re.findall(r'"ok":true,"schedule":\{"kind":"(\w+)"', chat.stdout)
     assert kinds == ["after", "at", "every", "daily", "calendar"], chat.stdout
     assert "follow-up" not in chat.stdout  # closed before anything was due
     hint = RESUME_HINT.search(chat.stdout)
     assert hint is not None, chat.stdout
+    return found.group(1), hint.group(1)
 
-    # 3. The host answers what comes due while the chat is closed.
+
+def _host_answers(program: Path, url: str, session_id: str, cwd: Path) -> None:
+    """Step 3: the host answers what comes due while the chat is closed."""
     with ScriptedEndpoint(_model) as endpoint:
-        model = {"OPENAI_API_KEY": "not-needed"}
-        host = subprocess.Popen(
-            [str(program), "--store", url, "host", "--lead", "1", "--poll", "0.2"]
-            + ["--model", "scripted", "--base-url", endpoint.base_url],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_environment(model),
-            cwd=tmp_path,
+        model = ["--model", "scripted", "--base-url", endpoint.base_url]
+        host = _popen(
+            [str(program), "--store", url, "host", "--lead", "1", "--poll", "0.2", *model],
+            cwd=cwd,
+            extra={"OPENAI_API_KEY": "not-needed"},
         )
         try:
             first = _first_line(host)
@@ -220,34 +218,30 @@ def test_a_newcomers_first_hour_on_postgresql(
     assert (code, err) == (0, "")
     assert first.startswith(f"session-schedule host: keeping the sessions in {url} live ")
     assert "turns retried 0, turns failed 0" in out
-    messages = _messages(url, session_id)
-    followups = [m for m in messages if m.origin == "followup"]
+    followups = [m for m in _messages(url, session_id) if m.origin == "followup"]
     assert [("check the oven" in m.content, "call mom" in m.content) for m in followups] == [
         (True, False),
         (False, True),
     ]
 
-    # 4. The chat reopens it with the command it printed: what happened meanwhile is shown.
-    resume = shlex.split(hint.group(1))
+
+def _chat_reopens(program: Path, home: Path, hint: str, session_id: str, cwd: Path) -> None:
+    """Step 4: the chat reopens the session with the command it printed when it closed."""
+    resume = shlex.split(hint)
     assert resume[0] == "session-schedule"
-    reopened = _run(
-        [str(program), "--data-dir", str(home), *resume[1:]], stdin="/quit\n", cwd=tmp_path
-    )
+    argv = [str(program), "--data-dir", str(home), *resume[1:]]
+    reopened = _run(argv, stdin="/quit\n", cwd=cwd)
     assert (reopened.returncode, reopened.stderr) == (0, ""), reopened
     assert f"session-schedule chat: resumed session {session_id} (" in reopened.stdout
     assert reopened.stdout.count("follow-up while you were away>") == 2
     assert reopened.stdout.count(f"assistant> {ANSWER}") == 2
     assert "note> 2 reminders were answered since your last message\n" in reopened.stdout
 
-    # 5. The page on the same session.
-    serve = subprocess.Popen(
-        [str(program), "--data-dir", str(home), "--store", url, "serve", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_environment(),
-        cwd=tmp_path,
+
+def _page(program: Path, home: Path, url: str, session_id: str, cwd: Path) -> None:
+    """Step 5: the page on the same session."""
+    serve = _popen(
+        [str(program), "--data-dir", str(home), "--store", url, "serve", "--port", "0"], cwd=cwd
     )
     try:
         line = _first_line(serve)
@@ -275,14 +269,28 @@ def test_a_newcomers_first_hour_on_postgresql(
             assert (prompt.status_code, prompt.json()) == (202, {"queued": True})
             listed = client.get(f"/api/sessions/{session_id}/schedules").json()
             kinds = sorted(s["kind"] for s in listed["schedules"])
-            assert kinds == ["after", "calendar", "daily", "every"]  # by due time on the page
+            assert kinds == ["after", "calendar", "daily", "every"]
     finally:
         code, _out, err = _stop(serve, signal.SIGINT)
     assert code == 0, err
     assert "Traceback" not in err
 
+
+def test_a_newcomers_first_hour_on_postgresql(
+    program: Path, database: tuple[str, str], tmp_path: Path
+) -> None:
+    dsn, schema = database
+    url = f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+    home = tmp_path / "data"  # the data directory: where serve keeps its token
+    started = time.monotonic()
+    init = _run([str(program), "db", "init", "--dsn", dsn, "--schema", schema], cwd=tmp_path)
+    assert (init.returncode, init.stderr) == (0, ""), init
+    assert init.stdout.startswith(f"created schema {schema} of PostgreSQL database ")
+    session_id, hint = _chat_creates_every_kind(program, home, url, tmp_path)
+    _host_answers(program, url, session_id, tmp_path)
+    _chat_reopens(program, home, hint, session_id, tmp_path)
+    _page(program, home, url, session_id, tmp_path)
     # The log the whole journey wrote decodes strictly.
     check = _run([str(program), "--store", url, "check", session_id], cwd=tmp_path)
     assert check.returncode == 0, check
     print(f"\nthe journey took {time.monotonic() - started:.1f} s after the install")
-
