@@ -176,7 +176,7 @@ def test_handovers_survive_power_cuts(
     record = tmp_path / "record"
     session_id = asyncio.run(_with_store(url, "seed-for-cuts"))
     faults: tuple[Fault, ...] = ("drop", "zero")
-    unsynced = 0
+    unsynced = handed_over = 0
     started = time.monotonic()
     host = _child("host", url, str(record), extra=recorded)
     try:
@@ -189,6 +189,8 @@ def test_handovers_survive_power_cuts(
             time.sleep(rng.uniform(0.0, 2.5))
             for process in (host, front):
                 process.kill()
+            front.wait()
+            handed_over += bool(front.stdout and front.stdout.read().startswith("opened "))
             _reap(front, kill=False)
             _reap(host, kill=False)
             unsynced += replay_power_cut(journal, faults[cut % len(faults)])
@@ -208,7 +210,8 @@ def test_handovers_survive_power_cuts(
     repeats = sum(delivered.values()) - len(delivered)
     with capsys.disabled():
         print(
-            f"\nhand-over power cuts {kind}: {CUTS} cuts, {CUT_REMINDERS} reminders, "
+            f"\nhand-over power cuts {kind}: {CUTS} cuts ({handed_over} after the front end "
+            f"had the session, {CUTS - handed_over} before), {CUT_REMINDERS} reminders, "
             f"{len(delivered)} delivered, {repeats} repeats, {unsynced} unsynced bytes lost, "
             f"{time.monotonic() - started:.1f} s"
         )
