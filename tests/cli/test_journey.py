@@ -65,7 +65,8 @@ def _dsn() -> str:
         with psycopg.connect(dsn, connect_timeout=10) as connection:
             connection.execute("SELECT 1")
     except psycopg.Error as error:
-        reason = f"the journey needs PostgreSQL, and {dsn} is unreachable: {error}"
+        cause = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = f"the journey needs PostgreSQL, and {dsn} is unreachable: {cause}"
         if os.environ.get(DSN_VARIABLE) or os.environ.get("CI"):
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
@@ -277,8 +278,9 @@ def _page(program: Path, home: Path, url: str, session_id: str, cwd: Path) -> No
 
 
 def test_a_newcomers_first_hour_on_postgresql(
-    program: Path, database: tuple[str, str], tmp_path: Path
+    database: tuple[str, str], program: Path, tmp_path: Path
 ) -> None:
+    # ``database`` first: without PostgreSQL the test is skipped before anything is installed.
     dsn, schema = database
     url = f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
     home = tmp_path / "data"  # the data directory: where serve keeps its token
