@@ -220,6 +220,9 @@ class ScheduleHost:
         self._sequence = 0
         self._slots: dict[SessionId, _Slot] = {}
         self._opening: set[SessionId] = set()
+        self._queued: list[tuple[Instant, int, SessionId]] = []
+        """Rule 8: sessions due to open past ``max_open``, by their planned instant."""
+        self._queued_ids: set[SessionId] = set()
         self._open_gate = asyncio.Semaphore(self._settings.max_opening)
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiting: dict[asyncio.Task[None], _Slot | bool] = {}
@@ -333,6 +336,7 @@ class ScheduleHost:
                     self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
                 self._check_due()
                 self._run_due(now)
+                self._admit()
                 await self._sleep(self._bounded(now))
         except asyncio.CancelledError:
             raise
@@ -358,7 +362,7 @@ class ScheduleHost:
         self._ceiling = None
         lead = round(settings.lead_seconds * MS_PER_SECOND)
         for session_id, target in due:
-            if session_id in self._slots or session_id in self._opening:
+            if self._held(session_id) or session_id in self._queued_ids:
                 continue
             planned = self._planned.get(session_id)
             open_at = Instant(max(now, target - lead))
@@ -381,11 +385,10 @@ class ScheduleHost:
                 continue  # superseded, or run already through the other heap
             del self._planned[session_id]
             if planned[1] != "step":
-                if session_id not in self._slots and session_id not in self._opening:
-                    if len(self._slots) + len(self._opening) >= self._open_limit():
-                        continue  # the next poll finds it again
-                    self._opening.add(session_id)
-                    self._spawn(self._open(session_id), f"open {session_id}")
+                if not self._held(session_id) and session_id not in self._queued_ids:
+                    # Rule 8: queued in the order of the plans, opened as soon as there is room.
+                    heapq.heappush(self._queued, (planned[0], sequence, session_id))
+                    self._queued_ids.add(session_id)
             else:
                 slot = self._slots.get(session_id)
                 if slot is not None and slot.handing_over:
@@ -393,6 +396,21 @@ class ScheduleHost:
                 elif slot is not None and not slot.stepping:
                     slot.stepping = True
                     self._spawn(self._step(session_id, slot), f"step {session_id}", waiting=slot)
+
+    def _admit(self) -> None:
+        """Rule 8: open queued sessions, earliest plan first, while fewer than the limit are
+        open or opening."""
+        limit = self._open_limit()
+        while self._queued and len(self._slots) + len(self._opening) < limit:
+            _, _, session_id = heapq.heappop(self._queued)
+            self._queued_ids.discard(session_id)
+            if self._held(session_id) or session_id in self._planned:
+                continue  # opened meanwhile, or planned again (a retry)
+            self._opening.add(session_id)
+            self._spawn(self._open(session_id), f"open {session_id}")
+
+    def _held(self, session_id: SessionId) -> bool:
+        return session_id in self._slots or session_id in self._opening
 
     def _bounded(self, now: Instant) -> float:
         seconds = self._settings.max_wait_seconds
