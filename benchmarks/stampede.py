@@ -1,13 +1,15 @@
 """The 09:00 stampede: every session due in the same second, delivered by 1, 2, 3 hosts.
 
     python3 dev.py bench stampede [--store sqlite|postgres|both] [--sessions N]
-                                  [--hosts 1,2,3] [--dsn DSN] [--dir PATH]
+                                  [--hosts 1,2,3] [--lead S] [--max-opening K] [--dsn DSN]
+                                  [--dir PATH]
 
 Per store, ``N`` sessions (default 10,000) are created through the store, each with one ``at``
 reminder due at the same instant ``T`` (setup, not measured; ``T`` is chosen from the rate of a
 short calibration run so that setup and the hosts' start-up are over before it). Then ``H`` fresh
 child processes each run one ``ScheduleHost`` (default settings) over the store with an
-always-idle agent that stamps ``time.time()`` when ``followup()`` accepts a turn. PostgreSQL is
+always-idle agent that stamps ``time.time()`` when ``followup()`` accepts a turn (``--lead`` and
+``--max-opening`` override those two settings). PostgreSQL is
 measured with 1, 2 and 3 host processes (a schema of its own per run, dropped after), SQLite
 with one (a file store is served by one host). Reported:
 
@@ -34,13 +36,14 @@ import time
 from pathlib import Path
 from typing import Final
 
-from host import DEFAULT_DSN, close_store, drop, make_store, postgres_place, stamping_agents
+import msgspec
 
+from host import DEFAULT_DSN, close_store, drop, make_store, postgres_place, stamping_agents
 from session_schedule.core.changes import create_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import AtScheduleRecord
-from session_schedule.host import ScheduleHost
+from session_schedule.host import HostSettings, ScheduleHost
 from session_schedule.session import SessionStore
 
 SETUP_CONCURRENCY: Final = 16
@@ -76,7 +79,7 @@ def set_up(kind: str, place: str, sessions: int) -> float:
         store = make_store(kind, place)
         try:
             started = time.time()
-            await populate(store, CALIBRATION, int((started * 1000)) + WEEK_MS)
+            await populate(store, CALIBRATION, int(started * 1000) + WEEK_MS)
             per_session = (time.time() - started) / CALIBRATION
             target = time.time() + per_session * sessions * 1.5 + 5 + START_SECONDS
             target = float(int(target) + 1)  # a whole second, as 09:00 is
@@ -91,21 +94,23 @@ def set_up(kind: str, place: str, sessions: int) -> float:
 # -- one host process ------------------------------------------------------------------------
 
 
-async def host_process(kind: str, place: str, target: float, record_path: str) -> None:
+async def host_process(
+    kind: str, place: str, target: float, record_path: str, settings: HostSettings
+) -> None:
     record = os.open(record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     store = make_store(kind, place)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     baseline: list[float] = []
-    sessions = int(sys.argv[6])
 
     def fire() -> None:
         baseline.append(time.time() - target)
 
-    for _ in range(sessions):
+    for _ in range(int(sys.argv[6])):
         loop.call_at(loop.time() + (target - time.time()), fire)
-    async with ScheduleHost(store, stamping_agents([], [], record)):  # type: ignore[arg-type]
+    agents = stamping_agents([], [], record)
+    async with ScheduleHost(store, agents, settings=settings):
         print("ready", flush=True)
         await stop.wait()
     await close_store(store)
@@ -135,7 +140,9 @@ def delivered(records: list[Path]) -> list[float]:
     return times
 
 
-def run(kind: str, place: str, sessions: int, hosts: int, directory: Path) -> None:
+def run(
+    kind: str, place: str, sessions: int, hosts: int, directory: Path, tuning: list[str]
+) -> None:
     started = time.time()
     target = set_up(kind, place, sessions)
     records = [directory / f"{kind}-{hosts}-{number}.txt" for number in range(hosts)]
@@ -153,6 +160,7 @@ def run(kind: str, place: str, sessions: int, hosts: int, directory: Path) -> No
                 str(target),
                 str(path),
                 str(sessions),
+                *tuning,
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -188,7 +196,12 @@ def run(kind: str, place: str, sessions: int, hosts: int, directory: Path) -> No
 def main() -> None:
     if sys.argv[1:2] == ["--host-process"]:
         kind, place, target, record = sys.argv[2:6]
-        asyncio.run(host_process(kind, place, float(target), record))
+        settings = HostSettings()
+        if len(sys.argv) > 7:
+            settings = msgspec.structs.replace(
+                settings, lead_seconds=float(sys.argv[7]), max_opening=int(sys.argv[8])
+            )
+        asyncio.run(host_process(kind, place, float(target), record, settings))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=["sqlite", "postgres", "both"], default="both")
@@ -196,19 +209,28 @@ def main() -> None:
     parser.add_argument(
         "--hosts", default="1,2,3", help="host processes to measure PostgreSQL with"
     )
+    parser.add_argument("--lead", type=float, help="the hosts' lead_seconds (default: theirs)")
+    parser.add_argument("--max-opening", type=int, help="the hosts' max_opening")
     parser.add_argument("--dsn", default=os.environ.get("SESSION_SCHEDULE_PG_DSN", DEFAULT_DSN))
     parser.add_argument("--dir", type=Path)
     arguments = parser.parse_args()
     counts = [int(count) for count in arguments.hosts.split(",")]
+    tuning: list[str] = []
+    if arguments.lead is not None or arguments.max_opening is not None:
+        defaults = HostSettings()
+        tuning = [
+            str(arguments.lead if arguments.lead is not None else defaults.lead_seconds),
+            str(arguments.max_opening or defaults.max_opening),
+        ]
     with tempfile.TemporaryDirectory(dir=arguments.dir) as name:
         directory = Path(name)
         if arguments.store in {"sqlite", "both"}:
-            run("sqlite", str(directory / "sessions.db"), arguments.sessions, 1, directory)
+            run("sqlite", str(directory / "sessions.db"), arguments.sessions, 1, directory, tuning)
         if arguments.store in {"postgres", "both"}:
             for hosts in counts:
                 place, schema = postgres_place(arguments.dsn)
                 try:
-                    run("postgres", place, arguments.sessions, hosts, directory)
+                    run("postgres", place, arguments.sessions, hosts, directory, tuning)
                 finally:
                     drop(arguments.dsn, schema)
 

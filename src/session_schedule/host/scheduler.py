@@ -55,6 +55,13 @@ waiting for. Such a session is closed as soon as no pass is running and its agen
 in flight finishes first; no new pass starts), and is not opened again while the request is live:
 each attempt finds it requested (or held by the front end) and retries ``busy_retry_seconds``
 later, so the host takes the session back once the front end has closed it.
+
+Rule 8 — **past ``max_open``, due sessions queue.** A session whose open comes due while
+``max_open`` sessions are open or being opened (or fewer, under Rule 6's cap) waits in a queue
+ordered by its planned instant (the index's order for a tie), and is opened as soon as another
+closes — not at the next poll. A poll does not plan a queued session again. So a stampede
+(every session due in the same second) flows through the host at the rate sessions open,
+deliver and close.
 """
 
 from __future__ import annotations
@@ -125,7 +132,7 @@ class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
     failed_retry_seconds: float = 60.0
     """A session that failed to open, or whose Schedule stopped, is tried again this much later."""
     max_open: int = 1000
-    """At most this many sessions are open at once; more wait for the next poll."""
+    """At most this many sessions are open at once; more wait in a queue (Rule 8)."""
     max_opening: int = 16
     """At most this many sessions are being opened at once."""
     due_limit: int = 10_000
