@@ -406,8 +406,12 @@ class LiveSchedule:
             arguments, now=now, state=self._state, limits=self._settings.limits
         )
         # An update from deep in a chain of reminder turns (a reminder snoozing or re-timing
-        # itself from its own turn) is refused as a create would be.
-        check_chain_depth(self._provenance_now().current().depth, self._settings.limits)
+        # itself from its own turn) is refused as a create would be; the update makes the
+        # reminder as deep as the turn (session/provenance.py Rule 4), so a reminder that keeps
+        # itself alive that way counts up and stops at the bound.
+        check_chain_depth(
+            self._provenance_now().current().depth, self._settings.limits, operation="update"
+        )
         for change in changes:
             self._append(change)
         record = self._state.get(schedule_id)
