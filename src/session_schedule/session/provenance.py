@@ -44,7 +44,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.ids import ScheduleId
 from session_schedule.session.message import MessageEntry
-from session_schedule.session.port import LogEntry
+from session_schedule.session.port import LogEntry, ResumePoint
 from session_schedule.session.turns import TurnFinished, TurnQueued
 
 MadeBy: TypeAlias = Literal["person", "reminder", "host", "outside"]
@@ -103,6 +103,34 @@ class ProvenanceLog:
         self._pending: dict[int, tuple[TurnQueued, bool]] = {}
         """Unfinished turns by position: the entry, and whether a person's message was seen."""
         self._made: dict[ScheduleId, Provenance] = {}
+
+    @classmethod
+    def resumed(cls, resume: ResumePoint, *, seed_length: int = 0) -> ProvenanceLog:
+        """The provenance of a session's first ``resume.position`` entries, as a checkpoint
+        recorded it (``resume.provenance`` must not be ``None``): only the entries from there
+        on are read."""
+        if resume.provenance is None:
+            raise ValueError("this resume point does not record provenance")
+        provenance = cls(seed_length=seed_length)
+        person = set(resume.person_turns)
+        for entry in resume.pending:
+            if isinstance(entry.payload, TurnQueued):
+                provenance._pending[entry.position] = (entry.payload, entry.position in person)
+        provenance._made = dict(resume.provenance)
+        provenance.position = resume.position
+        return provenance
+
+    def snapshot(
+        self, active: Iterable[ScheduleId]
+    ) -> tuple[tuple[tuple[ScheduleId, Provenance], ...], tuple[int, ...]]:
+        """What a checkpoint records: the provenance of each of the ``active`` reminders that a
+        recorded turn made or changed, and the pending turns a person's message was seen in."""
+        made = tuple(
+            (schedule_id, found)
+            for schedule_id in active
+            if (found := self._made.get(schedule_id, OUTSIDE)) != OUTSIDE
+        )
+        return made, tuple(position for position, (_, person) in self._pending.items() if person)
 
     def feed(self, entries: Iterable[LogEntry]) -> None:
         """Read the entries that follow those read so far."""
