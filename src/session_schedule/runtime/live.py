@@ -416,9 +416,18 @@ class LiveSchedule:
         Raises ``ValueError`` with a sentence a person can act on for a value out of range, and
         ``ScheduleError`` (``persistence_uncertain``) when the entry may not be durable.
         """
-        return await self._queue.run(lambda: self._set_quota(name, value))
+        return await self.set_quotas({name: value})
 
-    async def _set_quota(self, name: QuotaName, value: object) -> SessionQuotas:
+    async def set_quotas(self, values: Mapping[QuotaName, object]) -> SessionQuotas:
+        """:meth:`set_quota` for several quotas at once, in one entry; none is set when one is
+        refused."""
+        return await self._queue.run(lambda: self._set_quotas(values))
+
+    async def _set_quotas(self, values: Mapping[QuotaName, object]) -> SessionQuotas:
+        checked = {
+            name: _checked_quota(name, value, self._settings.limits.max_active)
+            for name, value in values.items()
+        }
         await self._barrier()
         chosen = self._chosen
         fields: dict[str, object] = {
@@ -430,7 +439,7 @@ class LiveSchedule:
         }
         if chosen is not None and chosen.quiet_hours is None:
             fields["quiet_hours"] = None
-        fields[name] = _checked_quota(name, value, self._settings.limits.max_active)
+        fields.update(checked)
         entry = quotas_entry(at=self._clock.now(), **fields)  # type: ignore[arg-type]
         try:
             self._session.append(QUOTAS_ENTRY_TYPE, entry)
