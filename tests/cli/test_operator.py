@@ -994,6 +994,7 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
     assert [entry["name"] for entry in catalog] == [
         "message",
         "schedule/change",
+        "schedule/quotas",
         "turn/finished",
         "turn/queued",
     ]
