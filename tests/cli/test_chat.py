@@ -730,9 +730,10 @@ def test_the_person_sets_the_session_s_quotas_in_the_chat(
         for entry in read(tmp_path, session_id_of(out)).entries
         if entry.type == "schedule/quotas"
     ]
-    assert [msgspec.to_builtins(entry) for entry in quotas][-1] == {
+    last = msgspec.to_builtins(quotas[-1])
+    assert last == {
         "version": 1,
-        "at": quotas[-1].at,
+        "at": last["at"],
         "turnsPerDay": None,
         "quietHours": {"start": "22:00", "end": "07:00", "timeZone": "Europe/Paris"},
         "maxActive": 10,

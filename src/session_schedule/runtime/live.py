@@ -76,7 +76,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Literal, Self, TypeVar, TypeVarTuple, assert_never, final
+from typing import Literal, Self, TypeVar, TypeVarTuple, assert_never, cast, final
 
 import msgspec
 
@@ -430,7 +430,7 @@ class LiveSchedule:
         }
         await self._barrier()
         chosen = self._chosen
-        fields: dict[str, object] = {
+        fields: dict[QuotaName, object] = {
             "turns_per_day": msgspec.UNSET if chosen is None else chosen.turns_per_day,
             "quiet_hours": msgspec.UNSET
             if chosen is None or not isinstance(chosen.quiet_hours, QuietHoursField)
@@ -440,7 +440,12 @@ class LiveSchedule:
         if chosen is not None and chosen.quiet_hours is None:
             fields["quiet_hours"] = None
         fields.update(checked)
-        entry = quotas_entry(at=self._clock.now(), **fields)  # type: ignore[arg-type]
+        entry = quotas_entry(
+            at=self._clock.now(),
+            turns_per_day=cast("int | msgspec.UnsetType | None", fields["turns_per_day"]),
+            quiet_hours=cast("QuietHours | msgspec.UnsetType | None", fields["quiet_hours"]),
+            max_active=cast("int | msgspec.UnsetType", fields["max_active"]),
+        )
         try:
             self._session.append(QUOTAS_ENTRY_TYPE, entry)
         except PersistenceUncertain as error:
