@@ -11,7 +11,7 @@ from session_schedule.extras import require
 require("pydantic-ai", purpose="session_schedule.integrations.pydantic_ai")
 
 from collections.abc import Awaitable, Sequence
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage
@@ -55,15 +55,16 @@ _ARGUMENTS: Final = "_session_schedule_arguments"
 class _RawArguments:
     """An arguments "validator" that validates nothing: it hands the model's arguments (JSON
     text, or what a provider already decoded) to the tool function as they came, for
-    ``ScheduleTools`` to judge with its own bounded, strict reading."""
+    ``ScheduleTools`` to judge with its own bounded, strict reading. PydanticAI passes the
+    arguments positionally."""
 
-    def validate_json(self, input: str | bytes | bytearray, **_options: Any) -> dict[str, Any]:  # noqa: A002
-        return {_ARGUMENTS: input if isinstance(input, str) else bytes(input)}
+    def validate_json(self, text: str | bytes | bytearray, /, **_: object) -> dict[str, object]:
+        return {_ARGUMENTS: text if isinstance(text, str) else bytes(text)}
 
-    def validate_python(self, input: Any, **_options: Any) -> dict[str, Any]:  # noqa: A002
-        if isinstance(input, dict) and list(input) == [_ARGUMENTS]:
-            return input  # already wrapped (validated once, then re-validated)
-        return {_ARGUMENTS: input}
+    def validate_python(self, value: object, /, **_: object) -> dict[str, object]:
+        if isinstance(value, dict) and list(value) == [_ARGUMENTS]:
+            return {_ARGUMENTS: value[_ARGUMENTS]}  # already wrapped (validated, re-validated)
+        return {_ARGUMENTS: value}
 
 
 _RAW: Final = _RawArguments()
