@@ -288,7 +288,7 @@ class LiveSchedule:
         chosen = resume.quotas if resume is not None else None
         try:
             for entry in self._session.entries[max(start, header.seed_length) :]:
-                if isinstance(entry.payload, QuotasEntry):
+                if entry.type == QUOTAS_ENTRY_TYPE and isinstance(entry.payload, QuotasEntry):
                     chosen = entry.payload
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
