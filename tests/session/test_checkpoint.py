@@ -763,3 +763,17 @@ async def test_check_reports_a_checkpoint_that_forges_a_chain_depth(
     store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
     problems = await store.derived_problems(SID)
     assert any("its reminders' provenance is not the log's" in str(p) for p in problems)
+
+
+@contract_test
+async def test_check_reports_a_checkpoint_that_drops_the_session_s_quotas(
+    store: JsonlSessionStore,
+) -> None:
+    await _write_chain(store)
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    document["quotas"] = []  # a forger lifting the person's quota
+    new_body = msgspec.json.encode(document)
+    store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
+    problems = await store.derived_problems(SID)
+    assert any("its quotas are not the log's" in str(p) for p in problems)
