@@ -69,6 +69,7 @@ from session_schedule.core.records import (
     ScheduleRecord,
     make_view,
 )
+from session_schedule.core.standing import standing
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
 from session_schedule.core.timeline import build_timeline
 from session_schedule.core.visible import frame_escape, reveal
@@ -589,14 +590,17 @@ def _list(arguments: argparse.Namespace) -> int:
         if not result.schedules:
             return EXIT_OK
         table = Table(
-            "id", "rule", "target (UTC)", "state", "delivery", "prompt", wrapping=("rule",)
+            "id", "rule", "target (UTC)", "state", "delivery", "prompt", wrapping=("rule", "state")
         )
         for view in result.schedules:
+            shown: Cell = Text(view.state, style="bold yellow" if view.state == "overdue" else "")
+            if words := standing(view):  # a SPEC 11 reminder's standing, under its state
+                shown = Group(shown, Text(words, style="dim"))
             table.add_row(
                 Text(view.id),
                 Text(_rule(view)),
                 Text(view.scheduled_at),
-                Text(view.state, style="bold yellow" if view.state == "overdue" else ""),
+                shown,
                 Text(view.delivery_mode),
                 _untrusted(view.prompt),
             )
