@@ -242,3 +242,17 @@ def test_an_unbounded_reminder_s_frame_has_no_ends_line_and_the_seed_intro() -> 
     text = _deliver(state_of(create_change(every(lateness=60))), T0)
     assert "ends:" not in text
     assert "each keeps recurring until it is deleted. A prompt's" in text
+
+
+def test_no_occurrence_after_ends_until_is_delivered_after_a_downtime() -> None:
+    state = state_of(
+        create_change(every(ends=Ends(until="2026-12-01T11:05:00.000Z", max_runs=None)))
+    )
+    text = _deliver(state, "2026-12-05T00:00:00.000Z")
+    assert (
+        "due at: 2026-12-01T11:00:00.000Z\n"
+        "skipped occurrences: 6\n"
+        "ends: this is its last delivery; it will not be delivered again\n"
+        "occurrence key: sch_1@2026-12-01T10:00:00.000Z\n"
+    ) in text
+    assert len(state) == 0

@@ -214,7 +214,14 @@ def latest_occurrence(
 ) -> Occurrence:
     """The occurrence of ``record`` a delivery decided at ``now`` delivers: its latest due one,
     with the earlier due ones it passes over counted — or, while snoozed (``snoozed_from``: the
-    occurrence the snooze moved), the snoozed delivery standing for that occurrence."""
+    occurrence the snooze moved), the snoozed delivery standing for that occurrence.
+
+    No occurrence after the record's ``ends.until`` is delivered (SPEC §11): a delivery decided
+    after it is that of the latest occurrence up to it, and only the ones before that count as
+    skipped."""
+    ends = record_ends(record)
+    if ends is not None and ends.until is not None:
+        now = Instant(min(now, parse_instant(ends.until)))
     if snoozed_from is not None:
         return _snoozed_occurrence(record, snoozed_from, now)
     if isinstance(record, DailyScheduleRecord):
