@@ -105,7 +105,7 @@ def tools_reference() -> str:
 
 
 def catalog_reference() -> str:
-    import session_schedule.cli.operator  # noqa: F401, PLC0415 - registers every durable type
+    import session_schedule.cli.definitions  # noqa: F401, PLC0415 - registers every durable type
     from session_schedule.core.catalog import CATALOG  # noqa: PLC0415
 
     parts: list[str] = []

@@ -9,6 +9,10 @@
  *
  * Record layout (little-endian): 'U' u32 path_len, path, i64 offset, i64 written, i64 old_size,
  * i64 old_len, old bytes — or 'S' u32 path_len, path.
+ *
+ * Each record is appended with one write() on an O_APPEND descriptor, so several processes (a
+ * host and a front end handing a session over) can share one journal: their records never
+ * interleave, and the journal's order is the order of their writes and syncs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,17 +32,32 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int journal = -1;
 static const char *root;
 
+/* A record being built, appended to the journal whole by commit(). */
+static char *record;
+static size_t record_len, record_cap;
+
 static void put(const void *data, size_t size) {
-    const char *p = data;
-    while (size > 0) {
-        ssize_t n = syscall(SYS_write, journal, p, size);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR) continue;
-            abort(); /* a journal that cannot be written makes the whole run meaningless */
-        }
-        p += n;
-        size -= (size_t)n;
+    if (record_len + size > record_cap) {
+        size_t cap = record_cap ? record_cap : 4096;
+        while (cap < record_len + size) cap *= 2;
+        char *grown = realloc(record, cap);
+        if (grown == NULL) abort();
+        record = grown;
+        record_cap = cap;
     }
+    memcpy(record + record_len, data, size);
+    record_len += size;
+}
+
+static void commit(void) {
+    /* One write: a short write to a regular file means the disk is full, and a journal that
+     * cannot be written makes the whole run meaningless. */
+    ssize_t n;
+    do {
+        n = syscall(SYS_write, journal, record, record_len);
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)record_len) abort();
+    record_len = 0;
 }
 
 static int tracked(int fd, char *path, size_t size) {
@@ -62,6 +81,7 @@ static void record_sync(const char *path) {
     put("S", 1);
     put(&len, sizeof len);
     put(path, len);
+    commit();
 }
 
 static void record_undo(int fd, const char *path, int64_t offset, int64_t written) {
@@ -89,6 +109,7 @@ static void record_undo(int fd, const char *path, int64_t offset, int64_t writte
     put(&old_size, sizeof old_size);
     put(&old_len, sizeof old_len);
     put(old, (size_t)old_len);
+    commit();
     free(old);
 }
 

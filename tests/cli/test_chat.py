@@ -21,18 +21,16 @@ import pytest
 from rich.console import Console
 
 from session_schedule.cli.chat import (
-    API_KEY_PLACEHOLDER,
     OFFLINE_BANNER,
     Display,
     Line,
-    ModelConfig,
-    model_config,
     plain_text,
     standings,
     styled_writer,
 )
 from session_schedule.cli.common import schedule_settings
 from session_schedule.cli.main import build_parser, main
+from session_schedule.cli.model import API_KEY_PLACEHOLDER, ModelConfig, model_config
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     ScheduleCreateChange,
@@ -47,7 +45,7 @@ from session_schedule.harness.transcript import messages_of
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
-from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME
+from session_schedule.session.jsonl.next_targets import INDEX_NAME, KEY_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock

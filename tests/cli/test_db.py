@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from session_schedule.cli import db
+from session_schedule.cli import common
 from session_schedule.cli.main import main
 from session_schedule.session import SessionError, postgres_schema
 from session_schedule.session.postgres import PostgresSessionStore
@@ -141,8 +141,8 @@ def test_the_program_starts_without_importing_psycopg() -> None:
 
 
 def test_the_commands_default_to_the_stores_schema() -> None:
-    assert db.DEFAULT_SCHEMA == postgres_schema.DEFAULT_SCHEMA
-    assert db.DSN_VARIABLE == DSN_VARIABLE
+    assert common.DEFAULT_SCHEMA == postgres_schema.DEFAULT_SCHEMA
+    assert common.DSN_VARIABLE == DSN_VARIABLE
 
 
 def test_a_version_1_schema_gets_the_checkpoints_table(

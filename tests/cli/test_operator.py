@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from session_schedule.cli import operator as operator_cli
+from session_schedule.cli import reading
 from session_schedule.cli.main import main
+from session_schedule.cli.render import WIDTH
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
@@ -125,7 +126,7 @@ def data(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def fixed_now(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     clock = FakeClock(NOW)
-    monkeypatch.setattr(operator_cli, "clock", clock)
+    monkeypatch.setattr(reading, "clock", clock)
     return clock
 
 
@@ -401,7 +402,7 @@ def test_show_prints_the_transcript_and_every_change(
     for line in expected:
         assert line in lines
     assert lines[-1] == "2 active reminders after the last entry"
-    assert max(len(line) for line in lines) <= operator_cli.TABLE_WIDTH
+    assert max(len(line) for line in lines) <= WIDTH
     assert all(line == line.rstrip() for line in lines)
     assert "\x1b" not in out
 
@@ -1038,13 +1039,14 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     catalog = json.loads(out)
     assert [entry["name"] for entry in catalog] == [
+        "framework/messages",
         "message",
         "schedule/change",
         "turn/finished",
         "turn/queued",
     ]
     assert catalog == json.loads(CATALOG.to_json())
-    assert out.startswith('[\n  {\n    "name": "message",')
+    assert out.startswith('[\n  {\n    "name": "framework/messages",')
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from session_schedule.cli import operator as operator_cli
+from session_schedule.cli import reading
 from session_schedule.cli.main import main
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import SessionId, user_message
@@ -48,7 +48,7 @@ async def _build(url: str) -> None:
 
 @pytest.fixture(autouse=True)
 def fixed_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(operator_cli, "clock", FakeClock(NOW))
+    monkeypatch.setattr(reading, "clock", FakeClock(NOW))
     monkeypatch.delenv("SESSION_SCHEDULE_STORE", raising=False)
 
 

@@ -24,8 +24,14 @@ def load(name: str) -> ModuleType:
     return module
 
 
-def page_snippet(page: str) -> str:
-    """The first ``python`` block of the documentation page ``page``, its includes expanded."""
-    found = [block for block in blocks(ROOT / page) if block.language == "python"]
-    assert found, f"no python block in {page}"
+def page_snippet(page: str, example: str) -> str:
+    """The ``python`` block of the documentation page ``page`` that includes the example
+    ``examples/<example>.py``, its includes expanded."""
+    path = f"examples/{example}.py"
+    found = [
+        block
+        for block in blocks(ROOT / page)
+        if block.language == "python" and path in block.includes
+    ]
+    assert len(found) == 1, f"{page} includes {path} {len(found)} times"
     return found[0].source

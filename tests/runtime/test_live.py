@@ -22,6 +22,7 @@ from session_schedule.core.instants import Instant, format_instant, parse_instan
 from session_schedule.core.records import CalendarScheduleView
 from session_schedule.core.rules import Limits
 from session_schedule.runtime import live as live_module
+from session_schedule.runtime.agent import FollowUp
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session.memory import MemorySessionStore
@@ -635,6 +636,13 @@ class AsyncFollowup(RightShape):
         return None
 
 
+class AsyncFollowupKeyed(RightShape):
+    """The optional keyed method as ``async def``: as lossy as an ``async def followup``."""
+
+    async def followup_keyed(self, followup: FollowUp) -> None:
+        return None
+
+
 class AsyncMaintenance(RightShape):
     async def begin_maintenance(self) -> bool:  # type: ignore[override]
         return True
@@ -657,6 +665,11 @@ class PlainWaitIdle(RightShape):
             AsyncFollowup(),
             "the agent's followup() is `async def`; it must be a plain method that does its "
             "work before it returns (a coroutine nobody awaits would lose reminders)",
+        ),
+        (
+            AsyncFollowupKeyed(),
+            "the agent's followup_keyed() is `async def`; it must be a plain method that does "
+            "its work before it returns (a coroutine nobody awaits would lose reminders)",
         ),
         (
             AsyncMaintenance(),
@@ -712,11 +725,21 @@ class SneakyAwaitables:
         return coroutine
 
 
-@pytest.mark.parametrize("method", ["followup", "begin_maintenance"])
+class SneakyKeyed(SneakyAwaitables):
+    """A keyed follow-up method that returns a coroutine."""
+
+    def followup_keyed(self, followup: FollowUp) -> object:
+        return self._coroutine("followup_keyed")
+
+
+@pytest.mark.parametrize("method", ["followup", "followup_keyed", "begin_maintenance"])
 async def test_an_awaitable_returned_at_call_time_is_closed_and_records_no_dispatch(
     world: World, method: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    agent = SneakyAwaitables(maintenance=method == "begin_maintenance")
+    maintenance = method == "begin_maintenance"
+    agent = (SneakyKeyed if method == "followup_keyed" else SneakyAwaitables)(
+        maintenance=maintenance
+    )
     await world.schedule.close()
     world.schedule = LiveSchedule(world.session, agent, clock=world.clock)  # type: ignore[arg-type]
     await world.schedule.start()
@@ -733,3 +756,50 @@ async def test_an_awaitable_returned_at_call_time_is_closed_and_records_no_dispa
     )
     active = await world.schedule.active()
     assert [view.id for view in active[1]] == ["sch_1"]
+
+
+class KeyedAgent(RightShape):
+    """An agent with the optional keyed method: given the keys with the text, never the text
+    alone."""
+
+    def __init__(self) -> None:
+        self.given: list[FollowUp] = []
+
+    def followup(self, message: str) -> None:
+        raise AssertionError("an agent with followup_keyed() is not given the text alone")
+
+    def followup_keyed(self, followup: FollowUp) -> None:
+        self.given.append(followup)
+
+
+async def test_a_keyed_agent_is_given_the_occurrence_keys_with_the_text(world: World) -> None:
+    agent = KeyedAgent()
+    await world.schedule.close()
+    world.schedule = LiveSchedule(world.session, agent, clock=world.clock)
+    await world.schedule.start()
+    for prompt in ("drink water", "stand up"):
+        await world.schedule.create({"prompt": prompt, "every_seconds": 3_600})
+    await world.run_for(3_600)
+    (given,) = agent.given
+    assert given.occurrences == (
+        "sch_1@2026-11-29T21:00:00.000Z",
+        "sch_2@2026-11-29T21:00:00.000Z",
+    )
+    assert keys(given.text) == list(given.occurrences)  # the keys the frame names, in its order
+    assert [dispatch.id for dispatch in world.dispatches()] == ["sch_1", "sch_2"]
+
+
+async def test_a_plain_agent_and_a_keyed_agent_are_given_the_same_text(world: World) -> None:
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 60})
+    await world.run_for(60)
+    (plain,) = world.agent.followups
+    store = MemorySessionStore()
+    session = await store.create(now=parse_instant(START))
+    clock = FakeClock(START)
+    agent = KeyedAgent()
+    async with LiveSchedule(session, agent, clock=clock) as schedule:
+        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        clock.advance(60)
+        await schedule.settled()
+    (keyed,) = agent.given
+    assert keyed == FollowUp(text=plain, occurrences=("sch_1@2026-11-29T20:01:00.000Z",))

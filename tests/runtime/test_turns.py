@@ -11,6 +11,7 @@ import pytest
 
 from session_schedule import LiveSchedule, ScheduleTools, Turn, TurnQueue
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
+from session_schedule.runtime.agent import FollowUp
 from session_schedule.session.errors import PersistenceUncertain, SessionCorrupt
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle
@@ -142,6 +143,31 @@ async def test_a_followup_that_is_not_a_frame_is_refused_and_not_queued(world: W
     with pytest.raises(ValueError) as raised:
         world.turns.followup("please remind me")
     assert str(raised.value) == ("a follow-up must be a reminder frame that names its occurrences")
+    assert world.entries(TURN_QUEUED_TYPE) == []
+
+
+async def test_a_keyed_followup_queues_the_keys_it_is_given_without_reading_the_text(
+    world: World,
+) -> None:
+    world.turns.followup_keyed(
+        FollowUp(text="stretch", occurrences=("sch_4@2026-11-29T20:01:00.000Z",))
+    )
+    (queued,) = world.entries(TURN_QUEUED_TYPE)
+    assert queued == TurnQueued(
+        version=1,
+        origin="schedule",
+        text="stretch",
+        at=START,
+        occurrences=("sch_4@2026-11-29T20:01:00.000Z",),
+    )
+
+
+async def test_a_keyed_followup_without_occurrences_is_refused_and_not_queued(
+    world: World,
+) -> None:
+    with pytest.raises(ValueError) as raised:
+        world.turns.followup_keyed(FollowUp(text=FRAME, occurrences=()))
+    assert str(raised.value) == "a follow-up must name the occurrences it delivers"
     assert world.entries(TURN_QUEUED_TYPE) == []
 
 
@@ -323,3 +349,50 @@ async def test_straight_line_construction_with_a_live_schedule(world: World) -> 
     assert types[queued_reminder + 1] == CHANGE_EVENT_TYPE
     payload = world.session.entries[queued_reminder + 1].payload
     assert isinstance(payload, ScheduleDispatchChange)
+
+
+@dataclass
+class TextOnly:
+    """A host's own agent over the queue that forwards follow-ups as text only (no keys)."""
+
+    turns: TurnQueue
+
+    async def wait_idle(self) -> None:
+        await self.turns.wait_idle()
+
+    def begin_maintenance(self) -> bool:
+        return self.turns.begin_maintenance()
+
+    def end_maintenance(self) -> None:
+        self.turns.end_maintenance()
+
+    def followup(self, message: str) -> None:
+        self.turns.followup(message)
+
+
+@pytest.mark.parametrize("forward_text_only", [False, True], ids=["keyed", "text only"])
+async def test_a_reminder_turn_has_its_keys_whether_or_not_the_agent_passes_them(
+    world: World, forward_text_only: bool
+) -> None:
+    turns = TurnQueue(world.session, clock=world.clock)
+    agent = TextOnly(turns) if forward_text_only else turns
+    schedule = LiveSchedule(world.session, agent, clock=world.clock)
+    seen: list[Turn] = []
+
+    async def run_turn(text: str) -> None:
+        current = turns.current
+        assert current is not None
+        seen.append(current)
+
+    turns.bind(run_turn)
+    async with schedule, turns:
+        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        world.clock.advance(60)
+        await schedule.settled()
+        await turns.wait_idle()
+    (reminder,) = seen
+    assert reminder.occurrences == ("sch_1@2026-11-29T20:01:00.000Z",)
+    (queued,) = world.entries(TURN_QUEUED_TYPE)
+    assert isinstance(queued, TurnQueued)
+    assert queued.occurrences == reminder.occurrences
+    assert queued.text == reminder.text

@@ -17,11 +17,11 @@ from session_schedule.core.instants import parse_instant
 from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId, jsonl_targets
-from session_schedule.session import jsonl as jsonl_module
+from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session.checkpoint import CHECKPOINT_VERSION, EVERY, WINDOW, CheckpointFile
 from session_schedule.session.handle import LazyEntries
-from session_schedule.session.jsonl import JsonlSessionHandle
+from session_schedule.session.jsonl import JsonlSessionHandle, next_targets
+from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.lines import commit_line
 from session_schedule.session.message import MessageEntry
 from session_schedule.testing.clock import FakeClock
@@ -395,8 +395,8 @@ async def test_entries_before_the_window_are_read_a_segment_at_a_time(
 ) -> None:
     await write_history(store)
     expected = await full_read(store)
-    monkeypatch.setattr(jsonl_module, "_SEGMENT", 600)
-    monkeypatch.setattr(jsonl_module, "_CHUNK", 16)
+    monkeypatch.setattr(segments_module, "SEGMENT", 600)
+    monkeypatch.setattr(segments_module, "CHUNK", 16)
     async with await store.open(SID) as handle:
         entries = handle._entries
         assert isinstance(entries, LazyEntries)
@@ -415,8 +415,8 @@ async def test_a_segment_altered_after_the_first_read_is_reported(
     store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await write_history(store)
-    monkeypatch.setattr(jsonl_module, "_SEGMENT", 600)
-    monkeypatch.setattr(jsonl_module, "_CHUNK", 16)
+    monkeypatch.setattr(segments_module, "SEGMENT", 600)
+    monkeypatch.setattr(segments_module, "CHUNK", 16)
     path = store.path_of(SID)
     async with await store.open(SID) as handle:
         assert handle.entries[100].position == 100  # the segments are indexed now
@@ -576,7 +576,7 @@ async def test_check_reports_a_signed_index_record_that_contradicts_the_log(
     await write_history(store)
     index = store.data_dir / ".next-targets"
     status = store.path_of(SID).stat()
-    record = jsonl_targets._Record(SID, None, status.st_ino, status.st_size, status.st_mtime_ns)
+    record = next_targets._Record(SID, None, status.st_ino, status.st_size, status.st_mtime_ns)
     signed = store._index._keys.sign(record)
     with index.open("ab") as file:
         file.write(msgspec.json.encode(signed) + b"\n")

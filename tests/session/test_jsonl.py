@@ -30,7 +30,7 @@ from session_schedule.session import (
     SessionExists,
     SessionId,
 )
-from session_schedule.session import jsonl as jsonl_module
+from session_schedule.session.jsonl import creation as creation_module
 from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import (
     NOW,
@@ -241,7 +241,7 @@ class TestFormat:
     ) -> None:
         path = await make_good_session(store)
         fresh = iter([SID, SessionId("s_bbbbbbbbbbbb")])
-        monkeypatch.setattr(jsonl_module, "new_session_id", lambda: next(fresh))
+        monkeypatch.setattr(creation_module, "new_session_id", lambda: next(fresh))
         async with await store.create(now=NOW) as handle:
             assert handle.id == "s_bbbbbbbbbbbb"
         assert path.read_bytes() == V2_GOOD

@@ -16,7 +16,7 @@ from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.session import DueSession, JsonlSessionStore
 from session_schedule.session.ids import SessionId
-from session_schedule.session.jsonl_targets import INDEX_NAME, KEY_NAME, MAX_INDEX_BYTES
+from session_schedule.session.jsonl.next_targets import INDEX_NAME, KEY_NAME, MAX_INDEX_BYTES
 from session_schedule.testing.session_contract import CHANGE, NOW, at_create, turn
 
 TARGET = parse_instant("2030-01-01T00:00:00.000Z")

@@ -74,10 +74,10 @@ from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import EveryScheduleRecord, ScheduleRecord
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import JsonlSessionStore, SessionId
-from session_schedule.session import jsonl as jsonl_module
 from session_schedule.session.checkpoint import EVERY, CheckpointFile
 from session_schedule.session.jsonl import JsonlSessionHandle
-from session_schedule.session.jsonl_targets import INDEX_NAME
+from session_schedule.session.jsonl import checkpoints as checkpoints_module
+from session_schedule.session.jsonl.next_targets import INDEX_NAME
 from session_schedule.session.lines import commit_line
 from session_schedule.session.port import DueSession, LogEntry
 from session_schedule.session.targets import next_target_of
@@ -220,7 +220,7 @@ class Writer:
         self.lock = threading.Lock()
         self.flight: asyncio.Future[None] | None = None
         self.real_fsync = os.fsync
-        self.real_write_checkpoint = jsonl_module._write_checkpoint
+        self.real_write_checkpoint = checkpoints_module.write_checkpoint
 
     def cut(self, label: Label) -> None:
         with self.lock:
@@ -304,7 +304,7 @@ async def write(root: Path, *, flush_on_loop: bool, seed: int, count: int) -> Ru
     chosen = random.Random(seed + 1)  # noqa: S311 - reproducible test data
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "fsync", writer.fsync)
-        patch.setattr(jsonl_module, "_write_checkpoint", writer.write_checkpoint)
+        patch.setattr(checkpoints_module, "write_checkpoint", writer.write_checkpoint)
         for step in history(seed, count):
             if step is None:
                 await writer.barrier(chosen)
@@ -617,7 +617,7 @@ async def live_write(root: Path, *, seed: int, rounds: int) -> LiveRun:
     active: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "fsync", writer.fsync)
-        patch.setattr(jsonl_module, "_write_checkpoint", writer.write_checkpoint)
+        patch.setattr(checkpoints_module, "write_checkpoint", writer.write_checkpoint)
         async with LiveSchedule(handle, agent, clock=clock) as live:
             for number in range(rounds):
                 for _ in range(chosen.randrange(60, 120)):

@@ -3,8 +3,8 @@ checkpoint's window by scanning the one segment that holds it, not every byte be
 that does not hold is dropped for a scan, and a corrupt log is still reported as one.
 
 The sessions here are a few megabytes, with segments, checkpoints and the chunks of older entries
-handed out made small (``_SEGMENT``, ``checkpoint.EVERY``, ``_CHUNK``) so that they hold many of
-each."""
+handed out made small (``segments.SEGMENT``, ``checkpoint.EVERY``, ``segments.CHUNK``) so that
+they hold many of each."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ import pytest
 from session_schedule.harness.transcript import recent_context
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session import checkpoint as checkpoint_module
-from session_schedule.session import jsonl as jsonl_module
 from session_schedule.session.checkpoint import CHECKPOINT_VERSION, CheckpointFile, SegmentStart
+from session_schedule.session.jsonl import files as files_module
+from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.lines import CHAIN_SEED
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, assistant_message, user_message
 from session_schedule.testing.session_contract import NOW, payloads, turn
@@ -36,8 +37,8 @@ FILLER = "the next thing, in a sentence long enough to make the log a few megaby
 
 @pytest.fixture(autouse=True)
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonl_module, "_SEGMENT", SEGMENT)
-    monkeypatch.setattr(jsonl_module, "_CHUNK", 16)
+    monkeypatch.setattr(segments_module, "SEGMENT", SEGMENT)
+    monkeypatch.setattr(segments_module, "CHUNK", 16)
     monkeypatch.setattr(checkpoint_module, "EVERY", 50)
 
 
@@ -52,14 +53,14 @@ class Reads:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.bytes = 0
-        original = jsonl_module._pread_all
+        original = files_module.pread_all
 
         def counted(fd: int, size: int, offset: int) -> bytes:
             data = original(fd, size, offset)
             self.bytes += len(data)
             return data
 
-        monkeypatch.setattr(jsonl_module, "_pread_all", counted)
+        monkeypatch.setattr(files_module, "pread_all", counted)
 
     def reset(self) -> None:
         self.bytes = 0

@@ -23,7 +23,13 @@ from session_schedule.session.message import MESSAGE_ENTRY_TYPE, ToolCall, user_
 from session_schedule.testing.clock import FakeClock
 from session_schedule.web.bodies import MAX_BODY_BYTES, MAX_PROMPT_CHARS
 from session_schedule.web.limits import Rate
-from session_schedule.web.live import LiveLimits, Subscription, SubscriptionClosed, TurnView
+from session_schedule.web.live import (
+    HANDOVER_LINE,
+    LiveLimits,
+    Subscription,
+    SubscriptionClosed,
+    TurnView,
+)
 from session_schedule.web.security import SECURITY_HEADERS
 from tests.web.client import START, Overlay, SseStream, open_overlay, send_raw
 from tests.web.scripted import MIXED_CONTEXT, TOKYO_CONTEXT, QueueModel
@@ -224,8 +230,38 @@ async def test_a_session_open_in_another_process_is_409(tmp_path: Path) -> None:
             response = await overlay.client.get(f"/api/sessions/{elsewhere.id}")
             assert response.status_code == 409
             assert "is open in another process or handle" in response.json()["error"]
+            assert response.headers["retry-after"] == "1"  # the page tries again
     finally:
         await elsewhere.close()
+
+
+async def test_a_page_waiting_for_a_hand_over_is_told_what_is_happening(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    held = await store.create(now=FakeClock(START).now())
+    async with open_overlay(
+        JsonlSessionStore(tmp_path), live_limits=LiveLimits(busy_wait_seconds=30)
+    ) as overlay:
+        path = f"/api/sessions/{held.id}"
+        before = await overlay.client.get(f"{path}/opening")
+        assert before.json() == {"live": False, "handover": None}
+        opened = asyncio.create_task(overlay.client.get(path))
+        async with asyncio.timeout(15):
+            # The page asks every half second while its open waits.
+            while (await overlay.client.get(f"{path}/opening")).json()["handover"] is None:
+                await asyncio.sleep(0.05)
+        waiting = await overlay.client.get(f"{path}/opening")
+        assert waiting.json() == {"live": False, "handover": HANDOVER_LINE}
+        assert not opened.done()
+        await held.close()  # as a host does once asked
+        response = await opened
+        assert response.status_code == 200
+        after = await overlay.client.get(f"{path}/opening")
+        assert after.json() == {"live": True, "handover": None}
+        assert (await overlay.client.get("/api/sessions/nope/opening")).status_code == 404
+    assert HANDOVER_LINE == (
+        "another process holds this session (the host answering a reminder, say) and is asked "
+        "to hand it over; it opens here within seconds…"
+    )
 
 
 async def test_a_corrupt_session_is_409_logged_and_left_as_it_is(

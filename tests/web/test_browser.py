@@ -27,6 +27,7 @@ from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
 from session_schedule.testing.clock import FakeClock
 from session_schedule.web.app import OverlayApp, create_app
+from session_schedule.web.live import HANDOVER_LINE, LiveLimits
 from session_schedule.web.security import AccessPolicy, access_policy
 from session_schedule.web.server import OverlayServer, bind
 from tests.web.scripted import MIXED_CONTEXT, TOKYO_CONTEXT, RuleModel
@@ -63,11 +64,17 @@ class Running:
 
 @contextmanager
 def serving(
-    data: Path, model: RuleModel | None, policy: AccessPolicy | None = None
+    data: Path,
+    model: RuleModel | None,
+    policy: AccessPolicy | None = None,
+    live_limits: LiveLimits | None = None,
 ) -> Iterator[Running]:
     """The overlay on 127.0.0.1 (an ephemeral port), served by uvicorn in a thread."""
     app = create_app(
-        JsonlSessionStore(data), model=(lambda: model) if model else None, policy=policy
+        JsonlSessionStore(data),
+        model=(lambda: model) if model else None,
+        policy=policy,
+        live_limits=live_limits,
     )
     sock = bind("127.0.0.1", 0)
     server = OverlayServer(app, log_config=False)
@@ -686,3 +693,52 @@ def test_offline_a_calendar_reminder_is_created_from_the_form(
     expect(page.locator(".schedule-rule")).to_have_text(
         "calendar FREQ=MONTHLY;BYMONTHDAY=-1 at 09:00 Europe/Paris"
     )
+
+
+def _hold(data: Path, held: list[str], ready: threading.Event, release: threading.Event) -> None:
+    """Keeps a new session open in ``data`` until ``release``, as a host answering a reminder
+    does (a store of its own: to the server, another process)."""
+
+    async def main() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=FakeClock("2026-11-29T20:00:00.000Z").now()) as handle:
+            held.append(handle.id)
+            ready.set()
+            while not release.is_set():
+                await asyncio.sleep(0.05)
+
+    asyncio.run(main())
+
+
+def test_a_session_being_handed_over_shows_one_line_and_opens_by_itself(
+    tmp_path: Path, browser: Browser
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    held: list[str] = []
+    ready, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold, args=(data, held, ready, release), name="holder")
+    holder.start()
+    try:
+        assert ready.wait(WAIT_MS / 1000)
+        session = held[0]
+        with serving(data, None, live_limits=LiveLimits(busy_wait_seconds=1)) as server:
+            page = open_failed_page(browser, f"{server.url}#{session}")
+            try:
+                expect(page.locator("#status")).to_have_text(HANDOVER_LINE)
+                # Still held after the server's wait: 409 with Retry-After, and the page tries
+                # again, the line still shown and no banner.
+                with page.expect_response(
+                    lambda r: r.url.endswith(f"/api/sessions/{session}") and r.status == 409
+                ):
+                    pass
+                expect(page.locator("#status")).to_have_text(HANDOVER_LINE)
+                expect(page.locator(".notice")).to_have_count(0)
+                release.set()  # handed over
+                expect(page.locator("#status")).to_have_text("live")
+                expect(page.locator("#prompt")).to_be_enabled()
+            finally:
+                page.context.close()
+    finally:
+        release.set()
+        holder.join()

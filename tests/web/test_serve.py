@@ -311,6 +311,35 @@ def test_a_port_in_use_is_a_clear_usage_error(capsys: pytest.CaptureFixture[str]
     )
 
 
+def test_the_bound_socket_listens_so_a_client_is_queued_not_refused() -> None:
+    with bind("127.0.0.1", 0) as sock, socket.create_connection(sock.getsockname(), timeout=5):
+        pass  # nothing accepts yet: the kernel queues the connection
+
+
+class _ConnectAtStart:
+    """Stands in for uvicorn: connects to the socket it is given before serving anything, as a
+    browser opening the printed address at once does."""
+
+    connected: list[str] = []  # noqa: RUF012 - a record for the test
+
+    def __init__(self, app: OverlayApp, *, limits: Limits) -> None:
+        del app, limits
+
+    async def serve(self, sockets: list[socket.socket]) -> None:
+        with socket.create_connection(sockets[0].getsockname(), timeout=5):
+            _ConnectAtStart.connected.append("yes")
+
+
+def test_the_address_is_printed_once_the_server_listens(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(serve_cli, "OverlayServer", _ConnectAtStart)
+    _ConnectAtStart.connected.clear()
+    assert run(["--data-dir", str(tmp_path), "serve", "--port", "0"]) == 0
+    assert capsys.readouterr().out.startswith("session-schedule: the web overlay is at http://")
+    assert _ConnectAtStart.connected == ["yes"]
+
+
 class _FakeServer:
     """Stands in for uvicorn: records the app it was given and how it answers a request
     without a token, then returns at once."""

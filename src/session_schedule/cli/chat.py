@@ -31,7 +31,6 @@ import logging
 import os
 import stat
 import sys
-import urllib.parse
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -43,10 +42,22 @@ from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_quotas,
+    add_session_argument,
+    at_least_one,
     fail,
+    non_negative_seconds,
     schedule_settings,
     store_location,
     store_words,
+)
+from session_schedule.cli.model import (
+    API_KEY_PLACEHOLDER,
+    MODEL_VARIABLE,
+    Connection,
+    ModelConfig,
+    add_model_options,
+    connect,
+    model_config,
 )
 from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
 from session_schedule.core.errors import ScheduleError
@@ -57,7 +68,6 @@ from session_schedule.core.visible import reveal
 from session_schedule.extras import require
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
-from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.events import EVENT_LOGGER
@@ -75,10 +85,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MODEL_VARIABLE: Final = "SESSION_SCHEDULE_MODEL"
-API_KEY_PLACEHOLDER: Final = "not-needed"
-"""Sent as the API key to an explicit endpoint when ``$OPENAI_API_KEY`` is unset (local servers
-such as Ollama or llama.cpp need none, but the SDK insists on one)."""
 BUSY_WAIT_SECONDS: Final = WAIT_SECONDS
 """How long the chat waits for a session another process holds (a host hands it over within
 seconds once asked; another front end keeps it until it closes)."""
@@ -147,21 +153,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "session",
-        nargs="?",
-        metavar="SESSION",
-        help="the id of a session to resume (default: start a new session)",
+    add_session_argument(
+        parser,
+        "the id of a session to resume (default: start a new session)",
+        optional=True,
     )
-    parser.add_argument(
-        "--model",
-        metavar="MODEL",
-        help=f"the model to chat with (default: ${MODEL_VARIABLE}; without one: offline mode)",
-    )
-    parser.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="an OpenAI-compatible endpoint, such as http://localhost:11434/v1 "
+    add_model_options(
+        parser,
+        model=f"the model to chat with (default: ${MODEL_VARIABLE}; without one: offline mode)",
+        base_url="an OpenAI-compatible endpoint, such as http://localhost:11434/v1 "
         "(default: $OPENAI_BASE_URL, else OpenAI's)",
     )
     parser.add_argument(
@@ -173,7 +173,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--max-context-chars",
         metavar="N",
-        type=_positive,
+        type=at_least_one,
         default=DEFAULT_MAX_CONTEXT_CHARS,
         help="the most characters of conversation sent to the model per request; earlier turns "
         f"are left out (default: {DEFAULT_MAX_CONTEXT_CHARS})",
@@ -181,72 +181,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--busy-wait",
         metavar="SECONDS",
-        type=_seconds,
+        type=non_negative_seconds,
         default=BUSY_WAIT_SECONDS,
         help="how long to wait for a session another process holds, such as a host delivering "
         f"a reminder, before giving up with exit 4 (default: {BUSY_WAIT_SECONDS:g})",
     )
     add_quotas(parser)
     parser.set_defaults(handler=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelConfig:
-    """Which model to reach, where, and with which key."""
-
-    name: str
-    base_url: str | None
-    """``None``: the SDK's default endpoint."""
-    api_key: str
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
-    return value
-
-
-def model_config(
-    model: str | None, base_url: str | None, environ: Mapping[str, str]
-) -> ModelConfig | str | None:
-    """The model the options and ``environ`` select: ``None`` for offline mode, or a message
-    saying what is missing or wrong."""
-    name = model or environ.get(MODEL_VARIABLE) or None
-    if name is None:
-        return None
-    url = base_url or environ.get("OPENAI_BASE_URL") or None
-    if url is not None:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in {"http", "https"} or not parts.netloc:
-            origin = "--base-url" if base_url else "OPENAI_BASE_URL"
-            return (
-                f"{origin}: {url!r} is not an http or https URL; give the endpoint's base URL, "
-                "such as http://localhost:11434/v1"
-            )
-    key = environ.get("OPENAI_API_KEY") or None
-    if key is None:
-        if url is None:
-            return (
-                f"model {name!r} needs an API key: set OPENAI_API_KEY, or give --base-url for a "
-                "local endpoint that needs none"
-            )
-        key = API_KEY_PLACEHOLDER
-    return ModelConfig(name=name, base_url=url, api_key=key)
 
 
 def _shown_in_the_chat(record: logging.LogRecord) -> bool:
@@ -305,30 +246,6 @@ class _Options:
     settings: Settings
 
 
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Connection:
-    model: Model | None
-    endpoint: str
-    """The endpoint as the SDK resolved it (empty offline)."""
-
-
-@contextlib.asynccontextmanager
-async def _connect(config: ModelConfig | None) -> AsyncIterator[_Connection]:
-    if config is None:
-        yield _Connection(model=None, endpoint="")
-        return
-    # ``run`` checked that the SDK is installed (the ``openai`` extra).
-    from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
-
-    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
-    # hide attempts from it and wait outside its bounds.
-    async with AsyncOpenAI(
-        api_key=config.api_key, base_url=config.base_url, max_retries=0
-    ) as client:
-        yield _Connection(model=OpenAIChatModel(client, config.name), endpoint=str(client.base_url))
-
-
 async def _chat(options: _Options) -> None:
     async with opened_store(options.location) as store:
         await _chat_on(store, options)
@@ -347,7 +264,7 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
             note=_note_on_stderr,
         )
     session_id = session.id
-    async with _connect(options.model) as connection:
+    async with connect(options.model) as connection:
         display = Display(
             styled_writer(_console()) if options.interactive else plain_writer,
             echo_person=not options.interactive,
@@ -419,7 +336,7 @@ def show_history(
 
 async def _live(
     session: SessionHandle,
-    connection: _Connection,
+    connection: Connection,
     clock: SystemClock,
     options: _Options,
     display: Display,

@@ -22,6 +22,10 @@ STORE_HELP: Final = (
     "where sessions are: jsonl:DIR, sqlite:PATH or postgresql://… (default: "
     f"${STORE_VARIABLE}, else jsonl: in the data directory)"
 )
+DSN_VARIABLE: Final = "SESSION_SCHEDULE_PG_DSN"
+DEFAULT_SCHEMA: Final = "session_schedule"
+"""The same as ``session_schedule.session.postgres_schema.DEFAULT_SCHEMA`` (not imported here:
+that module imports psycopg)."""
 SQLITE_FILE: Final = "sessions.db"
 """The database file ``--store sqlite`` names in the data directory."""
 
@@ -38,6 +42,8 @@ EXIT_INTERRUPTED: Final = 130
 """Interrupted by Ctrl-C (SIGINT), as a shell reports it: 128 + the signal's number."""
 
 Handler = Callable[[argparse.Namespace], int]
+
+SESSION_HELP: Final = "a session id, such as s_7k2m4q9x3v5b (see `session-schedule sessions`)"
 
 
 def default_data_dir() -> Path:
@@ -146,6 +152,76 @@ def exit_code_for(error: Exception) -> int:
     raise error
 
 
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    handler: Handler,
+    *,
+    description: str,
+    example: str,
+) -> argparse.ArgumentParser:
+    """Add command ``name``, run by ``handler``, with its description and example; its one-line
+    help is the one the program lists (``main.COMMANDS``)."""
+    parser = commands.add_parser(
+        name,
+        description=description,
+        epilog=f"example: {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_session_argument(
+    parser: argparse.ArgumentParser,
+    help: str = SESSION_HELP,  # noqa: A002 - argparse's name
+    *,
+    optional: bool = False,
+) -> None:
+    """Add the ``SESSION`` argument: a session id, required unless ``optional``."""
+    if optional:
+        parser.add_argument("session", nargs="?", metavar="SESSION", help=help)
+    else:
+        parser.add_argument("session", metavar="SESSION", help=help)
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--json``: print JSON instead of a table."""
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def add_schema_option(parser: argparse.ArgumentParser, *, metavar: str | None = None) -> None:
+    """Add ``--schema``: the PostgreSQL schema holding the store's tables."""
+    parser.add_argument(
+        "--schema",
+        default=DEFAULT_SCHEMA,
+        metavar=metavar,
+        help=f"the PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA})",
+    )
+
+
+def non_negative_seconds(text: str) -> float:
+    """An option's number of seconds, 0 or more (an argparse ``type``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
+def at_least_one(text: str) -> int:
+    """An option's whole number, 1 or more (an argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 DEFAULT_FOLLOWUP_LIMIT: Final = 6
 """The default of ``--followup-limit``: ``Settings.followup_limit``."""
 
@@ -154,7 +230,7 @@ def add_followup_limit(parser: argparse.ArgumentParser) -> None:
     """Add ``--followup-limit N``: the follow-up budget of the command's Schedules."""
     parser.add_argument(
         "--followup-limit",
-        type=_at_least_one,
+        type=at_least_one,
         default=DEFAULT_FOLLOWUP_LIMIT,
         metavar="N",
         help="at most N reminder follow-up turns a minute per session; it also paces the "
@@ -168,7 +244,7 @@ def add_quotas(parser: argparse.ArgumentParser) -> None:
     add_followup_limit(parser)
     parser.add_argument(
         "--turns-per-day",
-        type=_at_least_one,
+        type=at_least_one,
         default=None,
         metavar="N",
         help="at most N reminder turns in any 24 hours per session; more wait (default: no "
@@ -210,13 +286,3 @@ def _quiet_hours(text: str) -> QuietHours:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return hours
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value

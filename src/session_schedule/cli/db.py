@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Final
 
-from session_schedule.cli.common import EXIT_OK, EXIT_STORAGE, EXIT_USAGE, fail
+from session_schedule.cli.common import (
+    DSN_VARIABLE,
+    EXIT_OK,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    add_schema_option,
+    fail,
+)
 from session_schedule.extras import require
-
-DSN_VARIABLE: Final = "SESSION_SCHEDULE_PG_DSN"
-DEFAULT_SCHEMA: Final = "session_schedule"
-"""The same as ``session_schedule.session.postgres_schema.DEFAULT_SCHEMA`` (not imported here:
-that module imports psycopg)."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,12 +67,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             metavar="DSN",
             help=f"the database: a libpq connection string or URI (default: ${DSN_VARIABLE})",
         )
-        action.add_argument(
-            "--schema",
-            default=DEFAULT_SCHEMA,
-            metavar="NAME",
-            help=f"the PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA})",
-        )
+        add_schema_option(action, metavar="NAME")
         action.set_defaults(handler=_run)
 
 

@@ -14,13 +14,20 @@ from typing import Final, final
 
 import msgspec
 
-from session_schedule.cli.common import EXIT_OK, EXIT_USAGE, fail, read_session
-from session_schedule.cli.render import Table, Text, output
+from session_schedule.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_command,
+    add_json_flag,
+    add_session_argument,
+    fail,
+    read_session,
+)
+from session_schedule.cli.render import Table, Text, output, print_json, untrusted
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import parse_schedule_id
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import record_target
-from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.session.history import HistoryRow, history_row, occurrence_history
 from session_schedule.session.provenance import made_by_reminders
 
@@ -31,6 +38,7 @@ DESCRIPTION: Final = (
     "how late it was and how many earlier occurrences a catch-up delivery covered (skipped). "
     "Read from the log alone, while the session may be open elsewhere."
 )
+EXAMPLE: Final = "session-schedule history s_7k2m4q9x3v5b sch_2 --json"
 _OUTCOME_STYLES: Final = {
     "delivered": "green",
     "failed": "bold red",
@@ -43,19 +51,12 @@ _OUTCOME_STYLES: Final = {
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``history`` to the program's subcommands."""
-    parser = commands.add_parser(
-        "history",
-        help="show what became of each occurrence of a session's reminders",
-        description=DESCRIPTION,
-        epilog="example: session-schedule history s_7k2m4q9x3v5b sch_2 --json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("session", metavar="SESSION", help="the session id (s_ and 12 characters)")
+    parser = add_command(commands, "history", run, description=DESCRIPTION, example=EXAMPLE)
+    add_session_argument(parser, "the session id (s_ and 12 characters)")
     parser.add_argument(
         "id", metavar="ID", nargs="?", help="only this reminder's occurrences (sch_N)"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.set_defaults(handler=run)
+    add_json_flag(parser)
 
 
 @final
@@ -80,7 +81,7 @@ def run(arguments: argparse.Namespace) -> int:
         occurrences=[history_row(item, set_during=made.get(item.schedule_id)) for item in runs],
     )
     if arguments.json:
-        print(frame_escape(msgspec.json.format(msgspec.json.encode(result), indent=2).decode()))
+        print_json(result)
         return EXIT_OK
     with output() as console:
         count = len(runs)
@@ -104,7 +105,7 @@ def run(arguments: argparse.Namespace) -> int:
                 Text(row.outcome, style=_OUTCOME_STYLES.get(row.outcome, "")),
                 Text("-" if row.lateness_seconds is None else _duration(row.lateness_seconds)),
                 Text(str(row.skipped)),
-                Text(reveal(detail)),
+                untrusted(detail),
             )
         console.print(table)
     return EXIT_OK

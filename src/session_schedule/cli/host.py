@@ -16,23 +16,29 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from typing import Final
 
-from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
 from session_schedule.cli.common import (
+    DEFAULT_SCHEMA,
+    DSN_VARIABLE,
     EXIT_OK,
     EXIT_STORAGE,
     EXIT_USAGE,
     add_quotas,
+    add_schema_option,
     fail,
     schedule_settings,
     store_location,
 )
-from session_schedule.cli.db import DEFAULT_SCHEMA, DSN_VARIABLE
+from session_schedule.cli.model import (
+    MODEL_VARIABLE,
+    ModelConfig,
+    add_model_options,
+    connect,
+    model_config,
+)
 from session_schedule.core.instants import Instant
 from session_schedule.extras import require
-from session_schedule.harness.model import Model, OpenAIChatModel
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
 from session_schedule.session.location import PostgresLocation, open_store, store_url
 from session_schedule.session.port import SessionStore
@@ -67,11 +73,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help=f"serve the PostgreSQL database named by ${DSN_VARIABLE}",
     )
-    parser.add_argument(
-        "--schema",
-        default=DEFAULT_SCHEMA,
-        help=f"the PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA})",
-    )
+    add_schema_option(parser)
     parser.add_argument(
         "--lease-seconds",
         type=_positive,
@@ -80,16 +82,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="PostgreSQL: how long a session stays owned by a host that stopped renewing "
         "(default: 15)",
     )
-    parser.add_argument(
-        "--model",
-        metavar="MODEL",
-        help=f"the model that answers follow-ups (default: ${MODEL_VARIABLE}; without one: "
+    add_model_options(
+        parser,
+        model=f"the model that answers follow-ups (default: ${MODEL_VARIABLE}; without one: "
         "offline)",
-    )
-    parser.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)",
+        base_url="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)",
     )
     defaults = HostSettings()
     parser.add_argument(
@@ -219,7 +216,7 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signal_number, stop.set)
-    async with _model(config) as model, contextlib.AsyncExitStack() as resources:
+    async with connect(config) as connection, contextlib.AsyncExitStack() as resources:
         closing = getattr(store, "close", None)
         if closing is not None:
             resources.push_async_callback(closing)
@@ -230,7 +227,9 @@ async def _serve(
             f"session-schedule host: keeping {where} live ({answered}); stop with Ctrl-C",
             flush=True,
         )
-        async with ScheduleHost(store, reference_agents(model), settings=settings) as host:
+        async with ScheduleHost(
+            store, reference_agents(connection.model), settings=settings
+        ) as host:
             stopped = asyncio.ensure_future(stop.wait())
             timer = asyncio.ensure_future(host.wait_stopped())
             await asyncio.wait({stopped, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -247,18 +246,3 @@ async def _serve(
     if failure is not None:
         return fail(f"the host stopped: {failure}", EXIT_STORAGE)
     return EXIT_OK
-
-
-@contextlib.asynccontextmanager
-async def _model(config: ModelConfig | None) -> AsyncIterator[Model | None]:
-    if config is None:
-        yield None
-        return
-    from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
-
-    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
-    # hide attempts from it and wait outside its bounds.
-    async with AsyncOpenAI(
-        api_key=config.api_key, base_url=config.base_url, max_retries=0
-    ) as client:
-        yield OpenAIChatModel(client, config.name)

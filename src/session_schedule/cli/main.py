@@ -2,8 +2,8 @@
 
 The program starts like a native tool: the parser lists every command by name, but a command's
 arguments are registered — and its module imported — only once the command line names it. So
-``--help`` imports no command at all, ``list`` imports the operator commands and never the web
-server or a model SDK, and only ``serve`` loads the web overlay.
+``--help`` imports no command at all, ``list`` imports its own module (``cli.listing``) and never
+the web server or a model SDK, and only ``serve`` loads the web overlay.
 """
 
 from __future__ import annotations
@@ -65,22 +65,22 @@ COMMANDS: Final = (
         "chat with an agent that sets reminders (offline without a model; the default)",
         store=True,
     ),
-    Command("sessions", "operator", "list the sessions in the store", store=True),
-    Command("show", "operator", "show a session's transcript and schedule events", store=True),
+    Command("sessions", "sessions", "list the sessions in the store", store=True),
+    Command("show", "show", "show a session's transcript and schedule events", store=True),
     Command(
-        "list", "operator", "list a session's active reminders as the model sees them", store=True
+        "list", "listing", "list a session's active reminders as the model sees them", store=True
     ),
-    Command("timeline", "operator", "show a session's upcoming reminder occurrences", store=True),
-    Command("check", "operator", "validate a session's whole log strictly", store=True),
+    Command("timeline", "timeline", "show a session's upcoming reminder occurrences", store=True),
+    Command("check", "check", "validate a session's whole log strictly", store=True),
     Command(
         "history",
         "history",
         "show what became of each occurrence of a session's reminders",
         store=True,
     ),
-    Command("fork", "operator", "fork a session and print the new session's id", store=True),
-    Command("catalog", "operator", "print the persistence catalog as JSON"),
-    Command("tools", "operator", "print the schedule tool definitions as JSON"),
+    Command("fork", "fork", "fork a session and print the new session's id", store=True),
+    Command("catalog", "definitions", "print the persistence catalog as JSON"),
+    Command("tools", "definitions", "print the schedule tool definitions as JSON"),
     Command(
         "serve",
         "serve",

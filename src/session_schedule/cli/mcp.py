@@ -14,6 +14,7 @@ from typing import Final
 from session_schedule.cli.common import (
     EXIT_OK,
     add_quotas,
+    add_session_argument,
     data_dir,
     schedule_settings,
     store_location,
@@ -41,11 +42,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "session",
-        nargs="?",
-        metavar="SESSION",
-        help="the id of the session to serve (default: create a new one)",
+    add_session_argument(
+        parser, "the id of the session to serve (default: create a new one)", optional=True
     )
     add_quotas(parser)
     parser.set_defaults(handler=run)

@@ -15,6 +15,10 @@ last column down to :data:`MIN_LAST` columns (or its own width). When even that 
 row is shown as a block instead — its first cell on a line, then one ``column: value`` line per
 other column, the values wrapping under themselves — so an id, a time and a prompt never turn
 into a column of single letters, and no column is dropped.
+
+The text inside tables — prompts, turns, tool arguments — is untrusted: :func:`untrusted` shows
+it with terminal control characters made visible, and :func:`print_json` writes JSON whose hidden
+characters are escapes.
 """
 
 from __future__ import annotations
@@ -26,8 +30,21 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Final, Protocol, TypeAlias, final
+from typing import IO, TYPE_CHECKING, Final, Protocol, TypeAlias, assert_never, final
 
+import msgspec
+
+from session_schedule.core.calendar import calendar_rule_text
+from session_schedule.core.framing import daily_rule_text
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    CalendarScheduleRecord,
+    DailyScheduleRecord,
+    EveryScheduleRecord,
+    ScheduleRecord,
+)
+from session_schedule.core.visible import frame_escape, reveal
 from session_schedule.extras import MissingExtraError, require
 
 if TYPE_CHECKING:
@@ -419,3 +436,46 @@ def _row(
         )
         for line in range(height)
     ]
+
+
+# -- what the commands write -------------------------------------------------------------------
+
+_JSON: Final = msgspec.json.Encoder()
+
+
+def untrusted(text: str, *, style: str = "") -> Text:
+    """``text`` exactly as written, never read as markup, with control and other hidden
+    characters made visible (:func:`~session_schedule.core.visible.reveal`)."""
+    return Text(reveal(text), style=style)
+
+
+def print_json(value: object) -> None:
+    """``value`` as indented JSON on stdout, hidden characters in its strings written as JSON
+    escapes (the same data, but a person reading it sees them)."""
+    print(frame_escape(msgspec.json.format(_JSON.encode(value), indent=2).decode()))
+
+
+def rule_text(record: ScheduleRecord) -> str:
+    """A reminder's rule in a table cell: ``after 15m``, ``at``, ``every 1h``, ``daily …``,
+    ``calendar …``."""
+    match record:
+        case AfterScheduleRecord():
+            return f"after {_seconds(record.after_seconds)}"
+        case AtScheduleRecord():
+            return "at"
+        case EveryScheduleRecord():
+            return f"every {_seconds(record.every_seconds)}"
+        case DailyScheduleRecord():
+            return f"daily {daily_rule_text(record)}"
+        case CalendarScheduleRecord():
+            return f"calendar {calendar_rule_text(record)}"
+        case _:
+            assert_never(record)
+
+
+def _seconds(seconds: int) -> str:
+    """``90s``, ``15m``, ``2h``, ``7d``: the largest unit that divides evenly."""
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

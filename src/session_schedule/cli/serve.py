@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import math
@@ -23,11 +22,10 @@ import os
 import re
 import secrets
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from session_schedule.cli.chat import MODEL_VARIABLE, ModelConfig, model_config
 from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -37,8 +35,15 @@ from session_schedule.cli.common import (
     schedule_settings,
     store_location,
 )
+from session_schedule.cli.model import (
+    MODEL_VARIABLE,
+    ModelConfig,
+    add_model_options,
+    connect,
+    model_config,
+)
 from session_schedule.extras import require
-from session_schedule.harness.model import OpenAIChatModel
+from session_schedule.harness.model import Model
 from session_schedule.session.location import opened_store, store_url
 from session_schedule.session.private import (
     NotPrivateFile,
@@ -109,9 +114,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=DEFAULT_PORT,
         help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
     )
-    parser.add_argument("--model", help=f"model name (default ${MODEL_VARIABLE}; none: offline)")
-    parser.add_argument(
-        "--base-url", metavar="URL", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)"
+    add_model_options(
+        parser,
+        model=f"model name (default ${MODEL_VARIABLE}; none: offline)",
+        base_url="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)",
     )
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument(
@@ -201,10 +207,10 @@ async def _serve(
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     location = store_location(arguments)
-    async with _model(config) as model, opened_store(location) as store:
+    async with connect(config) as connection, opened_store(location) as store:
         app = create_app(
             store,
-            model=model,
+            model=_factory(connection.model),
             policy=access_policy(arguments.host, token=token),
             settings=schedule_settings(arguments),
             live_limits=LiveLimits(
@@ -218,22 +224,11 @@ async def _serve(
         await OverlayServer(app, limits=limits).serve(sockets=[sock])
 
 
-@contextlib.asynccontextmanager
-async def _model(config: ModelConfig | None) -> AsyncIterator[ModelFactory | None]:
-    """The model factory the chat's configuration selects (``None``: offline mode)."""
-    if config is None:
-        yield None
-        return
-    # ``run`` checked that the SDK is installed (the ``openai`` extra).
-    from openai import AsyncOpenAI  # noqa: PLC0415 - only a configured model needs the SDK
-
-    # The turn queue retries a failed turn (Settings.turn_retry); the SDK's own retries would
-    # hide attempts from it and wait outside its bounds.
-    async with AsyncOpenAI(
-        api_key=config.api_key, base_url=config.base_url, max_retries=0
-    ) as client:
-        model = OpenAIChatModel(client, config.name)
-        yield lambda: model
+def _factory(model: Model | None) -> ModelFactory | None:
+    """What the overlay calls for the model of a session (``None``: offline mode)."""
+    if model is None:
+        return None
+    return lambda: model
 
 
 def _announce(

@@ -40,6 +40,7 @@ from session_schedule.harness.transcript import (
     messages_of,
     recent_context,
 )
+from session_schedule.runtime.agent import FollowUp
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.retry import TurnRetry
 from session_schedule.runtime.turns import Turn, TurnAttemptFailed, TurnQueue
@@ -204,6 +205,9 @@ class ChatAgent:
 
     def followup(self, message: str) -> None:
         self._turns.followup(message)
+
+    def followup_keyed(self, followup: FollowUp) -> None:
+        self._turns.followup_keyed(followup)
 
     # -- the turn ----------------------------------------------------------------------------
 

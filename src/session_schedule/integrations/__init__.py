@@ -11,5 +11,8 @@ Each module needs its framework, which its extra brings; importing one without i
 - ``integrations.anthropic`` — the Anthropic Messages API (``session-schedule[anthropic]``)
 - ``integrations.openai`` — the OpenAI Chat Completions API (``session-schedule[openai]``)
 
-``integrations.common`` holds what they share and needs no framework.
+``integrations.common`` holds what they share and needs no framework. The Anthropic, OpenAI and
+PydanticAI conversations keep their history in the Session's log with ``durable=True``; the
+Agents SDK and LangGraph keep theirs in their own stores (a file-backed ``SQLiteSession``, a
+SQLite checkpointer).
 """

@@ -58,7 +58,13 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
     A turn that fails (the API refuses a request, say) leaves no trace in it, so the next turn
     starts from a valid conversation. Each request's ``system`` is ``system`` followed by the
     time context (the current time, and ``time_zone`` when given).
+
+    ``durable=True`` keeps the conversation in the Session's log, as ``framework/messages``
+    entries of framework ``anthropic``, and continues the one kept there (see
+    :class:`~session_schedule.integrations.common.ToolLoopConversation`).
     """
+
+    framework = "anthropic"
 
     def __init__(
         self,
@@ -72,9 +78,15 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
         messages: Sequence[MessageParam] = (),
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
         time_zone: str | None = None,
+        durable: bool = False,
     ) -> None:
         super().__init__(
-            turns, tools, messages=messages, max_tool_rounds=max_tool_rounds, time_zone=time_zone
+            turns,
+            tools,
+            messages=messages,
+            max_tool_rounds=max_tool_rounds,
+            time_zone=time_zone,
+            durable=durable,
         )
         self._client = client
         self._tool_params = schedule_tools(tools)

@@ -1,6 +1,8 @@
 """What every framework adapter shares: strict tool specifications, a synchronous bridge onto
-the Schedule's event loop, the conversation base that runs each queued turn, and the tool loop
-of the adapters that talk to a model API directly (Anthropic, OpenAI).
+the Schedule's event loop, the conversation base that runs each queued turn, the tool loop of
+the adapters that talk to a model API directly (Anthropic, OpenAI), and the durable history of
+the adapters that keep their conversation in the Session's log (:func:`stored_messages`,
+:func:`store_messages`: ``framework/messages`` entries).
 
 Construction is a straight line in every adapter — the tools need the Schedule, the Schedule
 needs the agent port, the framework's agent needs the tools — so the :class:`TurnQueue` comes
@@ -28,7 +30,7 @@ import concurrent.futures
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Final, Generic, TypeVar, cast, final
+from typing import ClassVar, Final, Generic, TypeVar, cast, final
 
 import msgspec
 
@@ -36,6 +38,12 @@ from session_schedule.core.framing import FRAME_TITLE
 from session_schedule.core.time_context import request_context
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.turns import Turn, TurnQueue
+from session_schedule.session.framework import (
+    FRAMEWORK_MESSAGES_TYPE,
+    Message,
+    framework_history,
+    framework_messages,
+)
 from session_schedule.tools.adapters import strict_schema
 from session_schedule.tools.catalog import ToolName
 from session_schedule.tools.handlers import ScheduleTools
@@ -241,6 +249,47 @@ class Conversation(ABC):
         the history; return the model's final text."""
 
 
+def stored_messages(turns: TurnQueue, framework: str) -> list[Message]:
+    """The conversation ``framework``'s adapter kept in the log of ``turns``' Session (see
+    :func:`~session_schedule.session.framework.framework_history`): empty for a new session."""
+    session = turns.session
+    return framework_history(session.id, session.entries, framework)
+
+
+def queued_turn(turns: TurnQueue) -> Turn:
+    """The turn ``turns`` is running; ``RuntimeError`` between turns (a durable conversation
+    records each turn's messages under the turn, so it runs queued turns only)."""
+    turn = turns.current
+    if turn is None:
+        raise RuntimeError(
+            "a durable conversation records the messages of a queued turn: submit the text to "
+            "its TurnQueue instead of calling run()"
+        )
+    return turn
+
+
+def store_messages(turns: TurnQueue, framework: str, messages: Sequence[object]) -> None:
+    """Append the ``messages`` the current turn added (JSON objects) to the log of ``turns``'
+    Session as a ``framework/messages`` entry; the queue's ``turn/finished`` follows it.
+
+    Lone surrogates in their strings are written as ``\\uXXXX`` (:func:`sendable`), so that they
+    encode. Raises ``RuntimeError`` outside a queued turn, ``TypeError`` for a message that is
+    not a JSON object, ``ValueError`` for one that does not encode, and
+    ``PersistenceUncertain`` when the append fails.
+    """
+    turn = queued_turn(turns)
+    if not messages:
+        return
+    stored: list[Message] = []
+    for message in messages:
+        value = sendable(message)
+        if not isinstance(value, dict):
+            raise TypeError(f"a {framework} message is a JSON object, not {type(value).__name__}")
+        stored.append(value)
+    entry = framework_messages(framework, turn=turn.position, at=turns.clock.now(), messages=stored)
+    turns.session.append(FRAMEWORK_MESSAGES_TYPE, entry)
+
+
 MAX_TOOL_ROUNDS: Final = 16
 """The most model requests one turn makes before it gives up (each answers tool calls)."""
 
@@ -288,11 +337,21 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
     requests.
 
     A provider supplies the mapping only: :meth:`_user_message`, :meth:`_request` (one request on
-    the conversation so far, its response as a :class:`Reply`) and :meth:`_result_messages`.
-    ``messages`` continues an earlier conversation; :attr:`messages` is the conversation so far.
-    A turn that fails (the API refuses a request, say) or is cancelled leaves no trace in it, so
-    the next turn starts from a valid conversation.
+    the conversation so far, its response as a :class:`Reply`) and :meth:`_result_messages`, and
+    names itself in :attr:`framework`. ``messages`` continues an earlier conversation;
+    :attr:`messages` is the conversation so far. A turn that fails (the API refuses a request,
+    say) or is cancelled leaves no trace in it, so the next turn starts from a valid
+    conversation.
+
+    ``durable=True`` keeps the conversation in the Session's log: the messages each completed
+    turn added are appended as a ``framework/messages`` entry (:func:`store_messages`) right
+    before the queue records the turn finished, and building the conversation reads them back
+    (:func:`stored_messages`), after ``messages`` — the conversation's start the program gives
+    on every run (a system message, say), which is not stored.
     """
+
+    framework: ClassVar[str]
+    """The adapter's name in the ``framework/messages`` entries it writes."""
 
     def __init__(
         self,
@@ -302,23 +361,38 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
         messages: Sequence[MessageT],
         max_tool_rounds: int,
         time_zone: str | None = None,
+        durable: bool = False,
     ) -> None:
         super().__init__(turns, time_zone=time_zone)
         self._tools = tools
         self._messages: list[MessageT] = list(messages)
+        self._durable = durable
+        if durable:
+            stored = stored_messages(turns, self.framework)
+            self._messages.extend(cast("list[MessageT]", stored))
         self._max_tool_rounds = max_tool_rounds
+
+    @property
+    def durable(self) -> bool:
+        """Whether the conversation is kept in the Session's log."""
+        return self._durable
 
     @property
     def messages(self) -> list[MessageT]:
         return list(self._messages)
 
     async def run(self, text: str) -> str:
+        if self._durable:
+            queued_turn(self._turns)
         start = len(self._messages)
         try:
-            return await self._run(text)
+            answer = await self._run(text)
+            if self._durable:
+                store_messages(self._turns, self.framework, self._messages[start:])
         except BaseException:
             del self._messages[start:]
             raise
+        return answer
 
     async def _run(self, text: str) -> str:
         self._messages.append(self._user_message(text))

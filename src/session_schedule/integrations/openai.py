@@ -65,7 +65,13 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
     say) leaves no trace in it, so the next turn starts from a valid conversation. Each request
     has a system message of the time context (the current time, and ``time_zone`` when given)
     after the conversation's leading system messages; it is not kept in :attr:`messages`.
+
+    ``durable=True`` keeps the conversation in the Session's log, as ``framework/messages``
+    entries of framework ``openai``, and continues the one kept there (see
+    :class:`~session_schedule.integrations.common.ToolLoopConversation`).
     """
+
+    framework = "openai"
 
     def __init__(
         self,
@@ -77,9 +83,15 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
         messages: Sequence[ChatCompletionMessageParam] = (),
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
         time_zone: str | None = None,
+        durable: bool = False,
     ) -> None:
         super().__init__(
-            turns, tools, messages=messages, max_tool_rounds=max_tool_rounds, time_zone=time_zone
+            turns,
+            tools,
+            messages=messages,
+            max_tool_rounds=max_tool_rounds,
+            time_zone=time_zone,
+            durable=durable,
         )
         self._client = client
         self._tool_params = schedule_tools(tools)

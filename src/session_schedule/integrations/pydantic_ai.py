@@ -14,9 +14,17 @@ from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
 from pydantic_ai import Agent, Tool
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from session_schedule.integrations.common import Conversation, ToolSpec, tool_specs, turn_metadata
+from session_schedule.integrations.common import (
+    Conversation,
+    ToolSpec,
+    queued_turn,
+    store_messages,
+    stored_messages,
+    tool_specs,
+    turn_metadata,
+)
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import ScheduleTools
 
@@ -65,7 +73,14 @@ class PydanticAIConversation(Conversation):
     ``metadata`` (``ctx.metadata`` in a tool) is the turn's :func:`turn_metadata` (its
     occurrence keys), and the run adds the time context (the current time, and ``time_zone``
     when given) to the agent's instructions.
+
+    ``durable=True`` keeps the conversation in the Session's log: each completed run's new
+    messages (``ModelMessagesTypeAdapter`` JSON) are appended as a ``framework/messages`` entry
+    of framework ``pydantic-ai``, and building the conversation reads them back, after
+    ``history``.
     """
+
+    framework = "pydantic-ai"
 
     def __init__(
         self,
@@ -74,17 +89,22 @@ class PydanticAIConversation(Conversation):
         *,
         history: Sequence[ModelMessage] = (),
         time_zone: str | None = None,
+        durable: bool = False,
     ) -> None:
         super().__init__(turns, time_zone=time_zone)
         self._agent = agent
         self._history: list[ModelMessage] = list(history)
+        self._durable = durable
+        if durable:
+            stored = stored_messages(turns, self.framework)
+            self._history.extend(ModelMessagesTypeAdapter.validate_python(stored))
 
     @property
     def history(self) -> list[ModelMessage]:
         return list(self._history)
 
     async def run(self, text: str) -> str:
-        turn = self.current_turn
+        turn = queued_turn(self._turns) if self._durable else self.current_turn
         metadata = None if turn is None else turn_metadata(turn)
         result = await self._agent.run(
             text,
@@ -92,5 +112,8 @@ class PydanticAIConversation(Conversation):
             metadata=metadata,
             instructions=self.time_context(),
         )
+        if self._durable:
+            new = ModelMessagesTypeAdapter.dump_python(result.new_messages(), mode="json")
+            store_messages(self._turns, self.framework, new)
         self._history = result.all_messages()
         return result.output

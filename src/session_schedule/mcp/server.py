@@ -86,6 +86,7 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
+from session_schedule.core.framing import occurrence_keys
 from session_schedule.core.visible import frame_escape
 from session_schedule.mcp.agent import PullAgent
 from session_schedule.mcp.stdin import StdinLines, claimed_stdin, fd_reader
@@ -113,7 +114,6 @@ OUTBOX_SUFFIX: Final = ".mcp-outbox.json"
 ACKNOWLEDGED_KEPT: Final = 64
 """How many acknowledged takes are remembered, so that a late cancel of one re-offers its text."""
 
-_OCCURRENCE_KEY_LINE: Final = "occurrence key: "
 _LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
 """Severity-ascending, as the protocol's LoggingLevel declares them."""
 
@@ -658,13 +658,10 @@ def _keys(delivery: Delivery | None) -> list[str]:
 
 
 def _frame_keys(text: str) -> list[str]:
-    """The occurrence keys of a framed follow-up (a prompt is embedded on its own escaped line,
-    so no prompt can forge one)."""
-    return [
-        line.removeprefix(_OCCURRENCE_KEY_LINE)
-        for line in text.splitlines()
-        if line.startswith(_OCCURRENCE_KEY_LINE)
-    ]
+    """The occurrence keys of a framed follow-up. The outbox keeps follow-ups as the text the
+    host reads, so a text taken from it (after a restart too) has its keys read back from the
+    frame, where no prompt can forge one (a prompt is embedded on its own escaped line)."""
+    return list(occurrence_keys(text))
 
 
 def _error(code: ErrorCode, message: str) -> ErrorResult:

@@ -12,6 +12,7 @@ from session_schedule.extras import lazy_exports
 
 if TYPE_CHECKING:
     from session_schedule.runtime.agent import Agent as Agent
+    from session_schedule.runtime.agent import FollowUp as FollowUp
     from session_schedule.runtime.clock import Clock as Clock
     from session_schedule.runtime.clock import SystemClock as SystemClock
     from session_schedule.runtime.events import ScheduleEvent as ScheduleEvent
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: Final = {
     "Agent": "session_schedule.runtime.agent",
+    "FollowUp": "session_schedule.runtime.agent",
     "Clock": "session_schedule.runtime.clock",
     "SystemClock": "session_schedule.runtime.clock",
     "ScheduleEvent": "session_schedule.runtime.events",
@@ -42,6 +44,7 @@ __all__ = [
     "Agent",
     "AgentQueue",
     "Clock",
+    "FollowUp",
     "LiveSchedule",
     "RunTurn",
     "ScheduleEvent",

@@ -10,23 +10,44 @@ lets go. A host implements this Protocol over its own agent loop — or hands it
 as delivered and lost. :func:`check_agent` refuses such an agent when the live Schedule starts,
 and :func:`discard_awaitable` catches one at call time.
 
-One method is optional: ``async def handed_over()``. An agent that has one is awaited after
-``followup()`` returned and before the dispatch is appended; an exception from it means the turn
-was not accepted after all, and no dispatch is recorded. It lets an agent make its own record of
-the hand-over durable (a file and its ``fsync``) off the event loop, yet before the dispatch.
+Two methods are optional:
+
+- ``followup_keyed(followup)``, plain like ``followup``: an agent that has one is handed the
+  follow-up as a :class:`FollowUp` — the frame's text and the occurrence keys it names, as
+  Schedule built them — in place of ``followup(text)``, so it never reads the keys back out of the
+  text. :class:`~session_schedule.runtime.turns.TurnQueue` has one; a hand-written agent may keep
+  to ``followup(text)``.
+- ``async def handed_over()``. An agent that has one is awaited after ``followup()`` (or
+  ``followup_keyed()``) returned and before the dispatch is appended; an exception from it means
+  the turn was not accepted after all, and no dispatch is recorded. It lets an agent make its own
+  record of the hand-over durable (a file and its ``fsync``) off the event loop, yet before the
+  dispatch.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from typing import Final, Protocol
+from collections.abc import Callable
+from typing import Final, Protocol, final
+
+import msgspec
 
 logger = logging.getLogger(__name__)
 
 PLAIN_METHODS: Final = ("followup", "begin_maintenance", "end_maintenance")
 ASYNC_METHODS: Final = ("wait_idle",)
+OPTIONAL_PLAIN_METHODS: Final = ("followup_keyed",)
 OPTIONAL_ASYNC_METHODS: Final = ("handed_over",)
+
+
+@final
+class FollowUp(msgspec.Struct, frozen=True, kw_only=True):
+    """A follow-up turn as Schedule queues it: the text the model reads, and the occurrence keys
+    (``id@scheduledAt``) of the reminders it delivers, in frame order — the keys the frame names."""
+
+    text: str
+    occurrences: tuple[str, ...]
 
 
 class Agent(Protocol):
@@ -52,7 +73,9 @@ class Agent(Protocol):
         """Queue ``message`` as the next follow-up turn, synchronously, or raise.
 
         Returning means the turn was accepted; any exception means it was not, and Schedule
-        records no dispatch (the reminder stays active and is retried).
+        records no dispatch (the reminder stays active and is retried). An agent that also has
+        the optional ``followup_keyed(followup: FollowUp)`` is called there instead, with the
+        occurrence keys beside the same text.
         """
         ...
 
@@ -72,10 +95,33 @@ def check_agent(agent: object) -> None:
                 f"the agent's {name}() is `async def`; it must be a plain method that does its "
                 "work before it returns (a coroutine nobody awaits would lose reminders)"
             )
+    for name in OPTIONAL_PLAIN_METHODS:
+        method = getattr(agent, name, None)
+        if method is None:
+            continue
+        if not callable(method):
+            raise TypeError(f"the agent's {name} is not a method")
+        if inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method):
+            raise TypeError(
+                f"the agent's {name}() is `async def`; it must be a plain method that does its "
+                "work before it returns (a coroutine nobody awaits would lose reminders)"
+            )
     for name in OPTIONAL_ASYNC_METHODS:
         method = getattr(agent, name, None)
         if method is not None and not inspect.iscoroutinefunction(method):
             raise TypeError(f"the agent's {name}() must be `async def`")
+
+
+def queue_followup(agent: Agent, followup: FollowUp) -> tuple[str, object]:
+    """Hand ``followup`` to the agent — to its ``followup_keyed()`` when it has one, else its text
+    to ``followup()`` — and say which method was called and what it returned (the port declares
+    ``None``; an awaitable in its place must not be dropped unawaited: see
+    :func:`discard_awaitable`)."""
+    keyed = getattr(agent, "followup_keyed", None)
+    if keyed is not None:
+        return "followup_keyed", keyed(followup)
+    plain: Callable[[str], object] = agent.followup
+    return "followup", plain(followup.text)
 
 
 async def handed_over(agent: object) -> None:

@@ -23,8 +23,9 @@ Rule 4 — **a due task never interrupts a turn.** It waits until the agent is i
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
 barrier, samples the decision time once, appends a ``miss`` for each due reminder too late to
 deliver (SPEC §11 ``maxLatenessSeconds``), plans with the core (one due one-shot alone, or else all
-due Every records in one batch), frames the turn, queues it with ``followup()``, awaits the
-agent's optional ``handed_over()``, appends the dispatch change(s) and awaits the barrier.
+due Every records in one batch), frames the turn, queues it with ``followup()`` (with its
+occurrence keys, to an agent's optional ``followup_keyed()``), awaits the agent's optional
+``handed_over()``, appends the dispatch change(s) and awaits the barrier.
 
 Rule 5 — **failure keeps the reminder.** If framing, ``followup()`` or ``handed_over()`` fails — or
 ``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
@@ -104,7 +105,14 @@ from session_schedule.core.rules import (
     decide_update,
 )
 from session_schedule.core.visible import escape_unencodable
-from session_schedule.runtime.agent import Agent, check_agent, discard_awaitable, handed_over
+from session_schedule.runtime.agent import (
+    Agent,
+    FollowUp,
+    check_agent,
+    discard_awaitable,
+    handed_over,
+    queue_followup,
+)
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
@@ -674,7 +682,11 @@ class LiveSchedule:
                     self._events.missed(miss)
                 return "delivered"
             try:
-                accepted = _returned(self._agent.followup, self.frame(delivery))
+                followup = FollowUp(
+                    text=self.frame(delivery),
+                    occurrences=tuple(occurrence.key for occurrence in delivery.occurrences),
+                )
+                method, accepted = queue_followup(self._agent, followup)
             except Exception as error:
                 self._events.followup_failed(delivery, error)
                 logger.exception(
@@ -683,9 +695,9 @@ class LiveSchedule:
                     self._session.id,
                 )
                 return "agent refused"
-            if discard_awaitable(accepted, "followup"):
+            if discard_awaitable(accepted, method):
                 self._events.followup_failed(
-                    delivery, TypeError("followup() returned an awaitable, which was discarded")
+                    delivery, TypeError(f"{method}() returned an awaitable, which was discarded")
                 )
                 return "agent refused"
             try:

@@ -59,6 +59,7 @@ from typing import Generic, Self, TypeAlias, TypeVar, final
 import msgspec
 
 from session_schedule.core.framing import occurrence_keys
+from session_schedule.runtime.agent import FollowUp
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.retry import Diagnosis, TurnRetry, diagnose, next_wait
 from session_schedule.session.errors import PersistenceUncertain, SessionCorrupt
@@ -201,6 +202,11 @@ class TurnQueue:
     def clock(self) -> Clock:
         """The clock the queue reads (the time the adapters tell the model comes from it)."""
         return self._clock
+
+    @property
+    def session(self) -> SessionHandle:
+        """The Session whose turns the queue runs (a durable adapter keeps its history there)."""
+        return self._session
 
     def subscribe(self, listener: AttemptListener) -> Callable[[], None]:
         """Call ``listener`` with every failed attempt of a turn (Rule 3a); returns an idempotent
@@ -353,14 +359,22 @@ class TurnQueue:
         self._maintenance = False
         self._refresh()
 
+    def followup_keyed(self, followup: FollowUp) -> None:
+        """Queue Schedule's follow-up as a turn with the occurrence keys it names, durably
+        ordered before the dispatch (Rule 1). Raises when the queue is closed or stopped, or the
+        Session cannot take the entry — then nothing is queued."""
+        if not followup.occurrences:
+            raise ValueError("a follow-up must name the occurrences it delivers")
+        self._accept(followup.text, origin="schedule", occurrences=followup.occurrences, zone=None)
+
     def followup(self, message: str) -> None:
-        """Queue Schedule's reminder frame ``message`` as a turn, durably ordered before the
-        dispatch (Rule 1). Raises when the queue is closed or stopped, or the Session cannot
-        take the entry — then nothing is queued."""
+        """Queue Schedule's reminder frame ``message`` as a turn, as :meth:`followup_keyed` does,
+        its occurrence keys read back from the frame — for an agent of the host's own that wraps
+        this queue and forwards only the text (Schedule itself calls :meth:`followup_keyed`)."""
         keys = occurrence_keys(message)
         if not keys:
             raise ValueError("a follow-up must be a reminder frame that names its occurrences")
-        self._accept(message, origin="schedule", occurrences=keys, zone=None)
+        self.followup_keyed(FollowUp(text=message, occurrences=keys))
 
     # -- the loop ----------------------------------------------------------------------------
 

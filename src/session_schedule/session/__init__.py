@@ -12,6 +12,8 @@ General layout:
                  catalog beside the core's ``schedule/change``;
 - ``turns``    — the ``turn/queued`` and ``turn/finished`` entry types (the durable turn
                  queue);
+- ``framework`` — the ``framework/messages`` entry type (a framework adapter's own conversation
+                 history, kept in the log) and its reader;
 - ``codec``    — the envelope and payload bytes shared by the file and database backends;
 - ``lines``    — the JSONL file's line formats (1 and 2: sequence numbers, chained checksums,
                  commit records) and the scan that tells a torn tail from corruption;
@@ -20,10 +22,14 @@ General layout:
                  calls on;
 - ``handle``   — the handle behaviour all backends share (positions, live view, poisoning);
 - ``targets``  — the next-target index every store keeps (``due_sessions``), and
-                 ``jsonl_targets``, the JSONL store's sidecar file for it;
+                 ``jsonl.next_targets``, the JSONL store's sidecar file for it;
+- ``stores``   — what the stores share in keeping their records (rows pending a flush, rows
+                 decoded strictly, a checkpoint's window, a listing of headers);
 - ``checkpoint`` — the derived snapshot of a session's fold kept beside its log, so an open
                  decodes only the log's tail;
-- ``memory``, ``jsonl``, ``sqlite`` — the backends;
+- ``memory``, ``jsonl``, ``sqlite`` — the backends (``jsonl`` a package, one module per part of
+                 its discipline: files, creation, opening, the handle, checkpoints, segments, the
+                 next-target index);
 - ``postgres``, ``postgres_schema`` — the PostgreSQL backend and its schema, imported only by
                  name (``from session_schedule.session.postgres import PostgresSessionStore``):
                  they need the ``postgres`` extra (psycopg), which nothing else imports.
@@ -38,9 +44,11 @@ from typing import TYPE_CHECKING, Final
 
 from session_schedule.extras import lazy_exports
 
-# The ``message``, ``turn/queued`` and ``turn/finished`` entry types register themselves in the
-# persistence catalog when their modules are imported, and every store decodes entries of those
-# types: importing any part of this package imports them.
+# The ``message``, ``turn/queued``, ``turn/finished`` and ``framework/messages`` entry types
+# register themselves in the persistence catalog when their modules are imported, and every
+# store decodes entries of those types: importing any part of this package imports them.
+from session_schedule.session.framework import FRAMEWORK_MESSAGES_TYPE as FRAMEWORK_MESSAGES_TYPE
+from session_schedule.session.framework import FrameworkMessages as FrameworkMessages
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE as MESSAGE_ENTRY_TYPE
 from session_schedule.session.message import MessageEntry as MessageEntry
 from session_schedule.session.message import Origin as Origin
@@ -110,10 +118,12 @@ _EXPORTS: Final = {
 
 __all__ = [
     "FORMAT_VERSION",
+    "FRAMEWORK_MESSAGES_TYPE",
     "MESSAGE_ENTRY_TYPE",
     "TURN_FINISHED_TYPE",
     "TURN_QUEUED_TYPE",
     "DueSession",
+    "FrameworkMessages",
     "JsonlInspection",
     "JsonlSessionHandle",
     "JsonlSessionStore",

@@ -58,17 +58,10 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint
-from session_schedule.session.codec import (
-    EntryDecoder,
-    Source,
-    check_seed_length,
-    decode_header,
-    encode_header,
-)
+from session_schedule.session import checkpoint, stores
+from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
     PersistenceUncertain,
-    SessionCorrupt,
     ownership_lost,
     session_busy,
     session_exists,
@@ -91,7 +84,6 @@ from session_schedule.session.port import (
     SessionListing,
     SessionSnapshot,
     listed,
-    listing,
     make_header,
     seed_length,
 )
@@ -255,9 +247,7 @@ class PostgresSessionHandle(LogHandle):
         self._retry_at = 0.0
         """When (loop time) to try again after a failed renewal."""
         self._loop = asyncio.get_running_loop()
-        self._pending: list[Row] = []
-        """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
-        self._pending_base = len(entries)
+        self._pending: stores.PendingRows[Row] = stores.PendingRows(len(entries))
 
     @property
     def epoch(self) -> int:
@@ -268,10 +258,7 @@ class PostgresSessionHandle(LogHandle):
         self._pending.append((position, entry_type, data))
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
-        # Flushes never overlap and ``durable`` only moves on success: rows below it are in.
-        del self._pending[: durable - self._pending_base]
-        self._pending_base = durable
-        return self._commit_rows(self._pending[: target - durable])
+        return self._commit_rows(self._pending.flushing(durable, target))
 
     async def _commit_rows(self, rows: list[Row]) -> None:
         started = self._loop.time()
@@ -558,14 +545,9 @@ class PostgresSessionStore:
         async with self._connection() as connection:
             cursor = await connection.execute(self._sql.headers)
             rows = await cursor.fetchall()
-        headers: list[SessionHeader] = []
-        problems: list[SessionCorrupt] = []
-        for stored_id, stored_header in rows:
-            try:
-                headers.append(decode_header(stored_header, self._source(stored_id)))
-            except SessionCorrupt as problem:
-                problems.append(problem)
-        return listing(headers, problems)
+        return stores.header_listing(
+            (self._source(stored_id), header) for stored_id, header in rows
+        )
 
     async def due_sessions(
         self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
@@ -754,7 +736,7 @@ class PostgresSessionStore:
         header = decode_header(found[0], source)
         cursor = await connection.execute(self._sql.entries, (session_id,))
         rows: list[Row] = [(row[0], row[1], row[2]) for row in await cursor.fetchall()]
-        entries = _decode_rows(rows, 0, source)
+        entries = stores.decode_rows(rows, 0, source)
         check_seed_length(header, len(entries), source)
         return _Loaded(header, entries, rows)
 
@@ -781,12 +763,12 @@ class PostgresSessionStore:
         header_bytes, data = stored
         found = checkpoint.decode_checkpoint(data, source)
         if isinstance(found, checkpoint.Rejected):
-            _rejected(session_id, found)
+            stores.report_rejected(_log, session_id, found)
             return None
         header = decode_header(header_bytes, source)
         # The window before the checkpoint and everything after it, from the log itself; the
         # last covered row among them is the binding's.
-        first = max(0, found.entries - checkpoint.WINDOW)
+        first = stores.window_start(found)
         cursor = await connection.execute(self._sql.entries_from, (session_id, first))
         rows: list[Row] = await cursor.fetchall()
         index = found.entries - 1 - first
@@ -798,10 +780,9 @@ class PostgresSessionStore:
         )
         restored = checkpoint.restore_bound(found, source, bound=bound)
         if isinstance(restored, checkpoint.Rejected):
-            _rejected(session_id, restored)
+            stores.report_rejected(_log, session_id, restored)
             return None
-        held = _decode_rows(rows, first, source)
-        check_seed_length(header, first + len(held), source)
+        held = stores.decode_window(header, rows, first, source)
         entries = self._entries(session_id, first, held)
         return _Owned(header, entries, epoch, restored.resume_point())
 
@@ -825,11 +806,6 @@ class PostgresSessionStore:
             return cursor.rowcount == 1
 
 
-def _rejected(session_id: str, rejected: checkpoint.Rejected) -> None:
-    log = _log.info if rejected.reason == "version" else _log.warning
-    log("checkpoint of session %s not used (%s): %s", session_id, *rejected)
-
-
 def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) -> list[LogEntry]:
     """Entries ``begin … end-1`` of an open session, strictly decoded.
 
@@ -838,21 +814,4 @@ def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) 
     """
     with psycopg.connect(dsn, autocommit=True) as connection:
         rows = connection.execute(statement, (source.session_id, begin, end)).fetchall()
-    entries = _decode_rows(rows, begin, source)
-    if len(entries) != end - begin:
-        raise source.corrupt(
-            begin + len(entries), "the entry is missing (the log is shorter than when opened)"
-        )
-    return entries
-
-
-def _decode_rows(rows: Sequence[Row], first: int, source: Source) -> list[LogEntry]:
-    """Stored rows of positions ``first, first+1, …`` strictly decoded (a gap is corruption)."""
-    decoder = EntryDecoder(source)
-    for position, entry_type, data in rows:
-        expected = first + len(decoder.entries)
-        if position != expected:
-            decoder.raise_earlier()  # a bad change before the gap is reported first
-            raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
-        decoder.add(entry_type, data, position)
-    return decoder.finish()
+    return stores.decode_range(rows, begin, end, source)

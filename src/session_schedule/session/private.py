@@ -22,7 +22,8 @@ from typing import Final, final
 
 FILE_MODE: Final = 0o600
 DIRECTORY_MODE: Final = 0o700
-_OPEN_FLAGS: Final = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+OPEN_FLAGS: Final = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+"""What every open of a private file adds: no link followed, no FIFO waited on."""
 _KINDS: Final = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -46,7 +47,7 @@ def read_private(path: Path, *, limit: int) -> bytes | None:
     directory, or holds more than ``limit`` bytes; other ``OSError`` as the system raises them.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+        fd = os.open(path, os.O_RDONLY | OPEN_FLAGS)
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -87,7 +88,7 @@ def write_private(path: Path, data: bytes) -> None:
     it, fsync'd, renamed over it, then the directory fsync'd. A failure leaves ``path`` as it
     was (and no temporary file)."""
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, FILE_MODE)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, FILE_MODE)
     try:
         try:
             os.fchmod(fd, FILE_MODE)
@@ -108,7 +109,7 @@ def append_private(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` in one ``write``, creating it ``0600``; refused with
     :class:`NotPrivateFile` when ``path`` is anything but a regular file."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _OPEN_FLAGS, FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | OPEN_FLAGS, FILE_MODE)
     except OSError as error:
         raise _refusal(path, error) from None
     try:
@@ -148,18 +149,31 @@ def sync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def _check_regular(path: Path, mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        kind = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
-        raise NotPrivateFile(errno.EINVAL, f"it is {kind}, not a regular file", str(path))
+def irregular_kind(mode: int) -> str | None:
+    """What a file of ``mode`` is instead of a regular file (``None``: it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
-def _refusal(path: Path, error: OSError) -> OSError:
-    kind = {
+def refused_kind(error: OSError) -> str | None:
+    """What an open with :data:`OPEN_FLAGS` that failed with ``error`` found instead of a regular
+    file (``None``: it failed for another reason)."""
+    return {
         errno.ELOOP: "a symbolic link",
         errno.EISDIR: "a directory",
         errno.ENXIO: "a socket or a device without a driver",
     }.get(error.errno or 0)
+
+
+def _check_regular(path: Path, mode: int) -> None:
+    kind = irregular_kind(mode)
+    if kind is not None:
+        raise NotPrivateFile(errno.EINVAL, f"it is {kind}, not a regular file", str(path))
+
+
+def _refusal(path: Path, error: OSError) -> OSError:
+    kind = refused_kind(error)
     if kind is None:
         return error
     return NotPrivateFile(

@@ -55,23 +55,16 @@ import fcntl
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias, final
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint
-from session_schedule.session.codec import (
-    EntryDecoder,
-    Source,
-    check_seed_length,
-    decode_header,
-    encode_header,
-)
+from session_schedule.session import checkpoint, stores
+from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
-    SessionCorrupt,
     SessionError,
     session_busy,
     session_exists,
@@ -174,18 +167,13 @@ class SqliteSessionHandle(LogHandle):
         self._connection = opened.connection
         self._lock_fd = opened.lock_fd
         self._worker = worker
-        self._pending: list[Row] = []
-        """Rows of entries ``_pending_base`` onwards (those below ``durable_length`` committed)."""
-        self._pending_base = len(opened.entries)
+        self._pending: stores.PendingRows[Row] = stores.PendingRows(len(opened.entries))
 
     def _write(self, position: int, entry_type: str, data: bytes) -> None:
         self._pending.append((self.id, position, entry_type, data.decode()))
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
-        # Flushes never overlap and ``durable`` only moves on success: rows below it are in.
-        del self._pending[: durable - self._pending_base]
-        self._pending_base = durable
-        rows = self._pending[: target - durable]
+        rows = self._pending.flushing(durable, target)
         connection = self._connection
         indexed, next_target = self._index_update(durable, target)
         index = (self.id, next_target) if indexed else None
@@ -448,7 +436,7 @@ def _load_from_checkpoint(
         return None
     found = checkpoint.decode_checkpoint(_stored_bytes(stored[0]), source)
     if isinstance(found, checkpoint.Rejected):
-        _rejected(session_id, found)
+        stores.report_rejected(_log, session_id, found)
         return None
     header_row = connection.execute(
         "SELECT header FROM sessions WHERE id = ?", (session_id,)
@@ -466,23 +454,17 @@ def _load_from_checkpoint(
     )
     restored = checkpoint.restore_bound(found, source, bound=bound)
     if isinstance(restored, checkpoint.Rejected):
-        _rejected(session_id, restored)
+        stores.report_rejected(_log, session_id, restored)
         return None
     # The window before the checkpoint and everything after it, from the log itself.
-    first = max(0, found.entries - checkpoint.WINDOW)
+    first = stores.window_start(found)
     rows = connection.execute(
         "SELECT position, type, data FROM entries WHERE session_id = ? AND position >= ?"
         " ORDER BY position",
         (session_id, first),
     ).fetchall()
-    held = _decode_rows(rows, first, source)
-    check_seed_length(header, first + len(held), source)
+    held = stores.decode_window(header, _stored_rows(rows), first, source)
     return header, _entries(db, session_id, first, held), restored
-
-
-def _rejected(session_id: str, rejected: checkpoint.Rejected) -> None:
-    log = _log.info if rejected.reason == "version" else _log.warning
-    log("checkpoint of session %s not used (%s): %s", session_id, *rejected)
 
 
 def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> list[LogEntry]:
@@ -494,29 +476,14 @@ def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> l
         rows = connection.execute(_RANGE, (session_id, begin, end)).fetchall()
     finally:
         connection.close()
-    entries = _decode_rows(rows, begin, source)
-    if len(entries) != end - begin:
-        raise source.corrupt(
-            begin + len(entries), "the entry is missing (the log is shorter than when opened)"
-        )
-    return entries
+    return stores.decode_range(_stored_rows(rows), begin, end, source)
 
 
-def _decode_rows(rows: list[tuple[object, ...]], first: int, source: Source) -> list[LogEntry]:
-    """Stored rows of positions ``first, first+1, …`` strictly decoded (a gap is corruption)."""
-    decoder = EntryDecoder(source)
-    for position, stored_type, stored_data in rows:
-        expected = first + len(decoder.entries)
-        if position != expected:
-            decoder.raise_earlier()  # a bad change before the gap is reported first
-            raise source.corrupt(expected, f"the entry is missing (the next stored is {position})")
-        try:
-            entry_type = _stored_bytes(stored_type).decode()
-        except UnicodeDecodeError as error:
-            decoder.raise_earlier()
-            raise source.corrupt(expected, f"the entry type is not UTF-8 text ({error})") from None
-        decoder.add(entry_type, _stored_bytes(stored_data), expected)
-    return decoder.finish()
+def _stored_rows(
+    rows: Iterable[tuple[object, object, object]],
+) -> Iterator[tuple[object, bytes, bytes]]:
+    """Rows of ``position, type, data`` with their type and data as stored bytes."""
+    return ((position, _stored_bytes(kind), _stored_bytes(data)) for position, kind, data in rows)
 
 
 def _save_checkpoint(
@@ -585,16 +552,9 @@ def _scan(db: _Database) -> SessionListing:
         rows = connection.execute("SELECT id, header FROM sessions").fetchall()
     finally:
         connection.close()
-    headers: list[SessionHeader] = []
-    problems: list[SessionCorrupt] = []
-    for session_id, header in rows:
-        try:
-            headers.append(
-                decode_header(_stored_bytes(header), db.source(_stored_text(session_id)))
-            )
-        except SessionCorrupt as problem:
-            problems.append(problem)
-    return listing(headers, problems)
+    return stores.header_listing(
+        (db.source(_stored_text(session_id)), _stored_bytes(header)) for session_id, header in rows
+    )
 
 
 def _due(db: _Database, before: Instant, limit: int) -> tuple[DueSession, ...]:
@@ -744,7 +704,7 @@ def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: Sessio
     if found is None:
         raise session_not_found(session_id, db.place)
     header = decode_header(_stored_bytes(found[0]), source)
-    entries = _decode_rows(rows, 0, source)
+    entries = stores.decode_rows(_stored_rows(rows), 0, source)
     raw = [(entry.type, _stored_bytes(row[2])) for entry, row in zip(entries, rows, strict=True)]
     check_seed_length(header, len(entries), source)
     return _Loaded(header, entries, raw)

@@ -24,6 +24,10 @@ GET      ``/api/sessions/{id}/history``         every occurrence of its reminder
 GET      ``/api/sessions/{id}/events``          ``?from=P``: Server-Sent Events, the turns
                                                 from log position P on, then notices and turns
                                                 as they happen
+GET      ``/api/sessions/{id}/opening``         ``{"live": bool, "handover": <line> | null}``:
+                                                whether it is live here, and the line to show
+                                                while an open waits for another process (a
+                                                host) to hand it over (never waits itself)
 =======  =====================================  =============================================
 
 A transcript turn is known by its position in the Session's log. The newest page of turns (at
@@ -32,10 +36,10 @@ the earlier turns before (``null``: there are none), and ``next``, the position 
 stream continues from; only the turns asked for are read from the log.
 
 Refusals: 400 malformed, 401 token, 403 refused origin or host, 404 unknown, 405, 408 slow body,
-409 a session held elsewhere or corrupt, 413 too large, 415 not JSON, 422 wrong shape, 429 too
-many creates and forks (``Retry-After``), 503 storage failure, stopping, every live Session in
-use, or every event stream in use (``Retry-After``; the page retries by itself); an unexpected
-failure is a JSON 500 with the cause in the log.
+409 a session held elsewhere (``Retry-After``: the page tries again) or corrupt, 413 too large,
+415 not JSON, 422 wrong shape, 429 too many creates and forks (``Retry-After``), 503 storage
+failure, stopping, every live Session in use, or every event stream in use (``Retry-After``; the
+page retries by itself); an unexpected failure is a JSON 500 with the cause in the log.
 
 Event streams have their own limit (:attr:`~session_schedule.web.live.LiveLimits.max_streams`,
 counted in :class:`StreamSlots`), below the server's connection limit: however many pages are
@@ -154,6 +158,9 @@ class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
 
 STREAM_RETRY_SECONDS: Final = 15
 """What ``Retry-After`` says when every event stream is in use."""
+BUSY_RETRY_SECONDS: Final = 1
+"""What ``Retry-After`` says when a session is held by another process (a host hands it over
+within seconds once asked)."""
 
 
 @final
@@ -305,6 +312,7 @@ class _Api:
             Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
             Route("/api/sessions/{session_id}/history", self.history, methods=["GET"]),
             Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
+            Route("/api/sessions/{session_id}/opening", self.opening, methods=["GET"]),
         ]
 
     async def page(self, _request: Request) -> Response:
@@ -491,6 +499,16 @@ class _Api:
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
+    async def opening(self, request: Request) -> Response:
+        # Answered at once, from memory: the open it reports on may be holding the sessions' lock.
+        session_id = _session_id(request.path_params["session_id"])
+        return _json(
+            {
+                "live": self._sessions.is_live(session_id),
+                "handover": self._sessions.handover_line(session_id),
+            }
+        )
+
     async def _stream(self, live: LiveSession, start: int) -> AsyncIterator[bytes]:
         try:
             async for chunk in event_stream(live, start, heartbeat_seconds=self._heartbeat):
@@ -623,7 +641,11 @@ async def _session_error(request: Request, error: Exception) -> Response:
             # The store's message names the data directory, which is not the page's business.
             message = f"session {error.session_id} does not exist; check the session id"
         return _refused(request, 404, _sentence(message))
-    if isinstance(error, SessionBusy | SessionExists):
+    if isinstance(error, SessionBusy):
+        # Held elsewhere: a host hands it over within seconds, so the page tries again.
+        headers = {"retry-after": str(BUSY_RETRY_SECONDS)}
+        return _refused(request, 409, _sentence(error.message), headers)
+    if isinstance(error, SessionExists):
         status = 409
     elif isinstance(error, PersistenceUncertain | SessionClosed):
         status = 503

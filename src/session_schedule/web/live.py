@@ -75,6 +75,11 @@ _REAL_TIME: Final = SystemClock()
 """The clock of waits for other processes, which live in real time whatever the server's."""
 REOPEN_INITIAL_SECONDS: Final = 1.0
 REOPEN_MAX_SECONDS: Final = 30.0
+HANDOVER_LINE: Final = (
+    "another process holds this session (the host answering a reminder, say) and is asked to "
+    "hand it over; it opens here within seconds…"
+)
+"""What a page shows while the server waits for a Session another process holds."""
 
 
 @final
@@ -332,6 +337,9 @@ class LiveSessions:
         self._settings = settings
         self._max_pending = max_pending
         self._live: dict[SessionId, LiveSession] = {}
+        self._waiting: set[SessionId] = set()
+        """Sessions another process holds that an open is waiting for (read without the lock,
+        which the waiting open holds)."""
         self._lock = asyncio.Lock()
         self._closed = False
         self._watchers: set[asyncio.Task[None]] = set()
@@ -352,6 +360,11 @@ class LiveSessions:
 
     def is_live(self, session_id: SessionId) -> bool:
         return session_id in self._live
+
+    def handover_line(self, session_id: SessionId) -> str | None:
+        """:data:`HANDOVER_LINE` while an open of ``session_id`` waits for another process to
+        hand it over; ``None`` otherwise."""
+        return HANDOVER_LINE if session_id in self._waiting else None
 
     def live_session(self, session_id: SessionId) -> LiveSession | None:
         """The Session live here under ``session_id`` (healthy or not), without opening it."""
@@ -376,14 +389,23 @@ class LiveSessions:
                 del self._live[session_id]
                 await _close_quietly(live)
             await self._make_room()
-            # A host holding the session hands it over within seconds once asked.
-            handle = await open_when_free(
-                self._store,
-                session_id,
-                clock=_REAL_TIME,
-                wait_seconds=self._limits.busy_wait_seconds,
-                note=logger.warning,
-            )
+
+            # A host holding the session hands it over within seconds once asked; the page
+            # asks meanwhile what is happening (handover_line).
+            def waiting(text: str) -> None:
+                logger.warning("%s", text)
+                self._waiting.add(session_id)
+
+            try:
+                handle = await open_when_free(
+                    self._store,
+                    session_id,
+                    clock=_REAL_TIME,
+                    wait_seconds=self._limits.busy_wait_seconds,
+                    note=waiting,
+                )
+            finally:
+                self._waiting.discard(session_id)
             return await self._start(handle)
 
     async def create(self) -> LiveSession:

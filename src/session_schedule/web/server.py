@@ -299,11 +299,13 @@ class OverlayServer(uvicorn.Server):
             asyncio.get_running_loop().set_exception_handler(self._fallback)
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` (IPv4 preferred for a name); raises ``OSError``.
+def bind(host: str, port: int, *, backlog: int = 128) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (IPv4 preferred for a name) and listening, with
+    ``backlog`` connections queued at most; raises ``OSError``.
 
     Binding here, before uvicorn starts, gives a clear error for a port in use and the real port
-    when ``port`` is 0.
+    when ``port`` is 0. Listening here too means the address can be printed at once: a client
+    that connects before uvicorn has started waits in the queue instead of being refused.
     """
     infos = socket.getaddrinfo(
         host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -314,6 +316,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        sock.listen(backlog)
     except BaseException:
         sock.close()
         raise

@@ -8,6 +8,7 @@
   // The session id form (the server's): anything else in the address is refused before use.
   const SESSION_ID = /^s_[0-9a-z]{12}$/;
   const NOTICE_MS = 20000;
+  const OPENING_POLL_MS = 500;
 
   const LABELS = {
     person: "You",
@@ -645,6 +646,48 @@
     }
   }
 
+  // The session's detail, opening it. While another process holds it (a host answering a
+  // reminder), the server waits for the hand-over: the status says so in one line, from the
+  // server's /opening, and a 409 with Retry-After (still held) is tried again until it opens.
+  // null when the person has gone to another session meanwhile.
+  async function openDetail(id) {
+    let line = null;
+    const poll = setInterval(async () => {
+      try {
+        const opening = await api("GET", sessionPath(id, "opening"));
+        if (opening.handover && state.sessionId === id) {
+          line = opening.handover;
+          setStatus(line, "warn");
+        }
+      } catch {
+        // The open itself reports what fails.
+      }
+    }, OPENING_POLL_MS);
+    try {
+      for (;;) {
+        const path = sessionPath(id);
+        const response = await fetch(path, { headers: { Accept: "application/json" } });
+        let data = null;
+        try {
+          data = await response.json();
+        } catch {
+          data = null;
+        }
+        if (response.ok) return data;
+        const retry = Number(response.headers.get("Retry-After"));
+        if (response.status !== 409 || !(retry > 0)) {
+          throw new Error((data && data.error) || `GET ${path} failed (${response.status})`);
+        }
+        if (state.sessionId !== id) return null;
+        setStatus(line || (data && data.error) || "waiting for the session…", "warn");
+        await new Promise((resolve) => setTimeout(resolve, retry * 1000));
+        if (state.sessionId !== id) return null;
+      }
+    } finally {
+      clearInterval(poll);
+    }
+  }
+
   function describeSession(session) {
     const note = $("session-note");
     if (session && session.parentId) {
@@ -684,7 +727,7 @@
     setStatus("opening…", "warn");
     let detail;
     try {
-      detail = await api("GET", sessionPath(id));
+      detail = await openDetail(id);
     } catch (error) {
       if (state.sessionId === id) setStatus("not open", "bad");
       throw error;

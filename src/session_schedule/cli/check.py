@@ -1,0 +1,140 @@
+"""``session-schedule check SESSION``: validate a session's whole log strictly.
+
+Every entry is read and strictly decoded, the schedule changes folded, and every tool result in
+the transcript must answer a call; a file store's torn tail is described and its derived files
+(checkpoints) compared with the log. It prints a one-line summary when the session is sound, with
+a warning for each tool call a stop or crash left without its result. With ``--overdue SECONDS``
+it is a monitoring probe: exit 1, naming them, when reminders are later than that.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final, final
+
+import msgspec
+
+from session_schedule.cli import reading
+from session_schedule.cli.common import (
+    EXIT_CORRUPT,
+    EXIT_OK,
+    EXIT_REJECTED,
+    add_command,
+    add_session_argument,
+    fail,
+    non_negative_seconds,
+)
+from session_schedule.cli.history import overdue_lines
+from session_schedule.cli.reading import fold_snapshot, with_store
+from session_schedule.core.changes import CHANGE_EVENT_TYPE
+from session_schedule.harness.transcript import transcript_check
+from session_schedule.session import MESSAGE_ENTRY_TYPE, SessionSnapshot
+from session_schedule.session.port import SessionStore
+
+DESCRIPTION: Final = (
+    "Read and strictly decode every entry of a session, fold its schedule "
+    "changes and check that every tool result in the transcript answers a call. Prints a "
+    "one-line summary when the session is sound, with a warning for each tool call a stop "
+    "or crash left without its result. Exit codes: 0 sound; 1 sound, but with --overdue "
+    "some reminder is later than that; 3 no such session; 5 corrupt (the message names the "
+    "entry and the field, or the stray tool result)."
+)
+EXAMPLE: Final = "session-schedule check s_7k2m4q9x3v5b"
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``check`` to the program's subcommands."""
+    parser = add_command(commands, "check", run, description=DESCRIPTION, example=EXAMPLE)
+    add_session_argument(parser)
+    parser.add_argument(
+        "--overdue",
+        type=non_negative_seconds,
+        metavar="SECONDS",
+        help="a monitoring probe: also exit 1, naming them, when active reminders are more than "
+        "SECONDS overdue (a sound log whose reminders nobody delivers)",
+    )
+
+
+def run(arguments: argparse.Namespace) -> int:
+    inspection = with_store(arguments, lambda store: _inspect(store, arguments.session))
+    snapshot = inspection.snapshot
+    state = fold_snapshot(snapshot)
+    header, entries = snapshot
+    transcript = transcript_check(entries)
+    if transcript.stray is not None:
+        return fail(
+            f"session {header.id} has a transcript no strict model endpoint accepts: "
+            f"{transcript.stray.message}",
+            EXIT_CORRUPT,
+        )
+    derived = inspection.derived
+    if derived:
+        return fail(
+            f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
+            EXIT_CORRUPT,
+        )
+    messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
+    changes = sum(1 for entry in entries if entry.type == CHANGE_EVENT_TYPE)
+    parts = [
+        (
+            f"session {header.id} is sound: {len(entries)} entries "
+            f"({messages} messages, {changes} schedule changes), "
+            f"{len(state)} active reminder{'' if len(state) == 1 else 's'}"
+        )
+    ]
+    if header.parent_id is not None:
+        parts.append(f"forked from {header.parent_id} at entry {header.seed_length}")
+    if inspection.torn_lines:
+        lines = inspection.torn_lines
+        parts.append(
+            f"the file ends in {inspection.torn_bytes} bytes ({lines} line"
+            f"{'' if lines == 1 else 's'}) written after the last barrier that do not verify "
+            "(a torn tail: appends a crash cut short or lost), which are ignored and will be cut "
+            "when the session is next opened"
+        )
+    elif inspection.torn_bytes:
+        parts.append(
+            "the file ends in an incomplete line (an append cut short), which is ignored and "
+            "will be cut when the session is next opened"
+        )
+    parts.extend(
+        f"warning: {interruption.message} (a call interrupted by a stop or a crash; the model "
+        "is told it was interrupted, and resuming the session records that)"
+        for interruption in transcript.interrupted
+    )
+    print("; ".join(parts))
+    if arguments.overdue is not None:
+        late = overdue_lines(state, reading.clock.now(), arguments.overdue)
+        for line in late:
+            print(line)
+        if late:
+            return EXIT_REJECTED
+    return EXIT_OK
+
+
+@final
+class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``check`` reports on: the snapshot, and a file store's torn tail."""
+
+    snapshot: SessionSnapshot
+    torn_bytes: int = 0
+    torn_lines: int = 0
+    derived: tuple[str, ...] = ()
+    """What the store's derived files (checkpoints) say that the log contradicts."""
+
+
+async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
+    """The session as storage holds it; a store that keeps a file per session (JSONL) also says
+    what a torn tail holds and whether its derived files agree with the log."""
+    inspect = getattr(store, "inspect", None)
+    if inspect is None:
+        return _Inspection(snapshot=await store.read(session_id))
+    found = await inspect(session_id)
+    problems = getattr(store, "derived_problems", None)
+    derived = () if problems is None else tuple(await problems(found.snapshot.header.id))
+    return _Inspection(
+        snapshot=found.snapshot,
+        torn_bytes=found.torn_bytes,
+        torn_lines=found.torn_lines,
+        derived=derived,
+    )

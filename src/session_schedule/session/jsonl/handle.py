@@ -1,0 +1,468 @@
+"""The owner of one JSONL session file: appends, barriers, commit records, checkpoints.
+
+A :class:`JsonlSessionHandle` holds the file's descriptor and its ``flock`` (see
+:mod:`.opening`); the behaviour every store's handle shares (positions, the live view,
+poisoning) is :class:`~session_schedule.session.handle.LogHandle`'s. What this one adds, after
+SPEC §9:
+
+1. **One write per entry.** ``append`` issues a single ``os.write`` of the whole line, newline
+   included, on an ``O_APPEND`` descriptor; a failed or short write poisons the handle. A file of
+   format 1 is appended to in format 1; format 2 chains each entry's checksum to the last.
+2. **The barrier is an fsync**, with group commit (see :mod:`session_schedule.session.barrier`):
+   a hundred appends, then one barrier, cost one fsync. A lone barrier fsyncs on the event
+   loop's thread; barriers called together share one fsync on the session's own thread
+   (``flush_on_loop=False``: every flush there).
+3. **Then a commit record** (format 2), for the entries the fsync made durable (durable itself
+   with the next fsync). A flush on the session's thread writes it there, and a failure fails
+   the barrier; a lone barrier leaves it to a loop callback run once its caller has gone on, or
+   to the next entry's ``write``, which carries it ahead of the line, and a failure then poisons
+   the handle (the entries are durable already).
+4. **A next-target record** (:mod:`.next_targets`) is written on the
+   session's thread after a barrier whose entries hold a schedule change has returned, and at
+   close — only of a file whose every entry is durable. It is derived data, which a reader
+   rebuilds from the log whenever it does not describe the file, so neither its fold nor its
+   write is on the path of a barrier or a create.
+5. **A checkpoint** (:mod:`.checkpoints`) is bound to a commit record. It is written on the
+   session's thread after a barrier once :data:`~session_schedule.session.checkpoint.EVERY`
+   entries have become durable since the last, and at close; the entries before its window then
+   leave memory and are read back from the file, chain-checked, a segment at a time, when asked
+   for (:mod:`.segments`). It carries the index of where those segments start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Final, final
+
+import msgspec
+
+from session_schedule.core.errors import ScheduleError
+from session_schedule.session import checkpoint, codec
+from session_schedule.session.handle import LazyEntries, LogHandle
+from session_schedule.session.jsonl import checkpoints, segments
+from session_schedule.session.jsonl.checkpoints import checkpoint_path, commit_ending_at
+from session_schedule.session.jsonl.files import source_of, write_all
+from session_schedule.session.jsonl.next_targets import TargetIndexFile
+from session_schedule.session.jsonl.opening import Opened
+from session_schedule.session.jsonl.segments import Prefix, read_prefix, segments_of, thinned
+from session_schedule.session.lines import (
+    CHAIN_SEED,
+    Format,
+    TailStart,
+    commit_line,
+    entry_line,
+)
+from session_schedule.session.targets import holds_changes
+from session_schedule.session.worker import Worker
+
+# The package's one logger: its records keep the name they have always had.
+_log: Final = logging.getLogger("session_schedule.session.jsonl")
+
+
+@final
+class JsonlSessionHandle(LogHandle):
+    """The owner of one session file: holds its descriptor and its ``flock``."""
+
+    def __init__(
+        self,
+        *,
+        opened: Opened,
+        path: Path,
+        worker: Worker,
+        index: TargetIndexFile,
+        flush_on_loop: bool = True,
+    ) -> None:
+        entries = opened.entries
+        older = opened.older
+        if opened.header.format == 2 and older is None:
+            # Every entry is held until the first checkpoint written while open covers some.
+            head = TailStart(0, opened.head, 1, CHAIN_SEED)
+            older = Prefix(opened.fd, opened.header, [head], source_of(opened.header.id))
+            entries = LazyEntries(0, list(entries), older.read, chunk=segments.CHUNK)
+        super().__init__(
+            header=opened.header,
+            entries=entries,
+            resume=opened.resume,
+            flush_now=self._flush_now if flush_on_loop else None,
+        )
+        self._older = older
+        """Reads the entries before the newest stored checkpoint from the file (format 2)."""
+        self._checkpoint_posted = self._checkpointed
+        """The position of the newest checkpoint queued for writing while open."""
+        self._posted_ends: list[TailStart] = []
+        """The commit records of the checkpoints queued but not yet reported written: segment
+        starts the lazy reader's index does not have yet, which a checkpoint taken meanwhile
+        (or at close, when those reports never arrive) still stores."""
+        # ``_checksums[i]`` is entry ``_origin + i``'s (a session opened from a checkpoint at
+        # ``n`` starts with entry ``n - 1``'s).
+        self._checksums = opened.checksums
+        self._origin = opened.origin
+        self._prefix_bytes = opened.offset
+        self._fd = opened.fd
+        self._path = path
+        self._worker = worker
+        self._lines = opened.lines
+        """Complete lines in the file when it was opened, plus the entry lines written since."""
+        self._commit_lines = 0
+        """Commit records written since (counted on the worker thread)."""
+        self._unwritten_commit: bytes | None = None
+        """A lone barrier's commit record, until it is written (see :meth:`_after_flush`)."""
+        self._checkpoint_end: TailStart | None = None
+        """Where that commit record ends, when a checkpoint is due at it."""
+        self._index_due = False
+        """Whether a flush covered schedule changes that no next-target record describes yet."""
+        self._closed_fd = False
+        """Whether the file is being released (no more bookkeeping writes)."""
+        self._index = index
+        # Opened from a checkpoint, the log may hold a schedule change before it: record it.
+        self._indexed = opened.resume is not None or holds_changes(opened.entries)
+        """Whether the log holds a schedule change (a session that never had one needs no
+        next-target record until a reader rebuilds it)."""
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def format(self) -> Format:
+        """The file's format (see :mod:`session_schedule.session.lines`)."""
+        return self.header.format
+
+    def checksum(self, position: int) -> int:
+        """Entry ``position``'s chained checksum (format 2), to bind a derived snapshot to it.
+
+        Raises ``IndexError`` for a position not appended, ``ValueError`` for a format-1 file.
+        """
+        if self.header.format == 1:
+            raise ValueError(f"session {self.id} is in format 1, which has no checksums")
+        self._check_usable()
+        if not 0 <= position < self._origin + len(self._checksums):
+            raise IndexError(f"session {self.id} has no entry {position}")
+        if position < self._origin:
+            # Before a checkpoint: the chain is read from the file (as the entries are).
+            prefix = read_prefix(self._fd, self._prefix_bytes, source_of(self.id), self._origin + 1)
+            return prefix.checksums[position]
+        return self._checksums[position - self._origin]
+
+    def _write(self, position: int, entry_type: str, data: bytes) -> None:
+        if self.header.format == 1:
+            line = codec.entry_line(entry_type, data)
+            checksum = None
+        else:
+            previous = self._checksums[-1] if position else CHAIN_SEED
+            line, checksum = entry_line(position, entry_type, data, previous)
+        commit = self._unwritten_commit
+        write_all(self._fd, line if commit is None else commit + line)
+        if commit is not None:
+            self._unwritten_commit = None
+            self._commit_lines += 1
+        self._lines += 1
+        if checksum is not None:
+            self._checksums.append(checksum)
+
+    def _flush_now(self, durable: int, target: int) -> None:
+        """A lone barrier's flush, on the loop's thread (see :mod:`.barrier`).
+
+        Only the ``fsync`` is on the barrier's path. The commit record (format 2) and the
+        next-target record are bookkeeping that no waiter needs: they are done by a callback
+        the loop runs once the barrier's caller has gone on (see :meth:`_after_flush`). What
+        they need is prepared before the ``fsync`` (which changes none of it), so that only
+        two assignments follow it: code run right after a blocking ``fsync`` runs slowly.
+        """
+        if self._holds_changes(durable, target):
+            self._indexed = self._index_due = True
+        commit = None
+        checkpoint_due = self._checkpoint_due(target)
+        if self.header.format == 2:
+            commit = commit_line(target, self._checksums[target - 1 - self._origin])
+        # Nothing else is written to the file before this commit record (the next entry line
+        # carries it, or the callback writes it): it will end there.
+        end = self._binding(target, after=commit) if checkpoint_due and commit else None
+        # Scheduled first: should the fsync fail, the callback finds the handle poisoned and
+        # does nothing.
+        asyncio.get_running_loop().call_soon(self._after_flush, target)
+        os.fsync(self._fd)
+        self._unwritten_commit = commit
+        if checkpoint_due:
+            self._checkpoint_end = end
+
+    def _after_flush(self, target: int) -> None:
+        """What follows a lone barrier's ``fsync``, off its path.
+
+        The commit record for entries ``0 … target-1`` is written unless the next entry's
+        write has already carried it (a commit record that is still unwritten goes out in the
+        same ``write`` as the next entry line, ahead of it: the file's order is the same either
+        way). A failure to write it poisons the handle, as a failed entry write does; the
+        entries it vouches for are durable already. The next-target record is written only
+        while the file holds exactly ``target`` entries — otherwise the flush that covers the
+        later ones writes it — since a record describes the file as it is when it is taken.
+        A checkpoint due at ``target`` is queued once the commit record is written.
+        """
+        if self._closed_fd or self._poison() is not None:
+            return
+        self._write_unwritten_commit()
+        end, self._checkpoint_end = self._checkpoint_end, None
+        if self._poison() is not None:
+            return
+        if self._index_due and len(self._entries) == target:
+            self._index_due = False
+            self._record_target()
+        if end is not None:
+            self._checkpoint_while_open(end)
+
+    def _write_unwritten_commit(self) -> None:
+        commit = self._unwritten_commit
+        if commit is None:
+            return
+        self._unwritten_commit = None
+        try:
+            write_all(self._fd, commit)
+        except OSError as error:
+            self._write_failure = f"writing a commit record failed: {error}"
+            return
+        self._commit_lines += 1
+
+    def _flush(self, durable: int, target: int) -> Awaitable[None]:
+        fd = self._fd
+        indexed = self._index_due or self._holds_changes(durable, target)
+        self._index_due = False
+        if self.header.format == 1:
+            return self._flushed(
+                self._worker.submit(lambda: os.fsync(fd)), target=target, indexed=indexed
+            )
+        # Written once the fsync has returned: a readable commit record never vouches for bytes
+        # that were not durable. It becomes durable itself with the next barrier's fsync.
+        commit = commit_line(target, self._checksums[target - 1 - self._origin])
+
+        def flush() -> None:
+            os.fsync(fd)
+            write_all(fd, commit)
+            self._commit_lines += 1
+
+        return self._flushed(self._worker.submit(flush), target=target, indexed=indexed)
+
+    async def _flushed(self, flush: Awaitable[None], *, target: int, indexed: bool) -> None:
+        await flush
+        if indexed:
+            self._indexed = True
+            if len(self._entries) == target:
+                self._record_target()
+            else:
+                # Entries appended during the fsync are not durable: a record of the file as it
+                # is now would count them, and a power cut that zero-fills them while keeping
+                # the file's size and mtime would leave that record looking fresh. The flush
+                # that covers them writes it (as after a lone barrier).
+                self._index_due = True
+        # On the session's thread, the commit record was written after an fsync during which
+        # entries may have been appended: only when none was does it end the file now.
+        if len(self._entries) == target and self._checkpoint_due(target):
+            end = self._binding(target, after=b"")
+            if end is not None:
+                self._checkpoint_while_open(end)
+
+    def _checkpoint_due(self, target: int) -> bool:
+        """Whether a flush of entries ``0 … target-1`` takes a checkpoint while the session is
+        open: :data:`~.checkpoint.EVERY` entries have become durable since the last (format 2)."""
+        return (
+            self.header.format == 2
+            and target - self._checkpoint_posted >= checkpoint.EVERY
+            and not self._closed_fd
+        )
+
+    def _binding(self, target: int, *, after: bytes) -> TailStart | None:
+        """Where the commit record for ``target`` entries ends: the file as it is now, followed
+        by ``after`` (that commit record, when it is not written yet, or nothing)."""
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as error:
+            _log.warning("session %s: no checkpoint written: %s", self.id, error)
+            return None
+        return TailStart(
+            target,
+            size + len(after),
+            self._lines + self._commit_lines + (1 if after else 0),
+            self._checksums[target - 1 - self._origin],
+        )
+
+    async def shed_inherited(self) -> None:
+        """Let a new fork's inherited entries leave memory: write the commit record for them and
+        a checkpoint bound to it (a fork's file otherwise ends without one, so none could be
+        taken before its first barrier), then keep only the checkpoint's window decoded, as an
+        open session does after a checkpoint. A failure leaves the entries held (it is
+        logged); the session works as before either way."""
+        target = len(self._entries)
+        if self.header.format != 2 or target == 0 or self._checkpointed >= target:
+            return
+        commit = commit_line(target, self._checksums[target - 1 - self._origin])
+        end = self._binding(target, after=commit)
+        if end is None:
+            return
+        try:
+            write_all(self._fd, commit)  # durable with the next fsync, as any commit record
+        except OSError as error:
+            self._write_failure = f"writing a commit record failed: {error}"
+            return
+        self._commit_lines += 1
+        self._checkpoint_while_open(end)
+        await self._worker.submit(lambda: None)  # the checkpoint's save ran before this
+        await asyncio.sleep(0)  # and handed back to the loop
+
+    def _checkpoint_while_open(self, end: TailStart) -> None:
+        """Queue a checkpoint bound to ``end``, the commit record a flush wrote (on the loop).
+
+        A lone barrier's flush takes it whenever one is due (see :meth:`_flush_now`); a flush
+        on the session's thread only when no entry was appended while it ran (otherwise the
+        next flush that finds the file so, or the close, does). The state is the incremental
+        draft (:meth:`_checkpoint_draft`); checking that the commit record ends where
+        expected, writing the file and bringing the next-target fold up to it run on the
+        session's thread (the only thread that folds it), which then hands back to the loop
+        (:meth:`_checkpoint_written`).
+        """
+        if self._closed_fd or self._poison() is not None:
+            return
+        # The window's payloads are encoded on the session's thread (entries never change).
+        content = self._checkpoint_draft(end.entries, window=False)
+        if content is None:
+            return
+        window = self._entries[max(0, end.entries - checkpoint.WINDOW) : end.entries]
+        segment_starts = segments_of(self._index_starts(), end)
+        self._checkpoint_posted = end.entries
+        self._posted_ends.append(end)
+        session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
+        entries, fold = self._entries, self._next_target
+        loop = asyncio.get_running_loop()
+
+        def save() -> None:
+            try:
+                if commit_ending_at(fd, end.offset) != (end.entries, end.chain):
+                    _log.info(
+                        "session %s: no checkpoint written at %d entries: the file does not "
+                        "end with their commit record where it did",
+                        session_id,
+                        end.entries,
+                    )
+                    return
+                bound = msgspec.structs.replace(
+                    content,
+                    offset=end.offset,
+                    lines=end.lines,
+                    window=checkpoint.window_of(window),
+                    segments=segment_starts,
+                )
+                data = checkpoint.seal(bound, chain=end.chain)
+                checkpoints.write_checkpoint(where, data)
+            except OSError as error:
+                _log.warning("session %s: no checkpoint written: %s", session_id, error)
+                return
+            # The entries before the checkpoint's window may leave memory once this returns:
+            # the fold reads on from where it stopped, so it is brought up to it first.
+            fold.after(entries, end.entries)
+            # A closed loop has no handle left to report to.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._checkpoint_written, end)
+
+        self._worker.post(save)
+
+    def _index_starts(self) -> list[TailStart] | None:
+        """The lazy reader's index, extended by the checkpoints queued since (see
+        :attr:`_posted_ends`); ``None`` when there is no reader."""
+        if self._older is None:
+            return None
+        starts = self._older.starts
+        for end in self._posted_ends:
+            starts = thinned(starts, end) or starts
+        return starts
+
+    def _checkpoint_written(self, end: TailStart) -> None:
+        """A checkpoint bound to ``end`` is stored: the lazy reader of older entries covers the
+        bytes up to it, and the entries before its window leave memory (on the event loop)."""
+        if self._closed_fd or self._poison() is not None or end.entries <= self._checkpointed:
+            return
+        self._checkpointed = end.entries
+        self._posted_ends = [later for later in self._posted_ends if later.entries > end.entries]
+        if self._older is not None and isinstance(self._entries, LazyEntries):
+            self._older.cover(end)
+            self._entries.forget_before(end.entries - checkpoint.WINDOW)
+
+    def _record_target(self) -> None:
+        """Queue the next-target record of the file as it is now (see :mod:`.next_targets`).
+
+        On the event loop, between flushes: the file holds exactly these entries now, so its
+        ``fstat`` and the entry count are taken here. Folding the new entries and writing the
+        record (a cache, never fsync'd) run on the session's thread, in order, after anything
+        queued before; no barrier waits for them.
+        """
+        session_id, entries, end = self.id, self._entries, len(self._entries)
+        try:
+            status = os.fstat(self._fd)
+        except OSError as error:
+            _log.warning("session %s: its next target was not indexed: %s", session_id, error)
+            return
+        # Only that thread ever folds: ``after`` is called in order, with ``end`` never
+        # moving backwards, and reads entries that are never changed once appended.
+        fold, index = self._next_target, self._index
+        self._worker.post(lambda: index.record(session_id, fold.after(entries, end), status))
+
+    async def _release(self) -> None:
+        fd = self._fd
+        if self._poison() is None:
+            self._write_unwritten_commit()
+        self._closed_fd = True
+        # Only of a durable file (see :meth:`_flushed`); otherwise a reader rebuilds it.
+        if self._indexed and self._poison() is None and self._commit.durable == len(self._entries):
+            self._record_target()
+        save = self._checkpoint_job()
+
+        def last() -> None:
+            if save is not None:
+                try:
+                    save()
+                except (OSError, ScheduleError, ValueError) as error:
+                    _log.warning("no checkpoint written for session %s: %s", self.id, error)
+            os.close(fd)
+
+        await self._worker.stop(last)
+
+    def _checkpoint_job(self) -> Callable[[], None] | None:
+        """What writes a checkpoint at close, if one would be new and can be bound: every entry
+        durable and the file ending with the commit record that says so. Its state is the
+        incremental draft (:meth:`_checkpoint_draft`), not a fold of the whole log."""
+        count = len(self._entries)
+        if (
+            self.header.format != 2
+            or self._poison() is not None
+            or count == 0
+            or self._commit.durable != count
+            or count <= self._checkpoint_posted
+        ):
+            return None
+        content = self._checkpoint_draft(count, window=False)
+        if content is None:
+            return None
+        window = self._entries[max(0, count - checkpoint.WINDOW) : count]
+        fd = self._fd
+        chain = self._checksums[count - 1 - self._origin]
+        target = checkpoint_path(self._path)
+        starts = self._index_starts()
+
+        def save() -> None:
+            size = os.fstat(fd).st_size
+            if commit_ending_at(fd, size) != (count, chain):
+                return
+            lines = self._lines + self._commit_lines
+            end = TailStart(count, size, lines, chain)
+            bound = msgspec.structs.replace(
+                content,
+                offset=size,
+                lines=lines,
+                window=checkpoint.window_of(window),
+                segments=segments_of(starts, end),
+            )
+            checkpoints.write_checkpoint(target, checkpoint.seal(bound, chain=chain))
+
+        return save

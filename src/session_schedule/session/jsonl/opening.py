@@ -1,0 +1,308 @@
+"""Opening JSONL sessions: the owner's open, with recovery, and the readers' reads.
+
+An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`read_session`,
+:func:`scan_directory`) takes no lock and changes nothing. The rules:
+
+1. **One writer.** The owner holds ``flock(LOCK_EX | LOCK_NB)`` on the file; a second owner —
+   another descriptor in this process or another process — is refused with ``SessionBusy``. The
+   kernel drops the lock when the owner closes the file or dies.
+2. **From a checkpoint when one binds.** A checkpoint that binds to the log (see
+   :mod:`.checkpoints`) spares the decoding of everything before its window: only the log's tail
+   after its commit record is scanned, and the entries before the window are read back on
+   demand (:class:`~.segments.Prefix`). One that does not bind is logged (at ``info`` for
+   another version, ``warning`` otherwise) and the whole log is read.
+3. **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
+   does not verify, provided no commit record vouches for an entry at or past it; in format 1,
+   the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
+   intact entries that no commit record covers yet are fsync'd and then vouched for by a commit
+   record, as a barrier would. Anything else that does not verify is corruption: it is reported
+   and the file is left byte-for-byte untouched.
+4. **Readers ignore a torn tail** (they do not cut it) and never use a checkpoint: ``read``,
+   ``inspect``, ``fork`` and ``check`` verify every line. A fork's read fsyncs the parent
+   first, so that what it copies is durable.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from session_schedule.session import checkpoint
+from session_schedule.session.codec import Source
+from session_schedule.session.errors import (
+    SessionCorrupt,
+    SessionNotFound,
+    persistence_uncertain,
+    session_busy,
+)
+from session_schedule.session.handle import LazyEntries
+from session_schedule.session.ids import SessionId, parse_session_id
+from session_schedule.session.jsonl import files, segments
+from session_schedule.session.jsonl.checkpoints import (
+    checkpoint_path,
+    commit_ending_at,
+    read_checkpoint,
+    window_verifies,
+)
+from session_schedule.session.jsonl.files import (
+    SUFFIX,
+    open_session_file,
+    read_all,
+    source_of,
+    write_all,
+)
+from session_schedule.session.jsonl.segments import Prefix, stored_index
+from session_schedule.session.lines import (
+    CHAIN_SEED,
+    HEADER_LIMIT,
+    HEADER_TOO_LONG,
+    Checksums,
+    Scan,
+    TailStart,
+    commit_line,
+    decode_header_line,
+    new_checksums,
+    scan,
+    scan_tail,
+)
+from session_schedule.session.port import (
+    LogEntry,
+    ResumePoint,
+    SessionHeader,
+    SessionListing,
+    listing,
+)
+from session_schedule.session.stores import report_rejected
+
+# The package's one logger: its records keep the name they have always had.
+_log: Final = logging.getLogger("session_schedule.session.jsonl")
+
+
+class Opened(NamedTuple):
+    """A session file as its new owner finds it (see :class:`~.handle.JsonlSessionHandle`)."""
+
+    fd: int
+    header: SessionHeader
+    entries: list[LogEntry] | LazyEntries
+    checksums: Checksums
+    lines: int
+    """Complete lines in the file."""
+    head: int
+    """The header line's bytes (its newline included)."""
+    origin: int = 0
+    """The position of ``checksums[0]``."""
+    offset: int = 0
+    """The bytes a checkpoint covered (0: opened without one)."""
+    resume: ResumePoint | None = None
+    older: Prefix | None = None
+    """What reads the entries before the checkpoint (opened from one)."""
+
+
+def open_session(path: Path, source: Source) -> Opened:
+    """Own the session file at ``path``: locked, recovered, and read (from its checkpoint when
+    one binds)."""
+    fd = open_session_file(path, os.O_RDWR | os.O_APPEND, source)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise session_busy(source.session_id) from None
+        resumed = _open_from_checkpoint(fd, checkpoint_path(path), source)
+        if resumed is not None:
+            return resumed
+        data = read_all(fd)
+        parsed = scan(data, source)
+        wrote = _recover(fd, parsed, torn=len(data) - parsed.keep, source=source)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Opened(
+        fd,
+        parsed.header,
+        parsed.entries,
+        parsed.checksums,
+        parsed.kept_lines + wrote,
+        data.find(b"\n") + 1,
+    )
+
+
+def _open_from_checkpoint(fd: int, where: Path, source: Source) -> Opened | None:
+    """The session opened from its checkpoint, or ``None`` when there is none that matches
+    the log (then the reason is logged and the whole log is read)."""
+    found = read_checkpoint(where, source)
+    if isinstance(found, checkpoint.Rejected):
+        if found.reason != "missing":
+            report_rejected(_log, source.session_id, found)
+        return None
+    size = os.fstat(fd).st_size
+    head = files.pread_all(fd, min(size, HEADER_LIMIT + 1), 0)
+    end = head.find(b"\n")
+    if end < 0:
+        return None  # the whole-log read reports it
+    header = decode_header_line(head[:end], source)
+    if (
+        header.format != 2
+        or found.offset > size
+        or commit_ending_at(fd, found.offset) != (found.entries, found.chain)
+    ):
+        _log.warning(
+            "checkpoint of session %s not used (log mismatch): the log has no commit record "
+            "for %d entries with checksum %08x where it says",
+            source.session_id,
+            found.entries,
+            found.chain,
+        )
+        return None
+    restored = checkpoint.restore(found, source)
+    if isinstance(restored, checkpoint.Rejected):
+        _log.warning("checkpoint of session %s not used (%s): %s", source.session_id, *restored)
+        return None
+    if not window_verifies(fd, header, found, restored.window, source):
+        # The whole-log read that follows reports the damage, with its line.
+        _log.warning(
+            "checkpoint of session %s not used (window mismatch): the log's lines of the %d "
+            "entries before it do not verify or differ from the checkpoint's window",
+            source.session_id,
+            len(restored.window),
+        )
+        return None
+    after = TailStart(found.entries, found.offset, found.lines, found.chain)
+    parsed = scan_tail(
+        header, files.pread_all(fd, size - found.offset, found.offset), source, after=after
+    )
+    count = found.entries + len(parsed.entries)
+    last = parsed.checksums[-1] if parsed.checksums else found.chain
+    wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
+    first = found.entries - len(restored.window)
+    header_end = TailStart(0, end + 1, 1, CHAIN_SEED)
+    stored = stored_index(found.segments, header_end, after)
+    if isinstance(stored, str) and found.segments:
+        _log.warning(
+            "segment index in the checkpoint of session %s not used: %s", source.session_id, stored
+        )
+    older = (
+        Prefix(fd, header, [header_end, after], source)
+        if isinstance(stored, str)
+        else Prefix(fd, header, stored, source, stored=True)
+    )
+    entries = LazyEntries(first, restored.window + parsed.entries, older.read, chunk=segments.CHUNK)
+    checksums = new_checksums()
+    checksums.append(found.chain)
+    checksums.extend(parsed.checksums)
+    return Opened(
+        fd,
+        header,
+        entries,
+        checksums,
+        parsed.kept_lines + wrote,
+        end + 1,
+        origin=found.entries - 1,
+        offset=found.offset,
+        resume=restored.resume_point(),
+        older=older,
+    )
+
+
+def _recover(
+    fd: int,
+    parsed: Scan,
+    *,
+    torn: int,
+    source: Source,
+    count: int | None = None,
+    last: int | None = None,
+) -> int:
+    """Cut a torn tail; in format 2, also vouch for entries no commit record covers yet.
+
+    Entries past the last commit record were written before a crash but perhaps never made
+    durable: they are fsync'd before a commit record for them is written, as a barrier does.
+    ``count`` and ``last`` are the entry count and the last entry's checksum when ``parsed``
+    is a tail. Returns how many lines it wrote (0 or 1).
+    """
+    if count is None:
+        count = len(parsed.entries)
+    # Only a commit record that stays counts: one in the torn tail is cut with it.
+    unacknowledged = parsed.header.format == 2 and count > parsed.kept_acknowledged
+    if not torn and not unacknowledged:
+        return 0
+    try:
+        if torn:
+            os.ftruncate(fd, parsed.keep)
+        os.fsync(fd)
+        if unacknowledged:
+            write_all(fd, commit_line(count, parsed.checksums[-1] if last is None else last))
+            return 1
+    except OSError as error:
+        what = "cutting the torn tail" if torn else "making the recovered entries durable"
+        raise persistence_uncertain(source.session_id, f"{what} failed: {error}") from error
+    return 0
+
+
+def read_session(path: Path, source: Source, *, sync: bool) -> Scan:
+    """The file's complete lines, ignoring (not cutting) a torn tail; no lock is taken.
+
+    With ``sync``, the file is fsync'd first, so everything read is durable even when its owner
+    has not called a barrier yet.
+    """
+    fd = open_session_file(path, os.O_RDONLY, source)
+    try:
+        if sync:
+            try:
+                os.fsync(fd)
+            except OSError as error:
+                raise persistence_uncertain(
+                    source.session_id, f"making the session durable before the fork failed: {error}"
+                ) from error
+        return scan(read_all(fd), source)
+    finally:
+        os.close(fd)
+
+
+def read_log(path: Path, session_id: SessionId) -> tuple[SessionHeader, list[LogEntry]]:
+    """A session's header and entries, read as :func:`read_session` does (what the next-target
+    index rebuilds a record from)."""
+    parsed = read_session(path, source_of(session_id), sync=False)
+    return parsed.header, parsed.entries
+
+
+def scan_directory(data_dir: Path) -> SessionListing:
+    """The headers of the sessions in ``data_dir``, beside the session files whose header
+    cannot be read (a missing directory holds none)."""
+    if not data_dir.is_dir():
+        return listing([], [])
+    headers: list[SessionHeader] = []
+    problems: list[SessionCorrupt] = []
+    for path in data_dir.iterdir():
+        session_id = parse_session_id(path.name.removesuffix(SUFFIX))
+        if session_id is None or not path.name.endswith(SUFFIX):
+            continue
+        source = source_of(session_id)
+        try:
+            headers.append(_read_header(path, source))
+        except SessionNotFound:
+            continue
+        except SessionCorrupt as problem:
+            problems.append(problem)
+    return listing(headers, problems)
+
+
+def _read_header(path: Path, source: Source) -> SessionHeader:
+    fd = open_session_file(path, os.O_RDONLY, source)
+    try:
+        start = b""
+        while b"\n" not in start and len(start) <= HEADER_LIMIT:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            start += chunk
+    finally:
+        os.close(fd)
+    end = start.find(b"\n")
+    if end > HEADER_LIMIT or (end < 0 and len(start) > HEADER_LIMIT):
+        raise source.corrupt(None, HEADER_TOO_LONG)
+    if end < 0:
+        raise source.corrupt(None, "the file has no complete header line")
+    return decode_header_line(start[:end], source)

@@ -1,0 +1,306 @@
+"""The JSONL store: one file per session in a data directory — the embedded default.
+
+A session is the file ``<data_dir>/<session id>.jsonl`` (mode ``0600``): the header on line 1,
+then the entries, one line each, in order. :class:`JsonlSessionStore` is a composition of the
+package's parts, each of which opens with its own rules: creating a file (:mod:`.creation`),
+opening and reading one (:mod:`.opening`), owning one (:mod:`.handle`), its checkpoint
+(:mod:`.checkpoints`) and the entries before it (:mod:`.segments`), all through the file
+discipline of :mod:`.files`. What the store itself keeps:
+
+1. **A private data directory.** It is created ``0700`` when missing. One writable by group or
+   others is logged as a warning, once per store: whoever can write it can plant or replace
+   session files.
+2. **One thread per open session.** Each handle runs its blocking calls on a
+   :class:`~session_schedule.session.worker.Worker` of its own; the store's other reads run on
+   ``asyncio.to_thread``.
+3. **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs kept by
+   the owners and checked against each file's inode, size and mtime by readers
+   (:mod:`.next_targets`), answers ``due_sessions``.
+4. **Hand-over requests** are files beside the sessions'
+   (:class:`~session_schedule.session.handover.RequestFiles`).
+5. **A fork sheds what it inherits.** A fork of more than :data:`FORK_HELD` entries writes a
+   checkpoint at once, so that it keeps only a window of its parent's history decoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Final, NamedTuple, final
+
+from session_schedule.core.instants import Instant
+from session_schedule.session import checkpoint
+from session_schedule.session.handover import RequestFiles
+from session_schedule.session.ids import SessionId, chosen_session_id, require_session_id
+from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoint_problem
+from session_schedule.session.jsonl.creation import Seed, create_session, fork_seed
+from session_schedule.session.jsonl.files import SUFFIX, source_of
+from session_schedule.session.jsonl.handle import JsonlSessionHandle
+from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
+from session_schedule.session.jsonl.opening import (
+    Opened,
+    open_session,
+    read_log,
+    read_session,
+    scan_directory,
+)
+from session_schedule.session.lines import CURRENT_FORMAT, new_checksums
+from session_schedule.session.port import (
+    DEFAULT_DUE_LIMIT,
+    DueSession,
+    SessionHeader,
+    SessionListing,
+    SessionSnapshot,
+    listed,
+    make_header,
+    seed_length,
+)
+from session_schedule.session.targets import check_limit, next_target_of
+from session_schedule.session.worker import Worker
+
+# The package's one logger: its records keep the name they have always had.
+_log: Final = logging.getLogger("session_schedule.session.jsonl")
+
+FORK_HELD: Final = checkpoint.WINDOW
+"""A fork inheriting more entries than this keeps only a checkpoint's window of them decoded."""
+
+
+@final
+class JsonlInspection(NamedTuple):
+    """A session file as :meth:`JsonlSessionStore.inspect` finds it."""
+
+    snapshot: SessionSnapshot
+    torn_bytes: int
+    """Bytes a torn tail holds: opening the session cuts them."""
+    torn_lines: int
+    """Complete lines among them (0: only an incomplete last line)."""
+    checksums: Sequence[int]
+    """Entry ``n``'s chained checksum at index ``n`` (format 2; empty for format 1)."""
+
+
+@final
+class JsonlSessionStore:
+    """Sessions as JSONL files in ``data_dir`` (created ``0700`` when missing)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, flush_on_loop: bool = True) -> None:
+        """``data_dir``: a path, as a string or a path object; ``flush_on_loop``: a lone barrier
+        fsyncs on the event loop's thread (fast, but the loop waits for the disk meanwhile);
+        ``False`` sends every flush to the session's thread."""
+        data_dir = Path(data_dir)
+        self._dir = data_dir
+        self._index = TargetIndexFile(data_dir, suffix=SUFFIX, read_log=read_log)
+        self._flush_on_loop = flush_on_loop
+        self._directory_lock = threading.Lock()
+        self._directory_checked = False
+        self._handovers = RequestFiles(data_dir)
+
+    def check_directory(self) -> None:
+        """Log a warning when others than its owner may write the data directory.
+
+        Whoever can write the data directory can plant or replace session files (a symbolic
+        link, a FIFO, another session's file), so it should be private (mode ``0700``, as the
+        store creates it). Checked once per store, the first time the directory exists.
+        """
+        with self._directory_lock:
+            if self._directory_checked:
+                return
+            try:
+                mode = stat.S_IMODE(self._dir.stat().st_mode)
+            except FileNotFoundError:
+                return
+            self._directory_checked = True
+        if mode & 0o022:
+            _log.warning(
+                "session data directory %s is writable by %s (mode %04o): another user "
+                "could plant or replace session files; make it private (chmod 700)",
+                self._dir,
+                "its group and others"
+                if mode & 0o022 == 0o022
+                else "its group"
+                if mode & 0o020
+                else "others",
+                mode,
+            )
+
+    @property
+    def data_dir(self) -> Path:
+        return self._dir
+
+    def path_of(self, session_id: SessionId) -> Path:
+        """The file of session ``session_id``."""
+        return self._dir / f"{session_id}{SUFFIX}"
+
+    async def request_handover(self, session_id: SessionId) -> None:
+        """Ask the holder of ``session_id`` to let it go (a file beside the session's)."""
+        await self._handovers.request(session_id)
+
+    async def withdraw_handover(self, session_id: SessionId) -> None:
+        await self._handovers.withdraw(session_id)
+
+    async def handover_requests(self, session_ids: Collection[SessionId]) -> frozenset[SessionId]:
+        return await self._handovers.live(session_ids)
+
+    async def create(
+        self, *, now: Instant, session_id: SessionId | None = None
+    ) -> JsonlSessionHandle:
+        chosen = chosen_session_id(session_id)
+
+        def job() -> Opened:
+            opened = create_session(
+                self._dir,
+                chosen,
+                lambda new_id: make_header(
+                    new_id,
+                    now=now,
+                    parent_id=None,
+                    seed_length=0,
+                    format_version=CURRENT_FORMAT,
+                ),
+                Seed([], [], new_checksums()),
+            )
+            self.check_directory()
+            return opened
+
+        return await self._own(job)
+
+    async def open(self, session_id: str) -> JsonlSessionHandle:
+        """Own an existing session (see :class:`SessionStore`), from its checkpoint when one
+        matches the log (see :mod:`session_schedule.session.checkpoint`)."""
+        checked = require_session_id(session_id)
+        return await self._own(
+            lambda: open_session(self._checked(self.path_of(checked)), source_of(checked))
+        )
+
+    def checkpoint_path(self, session_id: SessionId) -> Path:
+        """The checkpoint file of session ``session_id`` (beside its log)."""
+        return checkpoint_path(self.path_of(session_id))
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        at: int | None = None,
+        now: Instant,
+        session_id: SessionId | None = None,
+    ) -> JsonlSessionHandle:
+        chosen = chosen_session_id(session_id)
+        parent = require_session_id(parent_id)
+
+        def job() -> Opened:
+            parsed = read_session(self._checked(self.path_of(parent)), source_of(parent), sync=True)
+            count = seed_length(at, len(parsed.entries), parent)
+            return create_session(
+                self._dir,
+                chosen,
+                lambda new_id: make_header(
+                    new_id,
+                    now=now,
+                    parent_id=parent,
+                    seed_length=count,
+                    format_version=CURRENT_FORMAT,
+                ),
+                fork_seed(parsed, count),
+            )
+
+        handle = await self._own(job)
+        if len(handle.entries) > FORK_HELD:
+            # The parent's history stays in the file, not in memory: twenty forks of a long
+            # session would otherwise hold twenty copies of it.
+            await handle.shed_inherited()
+        return handle
+
+    async def read(self, session_id: str) -> SessionSnapshot:
+        checked = require_session_id(session_id)
+        parsed = await asyncio.to_thread(
+            lambda: read_session(
+                self._checked(self.path_of(checked)), source_of(checked), sync=False
+            )
+        )
+        return SessionSnapshot(parsed.header, tuple(parsed.entries))
+
+    async def inspect(self, session_id: str) -> JsonlInspection:
+        """Like :meth:`read`, and also what opening the session would cut."""
+        checked = require_session_id(session_id)
+
+        def job() -> JsonlInspection:
+            parsed = read_session(
+                self._checked(self.path_of(checked)), source_of(checked), sync=False
+            )
+            return JsonlInspection(
+                SessionSnapshot(parsed.header, tuple(parsed.entries)),
+                parsed.size - parsed.keep,
+                parsed.lines_cut,
+                parsed.checksums,
+            )
+
+        return await asyncio.to_thread(job)
+
+    async def derived_problems(self, session_id: str) -> tuple[str, ...]:
+        """What the files derived from ``session_id``'s log say that its log does not, where
+        they would be believed: its checkpoint, when it is bound to the log's commit record (so
+        opening the session may use it) but holds other reminders, pending turns or entries
+        than the log; its record in the next-target index, when it verifies and describes the
+        file but names another next target. Each problem is one clause; none: ``()``.
+
+        A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
+        is rebuilt from the log."""
+        checked = require_session_id(session_id)
+        path = self._checked(self.path_of(checked))
+        source = source_of(checked)
+
+        def job() -> tuple[str, ...]:
+            parsed = read_session(path, source, sync=False)
+            problems: list[str] = []
+            difference = checkpoint_problem(path, parsed, source, checked)
+            if difference is not None:
+                problems.append(
+                    f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
+                    f"does not say what the log says ({difference}); delete the checkpoint "
+                    "(it is rebuilt from the log)"
+                )
+            target = next_target_of(parsed.header, parsed.entries)
+            indexed = self._index.mismatch(checked, path.lstat(), target)
+            if indexed is not None:
+                problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
+            return tuple(problems)
+
+        return await asyncio.to_thread(job)
+
+    async def list(self) -> tuple[SessionHeader, ...]:
+        return listed(await self.scan())
+
+    async def scan(self) -> SessionListing:
+        def job() -> SessionListing:
+            self.check_directory()
+            return scan_directory(self._dir)
+
+        return await asyncio.to_thread(job)
+
+    async def due_sessions(
+        self, before: Instant, *, limit: int = DEFAULT_DUE_LIMIT
+    ) -> tuple[DueSession, ...]:
+        """See the port; answered from the sidecar index ``.next-targets`` of the data directory
+        (:mod:`.next_targets`), which reads a session's log only when its record is missing or
+        stale."""
+        check_limit(limit)
+        return await asyncio.to_thread(lambda: self._index.due(before, limit))
+
+    def _checked(self, path: Path) -> Path:
+        self.check_directory()
+        return path
+
+    async def _own(self, job: Callable[[], Opened]) -> JsonlSessionHandle:
+        worker = Worker("session-jsonl")
+        opened = await worker.start(job, undo=lambda opened: os.close(opened.fd))
+        return JsonlSessionHandle(
+            opened=opened,
+            path=self.path_of(opened.header.id),
+            worker=worker,
+            index=self._index,
+            flush_on_loop=self._flush_on_loop,
+        )
