@@ -15,7 +15,9 @@ GET      ``/api/sessions/{id}/turns``           ``?before=P&limit=N``: the turns
 POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zone> | null}``
 POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
                                                 answer is the tool's result, once stored
-GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
+GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel,
+                                                and ``standings``: each managed reminder's
+                                                standing in words, by id
 GET      ``/api/sessions/{id}/history``         every occurrence of its reminders and its
                                                 outcome, and ``away``: the reminders answered
                                                 since the person's last message
@@ -70,6 +72,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.standing import standing
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import (
@@ -454,7 +457,11 @@ class _Api:
                 loggable(result.error.message),
             )
             raise HttpProblem(status, _sentence(result.error.message))
-        return _json(result)
+        if not isinstance(result, ListResult):
+            return _json(result)
+        # The cards show a reminder's standing in the words the list and the chat use.
+        standings = {view.id: text for view in result.schedules if (text := standing(view))}
+        return _json({**msgspec.structs.asdict(result), "standings": standings})
 
     async def history(self, request: Request) -> Response:
         live = await self._live(request)
