@@ -25,6 +25,7 @@ from session_schedule.cli.chat import (
     Display,
     Line,
     plain_text,
+    standings,
     styled_writer,
 )
 from session_schedule.cli.common import schedule_settings
@@ -671,6 +672,13 @@ def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(
     assert results[3]["error"]["code"] == "invalid_selector"
     assert results[4]["schedule"]["state"] == "scheduled"
     assert results[5]["schedule"]["prompt"] == "walk"
+    # A reminder's standing, in the words of the list and the page, under the result.
+    reminders = [line for line in out.splitlines() if line.startswith("reminder> ")]
+    snoozed_until = results[1]["schedule"]["snoozedUntil"]
+    assert reminders == [
+        f"reminder> sch_1: snoozed until {snoozed_until}",
+        "reminder> sch_1: paused",
+    ]
     operations = [type(change).__name__ for change in changes(read(tmp_path, session_id_of(out)))]
     assert operations == [
         "ScheduleCreateChange",
@@ -679,6 +687,31 @@ def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(
         "ScheduleResumeChange",
         "ScheduleUpdateChange",
     ]
+
+
+def test_the_reminder_lines_of_a_tool_result_name_each_managed_reminder_s_standing() -> None:
+    plain = {
+        "kind": "at",
+        "id": "sch_1",
+        "prompt": "a",
+        "scheduledAt": "2026-12-01T10:00:00.000Z",
+        "state": "scheduled",
+    }
+    managed = {
+        "kind": "every",
+        "id": "sch_2",
+        "prompt": "b",
+        "everySeconds": 3600,
+        "scheduledAt": "2026-12-01T10:00:00.000Z",
+        "ends": {"until": None, "maxRuns": 3},
+        "state": "scheduled",
+        "runsLeft": 1,
+    }
+    listed = {"ok": True, "now": "2026-12-01T09:00:00.000Z", "schedules": [plain, managed]}
+    assert standings(msgspec.json.encode(listed).decode()) == [("sch_2", "1 run left")]
+    assert standings(msgspec.json.encode({"ok": True, "schedule": plain}).decode()) == []
+    for content in ("not json", '{"ok":false,"error":{}}', '{"ok":true,"schedules":[1]}', "[]"):
+        assert standings(content) == []
 
 
 def test_the_person_sets_the_session_s_quotas_in_the_chat(

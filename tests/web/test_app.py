@@ -786,6 +786,7 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
         ],
         "next_cursor": None,
         "total": 1,
+        "standings": {},
     }
     offline.clock.advance(90)
     await offline.settle(session)
@@ -796,6 +797,26 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
     assert after["schedules"] == []
     # The side panel's view is not a tool call of the conversation.
     assert len(await offline.messages(session)) == 3
+
+
+async def test_the_schedules_view_gives_each_managed_reminder_s_standing_in_words(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    tools = f"/api/sessions/{session}/tools"
+    await offline.client.post(f"{tools}/schedule_create", json={"prompt": "a", "after_seconds": 90})
+    await offline.client.post(
+        f"{tools}/schedule_create",
+        json={
+            "prompt": "b",
+            "every_seconds": 3600,
+            "ends": {"until": None, "max_runs": 3},
+            "max_lateness_seconds": 600,
+        },
+    )
+    await offline.client.post(f"{tools}/schedule_update", json={"id": "sch_2", "paused": True})
+    view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
+    assert view["standings"] == {"sch_2": "paused, 3 runs left, missed if more than 600 s late"}
 
 
 async def test_the_history_view_lists_occurrences_and_what_was_answered_meanwhile(

@@ -71,6 +71,8 @@ from session_schedule.cli.slash import (
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.quiet import describe
+from session_schedule.core.records import ScheduleView
+from session_schedule.core.standing import standing
 from session_schedule.core.time_input import is_supported_zone, load_zone
 from session_schedule.core.visible import reveal
 from session_schedule.extras import require
@@ -147,6 +149,7 @@ _LABEL_STYLES: Final = {
     "error": "bold red",
     "usage": "yellow",
     "note": "dim",
+    "reminder": "yellow",
 }
 # C0 controls other than tab and newline, DEL and C1 controls: a terminal would act on them.
 
@@ -754,6 +757,8 @@ class Display:
                     self.note(OFFLINE_NOTE)
         elif message.role == "tool":
             self._write(Line(label="tool result", text=message.content))
+            for schedule_id, words in standings(message.content):
+                self._write(Line(label="reminder", text=f"{schedule_id}: {words}"))
         else:
             calls = () if isinstance(message.tool_calls, msgspec.UnsetType) else message.tool_calls
             if message.content or not calls:
@@ -791,6 +796,27 @@ class Display:
 
     def help(self) -> None:
         self._write(Line(label=None, text=HELP))
+
+
+def standings(content: str) -> list[tuple[str, str]]:
+    """``(id, standing)`` of each reminder a tool result shows that has a standing (SPEC §11:
+    paused, snoozed, bounded, lateness-limited), in the words the list and the page use."""
+    try:
+        result = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return []
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        return []
+    shown = result.get("schedules", [result.get("schedule")])
+    found: list[tuple[str, str]] = []
+    for item in shown if isinstance(shown, list) else []:
+        try:
+            view = msgspec.convert(item, ScheduleView)
+        except msgspec.ValidationError:
+            continue
+        if words := standing(view):
+            found.append((view.id, words))
+    return found
 
 
 def visible(text: str) -> str:

@@ -1,4 +1,4 @@
-"""PydanticAI: the three tools as ``pydantic_ai.Tool`` objects (strict mode), and a conversation
+"""PydanticAI: the four tools as ``pydantic_ai.Tool`` objects (strict mode), and a conversation
 that runs each queued turn as a new ``agent.run`` with the ``message_history`` kept.
 
 Needs the ``pydantic-ai`` extra: ``pip install 'session-schedule[pydantic-ai]'``.

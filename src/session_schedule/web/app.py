@@ -15,7 +15,9 @@ GET      ``/api/sessions/{id}/turns``           ``?before=P&limit=N``: the turns
 POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zone> | null}``
 POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
                                                 answer is the tool's result, once stored
-GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
+GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel,
+                                                and ``standings``: each managed reminder's
+                                                standing in words, by id
 GET      ``/api/sessions/{id}/history``         every occurrence of its reminders and its
                                                 outcome, and ``away``: the reminders answered
                                                 since the person's last message
@@ -26,6 +28,8 @@ GET      ``/api/sessions/{id}/opening``         ``{"live": bool, "handover": <li
                                                 whether it is live here, and the line to show
                                                 while an open waits for another process (a
                                                 host) to hand it over (never waits itself)
+GET      ``/api/sessions/{id}/quotas``          the session's quotas and who set each
+POST     ``/api/sessions/{id}/quotas``          set some, as the chat does (``web/quotas.py``)
 =======  =====================================  =============================================
 
 A transcript turn is known by its position in the Session's log. The newest page of turns (at
@@ -70,6 +74,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.standing import standing
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import (
@@ -456,7 +461,11 @@ class _Api:
                 loggable(result.error.message),
             )
             raise HttpProblem(status, _sentence(result.error.message))
-        return _json(result)
+        if not isinstance(result, ListResult):
+            return _json(result)
+        # The cards show a reminder's standing in the words the list and the chat use.
+        standings = {view.id: text for view in result.schedules if (text := standing(view))}
+        return _json({**msgspec.structs.asdict(result), "standings": standings})
 
     async def history(self, request: Request) -> Response:
         live = await self._live(request)

@@ -25,6 +25,7 @@
     source: null, // the EventSource of the open session
     skew: 0, // server clock minus browser clock, in ms
     schedules: [],
+    standings: {}, // id -> the reminder's standing in words (paused, snoozed until …), from the server
     refreshTimer: null,
     pendingRefresh: false,
     offline: false,
@@ -336,6 +337,7 @@
       if (id !== state.sessionId) return;
       state.skew = Date.parse(data.now) - Date.now();
       state.schedules = data.schedules;
+      state.standings = data.standings || {};
       state.pendingRefresh = false;
       renderSchedules();
       $("schedules-note").textContent = "";
@@ -380,10 +382,9 @@
       const countdown = el("span", "countdown");
       countdown.dataset.target = schedule.scheduledAt;
       when.append(countdown);
-      if (schedule.snoozedUntil) when.append(el("span", "schedule-note", "snoozed"));
-      if (schedule.runsLeft !== undefined) {
-        when.append(el("span", "schedule-note", `${schedule.runsLeft} left`));
-      }
+      // The standing's words come from the server, as the list and the chat print them.
+      const standing = state.standings[schedule.id];
+      if (standing) when.append(el("span", "schedule-note", standing));
       item.append(when);
       const last = schedule.lastRun;
       const runs = schedule.runs || 0;
@@ -710,6 +711,7 @@
     state.loadingEarlier = false;
     showEarlierControl();
     state.schedules = [];
+    state.standings = {};
     clearPending();
     if (switching) $("prompt").value = ""; // a draft belongs to the session it was typed in
     $("transcript").replaceChildren();
