@@ -1042,6 +1042,7 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
         "framework/messages",
         "message",
         "schedule/change",
+        "schedule/quotas",
         "turn/finished",
         "turn/queued",
     ]

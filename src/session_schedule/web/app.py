@@ -28,6 +28,8 @@ GET      ``/api/sessions/{id}/opening``         ``{"live": bool, "handover": <li
                                                 whether it is live here, and the line to show
                                                 while an open waits for another process (a
                                                 host) to hand it over (never waits itself)
+GET      ``/api/sessions/{id}/quotas``          the session's quotas and who set each
+POST     ``/api/sessions/{id}/quotas``          set some, as the chat does (``web/quotas.py``)
 =======  =====================================  =============================================
 
 A transcript turn is known by its position in the Session's log. The newest page of turns (at
@@ -118,6 +120,7 @@ from session_schedule.web.live import (
     TurnView,
 )
 from session_schedule.web.problems import HttpProblem, loggable, problem_response, shorten
+from session_schedule.web.quotas import QuotasBody, quotas_view, set_quotas
 from session_schedule.web.security import AccessPolicy, SecurityMiddleware, access_policy
 
 logger = logging.getLogger(__name__)
@@ -311,6 +314,7 @@ class _Api:
             Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
             Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
             Route("/api/sessions/{session_id}/history", self.history, methods=["GET"]),
+            Route("/api/sessions/{session_id}/quotas", self.quotas, methods=["GET", "POST"]),
             Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
             Route("/api/sessions/{session_id}/opening", self.opening, methods=["GET"]),
         ]
@@ -477,6 +481,17 @@ class _Api:
                 away=away(entries, seed_length=header.seed_length),
             )
         )
+
+    async def quotas(self, request: Request) -> Response:
+        """The session's quotas (``web/quotas.py``); a POST sets some, as the chat does."""
+        if request.method == "GET":
+            live = await self._live(request)
+            return _json(quotas_view(live.chat.schedule.quotas()))
+        session_id = _session_id(request.path_params["session_id"])
+        body = await self._body(request, QuotasBody)
+        live = await self._sessions.get(session_id)
+        logger.info("quotas set by the person in session %s", live.id)
+        return _json(await set_quotas(live.chat.schedule, body))
 
     async def events(self, request: Request) -> Response:
         if self._sessions.closing:

@@ -173,7 +173,7 @@
   // The forms act on the open session: usable only while one is open.
   function setUsable(usable) {
     for (const control of document.querySelectorAll(
-      "#composer textarea, #composer button, #fork-session, #tools button, #tools input, #tools select",
+      "#composer textarea, #composer button, #fork-session, #tools button, #tools input, #tools select, #quotas-form input, #quotas-form button",
     )) {
       control.disabled = !usable;
     }
@@ -744,7 +744,57 @@
     await loadSessions();
     openStream(id);
     await refreshSchedules();
+    await refreshQuotas();
     await showAway(id);
+  }
+
+  // -- quotas (GET/POST /api/sessions/{id}/quotas) ---------------------------------------------
+
+  function renderQuotas(quotas) {
+    const by = (setBy) => (setBy === "session" ? "set for this session" : "the program's setting");
+    const items = quotas
+      ? [
+          `Reminder turns per day: ${quotas.turnsPerDay ?? "no limit"} (${by(quotas.turnsPerDaySetBy)})`,
+          `Quiet hours: ${quotas.quietHoursText ?? "none"} (${by(quotas.quietHoursSetBy)})`,
+          `Active reminders: at most ${quotas.maxActive} (${by(quotas.maxActiveSetBy)}; the program allows ${quotas.programMaxActive})`,
+        ]
+      : [];
+    $("quotas").replaceChildren(...items.map((text) => el("li", null, text)));
+  }
+
+  async function refreshQuotas() {
+    const id = state.sessionId;
+    if (!id) return renderQuotas(null);
+    const quotas = await api("GET", sessionPath(id, "quotas"));
+    if (id === state.sessionId) renderQuotas(quotas);
+  }
+
+  // A field as typed: a number, "off" (null) or "default"; empty: left out, so it stays.
+  function quotaValue(text, numeric) {
+    const word = text.trim();
+    if (!word) return undefined;
+    if (word.toLowerCase() === "off") return null;
+    if (word.toLowerCase() === "default") return "default";
+    return numeric && /^[0-9]+$/.test(word) ? Number(word) : word;
+  }
+
+  async function submitQuotas(event) {
+    event.preventDefault();
+    const form = event.target;
+    const body = {};
+    for (const [name, numeric] of [["turnsPerDay", true], ["quietHours", false], ["maxActive", true]]) {
+      const value = quotaValue(form.elements[name].value, numeric);
+      if (value !== undefined) body[name] = value;
+    }
+    await submitOnce(form, async () => {
+      try {
+        renderQuotas(await api("POST", sessionPath(state.sessionId, "quotas"), body));
+        return true;
+      } catch (error) {
+        notice(error.message);
+        return false;
+      }
+    });
   }
 
   async function newSession() {
@@ -898,6 +948,7 @@
     $("new-session").addEventListener("click", () => newSession().catch(show));
     $("fork-session").addEventListener("click", () => forkSession(null).catch(show));
     $("show-earlier").addEventListener("click", () => loadEarlier().catch(show));
+    $("quotas-form").addEventListener("submit", submitQuotas);
     $("session-select").addEventListener("change", (event) => {
       openSession(event.target.value).catch(show);
     });
