@@ -1,14 +1,26 @@
 """The worst reminder loop a model can build, over a simulated day: how many model turns it
 runs, and how large its requests get.
 
-    python3 dev.py bench self_rearming [--hours H] [--budget CHARS] [--fan-out]
+    python3 dev.py bench self_rearming [--hours H] [--budget CHARS]
+        [--fan-out | --stagger | --snooze | --list] [--turns-per-day N]
 
 A reminder runs a model turn no person watches. The scripted model here answers every reminder
 turn by creating the same reminder again, due one second later (``after_seconds: 1``), and then
 says so: a reminder that re-creates itself from its own turn, forever — until the chain depth
 (``limits.max_chain_depth``) refuses the create. With ``--fan-out`` it creates a new
 ``every_seconds: 300`` reminder from every turn instead: the chains stay short, but they
-multiply up to ``limits.max_active`` reminders. The reference harness
+multiply up to ``limits.max_active`` reminders. With ``--snooze`` the person's prompt sets an
+``every_seconds: 300`` reminder and the model snoozes it by one second from each of its turns: a
+reminder that keeps itself coming back by updating itself — until the chain depth refuses the
+update too (an update made during a reminder turn makes the reminder as deep as that turn). With
+``--stagger`` each new reminder's period is one second longer than the last (``every_seconds:
+301``, ``302``, …), so they drift apart and come due one by one instead of in one batch: the
+worst loop this benchmark builds, held only by the follow-up budget and ``max_active`` — and by
+the quota a person sets for the session, ``--turns-per-day N`` here (``set_quota``). With
+``--list`` the session holds 100 reminders of 4,000 characters (``every_seconds`` 300 to 399, so
+they come due apart) and the model answers every turn by calling ``schedule_list``, as a batch
+frame that lists prompts by id tells it to: the request size a listing adds over a day. The
+reference harness
 runs it in virtual time (the library's fake clock), with the default Settings, on an in-memory
 session, for H simulated hours (24 by default). Printed: the reminder turns and model requests
 run, per day; the largest request in characters against the request budget; the CPU time taken.
@@ -33,6 +45,8 @@ from session_schedule.testing.clock import FakeClock
 START = "2026-11-29T20:00:00.000Z"
 REARM = '{"prompt": "check the build, then set this reminder again", "after_seconds": 1}'
 FAN_OUT = '{"prompt": "check the build, then set another reminder", "every_seconds": 300}'
+EVERY = '{"prompt": "check the build, then snooze this reminder", "every_seconds": 300}'
+SNOOZE = '{"id": "sch_1", "snooze": {"after_seconds": 1}}'
 
 
 @dataclass
@@ -43,6 +57,9 @@ class RearmingModel:
     largest: int = 0
     calls: int = field(default=0)
     arguments: str = REARM
+    snooze: bool = False
+    stagger: bool = False
+    list_all: bool = False
 
     @property
     def name(self) -> str:
@@ -58,17 +75,48 @@ class RearmingModel:
         if messages[-1].get("role") == "tool":
             return ModelReply(content="Checked; the reminder is set again.")
         self.calls += 1
-        call = ToolCall(id=f"call_{self.calls}", name="schedule_create", arguments=self.arguments)
+        if self.list_all:
+            call = ToolCall(id=f"call_{self.calls}", name="schedule_list", arguments="{}")
+            return ModelReply(content="", tool_calls=(call,))
+        if self.snooze and self.calls > 1:
+            call = ToolCall(id=f"call_{self.calls}", name="schedule_update", arguments=SNOOZE)
+            return ModelReply(content="", tool_calls=(call,))
+        arguments = EVERY if self.snooze else self.arguments
+        if self.stagger:
+            arguments = (
+                '{"prompt": "check the build, then set another reminder", '
+                f'"every_seconds": {300 + self.calls}}}'
+            )
+        call = ToolCall(id=f"call_{self.calls}", name="schedule_create", arguments=arguments)
         return ModelReply(content="", tool_calls=(call,))
 
 
 async def simulate(
-    hours: float, budget: int, *, fan_out: bool = False
+    hours: float,
+    budget: int,
+    *,
+    fan_out: bool = False,
+    snooze: bool = False,
+    stagger: bool = False,
+    list_all: bool = False,
+    turns_per_day: int | None = None,
 ) -> tuple[RearmingModel, int]:
-    model = RearmingModel(arguments=FAN_OUT if fan_out else REARM)
+    model = RearmingModel(
+        arguments=FAN_OUT if fan_out else REARM,
+        snooze=snooze,
+        stagger=stagger,
+        list_all=list_all,
+    )
     clock = FakeClock(START)
     session = await MemorySessionStore().create(now=clock.now())
     async with live_chat(session, model=model, clock=clock, max_context_chars=budget) as live:
+        if turns_per_day is not None:
+            await live.schedule.set_quota("turns_per_day", turns_per_day)
+        for index in range(100 if list_all else 0):
+            prompt = f"reminder {index} " + "w" * 3_980
+            await live.tools.call(
+                "schedule_create", {"prompt": prompt, "every_seconds": 300 + index}
+            )
         live.agent.submit("check the build every second, forever")
         seconds = int(hours * 3600)
         for _ in range(seconds):
@@ -86,10 +134,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--budget", type=int, default=DEFAULT_MAX_CONTEXT_CHARS)
-    parser.add_argument("--fan-out", action="store_true", help="create every_seconds reminders")
+    loop = parser.add_mutually_exclusive_group()
+    loop.add_argument("--fan-out", action="store_true", help="create every_seconds reminders")
+    loop.add_argument("--snooze", action="store_true", help="snooze the reminder from its turns")
+    loop.add_argument("--stagger", action="store_true", help="reminders of drifting periods")
+    loop.add_argument("--list", action="store_true", help="schedule_list from every turn")
+    parser.add_argument("--turns-per-day", type=int, default=None, help="the session's quota")
     options = parser.parse_args()
     started = time.process_time()
-    model, turns = asyncio.run(simulate(options.hours, options.budget, fan_out=options.fan_out))
+    model, turns = asyncio.run(
+        simulate(
+            options.hours,
+            options.budget,
+            fan_out=options.fan_out,
+            snooze=options.snooze,
+            stagger=options.stagger,
+            list_all=options.list,
+            turns_per_day=options.turns_per_day,
+        )
+    )
     cpu = time.process_time() - started
     per_day = 24 / options.hours
     print(f"simulated {options.hours:g} h with a request budget of {options.budget} characters")

@@ -28,7 +28,7 @@ def blocks(language: str) -> list[str]:
 
 def test_the_python_blocks_run_as_written() -> None:
     programs = blocks("python")
-    assert len(programs) == 2
+    assert len(programs) == 3
     for program in programs:
         exec(compile(program, str(GUIDE), "exec"), {"__name__": "__guide__"})  # noqa: S102
 

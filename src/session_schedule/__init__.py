@@ -9,7 +9,7 @@ General layout
 - ``runtime``  — the asyncio shell: the clock, the Agent port, the agent-scoped queue, the
                  live Schedule with its delivery owner and its operator events, and the turn
                  queue that implements the Agent port over a host's ``run_turn``.
-- ``tools``    — the three tools: schemas, descriptions, ``ScheduleTools.call`` and adapters for
+- ``tools``    — the four tools: schemas, descriptions, ``ScheduleTools.call`` and adapters for
                  OpenAI, Anthropic and MCP.
 - ``integrations`` — framework adapters (PydanticAI, the OpenAI Agents SDK, LangChain/LangGraph,
                  Anthropic, OpenAI), each behind its extra (``extras`` reports a missing one).

@@ -25,6 +25,7 @@ from session_schedule.cli.chat import (
     Display,
     Line,
     plain_text,
+    standings,
     styled_writer,
 )
 from session_schedule.cli.common import schedule_settings
@@ -148,7 +149,9 @@ def test_offline_chat_records_lines_and_calls_the_tools_with_the_arguments_shown
         "|at 2026-12-01 09:00 Asia/Tokyo|daily 09:00 Asia/Tokyo [mon wed fri]"
         "|calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris [2026-12-01] <prompt>",
         "error> there is no command /frobnicate",
-        "usage> /create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, /help, /quit",
+        "usage> /create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, "
+        "/delete <id>, /quotas, /turns-per-day N, /quiet-hours START-END ZONE, "
+        "/active-reminders N, /help, /quit",
         "you> /not a command",
         f"session {session_id} closed; resume it with: "
         f"session-schedule --data-dir {tmp_path} chat {session_id}",
@@ -669,6 +672,13 @@ def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(
     assert results[3]["error"]["code"] == "invalid_selector"
     assert results[4]["schedule"]["state"] == "scheduled"
     assert results[5]["schedule"]["prompt"] == "walk"
+    # A reminder's standing, in the words of the list and the page, under the result.
+    reminders = [line for line in out.splitlines() if line.startswith("reminder> ")]
+    snoozed_until = results[1]["schedule"]["snoozedUntil"]
+    assert reminders == [
+        f"reminder> sch_1: snoozed until {snoozed_until}",
+        "reminder> sch_1: paused",
+    ]
     operations = [type(change).__name__ for change in changes(read(tmp_path, session_id_of(out)))]
     assert operations == [
         "ScheduleCreateChange",
@@ -677,3 +687,85 @@ def test_offline_chat_pauses_snoozes_resumes_and_updates_a_reminder(
         "ScheduleResumeChange",
         "ScheduleUpdateChange",
     ]
+
+
+def test_the_reminder_lines_of_a_tool_result_name_each_managed_reminder_s_standing() -> None:
+    plain = {
+        "kind": "at",
+        "id": "sch_1",
+        "prompt": "a",
+        "scheduledAt": "2026-12-01T10:00:00.000Z",
+        "state": "scheduled",
+    }
+    managed = {
+        "kind": "every",
+        "id": "sch_2",
+        "prompt": "b",
+        "everySeconds": 3600,
+        "scheduledAt": "2026-12-01T10:00:00.000Z",
+        "ends": {"until": None, "maxRuns": 3},
+        "state": "scheduled",
+        "runsLeft": 1,
+    }
+    listed = {"ok": True, "now": "2026-12-01T09:00:00.000Z", "schedules": [plain, managed]}
+    assert standings(msgspec.json.encode(listed).decode()) == [("sch_2", "1 run left")]
+    assert standings(msgspec.json.encode({"ok": True, "schedule": plain}).decode()) == []
+    for content in ("not json", '{"ok":false,"error":{}}', '{"ok":true,"schedules":[1]}', "[]"):
+        assert standings(content) == []
+
+
+def test_the_person_sets_the_session_s_quotas_in_the_chat(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run_chat(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        stdin="/quotas\n"
+        "/turns-per-day 20\n"
+        "/quiet-hours 22:00-07:00 Europe/Paris\n"
+        "/active-reminders 500\n"
+        "/active-reminders 10\n"
+        "/quiet-hours 22:00-07:00 Mars/Olympus\n"
+        "/turns-per-day off\n",
+    )
+    assert (code, err) == (0, "")
+    notes = [line for line in out.splitlines() if line.startswith(("note> ", "error> ", "usage> "))]
+    program = "(the program's setting)"
+    session = "(set for this session)"
+    assert notes == [
+        f"note> reminder turns per day: no limit {program}",
+        f"note> quiet hours: none {program}",
+        "note> active reminders: at most 100 (the program's setting; the program allows 100)",
+        f"note> reminder turns per day: 20 {session}",
+        f"note> quiet hours: none {program}",
+        "note> active reminders: at most 100 (the program's setting; the program allows 100)",
+        f"note> reminder turns per day: 20 {session}",
+        f"note> quiet hours: 22:00 to 07:00 Europe/Paris {session}",
+        "note> active reminders: at most 100 (the program's setting; the program allows 100)",
+        "error> active reminders must be a whole number from 1 to 100, the most this program "
+        "allows, or default.",
+        f"note> reminder turns per day: 20 {session}",
+        f"note> quiet hours: 22:00 to 07:00 Europe/Paris {session}",
+        "note> active reminders: at most 10 (set for this session; the program allows 100)",
+        "error> quiet hours: 'Mars/Olympus' is not a supported time zone; use 'UTC' or an IANA "
+        "Area/Location name such as 'America/New_York' or 'Asia/Tokyo'.",
+        "usage> /quiet-hours START-END ZONE|off|default, such as /quiet-hours 22:00-07:00 "
+        "Europe/Paris",
+        f"note> reminder turns per day: no limit {session}",
+        f"note> quiet hours: 22:00 to 07:00 Europe/Paris {session}",
+        "note> active reminders: at most 10 (set for this session; the program allows 100)",
+    ]
+    quotas = [
+        entry.payload
+        for entry in read(tmp_path, session_id_of(out)).entries
+        if entry.type == "schedule/quotas"
+    ]
+    last = msgspec.to_builtins(quotas[-1])
+    assert last == {
+        "version": 1,
+        "at": last["at"],
+        "turnsPerDay": None,
+        "quietHours": {"start": "22:00", "end": "07:00", "timeZone": "Europe/Paris"},
+        "maxActive": 10,
+    }

@@ -146,3 +146,139 @@ def test_resolve_lists_the_next_calendar_occurrences(capsys: pytest.CaptureFixtu
         "calendar FREQ=DAILY 09:00 UTC 2027-01-01 extra  ->  write it as calendar RULE TIME ZONE "
         "[START], e.g. 'calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris'\n"
     )
+
+
+def _resolved(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str]:
+    code = main(["resolve", "--after", "2026-12-01T00:00:00Z", *arguments])
+    return code, capsys.readouterr().out
+
+
+def test_resolve_shows_where_a_bounded_input_ends(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _resolved(capsys, "--max-runs", "3", "daily 09:00 Asia/Tokyo") == (
+        0,
+        "daily 09:00 Asia/Tokyo  ->  deliveries after 2026-12-01T00:00:00.000Z:\n"
+        "  wed 2026-12-02T09:00:00.000+09:00  =  2026-12-02T00:00:00.000Z\n"
+        "  thu 2026-12-03T09:00:00.000+09:00  =  2026-12-03T00:00:00.000Z\n"
+        "  fri 2026-12-04T09:00:00.000+09:00  =  2026-12-04T00:00:00.000Z\n"
+        "  ends: with the delivery above (its last run under ends.max_runs)\n",
+    )
+    assert _resolved(capsys, "--until", "2026-12-03 09:00 Asia/Tokyo", "every 43200") == (
+        0,
+        "every 43200  ->  deliveries after 2026-12-01T00:00:00.000Z:\n"
+        "  2026-12-01T12:00:00.000Z\n"
+        "  2026-12-02T00:00:00.000Z\n"
+        "  2026-12-02T12:00:00.000Z\n"
+        "  2026-12-03T00:00:00.000Z\n"
+        "  ends: with the delivery above (no occurrence left up to ends.until "
+        "2026-12-03T00:00:00.000Z)\n",
+    )
+    assert _resolved(
+        capsys, "--max-runs", "9", "--until", "2027-01-01T00:00:00Z", "every 3600"
+    ) == (
+        0,
+        "every 3600  ->  deliveries after 2026-12-01T00:00:00.000Z:\n"
+        "  2026-12-01T01:00:00.000Z\n"
+        "  2026-12-01T02:00:00.000Z\n"
+        "  2026-12-01T03:00:00.000Z\n"
+        "  2026-12-01T04:00:00.000Z\n"
+        "  2026-12-01T05:00:00.000Z\n"
+        "  ends: after 4 more runs; no delivery after 2027-01-01T00:00:00.000Z\n",
+    )
+
+
+def test_resolve_shows_the_error_a_model_would_get(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _resolved(
+        capsys,
+        "--until",
+        "2026-12-01T12:00:00Z",
+        "daily 09:00 Asia/Tokyo",
+        "2026-12-01T09:00:00Z",
+        "every 60",
+    )
+    assert (code, out) == (
+        1,
+        "daily 09:00 Asia/Tokyo  ->  invalid_rule: `ends.until` 2026-12-01T12:00:00.000Z is not "
+        "after the reminder's first target 2026-12-02T00:00:00.000Z; choose a later end or "
+        "leave it null.\n"
+        "2026-12-01T09:00:00Z  ->  invalid_rule: `ends` applies only to a recurring reminder "
+        "(every_seconds, daily_at or calendar); leave it null for a one-time reminder.\n"
+        "every 60  ->  frequency_too_high: every_seconds must be at least 300 (5 minutes), got "
+        "60; choose a longer interval.\n",
+    )
+    assert _resolved(capsys, "--snooze", "after soon", "every 3600") == (
+        1,
+        "every 3600  ->  invalid_rule: `snooze.after_seconds` must be a positive whole number of "
+        'seconds, got "soon".\n',
+    )
+    assert _resolved(
+        capsys, "--resume", "2026-12-01T05:20:00Z", "--until", "2026-12-01T04:00:00Z", "every 3600"
+    ) == (
+        1,
+        "every 3600  ->  invalid_rule: sch_1 has no occurrence left before its end, so it cannot "
+        "be resumed; change its end (ends) or delete it.\n",
+    )
+
+
+def test_resolve_shows_a_snoozed_delivery_and_the_lateness_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _resolved(
+        capsys, "--snooze", "after 9000", "--max-lateness", "600", "--max-runs", "3", "every 3600"
+    ) == (
+        0,
+        "every 3600  ->  deliveries after 2026-12-01T00:00:00.000Z:\n"
+        "  2026-12-01T02:30:00.000Z  (snoozed from: 2026-12-01T01:00:00.000Z; skipped "
+        "occurrences: 1; missed if not delivered by 2026-12-01T02:40:00.000Z)\n"
+        "  2026-12-01T03:00:00.000Z  (missed if not delivered by 2026-12-01T03:10:00.000Z)\n"
+        "  2026-12-01T04:00:00.000Z  (missed if not delivered by 2026-12-01T04:10:00.000Z)\n"
+        "  ends: with the delivery above (its last run under ends.max_runs)\n",
+    )
+    assert _resolved(
+        capsys, "--snooze", "2026-12-01 09:00 Europe/Paris", "2026-12-01T06:00:00Z"
+    ) == (
+        0,
+        "2026-12-01T06:00:00Z  ->  deliveries after 2026-12-01T00:00:00.000Z:\n"
+        "  2026-12-01T08:00:00.000Z  (snoozed from: 2026-12-01T06:00:00.000Z; skipped "
+        "occurrences: 0)\n",
+    )
+
+
+def test_resolve_shows_where_a_paused_reminder_continues(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _resolved(
+        capsys, "--resume", "2026-12-01T05:20:00Z", "--max-runs", "2", "every 3600"
+    ) == (
+        0,
+        "every 3600  ->  deliveries after 2026-12-01T00:00:00.000Z, paused until "
+        "2026-12-01T05:20:00.000Z:\n"
+        "  2026-12-01T06:00:00.000Z\n"
+        "  2026-12-01T07:00:00.000Z\n"
+        "  ends: with the delivery above (its last run under ends.max_runs)\n",
+    )
+    assert _resolved(
+        capsys, "--resume", "2026-12-01T05:20:00Z", "--max-lateness", "60", "2026-12-01T03:00:00Z"
+    ) == (
+        0,
+        "2026-12-01T03:00:00Z  ->  deliveries after 2026-12-01T00:00:00.000Z, paused until "
+        "2026-12-01T05:20:00.000Z:\n"
+        "  2026-12-01T03:00:00.000Z  (delivered at 2026-12-01T05:20:00.000Z; missed if not "
+        "delivered by 2026-12-01T05:21:00.000Z)\n",
+    )
+    assert _resolved(
+        capsys,
+        "--resume",
+        "2027-03-13T08:00:00Z",
+        "--max-runs",
+        "1",
+        "--after",
+        "2027-03-12T12:00:00Z",
+        "daily 02:30 America/New_York",
+    ) == (
+        0,
+        "daily 02:30 America/New_York  ->  deliveries after 2027-03-12T12:00:00.000Z, paused "
+        "until 2027-03-13T08:00:00.000Z:\n"
+        "  sun 2027-03-14T03:00:00.000-04:00  =  2027-03-14T07:00:00.000Z  (the clocks jump "
+        "past 02:30)\n"
+        "  ends: with the delivery above (its last run under ends.max_runs)\n",
+    )

@@ -511,6 +511,52 @@ def test_list_shows_the_active_reminders(
     )
 
 
+def test_list_shows_a_managed_reminder_s_standing_under_its_state(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def build() -> None:
+        clock = FakeClock(START)
+        async with (
+            await JsonlSessionStore(data).create(now=clock.now(), session_id=SESSION) as session,
+            LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+        ):
+            await schedule.create({"prompt": "plain", "every_seconds": 3600})
+            await schedule.create(
+                {
+                    "prompt": "bounded",
+                    "every_seconds": 3600,
+                    "ends": {"until": "2026-12-31T00:00:00Z", "max_runs": 3},
+                    "max_lateness_seconds": 600,
+                }
+            )
+            await schedule.update({"id": "sch_2", "paused": True})
+            await session.barrier()
+
+    asyncio.run(build())
+    assert run(data, "list", SESSION) == 0
+    assert capsys.readouterr().out == (
+        f"session {SESSION} at {NOW}: 2 active reminders\n"
+        "id      rule       target (UTC)               state"
+        + " " * 46
+        + "delivery        prompt\n"
+        + "─" * 120
+        + "\n"
+        "sch_1   every 1h   2026-11-29T21:00:00.000Z   overdue"
+        + " "
+        * 44
+        + "session-local   plain\n"
+        "sch_2   every 1h   2026-11-29T21:00:00.000Z   paused"
+        + " " * 45
+        + "session-local   bounded\n"
+        + " " * 46
+        + "paused, 3 runs left, no delivery after\n"
+        + " " * 46
+        + "2026-12-31T00:00:00.000Z, missed if more than\n"
+        + " " * 46
+        + "600 s late\n"
+    )
+
+
 def test_list_json_is_exactly_the_schedule_list_result(
     data: Path, session: SessionId, fixed_now: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -996,6 +1042,7 @@ def test_catalog_lists_every_durable_type(capsys: pytest.CaptureFixture[str]) ->
         "framework/messages",
         "message",
         "schedule/change",
+        "schedule/quotas",
         "turn/finished",
         "turn/queued",
     ]

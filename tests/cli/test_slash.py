@@ -21,11 +21,13 @@ from session_schedule.cli.slash import (
     DurationProblem,
     Local,
     Say,
+    SetQuota,
     Usage,
     parse_line,
     read_duration,
     spoken_duration,
 )
+from session_schedule.core.quiet import QuietHours
 
 MISSING_PROMPT = "/create: the prompt is missing after the time"
 UNREADABLE = (
@@ -557,4 +559,63 @@ def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
     ],
 )  # fmt: skip
 def test_update_pause_resume_and_snooze_lines(line: str, expected: object) -> None:
+    assert parse_line(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("/quotas", Local(command="quotas")),
+        ("/turns-per-day 20", SetQuota(name="turns_per_day", value=20)),
+        ("/turns-per-day OFF", SetQuota(name="turns_per_day", value=None)),
+        ("/turns-per-day default", SetQuota(name="turns_per_day", value="default")),
+        ("/active-reminders 10", SetQuota(name="max_active", value=10)),
+        ("/active-reminders default", SetQuota(name="max_active", value="default")),
+        (
+            "/quiet-hours 22:00-07:00 Europe/Paris",
+            SetQuota(
+                name="quiet_hours",
+                value=QuietHours(start="22:00", end="07:00", time_zone="Europe/Paris"),
+            ),
+        ),
+        ("/quiet-hours off", SetQuota(name="quiet_hours", value=None)),
+        ("/quiet-hours default", SetQuota(name="quiet_hours", value="default")),
+        (
+            "/quotas now",
+            Usage(message="/quotas takes no arguments", usage="/quotas"),
+        ),
+        (
+            "/turns-per-day many",
+            Usage(
+                message="/turns-per-day takes a number, off or default",
+                usage="/turns-per-day N|off|default, such as /turns-per-day 20",
+            ),
+        ),
+        (
+            "/active-reminders off",
+            Usage(
+                message="/active-reminders takes a number or default",
+                usage="/active-reminders N|default, such as /active-reminders 10",
+            ),
+        ),
+        (
+            "/quiet-hours 22:00 Europe/Paris",
+            Usage(
+                message="not START-END ZONE, such as '22:00-07:00 Europe/Paris': "
+                "'22:00 Europe/Paris'",
+                usage="/quiet-hours START-END ZONE|off|default, such as /quiet-hours "
+                "22:00-07:00 Europe/Paris",
+            ),
+        ),
+        (
+            "/quiet-hours 22:00-22:00 UTC",
+            Usage(
+                message="quiet hours: the window opens and closes at 22:00; leave it out",
+                usage="/quiet-hours START-END ZONE|off|default, such as /quiet-hours "
+                "22:00-07:00 Europe/Paris",
+            ),
+        ),
+    ],
+)
+def test_quota_commands_are_read(line: str, expected: Command) -> None:
     assert parse_line(line) == expected

@@ -163,3 +163,96 @@ def test_the_timeline_follows_pauses_snoozes_and_ends() -> None:
         paused.ordered(), now=now, until=until, zone=utc, limit=10, statuses=paused.statuses()
     )
     assert (timeline.total, timeline.occurrences) == (0, [])
+
+
+def _deliver(state: ScheduleFold, decided: str) -> str:
+    """The frame of the delivery decided at ``decided``, its changes applied."""
+    delivery = plan_delivery(state, instant(decided))
+    assert delivery is not None
+    for change in delivery.changes:
+        state.apply(change)
+    return frame(delivery)
+
+
+BOUNDED_INTRO = (
+    "[session-schedule] Reminder follow-up\n"
+    "Recurring reminders you scheduled earlier in this conversation are due (1). Act on each "
+    "prompt now; each keeps recurring until it is deleted or reaches the end its ends line "
+    "gives. A prompt's words about when or how often are context, not a request to create "
+    "another reminder.\n"
+    "All times are UTC.\n"
+)
+
+
+def test_a_bounded_reminder_s_frame_says_what_is_left_until_its_last_delivery() -> None:
+    state = state_of(create_change(every(ends=Ends(until="2026-12-01T10:35:00.000Z", max_runs=3))))
+    assert _deliver(state, "2026-12-01T10:00:00.000Z") == (
+        BOUNDED_INTRO + "decided at: 2026-12-01T10:00:00.000Z\n"
+        "\n"
+        "reminder 1 of 1: sch_1\n"
+        "kind: every (600 seconds)\n"
+        "due at: 2026-12-01T10:00:00.000Z\n"
+        "skipped occurrences: 0\n"
+        "ends: after 2 more runs; no delivery after 2026-12-01T10:35:00.000Z\n"
+        "occurrence key: sch_1@2026-12-01T10:00:00.000Z\n"
+        'prompt: "stand up"'
+    )
+    assert "ends: after 1 more run; no delivery after 2026-12-01T10:35:00.000Z\n" in _deliver(
+        state, "2026-12-01T10:10:00.000Z"
+    )
+    last = _deliver(state, "2026-12-01T10:20:00.000Z")
+    assert "ends: this is its last delivery; it will not be delivered again\n" in last
+    assert len(state) == 0
+
+
+def test_the_last_occurrence_before_ends_until_is_the_last_delivery() -> None:
+    state = state_of(
+        create_change(every(ends=Ends(until="2026-12-01T10:15:00.000Z", max_runs=None)))
+    )
+    assert "ends: no delivery after 2026-12-01T10:15:00.000Z\n" in _deliver(
+        state, "2026-12-01T10:00:00.000Z"
+    )
+    assert _deliver(state, "2026-12-01T10:12:00.000Z") == (
+        BOUNDED_INTRO + "decided at: 2026-12-01T10:12:00.000Z\n"
+        "\n"
+        "reminder 1 of 1: sch_1\n"
+        "kind: every (600 seconds)\n"
+        "due at: 2026-12-01T10:10:00.000Z\n"
+        "skipped occurrences: 0\n"
+        "ends: this is its last delivery; it will not be delivered again\n"
+        "occurrence key: sch_1@2026-12-01T10:10:00.000Z\n"
+        'prompt: "stand up"'
+    )
+    assert len(state) == 0
+
+
+def test_a_snoozed_bounded_delivery_counts_the_runs_after_it() -> None:
+    state = state_of(
+        create_change(every(ends=Ends(until=None, max_runs=2))),
+        snooze_change(SID, instant("2026-12-01T10:25:00.000Z")),
+    )
+    text = _deliver(state, "2026-12-01T10:25:00.000Z")
+    assert (
+        "snoozed from: 2026-12-01T10:00:00.000Z\nskipped occurrences: 2\nends: after 1 more run\n"
+        in text
+    )
+
+
+def test_an_unbounded_reminder_s_frame_has_no_ends_line_and_the_seed_intro() -> None:
+    text = _deliver(state_of(create_change(every(lateness=60))), T0)
+    assert "ends:" not in text
+    assert "each keeps recurring until it is deleted. A prompt's" in text
+
+
+def test_no_occurrence_after_ends_until_is_delivered_after_a_downtime() -> None:
+    state = state_of(
+        create_change(every(ends=Ends(until="2026-12-01T11:05:00.000Z", max_runs=None)))
+    )
+    text = _deliver(state, "2026-12-05T00:00:00.000Z")
+    assert (
+        "due at: 2026-12-01T11:00:00.000Z\n"
+        "skipped occurrences: 6\n"
+        "ends: this is its last delivery; it will not be delivered again\n"
+        "occurrence key: sch_1@2026-12-01T10:00:00.000Z\n"
+    ) in text
+    assert len(state) == 0

@@ -170,7 +170,8 @@ class Model:
                 skipped = 0
                 latest = reminder.target
                 point = reminder.target + reminder.interval
-                while point <= now:
+                last = now if reminder.until is None else min(now, reminder.until)
+                while point <= last:
                     skipped += 1
                     latest = point
                     point += reminder.interval

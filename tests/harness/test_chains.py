@@ -178,4 +178,36 @@ async def test_an_update_from_too_deep_a_chain_is_refused_as_a_create_is() -> No
     results = msgspec.to_builtins(model.results)
     assert [result["ok"] for result in results] == [True, False]
     assert results[1]["error"]["code"] == "invalid_rule"
-    assert results[1]["error"]["message"].startswith("a reminder set now would be 1 deep")
+    assert results[1]["error"]["message"].startswith("a reminder changed now would be 1 deep")
+
+
+async def test_a_reminder_cannot_keep_itself_alive_by_snoozing_itself() -> None:
+    # Each snooze from the reminder's own turn makes it one deeper, as a re-create would: the
+    # loop stops at the chain depth (3) instead of running every second forever.
+    model = SnoozingModel()
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    async with live_chat(session, model=model, clock=clock) as live:
+        live.agent.submit("tick every five minutes")
+        await live.agent.wait_idle()
+        for _ in range(360):
+            clock.advance(1)
+            await live.schedule.settled()
+            await live.agent.wait_idle()
+        _, views = await live.schedule.active()
+    await session.close()
+    results = msgspec.to_builtins(model.results)
+    assert [result["ok"] for result in results] == [True] * 4 + [False]
+    # The view an update answers with names the reminder turn that changed it last.
+    assert [result["schedule"].get("setDuring") for result in results[1:4]] == [
+        "reminder sch_1@2026-11-29T20:05:00.000Z",
+        "reminder sch_1@2026-11-29T20:10:00.000Z",
+        "reminder sch_1@2026-11-29T20:15:00.000Z",
+    ]
+    assert results[4]["error"] == {
+        "code": "invalid_rule",
+        "message": "a reminder changed now would be 4 deep in a chain of reminders each set or "
+        "changed during the previous one's turn, deeper than this session allows (max_chain_depth "
+        "= 3); leave it as it is, ask the user whether they want it changed.",
+    }
+    assert [view.set_during for view in views] == ["reminder sch_1@2026-11-29T20:15:00.000Z"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -70,8 +73,9 @@ async def test_the_example_delivers_the_reminder_into_the_same_history() -> None
             elif isinstance(part, ToolCallPart):
                 kinds.append(f"call {part.tool_name}")
             elif isinstance(part, ToolReturnPart):
-                assert isinstance(part.content, dict)
-                kinds.append(f"result ok={part.content['ok']}")
+                # The result as JSON text, hidden characters escaped, as every adapter sends it.
+                assert isinstance(part.content, str)
+                kinds.append(f"result ok={json.loads(part.content)['ok']}")
             elif isinstance(part, TextPart):
                 kinds.append(f"text {part.content}")
     assert kinds == [
@@ -83,3 +87,64 @@ async def test_the_example_delivers_the_reminder_into_the_same_history() -> None
         "text Time to stretch!",
     ]
     assert isinstance(conversation.history[-2], ModelRequest)
+
+
+HOSTILE = {
+    "10,000 deep": (
+        '{"prompt": ' + "[" * 10_000 + "]" * 10_000 + "}",
+        '{"ok":false,"error":{"code":"invalid_selector","message":"the arguments nest arrays or '
+        'objects more than 8 levels deep; send a flat JSON object such as {\\"prompt\\": '
+        '\\"...\\", \\"after_seconds\\": 600}."}}',
+    ),
+    "5,000 digits": (
+        '{"prompt": "stretch", "after_seconds": ' + "9" * 5_000 + "}",
+        '{"ok":false,"error":{"code":"invalid_selector","message":"a number in the arguments is '
+        'too large to represent; send numbers such as {\\"prompt\\": \\"...\\", '
+        '\\"after_seconds\\": 600}."}}',
+    ),
+    "a lone surrogate": (
+        '{"prompt": "a\\ud800b", "after_seconds": 60}',
+        '{"ok":false,"error":{"code":"invalid_prompt","message":"`prompt` contains the lone '
+        "surrogate U+D800 at index 1, half of a character that cannot be encoded; send the whole "
+        'character or remove it."}}',
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+async def test_hostile_arguments_get_the_tools_stable_error(kind: str) -> None:
+    arguments, expected = HOSTILE[kind]
+    assert await _answer(arguments) == expected
+
+
+async def test_a_result_escapes_hidden_characters_as_the_frame_does() -> None:
+    answer = await _answer(
+        '{"prompt": "buy milk\U000e0041\u202e", "after_seconds": 60, "at": null, '
+        '"every_seconds": null, "daily_at": null, "calendar": null, "ends": null, '
+        '"max_lateness_seconds": null}'
+    )
+    assert "\U000e0041" not in answer
+    assert "\u202e" not in answer
+    assert '"prompt":"buy milk\\udb40\\udc41\\u202e"' in answer
+
+
+async def _answer(arguments: str) -> str:
+    """What the model reads back after calling ``schedule_create`` with ``arguments``."""
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    schedule = LiveSchedule(session, TurnQueue(session, clock=clock), clock=clock)
+    answers: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("schedule_create", arguments, "call_1")])
+        part = messages[-1].parts[0]
+        assert isinstance(part, ToolReturnPart)
+        answers.append(part.model_response_str())
+        return ModelResponse(parts=[TextPart("ok")])
+
+    agent = Agent(FunctionModel(model), tools=schedule_tools(ScheduleTools(schedule)))
+    await agent.run("hello")
+    await session.close()
+    return answers[0]

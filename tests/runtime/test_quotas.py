@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.quiet import QuietHours
 from session_schedule.runtime.events import ScheduleEvent
@@ -157,3 +159,73 @@ async def test_a_quota_that_cannot_hold_is_refused(settings: Settings, message: 
         LiveSchedule(session, FakeAgent(), settings=settings)
     assert str(raised.value) == message
     await session.close()
+
+
+async def test_a_session_s_daily_quota_beats_the_program_s_and_survives_a_reopen() -> None:
+    world = await _world(Settings(max_reminder_turns_per_day=50))
+    quotas = await world.schedule.set_quota("turns_per_day", 3)
+    assert (quotas.turns_per_day, quotas.turns_per_day_set_by) == (3, "session")
+    assert world.session.entries[-1].type == "schedule/quotas"
+    await world.schedule.create({"prompt": "again", "after_seconds": 1})
+    assert await _drive(world, 86_410, recreate=True) == [1, 2, 3, 86_401, 86_402, 86_403]
+    await world.schedule.close()
+    # Reopened, the session still applies its own quota (and the turns it already had).
+    async with LiveSchedule(world.session, FakeAgent(), clock=world.clock) as schedule:
+        assert schedule.quotas().turns_per_day == 3
+        assert (await schedule.set_quota("turns_per_day", None)).turns_per_day is None
+        assert (await schedule.set_quota("turns_per_day", msgspec.UNSET)).turns_per_day_set_by == (
+            "program"
+        )
+    await world.session.close()
+
+
+async def test_a_session_s_quiet_hours_defer_a_reminder_and_off_lifts_the_program_s() -> None:
+    world = await _world(Settings())
+    await world.schedule.set_quota("quiet_hours", NIGHT)
+    await world.schedule.create({"prompt": "during", "after_seconds": 3600})
+    await world.run_for(11 * 3600)
+    assert [_decided(text) for text in world.agent.followups] == ["2026-11-30T06:00:00.000Z"]
+    await world.schedule.close()
+    await world.session.close()
+    lifted = await _world(Settings(quiet_hours=NIGHT))
+    assert (await lifted.schedule.set_quota("quiet_hours", None)).quiet_hours is None
+    await lifted.schedule.create({"prompt": "during", "after_seconds": 3600})
+    await lifted.run_for(2 * 3600)
+    assert [_decided(text) for text in lifted.agent.followups] == ["2026-11-29T21:00:00.000Z"]
+    await lifted.schedule.close()
+    await lifted.session.close()
+
+
+async def test_a_session_s_active_reminder_quota_only_lowers_the_program_s() -> None:
+    world = await _world(Settings())
+    await world.schedule.set_quota("max_active", 1)
+    await world.schedule.create({"prompt": "one", "after_seconds": 60})
+    with pytest.raises(ScheduleError) as raised:
+        await world.schedule.create({"prompt": "two", "after_seconds": 60})
+    assert raised.value.message == (
+        "this session already has 1 active reminders, the most it may have (max_active = 1); "
+        "delete one before creating another."
+    )
+    with pytest.raises(ValueError) as refused:
+        await world.schedule.set_quota("max_active", 101)
+    assert str(refused.value) == (
+        "active reminders must be a whole number from 1 to 100, the most this program allows, "
+        "or default."
+    )
+    with pytest.raises(ValueError) as refused:
+        await world.schedule.set_quota("turns_per_day", 0)
+    assert str(refused.value) == (
+        "reminder turns per day must be a whole number from 1 to 100,000, off or default."
+    )
+    assert world.schedule.quotas().max_active == 1
+    await world.schedule.close()
+    await world.session.close()
+
+
+async def test_a_log_that_never_sets_quotas_holds_no_quotas_entry() -> None:
+    world = await _world(Settings(max_reminder_turns_per_day=3, quiet_hours=NIGHT))
+    await world.schedule.create({"prompt": "again", "after_seconds": 1})
+    await world.run_for(60)
+    assert all(entry.type != "schedule/quotas" for entry in world.session.entries)
+    await world.schedule.close()
+    await world.session.close()

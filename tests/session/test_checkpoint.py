@@ -24,6 +24,15 @@ from session_schedule.session.jsonl import JsonlSessionHandle, next_targets
 from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.lines import commit_line
 from session_schedule.session.message import MessageEntry
+from session_schedule.session.provenance import Provenance
+from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    turn_finished,
+    turn_queued,
+)
+from session_schedule.testing.agent import IdleAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import (
     NOW,
@@ -635,7 +644,7 @@ async def test_a_format_3_checkpoint_is_used_its_runs_read_from_the_log_and_rewr
     assert any(getattr(view, "runs", 0) == 1 for view in expected)
     body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
     document = msgspec.json.decode(body)
-    del document["statuses"], document["runs"]
+    del document["statuses"], document["runs"], document["provenance"], document["quotas"]
     document["checkpoint"] = 3
     new_body = msgspec.json.encode(document)
     store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
@@ -657,3 +666,114 @@ async def test_a_format_3_checkpoint_is_used_its_runs_read_from_the_log_and_rewr
         assert handle.resume is not None
         assert handle.resume.runs is not None
         assert await _listed(handle) == expected
+
+
+async def _write_chain(store: JsonlSessionStore) -> None:
+    """A reminder turn that creates sch_2 (depth 1) and sets quotas, then 100 entries more, so
+    that the turn, the create and the quotas lie before the checkpoint's window."""
+    at = parse_instant("2030-01-01T00:00:00.000Z")
+    async with await store.create(now=NOW, session_id=SID) as handle:
+        handle.append("schedule/change", every(1))
+        queued = handle.append(
+            TURN_QUEUED_TYPE,
+            turn_queued(
+                "frame", at=at, origin="schedule", occurrences=("sch_1@2030-01-01T00:00:00.000Z",)
+            ),
+        )
+        handle.append("schedule/change", every(2))
+        handle.append(TURN_FINISHED_TYPE, turn_finished(queued, at=at, outcome="completed"))
+        handle.append(QUOTAS_ENTRY_TYPE, quotas_entry(at=at, turns_per_day=5, quiet_hours=None))
+        for number in range(100):
+            handle.append("message", turn(number))
+        await handle.barrier()
+
+
+@contract_test
+async def test_a_checkpoint_keeps_the_chain_depth_and_the_quotas_of_entries_before_it(
+    store: JsonlSessionStore,
+) -> None:
+    await _write_chain(store)
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.position == 105
+        assert handle.resume.provenance == (
+            (
+                "sch_2",
+                Provenance(
+                    made_by="reminder", occurrences=("sch_1@2030-01-01T00:00:00.000Z",), depth=1
+                ),
+            ),
+        )
+        assert handle.resume.quotas is not None
+        assert handle.resume.quotas.turns_per_day == 5
+        live = LiveSchedule(handle, IdleAgent(), clock=FakeClock("2030-01-01T00:01:00.000Z"))
+        await live.start()
+        try:
+            assert (live.quotas().turns_per_day, live.quotas().quiet_hours) == (5, None)
+            _, views = await live.active()
+            assert [view.set_during for view in views] == [
+                msgspec.UNSET,
+                "reminder sch_1@2030-01-01T00:00:00.000Z",
+            ]
+        finally:
+            await live.close()
+    assert await store.derived_problems(SID) == ()
+
+
+@contract_test
+async def test_a_format_4_checkpoint_is_used_and_provenance_read_from_the_log(
+    store: JsonlSessionStore,
+) -> None:
+    await _write_chain(store)
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    del document["provenance"], document["quotas"]
+    document["checkpoint"] = 4
+    new_body = msgspec.json.encode(document)
+    store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert handle.resume.provenance is None
+        live = LiveSchedule(handle, IdleAgent(), clock=FakeClock("2030-01-01T00:01:00.000Z"))
+        await live.start()
+        try:
+            _, views = await live.active()
+            assert views[1].set_during == "reminder sch_1@2030-01-01T00:00:00.000Z"
+        finally:
+            await live.close()
+        handle.append("message", turn(9000))
+        await handle.barrier()
+    rewritten = msgspec.json.decode(
+        store.checkpoint_path(SID).read_bytes().partition(b"\n")[2], type=CheckpointFile
+    )
+    assert rewritten.checkpoint == CHECKPOINT_VERSION == 5
+    assert rewritten.provenance is not None
+    assert [entry.id for entry in rewritten.provenance.made] == ["sch_2"]
+
+
+@contract_test
+async def test_check_reports_a_checkpoint_that_forges_a_chain_depth(
+    store: JsonlSessionStore,
+) -> None:
+    await _write_chain(store)
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    document["provenance"]["made"] = []  # a forger resetting the chain
+    new_body = msgspec.json.encode(document)
+    store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
+    problems = await store.derived_problems(SID)
+    assert any("its reminders' provenance is not the log's" in str(p) for p in problems)
+
+
+@contract_test
+async def test_check_reports_a_checkpoint_that_drops_the_session_s_quotas(
+    store: JsonlSessionStore,
+) -> None:
+    await _write_chain(store)
+    body = store.checkpoint_path(SID).read_bytes().partition(b"\n")[2]
+    document = msgspec.json.decode(body)
+    document["quotas"] = []  # a forger lifting the person's quota
+    new_body = msgspec.json.encode(document)
+    store.checkpoint_path(SID).write_bytes(b"%08x\n" % zlib.crc32(new_body) + new_body)
+    problems = await store.derived_problems(SID)
+    assert any("its quotas are not the log's" in str(p) for p in problems)

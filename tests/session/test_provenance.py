@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from session_schedule.core.changes import CHANGE_EVENT_TYPE, create_change
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    create_change,
+    pause_change,
+    snooze_change,
+)
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import AfterScheduleRecord
@@ -120,3 +125,26 @@ def test_a_fork_reads_from_its_fork_point() -> None:
     provenance.feed(log.entries)
     assert provenance.of(ScheduleId("sch_2")).made_by == "outside"
     assert provenance.current().made_by == "outside"
+
+
+def test_an_update_in_a_turn_makes_that_turn_its_provenance_and_never_lowers_its_depth() -> None:
+    log = Log()
+    log.create(1)  # outside any turn: depth 0
+    for minute in (1, 2):
+        turn = log.reminder(f"sch_1@2026-11-29T20:0{minute}:00.000Z")
+        log.add(CHANGE_EVENT_TYPE, snooze_change(ScheduleId("sch_1"), Instant(AT + 1000)))
+        log.finish(turn)
+    provenance = _read(log)
+    assert provenance.of(ScheduleId("sch_1")) == Provenance(
+        made_by="reminder", occurrences=("sch_1@2026-11-29T20:02:00.000Z",), depth=2
+    )
+    # A person's pause is that person's, and keeps the depth the chain reached.
+    turn = log.host()
+    log.add(MESSAGE_ENTRY_TYPE, user_message("pause it", at=AT))
+    log.add(CHANGE_EVENT_TYPE, pause_change(ScheduleId("sch_1")))
+    log.finish(turn)
+    # An update outside any recorded turn leaves it as it was.
+    log.add(CHANGE_EVENT_TYPE, pause_change(ScheduleId("sch_1")))
+    provenance = _read(log)
+    assert provenance.of(ScheduleId("sch_1")) == Provenance(made_by="person", depth=2)
+    assert provenance.made_by_reminders() == {}

@@ -274,12 +274,13 @@ async def test_a_log_corrupted_in_an_old_segment_is_reported_when_that_segment_i
 async def test_a_checkpoint_without_an_index_opens_and_the_first_read_scans(
     store: JsonlSessionStore, reads: Reads, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # A checkpoint of format 2, which has no segments (nor format 4's statuses and runs).
+    # A checkpoint of format 2, which has no segments (nor format 4's statuses and runs, nor
+    # format 5's provenance and quotas).
     await write_long(store)
     expected = payloads((await store.read(SID)).entries)
     path = store.checkpoint_path(SID)
     document = msgspec.json.decode(path.read_bytes().partition(b"\n")[2])
-    for field in ("segments", "statuses", "runs"):
+    for field in ("segments", "statuses", "runs", "provenance", "quotas"):
         del document[field]
     document["checkpoint"] = 2
     body = msgspec.json.encode(document)

@@ -95,3 +95,19 @@ def test_descriptions_tell_the_model_what_it_must_know() -> None:
         assert description.count(". ") <= 3, name
         if name != "id":
             assert "Null" in description, name
+
+
+def test_every_text_a_model_reads_sends_managing_a_reminder_to_schedule_update() -> None:
+    from session_schedule.harness.agent import SYSTEM_PROMPT  # noqa: PLC0415 - a higher layer
+    from session_schedule.mcp.server import _INSTRUCTIONS  # noqa: PLC0415
+
+    create, _listing, delete, update = tool_definitions()
+    steer = "move, change, postpone, pause or snooze a reminder that already exists, call "
+    assert steer + "schedule_update instead: do not create a second one" in create.description
+    assert "use schedule_update instead of deleting and re-creating it" in delete.description
+    assert "instead of deleting and re-creating it" in update.description
+    assert "postpone, pause, resume or snooze a reminder, call schedule_update" in SYSTEM_PROMPT
+    assert "never delete and re-create one" in SYSTEM_PROMPT
+    assert "with schedule_update (never by deleting and re-creating them)" in _INSTRUCTIONS
+    for text in (create.description, SYSTEM_PROMPT, _INSTRUCTIONS):
+        assert "three tools" not in text

@@ -786,6 +786,7 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
         ],
         "next_cursor": None,
         "total": 1,
+        "standings": {},
     }
     offline.clock.advance(90)
     await offline.settle(session)
@@ -796,6 +797,26 @@ async def test_offline_the_person_drives_the_tools_and_the_reminder_comes_back_a
     assert after["schedules"] == []
     # The side panel's view is not a tool call of the conversation.
     assert len(await offline.messages(session)) == 3
+
+
+async def test_the_schedules_view_gives_each_managed_reminder_s_standing_in_words(
+    offline: Overlay,
+) -> None:
+    session = await offline.new_session()
+    tools = f"/api/sessions/{session}/tools"
+    await offline.client.post(f"{tools}/schedule_create", json={"prompt": "a", "after_seconds": 90})
+    await offline.client.post(
+        f"{tools}/schedule_create",
+        json={
+            "prompt": "b",
+            "every_seconds": 3600,
+            "ends": {"until": None, "max_runs": 3},
+            "max_lateness_seconds": 600,
+        },
+    )
+    await offline.client.post(f"{tools}/schedule_update", json={"id": "sch_2", "paused": True})
+    view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
+    assert view["standings"] == {"sch_2": "paused, 3 runs left, missed if more than 600 s late"}
 
 
 async def test_the_history_view_lists_occurrences_and_what_was_answered_meanwhile(
@@ -1437,3 +1458,86 @@ async def test_the_side_panel_shows_every_reminder_across_the_pages_a_model_gets
     view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
     assert [item["prompt"] for item in view["schedules"]] == [f"r{n}" for n in range(75)]
     assert (view["next_cursor"], view["total"]) == (None, 75)
+
+
+# -- quotas ----------------------------------------------------------------------------------
+
+
+async def test_the_person_sets_the_session_s_quotas_on_the_page(offline: Overlay) -> None:
+    session_id = await offline.new_session()
+    path = f"/api/sessions/{session_id}/quotas"
+    program = {
+        "turnsPerDay": None,
+        "turnsPerDaySetBy": "program",
+        "quietHours": None,
+        "quietHoursText": None,
+        "quietHoursSetBy": "program",
+        "maxActive": 100,
+        "maxActiveSetBy": "program",
+        "programMaxActive": 100,
+    }
+    assert (await offline.client.get(path)).json() == program
+    set_ = await offline.client.post(
+        path, json={"turnsPerDay": 20, "quietHours": "22:00-07:00 Europe/Paris", "maxActive": 5}
+    )
+    assert set_.status_code == 200
+    chosen = {
+        **program,
+        "turnsPerDay": 20,
+        "turnsPerDaySetBy": "session",
+        "quietHours": "22:00-07:00 Europe/Paris",
+        "quietHoursText": "22:00 to 07:00 Europe/Paris",
+        "quietHoursSetBy": "session",
+        "maxActive": 5,
+        "maxActiveSetBy": "session",
+    }
+    assert set_.json() == chosen
+    assert (await offline.client.get(path)).json() == chosen
+    live = await offline.app.sessions.get(SessionId(session_id))
+    assert [entry.type for entry in live.session.entries] == ["schedule/quotas"]
+    # off, default, and an absent field that stays as it was.
+    again = await offline.client.post(path, json={"turnsPerDay": None, "maxActive": "default"})
+    assert again.json() == {
+        **chosen,
+        "turnsPerDay": None,
+        "maxActive": 100,
+        "maxActiveSetBy": "program",
+    }
+    unchanged = await offline.client.post(path, json={})
+    assert unchanged.json() == again.json()
+    assert len(live.session.entries) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {"turnsPerDay": 0},
+            "reminder turns per day must be a whole number from 1 to 100,000, off or default.",
+        ),
+        (
+            {"maxActive": 101},
+            "active reminders must be a whole number from 1 to 100, the most this program "
+            "allows, or default.",
+        ),
+        (
+            {"quietHours": "22:00-22:00 UTC"},
+            "quiet hours: the window opens and closes at 22:00; leave it out.",
+        ),
+        (
+            {"quietHours": "tonight"},
+            "not START-END ZONE, such as '22:00-07:00 Europe/Paris': 'tonight'.",
+        ),
+    ],
+)
+async def test_a_quota_that_cannot_hold_is_422_and_sets_nothing(
+    offline: Overlay, body: dict[str, object], message: str
+) -> None:
+    session_id = await offline.new_session()
+    response = await offline.client.post(
+        f"/api/sessions/{session_id}/quotas", json={"turnsPerDay": 3, **body}
+    )
+    assert response.status_code == 422
+    assert response.json() == {"error": message}
+    live = await offline.app.sessions.get(SessionId(session_id))
+    assert list(live.session.entries) == []

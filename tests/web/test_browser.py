@@ -649,7 +649,7 @@ def test_offline_a_reminder_card_pauses_resumes_and_snoozes_through_schedule_upd
     card.get_by_role("button", name="Resume").click()
     expect(card.locator(".schedule-state")).to_have_text("scheduled")
     card.get_by_role("button", name="+10 min").click()
-    expect(card.locator(".schedule-note").first).to_have_text("snoozed")
+    expect(card.locator(".schedule-note").first).to_contain_text("snoozed until ")
     card.get_by_role("button", name="Tomorrow 09:00").click()
     expect(page.locator(".turn.model .tool-args").last).to_contain_text(
         '"time":"09:00","time_zone":"Europe/Paris"'
@@ -742,3 +742,36 @@ def test_a_session_being_handed_over_shows_one_line_and_opens_by_itself(
     finally:
         release.set()
         holder.join()
+
+
+def test_the_person_sets_the_session_s_quotas_in_the_side_panel(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Europe/Paris")
+    quotas = page.locator("#quotas li")
+    expect(quotas).to_have_text(
+        [
+            "Reminder turns per day: no limit (the program's setting)",
+            "Quiet hours: none (the program's setting)",
+            "Active reminders: at most 100 (the program's setting; the program allows 100)",
+        ]
+    )
+    form = page.locator("#quotas-form")
+    form.locator("input[name=turnsPerDay]").fill("20")
+    form.locator("input[name=quietHours]").fill("22:00-07:00 Europe/Paris")
+    form.locator("button[type=submit]").click()
+    expect(quotas).to_have_text(
+        [
+            "Reminder turns per day: 20 (set for this session)",
+            "Quiet hours: 22:00 to 07:00 Europe/Paris (set for this session)",
+            "Active reminders: at most 100 (the program's setting; the program allows 100)",
+        ]
+    )
+    form.locator("input[name=maxActive]").fill("1000")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#notices")).to_contain_text(
+        "active reminders must be a whole number from 1 to 100"
+    )
+    # Reloaded, the page shows what the session keeps.
+    page.reload()
+    expect(quotas.first).to_have_text("Reminder turns per day: 20 (set for this session)")

@@ -34,7 +34,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, assert_never, final
+from typing import TYPE_CHECKING, Final, Literal, assert_never, final
 
 import msgspec
 
@@ -59,8 +59,20 @@ from session_schedule.cli.model import (
     connect,
     model_config,
 )
-from session_schedule.cli.slash import HELP, CallTool, Local, Say, Usage, parse_line
+from session_schedule.cli.slash import (
+    HELP,
+    CallTool,
+    Local,
+    QuotaValue,
+    Say,
+    SetQuota,
+    Usage,
+    parse_line,
+)
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.quiet import describe
+from session_schedule.core.records import ScheduleView
+from session_schedule.core.standing import standing
 from session_schedule.core.time_input import is_supported_zone, load_zone
 from session_schedule.core.visible import reveal
 from session_schedule.extras import require
@@ -69,7 +81,7 @@ from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.transcript import DEFAULT_MAX_CONTEXT_CHARS, recent_turns
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.events import EVENT_LOGGER
-from session_schedule.runtime.live import Settings
+from session_schedule.runtime.live import SessionQuotas, Settings
 from session_schedule.runtime.opening import WAIT_SECONDS, open_when_free
 from session_schedule.session.errors import PersistenceUncertain, SessionError
 from session_schedule.session.history import away
@@ -137,6 +149,7 @@ _LABEL_STYLES: Final = {
     "error": "bold red",
     "usage": "yellow",
     "note": "dim",
+    "reminder": "yellow",
 }
 # C0 controls other than tab and newline, DEL and C1 controls: a terminal would act on them.
 
@@ -472,13 +485,40 @@ class _Front:
                 await self._send(lambda live: _call_tool(live, name, arguments))
             case Local(command="quit"):
                 return False
+            case Local(command="quotas"):
+                await self._send(self._quotas)
             case Local():
                 self._display.help()
+            case SetQuota(name=quota, value=value):
+                await self._send(lambda live: self._quotas(live, quota, value))
             case Usage():
                 self._display.usage(command)
             case _:
                 assert_never(command)
         return True
+
+    async def _quotas(
+        self,
+        live: LiveChat,
+        name: Literal["turns_per_day", "quiet_hours", "max_active"] | None = None,
+        value: QuotaValue = "default",
+    ) -> None:
+        """Show the session's quotas, after setting ``name`` to ``value`` if given."""
+        if name is None:
+            quotas = live.schedule.quotas()
+        else:
+            try:
+                quotas = await live.schedule.set_quota(
+                    name, msgspec.UNSET if value == "default" else value
+                )
+            except ValueError as error:
+                self._display.error(str(error))
+                return
+            except ScheduleError as error:
+                self._display.error(f"not set: {error.message}")
+                return
+        for line in quota_lines(quotas):
+            self._display.note(line)
 
     async def _send(self, send: Callable[[LiveChat], Awaitable[object]]) -> None:
         live = self._live
@@ -541,6 +581,24 @@ class _Front:
                     break
                 await self.idle()
         await self.idle()
+
+
+def quota_lines(quotas: SessionQuotas) -> list[str]:
+    """The chat's lines for ``quotas``: each quota, and who set it."""
+
+    def by(set_by: str) -> str:
+        return "set for this session" if set_by == "session" else "the program's setting"
+
+    turns = "no limit" if quotas.turns_per_day is None else f"{quotas.turns_per_day}"
+    quiet = "none" if quotas.quiet_hours is None else describe(quotas.quiet_hours)
+    return [
+        f"reminder turns per day: {turns} ({by(quotas.turns_per_day_set_by)})",
+        f"quiet hours: {quiet} ({by(quotas.quiet_hours_set_by)})",
+        (
+            f"active reminders: at most {quotas.max_active} ({by(quotas.max_active_set_by)}; "
+            f"the program allows {quotas.program_max_active})"
+        ),
+    ]
 
 
 async def _call_tool(live: LiveChat, name: str, arguments: Mapping[str, object]) -> None:
@@ -699,6 +757,8 @@ class Display:
                     self.note(OFFLINE_NOTE)
         elif message.role == "tool":
             self._write(Line(label="tool result", text=message.content))
+            for schedule_id, words in standings(message.content):
+                self._write(Line(label="reminder", text=f"{schedule_id}: {words}"))
         else:
             calls = () if isinstance(message.tool_calls, msgspec.UnsetType) else message.tool_calls
             if message.content or not calls:
@@ -736,6 +796,27 @@ class Display:
 
     def help(self) -> None:
         self._write(Line(label=None, text=HELP))
+
+
+def standings(content: str) -> list[tuple[str, str]]:
+    """``(id, standing)`` of each reminder a tool result shows that has a standing (SPEC §11:
+    paused, snoozed, bounded, lateness-limited), in the words the list and the page use."""
+    try:
+        result = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return []
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        return []
+    shown = result.get("schedules", [result.get("schedule")])
+    found: list[tuple[str, str]] = []
+    for item in shown if isinstance(shown, list) else []:
+        try:
+            view = msgspec.convert(item, ScheduleView)
+        except msgspec.ValidationError:
+            continue
+        if words := standing(view):
+            found.append((view.id, words))
+    return found
 
 
 def visible(text: str) -> str:

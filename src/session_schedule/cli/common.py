@@ -272,17 +272,9 @@ def schedule_settings(arguments: argparse.Namespace) -> Settings:
 
 
 def _quiet_hours(text: str) -> QuietHours:
-    from session_schedule.core.quiet import QuietHours, quiet_window  # noqa: PLC0415
+    from session_schedule.core.quiet import parse_quiet_hours  # noqa: PLC0415
 
-    window, _, zone = text.strip().partition(" ")
-    start, dash, end = window.partition("-")
-    if not dash or not zone.strip():
-        raise argparse.ArgumentTypeError(
-            f"not START-END ZONE, such as '22:00-07:00 Europe/Paris': {text!r}"
-        )
-    hours = QuietHours(start=start, end=end, time_zone=zone.strip())
     try:
-        quiet_window(hours)
+        return parse_quiet_hours(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    return hours

@@ -1,6 +1,7 @@
 """``session-schedule list SESSION``: a session's active reminders as the model sees them.
 
-Soonest first, each with its state (scheduled, or overdue) and delivery mode — what
+Soonest first, each with its state (scheduled, overdue or paused, and under it the standing of a
+reminder managed in place: :mod:`session_schedule.core.standing`) and delivery mode — what
 ``schedule_list`` would tell the model now, every reminder on one page. With ``--json``, exactly
 the ``schedule_list`` result.
 """
@@ -13,9 +14,19 @@ from typing import Final
 from session_schedule.cli import reading
 from session_schedule.cli.common import EXIT_OK, add_command, add_json_flag, add_session_argument
 from session_schedule.cli.reading import fold_snapshot, read_snapshot
-from session_schedule.cli.render import Table, Text, output, print_json, rule_text, untrusted
+from session_schedule.cli.render import (
+    Cell,
+    Group,
+    Table,
+    Text,
+    output,
+    print_json,
+    rule_text,
+    untrusted,
+)
 from session_schedule.core.instants import format_instant
 from session_schedule.core.records import make_view
+from session_schedule.core.standing import standing
 from session_schedule.runtime.live import with_runs
 from session_schedule.session.history import OccurrenceLog
 from session_schedule.tools.results import ListResult
@@ -65,14 +76,17 @@ def run(arguments: argparse.Namespace) -> int:
         if not result.schedules:
             return EXIT_OK
         table = Table(
-            "id", "rule", "target (UTC)", "state", "delivery", "prompt", wrapping=("rule",)
+            "id", "rule", "target (UTC)", "state", "delivery", "prompt", wrapping=("rule", "state")
         )
         for view in result.schedules:
+            shown: Cell = Text(view.state, style="bold yellow" if view.state == "overdue" else "")
+            if words := standing(view):  # a SPEC 11 reminder's standing, under its state
+                shown = Group(shown, Text(words, style="dim"))
             table.add_row(
                 Text(view.id),
                 Text(rule_text(view)),
                 Text(view.scheduled_at),
-                Text(view.state, style="bold yellow" if view.state == "overdue" else ""),
+                shown,
                 Text(view.delivery_mode),
                 untrusted(view.prompt),
             )

@@ -1,13 +1,21 @@
 """``session-schedule resolve``: show the canonical UTC target an ``at`` input names, or the next
-occurrences of a ``daily_at`` or ``calendar`` input."""
+occurrences of a ``daily_at`` or ``calendar`` input.
+
+With the SPEC §11 options (``--until``, ``--max-runs``, ``--max-lateness``, ``--snooze``,
+``--resume``) each input is created, managed and delivered in a scratch schedule through the
+core's own decisions — ``decide_create``, ``decide_update``, ``plan_misses``, ``plan_delivery``
+and the fold — so what it prints is what a model's tool calls would get, errors included."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from typing import Final, final
+
+import msgspec
 
 from session_schedule.cli.common import EXIT_OK, EXIT_REJECTED
 from session_schedule.core.calendar import make_schedule, parse_calendar, parse_rule, upcoming
+from session_schedule.core.changes import ScheduleChange
 from session_schedule.core.daily import (
     first_after,
     listed_from,
@@ -15,17 +23,28 @@ from session_schedule.core.daily import (
     occurrence_on,
     weekday_of,
 )
+from session_schedule.core.due import End, Occurrence, plan_delivery, plan_misses
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.framing import short_time
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.framing import ends_text, short_time
+from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import (
     MAX_INSTANT,
     MIN_INSTANT,
+    MS_PER_SECOND,
     Instant,
     civil_from_days,
     days_from_civil,
     format_instant,
 )
-from session_schedule.core.records import WEEKDAYS
+from session_schedule.core.records import (
+    WEEKDAYS,
+    CalendarScheduleRecord,
+    DailyScheduleRecord,
+    ScheduleRecord,
+    record_target,
+)
+from session_schedule.core.rules import decide_create, decide_update
 from session_schedule.core.time_input import (
     format_local,
     load_zone,
@@ -37,6 +56,8 @@ from session_schedule.core.time_input import (
 
 LOCAL_FORM_HELP = "DATE TIME ZONE, e.g. '2026-12-01 09:00 Asia/Tokyo'"
 DAILY_FORM_HELP = "daily TIME ZONE [DAYS], e.g. 'daily 09:00 Asia/Tokyo mon,wed,fri'"
+EVERY_FORM_HELP = "every SECONDS, e.g. 'every 3600'"
+SNOOZE_HELP = "an RFC 3339 time, the local form, or 'after SECONDS'"
 CALENDAR_FORM_HELP = (
     "calendar RULE TIME ZONE [START], e.g. 'calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris'"
 )
@@ -67,13 +88,47 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="TIME",
         help="list daily and calendar occurrences after this RFC 3339 time (default: now)",
     )
+    manage = parser.add_argument_group(
+        "managing in place (SPEC 11)",
+        "Create each input at --after (default: now) as schedule_create would, with these "
+        "fields, and show its deliveries (each decided at its time) until it ends, at most "
+        f"{OCCURRENCES_SHOWN}, or the exact error a model would get. With them an input may also "
+        f"be {EVERY_FORM_HELP}.",
+    )
+    manage.add_argument(
+        "--until",
+        metavar="INSTANT",
+        help="ends.until: no delivery after this time (RFC 3339, or the local form)",
+    )
+    manage.add_argument(
+        "--max-runs", metavar="N", type=int, help="ends.max_runs: the record ends with its N-th run"
+    )
+    manage.add_argument(
+        "--max-lateness",
+        metavar="SECONDS",
+        type=int,
+        help="max_lateness_seconds: a delivery decided later than this after its time is missed",
+    )
+    manage.add_argument(
+        "--snooze",
+        metavar="WHEN",
+        help=f"snooze the next delivery ({SNOOZE_HELP}); decided at --after, or with --resume",
+    )
+    manage.add_argument(
+        "--resume",
+        metavar="INSTANT",
+        help="pause the reminder at --after and resume it at this RFC 3339 time",
+    )
     parser.set_defaults(handler=_resolve)
 
 
 def _resolve(arguments: argparse.Namespace) -> int:
+    options = _options(arguments)
     if arguments.after is not None:
         after = parse_rfc3339(arguments.after)
-    elif any(text.split()[:1] in (["daily"], ["calendar"]) for text in arguments.inputs):
+    elif options is not None or any(
+        text.split()[:1] in (["daily"], ["calendar"]) for text in arguments.inputs
+    ):
         # Only a daily or calendar input needs "now"; the clock's module imports asyncio, which
         # `at` inputs can start without.
         from session_schedule.runtime.clock import SystemClock  # noqa: PLC0415
@@ -81,7 +136,10 @@ def _resolve(arguments: argparse.Namespace) -> int:
         after = SystemClock().now()
     else:
         after = MIN_INSTANT  # only daily and calendar inputs read it, and there is none
-    results = [resolve(text, after=after) for text in arguments.inputs]
+    if options is not None:
+        results = [managed(text, after=after, options=options) for text in arguments.inputs]
+    else:
+        results = [resolve(text, after=after) for text in arguments.inputs]
     for _, line in results:
         print(line)
     return EXIT_OK if all(ok for ok, _ in results) else EXIT_REJECTED
@@ -190,3 +248,164 @@ def _calendar(text: str, words: list[str], after: Instant) -> tuple[bool, str]:
             line += ": the clocks jump)"
         lines.append(line)
     return True, "\n".join(lines)
+
+
+@final
+class Management(msgspec.Struct, frozen=True, kw_only=True):
+    """The SPEC §11 options of a ``resolve`` run."""
+
+    until: str | None = None
+    max_runs: int | None = None
+    max_lateness: int | None = None
+    snooze: str | None = None
+    resume: Instant | None = None
+
+
+def _options(arguments: argparse.Namespace) -> Management | None:
+    """The SPEC §11 options given, or ``None`` when there is none."""
+    options = Management(
+        until=arguments.until,
+        max_runs=arguments.max_runs,
+        max_lateness=arguments.max_lateness,
+        snooze=arguments.snooze,
+        resume=None if arguments.resume is None else parse_rfc3339(arguments.resume),
+    )
+    return None if options == Management() else options
+
+
+def create_arguments(text: str, options: Management) -> dict[str, object]:
+    """The ``schedule_create`` arguments ``text`` and ``options`` stand for.
+
+    Missing words are missing keys, so the tool's own message names them.
+    """
+    words = text.split()
+    arguments: dict[str, object] = {"prompt": text}
+    if words[:1] == ["daily"]:
+        arguments["daily_at"] = daily_argument(words[1:])
+    elif words[:1] == ["calendar"]:
+        arguments["calendar"] = calendar_argument(words[1:])
+    elif words[:1] == ["every"]:
+        arguments["every_seconds"] = _number(" ".join(words[1:]))
+    else:
+        arguments["at"] = at_argument(text)
+    if options.until is not None or options.max_runs is not None:
+        until = None if options.until is None else at_argument(options.until)
+        arguments["ends"] = {"until": until, "max_runs": options.max_runs}
+    if options.max_lateness is not None:
+        arguments["max_lateness_seconds"] = options.max_lateness
+    return arguments
+
+
+def snooze_argument(text: str) -> dict[str, object]:
+    """The ``snooze`` value of ``--snooze``: ``after SECONDS``, or a time as ``at`` takes it."""
+    words = text.split()
+    if words[:1] == ["after"]:
+        return {"after_seconds": _number(" ".join(words[1:]))}
+    return {"until": at_argument(text)}
+
+
+def _number(text: str) -> object:
+    """``text`` as the integer a model would send, or as the string it is when it is none."""
+    return int(text) if text.isascii() and text.isdigit() else text
+
+
+def managed(text: str, *, after: Instant, options: Management) -> tuple[bool, str]:
+    """(ok, text) for one input with SPEC §11 options: its deliveries after ``after`` (each
+    decided at its time) until it ends, at most :data:`OCCURRENCES_SHOWN`, or the error a
+    model would get."""
+    words = text.split()
+    if words[:1] == ["daily"] and len(words) > 4:
+        return False, f"{text}  ->  write it as {DAILY_FORM_HELP}"
+    if words[:1] == ["calendar"] and len(words) > 5:
+        return False, f"{text}  ->  write it as {CALENDAR_FORM_HELP}"
+    state = ScheduleFold()
+    decided = after
+    try:
+        create = decide_create(create_arguments(text, options), now=after, state=state)
+        state.apply(create)
+        schedule_id = create.schedule.id
+        update: dict[str, object] = {"id": schedule_id}
+        if options.resume is not None:
+            if options.resume < after:
+                return False, (
+                    f"{text}  ->  --resume {format_instant(options.resume)} is before the pause "
+                    f"at {format_instant(after)}; resume it later"
+                )
+            _apply(
+                state, decide_update({"id": schedule_id, "paused": True}, now=after, state=state)
+            )
+            decided = options.resume
+            update["paused"] = False
+        if options.snooze is not None:
+            update["snooze"] = snooze_argument(options.snooze)
+        if len(update) > 1:
+            _apply(state, decide_update(update, now=decided, state=state))
+    except ScheduleError as error:
+        return False, f"{text}  ->  {error.code}: {error.message}"
+    heading = f"{text}  ->  deliveries after {format_instant(after)}"
+    if options.resume is not None:
+        heading += f", paused until {format_instant(options.resume)}"
+    lines = [heading + ":"]
+    last: Occurrence | None = None
+    while len(lines) <= OCCURRENCES_SHOWN and (record := state.get(schedule_id)) is not None:
+        decided = Instant(max(record_target(record), decided))
+        for miss in plan_misses(state, decided):
+            state.apply(miss)
+            lines.append(f"  {_when(record, Instant(decided))}  missed (max_lateness_seconds)")
+        delivery = plan_delivery(state, decided)
+        if delivery is None:
+            break
+        [last] = delivery.occurrences
+        lines.append("  " + _delivered(last, decided, options.max_lateness))
+        for change in delivery.changes:
+            state.apply(change)
+    if last is not None and last.end is not None:
+        if state.get(schedule_id) is None:
+            lines.append(f"  ends: with the delivery above ({_reason(last.end)})")
+        else:
+            lines.append(f"  ends: {ends_text(last.end)}")
+    return True, "\n".join(lines)
+
+
+def _apply(state: ScheduleFold, decided: tuple[ScheduleId, tuple[ScheduleChange, ...]]) -> None:
+    for change in decided[1]:
+        state.apply(change)
+
+
+def _reason(end: End) -> str:
+    if end.runs_left == 0:
+        return "its last run under ends.max_runs"
+    return f"no occurrence left up to ends.until {end.until}"
+
+
+def _delivered(occurrence: Occurrence, decided: Instant, max_lateness: int | None) -> str:
+    """One delivery of a ``resolve`` run: when, and what its frame would say of it."""
+    record = occurrence.record
+    line = _when(record, occurrence.due_at)
+    notes = []
+    if (
+        isinstance(record, DailyScheduleRecord | CalendarScheduleRecord)
+        and occurrence.snoozed_from is None
+    ):
+        local = format_local(occurrence.due_at, load_zone(record.time_zone))
+        if local[11:23] != record.local_time:
+            notes.append(f"the clocks jump past {short_time(record.local_time)}")
+    if decided != occurrence.due_at:
+        notes.append(f"delivered at {format_instant(decided)}")
+    if occurrence.snoozed_from is not None:
+        notes.append(f"snoozed from: {format_instant(occurrence.snoozed_from)}")
+        notes.append(f"skipped occurrences: {occurrence.skipped}")
+    if max_lateness is not None:
+        deadline = Instant(min(decided + max_lateness * MS_PER_SECOND, MAX_INSTANT))
+        notes.append(f"missed if not delivered by {format_instant(deadline)}")
+    return line if not notes else f"{line}  ({'; '.join(notes)})"
+
+
+def _when(record: ScheduleRecord, instant: Instant) -> str:
+    """``instant`` in UTC, after its local reading for a record with a zone."""
+    if isinstance(record, DailyScheduleRecord | CalendarScheduleRecord):
+        local = format_local(instant, load_zone(record.time_zone))
+        year, month, date = (int(part) for part in local[:10].split("-"))
+        weekday = WEEKDAYS[weekday_of(days_from_civil(year, month, date))]
+        return f"{weekday} {local}  =  {format_instant(instant)}"
+    return format_instant(instant)

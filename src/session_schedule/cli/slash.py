@@ -5,7 +5,9 @@ module only *reads* a line — it runs nothing and never raises: every line beco
 
 - :class:`Say` — a plain message for the conversation (``//…`` sends a line that starts with ``/``);
 - :class:`CallTool` — a tool name and the exact JSON arguments to send it;
-- :class:`Local` — ``/help`` or ``/quit``, handled by the chat itself;
+- :class:`Local` — ``/help``, ``/quotas`` or ``/quit``, handled by the chat itself;
+- :class:`SetQuota` — one of the session's quotas, as the person set it (``/turns-per-day``,
+  ``/quiet-hours``, ``/active-reminders``);
 - :class:`Usage` — a line that could not be read, with a message and the usage to show.
 
 Only the *shape* is checked here. Values the tool judges — ``after 0s``, ``every 1m`` (below the
@@ -29,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, assert_never, final
 
+from session_schedule.core.quiet import QuietHours, parse_quiet_hours
+
 HELP: Final = """\
 commands:
   /create in 5 minutes <prompt>                     once, after a delay: 90s, 10m, 2h30m, 1 day
@@ -50,6 +54,11 @@ commands:
   /snooze sch_1 10m                                 postpone the next delivery: a duration,
   /snooze sch_1 2026-12-01T09:00:00+09:00           or an RFC 3339 time with an offset
   /delete sch_1                                     delete a reminder
+  /quotas                                           this session's quotas, and who set each
+  /turns-per-day 20|off|default                     at most 20 reminder turns in any 24 hours
+  /quiet-hours 22:00-07:00 Europe/Paris             reminders due then wait until they end
+  /quiet-hours off|default                          none, or the program's setting
+  /active-reminders 10|default                      at most 10 reminders active at once
   /help                                             this help
   /quit                                             leave (Ctrl-D too); the session can be resumed
 A duration is numbers with units, largest first: 90s, 5m, 5 minutes, 2h30m, 1 hour 30 minutes.
@@ -71,9 +80,15 @@ UPDATE_USAGE: Final = (
 PAUSE_USAGE: Final = "/pause <id>, such as /pause sch_1"
 RESUME_USAGE: Final = "/resume <id>, such as /resume sch_1"
 SNOOZE_USAGE: Final = "/snooze <id> 10m|1h30m|2026-12-01T09:00:00+09:00"
+TURNS_PER_DAY_USAGE: Final = "/turns-per-day N|off|default, such as /turns-per-day 20"
+QUIET_HOURS_USAGE: Final = (
+    "/quiet-hours START-END ZONE|off|default, such as /quiet-hours 22:00-07:00 Europe/Paris"
+)
+ACTIVE_REMINDERS_USAGE: Final = "/active-reminders N|default, such as /active-reminders 10"
+QUOTAS_USAGE: Final = "/quotas"
 COMMANDS_USAGE: Final = (
     "/create, /list, /update <id>, /pause <id>, /resume <id>, /snooze <id> 10m, /delete <id>, "
-    "/help, /quit"
+    "/quotas, /turns-per-day N, /quiet-hours START-END ZONE, /active-reminders N, /help, /quit"
 )
 
 _MAX_INT64: Final = 2**63 - 1
@@ -139,7 +154,20 @@ class CallTool:
 class Local:
     """A command the chat handles itself."""
 
-    command: Literal["help", "quit"]
+    command: Literal["help", "quit", "quotas"]
+
+
+QuotaValue: TypeAlias = int | QuietHours | Literal["default"] | None
+"""A quota as typed: the quota, ``None`` for ``off``, or ``"default"`` for the program's."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetQuota:
+    """One of the session's quotas, as the person set it."""
+
+    name: Literal["turns_per_day", "quiet_hours", "max_active"]
+    value: QuotaValue
 
 
 @final
@@ -151,7 +179,7 @@ class Usage:
     usage: str
 
 
-Command: TypeAlias = Say | CallTool | Local | Usage
+Command: TypeAlias = Say | CallTool | Local | SetQuota | Usage
 
 
 def parse_line(line: str) -> Command:
@@ -186,12 +214,47 @@ def parse_line(line: str) -> Command:
             )
         case "/snooze":
             return _snooze(rest)
+        case "/quotas":
+            if rest:
+                return Usage(message="/quotas takes no arguments", usage=QUOTAS_USAGE)
+            return Local(command="quotas")
+        case "/turns-per-day" | "/active-reminders":
+            return _count_quota(name, rest)
+        case "/quiet-hours":
+            return _quiet_hours(rest)
         case "/help" | "/?":
             return Local(command="help")
         case "/quit" | "/exit":
             return Local(command="quit")
         case _:
             return Usage(message=f"there is no command {name}", usage=COMMANDS_USAGE)
+
+
+def _count_quota(name: str, rest: str) -> SetQuota | Usage:
+    """``/turns-per-day N|off|default`` or ``/active-reminders N|default``."""
+    turns = name == "/turns-per-day"
+    usage = TURNS_PER_DAY_USAGE if turns else ACTIVE_REMINDERS_USAGE
+    quota: Literal["turns_per_day", "max_active"] = "turns_per_day" if turns else "max_active"
+    word = rest.strip().lower()
+    if word == "default":
+        return SetQuota(name=quota, value="default")
+    if word == "off" and turns:
+        return SetQuota(name=quota, value=None)
+    if not _NUMBER.fullmatch(word) or len(word) > _MAX_NUMBER_LENGTH:
+        what = "a number, off or default" if turns else "a number or default"
+        return Usage(message=f"{name} takes {what}", usage=usage)
+    return SetQuota(name=quota, value=int(word))
+
+
+def _quiet_hours(rest: str) -> SetQuota | Usage:
+    """``/quiet-hours START-END ZONE|off|default``."""
+    word = rest.strip()
+    if word.lower() in {"off", "default"}:
+        return SetQuota(name="quiet_hours", value=None if word.lower() == "off" else "default")
+    try:
+        return SetQuota(name="quiet_hours", value=parse_quiet_hours(word))
+    except ValueError as error:
+        return Usage(message=str(error), usage=QUIET_HOURS_USAGE)
 
 
 @final

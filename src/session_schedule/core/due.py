@@ -33,19 +33,40 @@ from session_schedule.core.changes import (
     miss_change,
 )
 from session_schedule.core.daily import latest_daily_due
-from session_schedule.core.fold import ScheduleFold, skipped_occurrences
-from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
+from session_schedule.core.fold import ScheduleFold, next_occurrence, skipped_occurrences
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    MS_PER_SECOND,
+    Instant,
+    format_instant,
+    parse_instant,
+)
 from session_schedule.core.records import (
+    RECURRING_RECORDS,
     CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
     RecurringScheduleRecord,
     ScheduleRecord,
+    record_ends,
     record_max_lateness,
     record_target,
 )
 
 DeliveryKind: TypeAlias = Literal["one-shot", "batch"]
+
+
+@final
+class End(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a bounded recurring record stands once a delivery is dispatched (SPEC §11)."""
+
+    last: bool
+    """The dispatch ends the record: its last run, or no occurrence left before
+    ``ends.until``."""
+    runs_left: int | None
+    """With ``ends.maxRuns``: the runs left after this one."""
+    until: str | None
+    """The record's ``ends.until``."""
 
 
 @final
@@ -61,6 +82,8 @@ class Occurrence(msgspec.Struct, frozen=True, kw_only=True):
     snoozed_from: Instant | None = None
     """For a snoozed delivery (``due_at`` is then the snooze instant): the occurrence it stands
     for."""
+    end: End | None = None
+    """For a recurring record with ``ends`` (SPEC §11): where it stands after this delivery."""
 
     @property
     def key(self) -> str:
@@ -147,10 +170,37 @@ def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
         kind="batch",
         decided_at=now,
         occurrences=tuple(
-            latest_occurrence(record, now, snoozed_from=_snoozed_from(state, record))
+            _with_end(
+                state,
+                latest_occurrence(record, now, snoozed_from=_snoozed_from(state, record)),
+                now,
+            )
             for record in due
         ),
         changes=tuple(dispatch_change(record.id, now) for record in due),
+    )
+
+
+def _with_end(state: ScheduleFold, occurrence: Occurrence, now: Instant) -> Occurrence:
+    """``occurrence`` of a recurring record delivered at ``now``, with its :class:`End` when the
+    record has ``ends``: as the fold will move it on the dispatch (Rule 6)."""
+    record = occurrence.record
+    ends = record_ends(record)
+    if ends is None or not isinstance(record, RECURRING_RECORDS):
+        return occurrence
+    runs_left = None
+    if ends.max_runs is not None:
+        runs_left = ends.max_runs - state.status(record.id).runs - 1
+    grid = state.occurrence_of(record.id)
+    following = next_occurrence(record, grid, max(now, grid))
+    last = (
+        runs_left == 0
+        or following is None
+        or following > MAX_INSTANT
+        or (ends.until is not None and format_instant(Instant(following)) > ends.until)
+    )
+    return msgspec.structs.replace(
+        occurrence, end=End(last=last, runs_left=runs_left, until=ends.until)
     )
 
 
@@ -164,7 +214,14 @@ def latest_occurrence(
 ) -> Occurrence:
     """The occurrence of ``record`` a delivery decided at ``now`` delivers: its latest due one,
     with the earlier due ones it passes over counted — or, while snoozed (``snoozed_from``: the
-    occurrence the snooze moved), the snoozed delivery standing for that occurrence."""
+    occurrence the snooze moved), the snoozed delivery standing for that occurrence.
+
+    No occurrence after the record's ``ends.until`` is delivered (SPEC §11): a delivery decided
+    after it is that of the latest occurrence up to it, and only the ones before that count as
+    skipped."""
+    ends = record_ends(record)
+    if ends is not None and ends.until is not None:
+        now = Instant(min(now, parse_instant(ends.until)))
     if snoozed_from is not None:
         return _snoozed_occurrence(record, snoozed_from, now)
     if isinstance(record, DailyScheduleRecord):

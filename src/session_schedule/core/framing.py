@@ -18,7 +18,7 @@ from typing import Final, assert_never, final
 import msgspec
 
 from session_schedule.core.calendar import calendar_rule_text
-from session_schedule.core.due import Delivery, Occurrence
+from session_schedule.core.due import Delivery, End, Occurrence
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
@@ -28,6 +28,7 @@ from session_schedule.core.records import (
     EveryScheduleRecord,
     is_recurring,
 )
+from session_schedule.core.standing import no_delivery_after
 from session_schedule.core.visible import frame_escape
 
 FRAME_TITLE: Final = "[session-schedule] Reminder follow-up"
@@ -45,10 +46,15 @@ _ONE_SHOT_INTRO: Final = (
 )
 
 
-def _batch_intro(count: int) -> str:
+def _batch_intro(count: int, *, bounded: bool) -> str:
+    until = (
+        "until it is deleted or reaches the end its ends line gives"
+        if bounded
+        else "until it is deleted"
+    )
     return (
         f"Recurring reminders you scheduled earlier in this conversation are due ({count}). "
-        "Act on each prompt now; each keeps recurring until it is deleted." + _RECURSION_NOTE
+        f"Act on each prompt now; each keeps recurring {until}." + _RECURSION_NOTE
     )
 
 
@@ -94,7 +100,8 @@ def frame(
     once delivered it is no longer listed, and its length is bounded by the prompt limit.
     """
     count = len(delivery.occurrences)
-    intro = _ONE_SHOT_INTRO if delivery.kind == "one-shot" else _batch_intro(count)
+    bounded = any(occurrence.end is not None for occurrence in delivery.occurrences)
+    intro = _ONE_SHOT_INTRO if delivery.kind == "one-shot" else _batch_intro(count, bounded=bounded)
     lines = [
         FRAME_TITLE,
         intro,
@@ -172,6 +179,8 @@ def _describe(
         lines.append(f"snoozed from: {format_instant(occurrence.snoozed_from)}")
     if is_recurring(record):
         lines.append(f"skipped occurrences: {occurrence.skipped}")
+    if occurrence.end is not None:
+        lines.append(f"ends: {ends_text(occurrence.end)}")
     if set_during is not None:
         lines.append(f"set during: {set_during}, not by the user")
     lines.extend(
@@ -181,6 +190,19 @@ def _describe(
         ]
     )
     return lines
+
+
+def ends_text(end: End) -> str:
+    """What the ``ends:`` line of a bounded reminder's frame says (SPEC §11): that this delivery
+    is its last, or what is left after it."""
+    if end.last:
+        return "this is its last delivery; it will not be delivered again"
+    words = []
+    if end.runs_left is not None:
+        words.append(f"after {end.runs_left} more run{'' if end.runs_left == 1 else 's'}")
+    if end.until is not None:
+        words.append(no_delivery_after(end.until))
+    return "; ".join(words)
 
 
 def daily_rule_text(record: DailyScheduleRecord) -> str:

@@ -78,6 +78,20 @@ def quiet_until(window: QuietWindow, now: Instant) -> Instant | None:
     return Instant(closes[1])
 
 
+def parse_quiet_hours(text: str) -> QuietHours:
+    """``22:00-07:00 Europe/Paris`` as :class:`QuietHours`, checked with :func:`quiet_window`.
+
+    Raises ``ValueError`` with a sentence a person can act on.
+    """
+    window, _, zone = text.strip().partition(" ")
+    start, dash, end = window.partition("-")
+    if not dash or not zone.strip():
+        raise ValueError(f"not START-END ZONE, such as '22:00-07:00 Europe/Paris': {text!r}")
+    hours = QuietHours(start=start, end=end, time_zone=zone.strip())
+    quiet_window(hours)
+    return hours
+
+
 def describe(hours: QuietHours) -> str:
     """``22:00 to 07:00 Europe/Paris``, as a frame and a setting show it."""
     return f"{hours.start} to {hours.end} {hours.time_zone}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Final, assert_never, final
+from typing import Final, Literal, assert_never, final
 
 import msgspec
 
@@ -127,16 +127,27 @@ def decide_create(
     return create_change(record)
 
 
-def check_chain_depth(chain_depth: int, limits: Limits) -> None:
+def check_chain_depth(
+    chain_depth: int, limits: Limits, *, operation: Literal["create", "update"] = "create"
+) -> None:
     """Refuse a create or update made ``chain_depth`` reminder turns deep, past
     ``limits.max_chain_depth`` (``invalid_rule``, telling the model to ask the user)."""
-    if chain_depth > limits.max_chain_depth:
+    if chain_depth <= limits.max_chain_depth:
+        return
+    if operation == "create":
         raise ScheduleError(
             "invalid_rule",
             f"a reminder set now would be {chain_depth} deep in a chain of reminders each set "
             "during the previous one's turn, deeper than this session allows (max_chain_depth "
             f"= {limits.max_chain_depth}); do not create it, ask the user whether they want one.",
         )
+    raise ScheduleError(
+        "invalid_rule",
+        f"a reminder changed now would be {chain_depth} deep in a chain of reminders each set or "
+        "changed during the previous one's turn, deeper than this session allows "
+        f"(max_chain_depth = {limits.max_chain_depth}); leave it as it is, ask the user whether "
+        "they want it changed.",
+    )
 
 
 def _record(

@@ -1,4 +1,4 @@
-"""Framework adapters: the three tools as each framework's native tool objects, and a
+"""Framework adapters: the four tools as each framework's native tool objects, and a
 conversation that runs each queued turn — the host's prompts and the reminders Schedule
 delivers — as a new run on the same conversation, the history kept.
 

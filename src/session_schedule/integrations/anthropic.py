@@ -1,4 +1,4 @@
-"""The Anthropic Messages API: the three tools as strict ``ToolParam`` definitions, and a
+"""The Anthropic Messages API: the four tools as strict ``ToolParam`` definitions, and a
 conversation that runs each queued turn as new requests on one ``messages`` list, tool calls
 included, with the asynchronous client.
 

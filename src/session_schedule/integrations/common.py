@@ -63,7 +63,7 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def tool_specs(tools: ScheduleTools) -> tuple[ToolSpec, ...]:
-    """The three tools of ``tools``, their schemas in strict form."""
+    """The four tools of ``tools``, their schemas in strict form."""
     return tuple(
         ToolSpec(
             name=definition.name,

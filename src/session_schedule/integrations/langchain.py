@@ -1,4 +1,4 @@
-"""LangChain and LangGraph: the three tools as LangChain ``StructuredTool`` objects that work
+"""LangChain and LangGraph: the four tools as LangChain ``StructuredTool`` objects that work
 from asynchronous and synchronous code alike, a ready tool-calling LangGraph graph, and a
 conversation that runs each queued turn as a new run on one checkpointer thread.
 

@@ -1,4 +1,4 @@
-"""The OpenAI Chat Completions API: the three tools as strict function ``tools``, and a
+"""The OpenAI Chat Completions API: the four tools as strict function ``tools``, and a
 conversation that runs each queued turn as new requests on one ``messages`` list, tool calls
 included, with the asynchronous client.
 

@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK: the three tools as strict ``agents.FunctionTool`` objects, and a
+"""The OpenAI Agents SDK: the four tools as strict ``agents.FunctionTool`` objects, and a
 conversation that runs each queued turn as a new ``Runner.run`` on the same ``Session``.
 
 Needs the ``openai-agents`` extra: ``pip install 'session-schedule[openai-agents]'``.

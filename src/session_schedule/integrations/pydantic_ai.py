@@ -1,4 +1,4 @@
-"""PydanticAI: the three tools as ``pydantic_ai.Tool`` objects (strict mode), and a conversation
+"""PydanticAI: the four tools as ``pydantic_ai.Tool`` objects (strict mode), and a conversation
 that runs each queued turn as a new ``agent.run`` with the ``message_history`` kept.
 
 Needs the ``pydantic-ai`` extra: ``pip install 'session-schedule[pydantic-ai]'``.
@@ -11,7 +11,7 @@ from session_schedule.extras import require
 require("pydantic-ai", purpose="session_schedule.integrations.pydantic_ai")
 
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
@@ -36,8 +36,11 @@ def schedule_tools(tools: ScheduleTools) -> list[Tool[None]]:
 
     Their schemas are the strict ones (every property required, optional ones nullable, no
     ``default``), and ``strict`` is on, so providers that support strict tool calls enforce them.
-    A tool returns the result object; a model's mistake is an ``{"ok": false, ...}`` result,
-    never an exception.
+    The model's argument text reaches ``ScheduleTools`` unparsed (PydanticAI's own JSON reading
+    is bypassed), so hostile arguments — nested 10,000 deep, a 5,000-digit number, a lone
+    surrogate — get the tool's stable error like any other mistake, never an exception or a
+    parser's message. A tool returns the result as JSON text with hidden characters escaped
+    (``ScheduleTools.call_json``); a model's mistake is an ``{"ok": false, ...}`` result.
     """
     built: list[Tool[None]] = []
     for spec in tool_specs(tools):
@@ -47,18 +50,41 @@ def schedule_tools(tools: ScheduleTools) -> list[Tool[None]]:
             description=spec.description,
             json_schema=dict(spec.parameters),
         )
+        tool.function_schema.validator = _RAW  # type: ignore[assignment]
         tool.strict = True
         built.append(tool)
     return built
 
 
+_ARGUMENTS: Final = "_session_schedule_arguments"
+"""The one keyword the tool functions take: the model's arguments as it sent them."""
+
+
+class _RawArguments:
+    """An arguments "validator" that validates nothing: it hands the model's arguments (JSON
+    text, or what a provider already decoded) to the tool function as they came, for
+    ``ScheduleTools`` to judge with its own bounded, strict reading. PydanticAI passes the
+    arguments positionally."""
+
+    def validate_json(self, text: str | bytes | bytearray, /, **_: object) -> dict[str, object]:
+        return {_ARGUMENTS: text if isinstance(text, str) else bytes(text)}
+
+    def validate_python(self, value: object, /, **_: object) -> dict[str, object]:
+        if isinstance(value, dict) and list(value) == [_ARGUMENTS]:
+            return {_ARGUMENTS: value[_ARGUMENTS]}  # already wrapped (validated, re-validated)
+        return {_ARGUMENTS: value}
+
+
+_RAW: Final = _RawArguments()
+
+
 class _ToolFunction(Protocol):
-    def __call__(self, **arguments: object) -> Awaitable[dict[str, object]]: ...
+    def __call__(self, **arguments: object) -> Awaitable[str]: ...
 
 
 def _function(tools: ScheduleTools, spec: ToolSpec) -> _ToolFunction:
-    async def call(**arguments: object) -> dict[str, object]:
-        return await tools.call(spec.name, arguments)
+    async def call(**arguments: object) -> str:
+        return await tools.call_json(spec.name, arguments.get(_ARGUMENTS))
 
     call.__name__ = spec.name
     return call

@@ -156,8 +156,9 @@ _TAKE_DESCRIPTION: Final = (
 )
 _INSTRUCTIONS: Final = (
     "This server keeps durable reminders for one conversation (session {session}). Set them with "
-    "schedule_create, see them with schedule_list, change, snooze or pause them with "
-    "schedule_update, remove them with schedule_delete. A reminder "
+    "schedule_create, see them with schedule_list, move, change, postpone, snooze or pause them "
+    "with schedule_update (never by deleting and re-creating them), remove them with "
+    "schedule_delete. A reminder "
     f"that comes due is not pushed to you: call {TAKE_TOOL} to receive it. The server announces "
     f"due reminders through {PENDING_URI} (subscribe to it) and a log message; call {TAKE_TOOL} "
     "when it changes and at the start of each turn while reminders are set."

@@ -48,7 +48,10 @@ follow-up (``after_seconds: 1``) thus cannot make a model loop at full speed.
 Rule 5d — **quotas a person sets.** ``max_reminder_turns_per_day`` bounds the reminder turns in
 any 24 hours the same way (seeded from the log's queued reminder turns on start, so a restart
 does not reset it), and ``quiet_hours`` defers a delivery due during the person's quiet hours to
-their end (:mod:`session_schedule.core.quiet`); either frame says why the turn comes late.
+their end (:mod:`session_schedule.core.quiet`); either frame says why the turn comes late. A
+person may set them for one session (:meth:`LiveSchedule.set_quotas`, a ``schedule/quotas``
+entry, :mod:`session_schedule.session.quotas`): the session's latest entry, folded on start, beats
+the program's ``Settings`` field by field (an active-reminder quota only lowers ``max_active``).
 
 Rule 5c — **one owner, or one driver.** By default each LiveSchedule runs its own owner task.
 Built with ``driven=True`` it runs none: a host that keeps many sessions live calls
@@ -74,7 +77,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Literal, Self, TypeVar, TypeVarTuple, assert_never, final
+from typing import Literal, Self, TypeVar, TypeVarTuple, assert_never, cast, final
 
 import msgspec
 
@@ -121,6 +124,15 @@ from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import SessionHandle, schedule_changes
 from session_schedule.session.provenance import Provenance, ProvenanceLog
+from session_schedule.session.quotas import (
+    MAX_TURNS_PER_DAY as MAX_TURNS,
+)
+from session_schedule.session.quotas import (
+    QUOTAS_ENTRY_TYPE,
+    QuietHoursField,
+    QuotasEntry,
+    quotas_entry,
+)
 from session_schedule.session.turns import TurnQueued
 
 logger = logging.getLogger(__name__)
@@ -159,6 +171,28 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """The person's quiet hours: a delivery due within them waits until they end."""
 
 
+QuotaName = Literal["turns_per_day", "quiet_hours", "max_active"]
+"""The quotas a person sets for one session (:meth:`LiveSchedule.set_quota`)."""
+SetBy = Literal["session", "program"]
+
+
+@final
+class SessionQuotas(msgspec.Struct, frozen=True, kw_only=True):
+    """The quotas a live Schedule applies, and whether the session or the program set each."""
+
+    turns_per_day: int | None
+    """The most reminder turns in any 24 hours; ``None``: no such quota."""
+    turns_per_day_set_by: SetBy
+    quiet_hours: QuietHours | None
+    """Local hours during which a due reminder waits; ``None``: none."""
+    quiet_hours_set_by: SetBy
+    max_active: int
+    """The most active reminders."""
+    max_active_set_by: SetBy
+    program_max_active: int
+    """The program's bound, which a session's active-reminder quota cannot pass."""
+
+
 @final
 class LiveSchedule:
     """Schedule for one live Session, serving one agent.
@@ -193,6 +227,11 @@ class LiveSchedule:
             raise ValueError("max_reminder_turns_per_day must be at least 1 (or None)")
         quiet = self._settings.quiet_hours
         self._quiet = None if quiet is None else quiet_window(quiet)
+        # The quotas applied (the session's latest ``schedule/quotas`` entry, ``_chosen``, over
+        # the program's settings): reminder turns in any 24 hours, and the limits of creates.
+        self._per_day = per_day
+        self._limits = self._settings.limits
+        self._chosen: QuotasEntry | None = None
         self._queue = queue or AgentQueue()
         self._state = ScheduleFold(session=session.id)
         self._wake = asyncio.Event()
@@ -254,8 +293,14 @@ class LiveSchedule:
             state = resume.fold(self._session.id)
             state.replay(changes, seed_length=header.seed_length)
             self._state = state
-        if self._settings.max_reminder_turns_per_day is not None:
-            self._today.extend(self._turns_within(_DAY_SECONDS))
+        chosen = resume.quotas if resume is not None else None
+        try:
+            for entry in self._session.entries[max(start, header.seed_length) :]:
+                if entry.type == QUOTAS_ENTRY_TYPE and isinstance(entry.payload, QuotasEntry):
+                    chosen = entry.payload
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        self._apply(chosen)
         if self._driven:
             self._started = True
             return
@@ -351,6 +396,99 @@ class LiveSchedule:
         """
         return await self._queue.run(lambda: self._delete(arguments))
 
+    def quotas(self) -> SessionQuotas:
+        """The quotas this Schedule applies now (the session's, else the program's)."""
+        chosen = self._chosen
+        settings = self._settings
+
+        def set_by(value: object) -> SetBy:
+            return "program" if value is msgspec.UNSET else "session"
+
+        return SessionQuotas(
+            turns_per_day=self._per_day,
+            turns_per_day_set_by=set_by(msgspec.UNSET if chosen is None else chosen.turns_per_day),
+            quiet_hours=None if self._quiet is None else self._quiet.hours,
+            quiet_hours_set_by=set_by(msgspec.UNSET if chosen is None else chosen.quiet_hours),
+            max_active=self._limits.max_active,
+            max_active_set_by=set_by(msgspec.UNSET if chosen is None else chosen.max_active),
+            program_max_active=settings.limits.max_active,
+        )
+
+    async def set_quota(self, name: QuotaName, value: object) -> SessionQuotas:
+        """Set one of this session's quotas, as a person asked: ``value`` is the quota (an
+        ``int`` for ``turns_per_day`` and ``max_active``, a :class:`QuietHours` for
+        ``quiet_hours``), ``None`` for none (not for ``max_active``), or ``msgspec.UNSET`` for
+        the program's setting. Appends a ``schedule/quotas`` entry holding every quota the
+        session sets, awaits the barrier and applies it at once.
+
+        Raises ``ValueError`` with a sentence a person can act on for a value out of range, and
+        ``ScheduleError`` (``persistence_uncertain``) when the entry may not be durable.
+        """
+        return await self.set_quotas({name: value})
+
+    async def set_quotas(self, values: Mapping[QuotaName, object]) -> SessionQuotas:
+        """:meth:`set_quota` for several quotas at once, in one entry; none is set when one is
+        refused."""
+        return await self._queue.run(lambda: self._set_quotas(values))
+
+    async def _set_quotas(self, values: Mapping[QuotaName, object]) -> SessionQuotas:
+        checked = {
+            name: _checked_quota(name, value, self._settings.limits.max_active)
+            for name, value in values.items()
+        }
+        await self._barrier()
+        chosen = self._chosen
+        fields: dict[QuotaName, object] = {
+            "turns_per_day": msgspec.UNSET if chosen is None else chosen.turns_per_day,
+            "quiet_hours": msgspec.UNSET
+            if chosen is None or not isinstance(chosen.quiet_hours, QuietHoursField)
+            else chosen.quiet_hours.hours(),
+            "max_active": msgspec.UNSET if chosen is None else chosen.max_active,
+        }
+        if chosen is not None and chosen.quiet_hours is None:
+            fields["quiet_hours"] = None
+        fields.update(checked)
+        entry = quotas_entry(
+            at=self._clock.now(),
+            turns_per_day=cast("int | msgspec.UnsetType | None", fields["turns_per_day"]),
+            quiet_hours=cast("QuietHours | msgspec.UnsetType | None", fields["quiet_hours"]),
+            max_active=cast("int | msgspec.UnsetType", fields["max_active"]),
+        )
+        try:
+            self._session.append(QUOTAS_ENTRY_TYPE, entry)
+        except PersistenceUncertain as error:
+            raise error.as_schedule_error() from None
+        await self._barrier()
+        self._apply(entry)
+        # Quiet hours may have ended, or a quota been lifted: decide again now.
+        self._wake_owner()
+        return self.quotas()
+
+    def _apply(self, chosen: QuotasEntry | None) -> None:
+        """Apply the session's quotas ``chosen`` (``None``: the program's settings)."""
+        self._chosen = chosen
+        settings = self._settings
+        per_day = settings.max_reminder_turns_per_day
+        quiet = settings.quiet_hours
+        limits = settings.limits
+        if chosen is not None:
+            if not isinstance(chosen.turns_per_day, msgspec.UnsetType):
+                per_day = chosen.turns_per_day
+            if chosen.quiet_hours is None:
+                quiet = None
+            elif isinstance(chosen.quiet_hours, QuietHoursField):
+                quiet = chosen.quiet_hours.hours()
+            if not isinstance(chosen.max_active, msgspec.UnsetType):
+                limits = msgspec.structs.replace(
+                    limits, max_active=min(limits.max_active, chosen.max_active)
+                )
+        self._limits = limits
+        self._quiet = None if quiet is None else quiet_window(quiet)
+        self._per_day = per_day
+        self._today.clear()
+        if per_day is not None:
+            self._today.extend(self._turns_within(_DAY_SECONDS))
+
     async def pending(self) -> Delivery | None:
         """The delivery that a decision taken now would make, without making it; ``None`` when
         nothing is due. For hosts that pull their follow-ups and preview them first."""
@@ -387,7 +525,7 @@ class LiveSchedule:
             arguments,
             now=now,
             state=self._state,
-            limits=self._settings.limits,
+            limits=self._limits,
             chain_depth=made.depth,
         )
         self._append(change)
@@ -414,8 +552,12 @@ class LiveSchedule:
             arguments, now=now, state=self._state, limits=self._settings.limits
         )
         # An update from deep in a chain of reminder turns (a reminder snoozing or re-timing
-        # itself from its own turn) is refused as a create would be.
-        check_chain_depth(self._provenance_now().current().depth, self._settings.limits)
+        # itself from its own turn) is refused as a create would be; the update makes the
+        # reminder as deep as the turn (session/provenance.py Rule 4), so a reminder that keeps
+        # itself alive that way counts up and stops at the bound.
+        check_chain_depth(
+            self._provenance_now().current().depth, self._settings.limits, operation="update"
+        )
         for change in changes:
             self._append(change)
         record = self._state.get(schedule_id)
@@ -478,17 +620,18 @@ class LiveSchedule:
         return history
 
     def _provenance_now(self) -> ProvenanceLog:
-        """Which turn created each reminder, read from the log up to now: from the first entry,
-        so a chain survives a restart — or, for a Session opened from a checkpoint, from the
-        checkpoint on (with the turns pending there), so that opening stays cheap; a reminder
-        created before the checkpoint then counts as created outside any turn (depth 0)."""
+        """Which turn made or last changed each reminder, read from the log up to now: from the
+        checkpoint the Session was opened from, which records it for the active reminders (and
+        from the first entry for an older checkpoint that does not), so a chain keeps its depth
+        across a restart."""
         provenance = self._provenance
         if provenance is None:
-            provenance = ProvenanceLog(seed_length=self._session.header.seed_length)
+            seed_length = self._session.header.seed_length
             resume = self._session.resume
-            if resume is not None:
-                provenance.feed(resume.pending)
-                provenance.position = resume.position
+            if resume is not None and resume.provenance is not None:
+                provenance = ProvenanceLog.resumed(resume, seed_length=seed_length)
+            else:
+                provenance = ProvenanceLog(seed_length=seed_length)
             self._provenance = provenance
         try:
             provenance.feed(self._session.entries[provenance.position :])
@@ -711,7 +854,7 @@ class LiveSchedule:
                 )
                 return "agent refused"
             self._recent.append(now)
-            if self._settings.max_reminder_turns_per_day is not None:
+            if self._per_day is not None:
                 self._today.append(now)
             for change in delivery.changes:
                 self._append(change)
@@ -735,7 +878,7 @@ class LiveSchedule:
         settings = self._settings
         held_by = (settings.followup_limit, settings.followup_window_seconds)
         allowed = _window_allows_at(self._recent, now, *held_by)
-        per_day = settings.max_reminder_turns_per_day
+        per_day = self._per_day
         if per_day is not None:
             daily = _window_allows_at(self._today, now, per_day, _DAY_SECONDS)
             if daily > allowed:
@@ -901,6 +1044,39 @@ def _window_allows_at(
     if len(recent) < limit:
         return now
     return Instant(recent[-limit] + window)
+
+
+def _checked_quota(name: QuotaName, value: object, program_max_active: int) -> object:
+    """``value`` for the quota ``name`` if it is one a person may set; raises ``ValueError``
+    with a sentence a person can act on."""
+    if value is msgspec.UNSET:
+        return value
+    if name == "quiet_hours":
+        if value is None:
+            return value
+        if not isinstance(value, QuietHours):
+            raise TypeError("quiet hours are a QuietHours, None or msgspec.UNSET")
+        quiet_window(value)  # raises ValueError naming the problem
+        return value
+    if name == "turns_per_day":
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TURNS:
+            raise ValueError(
+                f"reminder turns per day must be a whole number from 1 to {MAX_TURNS:,}, "
+                "off or default."
+            )
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= program_max_active
+    ):
+        raise ValueError(
+            f"active reminders must be a whole number from 1 to {program_max_active}, the most "
+            "this program allows, or default."
+        )
+    return value
 
 
 def _as_is(view: ScheduleView) -> ScheduleView:

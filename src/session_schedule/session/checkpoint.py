@@ -52,6 +52,14 @@ still opens from a checkpoint, and a live Schedule reads its reminders' runs wit
 before it. A format-2 or 3 checkpoint is read as one without statuses (none was written while a
 record had one) and without runs: the history is then read from the log's first entry, and the
 next checkpoint written records it.
+
+Format 5 added ``provenance`` (which turn made or last changed each active reminder that a
+recorded turn did, with its chain depth, and the pending turns a person's message was seen in;
+see :mod:`session_schedule.session.provenance`) and ``quotas`` (the session's latest
+``schedule/quotas`` entry, :mod:`session_schedule.session.quotas`), so that a chain of reminder
+turns keeps its depth and a person's quotas hold when a session opens from a checkpoint. A
+format-2, 3 or 4 checkpoint is read as one without them: provenance is then read from the log's
+first entry (no quotas entry can precede it: no library that wrote one wrote that format).
 """
 
 from __future__ import annotations
@@ -78,16 +86,21 @@ from session_schedule.session.codec import Source, decode_payload, encode_payloa
 from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import LogEntry, ResumePoint
+from session_schedule.session.provenance import MadeBy, Provenance, ProvenanceLog
+from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, QuotasEntry, decode_quotas
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
     TurnFinished,
 )
 
-CHECKPOINT_VERSION: Final = 4
-READABLE: Final = frozenset({2, 3, CHECKPOINT_VERSION})
-"""The checkpoint formats this library uses: format 3 is format 4 without ``statuses`` and
-``runs``, format 2 format 3 without ``segments``."""
+CHECKPOINT_VERSION: Final = 5
+READABLE: Final = frozenset({2, 3, 4, CHECKPOINT_VERSION})
+"""The checkpoint formats this library uses: format 4 is format 5 without ``provenance`` and
+``quotas``, format 3 format 4 without ``statuses`` and ``runs``, format 2 format 3 without
+``segments``."""
+_RUNS_SINCE: Final = 4
+"""The first format that records ``runs``."""
 SUFFIX: Final = ".checkpoint"
 WINDOW: Final = 64
 """How many entries before the checkpoint's position it holds, decoded on open."""
@@ -131,6 +144,30 @@ class RunEntry(msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fiel
     id: str
     count: int
     run: OccurrenceRun
+
+
+@final
+class ProvenanceEntry(
+    msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fields=True, gc=False
+):
+    """Which turn made or last changed an active reminder, and its chain depth."""
+
+    id: str
+    made_by: MadeBy
+    occurrences: tuple[str, ...]
+    depth: int
+
+
+@final
+class ProvenanceRecord(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """The provenance a checkpoint records (format 5)."""
+
+    made: list[ProvenanceEntry]
+    """Each active reminder a recorded turn made or changed, in creation order."""
+    person_turns: list[int]
+    """The pending turns (by position) during which a person's message was recorded."""
 
 
 @final
@@ -184,6 +221,11 @@ class CheckpointFile(
     runs: list[RunEntry] | None = None
     """Each active reminder that has had a run: its latest run and run count, in creation
     order (format 4; ``None`` in older formats, which did not record them)."""
+    provenance: ProvenanceRecord | None = None
+    """Which turn made or last changed the active reminders (format 5; ``None`` in older
+    formats, which did not record it)."""
+    quotas: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    """The latest ``schedule/quotas`` payload, canonical, when the log holds one (format 5)."""
 
 
 @final
@@ -208,6 +250,9 @@ class Checkpoint(NamedTuple):
     pending: list[LogEntry]
     window: list[LogEntry]
     runs: tuple[tuple[ScheduleId, OccurrenceRun, int], ...] | None = None
+    provenance: tuple[tuple[ScheduleId, Provenance], ...] | None = None
+    person_turns: tuple[int, ...] = ()
+    quotas: QuotasEntry | None = None
 
     def resume_point(self) -> ResumePoint:
         """What the session's handle tells the schedule and the turn queue."""
@@ -224,6 +269,9 @@ class Checkpoint(NamedTuple):
                 if statuses.get(record.id, NO_STATUS) != NO_STATUS
             ),
             runs=self.runs,
+            provenance=self.provenance,
+            person_turns=self.person_turns,
+            quotas=self.quotas,
         )
 
 
@@ -260,21 +308,26 @@ class Progress:
     ``0 … position-1``.
 
     Entries before ``seed`` (a fork's inherited ones) add their ids to the fold and nothing else
-    (Rule 5) and queue no pending turn. Resumed from a checkpoint that did not record the runs
-    (an older format), it starts again from the log's first entry.
+    (Rule 5), queue no pending turn and set no quotas. Resumed from a checkpoint that did not
+    record the runs or the provenance (an older format), it starts again from the log's first
+    entry.
     """
 
-    __slots__ = ("_history", "_pending", "_seed", "position")
+    __slots__ = ("_history", "_pending", "_provenance", "_seed", "position", "quotas")
 
     def __init__(self, *, session: str, seed: int, resume: ResumePoint | None = None) -> None:
         self._seed = seed
-        if resume is None or resume.runs is None:
+        if resume is None or resume.runs is None or resume.provenance is None:
             self._history = OccurrenceLog(seed_length=seed, session=session, keep=False)
             self._pending: dict[int, LogEntry] = {}
+            self._provenance = ProvenanceLog(seed_length=seed)
+            self.quotas: QuotasEntry | None = None
             self.position = 0
         else:
             self._history = OccurrenceLog.resumed(resume, seed_length=seed, session=session)
             self._pending = {entry.position: entry for entry in resume.pending}
+            self._provenance = ProvenanceLog.resumed(resume, seed_length=seed)
+            self.quotas = resume.quotas
             self.position = resume.position
 
     @property
@@ -285,6 +338,11 @@ class Progress:
     def history(self) -> OccurrenceLog:
         """The active reminders' runs."""
         return self._history
+
+    @property
+    def provenance(self) -> ProvenanceLog:
+        """Which turn made or last changed each reminder."""
+        return self._provenance
 
     @property
     def pending(self) -> list[LogEntry]:
@@ -303,9 +361,12 @@ class Progress:
             if entry.position != self.position:
                 raise ValueError(f"entry {entry.position} follows entry {self.position - 1}")
             history.feed((entry,))
+            self._provenance.feed((entry,))
             self.position += 1
             if entry.type == CHANGE_EVENT_TYPE or entry.position < seed:
                 continue
+            if entry.type == QUOTAS_ENTRY_TYPE:
+                self.quotas = cast("QuotasEntry", entry.payload)
             if entry.type == TURN_QUEUED_TYPE:
                 pending[entry.position] = entry
             elif entry.type == TURN_FINISHED_TYPE:
@@ -338,6 +399,7 @@ def draft(
     state = progress.state
     records = state.by_creation()
     statuses = state.statuses()
+    made, person_turns = progress.provenance.snapshot(record.id for record in records)
     return CheckpointFile(
         checkpoint=CHECKPOINT_VERSION,
         library=library_version(),
@@ -363,6 +425,16 @@ def draft(
             RunEntry(schedule_id, count, run)
             for schedule_id, run, count in progress.history.summary()
         ],
+        provenance=ProvenanceRecord(
+            made=[
+                ProvenanceEntry(schedule_id, found.made_by, found.occurrences, found.depth)
+                for schedule_id, found in made
+            ],
+            person_turns=list(person_turns),
+        ),
+        quotas=[]
+        if progress.quotas is None
+        else [msgspec.Raw(encode_payload(QUOTAS_ENTRY_TYPE, progress.quotas)[1])],
     )
 
 
@@ -425,8 +497,12 @@ def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
         or any(not 0 <= turn.position < found.entries for turn in found.pending)
     ):
         return Rejected("invalid", "its counts are impossible")
-    if (found.checkpoint >= CHECKPOINT_VERSION) != (found.runs is not None) or (
-        found.checkpoint < CHECKPOINT_VERSION and found.statuses
+    if (
+        (found.checkpoint >= _RUNS_SINCE) != (found.runs is not None)
+        or (found.checkpoint < _RUNS_SINCE and found.statuses)
+        or (found.checkpoint >= CHECKPOINT_VERSION) != (found.provenance is not None)
+        or (found.checkpoint < CHECKPOINT_VERSION and found.quotas)
+        or len(found.quotas) > 1
     ):
         return Rejected("invalid", "its fields are not those of its format")
     return found
@@ -483,6 +559,10 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
         runs = None if found.runs is None else _runs(found, state)
         if isinstance(runs, str):
             return Rejected("invalid", runs)
+        provenance = None if found.provenance is None else _provenance(found.provenance, state)
+        if isinstance(provenance, str):
+            return Rejected("invalid", provenance)
+        quotas = decode_quotas(bytes(found.quotas[0])) if found.quotas else None
         pending = [
             decode_payload(TURN_QUEUED_TYPE, bytes(turn.data), turn.position, source)
             for turn in found.pending
@@ -492,14 +572,49 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
             decode_payload(entry.type, bytes(entry.data), first + index, source)
             for index, entry in enumerate(found.window)
         ]
-    except (ScheduleError, SessionCorrupt) as error:
+    except (ScheduleError, SessionCorrupt, ValueError) as error:
         return Rejected("invalid", str(error))
     positions = [entry.position for entry in pending]
     if positions != sorted(set(positions)):
         return Rejected("invalid", "its pending turns are not in log order")
+    person_turns = () if found.provenance is None else tuple(found.provenance.person_turns)
+    if not set(person_turns) <= set(positions):
+        return Rejected("invalid", "it names a person's turn that is not pending")
     return Checkpoint(
-        found.entries, found.offset, found.lines, found.chain, state, pending, window, runs
+        found.entries,
+        found.offset,
+        found.lines,
+        found.chain,
+        state,
+        pending,
+        window,
+        runs,
+        provenance,
+        person_turns,
+        quotas,
     )
+
+
+def _provenance(
+    found: ProvenanceRecord, state: ScheduleFold
+) -> tuple[tuple[ScheduleId, Provenance], ...] | str:
+    """The provenance ``found`` records, or why it is impossible."""
+    made: list[tuple[ScheduleId, Provenance]] = []
+    for entry in found.made:
+        schedule_id = ScheduleId(entry.id)
+        if schedule_id not in state:
+            return f"it records the provenance of {entry.id}, which is not active"
+        if entry.depth < 0 or (entry.made_by == "reminder") != bool(entry.occurrences):
+            return f"its provenance of {entry.id} is impossible"
+        made.append(
+            (
+                schedule_id,
+                Provenance(made_by=entry.made_by, occurrences=entry.occurrences, depth=entry.depth),
+            )
+        )
+    if len({schedule_id for schedule_id, _ in made}) != len(made):
+        return "it records the provenance of a reminder twice"
+    return tuple(made)
 
 
 def _runs(
@@ -565,6 +680,10 @@ def mismatch(
         differences.append("its active reminders are not the log's")
     if found.runs is not None and found.runs != expected.runs:
         differences.append("its reminders' runs are not the log's")
+    if found.provenance is not None and found.provenance != expected.provenance:
+        differences.append("its reminders' provenance is not the log's")
+    if [bytes(raw) for raw in found.quotas] != [bytes(raw) for raw in expected.quotas]:
+        differences.append("its quotas are not the log's")
     if _pending_bytes(found.pending) != _pending_bytes(expected.pending):
         differences.append("its pending turns are not the log's")
     if _window_bytes(found.window) != _window_bytes(expected.window):

@@ -52,6 +52,8 @@ from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
 
 if TYPE_CHECKING:
     from session_schedule.session.history import OccurrenceRun
+    from session_schedule.session.provenance import Provenance
+    from session_schedule.session.quotas import QuotasEntry
 
 FORMAT_VERSION: Final = 1
 DEFAULT_DUE_LIMIT: Final = 1000
@@ -128,6 +130,14 @@ class ResumePoint(NamedTuple):
     """Each active reminder's latest run and run count (what its view's ``runs`` and
     ``lastRun`` say), in creation order; ``None`` when the checkpoint did not record them (an
     older format): the history is then read from the log's first entry."""
+    provenance: tuple[tuple[ScheduleId, Provenance], ...] | None = None
+    """Which turn made or last changed each active reminder that a turn did, and its chain
+    depth, in creation order; ``None`` when the checkpoint did not record it (an older format):
+    provenance is then read from the log's first entry."""
+    person_turns: tuple[int, ...] = ()
+    """The positions of the pending turns during which a person's message was recorded."""
+    quotas: QuotasEntry | None = None
+    """The latest ``schedule/quotas`` entry among the first ``position`` entries, if any."""
 
     def fold(self, session: str) -> ScheduleFold:
         """The schedule fold of the first ``position`` entries (a new one on each call)."""

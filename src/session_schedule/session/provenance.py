@@ -18,6 +18,13 @@ created during a reminder turn has the deepest depth among the reminders that tu
 plus one. A reminder that re-creates itself from its own turn thus counts up by one each time,
 and :attr:`~session_schedule.core.rules.Limits.max_chain_depth` bounds it. A fork reads from its
 fork point, as its schedule does.
+
+Rule 4 — **updates count too.** An update, pause, resume or snooze of a reminder made during a
+turn makes that turn the reminder's provenance (``setDuring`` names the latest reminder turn that
+changed it), and its depth becomes the larger of the two — a depth never decreases. A reminder
+that snoozes or re-times itself from its own turn thus counts up by one each time, exactly as one
+that re-creates itself does, and cannot keep itself alive past the chain bound either. An update
+made outside any recorded turn leaves the provenance as it was.
 """
 
 from __future__ import annotations
@@ -27,10 +34,17 @@ from typing import Literal, TypeAlias, final
 
 import msgspec
 
-from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleCreateChange
+from session_schedule.core.changes import (
+    CHANGE_EVENT_TYPE,
+    ScheduleCreateChange,
+    SchedulePauseChange,
+    ScheduleResumeChange,
+    ScheduleSnoozeChange,
+    ScheduleUpdateChange,
+)
 from session_schedule.core.ids import ScheduleId
 from session_schedule.session.message import MessageEntry
-from session_schedule.session.port import LogEntry
+from session_schedule.session.port import LogEntry, ResumePoint
 from session_schedule.session.turns import TurnFinished, TurnQueued
 
 MadeBy: TypeAlias = Literal["person", "reminder", "host", "outside"]
@@ -61,6 +75,21 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
 
 
 OUTSIDE = Provenance(made_by="outside")
+_CHANGED_IN_PLACE = (
+    ScheduleUpdateChange,
+    SchedulePauseChange,
+    ScheduleResumeChange,
+    ScheduleSnoozeChange,
+)
+"""The changes a tool call makes to a reminder in place (Rule 4)."""
+
+
+def changed_during(before: Provenance, turn: Provenance) -> Provenance:
+    """The provenance of a reminder made ``before`` and then changed during ``turn`` (Rule 4):
+    that turn, at the larger of the two depths."""
+    if turn.made_by == "outside":
+        return before
+    return msgspec.structs.replace(turn, depth=max(before.depth, turn.depth))
 
 
 @final
@@ -74,6 +103,34 @@ class ProvenanceLog:
         self._pending: dict[int, tuple[TurnQueued, bool]] = {}
         """Unfinished turns by position: the entry, and whether a person's message was seen."""
         self._made: dict[ScheduleId, Provenance] = {}
+
+    @classmethod
+    def resumed(cls, resume: ResumePoint, *, seed_length: int = 0) -> ProvenanceLog:
+        """The provenance of a session's first ``resume.position`` entries, as a checkpoint
+        recorded it (``resume.provenance`` must not be ``None``): only the entries from there
+        on are read."""
+        if resume.provenance is None:
+            raise ValueError("this resume point does not record provenance")
+        provenance = cls(seed_length=seed_length)
+        person = set(resume.person_turns)
+        for entry in resume.pending:
+            if isinstance(entry.payload, TurnQueued):
+                provenance._pending[entry.position] = (entry.payload, entry.position in person)
+        provenance._made = dict(resume.provenance)
+        provenance.position = resume.position
+        return provenance
+
+    def snapshot(
+        self, active: Iterable[ScheduleId]
+    ) -> tuple[tuple[tuple[ScheduleId, Provenance], ...], tuple[int, ...]]:
+        """What a checkpoint records: the provenance of each of the ``active`` reminders that a
+        recorded turn made or changed, and the pending turns a person's message was seen in."""
+        made = tuple(
+            (schedule_id, found)
+            for schedule_id in active
+            if (found := self._made.get(schedule_id, OUTSIDE)) != OUTSIDE
+        )
+        return made, tuple(position for position, (_, person) in self._pending.items() if person)
 
     def feed(self, entries: Iterable[LogEntry]) -> None:
         """Read the entries that follow those read so far."""
@@ -92,6 +149,9 @@ class ProvenanceLog:
                     self._pending[first] = (self._pending[first][0], True)
             elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, ScheduleCreateChange):
                 self._made[ScheduleId(payload.schedule.id)] = self.current()
+            elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, _CHANGED_IN_PLACE):
+                schedule_id = ScheduleId(payload.id)
+                self._made[schedule_id] = changed_during(self.of(schedule_id), self.current())
 
     def current(self) -> Provenance:
         """The provenance a create appended now would have (Rules 1 to 3)."""

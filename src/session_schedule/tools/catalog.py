@@ -130,7 +130,9 @@ _CREATE: Final = (
     "user gave a time without a zone and you do not know theirs, ask before creating the "
     "reminder. The reminder is delivered only while this "
     "conversation is live and you are idle; it never interrupts a turn. If several recurring "
-    "reminders were missed, only the latest occurrence of each is delivered. Returns the "
+    "reminders were missed, only the latest occurrence of each is delivered. To move, change, "
+    "postpone, pause or snooze a reminder that already exists, call schedule_update instead: do "
+    "not create a second one. Returns the "
     "stored reminder with its id and its target time in UTC (scheduledAt)."
 )
 _PROMPT: Final = (

@@ -15,7 +15,9 @@ GET      ``/api/sessions/{id}/turns``           ``?before=P&limit=N``: the turns
 POST     ``/api/sessions/{id}/prompts``         ``{"text": ..., "zone": <IANA zone> | null}``
 POST     ``/api/sessions/{id}/tools/{name}``    offline mode: the person calls a tool; the
                                                 answer is the tool's result, once stored
-GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel
+GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for the side panel,
+                                                and ``standings``: each managed reminder's
+                                                standing in words, by id
 GET      ``/api/sessions/{id}/history``         every occurrence of its reminders and its
                                                 outcome, and ``away``: the reminders answered
                                                 since the person's last message
@@ -26,6 +28,8 @@ GET      ``/api/sessions/{id}/opening``         ``{"live": bool, "handover": <li
                                                 whether it is live here, and the line to show
                                                 while an open waits for another process (a
                                                 host) to hand it over (never waits itself)
+GET      ``/api/sessions/{id}/quotas``          the session's quotas and who set each
+POST     ``/api/sessions/{id}/quotas``          set some, as the chat does (``web/quotas.py``)
 =======  =====================================  =============================================
 
 A transcript turn is known by its position in the Session's log. The newest page of turns (at
@@ -70,6 +74,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.standing import standing
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import (
@@ -115,6 +120,7 @@ from session_schedule.web.live import (
     TurnView,
 )
 from session_schedule.web.problems import HttpProblem, loggable, problem_response, shorten
+from session_schedule.web.quotas import QuotasBody, quotas_view, set_quotas
 from session_schedule.web.security import AccessPolicy, SecurityMiddleware, access_policy
 
 logger = logging.getLogger(__name__)
@@ -308,6 +314,7 @@ class _Api:
             Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
             Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
             Route("/api/sessions/{session_id}/history", self.history, methods=["GET"]),
+            Route("/api/sessions/{session_id}/quotas", self.quotas, methods=["GET", "POST"]),
             Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
             Route("/api/sessions/{session_id}/opening", self.opening, methods=["GET"]),
         ]
@@ -454,7 +461,11 @@ class _Api:
                 loggable(result.error.message),
             )
             raise HttpProblem(status, _sentence(result.error.message))
-        return _json(result)
+        if not isinstance(result, ListResult):
+            return _json(result)
+        # The cards show a reminder's standing in the words the list and the chat use.
+        standings = {view.id: text for view in result.schedules if (text := standing(view))}
+        return _json({**msgspec.structs.asdict(result), "standings": standings})
 
     async def history(self, request: Request) -> Response:
         live = await self._live(request)
@@ -470,6 +481,17 @@ class _Api:
                 away=away(entries, seed_length=header.seed_length),
             )
         )
+
+    async def quotas(self, request: Request) -> Response:
+        """The session's quotas (``web/quotas.py``); a POST sets some, as the chat does."""
+        if request.method == "GET":
+            live = await self._live(request)
+            return _json(quotas_view(live.chat.schedule.quotas()))
+        session_id = _session_id(request.path_params["session_id"])
+        body = await self._body(request, QuotasBody)
+        live = await self._sessions.get(session_id)
+        logger.info("quotas set by the person in session %s", live.id)
+        return _json(await set_quotas(live.chat.schedule, body))
 
     async def events(self, request: Request) -> Response:
         if self._sessions.closing:

@@ -25,6 +25,7 @@
     source: null, // the EventSource of the open session
     skew: 0, // server clock minus browser clock, in ms
     schedules: [],
+    standings: {}, // id -> the reminder's standing in words (paused, snoozed until …), from the server
     refreshTimer: null,
     pendingRefresh: false,
     offline: false,
@@ -172,7 +173,7 @@
   // The forms act on the open session: usable only while one is open.
   function setUsable(usable) {
     for (const control of document.querySelectorAll(
-      "#composer textarea, #composer button, #fork-session, #tools button, #tools input, #tools select",
+      "#composer textarea, #composer button, #fork-session, #tools button, #tools input, #tools select, #quotas-form input, #quotas-form button",
     )) {
       control.disabled = !usable;
     }
@@ -336,6 +337,7 @@
       if (id !== state.sessionId) return;
       state.skew = Date.parse(data.now) - Date.now();
       state.schedules = data.schedules;
+      state.standings = data.standings || {};
       state.pendingRefresh = false;
       renderSchedules();
       $("schedules-note").textContent = "";
@@ -380,10 +382,9 @@
       const countdown = el("span", "countdown");
       countdown.dataset.target = schedule.scheduledAt;
       when.append(countdown);
-      if (schedule.snoozedUntil) when.append(el("span", "schedule-note", "snoozed"));
-      if (schedule.runsLeft !== undefined) {
-        when.append(el("span", "schedule-note", `${schedule.runsLeft} left`));
-      }
+      // The standing's words come from the server, as the list and the chat print them.
+      const standing = state.standings[schedule.id];
+      if (standing) when.append(el("span", "schedule-note", standing));
       item.append(when);
       const last = schedule.lastRun;
       const runs = schedule.runs || 0;
@@ -710,6 +711,7 @@
     state.loadingEarlier = false;
     showEarlierControl();
     state.schedules = [];
+    state.standings = {};
     clearPending();
     if (switching) $("prompt").value = ""; // a draft belongs to the session it was typed in
     $("transcript").replaceChildren();
@@ -742,7 +744,57 @@
     await loadSessions();
     openStream(id);
     await refreshSchedules();
+    await refreshQuotas();
     await showAway(id);
+  }
+
+  // -- quotas (GET/POST /api/sessions/{id}/quotas) ---------------------------------------------
+
+  function renderQuotas(quotas) {
+    const by = (setBy) => (setBy === "session" ? "set for this session" : "the program's setting");
+    const items = quotas
+      ? [
+          `Reminder turns per day: ${quotas.turnsPerDay ?? "no limit"} (${by(quotas.turnsPerDaySetBy)})`,
+          `Quiet hours: ${quotas.quietHoursText ?? "none"} (${by(quotas.quietHoursSetBy)})`,
+          `Active reminders: at most ${quotas.maxActive} (${by(quotas.maxActiveSetBy)}; the program allows ${quotas.programMaxActive})`,
+        ]
+      : [];
+    $("quotas").replaceChildren(...items.map((text) => el("li", null, text)));
+  }
+
+  async function refreshQuotas() {
+    const id = state.sessionId;
+    if (!id) return renderQuotas(null);
+    const quotas = await api("GET", sessionPath(id, "quotas"));
+    if (id === state.sessionId) renderQuotas(quotas);
+  }
+
+  // A field as typed: a number, "off" (null) or "default"; empty: left out, so it stays.
+  function quotaValue(text, numeric) {
+    const word = text.trim();
+    if (!word) return undefined;
+    if (word.toLowerCase() === "off") return null;
+    if (word.toLowerCase() === "default") return "default";
+    return numeric && /^[0-9]+$/.test(word) ? Number(word) : word;
+  }
+
+  async function submitQuotas(event) {
+    event.preventDefault();
+    const form = event.target;
+    const body = {};
+    for (const [name, numeric] of [["turnsPerDay", true], ["quietHours", false], ["maxActive", true]]) {
+      const value = quotaValue(form.elements[name].value, numeric);
+      if (value !== undefined) body[name] = value;
+    }
+    await submitOnce(form, async () => {
+      try {
+        renderQuotas(await api("POST", sessionPath(state.sessionId, "quotas"), body));
+        return true;
+      } catch (error) {
+        notice(error.message);
+        return false;
+      }
+    });
   }
 
   async function newSession() {
@@ -896,6 +948,7 @@
     $("new-session").addEventListener("click", () => newSession().catch(show));
     $("fork-session").addEventListener("click", () => forkSession(null).catch(show));
     $("show-earlier").addEventListener("click", () => loadEarlier().catch(show));
+    $("quotas-form").addEventListener("submit", submitQuotas);
     $("session-select").addEventListener("change", (event) => {
       openSession(event.target.value).catch(show);
     });
