@@ -128,6 +128,27 @@ async def test_a_session_opens_before_its_target_delivers_and_closes_when_idle(
 
 
 @in_virtual_time
+async def test_more_due_sessions_than_max_open_are_opened_in_order_as_others_close(
+    store: MemorySessionStore, clock: FakeClock, agents: Agents
+) -> None:
+    # Created latest target first: the host opens them by target, not by creation.
+    sessions = [await session_with(store, clock, seconds) for seconds in (64, 63, 62, 61, 60)]
+    settings = HostSettings(lead_seconds=30, poll_seconds=600, max_open=2, max_opening=1)
+    async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
+        await run_for(clock, host, 59)
+        assert len(host.open_sessions) == 2  # the rest wait in the queue, not for the poll
+        await run_for(clock, host, 5)  # 64 s: every target has come, long before the next poll
+        for session_id in sessions:
+            assert len(agents.followups(session_id)) == 1
+            assert await dispatched(store, session_id) == ["sch_1"]
+        assert list(agents.made) == sessions[::-1]
+        assert host.stats.polls == 1
+        await run_for(clock, host, 1)
+        assert host.open_sessions == frozenset()
+        assert host.stats.opened == host.stats.closed == 5
+
+
+@in_virtual_time
 async def test_a_session_held_elsewhere_is_skipped_and_retried(
     store: MemorySessionStore, clock: FakeClock, agents: Agents
 ) -> None:

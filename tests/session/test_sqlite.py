@@ -26,6 +26,7 @@ from session_schedule.session import (
     SessionId,
     SessionNotFound,
     SqliteSessionStore,
+    checkpoint,
 )
 from session_schedule.session import sqlite as sqlite_module
 from session_schedule.testing.session_contract import (
@@ -119,6 +120,45 @@ class TestStorage:
             assert handle.flush_count == 1
         assert len(threads) == 1
         assert threads[0].startswith("session-worker-")
+
+    @contract_test
+    async def test_commits_are_synced_and_checkpoints_are_not(
+        self, store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        seen: list[tuple[str, int]] = []
+        real_insert, real_checkpoint = sqlite_module._insert, sqlite_module._write_checkpoint
+
+        def synchronous(connection: sqlite3.Connection) -> int:
+            value: int = connection.execute("PRAGMA synchronous").fetchone()[0]
+            return value
+
+        def insert(
+            connection: sqlite3.Connection,
+            rows: list[sqlite_module.Row],
+            index: tuple[SessionId, Instant | None] | None,
+        ) -> None:
+            seen.append(("commit", synchronous(connection)))
+            real_insert(connection, rows, index)
+
+        def write_checkpoint(
+            connection: sqlite3.Connection,
+            session_id: SessionId,
+            content: checkpoint.CheckpointFile,
+        ) -> bool:
+            seen.append(("checkpoint", synchronous(connection)))
+            return real_checkpoint(connection, session_id, content)
+
+        monkeypatch.setattr(sqlite_module, "_insert", insert)
+        monkeypatch.setattr(sqlite_module, "_write_checkpoint", write_checkpoint)
+        async with await store.create(now=NOW) as handle:
+            for number in range(1100):  # past a checkpoint's 1,024 entries
+                handle.append("message", turn(number))
+            await handle.barrier()
+            handle.append("message", turn(1100))
+            await handle.barrier()
+        full, normal = 2, 1
+        assert [value for kind, value in seen if kind == "commit"] == [full, full]
+        assert [value for kind, value in seen if kind == "checkpoint"] == [normal, normal]
 
     @contract_test
     async def test_reading_a_missing_database_creates_nothing(

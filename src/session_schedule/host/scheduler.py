@@ -55,6 +55,13 @@ waiting for. Such a session is closed as soon as no pass is running and its agen
 in flight finishes first; no new pass starts), and is not opened again while the request is live:
 each attempt finds it requested (or held by the front end) and retries ``busy_retry_seconds``
 later, so the host takes the session back once the front end has closed it.
+
+Rule 8 — **past ``max_open``, due sessions queue.** A session whose open comes due while
+``max_open`` sessions are open or being opened (or fewer, under Rule 6's cap) waits in a queue
+ordered by its planned instant (the index's order for a tie), and is opened as soon as another
+closes — not at the next poll. A poll does not plan a queued session again. So a stampede
+(every session due in the same second) flows through the host at the rate sessions open,
+deliver and close.
 """
 
 from __future__ import annotations
@@ -125,7 +132,7 @@ class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
     failed_retry_seconds: float = 60.0
     """A session that failed to open, or whose Schedule stopped, is tried again this much later."""
     max_open: int = 1000
-    """At most this many sessions are open at once; more wait for the next poll."""
+    """At most this many sessions are open at once; more wait in a queue (Rule 8)."""
     max_opening: int = 16
     """At most this many sessions are being opened at once."""
     due_limit: int = 10_000
@@ -220,6 +227,9 @@ class ScheduleHost:
         self._sequence = 0
         self._slots: dict[SessionId, _Slot] = {}
         self._opening: set[SessionId] = set()
+        self._queued: list[tuple[Instant, int, SessionId]] = []
+        """Rule 8: sessions due to open past ``max_open``, by their planned instant."""
+        self._queued_ids: set[SessionId] = set()
         self._open_gate = asyncio.Semaphore(self._settings.max_opening)
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiting: dict[asyncio.Task[None], _Slot | bool] = {}
@@ -333,6 +343,7 @@ class ScheduleHost:
                     self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
                 self._check_due()
                 self._run_due(now)
+                self._admit()
                 await self._sleep(self._bounded(now))
         except asyncio.CancelledError:
             raise
@@ -358,7 +369,7 @@ class ScheduleHost:
         self._ceiling = None
         lead = round(settings.lead_seconds * MS_PER_SECOND)
         for session_id, target in due:
-            if session_id in self._slots or session_id in self._opening:
+            if self._held(session_id) or session_id in self._queued_ids:
                 continue
             planned = self._planned.get(session_id)
             open_at = Instant(max(now, target - lead))
@@ -381,11 +392,10 @@ class ScheduleHost:
                 continue  # superseded, or run already through the other heap
             del self._planned[session_id]
             if planned[1] != "step":
-                if session_id not in self._slots and session_id not in self._opening:
-                    if len(self._slots) + len(self._opening) >= self._open_limit():
-                        continue  # the next poll finds it again
-                    self._opening.add(session_id)
-                    self._spawn(self._open(session_id), f"open {session_id}")
+                if not self._held(session_id) and session_id not in self._queued_ids:
+                    # Rule 8: queued in the order of the plans, opened as soon as there is room.
+                    heapq.heappush(self._queued, (planned[0], sequence, session_id))
+                    self._queued_ids.add(session_id)
             else:
                 slot = self._slots.get(session_id)
                 if slot is not None and slot.handing_over:
@@ -393,6 +403,21 @@ class ScheduleHost:
                 elif slot is not None and not slot.stepping:
                     slot.stepping = True
                     self._spawn(self._step(session_id, slot), f"step {session_id}", waiting=slot)
+
+    def _admit(self) -> None:
+        """Rule 8: open queued sessions, earliest plan first, while fewer than the limit are
+        open or opening."""
+        limit = self._open_limit()
+        while self._queued and len(self._slots) + len(self._opening) < limit:
+            _, _, session_id = heapq.heappop(self._queued)
+            self._queued_ids.discard(session_id)
+            if self._held(session_id) or session_id in self._planned:
+                continue  # opened meanwhile, or planned again (a retry)
+            self._opening.add(session_id)
+            self._spawn(self._open(session_id), f"open {session_id}")
+
+    def _held(self, session_id: SessionId) -> bool:
+        return session_id in self._slots or session_id in self._opening
 
     def _bounded(self, now: Instant) -> float:
         seconds = self._settings.max_wait_seconds
