@@ -5,7 +5,8 @@ benchmark's mix: creates, dispatches at new minutes, deletes) and opens and clos
 has its checkpoint, as a session in use does. Then, each in a fresh process, ``--repeat`` times:
 a raw copy of the file's bytes, ``store.fork`` of the whole session (closing the fork at once),
 opening the parent (``store.open`` plus ``LiveSchedule.start``), and opening the fork the same
-way. Prints medians of wall time and the ratios to the raw copy and to the parent's open.
+way, then once more without the fork's checkpoint (a fork whose creator never closed it).
+Prints medians of wall time and the ratios to the raw copy and to the parent's open.
 
     python3 dev.py bench fork [--changes N] [--repeat R]
 """
@@ -66,6 +67,10 @@ async def child(operation: str, data: Path) -> float:
     elif operation == "fork":
         handle = await store.fork(SID, now=FakeClock(NOW).now(), session_id=FORK)
         await handle.close()
+    elif operation == "open-fork-cold":
+        store.checkpoint_path(FORK).unlink()
+        start = time.perf_counter()
+        await open_and_close(store, FORK)
     elif operation == "open-parent":
         await open_and_close(store, SID)
     else:
@@ -103,13 +108,14 @@ def main() -> None:
         data = Path(tmp) / "data"
         asyncio.run(build(data, args.changes))
         size = JsonlSessionStore(data).path_of(SID).stat().st_size
-        times: dict[str, list[float]] = {k: [] for k in ("copy", "fork", "parent", "open")}
+        times: dict[str, list[float]] = {k: [] for k in ("copy", "fork", "parent", "open", "cold")}
         for _ in range(args.repeat):
             reset(data)
             times["copy"].append(run_child("copy", data))
             times["fork"].append(run_child("fork", data))
             times["parent"].append(run_child("open-parent", data))
             times["open"].append(run_child("open-fork", data))
+            times["cold"].append(run_child("open-fork-cold", data))
         med = {k: statistics.median(v) for k, v in times.items()}
         print(
             f"JSONL session of {args.changes:,} changes ({size / 1e6:.1f} MB), "
@@ -124,6 +130,10 @@ def main() -> None:
         print(
             f"  open the fork                  {med['open'] * 1e3:8.1f} ms"
             f"  {med['open'] / med['parent']:6.1f}x the parent's open"
+        )
+        print(
+            f"  open the fork, no checkpoint   {med['cold'] * 1e3:8.1f} ms"
+            f"  {med['cold'] / med['parent']:6.1f}x the parent's open"
         )
 
 
