@@ -5,7 +5,7 @@ benchmark's mix: creates, dispatches at new minutes, deletes) and opens and clos
 has its checkpoint, as a session in use does. Then, each in a fresh process, ``--repeat`` times:
 a raw copy of the file's bytes, ``store.fork`` of the whole session (closing the fork at once),
 opening the parent (``store.open`` plus ``LiveSchedule.start``), and opening the fork the same
-way, then once more without the fork's checkpoint (a fork whose creator never closed it).
+way, then once more without the fork's checkpoint (which is never fsync'd: a power cut can lose it).
 Prints medians of wall time and the ratios to the raw copy and to the parent's open.
 
     python3 dev.py bench fork [--changes N] [--repeat R]
