@@ -1,0 +1,141 @@
+"""Forking a JSONL session and opening the fork, against copying its bytes and opening its parent.
+
+Builds a format-2 JSONL session of ``--changes`` realistic history changes (the replay
+benchmark's mix: creates, dispatches at new minutes, deletes) and opens and closes it once so it
+has its checkpoint, as a session in use does. Then, each in a fresh process, ``--repeat`` times:
+a raw copy of the file's bytes, ``store.fork`` of the whole session (closing the fork at once),
+opening the parent (``store.open`` plus ``LiveSchedule.start``), and opening the fork the same
+way, then once more without the fork's checkpoint (which is never fsync'd: a power cut can lose it).
+Prints medians of wall time and the ratios to the raw copy and to the parent's open.
+
+    python3 dev.py bench fork [--changes N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.runtime.turns import TurnQueue
+from session_schedule.session import JsonlSessionStore, SessionId
+from session_schedule.testing import FakeClock
+
+SID = SessionId("s_benchopen000")  # the id open_session.write_jsonl writes
+FORK = SessionId("s_benchfork001")
+NOW = "2026-11-29T20:00:00.000Z"
+
+
+async def open_and_close(store: JsonlSessionStore, session_id: SessionId) -> None:
+    handle = await store.open(session_id)
+    turns = TurnQueue(handle)
+    live = LiveSchedule(handle, turns, clock=FakeClock(NOW))
+    await live.start()
+    await live.close()
+    await turns.close()
+    await handle.close()
+
+
+async def build(data: Path, changes: int) -> None:
+    from open_session import write_jsonl  # noqa: PLC0415 - only in the parent process
+    from replay import synthetic_log  # noqa: PLC0415
+
+    store = JsonlSessionStore(data)
+    data.mkdir(mode=0o700)
+    write_jsonl(store.path_of(SID), synthetic_log(changes))
+    await open_and_close(store, SID)  # writes the parent's checkpoint
+
+
+async def child(operation: str, data: Path) -> float:
+    store = JsonlSessionStore(data)
+    start = time.perf_counter()
+    if operation == "copy":
+        target = data / "copy.tmp"
+        shutil.copyfile(store.path_of(SID), target)
+        with target.open("rb") as file:
+            os.fsync(file.fileno())
+    elif operation == "fork":
+        handle = await store.fork(SID, now=FakeClock(NOW).now(), session_id=FORK)
+        await handle.close()
+    elif operation == "open-fork-cold":
+        store.checkpoint_path(FORK).unlink()
+        start = time.perf_counter()
+        await open_and_close(store, FORK)
+    elif operation == "open-parent":
+        await open_and_close(store, SID)
+    else:
+        await open_and_close(store, FORK)
+    return time.perf_counter() - start
+
+
+def reset(data: Path) -> None:
+    """Remove the fork (and the raw copy) so the next ``fork`` run starts as the first did."""
+    for path in data.iterdir():
+        if path.name.startswith((FORK, "copy")) or FORK in path.name:
+            path.unlink()
+
+
+def run_child(operation: str, data: Path) -> float:
+    out = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, __file__, "--child", operation, str(data)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(asyncio.run(child(args.child[0], Path(args.child[1]))))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        asyncio.run(build(data, args.changes))
+        size = JsonlSessionStore(data).path_of(SID).stat().st_size
+        times: dict[str, list[float]] = {k: [] for k in ("copy", "fork", "parent", "open", "cold")}
+        for _ in range(args.repeat):
+            reset(data)
+            times["copy"].append(run_child("copy", data))
+            times["fork"].append(run_child("fork", data))
+            times["parent"].append(run_child("open-parent", data))
+            times["open"].append(run_child("open-fork", data))
+            times["cold"].append(run_child("open-fork-cold", data))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(
+            f"JSONL session of {args.changes:,} changes ({size / 1e6:.1f} MB), "
+            f"medians of {args.repeat} fresh processes:"
+        )
+        print(f"  raw copy of the bytes (fsync)  {med['copy'] * 1e3:8.1f} ms")
+        print(
+            f"  fork                           {med['fork'] * 1e3:8.1f} ms"
+            f"  {med['fork'] / med['copy']:6.1f}x the raw copy"
+        )
+        print(f"  open the parent (checkpoint)   {med['parent'] * 1e3:8.1f} ms")
+        print(
+            f"  open the fork                  {med['open'] * 1e3:8.1f} ms"
+            f"  {med['open'] / med['parent']:6.1f}x the parent's open"
+        )
+        print(
+            f"  open the fork, no checkpoint   {med['cold'] * 1e3:8.1f} ms"
+            f"  {med['cold'] / med['parent']:6.1f}x the parent's open"
+        )
+
+
+if __name__ == "__main__":
+    main()
