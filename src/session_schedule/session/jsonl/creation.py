@@ -4,8 +4,9 @@
 (``.<session id>.<random>.tmp``, mode ``0600``), which is locked, fsync'd and then hard-linked to
 the session's name (``link`` never replaces an existing session) before the directory is
 fsync'd. A crash leaves either no session or a complete one (and perhaps a stray ``.tmp`` file,
-which nothing reads). The new file is locked before it has its public name, so no other process
-can own it first.
+which nothing reads). The new session is owned (its byte of the store's lock file, see
+:mod:`session_schedule.session.owners`) and its file locked before it has its public name, so
+no other owner can take it first.
 
 A fork copies its parent's format-2 lines verbatim (their chain starts at the seed, so a copied
 entry keeps its checksum); a format-1 parent's entries are written anew in format 2.
@@ -21,9 +22,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from session_schedule.session.codec import encode_payload
-from session_schedule.session.errors import session_exists
+from session_schedule.session.descriptors import CachedDescriptor, DescriptorCache
+from session_schedule.session.errors import session_busy, session_exists
 from session_schedule.session.ids import SessionId, new_session_id
-from session_schedule.session.jsonl.files import SUFFIX, ensure_directory
+from session_schedule.session.jsonl.files import SUFFIX, ensure_directory, reopener
 from session_schedule.session.jsonl.opening import Opened
 from session_schedule.session.lines import (
     CHAIN_SEED,
@@ -33,6 +35,7 @@ from session_schedule.session.lines import (
     header_line_for,
     new_checksums,
 )
+from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import LogEntry, SessionHeader
 from session_schedule.session.private import sync_directory
 
@@ -67,26 +70,42 @@ def create_session(
     chosen: SessionId | None,
     header_for: Callable[[SessionId], SessionHeader],
     seed: Seed,
+    owners: OwnerLocks,
+    cache: DescriptorCache,
 ) -> Opened:
-    """Create and lock a new session file holding the header and the seed's lines."""
+    """Create and own a new session file holding the header and the seed's lines."""
     ensure_directory(data_dir)
     body = b"".join(line + b"\n" for line in seed.lines)
     while True:
         session_id = chosen or new_session_id()
-        header = header_for(session_id)
-        fd = _publish(data_dir, session_id, header_line_for(header) + body)
-        if fd is not None:
-            sync_directory(data_dir)
-            return Opened(
-                fd,
-                header,
-                list(seed.entries),
-                seed.checksums,
-                1 + len(seed.lines),
-                len(header_line_for(header)),
-            )
-        if chosen is not None:
-            raise session_exists(session_id, str(data_dir))
+        # Owned before its file has its name: no other owner can take it first.
+        if not owners.acquire(session_id):
+            if chosen is not None:
+                raise session_busy(session_id)
+            continue
+        try:
+            header = header_for(session_id)
+            line = header_line_for(header)
+            fd = _publish(data_dir, session_id, line + body)
+            if fd is not None:
+                sync_directory(data_dir)
+        except BaseException:
+            owners.release(session_id)
+            raise
+        if fd is None:
+            owners.release(session_id)
+            if chosen is not None:
+                raise session_exists(session_id, str(data_dir))
+            continue
+        path = data_dir / f"{session_id}{SUFFIX}"
+        return Opened(
+            CachedDescriptor(cache, fd, reopener(path, fd)),
+            header,
+            list(seed.entries),
+            seed.checksums,
+            1 + len(seed.lines),
+            len(line),
+        )
 
 
 def _publish(data_dir: Path, session_id: SessionId, content: bytes) -> int | None:

@@ -1,7 +1,8 @@
 """The owner of one JSONL session file: appends, barriers, commit records, checkpoints.
 
-A :class:`JsonlSessionHandle` holds the file's descriptor and its ``flock`` (see
-:mod:`.opening`); the behaviour every store's handle shares (positions, the live view,
+A :class:`JsonlSessionHandle` holds the session's ownership and its file's descriptor, which the
+process's descriptor cache may close while the session is idle and open again when it is used
+(see :mod:`.opening`); the behaviour every store's handle shares (positions, the live view,
 poisoning) is :class:`~session_schedule.session.handle.LogHandle`'s. What this one adds, after
 SPEC §9:
 
@@ -57,6 +58,7 @@ from session_schedule.session.lines import (
     commit_line,
     entry_line,
 )
+from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.targets import holds_changes
 from session_schedule.session.worker import Worker
 
@@ -66,7 +68,7 @@ _log: Final = logging.getLogger("session_schedule.session.jsonl")
 
 @final
 class JsonlSessionHandle(LogHandle):
-    """The owner of one session file: holds its descriptor and its ``flock``."""
+    """The owner of one session file: holds its ownership and its (cached) descriptor."""
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class JsonlSessionHandle(LogHandle):
         path: Path,
         worker: Worker,
         index: TargetIndexFile,
+        owners: OwnerLocks,
         flush_on_loop: bool = True,
     ) -> None:
         entries = opened.entries
@@ -82,7 +85,7 @@ class JsonlSessionHandle(LogHandle):
         if opened.header.format == 2 and older is None:
             # Every entry is held until the first checkpoint written while open covers some.
             head = TailStart(0, opened.head, 1, CHAIN_SEED)
-            older = Prefix(opened.fd, opened.header, [head], source_of(opened.header.id))
+            older = Prefix(opened.file, opened.header, [head], source_of(opened.header.id))
             entries = LazyEntries(0, list(entries), older.read, chunk=segments.CHUNK)
         super().__init__(
             header=opened.header,
@@ -103,7 +106,10 @@ class JsonlSessionHandle(LogHandle):
         self._checksums = opened.checksums
         self._origin = opened.origin
         self._prefix_bytes = opened.offset
-        self._fd = opened.fd
+        self._file = opened.file
+        """The file's descriptor, in the process's descriptor cache: used only inside
+        ``use()`` (it may have been closed while idle, and is then opened again)."""
+        self._owners = owners
         self._path = path
         self._worker = worker
         self._lines = opened.lines
@@ -145,7 +151,8 @@ class JsonlSessionHandle(LogHandle):
             raise IndexError(f"session {self.id} has no entry {position}")
         if position < self._origin:
             # Before a checkpoint: the chain is read from the file (as the entries are).
-            prefix = read_prefix(self._fd, self._prefix_bytes, source_of(self.id), self._origin + 1)
+            with self._file.use() as fd:
+                prefix = read_prefix(fd, self._prefix_bytes, source_of(self.id), self._origin + 1)
             return prefix.checksums[position]
         return self._checksums[position - self._origin]
 
@@ -157,7 +164,8 @@ class JsonlSessionHandle(LogHandle):
             previous = self._checksums[-1] if position else CHAIN_SEED
             line, checksum = entry_line(position, entry_type, data, previous)
         commit = self._unwritten_commit
-        write_all(self._fd, line if commit is None else commit + line)
+        with self._file.use(dirty=True) as fd:
+            write_all(fd, line if commit is None else commit + line)
         if commit is not None:
             self._unwritten_commit = None
             self._commit_lines += 1
@@ -186,7 +194,7 @@ class JsonlSessionHandle(LogHandle):
         # Scheduled first: should the fsync fail, the callback finds the handle poisoned and
         # does nothing.
         asyncio.get_running_loop().call_soon(self._after_flush, target)
-        os.fsync(self._fd)
+        self._file.sync()
         self._unwritten_commit = commit
         if checkpoint_due:
             self._checkpoint_end = end
@@ -221,27 +229,27 @@ class JsonlSessionHandle(LogHandle):
             return
         self._unwritten_commit = None
         try:
-            write_all(self._fd, commit)
+            with self._file.use() as fd:
+                write_all(fd, commit)
         except OSError as error:
             self._write_failure = f"writing a commit record failed: {error}"
             return
         self._commit_lines += 1
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
-        fd = self._fd
+        file = self._file
         indexed = self._index_due or self._holds_changes(durable, target)
         self._index_due = False
         if self.header.format == 1:
-            return self._flushed(
-                self._worker.submit(lambda: os.fsync(fd)), target=target, indexed=indexed
-            )
+            return self._flushed(self._worker.submit(file.sync), target=target, indexed=indexed)
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
         commit = commit_line(target, self._checksums[target - 1 - self._origin])
 
         def flush() -> None:
-            os.fsync(fd)
-            write_all(fd, commit)
+            file.sync()
+            with file.use() as fd:
+                write_all(fd, commit)
             self._commit_lines += 1
 
         return self._flushed(self._worker.submit(flush), target=target, indexed=indexed)
@@ -278,7 +286,8 @@ class JsonlSessionHandle(LogHandle):
         """Where the commit record for ``target`` entries ends: the file as it is now, followed
         by ``after`` (that commit record, when it is not written yet, or nothing)."""
         try:
-            size = os.fstat(self._fd).st_size
+            with self._file.use() as fd:
+                size = os.fstat(fd).st_size
         except OSError as error:
             _log.warning("session %s: no checkpoint written: %s", self.id, error)
             return None
@@ -303,7 +312,8 @@ class JsonlSessionHandle(LogHandle):
         if end is None:
             return
         try:
-            write_all(self._fd, commit)  # durable with the next fsync, as any commit record
+            with self._file.use() as fd:
+                write_all(fd, commit)  # durable with the next fsync, as any commit record
         except OSError as error:
             self._write_failure = f"writing a commit record failed: {error}"
             return
@@ -333,13 +343,15 @@ class JsonlSessionHandle(LogHandle):
         segment_starts = segments_of(self._index_starts(), end)
         self._checkpoint_posted = end.entries
         self._posted_ends.append(end)
-        session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
+        session_id, file, where = self.id, self._file, checkpoint_path(self._path)
         entries, fold = self._entries, self._next_target
         loop = asyncio.get_running_loop()
 
         def save() -> None:
             try:
-                if commit_ending_at(fd, end.offset) != (end.entries, end.chain):
+                with file.use() as fd:
+                    ending = commit_ending_at(fd, end.offset)
+                if ending != (end.entries, end.chain):
                     _log.info(
                         "session %s: no checkpoint written at %d entries: the file does not "
                         "end with their commit record where it did",
@@ -399,7 +411,8 @@ class JsonlSessionHandle(LogHandle):
         """
         session_id, entries, end = self.id, self._entries, len(self._entries)
         try:
-            status = os.fstat(self._fd)
+            with self._file.use() as fd:
+                status = os.fstat(fd)
         except OSError as error:
             _log.warning("session %s: its next target was not indexed: %s", session_id, error)
             return
@@ -409,7 +422,7 @@ class JsonlSessionHandle(LogHandle):
         self._worker.post(lambda: index.record(session_id, fold.after(entries, end), status))
 
     async def _release(self) -> None:
-        fd = self._fd
+        file, owners, session_id = self._file, self._owners, self.id
         if self._poison() is None:
             self._write_unwritten_commit()
         self._closed_fd = True
@@ -424,7 +437,9 @@ class JsonlSessionHandle(LogHandle):
                     save()
                 except (OSError, ScheduleError, ValueError) as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
-            os.close(fd)
+            # The descriptor first, then the ownership: no other owner writes while it is open.
+            file.close()
+            owners.release(session_id)
 
         await self._worker.stop(last)
 
@@ -445,14 +460,16 @@ class JsonlSessionHandle(LogHandle):
         if content is None:
             return None
         window = self._entries[max(0, count - checkpoint.WINDOW) : count]
-        fd = self._fd
+        file = self._file
         chain = self._checksums[count - 1 - self._origin]
         target = checkpoint_path(self._path)
         starts = self._index_starts()
 
         def save() -> None:
-            size = os.fstat(fd).st_size
-            if commit_ending_at(fd, size) != (count, chain):
+            with file.use() as fd:
+                size = os.fstat(fd).st_size
+                ending = commit_ending_at(fd, size)
+            if ending != (count, chain):
                 return
             lines = self._lines + self._commit_lines
             end = TailStart(count, size, lines, chain)
