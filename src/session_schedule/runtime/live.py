@@ -148,6 +148,11 @@ _DAY_SECONDS = 86_400
 """The window of ``Settings.max_reminder_turns_per_day``."""
 
 
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 @final
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Every knob of a live Schedule; the defaults are documented in docs/concepts/schedule.md."""
@@ -235,6 +240,8 @@ class LiveSchedule:
         self._queue = queue or AgentQueue()
         self._state = ScheduleFold(session=session.id)
         self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        """What the owner's current wait awaits: settled by its timer or by a wake-up."""
         self._parked = asyncio.Event()
         self._stopped = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
@@ -801,6 +808,8 @@ class LiveSchedule:
     def _wake_owner(self) -> None:
         self._retry_until = None
         self._wake.set()
+        if self._waiter is not None:
+            _settle(self._waiter)
         if self._on_wake is not None:
             self._on_wake()
 
@@ -943,16 +952,32 @@ class LiveSchedule:
             self._sleep_seconds = None
 
     async def _wait(self, seconds: float) -> None:
-        """Sleep ``seconds`` on the clock, or less if a create or delete wakes the owner."""
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        waker = asyncio.ensure_future(self._wake.wait())
+        """Sleep ``seconds`` on the clock, or less if a create or delete wakes the owner.
+
+        An idle owner costs one future and one timer handle: on the system clock the sleep is
+        a ``call_later`` (another clock's ``sleep`` runs as a task), and a wake-up settles the
+        future directly (no task waits on the event).
+        """
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        if self._wake.is_set():
+            waiter.set_result(None)
+        timer: asyncio.TimerHandle | None = None
+        sleeper: asyncio.Future[None] | None = None
+        if isinstance(self._clock, SystemClock):
+            timer = loop.call_later(seconds, _settle, waiter)
+        else:
+            sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+            sleeper.add_done_callback(lambda _: _settle(waiter))
+        self._waiter = waiter
         try:
-            await self._parked_while(
-                asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-            )
+            await self._parked_while(waiter)
         finally:
-            sleeper.cancel()
-            waker.cancel()
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+            if sleeper is not None:
+                sleeper.cancel()
 
     async def _parked_while(self, waiting: Awaitable[T]) -> T:
         self._parked.set()
