@@ -10,7 +10,8 @@ descriptors, ``VmRSS`` and asyncio tasks — with nothing open; then opens every
 starts a :class:`~session_schedule.runtime.live.LiveSchedule` (with its own owner task, as a
 chat, the overlay or an application keeping sessions open would) on an always-idle agent, and
 reads the same figures again, plus the process CPU time (every thread) over ``I`` seconds of
-idling, as a percentage of one core. Each figure is printed next to its baseline and as a cost
+idling (default 60: two of an owner's longest sleeps, so every periodic wake-up falls inside
+it), as a percentage of one core. Each figure is printed next to its baseline and as a cost
 per live session. A session that cannot be opened (``EMFILE``, a database that cannot open one
 more file) stops the opening; the child reports how many were live and what stopped it.
 
@@ -203,7 +204,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=(*STORES, "all"), default="all")
     parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--idle", type=float, default=10.0)
+    # Two of an owner's longest sleeps (max_wait_seconds, 30 s): a shorter window can miss
+    # every periodic wake-up.
+    parser.add_argument("--idle", type=float, default=60.0)
     parser.add_argument(
         "--fd-limit", type=int, default=0, help="the child's soft descriptor limit (0: the hard)"
     )

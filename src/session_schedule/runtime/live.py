@@ -17,7 +17,11 @@ barrier poisons the Session handle, and every later operation reports ``persiste
 Rule 3 — **bounded waits on the wall clock.** The owner sleeps until the core's next wake-up
 instant but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever it wakes;
 a delete wakes it at once, and so does a create whose target is due sooner than the owner's
-current sleep lasts (otherwise that sleep ends first anyway).
+current sleep lasts (otherwise that sleep ends first anyway). On the system clock, an idle owner
+whose next target is further off than that (or that has none) does not wake itself to re-read
+the clock: it parks on the loop's one wall-clock watch (:mod:`session_schedule.runtime.watch`),
+which reads the clock every ``max_wait_seconds`` for all of them and releases each once its
+target is within one such wait, so ten thousand idle sessions cost no wake-ups of their own.
 
 Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
@@ -108,6 +112,7 @@ from session_schedule.core.rules import (
     decide_update,
 )
 from session_schedule.core.visible import escape_unencodable
+from session_schedule.runtime import watch
 from session_schedule.runtime.agent import (
     Agent,
     FollowUp,
@@ -691,6 +696,8 @@ class LiveSchedule:
                 if resume is not None and resume <= now:
                     # Look again at once, but yield first (Rule 5a).
                     await asyncio.sleep(0)
+                elif self._resting and self._far(resume, now):
+                    await self._park(resume, now)
                 elif self._resting:
                     await self._sleep(self._bounded(resume, now))
                 else:
@@ -942,6 +949,30 @@ class LiveSchedule:
         if wakeup is None:
             return limit
         return min(limit, (wakeup - now) / MS_PER_SECOND)
+
+    def _far(self, resume: Instant | None, now: Instant) -> bool:
+        """Whether an idle owner's next target is beyond its longest sleep (or there is none),
+        on the system clock: it then waits on the loop's wall-clock watch (Rule 3)."""
+        if not isinstance(self._clock, SystemClock):
+            return False
+        return resume is None or (resume - now) / MS_PER_SECOND > self._settings.max_wait_seconds
+
+    async def _park(self, resume: Instant | None, now: Instant) -> None:
+        """Wait on the loop's wall-clock watch (:mod:`session_schedule.runtime.watch`) until
+        ``resume`` is within one ``max_wait_seconds``, or a create or delete wakes the owner."""
+        self._sleep_seconds = math.inf if resume is None else (resume - now) / MS_PER_SECOND
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._wake.is_set():
+            waiter.set_result(None)
+        else:
+            watch.park(self._settings.max_wait_seconds, resume, waiter)
+        self._waiter = waiter
+        try:
+            await self._parked_while(waiter)
+        finally:
+            self._waiter = None
+            self._sleep_seconds = None
+            waiter.cancel()  # a settled one is left as it is
 
     async def _sleep(self, seconds: float) -> None:
         """:meth:`_wait` for the next wake-up, remembering how long this sleep lasts."""
