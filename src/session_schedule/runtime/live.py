@@ -76,7 +76,6 @@ only the entries appended since.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -151,6 +150,43 @@ _NOTHING_BEFORE_BACKOFF = 2
 """Consecutive "nothing due" outcomes (after a due wake-up) after which the owner backs off."""
 _DAY_SECONDS = 86_400
 """The window of ``Settings.max_reminder_turns_per_day``."""
+
+
+@final
+class _Flag:
+    """What :class:`asyncio.Event` is to the owner (``set``, ``clear``, ``is_set``, ``wait``),
+    holding no queue of waiters until one waits: ten thousand idle schedules keep three each."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            _settle(waiter)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if self._waiters is not None and waiter in self._waiters:
+                self._waiters.remove(waiter)
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:
@@ -244,18 +280,18 @@ class LiveSchedule:
         self._chosen: QuotasEntry | None = None
         self._queue = queue or AgentQueue()
         self._state = ScheduleFold(session=session.id)
-        self._wake = asyncio.Event()
+        self._wake = _Flag()
         self._waiter: asyncio.Future[None] | None = None
         """What the owner's current wait awaits: settled by its timer or by a wake-up."""
-        self._parked = asyncio.Event()
-        self._stopped = asyncio.Event()
+        self._parked = _Flag()
+        self._stopped = _Flag()
         self._owner: asyncio.Task[None] | None = None
         self._started = False
         self._failure: BaseException | None = None
         self._events = ScheduleEvents(session.id)
-        self._recent: collections.deque[Instant] = collections.deque()
+        self._recent: list[Instant] = []
         """Decision times of the follow-ups queued within the last window, oldest first."""
-        self._today: collections.deque[Instant] = collections.deque()
+        self._today: list[Instant] = []
         """Decision times of the follow-ups queued within the last 24 hours (only counted with
         a ``max_reminder_turns_per_day``), oldest first."""
         self._held_by = (self._settings.followup_limit, self._settings.followup_window_seconds)
@@ -1085,16 +1121,14 @@ def last_run(run: OccurrenceRun) -> LastRun:
     return LastRun(occurrence=run.key, outcome=outcome, at=format_instant(at))
 
 
-def _window_allows_at(
-    recent: collections.deque[Instant], now: Instant, limit: int, seconds: int
-) -> Instant:
+def _window_allows_at(recent: list[Instant], now: Instant, limit: int, seconds: int) -> Instant:
     """The earliest instant from ``now`` on at which fewer than ``limit`` of the turns queued at
     ``recent`` fall within the last ``seconds``; forgets the turns that left that window."""
     window = seconds * MS_PER_SECOND
     # Forget turns that left the window, and any "in the future" after a clock step back.
     while recent and (recent[0] <= now - window or recent[-1] > now):
         if recent[0] <= now - window:
-            recent.popleft()
+            del recent[0]  # a short list: at most the quota's limit
         else:
             recent.pop()
     if len(recent) < limit:
