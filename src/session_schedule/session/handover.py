@@ -4,8 +4,9 @@ host closes it once idle.
 Theory of operation
 -------------------
 A session has one owner at a time (its byte of a JSONL or SQLite store's owners' lock file, see
-:mod:`session_schedule.session.owners`; a PostgreSQL lease). A :class:`~session_schedule.host.ScheduleHost` holds a session only around its reminders'
-targets, but a person who opens it meanwhile must not wait for the host's turn to end by luck.
+:mod:`session_schedule.session.owners`; a PostgreSQL lease). A
+:class:`~session_schedule.host.ScheduleHost` holds a session only around its reminders' targets,
+but a person who opens it meanwhile must not wait for the host's turn to end by luck.
 
 - **The request.** A front end (chat, page, MCP server) refused with ``SessionBusy`` calls
   :meth:`HandoverStore.request_handover` and tries again every half second

@@ -184,13 +184,12 @@ class JsonlSessionStore:
         """Own an existing session (see :class:`SessionStore`), from its checkpoint when one
         matches the log (see :mod:`session_schedule.session.checkpoint`)."""
         checked = require_session_id(session_id)
+        path = self.path_of(checked)  # one object for the handle and its reopening
         return await self._own(
             lambda: open_session(
-                self._checked(self.path_of(checked)),
-                source_of(checked),
-                self._owners,
-                self._descriptors,
-            )
+                self._checked(path), source_of(checked), self._owners, self._descriptors
+            ),
+            path=path,
         )
 
     def checkpoint_path(self, session_id: SessionId) -> Path:
@@ -313,7 +312,9 @@ class JsonlSessionStore:
         self.check_directory()
         return path
 
-    async def _own(self, job: Callable[[], Opened]) -> JsonlSessionHandle:
+    async def _own(
+        self, job: Callable[[], Opened], *, path: Path | None = None
+    ) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
         owners = self._owners
 
@@ -324,7 +325,7 @@ class JsonlSessionStore:
         opened = await worker.start(job, undo=undo)
         return JsonlSessionHandle(
             opened=opened,
-            path=self.path_of(opened.header.id),
+            path=self.path_of(opened.header.id) if path is None else path,
             worker=worker,
             index=self._index,
             owners=owners,
