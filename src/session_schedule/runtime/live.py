@@ -249,6 +249,46 @@ class LiveSchedule:
     that may move the next wake-up and every actual delete.
     """
 
+    # A process keeps thousands open: their attributes are slots (more than 30 would not share
+    # a dict's keys), with a ``__dict__`` made only if something else is set on one.
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_agent",
+        "_backoff",
+        "_busy_in_a_row",
+        "_chosen",
+        "_clock",
+        "_deferred",
+        "_driven",
+        "_events",
+        "_failure",
+        "_held",
+        "_held_by",
+        "_history",
+        "_limits",
+        "_nothing_in_a_row",
+        "_on_wake",
+        "_owner",
+        "_parked",
+        "_per_day",
+        "_provenance",
+        "_queue",
+        "_quiet",
+        "_recent",
+        "_resting",
+        "_retry_until",
+        "_session",
+        "_settings",
+        "_sleep_seconds",
+        "_started",
+        "_state",
+        "_stopped",
+        "_today",
+        "_waiter",
+        "_wake",
+    )
+
     def __init__(
         self,
         session: SessionHandle,

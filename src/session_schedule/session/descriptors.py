@@ -51,14 +51,33 @@ def default_capacity() -> int:
 class CachedDescriptor:
     """The descriptor of one file, opened again by ``reopen`` whenever the cache closed it."""
 
-    __slots__ = ("_cache", "_closed", "_fd", "_pins", "_reopen", "_synced", "_written")
+    __slots__ = (
+        "_cache",
+        "_closed",
+        "_fd",
+        "_pins",
+        "_released",
+        "_reopen",
+        "_synced",
+        "_written",
+    )
 
-    def __init__(self, cache: DescriptorCache, fd: int, reopen: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        cache: DescriptorCache,
+        fd: int,
+        reopen: Callable[[], int],
+        *,
+        released: Callable[[], None] | None = None,
+    ) -> None:
         """``fd``: the descriptor as the file was first opened (the cache owns it from now on);
-        ``reopen``: opens it again (raising ``OSError`` when it is not the same file)."""
+        ``reopen``: opens it again (raising ``OSError`` when it is not the same file);
+        ``released``: called once the descriptor is closed for good (:meth:`close`, once no
+        use is in progress), to give up what its holder must keep until then (an ownership)."""
         self._cache = cache
         self._fd: int | None = fd
         self._reopen = reopen
+        self._released = released
         self._pins = 0
         self._written = 0
         self._synced = 0
@@ -92,7 +111,8 @@ class CachedDescriptor:
             self._synced = max(self._synced, covered)
 
     def close(self) -> None:
-        """Close the descriptor for good (once the uses in progress end); idempotent."""
+        """Close the descriptor for good (once the uses in progress end), then call
+        ``released``; idempotent."""
         self._cache._close(self)
 
     def _evictable(self) -> bool:
@@ -178,12 +198,16 @@ class DescriptorCache:
     def _finish(self, entry: CachedDescriptor) -> None:
         """Close a closed entry's descriptor once nobody uses it (under the lock)."""
         self._idle.pop(entry, None)
-        fd = entry._fd
-        if entry._pins or fd is None:
+        if entry._pins:
             return
-        entry._fd = None
-        self._open -= 1
-        os.close(fd)
+        fd = entry._fd
+        if fd is not None:
+            entry._fd = None
+            self._open -= 1
+            os.close(fd)
+        released, entry._released = entry._released, None
+        if released is not None:
+            released()
 
     def _make_room(self, wanted: int) -> None:
         """Close idle descriptors, least recently used first, until ``wanted`` more fit (under

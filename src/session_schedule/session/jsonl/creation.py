@@ -15,6 +15,7 @@ entry keeps its checksum); a format-1 parent's entries are written anew in forma
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import secrets
 from collections.abc import Callable
@@ -99,7 +100,12 @@ def create_session(
             continue
         path = data_dir / f"{session_id}{SUFFIX}"
         return Opened(
-            CachedDescriptor(cache, fd, reopener(path, fd)),
+            CachedDescriptor(
+                cache,
+                fd,
+                reopener(path, fd),
+                released=functools.partial(owners.release, session_id),
+            ),
             header,
             list(seed.entries),
             seed.checksums,

@@ -58,7 +58,6 @@ from session_schedule.session.lines import (
     commit_line,
     entry_line,
 )
-from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.targets import holds_changes
 from session_schedule.session.worker import Worker
 
@@ -77,7 +76,6 @@ class JsonlSessionHandle(LogHandle):
         path: Path,
         worker: Worker,
         index: TargetIndexFile,
-        owners: OwnerLocks,
         flush_on_loop: bool = True,
     ) -> None:
         entries = opened.entries
@@ -108,8 +106,8 @@ class JsonlSessionHandle(LogHandle):
         self._prefix_bytes = opened.offset
         self._file = opened.file
         """The file's descriptor, in the process's descriptor cache: used only inside
-        ``use()`` (it may have been closed while idle, and is then opened again)."""
-        self._owners = owners
+        ``use()`` (it may have been closed while idle, and is then opened again). Closing it
+        for good gives up the ownership."""
         self._path = path
         self._worker = worker
         self._lines = opened.lines
@@ -422,7 +420,7 @@ class JsonlSessionHandle(LogHandle):
         self._worker.post(lambda: index.record(session_id, fold.after(entries, end), status))
 
     async def _release(self) -> None:
-        file, owners, session_id = self._file, self._owners, self.id
+        file = self._file
         if self._poison() is None:
             self._write_unwritten_commit()
         self._closed_fd = True
@@ -437,9 +435,9 @@ class JsonlSessionHandle(LogHandle):
                     save()
                 except (OSError, ScheduleError, ValueError) as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
-            # The descriptor first, then the ownership: no other owner writes while it is open.
+            # The descriptor first, then the ownership (``close`` gives it up once the
+            # descriptor is closed): no other owner writes while it is open.
             file.close()
-            owners.release(session_id)
 
         await self._worker.stop(last)
 

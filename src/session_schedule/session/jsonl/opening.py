@@ -92,7 +92,8 @@ class Opened(NamedTuple):
     """A session file as its new owner finds it (see :class:`~.handle.JsonlSessionHandle`)."""
 
     file: CachedDescriptor
-    """Its descriptor, in the process's descriptor cache (its owner lock is held)."""
+    """Its descriptor, in the process's descriptor cache; closing it for good gives up the
+    ownership."""
     header: SessionHeader
     entries: list[LogEntry] | LazyEntries
     checksums: Checksums
@@ -122,7 +123,7 @@ def open_session(path: Path, source: Source, owners: OwnerLocks, cache: Descript
     if not owned:
         os.close(fd)
         raise session_busy(source.session_id)
-    file = CachedDescriptor(cache, fd, reopen)
+    file = CachedDescriptor(cache, fd, reopen, released=lambda: owners.release(source.session_id))
     try:
         with file.use() as fd:
             resumed = _open_from_checkpoint(fd, file, checkpoint_path(path), source)
@@ -132,8 +133,7 @@ def open_session(path: Path, source: Source, owners: OwnerLocks, cache: Descript
             parsed = scan(data, source)
             wrote = _recover(fd, parsed, torn=len(data) - parsed.keep, source=source)
     except BaseException:
-        file.close()
-        owners.release(source.session_id)
+        file.close()  # and the ownership with it
         raise
     return Opened(
         file,

@@ -316,11 +316,9 @@ class JsonlSessionStore:
         self, job: Callable[[], Opened], *, path: Path | None = None
     ) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
-        owners = self._owners
 
         def undo(opened: Opened) -> None:
-            opened.file.close()
-            owners.release(opened.header.id)
+            opened.file.close()  # and the ownership with it
 
         opened = await worker.start(job, undo=undo)
         return JsonlSessionHandle(
@@ -328,6 +326,5 @@ class JsonlSessionStore:
             path=self.path_of(opened.header.id) if path is None else path,
             worker=worker,
             index=self._index,
-            owners=owners,
             flush_on_loop=self._flush_on_loop,
         )
