@@ -233,8 +233,11 @@ class EntryDecoder:
         """Entry ``position`` (on line ``line``, see :meth:`Source.locate`), decoded now or with
         its chunk."""
         if entry_type != CHANGE_EVENT_TYPE:
-            with self.earlier_first():
+            try:
                 entry = decode_payload(entry_type, data, position, self._source, line=line)
+            except Exception:
+                self.raise_earlier()
+                raise
             self.entries.append(entry)
             return
         self._waiting.append((len(self.entries), position, line, data))

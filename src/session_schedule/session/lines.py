@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from zlib import crc32
 from array import array
 from typing import Final, Literal, NamedTuple, TypeAlias
 
@@ -283,16 +284,23 @@ def _scan_format_2(
                     broken = _Break(index, offset)
             elif broken is None:
                 position = start + len(entries)
-                checksum = _verify(line, previous)
-                if checksum is None:
-                    _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
-                    broken = _Break(index, offset)
-                else:
-                    entry_type, data = _entry_parts(line, position, line_number, source)
+                # The common case first: the seal is exactly that of the chained checksum (what
+                # _verify accepts, in one comparison) and the line starts as entry ``position``'s.
+                checksum = crc32(line[:-_SEAL_LENGTH], previous)
+                if len(line) > _SEAL_LENGTH and line[-_SEAL_LENGTH:] == _SEAL_FORM % checksum:
+                    prefix = _ENTRY_PREFIX % position
+                    known = _known_types.get(line[len(prefix) : len(prefix) + _TYPE_PEEK])
+                    if known is not None and line.startswith(prefix):
+                        entry_type, data = known[0], line[len(prefix) + known[1] : -_SEAL_LENGTH]
+                    else:
+                        entry_type, data = _entry_parts(line, position, line_number, source)
                     decoder.add(entry_type, data, position, line=line_number)
                     entry_lines.append(line)
                     checksums.append(checksum)
                     previous = checksum
+                else:
+                    _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
+                    broken = _Break(index, offset)
             offset += len(line) + 1
     decoder.finish()
     count = start + len(entries)
@@ -358,6 +366,18 @@ def _out_of_place(seq: int, position: int) -> str:
     )
 
 
+_ENTRY_PREFIX: Final = b'{"seq":%d,"type":"'
+_SEAL_FORM: Final = b',"crc":"%08x"}'
+_TYPE_PEEK: Final = 24
+"""How many bytes after an entry line's prefix :data:`_known_types` is keyed by."""
+_known_types: Final[dict[bytes, tuple[str, int]]] = {}
+"""The entry types :func:`_entry_parts` has found, keyed by the :data:`_TYPE_PEEK` bytes that
+follow an entry line's prefix when those bytes hold the whole type and the ``","data":`` after
+it: the type, and where its payload starts after the prefix. Bounded like the other caches of
+parts already checked."""
+_TYPES_REMEMBERED: Final = 256
+
+
 def _entry_parts(line: bytes, position: int, line_number: int, source: Source) -> tuple[str, bytes]:
     """The entry type and payload of a line whose seal matched the chain: anything wrong now is
     corruption."""
@@ -372,7 +392,15 @@ def _entry_parts(line: bytes, position: int, line_number: int, source: Source) -
         )
         raise source.corrupt(position, problem, line=line_number)
     entry_type = line[len(prefix) : type_end].decode("utf-8", "replace")
-    return entry_type, line[type_end + len(b'","data":') : -_SEAL_LENGTH]
+    data_start = type_end + len(b'","data":')
+    if data_start - len(prefix) <= _TYPE_PEEK:
+        if len(_known_types) >= _TYPES_REMEMBERED:
+            _known_types.clear()
+        _known_types[line[len(prefix) : len(prefix) + _TYPE_PEEK]] = (
+            entry_type,
+            data_start - len(prefix),
+        )
+    return entry_type, line[data_start:-_SEAL_LENGTH]
 
 
 def _commit(line: bytes, line_number: int) -> _Commit | None:

@@ -131,6 +131,7 @@ TURN_FINISHED_ENTRY: Final = CATALOG.register(
 
 _QUEUED: Final = msgspec.json.Decoder(TurnQueued)
 _FINISHED: Final = msgspec.json.Decoder(TurnFinished)
+_ENCODER: Final = msgspec.json.Encoder()
 
 
 def decode_turn_queued(data: bytes) -> TurnQueued:
@@ -246,8 +247,10 @@ def _decode(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
         raise ValueError(f"malformed JSON ({error})") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"invalid UTF-8 ({error})") from None
-    # msgspec keeps the last of repeated keys; a repeated key is damage, not a choice.
-    json.loads(data, object_pairs_hook=_refuse_repeated_keys)
+    # msgspec keeps the last of repeated keys; a repeated key is damage, not a choice. Bytes
+    # that are the value's own encoding name each key once: only other bytes need the search.
+    if _ENCODER.encode(value) != data:
+        json.loads(data, object_pairs_hook=_refuse_repeated_keys)
     return value
 
 
