@@ -48,7 +48,7 @@ from session_schedule.core.changes import (
     iter_changes,
 )
 from session_schedule.core.fold import ScheduleFold
-from session_schedule.core.ids import make_schedule_id
+from session_schedule.core.ids import ScheduleId, make_schedule_id
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
@@ -62,7 +62,7 @@ from session_schedule.session.lines import (
     entry_line,
     sealed_header_line,
 )
-from session_schedule.session.message import MessageEntry
+from session_schedule.session.message import MessageEntry, Origin, Role
 from session_schedule.session.port import make_header
 from session_schedule.session.turns import TurnFinished, TurnQueued
 from session_schedule.testing import FakeClock
@@ -145,101 +145,106 @@ _ANSWERS = (
 )
 
 
+class _Writer:
+    """The lines of a format-2 session file, entry by entry."""
+
+    def __init__(self) -> None:
+        header = make_header(
+            SessionId(SID),
+            now=FakeClock(format_instant(Instant(BASE))).now(),
+            parent_id=None,
+            seed_length=0,
+            format_version=2,
+        )
+        self.out = [sealed_header_line(header)]
+        self.chain = CHAIN_SEED
+        self.count = 0
+
+    def add(self, entry_type: str, payload: object) -> int:
+        """Append an entry; its position."""
+        line, self.chain = entry_line(
+            self.count, entry_type, msgspec.json.encode(payload), self.chain
+        )
+        self.out.append(line)
+        self.count += 1
+        return self.count - 1
+
+    def commit(self) -> None:
+        self.out.append(commit_line(self.count, self.chain))
+
+    def message(self, role: Role, origin: Origin, content: str, at: int) -> None:
+        entry = MessageEntry(
+            role=role, content=content, at=format_instant(Instant(at)), origin=origin
+        )
+        self.add("message", entry)
+
+    def reminder_turn(self, schedule_id: ScheduleId, hour: int, k: int) -> None:
+        """Reminder ``k`` dispatched in hour ``hour`` (at a new minute), and the turn it queues."""
+        target = BASE + hour * 3_600_000 + k * 7 * 60_000
+        accepted = target + 150 + (hour * 7919 + k * 104_729) % 4_000
+        self.add("schedule/change", dispatch_change(schedule_id, Instant(accepted)))
+        queued = TurnQueued(
+            version=1,
+            origin="schedule",
+            text=_FOLLOWUPS[k % 3],
+            at=format_instant(Instant(accepted)),
+            occurrences=(f"{schedule_id}@{format_instant(Instant(target))}",),
+        )
+        turn = self.add("turn/queued", queued)
+        self.message("user", "followup", _FOLLOWUPS[k % 3], accepted + 5)
+        self.message("assistant", "model", _ANSWERS[(hour + k) % 3], accepted + 2_300)
+        finished_at = format_instant(Instant(accepted + 2_310))
+        finished = TurnFinished(version=1, turn=turn, outcome="completed", at=finished_at)
+        self.add("turn/finished", finished)
+        self.commit()
+
+    def conversation(self, hour: int, next_id: int) -> int:
+        """A person's turn that creates a one-shot reminder, later dispatched, and now and then
+        an ``at`` reminder created and deleted; the next free id number."""
+        now = BASE + hour * 3_600_000 + 3_000_000
+        prompt = PROMPTS[hour % len(PROMPTS)]
+        self.message("user", "person", "Remind me in 20 minutes to " + prompt.lower(), now)
+        one_shot = make_schedule_id(next_id)
+        target = format_instant(Instant(now + 1_200_000))
+        record = AfterScheduleRecord(
+            id=one_shot, prompt=prompt, after_seconds=1200, scheduled_at=target
+        )
+        self.add("schedule/change", create_change(record))
+        self.message("assistant", "model", f"Done: I will remind you at {target}.", now + 1_900)
+        self.commit()
+        self.add("schedule/change", dispatch_change(one_shot))
+        if hour % 6 == 0:
+            at_id = make_schedule_id(next_id + 1)
+            tomorrow = format_instant(Instant(now + 86_400_000))
+            at_record = AtScheduleRecord(id=at_id, prompt=prompt, scheduled_at=tomorrow)
+            self.add("schedule/change", create_change(at_record))
+            self.add("schedule/change", delete_change(at_id))
+            next_id += 1
+        self.commit()
+        return next_id + 1
+
+
 def session_file(path: Path, entries: int) -> int:
     """Write a format-2 session file of about ``entries`` entries of the realistic mix (see the
     module docstring) at ``path``; returns its entry count."""
-    encode = msgspec.json.encode
-    header = make_header(
-        SessionId(SID),
-        now=FakeClock(format_instant(Instant(BASE))).now(),
-        parent_id=None,
-        seed_length=0,
-        format_version=2,
-    )
-    out = [sealed_header_line(header)]
-    chain = CHAIN_SEED
-    count = 0
-
-    def add(entry_type: str, payload: object) -> int:
-        nonlocal chain, count
-        line, chain = entry_line(count, entry_type, encode(payload), chain)
-        out.append(line)
-        count += 1
-        return count - 1
-
-    def commit() -> None:
-        out.append(commit_line(count, chain))
-
-    def message(role: str, origin: str, content: str, at: int) -> None:
-        add(
-            "message",
-            MessageEntry(role=role, content=content, at=format_instant(Instant(at)), origin=origin),  # type: ignore[arg-type]
-        )
-
+    writer = _Writer()
     every = [make_schedule_id(k + 1) for k in range(EVERY)]
     for k, schedule_id in enumerate(every):
         first = format_instant(Instant(BASE + 3_600_000 + k * 7 * 60_000))
         record = EveryScheduleRecord(
             id=schedule_id, prompt=PROMPTS[k % len(PROMPTS)], every_seconds=3600, scheduled_at=first
         )
-        add("schedule/change", create_change(record))
-    commit()
+        writer.add("schedule/change", create_change(record))
+    writer.commit()
     next_id = EVERY + 1
     hour = 0
-    while count < entries:
+    while writer.count < entries:
         hour += 1
         for k, schedule_id in enumerate(every):
-            target = BASE + hour * 3_600_000 + k * 7 * 60_000
-            accepted = target + 150 + (hour * 7919 + k * 104_729) % 4_000
-            add("schedule/change", dispatch_change(schedule_id, Instant(accepted)))
-            key = f"{schedule_id}@{format_instant(Instant(target))}"
-            at = format_instant(Instant(accepted))
-            turn = add(
-                "turn/queued",
-                TurnQueued(
-                    version=1,
-                    origin="schedule",
-                    text=_FOLLOWUPS[k % 3],
-                    at=at,
-                    occurrences=(key,),
-                ),
-            )
-            message("user", "followup", _FOLLOWUPS[k % 3], accepted + 5)
-            message("assistant", "model", _ANSWERS[(hour + k) % 3], accepted + 2_300)
-            finished_at = format_instant(Instant(accepted + 2_310))
-            add("turn/finished", TurnFinished(version=1, turn=turn, outcome="completed", at=finished_at))
-            commit()
-        now = BASE + hour * 3_600_000 + 3_000_000
-        message("user", "person", "Remind me in 20 minutes to " + PROMPTS[hour % 4].lower(), now)
-        one_shot = make_schedule_id(next_id)
-        next_id += 1
-        target = format_instant(Instant(now + 1_200_000))
-        add(
-            "schedule/change",
-            create_change(
-                AfterScheduleRecord(
-                    id=one_shot, prompt=PROMPTS[hour % 4], after_seconds=1200, scheduled_at=target
-                )
-            ),
-        )
-        message("assistant", "model", f"Done: I will remind you at {target}.", now + 1_900)
-        commit()
-        add("schedule/change", dispatch_change(one_shot))
-        if hour % 6 == 0:
-            at_id = make_schedule_id(next_id)
-            next_id += 1
-            add(
-                "schedule/change",
-                create_change(
-                    AtScheduleRecord(
-                        id=at_id, prompt=PROMPTS[hour % 4], scheduled_at=format_instant(Instant(now + 86_400_000))
-                    )
-                ),
-            )
-            add("schedule/change", delete_change(at_id))
-        commit()
-    path.write_bytes(b"".join(out))
-    return count
+            writer.reminder_turn(schedule_id, hour, k)
+        next_id = writer.conversation(hour, next_id)
+    path.write_bytes(b"".join(writer.out))
+    return writer.count
 
 
 def _raw(path: Path) -> None:
@@ -256,6 +261,7 @@ def _open(path: Path) -> None:
     from session_schedule.runtime.live import LiveSchedule  # noqa: PLC0415
     from session_schedule.runtime.turns import TurnQueue  # noqa: PLC0415
     from session_schedule.session import JsonlSessionStore  # noqa: PLC0415
+
     store = JsonlSessionStore(path.parent)
 
     async def run() -> None:
@@ -307,8 +313,8 @@ def _stop() -> None:
 def child(work: str, path: Path) -> None:
     """One measurement in this (fresh) process: prints CPU seconds and peak bytes added."""
     if work != "raw":
-        import session_schedule.cli.main  # noqa: F401, PLC0415
-        import session_schedule.runtime.live  # noqa: F401, PLC0415
+        import session_schedule.cli.main  # noqa: PLC0415
+        import session_schedule.runtime.live  # noqa: PLC0415
         import session_schedule.session  # noqa: F401, PLC0415
     before = _peak_rss()
     _STARTED.append(time.process_time())
@@ -321,7 +327,7 @@ def child(work: str, path: Path) -> None:
 def in_fresh_process(work: str, path: Path) -> tuple[float, int]:
     """CPU seconds and peak bytes added of ``work`` on ``path``, in a new interpreter."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 - this very script, with our own arguments
         [sys.executable, __file__, "--child", work, str(path)],
         check=True,
         capture_output=True,
@@ -351,7 +357,11 @@ def file_path(directory: Path, entries: int, repeat: int) -> None:
     raw = statistics.median(cpu for cpu, _ in runs["raw"])
     raw_peak = statistics.median(peak for _, peak in runs["raw"])
     per = 1e9 / count
-    for work, label in (("raw", "raw decode of the lines"), ("open", "open (no checkpoint)"), ("check", "check")):
+    for work, label in (
+        ("raw", "raw decode of the lines"),
+        ("open", "open (no checkpoint)"),
+        ("check", "check"),
+    ):
         cpu = statistics.median(run[0] for run in runs[work])
         peak = statistics.median(run[1] for run in runs[work])
         target = "" if work == "raw" else "  (target <= 3)"

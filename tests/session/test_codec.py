@@ -157,8 +157,9 @@ def test_a_change_waiting_in_its_chunk_is_reported_before_a_later_problem() -> N
     decoder.add("schedule/change", _valid("change", 0)[1], 0, line=2)
     decoder.add("schedule/change", _BAD_CHANGE, 1, line=3)
     decoder.add("message", _valid("message", 2)[1], 2, line=4)
+    decoder.add("message", _BAD_MESSAGE, 3, line=5)
     with pytest.raises(ScheduleError) as caught:
-        decoder.add("message", _BAD_MESSAGE, 3, line=5)
+        decoder.finish()
     assert caught.value.message == (
         "schedule/change at entry 1 of session s_aaaaaaaaaaaa (line 3 of s_aaaaaaaaaaaa.jsonl) is "
         "corrupt: expected a schedule id like `sch_1`, got 'sch_01' - at `$.id`"

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import re
 import zlib
-from zlib import crc32
 from array import array
 from typing import Final, Literal, NamedTuple, TypeAlias
 
@@ -244,7 +243,7 @@ def scan_tail(header: SessionHeader, data: bytes, source: Source, *, after: Tail
     )
 
 
-def _scan_format_2(
+def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: replay speed
     header: SessionHeader,
     lines: list[bytes],
     complete: int,
@@ -268,6 +267,7 @@ def _scan_format_2(
     start, previous, offset, line_base = after.entries, after.chain, after.offset, after.lines
     acknowledged = kept_acknowledged = max(header.seed_length, after.entries)
     broken: _Break | None = None
+    crc32 = zlib.crc32
     with decoder.earlier_first():
         for index in range(first, len(lines)):
             line = lines[index]

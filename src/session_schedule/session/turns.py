@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Annotated, Final, Literal, TypeAlias, TypeVar, final
 
 import msgspec
 
+from session_schedule.core.canonical import decode_canonical_lines
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import InstantField
@@ -79,6 +81,7 @@ TURN_QUEUED_ENTRY: Final = CATALOG.register(
     versions=(TURN_VERSION,),
     declaration=TurnQueued,
     decode=lambda data, _where: decode_turn_queued(data),
+    decode_many=lambda payloads: decoded_turns_queued(payloads),  # noqa: PLW0108 - defined below
 )
 
 
@@ -127,6 +130,7 @@ TURN_FINISHED_ENTRY: Final = CATALOG.register(
     versions=(TURN_VERSION, TURN_FINISHED_RETRIED_VERSION),
     declaration=TurnFinished,
     decode=lambda data, _where: decode_turn_finished(data),
+    decode_many=lambda payloads: decoded_turns_finished(payloads),  # noqa: PLW0108 - defined below
 )
 
 _QUEUED: Final = msgspec.json.Decoder(TurnQueued)
@@ -139,6 +143,35 @@ def decode_turn_queued(data: bytes) -> TurnQueued:
     queued = _decode(_QUEUED, data)
     check_turn_queued(queued)
     return queued
+
+
+def decoded_turns_queued(payloads: Sequence[bytes]) -> list[TurnQueued] | None:
+    """What :func:`decode_turn_queued` returns for each of ``payloads`` when each is in its
+    canonical form (so it repeats no key), decoded as one buffer; ``None`` at the first doubt
+    (never raises for bad bytes): the catalog's batch decoder of ``turn/queued``."""
+    queued = decode_canonical_lines(_QUEUED, _ENCODER, payloads)
+    if queued is None:
+        return None
+    try:
+        for turn in queued:
+            check_turn_queued(turn)
+    except ValueError:
+        return None
+    return queued
+
+
+def decoded_turns_finished(payloads: Sequence[bytes]) -> list[TurnFinished] | None:
+    """:func:`decoded_turns_queued` for ``turn/finished``."""
+    finished = decode_canonical_lines(_FINISHED, _ENCODER, payloads)
+    if finished is None:
+        return None
+    try:
+        for turn in finished:
+            _check_instant(turn.at)
+            _check_turn_finished(turn)
+    except ValueError:
+        return None
+    return finished
 
 
 def decode_turn_finished(data: bytes) -> TurnFinished:
