@@ -230,20 +230,26 @@ class EntryDecoder:
         self.entries: list[LogEntry] = []
         """The entries so far, in order; a waiting entry's slot holds a placeholder until its
         chunk is decoded (so ``len`` counts it)."""
-        self._waiting: list[tuple[str, int, int | None, bytes]] = []
-        """The entries not decoded yet, in order: type, position, line, payload."""
+        self._types: list[str] = []
+        self._positions: list[int] = []
+        self._lines: list[int | None] = []
+        self._payloads: list[bytes] = []
+        """The entries not decoded yet, in order: their types, positions, lines and payloads."""
         self._first = 0
         """The slot in :attr:`entries` of the first waiting entry."""
 
     def add(self, entry_type: str, data: bytes, position: int, *, line: int | None = None) -> None:
         """Entry ``position`` (on line ``line``, see :meth:`Source.locate`), decoded with its
         chunk."""
-        waiting = self._waiting
-        if not waiting:
+        types = self._types
+        if not types:
             self._first = len(self.entries)
-        waiting.append((entry_type, position, line, data))
+        types.append(entry_type)
+        self._positions.append(position)
+        self._lines.append(line)
+        self._payloads.append(data)
         self.entries.append(_WAITING)
-        if len(waiting) >= DECODE_CHUNK:
+        if len(types) >= DECODE_CHUNK:
             self._decode_waiting()
 
     def raise_earlier(self) -> None:
@@ -266,12 +272,18 @@ class EntryDecoder:
         return self.entries
 
     def _decode_waiting(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        if not waiting:
+        types, positions, lines, payloads = (
+            self._types,
+            self._positions,
+            self._lines,
+            self._payloads,
+        )
+        if not types:
             return
+        self._types, self._positions, self._lines, self._payloads = [], [], [], []
         first, entries = self._first, self.entries
         kinds: dict[str, list[int]] = {}
-        for index, (entry_type, *_) in enumerate(waiting):
+        for index, entry_type in enumerate(types):
             indexes = kinds.get(entry_type)
             if indexes is None:
                 kinds[entry_type] = [index]
@@ -280,18 +292,19 @@ class EntryDecoder:
         doubtful: list[int] = []
         for entry_type, indexes in kinds.items():
             decode_many = CATALOG.batch_decoder(entry_type)
-            values = None if decode_many is None else decode_many([waiting[i][3] for i in indexes])
+            values = None if decode_many is None else decode_many([payloads[i] for i in indexes])
             if values is None or len(values) != len(indexes):
                 doubtful += indexes
                 continue
             for index, value in zip(indexes, values, strict=True):
                 entries[first + index] = LogEntry(
-                    position=waiting[index][1], type=entry_type, payload=value
+                    position=positions[index], type=entry_type, payload=value
                 )
         source = self._source
         for index in sorted(doubtful):
-            entry_type, position, line, data = waiting[index]
-            entries[first + index] = decode_payload(entry_type, data, position, source, line=line)
+            entries[first + index] = decode_payload(
+                types[index], payloads[index], positions[index], source, line=lines[index]
+            )
 
 
 _WAITING: Final = LogEntry(position=-1, type="", payload=None)

@@ -271,17 +271,22 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
     with decoder.earlier_first():
         for index in range(first, len(lines)):
             line = lines[index]
-            line_number = line_base + index + 1
             if line.startswith(_COMMIT_START):
-                commit = _commit(line, line_number)
+                count = start + len(entries)
+                if broken is None and count and line == _expected_commit(count, previous):
+                    # The commit record for every entry so far, chained as it must be: what
+                    # _commit and _check_commit accept of it, in one comparison.
+                    acknowledged = kept_acknowledged = max(acknowledged, count)
+                    continue
+                commit = _commit(line, line_base + index + 1)
                 if commit is not None:
-                    if broken is None or commit.acknowledged <= start + len(entries):
+                    if broken is None or commit.acknowledged <= count:
                         _check_commit(commit, checksums, source, origin=origin)
                     acknowledged = max(acknowledged, commit.acknowledged)
                     if broken is None:
                         kept_acknowledged = acknowledged
                 elif broken is None:
-                    broken = _Break(index, offset)
+                    broken = _broken(lines, index, first, offset)
             elif broken is None:
                 position = start + len(entries)
                 # The common case first: the seal is exactly that of the chained checksum (what
@@ -293,15 +298,16 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
                     if known is not None and line.startswith(prefix):
                         entry_type, data = known[0], line[len(prefix) + known[1] : -_SEAL_LENGTH]
                     else:
-                        entry_type, data = _entry_parts(line, position, line_number, source)
-                    decoder.add(entry_type, data, position, line=line_number)
+                        entry_type, data = _entry_parts(
+                            line, position, line_base + index + 1, source
+                        )
+                    decoder.add(entry_type, data, position, line=line_base + index + 1)
                     entry_lines.append(line)
                     checksums.append(checksum)
                     previous = checksum
                 else:
-                    _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
-                    broken = _Break(index, offset)
-            offset += len(line) + 1
+                    _refuse_a_repeat(line, entry_lines, line_base + index + 1, source, start=start)
+                    broken = _broken(lines, index, first, offset)
     decoder.finish()
     count = start + len(entries)
     if broken is not None and acknowledged > count:
@@ -324,6 +330,18 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
         kept_lines,
         kept_acknowledged,
     )
+
+
+def _broken(lines: list[bytes], index: int, first: int, offset: int) -> _Break:
+    """The break at ``lines[index]``, where ``lines[first]`` starts at file offset ``offset``."""
+    return _Break(index, offset + sum(len(line) + 1 for line in lines[first:index]))
+
+
+def _expected_commit(count: int, chain: int) -> bytes:
+    """The commit record line (without its newline) for ``count`` entries, the last with the
+    chained checksum ``chain``."""
+    body = b'{"ack":%d,"chain":"%08x"' % (count, chain)
+    return body + _SEAL_FORM % zlib.crc32(body)
 
 
 def stated_entry_checksum(line: bytes, position: int) -> int | None:
