@@ -14,7 +14,8 @@ session's barriers write them. Each of these runs in a fresh process, ``--repeat
   transcript checked).
 
 CPU time of the process for the work alone (imports excluded) and the peak resident memory the
-work added; medians, and ratios to the raw decode. Targets: open and ``check`` at most 3x.
+work added (``VmHWM`` once reset, less the resident size before); medians, and ratios to the
+raw decode. Targets: open and ``check`` at most 3x.
 
 Then, as before, the in-memory figure: strict decode + fold of ``--changes`` ``schedule/change``
 payloads held in memory (``iter_changes`` + ``ScheduleFold``), against a raw untyped decode of
@@ -28,7 +29,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -300,23 +300,31 @@ _STARTED: list[float] = []
 _STOPPED: list[tuple[float, int]] = []
 
 
-def _peak_rss() -> int:
-    """The process's peak resident memory so far, in bytes."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def _memory(field: str) -> int:
+    """A ``Vm…`` figure of this process from ``/proc/self/status``, in bytes."""
+    with Path("/proc/self/status").open() as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise SystemExit(f"no {field} in /proc/self/status")
 
 
 def _stop() -> None:
     if not _STOPPED:
-        _STOPPED.append((time.process_time() - _STARTED[0], _peak_rss()))
+        _STOPPED.append((time.process_time() - _STARTED[0], _memory("VmHWM")))
 
 
 def child(work: str, path: Path) -> None:
-    """One measurement in this (fresh) process: prints CPU seconds and peak bytes added."""
+    """One measurement in this (fresh) process: prints CPU seconds and the peak resident
+    memory the work added."""
     if work != "raw":
+        import session_schedule.cli.check  # noqa: PLC0415
         import session_schedule.cli.main  # noqa: PLC0415
         import session_schedule.runtime.live  # noqa: PLC0415
         import session_schedule.session  # noqa: F401, PLC0415
-    before = _peak_rss()
+    # The peak resident size starts again from the current one (Linux: "5" to clear_refs).
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _memory("VmRSS")
     _STARTED.append(time.process_time())
     _WORK[work](path)
     _stop()
