@@ -3,9 +3,18 @@
 Builds a format-2 JSONL session of ``--changes`` realistic history changes (the replay
 benchmark's mix: creates, dispatches at new minutes, deletes) and opens and closes it once so it
 has its checkpoint, as a session in use does. Then, each in a fresh process, ``--repeat`` times:
-a raw copy of the file's bytes, ``store.fork`` of the whole session (closing the fork at once),
-opening the parent (``store.open`` plus ``LiveSchedule.start``), and opening the fork the same
-way, then once more without the fork's checkpoint (which is never fsync'd: a power cut can lose it).
+
+- a raw copy of the file's bytes (read and written in 1 MiB blocks, then fsync'd) — the
+  baseline;
+- ``store.fork`` of the whole session (closing the fork at once);
+- ``store.fork`` at the middle of the session, before the parent's checkpoint (the fork then
+  reads its parent whole);
+- opening the parent and the fork (``store.open`` plus ``LiveSchedule.start``);
+- opening the fork as after a power cut: the fork's files as the disk holds them (the fork and
+  its checkpoint are fsync'd as it is created) and out of the page cache
+  (``posix_fadvise(DONTNEED)``), as after a reboot;
+- opening the fork without its checkpoint (what a fork cost when its checkpoint was lost).
+
 Prints medians of wall time and the ratios to the raw copy and to the parent's open.
 
     python3 dev.py bench fork [--changes N] [--repeat R]
@@ -61,12 +70,24 @@ async def child(operation: str, data: Path) -> float:
     start = time.perf_counter()
     if operation == "copy":
         target = data / "copy.tmp"
-        shutil.copyfile(store.path_of(SID), target)
-        with target.open("rb") as file:
-            os.fsync(file.fileno())
-    elif operation == "fork":
-        handle = await store.fork(SID, now=FakeClock(NOW).now(), session_id=FORK)
+        with store.path_of(SID).open("rb") as source, target.open("wb") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+    elif operation in ("fork", "fork-middle"):
+        at = None
+        if operation == "fork-middle":
+            at = (await store.read(SID)).header.seed_length + int(os.environ["FORK_AT"])
+            start = time.perf_counter()
+        handle = await store.fork(SID, at=at, now=FakeClock(NOW).now(), session_id=FORK)
         await handle.close()
+    elif operation == "open-fork-evicted":
+        for path in (store.path_of(FORK), store.checkpoint_path(FORK)):
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        start = time.perf_counter()
+        await open_and_close(store, FORK)
     elif operation == "open-fork-cold":
         store.checkpoint_path(FORK).unlink()
         start = time.perf_counter()
@@ -85,12 +106,13 @@ def reset(data: Path) -> None:
             path.unlink()
 
 
-def run_child(operation: str, data: Path) -> float:
+def run_child(operation: str, data: Path, changes: int = 0) -> float:
     out = subprocess.run(  # noqa: S603 - our own interpreter and script
         [sys.executable, __file__, "--child", operation, str(data)],
         check=True,
         capture_output=True,
         text=True,
+        env={**os.environ, "FORK_AT": str(changes // 2)},
     )
     return float(out.stdout)
 
@@ -108,33 +130,39 @@ def main() -> None:
         data = Path(tmp) / "data"
         asyncio.run(build(data, args.changes))
         size = JsonlSessionStore(data).path_of(SID).stat().st_size
-        times: dict[str, list[float]] = {k: [] for k in ("copy", "fork", "parent", "open", "cold")}
+        keys = ("copy", "fork", "middle", "parent", "open", "evicted", "cold")
+        times: dict[str, list[float]] = {k: [] for k in keys}
         for _ in range(args.repeat):
             reset(data)
             times["copy"].append(run_child("copy", data))
+            times["middle"].append(run_child("fork-middle", data, args.changes))
+            reset(data)
             times["fork"].append(run_child("fork", data))
             times["parent"].append(run_child("open-parent", data))
             times["open"].append(run_child("open-fork", data))
+            times["evicted"].append(run_child("open-fork-evicted", data))
             times["cold"].append(run_child("open-fork-cold", data))
         med = {k: statistics.median(v) for k, v in times.items()}
         print(
             f"JSONL session of {args.changes:,} changes ({size / 1e6:.1f} MB), "
             f"medians of {args.repeat} fresh processes:"
         )
-        print(f"  raw copy of the bytes (fsync)  {med['copy'] * 1e3:8.1f} ms")
-        print(
-            f"  fork                           {med['fork'] * 1e3:8.1f} ms"
-            f"  {med['fork'] / med['copy']:6.1f}x the raw copy"
-        )
-        print(f"  open the parent (checkpoint)   {med['parent'] * 1e3:8.1f} ms")
-        print(
-            f"  open the fork                  {med['open'] * 1e3:8.1f} ms"
-            f"  {med['open'] / med['parent']:6.1f}x the parent's open"
-        )
-        print(
-            f"  open the fork, no checkpoint   {med['cold'] * 1e3:8.1f} ms"
-            f"  {med['cold'] / med['parent']:6.1f}x the parent's open"
-        )
+        print(f"  raw copy of the bytes (fsync)      {med['copy'] * 1e3:8.1f} ms")
+        for key, label in (("fork", "fork (whole session)"), ("middle", "fork at the middle")):
+            print(
+                f"  {label:<34} {med[key] * 1e3:8.1f} ms"
+                f"  {med[key] / med['copy']:6.2f}x the raw copy"
+            )
+        print(f"  open the parent (checkpoint)       {med['parent'] * 1e3:8.1f} ms")
+        for key, label in (
+            ("open", "open the fork"),
+            ("evicted", "open the fork after a power cut"),
+            ("cold", "open the fork, checkpoint deleted"),
+        ):
+            print(
+                f"  {label:<34} {med[key] * 1e3:8.1f} ms"
+                f"  {med[key] / med['parent']:6.2f}x the parent's open"
+            )
 
 
 if __name__ == "__main__":

@@ -258,8 +258,10 @@ def _publish_fork(
     start, stop = plan.copy
     shift = len(head) - plan.parent_head
     copied_lines = plan.base.lines - 1  # the parent's lines after its header
-    commit = commit_line(plan.length, plan.chain)
-    lines = 1 + copied_lines + len(plan.lines) + 1
+    # Copied bytes end with the commit record for the entries they hold: one more only for
+    # entries after them.
+    commit = commit_line(plan.length, plan.chain) if plan.lines else b""
+    lines = 1 + copied_lines + len(plan.lines) + (1 if commit else 0)
     size = len(head) + (stop - start) + len(tail) + len(commit)
     end = TailStart(plan.length, size, lines, plan.chain)
     header_end = TailStart(0, len(head), 1, CHAIN_SEED)
@@ -273,6 +275,7 @@ def _publish_fork(
     )
     if fd is None:
         return None
+    sync_directory(data_dir)
     source = Source(session_id=session_id, name=f"{session_id}{SUFFIX}", storage="file", lines=True)
     stored = stored_index(content.segments, header_end, end)
     older = (
