@@ -127,6 +127,12 @@ async def test_a_fork_copies_the_bytes_up_to_the_parents_checkpoint_verbatim(
     own = checkpoint_of(store, FORK)
     assert (own.entries, own.offset, own.chain) == (len(parent), len(fork_bytes), found.chain)
     assert own.lines == fork_bytes.count(b"\n")
+    # The parent's segment index, moved by the header's change in length.
+    shift = head_length(store.path_of(FORK)) - head_length(store.path_of(SID))
+    assert len(found.segments) >= 2
+    assert [(s.entries, s.offset + shift, s.lines, s.chain) for s in found.segments] == [
+        (s.entries, s.offset, s.lines, s.chain) for s in own.segments
+    ]
     await assert_sound_fork(store, FORK, parent, highest=60)
 
 

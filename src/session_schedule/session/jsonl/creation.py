@@ -46,7 +46,13 @@ from session_schedule.session.handle import LazyEntries
 from session_schedule.session.ids import SessionId, new_session_id
 from session_schedule.session.jsonl import segments
 from session_schedule.session.jsonl.checkpoints import bound_checkpoint, checkpoint_path
-from session_schedule.session.jsonl.files import SUFFIX, ensure_directory, pread_all, read_all
+from session_schedule.session.jsonl.files import (
+    SUFFIX,
+    ensure_directory,
+    open_session_file,
+    pread_all,
+    read_all,
+)
 from session_schedule.session.jsonl.opening import Opened
 from session_schedule.session.jsonl.segments import Prefix, stored_index, thinned
 from session_schedule.session.lines import (
@@ -149,8 +155,6 @@ def fork_session(
     chosen: SessionId | None,
     header_for: Callable[[SessionId, int], SessionHeader],
     at: int | None,
-    *,
-    open_parent: Callable[[Path, Source], int],
 ) -> Opened:
     """Create and lock a fork of the session file ``parent`` holding its first ``at`` entries
     (all its durable ones when ``None``), written with its checkpoint (see the module rules).
@@ -158,7 +162,7 @@ def fork_session(
     ``header_for(new id, count)`` is the fork's header. Raises what reading the parent raises
     (corruption, a missing parent), ``ValueError`` for ``at`` out of range.
     """
-    fd = open_parent(parent, parent_source)
+    fd = open_session_file(parent, os.O_RDONLY, parent_source)
     try:
         try:
             os.fsync(fd)
@@ -322,7 +326,8 @@ def _fork_checkpoint(
     starts: Sequence[TailStart] = [header_end]
     if plan.segments and plan.segments[-1].entries == plan.base.entries:
         starts = [TailStart(s.entries, s.offset + shift, s.lines, s.chain) for s in plan.segments]
-    index = thinned(starts, end)
+    # A fork that ends where the copied bytes do ends at the parent's last start, moved.
+    index = list(starts) if starts[-1] == end else thinned(starts, end)
     content = checkpoint.draft(
         session=session_id,
         binding=checkpoint.Binding(end.entries, end.chain, end.offset, end.lines),

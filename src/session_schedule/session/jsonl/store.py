@@ -39,7 +39,7 @@ from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import SessionId, chosen_session_id, require_session_id
 from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoint_problem
 from session_schedule.session.jsonl.creation import Seed, create_session, fork_session
-from session_schedule.session.jsonl.files import SUFFIX, open_session_file, source_of
+from session_schedule.session.jsonl.files import SUFFIX, source_of
 from session_schedule.session.jsonl.handle import JsonlSessionHandle
 from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.jsonl.opening import (
@@ -204,7 +204,6 @@ class JsonlSessionStore:
                     format_version=CURRENT_FORMAT,
                 ),
                 at,
-                open_parent=lambda path, source: open_session_file(path, os.O_RDONLY, source),
             )
 
         return await self._own(job)
