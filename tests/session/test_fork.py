@@ -16,9 +16,10 @@ from session_schedule.core.changes import create_change, delete_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
-from session_schedule.session.checkpoint import WINDOW, CheckpointFile
+from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import creation as creation_module
+from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.jsonl.files import SUFFIX
 from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import NOW, payloads, schedule_create, turn
@@ -276,8 +277,6 @@ async def test_a_forged_parent_checkpoint_is_not_copied_from(store: JsonlSession
     # Bound to a commit record that is not in the log: ignored, the parent read whole.
     body = msgspec.json.decode(store.checkpoint_path(SID).read_bytes().partition(b"\n")[2])
     body["chain"] = found.chain ^ 1
-    from session_schedule.session.checkpoint import seal  # noqa: PLC0415
-
     store.checkpoint_path(SID).write_bytes(
         seal(msgspec.json.decode(msgspec.json.encode(body), type=CheckpointFile))
     )
@@ -389,3 +388,57 @@ async def test_a_fork_whose_name_is_taken_leaves_the_sessions_checkpoint(
         await store.fork(SID, now=NOW, session_id=FORK)
     assert store.checkpoint_path(FORK).read_bytes() == before
     assert [p.name for p in store.data_dir.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def write_indexed_history(store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history, with a checkpoint whose segment index has many starts (a small log, cut in
+    segments of 600 bytes once it has been read back)."""
+    monkeypatch.setattr(segments_module, "SEGMENT", 600)
+    await write_history(store)
+    async with await store.open(SID) as handle:
+        assert len(list(handle.entries)) == 150  # reads the older entries: the index is built
+        handle.append("message", turn(999))
+        await handle.barrier()
+
+
+async def test_a_fork_before_the_checkpoint_reads_the_parent_only_up_to_its_segment(
+    store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await write_indexed_history(store, monkeypatch)
+    everything = await full_read(store)
+    size = store.path_of(SID).stat().st_size
+    found = checkpoint_of(store, SID)
+    assert len(found.segments) > 5
+    read: list[int] = []
+    real = creation_module.pread_all
+
+    def counted(fd: int, length: int, offset: int) -> bytes:
+        read.append(length)
+        return real(fd, length, offset)
+
+    monkeypatch.setattr(creation_module, "pread_all", counted)
+    monkeypatch.setattr(creation_module, "read_all", None)  # never the whole parent
+    await (await store.fork(SID, at=20, now=NOW, session_id=FORK)).close()
+    assert max(read) < size // 3
+    monkeypatch.undo()
+    await assert_sound_fork(store, FORK, everything[:20], highest=max_id(everything[:20]))
+
+
+async def test_a_wrong_segment_index_makes_a_fork_read_the_parent_whole(
+    store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await write_indexed_history(store, monkeypatch)
+    everything = await full_read(store)
+    found = checkpoint_of(store, SID)
+    moved = [
+        [s.entries, s.offset + (7 if n == 2 else 0), s.lines, s.chain]
+        for n, s in enumerate(found.segments)
+    ]
+    body = msgspec.json.decode(store.checkpoint_path(SID).read_bytes().partition(b"\n")[2])
+    body["segments"] = moved
+    store.checkpoint_path(SID).write_bytes(
+        seal(msgspec.json.decode(msgspec.json.encode(body), type=CheckpointFile))
+    )
+    at = found.segments[2].entries  # read up to the moved start: it does not verify
+    await (await store.fork(SID, at=at, now=NOW, session_id=FORK)).close()
+    await assert_sound_fork(store, FORK, everything[:at], highest=max_id(everything[:at]))

@@ -39,9 +39,10 @@ from typing import NamedTuple
 
 import msgspec
 
+from session_schedule.core.errors import ScheduleError
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source, encode_payload
-from session_schedule.session.errors import persistence_uncertain, session_exists
+from session_schedule.session.errors import SessionError, persistence_uncertain, session_exists
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.ids import SessionId, new_session_id
 from session_schedule.session.jsonl import segments
@@ -195,12 +196,14 @@ def _plan_from_checkpoint(fd: int, parent: Path, source: Source, at: int | None)
         return None
     header, found, restored, head = bound
     size = os.fstat(fd).st_size
-    base = TailStart(found.entries, found.offset, found.lines, found.chain)
+    base = _bound(found)
     # Strictly, as a reader: damage after the checkpoint refuses the fork; a torn tail is left.
     parsed = scan_tail(header, pread_all(fd, size - found.offset, found.offset), source, after=base)
     count = seed_length(at, found.entries + len(parsed.entries), source.session_id)
-    if count < found.entries or count == 0:
+    if count == 0:
         return None
+    if count < found.entries:
+        return _plan_from_segment(fd, header, found, head, count, source)
     taken = count - found.entries
     chain = parsed.checksums[taken - 1] if taken else found.chain
     after = parsed.entries[:taken]
@@ -224,6 +227,48 @@ def _plan_from_checkpoint(fd: int, parent: Path, source: Source, at: int | None)
         window,
         list(found.segments),
     )
+
+
+def _plan_from_segment(
+    fd: int,
+    header: SessionHeader,
+    found: checkpoint.CheckpointFile,
+    head: int,
+    count: int,
+    source: Source,
+) -> _Plan | None:
+    """The fork of ``count`` entries, fewer than the parent's checkpoint covers: the parent's
+    bytes are read and decoded only up to the start of the segment after entry ``count - 1``
+    (the checkpoint's segment index), which must end exactly as the index says; ``None`` when
+    the index is missing or does not verify (the whole parent is then read, and any damage
+    reported)."""
+    header_end = TailStart(0, head, 1, CHAIN_SEED)
+    starts = stored_index(found.segments, header_end, _bound(found))
+    if isinstance(starts, str):
+        return None
+    stop = next(start for start in starts if start.entries >= count)
+    try:
+        parsed = scan_tail(
+            msgspec.structs.replace(header, seed_length=0),
+            pread_all(fd, stop.offset - head, head),
+            source,
+            after=header_end,
+        )
+    except (SessionError, ScheduleError):
+        return None
+    if (
+        len(parsed.entries) != stop.entries
+        or parsed.keep != stop.offset
+        or not parsed.checksums
+        or parsed.checksums[-1] != stop.chain
+    ):
+        return None
+    return _plan_from_log(parsed._replace(header=header), count, source)
+
+
+def _bound(found: checkpoint.CheckpointFile) -> TailStart:
+    """Where the checkpoint ``found`` is bound in its log."""
+    return TailStart(found.entries, found.offset, found.lines, found.chain)
 
 
 def _plan_from_log(parsed: Scan, at: int | None, source: Source) -> _Plan:
