@@ -2,13 +2,15 @@
 
 Builds a format-2 JSONL session of ``--changes`` realistic history changes (the replay
 benchmark's mix: creates, dispatches at new minutes, deletes) and opens and closes it once so it
-has its checkpoint, as a session in use does. Then, each in a fresh process, ``--repeat`` times:
+has its checkpoint, then reads it back whole once and appends an entry, so that its checkpoint
+carries the index of where each megabyte of the log starts, as a session in use does. Then,
+each in a fresh process, ``--repeat`` times:
 
 - a raw copy of the file's bytes (read and written in 1 MiB blocks, then fsync'd) — the
   baseline;
 - ``store.fork`` of the whole session (closing the fork at once);
 - ``store.fork`` at the middle of the session, before the parent's checkpoint (the fork then
-  reads its parent whole);
+  reads and decodes its parent up to the segment that holds the fork point);
 - opening the parent and the fork (``store.open`` plus ``LiveSchedule.start``);
 - opening the fork as after a power cut: the fork's files as the disk holds them (the fork and
   its checkpoint are fsync'd as it is created) and out of the page cache
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.session import JsonlSessionStore, SessionId
+from session_schedule.session import JsonlSessionStore, SessionId, user_message
 from session_schedule.testing import FakeClock
 
 SID = SessionId("s_benchopen000")  # the id open_session.write_jsonl writes
@@ -63,6 +65,14 @@ async def build(data: Path, changes: int) -> None:
     data.mkdir(mode=0o700)
     write_jsonl(store.path_of(SID), synthetic_log(changes))
     await open_and_close(store, SID)  # writes the parent's checkpoint
+    # A session in use has read its older entries back (and checkpointed every 1,024 entries):
+    # its checkpoint carries the index of where each megabyte of the log starts.
+    handle = await store.open(SID)
+    for _ in handle.entries:
+        pass
+    handle.append("message", user_message("the index is built", at=FakeClock(NOW).now()))
+    await handle.barrier()
+    await handle.close()
 
 
 async def child(operation: str, data: Path) -> float:
