@@ -12,9 +12,9 @@ each in a fresh process, ``--repeat`` times:
 - ``store.fork`` at the middle of the session, before the parent's checkpoint (the fork then
   reads and decodes its parent up to the segment that holds the fork point);
 - opening the parent and the fork (``store.open`` plus ``LiveSchedule.start``);
-- opening the fork as after a power cut: the fork's files as the disk holds them (the fork and
-  its checkpoint are fsync'd as it is created) and out of the page cache
-  (``posix_fadvise(DONTNEED)``), as after a reboot;
+- opening the parent, and the fork, out of the page cache (``posix_fadvise(DONTNEED)`` of the
+  log and its checkpoint), as after a reboot: for the fork, that is opening it after a power
+  cut (the fork and its checkpoint are fsync'd as it is created, so the disk holds both);
 - opening the fork without its checkpoint (what a fork cost when its checkpoint was lost).
 
 Prints medians of wall time and the ratios to the raw copy and to the parent's open.
@@ -91,13 +91,14 @@ async def child(operation: str, data: Path) -> float:
             start = time.perf_counter()
         handle = await store.fork(SID, at=at, now=FakeClock(NOW).now(), session_id=FORK)
         await handle.close()
-    elif operation == "open-fork-evicted":
-        for path in (store.path_of(FORK), store.checkpoint_path(FORK)):
+    elif operation in ("open-fork-evicted", "open-parent-evicted"):
+        session = FORK if operation == "open-fork-evicted" else SID
+        for path in (store.path_of(session), store.checkpoint_path(session)):
             fd = os.open(path, os.O_RDONLY)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
         start = time.perf_counter()
-        await open_and_close(store, FORK)
+        await open_and_close(store, session)
     elif operation == "open-fork-cold":
         store.checkpoint_path(FORK).unlink()
         start = time.perf_counter()
@@ -140,7 +141,7 @@ def main() -> None:
         data = Path(tmp) / "data"
         asyncio.run(build(data, args.changes))
         size = JsonlSessionStore(data).path_of(SID).stat().st_size
-        keys = ("copy", "fork", "middle", "parent", "open", "evicted", "cold")
+        keys = ("copy", "fork", "middle", "parent", "open", "parent-evicted", "evicted", "cold")
         times: dict[str, list[float]] = {k: [] for k in keys}
         for _ in range(args.repeat):
             reset(data)
@@ -150,6 +151,7 @@ def main() -> None:
             times["fork"].append(run_child("fork", data))
             times["parent"].append(run_child("open-parent", data))
             times["open"].append(run_child("open-fork", data))
+            times["parent-evicted"].append(run_child("open-parent-evicted", data))
             times["evicted"].append(run_child("open-fork-evicted", data))
             times["cold"].append(run_child("open-fork-cold", data))
         med = {k: statistics.median(v) for k, v in times.items()}
@@ -166,6 +168,7 @@ def main() -> None:
         print(f"  open the parent (checkpoint)       {med['parent'] * 1e3:8.1f} ms")
         for key, label in (
             ("open", "open the fork"),
+            ("parent-evicted", "open the parent, out of the cache"),
             ("evicted", "open the fork after a power cut"),
             ("cold", "open the fork, checkpoint deleted"),
         ):

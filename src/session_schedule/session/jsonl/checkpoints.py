@@ -13,7 +13,7 @@ file ``<session id>.checkpoint`` beside the session's log. The rules this store 
    thread after a barrier once :data:`~session_schedule.session.checkpoint.EVERY` entries have
    become durable since the last, and at close (see :mod:`.handle`); it goes to a temporary file
    renamed into place (:func:`write_checkpoint`). A lost or torn checkpoint is ignored and
-   costs only time.
+   costs only time. (A fork's first checkpoint is the exception: rule 4.)
 3. **Read as a private file.** Never through a symbolic link, never blocking on a FIFO; one that
    is not a regular file is rejected as damaged, as is one that does not decode.
 4. **A fork's is durable.** A fork is created with its checkpoint, fsync'd and in place before

@@ -4,7 +4,7 @@
 (``.<session id>.<random>.tmp``, mode ``0600``), which is locked, fsync'd and then hard-linked to
 the session's name (``link`` never replaces an existing session) before the directory is
 fsync'd. A crash leaves either no session or a complete one (and perhaps a stray ``.tmp`` file,
-which nothing reads). The new file is locked before it has its public name, so no other process
+which nothing reads, or a fork's checkpoint without its fork, which binds to no other log). The new file is locked before it has its public name, so no other process
 can own it first.
 
 **A fork copies, it does not re-encode.** The parent is fsync'd first, so that what is copied is
@@ -16,9 +16,13 @@ copied entry keeps its checksum); a format-1 parent's entries are written anew i
    commit record it names, the window's own lines verified) and the fork point is at or after
    it, the parent's bytes up to that commit record are copied by the kernel
    (``copy_file_range``, else large reads) without being decoded, and only the entries after it
-   are read — strictly, so damage there refuses the fork. Everything else (no checkpoint, one
-   that does not bind, a fork point before it, a format-1 parent) reads and strictly decodes the
-   whole parent once, as before.
+   are read — strictly, so damage there refuses the fork. The copied lines are vouched for as an
+   open from that checkpoint vouches for them; damage before the window is copied as it is,
+   with the checksums that expose it (``check`` finds it in the fork as in the parent). A fork
+   point before the checkpoint reads and decodes the parent only up to the segment holding it
+   (the checkpoint's segment index, which must verify). Everything else (no checkpoint, one
+   that does not bind, an index that does not verify, a format-1 parent) reads and strictly
+   decodes the whole parent once.
 2. **Written with its checkpoint.** A fork that inherits entries ends with a commit record for
    them and is created with a checkpoint bound to it (a fork has no active reminder: the
    checkpoint holds the highest id its history uses and the window of its last entries). The
