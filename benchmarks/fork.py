@@ -6,8 +6,8 @@ has its checkpoint, then reads it back whole once and appends an entry, so that 
 carries the index of where each megabyte of the log starts, as a session in use does. Then,
 each in a fresh process, ``--repeat`` times:
 
-- a raw copy of the file's bytes (read and written in 1 MiB blocks, then fsync'd) — the
-  baseline;
+- a raw copy of the file's bytes (``shutil.copyfile``, which is ``sendfile`` on Linux, then
+  fsync'd) — the baseline;
 - ``store.fork`` of the whole session (closing the fork at once);
 - ``store.fork`` at the middle of the session, before the parent's checkpoint (the fork then
   reads and decodes its parent up to the segment that holds the fork point);
@@ -80,10 +80,9 @@ async def child(operation: str, data: Path) -> float:
     start = time.perf_counter()
     if operation == "copy":
         target = data / "copy.tmp"
-        with store.path_of(SID).open("rb") as source, target.open("wb") as out:
-            shutil.copyfileobj(source, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
+        shutil.copyfile(store.path_of(SID), target)  # sendfile(2) on Linux
+        with target.open("rb") as file:
+            os.fsync(file.fileno())
     elif operation in ("fork", "fork-middle"):
         at = None
         if operation == "fork-middle":

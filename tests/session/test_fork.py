@@ -213,6 +213,12 @@ async def test_forks_of_forks(store: JsonlSessionStore) -> None:
         fork.append("schedule/change", schedule_create(61))
         await fork.barrier()
     child = await full_read(store, FORK)
+    # The checkpoint its close wrote counts the fork's lines and bytes as they are.
+    written = store.path_of(FORK).read_bytes()
+    assert (checkpoint_of(store, FORK).lines, checkpoint_of(store, FORK).offset) == (
+        written.count(b"\n"),
+        len(written),
+    )
     assert child == [*parent, ("message", turn(500)), ("schedule/change", schedule_create(61))]
     # The child's checkpoint (written with it) binds: the grandchild copies up to it.
     async with await store.fork(FORK, now=NOW, session_id=GRANDCHILD) as grandchild:
