@@ -75,9 +75,9 @@ async def build(data: Path, changes: int) -> None:
     await handle.close()
 
 
-async def child(operation: str, data: Path) -> float:
+async def child(operation: str, data: Path) -> tuple[float, float]:
     store = JsonlSessionStore(data)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if operation == "copy":
         target = data / "copy.tmp"
         shutil.copyfile(store.path_of(SID), target)  # sendfile(2) on Linux
@@ -87,7 +87,7 @@ async def child(operation: str, data: Path) -> float:
         at = None
         if operation == "fork-middle":
             at = (await store.read(SID)).header.seed_length + int(os.environ["FORK_AT"])
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
         handle = await store.fork(SID, at=at, now=FakeClock(NOW).now(), session_id=FORK)
         await handle.close()
     elif operation in ("open-fork-evicted", "open-parent-evicted"):
@@ -96,17 +96,17 @@ async def child(operation: str, data: Path) -> float:
             fd = os.open(path, os.O_RDONLY)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await open_and_close(store, session)
     elif operation == "open-fork-cold":
         store.checkpoint_path(FORK).unlink()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await open_and_close(store, FORK)
     elif operation == "open-parent":
         await open_and_close(store, SID)
     else:
         await open_and_close(store, FORK)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def reset(data: Path) -> None:
@@ -116,7 +116,7 @@ def reset(data: Path) -> None:
             path.unlink()
 
 
-def run_child(operation: str, data: Path, changes: int = 0) -> float:
+def run_child(operation: str, data: Path, changes: int = 0) -> tuple[float, float]:
     out = subprocess.run(  # noqa: S603 - our own interpreter and script
         [sys.executable, __file__, "--child", operation, str(data)],
         check=True,
@@ -124,7 +124,8 @@ def run_child(operation: str, data: Path, changes: int = 0) -> float:
         text=True,
         env={**os.environ, "FORK_AT": str(changes // 2)},
     )
-    return float(out.stdout)
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
 
 
 def main() -> None:
@@ -134,14 +135,14 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(asyncio.run(child(args.child[0], Path(args.child[1]))))
+        print(*asyncio.run(child(args.child[0], Path(args.child[1]))))
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         asyncio.run(build(data, args.changes))
         size = JsonlSessionStore(data).path_of(SID).stat().st_size
         keys = ("copy", "fork", "middle", "parent", "open", "parent-evicted", "evicted", "cold")
-        times: dict[str, list[float]] = {k: [] for k in keys}
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
         for _ in range(args.repeat):
             reset(data)
             times["copy"].append(run_child("copy", data))
@@ -153,28 +154,27 @@ def main() -> None:
             times["parent-evicted"].append(run_child("open-parent-evicted", data))
             times["evicted"].append(run_child("open-fork-evicted", data))
             times["cold"].append(run_child("open-fork-cold", data))
-        med = {k: statistics.median(v) for k, v in times.items()}
+        wall = {k: statistics.median(w for w, _ in v) for k, v in times.items()}
+        cpu = {k: statistics.median(c for _, c in v) for k, v in times.items()}
         print(
             f"JSONL session of {args.changes:,} changes ({size / 1e6:.1f} MB), "
-            f"medians of {args.repeat} fresh processes:"
+            f"medians of {args.repeat} fresh processes (wall, and CPU of the process):"
         )
-        print(f"  raw copy of the bytes (fsync)      {med['copy'] * 1e3:8.1f} ms")
-        for key, label in (("fork", "fork (whole session)"), ("middle", "fork at the middle")):
+
+        def line(key: str, label: str, base: str, name: str) -> None:
             print(
-                f"  {label:<34} {med[key] * 1e3:8.1f} ms"
-                f"  {med[key] / med['copy']:6.2f}x the raw copy"
+                f"  {label:<34} {wall[key] * 1e3:8.1f} ms wall {cpu[key] * 1e3:8.1f} ms CPU"
+                f"  {wall[key] / wall[base]:7.2f}x {name}"
             )
-        print(f"  open the parent (checkpoint)       {med['parent'] * 1e3:8.1f} ms")
-        for key, label in (
-            ("open", "open the fork"),
-            ("parent-evicted", "open the parent, out of the cache"),
-            ("evicted", "open the fork after a power cut"),
-            ("cold", "open the fork, checkpoint deleted"),
-        ):
-            print(
-                f"  {label:<34} {med[key] * 1e3:8.1f} ms"
-                f"  {med[key] / med['parent']:6.2f}x the parent's open"
-            )
+
+        line("copy", "raw copy of the bytes (fsync)", "copy", "the raw copy")
+        line("fork", "fork (whole session)", "copy", "the raw copy")
+        line("middle", "fork at the middle", "copy", "the raw copy")
+        line("parent", "open the parent (checkpoint)", "parent", "the parent's open")
+        line("open", "open the fork", "parent", "the parent's open")
+        line("parent-evicted", "open the parent, out of the cache", "parent", "the parent's open")
+        line("evicted", "open the fork after a power cut", "parent", "the parent's open")
+        line("cold", "open the fork, checkpoint deleted", "parent", "the parent's open")
 
 
 if __name__ == "__main__":
