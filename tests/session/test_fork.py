@@ -12,12 +12,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from session_schedule.core.changes import create_change, delete_change
+from session_schedule.core.changes import ScheduleCreateChange, create_change, delete_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
 from session_schedule.session.handle import LazyEntries
+from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.session.jsonl import creation as creation_module
 from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.jsonl.files import SUFFIX
@@ -52,10 +53,7 @@ async def write_history(store: JsonlSessionStore, first: int = 1, last: int = 60
         await append_history(handle, first, last)
 
 
-async def append_history(handle: object, first: int, last: int) -> None:
-    from session_schedule.session.jsonl import JsonlSessionHandle  # noqa: PLC0415
-
-    assert isinstance(handle, JsonlSessionHandle)
+async def append_history(handle: JsonlSessionHandle, first: int, last: int) -> None:
     for number in range(first, last + 1):
         handle.append("message", turn(number))
         handle.append("schedule/change", every(number) if number % 2 else schedule_create(number))
@@ -167,12 +165,7 @@ async def test_a_fork_after_the_parents_checkpoint_decodes_only_the_entries_afte
             fork = SessionId(f"s_fork{at:08d}")
             await (await store.fork(SID, at=at, now=NOW, session_id=fork)).close()
             inherited = everything[:at]
-            highest = max(
-                int(payload.schedule.id.removeprefix("sch_"))  # type: ignore[attr-defined]
-                for kind, payload in inherited
-                if kind == "schedule/change" and hasattr(payload, "schedule")
-            )
-            await assert_sound_fork(store, fork, inherited, highest=highest)
+            await assert_sound_fork(store, fork, inherited, highest=max_id(inherited))
 
 
 async def test_a_fork_before_the_parents_checkpoint_reads_the_parent_whole(
@@ -187,15 +180,7 @@ async def test_a_fork_before_the_parents_checkpoint_reads_the_parent_whole(
             assert await full_read(store, fork) == []
             assert not store.checkpoint_path(fork).exists()  # nothing inherited, nothing to keep
             continue
-        highest = max(
-            [
-                int(payload.schedule.id.removeprefix("sch_"))  # type: ignore[attr-defined]
-                for kind, payload in everything[:at]
-                if kind == "schedule/change" and hasattr(payload, "schedule")
-            ],
-            default=0,
-        )
-        await assert_sound_fork(store, fork, everything[:at], highest=highest)
+        await assert_sound_fork(store, fork, everything[:at], highest=max_id(everything[:at]))
 
 
 async def test_a_fork_of_a_parent_without_a_checkpoint(store: JsonlSessionStore) -> None:
@@ -235,10 +220,14 @@ async def test_forks_of_forks(store: JsonlSessionStore) -> None:
 
 
 def max_id(entries: list[tuple[str, object]]) -> int:
+    """The highest reminder id number that ``entries`` create (0: none)."""
     return max(
-        int(payload.schedule.id.removeprefix("sch_"))  # type: ignore[attr-defined]
-        for kind, payload in entries
-        if kind == "schedule/change" and hasattr(payload, "schedule")
+        (
+            int(payload.schedule.id.removeprefix("sch_"))
+            for kind, payload in entries
+            if kind == "schedule/change" and isinstance(payload, ScheduleCreateChange)
+        ),
+        default=0,
     )
 
 

@@ -4,8 +4,8 @@
 (``.<session id>.<random>.tmp``, mode ``0600``), which is locked, fsync'd and then hard-linked to
 the session's name (``link`` never replaces an existing session) before the directory is
 fsync'd. A crash leaves either no session or a complete one (and perhaps a stray ``.tmp`` file,
-which nothing reads, or a fork's checkpoint without its fork, which binds to no other log). The new file is locked before it has its public name, so no other process
-can own it first.
+which nothing reads, or a fork's checkpoint without its fork, which binds to no other log). The
+new file is locked before it has its public name, so no other process can own it first.
 
 **A fork copies, it does not re-encode.** The parent is fsync'd first, so that what is copied is
 durable. A format-2 parent's lines are copied verbatim (their chain starts at the seed, so a
