@@ -199,6 +199,11 @@ class TestFormat:
         ]
         snapshot = await store.read("s_bbbbbbbbbbbb")
         assert payloads(snapshot.entries) == payloads((await store.read(SID)).entries)
+        # Created with its checkpoint, which says what its log says.
+        assert await store.derived_problems("s_bbbbbbbbbbbb") == ()
+        async with await store.open("s_bbbbbbbbbbbb") as fork:
+            assert fork.resume is not None
+            assert fork.resume.position == 3
 
     @contract_test
     async def test_files_are_private_and_nothing_else_is_left(
