@@ -48,6 +48,12 @@ power cut cannot produce it. Whole lines removed from the very end of the file t
 their commit records cannot be told from a barrier that never happened; every other removal of an
 acknowledged line is reported.
 
+A reader that wants the entries alone reads a file a block at a time (:func:`scan_blocks`), with
+the same findings as a read of the whole file (:func:`scan`). The common case of each line is
+verified by comparing bytes: the seal with the formatted chained checksum, the start with
+``{"seq":N,"type":"``, a commit record for every entry so far with the one expected line;
+anything else takes the path that says what is wrong.
+
 **Format 1** (sessions written before format 2; still read and appended to in their own format):
 the header line ``{"type":"header","data":{"format":1,…}}`` and one ``{"type":T,"data":D}`` line
 per entry, with no sequence numbers, checksums or commit records. Only bytes after the last

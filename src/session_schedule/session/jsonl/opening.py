@@ -10,7 +10,9 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    :mod:`.checkpoints`) spares the decoding of everything before its window: only the log's tail
    after its commit record is scanned, and the entries before the window are read back on
    demand (:class:`~.segments.Prefix`). One that does not bind is logged (at ``info`` for
-   another version, ``warning`` otherwise) and the whole log is read.
+   another version, ``warning`` otherwise) and the whole log is read. A whole log is read a
+   block of :data:`BLOCK` bytes at a time (:func:`~session_schedule.session.lines.scan_blocks`):
+   its bytes and lines are never held whole, only the entries decoded from them.
 3. **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
    does not verify, provided no commit record vouches for an entry at or past it; in format 1,
    the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
