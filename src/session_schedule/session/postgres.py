@@ -30,7 +30,11 @@ its own, so a few connections serve many sessions.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
   same statement, the session's earliest active target (``NULL`` when nothing is active), from
   the handle's own fold of the log (:mod:`session_schedule.session.targets`);
-  :meth:`PostgresSessionStore.due_sessions` lists the sessions due before an instant.
+  :meth:`PostgresSessionStore.due_sessions` lists the sessions due before an instant. A handle
+  remembers the target its own last such commit recorded, and leaves the row alone while the
+  target stays the same (a reminder created later than the earliest one, say): only the owner
+  writes it, and a failed or uncertain commit poisons the handle, so what it remembers is what
+  the row holds. Each update of the row is a write the commit would otherwise wait for.
 
 A store and its handles belong to the event loop they are first used in. Close the store (or use
 it as an async context manager) to close its pool; handles still open are closed first.
@@ -103,6 +107,13 @@ CHUNK: Final = 1024
 _log = logging.getLogger(__name__)
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MILLISECOND: Final = dt.timedelta(milliseconds=1)
+
+@final
+class _Unrecorded:
+    """The next target a handle's commits recorded, before any has."""
+
+
+_UNRECORDED: Final = _Unrecorded()
 
 Row: TypeAlias = tuple[int, str, bytes]
 """An entry row as inserted: position, type, canonical JSON payload."""
@@ -248,6 +259,9 @@ class PostgresSessionHandle(LogHandle):
         """When (loop time) to try again after a failed renewal."""
         self._loop = asyncio.get_running_loop()
         self._pending: stores.PendingRows[Row] = stores.PendingRows(len(entries))
+        self._recorded: Instant | _Unrecorded | None = _UNRECORDED
+        """The next target this handle's last commit recorded in the index (unknown until one
+        has): a commit whose target is the same leaves the row as it is."""
 
     @property
     def epoch(self) -> int:
@@ -266,6 +280,8 @@ class PostgresSessionHandle(LogHandle):
         lease = (store.lease_seconds, self.id, self._epoch)
         end = rows[-1][0] + 1 if rows else 0
         indexed, next_target = self._index_update(rows[0][0], end) if rows else (False, None)
+        if indexed and next_target == self._recorded:
+            indexed = False
         if indexed:
             statement = store._sql.flush_with_target
             moment = (
@@ -283,6 +299,8 @@ class PostgresSessionHandle(LogHandle):
                 "nothing it appended since its last barrier was written"
             )
             raise _LeaseLost(self._lost)
+        if indexed:
+            self._recorded = next_target
         self._renewed(started)
         if end - self._checkpointed >= checkpoint.EVERY and (
             self._saving is None or self._saving.done()
