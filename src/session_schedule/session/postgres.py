@@ -108,6 +108,7 @@ _log = logging.getLogger(__name__)
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MILLISECOND: Final = dt.timedelta(milliseconds=1)
 
+
 @final
 class _Unrecorded:
     """The next target a handle's commits recorded, before any has."""
