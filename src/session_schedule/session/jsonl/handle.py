@@ -10,8 +10,9 @@ SPEC §9:
    format 1 is appended to in format 1; format 2 chains each entry's checksum to the last.
 2. **The barrier is an fsync**, with group commit (see :mod:`session_schedule.session.barrier`):
    a hundred appends, then one barrier, cost one fsync. A lone barrier fsyncs on the event
-   loop's thread; barriers called together share one fsync on the session's own thread
-   (``flush_on_loop=False``: every flush there).
+   loop's thread, unless a barrier of another session of the loop is at work; barriers called
+   together share one fsync on the session's own thread (``flush_on_loop=False``: every flush
+   there).
 3. **Then a commit record** (format 2), for the entries the fsync made durable (durable itself
    with the next fsync). A flush on the session's thread writes it there, and a failure fails
    the barrier; a lone barrier leaves it to a loop callback run once its caller has gone on, or
