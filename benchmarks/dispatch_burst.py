@@ -12,7 +12,8 @@ Measured per round:
 - **loop stall**: the longest gap between the ticks of a task that asks to run every
   millisecond meanwhile, minus that millisecond (how long timers of other sessions would wait);
 
-for a store with the default settings (a lone barrier fsyncs on the loop's thread) and for one
+for a store with the default settings (a lone barrier fsyncs on the loop's thread while no
+barrier of another session is at work) and for one
 with ``flush_on_loop=False`` (every flush on the session's worker, the pool's threads), next to
 two baselines in the same run, on ``N`` plain files of the same directory: one ``write`` +
 ``fsync`` per file in turn on the loop's thread, and the same calls spread over a pool of 32
