@@ -161,6 +161,16 @@ class _Statements:
             " FROM lease, unnest(%s::integer[], %s::text[], %s::bytea[])"
             " AS r (position, type, data)"
         )
+        # The same two for one row, the usual flush of a tool call or a dispatch: its values
+        # are sent as they are, not as arrays to unnest (about 60 µs less per commit here).
+        one_row = (
+            " INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT lease.session_id, %s::integer, %s::text, %s::bytea FROM lease"
+        )
+        self.flush_one = self.flush[: self.flush.index(" INSERT INTO")] + q(one_row)
+        self.flush_one_with_target = self.flush_with_target[
+            : self.flush_with_target.index(" INSERT INTO")
+        ] + q(one_row)
         # Rows locked in session id order (the caller sorts them), as every batch does.
         self.renew = q(
             "UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s)"
@@ -283,16 +293,19 @@ class PostgresSessionHandle(LogHandle):
         indexed, next_target = self._index_update(rows[0][0], end) if rows else (False, None)
         if indexed and next_target == self._recorded:
             indexed = False
+        sql = store._sql
         if indexed:
-            statement = store._sql.flush_with_target
+            statement = sql.flush_with_target if len(rows) != 1 else sql.flush_one_with_target
             moment = (
                 None if next_target is None else _EPOCH + dt.timedelta(milliseconds=next_target)
             )
             parameters: tuple[object, ...] = (*lease, moment)
         else:
-            statement, parameters = store._sql.flush, lease
+            statement = sql.flush if len(rows) != 1 else sql.flush_one
+            parameters = lease
+        values = rows[0] if len(rows) == 1 else _columns(rows)
         async with store._connection() as connection:
-            cursor = await connection.execute(statement, (*parameters, *_columns(rows)))
+            cursor = await connection.execute(statement, (*parameters, *values))
             inserted = cursor.rowcount
         if inserted != len(rows):
             self._lose(
