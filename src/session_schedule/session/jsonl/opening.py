@@ -18,8 +18,8 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    record, as a barrier would. Anything else that does not verify is corruption: it is reported
    and the file is left byte-for-byte untouched.
 4. **Readers ignore a torn tail** (they do not cut it) and never use a checkpoint: ``read``,
-   ``inspect``, ``fork`` and ``check`` verify every line. A fork's read fsyncs the parent
-   first, so that what it copies is durable.
+   ``inspect`` and ``check`` verify every line. (A fork reads its parent in
+   :mod:`.creation`.)
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ discipline of :mod:`.files`. What the store itself keeps:
    (:mod:`.next_targets`), answers ``due_sessions``.
 4. **Hand-over requests** are files beside the sessions'
    (:class:`~session_schedule.session.handover.RequestFiles`).
-5. **A fork sheds what it inherits.** A fork of more than :data:`FORK_HELD` entries writes a
-   checkpoint at once, so that it keeps only a window of its parent's history decoded.
+5. **A fork is written with its checkpoint** (:mod:`.creation`): it keeps only a window of its
+   parent's history decoded, and opens from that checkpoint, also after a power cut.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from session_schedule.session import checkpoint
 from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import SessionId, chosen_session_id, require_session_id
 from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoint_problem
-from session_schedule.session.jsonl.creation import Seed, create_session, fork_seed
+from session_schedule.session.jsonl.creation import Seed, create_session, fork_session
 from session_schedule.session.jsonl.files import SUFFIX, source_of
 from session_schedule.session.jsonl.handle import JsonlSessionHandle
 from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
@@ -58,7 +58,6 @@ from session_schedule.session.port import (
     SessionSnapshot,
     listed,
     make_header,
-    seed_length,
 )
 from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
@@ -193,27 +192,22 @@ class JsonlSessionStore:
         parent = require_session_id(parent_id)
 
         def job() -> Opened:
-            parsed = read_session(self._checked(self.path_of(parent)), source_of(parent), sync=True)
-            count = seed_length(at, len(parsed.entries), parent)
-            return create_session(
+            return fork_session(
                 self._dir,
+                self._checked(self.path_of(parent)),
+                source_of(parent),
                 chosen,
-                lambda new_id: make_header(
+                lambda new_id, count: make_header(
                     new_id,
                     now=now,
                     parent_id=parent,
                     seed_length=count,
                     format_version=CURRENT_FORMAT,
                 ),
-                fork_seed(parsed, count),
+                at,
             )
 
-        handle = await self._own(job)
-        if len(handle.entries) > FORK_HELD:
-            # The parent's history stays in the file, not in memory: twenty forks of a long
-            # session would otherwise hold twenty copies of it.
-            await handle.shed_inherited()
-        return handle
+        return await self._own(job)
 
     async def read(self, session_id: str) -> SessionSnapshot:
         checked = require_session_id(session_id)
