@@ -88,8 +88,9 @@ class JsonlSessionStore:
 
     def __init__(self, data_dir: str | os.PathLike[str], *, flush_on_loop: bool = True) -> None:
         """``data_dir``: a path, as a string or a path object; ``flush_on_loop``: a lone barrier
-        fsyncs on the event loop's thread (fast, but the loop waits for the disk meanwhile);
-        ``False`` sends every flush to the session's thread."""
+        fsyncs on the event loop's thread (fast, but the loop waits for the disk meanwhile)
+        while no barrier of another session of the loop is at work; ``False`` sends every flush
+        to the session's thread."""
         data_dir = Path(data_dir)
         self._dir = data_dir
         self._index = TargetIndexFile(data_dir, suffix=SUFFIX, read_log=read_log)
