@@ -50,7 +50,7 @@ from session_schedule.session.lines import (
     scan_tail,
     stated_entry_checksum,
 )
-from session_schedule.session.port import LogEntry, SessionHeader
+from session_schedule.session.port import LogEntry, SessionHeader, SessionSnapshot
 from session_schedule.session.private import OPEN_FLAGS
 
 
@@ -206,7 +206,7 @@ def bound_checkpoint(fd: int, where: Path, source: Source) -> Bound | None:
 
 
 def checkpoint_problem(
-    log: Path, parsed: Scan, source: Source, session_id: SessionId
+    log: Path, parsed: Scan | SessionSnapshot, source: Source, session_id: SessionId
 ) -> str | None:
     """What the checkpoint beside ``log`` says that the log (``parsed``, read whole) does not,
     when it is bound to the log's commit record (so opening the session may use it): other

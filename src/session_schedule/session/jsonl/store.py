@@ -213,7 +213,7 @@ class JsonlSessionStore:
         checked = require_session_id(session_id)
         parsed = await asyncio.to_thread(
             lambda: read_session(
-                self._checked(self.path_of(checked)), source_of(checked), sync=False
+                self._checked(self.path_of(checked)), source_of(checked), sync=False, lines=False
             )
         )
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
@@ -224,7 +224,7 @@ class JsonlSessionStore:
 
         def job() -> JsonlInspection:
             parsed = read_session(
-                self._checked(self.path_of(checked)), source_of(checked), sync=False
+                self._checked(self.path_of(checked)), source_of(checked), sync=False, lines=False
             )
             return JsonlInspection(
                 SessionSnapshot(parsed.header, tuple(parsed.entries)),
@@ -235,7 +235,9 @@ class JsonlSessionStore:
 
         return await asyncio.to_thread(job)
 
-    async def derived_problems(self, session_id: str) -> tuple[str, ...]:
+    async def derived_problems(
+        self, session_id: str, *, read: SessionSnapshot | None = None
+    ) -> tuple[str, ...]:
         """What the files derived from ``session_id``'s log say that its log does not, where
         they would be believed: its checkpoint, when it is bound to the log's commit record (so
         opening the session may use it) but holds other reminders, pending turns or entries
@@ -243,13 +245,14 @@ class JsonlSessionStore:
         file but names another next target. Each problem is one clause; none: ``()``.
 
         A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
-        is rebuilt from the log."""
+        is rebuilt from the log. ``read``: the session as :meth:`inspect` has just read it
+        (``check`` passes it), which spares reading the whole log a second time."""
         checked = require_session_id(session_id)
         path = self._checked(self.path_of(checked))
         source = source_of(checked)
 
         def job() -> tuple[str, ...]:
-            parsed = read_session(path, source, sync=False)
+            parsed = read_session(path, source, sync=False, lines=False) if read is None else read
             problems: list[str] = []
             difference = checkpoint_problem(path, parsed, source, checked)
             if difference is not None:
