@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,14 @@ from session_schedule.core.changes import delete_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.session import DueSession, JsonlSessionStore
-from session_schedule.session.ids import SessionId
-from session_schedule.session.jsonl.next_targets import INDEX_NAME, KEY_NAME, MAX_INDEX_BYTES
+from session_schedule.session.ids import SessionId, new_session_id
+from session_schedule.session.jsonl.next_targets import (
+    INDEX_NAME,
+    KEY_NAME,
+    MAX_INDEX_BYTES,
+    TargetIndexFile,
+)
+from session_schedule.session.jsonl.opening import read_log
 from session_schedule.testing.session_contract import CHANGE, NOW, at_create, turn
 
 TARGET = parse_instant("2030-01-01T00:00:00.000Z")
@@ -649,3 +656,45 @@ def test_a_compaction_keeps_what_is_appended_while_it_runs(
         assert fresh._index._marks == {made: size}  # the record is of a file no larger
 
     asyncio.run(body())
+
+
+def test_compactions_racing_appenders_lose_no_line(tmp_path: Path) -> None:
+    """Whatever the interleaving: every mark appended while another reader compacts over and
+    over is in the index at the end (appenders write under a shared ``flock``; a compaction
+    copies what was appended since it read, under an exclusive one, then renames)."""
+    data_dir = tmp_path / "sessions"
+    data_dir.mkdir(mode=0o700)
+
+    def reader() -> TargetIndexFile:
+        return TargetIndexFile(data_dir, suffix=".jsonl", read_log=read_log)
+
+    writers = [reader(), reader()]
+    compactor = reader()
+    ids = [new_session_id() for _ in range(400)]
+
+    def append(writer: TargetIndexFile, part: list[SessionId]) -> None:
+        for size, session_id in enumerate(part):
+            writer.mark(session_id, size)
+            time.sleep(0.0005)  # spread over many compactions
+
+    threads = [
+        threading.Thread(target=append, args=(writer, ids[number::2]))
+        for number, writer in enumerate(writers)
+    ]
+    for thread in threads:
+        thread.start()
+    compactions = 0
+    while any(thread.is_alive() for thread in threads) or compactions < 3:
+        compactor._read_index()
+        compactor._compact()
+        compactions += 1
+    for thread in threads:
+        thread.join()
+    assert compactions > 10
+    expected = {session_id: size for size, session_id in enumerate(ids[0::2])}
+    expected.update({session_id: size for size, session_id in enumerate(ids[1::2])})
+    fresh = reader()
+    fresh._read_index()
+    assert fresh._marks == expected
+    compactor._read_index()
+    assert compactor._marks == expected

@@ -47,6 +47,8 @@ session wins; a mark stays **pending** until a record of a larger file follows i
   (:mod:`session_schedule.session.private`): ``0600``, never through a symbolic link, never
   blocking on a FIFO, and never read past :data:`MAX_INDEX_BYTES`; an index that is not such a
   file is not used (every session is ``stat``'d at every poll) and is replaced by a compaction.
+- **Keyed records.** A record is trusted only when its digest verifies against the directory's
+  key (:class:`_Keys`); a mark is honoured whether or not it does (it only makes readers look).
 """
 
 from __future__ import annotations
@@ -168,18 +170,23 @@ class _Keys:
 
 
 def _make_key(path: Path) -> bytes:
-    """A new key in ``path`` — or the one another process made first."""
+    """A new key in ``path`` — or the one another process made first. The key is written to a
+    temporary file linked into place whole, so no process ever reads one half written."""
     key = secrets.token_bytes(_KEY_BYTES)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(temporary, flags, 0o600)
     try:
-        fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, key)  # no fsync: a key lost to a power cut only costs a rebuild
+        finally:
+            os.close(fd)
+        os.link(temporary, path)
     except FileExistsError:
         found = read_private(path, limit=_KEY_BYTES)
         return b"" if found is None else found
-    try:
-        os.write(fd, key)  # no fsync: a key lost to a power cut only costs a rebuild
     finally:
-        os.close(fd)
+        temporary.unlink(missing_ok=True)
     return key
 
 
@@ -269,8 +276,6 @@ class TargetIndexFile:
         """The sessions with a target, soonest first, then by id."""
         self._listed: int | None = None
         """The directory's modification time when it was last listed."""
-        self.polls = 0
-        """Polls answered (for tests and benchmarks)."""
 
     @property
     def path(self) -> Path:
@@ -307,7 +312,6 @@ class TargetIndexFile:
         """The sessions of the directory due before ``before`` (see ``due_sessions``)."""
         check_limit(limit)
         with self._poll_lock:
-            self.polls += 1
             try:
                 listed = self._dir.stat()
             except FileNotFoundError:
@@ -449,14 +453,13 @@ class TargetIndexFile:
 
     def _pread(self, held: _Descriptor, offset: int, size: int) -> bytes:
         chunks: list[bytes] = []
-        with self._file_lock:
-            while size > 0:
-                chunk = os.pread(held.fd, min(size, 1 << 20), offset)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                offset += len(chunk)
-                size -= len(chunk)
+        while size > 0:  # ``pread`` moves no shared offset: appenders need not wait
+            chunk = os.pread(held.fd, min(size, 1 << 20), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            size -= len(chunk)
         return b"".join(chunks)
 
     def _take(self, data: bytes) -> None:
@@ -480,14 +483,15 @@ class TargetIndexFile:
                 bad += 1
                 continue
             self._check.add(session_id)
-            if not self._keys.verifies(record):
+            if record.inode == _MARK:
+                # A mark only makes readers look at the log more: it need not verify.
+                self._marks[session_id] = max(self._marks.get(session_id, -1), record.size)
+            elif not self._keys.verifies(record):
                 # Not written by a holder of the key (forged, or of an older version): its
                 # session is read again, so no record can hide a due reminder.
                 self._records.pop(session_id, None)
                 self._known.pop(session_id, None)
                 unverified += 1
-            elif record.inode == _MARK:
-                self._marks[session_id] = max(self._marks.get(session_id, -1), record.size)
             else:
                 self._records[session_id] = record
                 if self._marks.get(session_id, record.size) < record.size:
@@ -623,8 +627,7 @@ class TargetIndexFile:
                         for record in rebuilt
                         if b"[" + _encoder.encode(record.id) not in named
                     )
-                    if body:
-                        os.write(held.fd, body)
+                    write_all(held.fd, body)
                 finally:
                     fcntl.flock(held.fd, fcntl.LOCK_UN)
             except OSError as error:
