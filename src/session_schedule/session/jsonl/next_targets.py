@@ -262,7 +262,7 @@ class TargetIndexFile:
         self._scan_all = True
         """Whether the next poll ``stat``\\ s every session file."""
         self._records: dict[SessionId, _Record] = {}
-        """The last verified record of each session read from the index."""
+        """The last verified record of each session read from the index, until it is looked at."""
         self._marks: dict[SessionId, int] = {}
         """The pending marks: the largest size each names."""
         self._check: set[SessionId] = set()
@@ -556,7 +556,8 @@ class TargetIndexFile:
                 continue
             self._inodes[session_id] = status.st_ino
             state = _state(status)
-            record = self._records.get(session_id)
+            # Once looked at, a record is of no more use: ``_known`` says what was learnt.
+            record = self._records.pop(session_id, None)
             if record is not None and _matches(record, status):
                 self._known[session_id] = state
                 self._set_target(session_id, record.target)
