@@ -54,6 +54,7 @@ session wins; a mark stays **pending** until a record of a larger file follows i
 from __future__ import annotations
 
 import bisect
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -204,6 +205,8 @@ _State: TypeAlias = tuple[int, int, int]
 """A session file's inode, size and modification time (ns)."""
 _MARK: Final = -1
 """The inode of a mark (and of a record of a file that changed while it was read)."""
+_BULK: Final = 256
+"""More sessions checked in one poll than this, and the due order is sorted anew once."""
 _SETTLE_NS: Final = 2_000_000_000
 """How recent a directory's modification time is listed again at the next poll."""
 
@@ -276,6 +279,8 @@ class TargetIndexFile:
         """The sessions with a target, soonest first, then by id."""
         self._listed: int | None = None
         """The directory's modification time when it was last listed."""
+        self._statted: dict[SessionId, os.stat_result] = {}
+        """The files a full listing ``stat``'d, for the checks that follow it."""
 
     @property
     def path(self) -> Path:
@@ -529,8 +534,12 @@ class TargetIndexFile:
                 if not entry.name.endswith(self._suffix):
                     continue
                 session_id = parse_session_id(entry.name.removesuffix(self._suffix))
-                if session_id is not None:
-                    found[session_id] = entry.inode()
+                if session_id is None:
+                    continue
+                found[session_id] = entry.inode()
+                if scan_all:  # an lstat relative to the open directory: cheaper than by path
+                    with contextlib.suppress(FileNotFoundError):
+                        self._statted[session_id] = entry.stat(follow_symlinks=False)
         for session_id in self._inodes.keys() - found.keys():
             self._forget(session_id)
         for session_id, inode in found.items():
@@ -543,11 +552,15 @@ class TargetIndexFile:
         file is neither as their record nor as last read. Returns the records rebuilt that may
         be appended (of files unchanged while read, without a pending mark)."""
         check, self._check = self._check | self._marks.keys(), set()
+        statted, self._statted = self._statted, {}
+        bulk = len(check) > _BULK
         rebuilt: list[_Record] = []
-        for session_id in sorted(check):
+        for session_id in check:
             path = self._dir / f"{session_id}{self._suffix}"
+            status = statted.get(session_id)
             try:
-                status = path.lstat()
+                if status is None:
+                    status = path.lstat()
             except FileNotFoundError:
                 self._forget(session_id)
                 continue
@@ -560,12 +573,12 @@ class TargetIndexFile:
             record = self._records.pop(session_id, None)
             if record is not None and _matches(record, status):
                 self._known[session_id] = state
-                self._set_target(session_id, record.target)
+                self._set_target(session_id, record.target, bulk=bulk)
                 continue
             if self._known.get(session_id) == state:
                 continue
             fresh = self._rebuild(session_id, path, status)
-            self._set_target(session_id, fresh.target)
+            self._set_target(session_id, fresh.target, bulk=bulk)
             if fresh.inode == _MARK:
                 # It changed while being read: read again at the next poll.
                 self._known.pop(session_id, None)
@@ -574,6 +587,12 @@ class TargetIndexFile:
             self._known[session_id] = state
             if session_id not in self._marks:
                 rebuilt.append(fresh)
+        if bulk:
+            self._order = sorted(
+                (target, session_id)
+                for session_id, target in self._targets.items()
+                if target is not None
+            )
         return rebuilt
 
     def _forget(self, session_id: SessionId) -> None:
@@ -584,15 +603,17 @@ class TargetIndexFile:
         self._set_target(session_id, None)
         self._targets.pop(session_id, None)
 
-    def _set_target(self, session_id: SessionId, target: int | None) -> None:
+    def _set_target(self, session_id: SessionId, target: int | None, *, bulk: bool = False) -> None:
+        """Set the target of ``session_id`` (``bulk``: leave :attr:`_order` to be sorted anew)."""
         new = None if target is None else Instant(target)
         old = self._targets.get(session_id)
         self._targets[session_id] = new
-        if old == new:
+        if old == new or bulk:
             return
         if old is not None:
             at = bisect.bisect_left(self._order, (old, session_id))
-            del self._order[at]
+            if at < len(self._order) and self._order[at] == (old, session_id):
+                del self._order[at]  # (absent during a bulk update, sorted anew after it)
         if new is not None:
             bisect.insort(self._order, (new, session_id))
 
