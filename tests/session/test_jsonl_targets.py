@@ -732,3 +732,24 @@ def test_the_due_order_is_the_same_checked_in_bulk_or_one_by_one(
         )
 
     asyncio.run(body())
+
+
+def test_a_line_read_half_written_is_read_whole_at_the_next_poll(tmp_path: Path) -> None:
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        (made,) = await _sessions(store, 1, TARGET)
+        reader = JsonlSessionStore(store.data_dir)
+        assert reader._index.due(FAR, 1000) == (DueSession(made, TARGET),)
+        async with await store.open(made) as handle:
+            handle.append(CHANGE, at_create(2, SOON))
+            await handle.barrier()
+        index = store.data_dir / INDEX_NAME
+        data = index.read_bytes()
+        # The reader meets the new lines with the last one cut short, then whole.
+        index.write_bytes(data[:-10])
+        reader._index._read_index()
+        assert reader._index._offset < len(data) - 10
+        index.write_bytes(data)
+        assert reader._index.due(FAR, 1000) == (DueSession(made, SOON),)
+
+    asyncio.run(body())
