@@ -26,7 +26,10 @@ plans to open each ``lead_seconds`` before its target (at once when that is past
 
 Rule 3 — **a session held elsewhere is skipped and retried.** ``SessionBusy`` (a chat has it
 open, another host holds its lease) plans another attempt ``busy_retry_seconds`` later, for as
-long as the index says it is due. A session that cannot be opened for another reason (damaged,
+long as the index says it is due: a poll that reads the index whole (fewer than ``due_limit``
+rows) drops the planned attempts of sessions it no longer lists — another host delivered them —
+so a fleet does not keep opening sessions its peers have served. A session that cannot be opened
+for another reason (damaged,
 a storage failure of any kind: ``EMFILE``, a locked or unreadable database) is logged and
 retried after ``failed_retry_seconds``; one that vanished is forgotten. A failed read of the
 index is logged and tried again at the next poll: no store error ever stops the timer.
@@ -62,6 +65,12 @@ ordered by its planned instant (the index's order for a tie), and is opened as s
 closes — not at the next poll. A poll does not plan a queued session again. So a stampede
 (every session due in the same second) flows through the host at the rate sessions open,
 deliver and close.
+
+Rule 9 — **sessions admitted together open together.** The sessions Rule 8 admits in one pass
+of the timer are opened by one task: one look at the hand-over requests for all of them (each
+looks on its own if that fails), then their opens, ``max_opening`` at once, so that a store
+that serves opens arriving together in one transaction (PostgreSQL) gets them together. Each
+open still succeeds, is refused or fails on its own, with Rules 3 to 6.
 """
 
 from __future__ import annotations
@@ -367,6 +376,8 @@ class ScheduleHost:
             return
         self.stats.polls += 1
         self._ceiling = None
+        if len(due) < settings.due_limit:
+            self._forget_retries({session_id for session_id, _ in due})
         lead = round(settings.lead_seconds * MS_PER_SECOND)
         for session_id, target in due:
             if self._held(session_id) or session_id in self._queued_ids:
@@ -376,6 +387,14 @@ class ScheduleHost:
             # A planned retry stands; a planned open moves earlier if the target did.
             if planned is None or (planned[1] == "open" and open_at < planned[0]):
                 self._plan(session_id, open_at, "open")
+
+    def _forget_retries(self, due: set[SessionId]) -> None:
+        """Rule 3: a session planned for another attempt that the index (read whole) no longer
+        lists as due — another host delivered it meanwhile — is not opened again; the index
+        plans it afresh once it is due."""
+        for session_id, (_, plan, _) in list(self._planned.items()):
+            if plan == "retry" and session_id not in due and not self._held(session_id):
+                del self._planned[session_id]  # its heap entries are stale now
 
     def _run_due(self, now: Instant) -> None:
         elapsed = self._clock.monotonic()
@@ -406,15 +425,31 @@ class ScheduleHost:
 
     def _admit(self) -> None:
         """Rule 8: open queued sessions, earliest plan first, while fewer than the limit are
-        open or opening."""
+        open or opening; those admitted together are opened as a group (Rule 9)."""
         limit = self._open_limit()
+        admitted: list[SessionId] = []
         while self._queued and len(self._slots) + len(self._opening) < limit:
             _, _, session_id = heapq.heappop(self._queued)
             self._queued_ids.discard(session_id)
             if self._held(session_id) or session_id in self._planned:
                 continue  # opened meanwhile, or planned again (a retry)
             self._opening.add(session_id)
-            self._spawn(self._open(session_id), f"open {session_id}")
+            admitted.append(session_id)
+        if len(admitted) == 1:
+            self._spawn(self._open(admitted[0]), f"open {admitted[0]}")
+        elif admitted:
+            self._spawn(self._open_group(admitted), f"open {len(admitted)} sessions")
+
+    async def _open_group(self, session_ids: list[SessionId]) -> None:
+        """Rule 9: one look at the hand-over requests for every session admitted together, then
+        their opens, at most ``max_opening`` at once, in the order admitted."""
+        wanted: frozenset[SessionId] | None = frozenset()
+        if self._handovers is not None:
+            try:
+                wanted = await self._handovers.handover_requests(frozenset(session_ids))
+            except Exception:  # each open looks again, and fails, on its own
+                wanted = None
+        await asyncio.gather(*(self._open(session_id, wanted) for session_id in session_ids))
 
     def _held(self, session_id: SessionId) -> bool:
         return session_id in self._slots or session_id in self._opening
@@ -480,10 +515,22 @@ class ScheduleHost:
 
     # -- one session (Rules 3 to 5) ----------------------------------------------------------
 
-    async def _open(self, session_id: SessionId) -> None:
+    async def _open(
+        self, session_id: SessionId, wanted: frozenset[SessionId] | None = None
+    ) -> None:
+        """Open ``session_id`` and start its Schedule; ``wanted``: the hand-over requests its
+        group found, if it was opened in one (Rule 9)."""
+        try:
+            await self._open_session(session_id, wanted)
+        finally:
+            self._wake.set()  # room for a queued session, or its first pass
+
+    async def _open_session(
+        self, session_id: SessionId, wanted: frozenset[SessionId] | None
+    ) -> None:
         try:
             async with self._open_gate:
-                handle = await self._open_unless_wanted(session_id)
+                handle = await self._open_unless_wanted(session_id, wanted)
         except SessionBusy:
             self.stats.busy += 1
             self._opening.discard(session_id)
@@ -538,10 +585,15 @@ class ScheduleHost:
         self.stats.opened += 1
         self._plan(session_id, self._clock.now(), "step")
 
-    async def _open_unless_wanted(self, session_id: SessionId) -> SessionHandle:
-        """Open ``session_id``; ``SessionBusy`` while a front end asks for it (Rule 7)."""
+    async def _open_unless_wanted(
+        self, session_id: SessionId, wanted: frozenset[SessionId] | None
+    ) -> SessionHandle:
+        """Open ``session_id``; ``SessionBusy`` while a front end asks for it (Rule 7), as
+        ``wanted`` says, or the store when its group did not find out (Rule 9)."""
         handovers = self._handovers
-        if handovers is not None and await handovers.handover_requests({session_id}):
+        if wanted is None and handovers is not None:
+            wanted = await handovers.handover_requests({session_id})
+        if wanted is not None and session_id in wanted:
             raise session_busy(session_id)
         return await self._store.open(session_id)
 
