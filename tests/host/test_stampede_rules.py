@@ -1,0 +1,93 @@
+"""ScheduleHost under a stampede, in virtual time: sessions admitted together open as a group
+(Rule 9), and a session another host delivered is not opened again (Rule 3)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, dispatch_change
+from session_schedule.core.ids import make_schedule_id
+from session_schedule.host import HostSettings, ScheduleHost
+from session_schedule.session.handle import LogHandle
+from session_schedule.session.ids import SessionId
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.testing.clock import FakeClock
+from tests.host.test_scheduler import (
+    START,
+    Agents,
+    dispatched,
+    run_for,
+    session_with,
+)
+
+
+class WantingStore(MemorySessionStore):
+    """A memory store that takes hand-over requests, and records every look at them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks: list[frozenset[SessionId]] = []
+        self.wanted: set[SessionId] = set()
+
+    async def request_handover(self, session_id: SessionId) -> None:
+        self.wanted.add(session_id)
+
+    async def withdraw_handover(self, session_id: SessionId) -> None:
+        self.wanted.discard(session_id)
+
+    async def handover_requests(self, session_ids: Collection[SessionId]) -> frozenset[SessionId]:
+        self.looks.append(frozenset(session_ids))
+        return frozenset(session_ids) & frozenset(self.wanted)
+
+
+def test_sessions_due_together_are_opened_as_a_group() -> None:
+    async def run() -> None:
+        store, clock, agents = WantingStore(), FakeClock(START), Agents()
+        sessions = [await session_with(store, clock, 60) for _ in range(5)]
+        wanted = sessions[2]  # a front end has it
+        await store.request_handover(wanted)
+        settings = HostSettings(lead_seconds=30, poll_seconds=600, busy_retry_seconds=5)
+        async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
+            await run_for(clock, host, 32)
+            # One look at the requests for the five admitted together (later looks are the
+            # periodic ones, at the sessions open).
+            assert store.looks[0] == frozenset(sessions)
+            assert host.open_sessions == frozenset(sessions) - {wanted}
+            # In the index's order (by target, then by id).
+            assert list(agents.made) == sorted(s for s in sessions if s != wanted)
+            assert host.stats.busy == 1
+            await run_for(clock, host, 30)  # the target has come
+            for session_id in sessions:
+                expected = [] if session_id == wanted else ["sch_1"]
+                assert await dispatched(store, session_id) == expected
+            await store.withdraw_handover(wanted)
+            await run_for(clock, host, 5)  # its retry finds it free
+            assert await dispatched(store, wanted) == ["sch_1"]
+
+    asyncio.run(run())
+
+
+def test_a_session_another_host_delivered_is_not_opened_again() -> None:
+    async def run() -> None:
+        store, clock, agents = MemorySessionStore(), FakeClock(START), Agents()
+        session_id = await session_with(store, clock, 60)
+        other_host = await store.open(session_id)  # holds it through its target
+        settings = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=15)
+        async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
+            await run_for(clock, host, 61)
+            assert host.stats.busy >= 2  # tried from the lead on, refused each time
+            # The other host delivers it and lets it go: nothing is due in it any more.
+            assert isinstance(other_host, LogHandle)
+            other_host.append(CHANGE_EVENT_TYPE, dispatch_change(make_schedule_id(1)))
+            await other_host.barrier()
+            await other_host.close()
+            busy = host.stats.busy
+            await run_for(clock, host, 120)
+            # The next poll saw it delivered: its planned retry was dropped, never opened.
+            assert host.stats.opened == 0
+            assert host.stats.busy == busy
+            assert agents.made == {}
+            assert await dispatched(store, session_id) == ["sch_1"]
+
+    asyncio.run(run())
