@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from session_schedule.session import (
+    PersistenceUncertain,
     SessionBusy,
     SessionCorrupt,
     SessionId,
@@ -198,3 +199,84 @@ class TestBatchOpens:
                         await asyncio.sleep(0.025)
                 else:
                     pytest.fail("the lease of a cancelled open was never let go")
+
+
+class TestBatchCommits:
+    @contract_test
+    async def test_flushes_that_wait_for_one_in_flight_go_together(
+        self, dsn: str, schema: str
+    ) -> None:
+        session_ids = ids(SESSIONS)
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            handles = [await store.create(now=NOW, session_id=s) for s in session_ids]
+            for handle in handles:
+                handle.append("message", turn(0))
+            # The first is sent at once, alone; the others wait for it and go in one statement.
+            await asyncio.gather(*(handle.barrier() for handle in handles))
+            for handle in handles:
+                assert handle.durable_length == 1
+                await handle.close()
+        transactions = execute(
+            dsn, f"SELECT count(*), count(DISTINCT xmin::text) FROM {schema}.entries"
+        )
+        assert transactions == [(SESSIONS, 2)]
+
+    @contract_test
+    async def test_a_lost_lease_fails_its_own_flush_and_no_other(
+        self, dsn: str, schema: str
+    ) -> None:
+        session_ids = ids(SESSIONS)
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            handles = [await store.create(now=NOW, session_id=s) for s in session_ids]
+            # Another owner took the lease of one of them.
+            execute(
+                dsn,
+                f"UPDATE {schema}.leases SET epoch = epoch + 1 WHERE session_id = %s",
+                session_ids[5],
+            )
+            for handle in handles:
+                handle.append("message", turn(0))
+            outcomes = await asyncio.gather(
+                *(handle.barrier() for handle in handles), return_exceptions=True
+            )
+            for index, (handle, outcome) in enumerate(zip(handles, outcomes, strict=True)):
+                if index == 5:
+                    assert isinstance(outcome, PersistenceUncertain)
+                    assert handle.poisoned
+                else:
+                    assert outcome is None
+                    assert handle.durable_length == 1
+                with contextlib.suppress(PersistenceUncertain):
+                    await handle.close()
+        counts = dict(
+            execute(dsn, f"SELECT session_id, count(*) FROM {schema}.entries GROUP BY session_id")
+        )
+        assert session_ids[5] not in counts
+        assert all(counts[s] == 1 for s in session_ids if s != session_ids[5])
+
+    @contract_test
+    async def test_a_failed_statement_sends_each_flush_alone(self, dsn: str, schema: str) -> None:
+        session_ids = ids(SESSIONS)
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            handles = [await store.create(now=NOW, session_id=s) for s in session_ids]
+            # A row behind one session's back at the position its next append takes: the
+            # shared statement fails on the primary key, so each is sent alone.
+            execute(
+                dsn,
+                f"INSERT INTO {schema}.entries (session_id, position, type, data)"
+                " VALUES (%s, 0, 'message', '{}')",
+                session_ids[7],
+            )
+            for handle in handles:
+                handle.append("message", turn(0))
+            outcomes = await asyncio.gather(
+                *(handle.barrier() for handle in handles), return_exceptions=True
+            )
+            for index, (handle, outcome) in enumerate(zip(handles, outcomes, strict=True)):
+                if index == 7:
+                    assert isinstance(outcome, PersistenceUncertain)
+                else:
+                    assert outcome is None
+                    assert handle.durable_length == 1
+                with contextlib.suppress(PersistenceUncertain):
+                    await handle.close()

@@ -11,7 +11,10 @@ Rules:
    exception that call raises; one call's failure is its own. A batch that raises fails none
    of its calls: each is then served alone by ``single`` (so a failure caused by one of them
    stays with that one).
-3. **Nothing acquired is lost to a cancelled caller.** When a caller was cancelled before its
+3. **Eager, when asked.** A ``Gather`` made ``eager`` serves a call that finds nothing running
+   and nothing queued at once, alone, without waiting for the loop to turn (a lone barrier
+   keeps its latency); calls that arrive while one runs wait for it and then go together.
+4. **Nothing acquired is lost to a cancelled caller.** When a caller was cancelled before its
    result came, ``discard(result)`` is given the result (a handle to close, a lease to let go)
    as a task of its own.
 """
@@ -41,6 +44,7 @@ class Gather(Generic[A, R]):
         *,
         limit: int,
         discard: Callable[[R], Coroutine[object, object, None]] | None = None,
+        eager: bool = False,
     ) -> None:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
@@ -49,6 +53,9 @@ class Gather(Generic[A, R]):
         self._single = single
         self._limit = limit
         self._discard = discard
+        self._eager = eager
+        self._alone_running = False
+        """An eager call is being served alone (Rule 3)."""
         self._waiting: list[tuple[A, asyncio.Future[R]]] = []
         self._runner: asyncio.Task[None] | None = None
         self._discarding: set[asyncio.Task[None]] = set()
@@ -57,15 +64,30 @@ class Gather(Generic[A, R]):
 
     async def call(self, argument: A) -> R:
         """``argument``'s outcome, served with the others waiting (Rule 1)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[R] = loop.create_future()
+        if self._eager and not self._alone_running and not self._running() and not self._waiting:
+            self._alone_running = True
+            try:
+                return await self._single(argument)
+            finally:
+                self._alone_running = False
+                if self._waiting:
+                    self._start()
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._waiting.append((argument, future))
-        if self._runner is None or self._runner.done():
-            self._runner = loop.create_task(self._run(), name=f"{self._name} batches")
+        if not self._alone_running and not self._running():
+            self._start()
         return await future
 
+    def _running(self) -> bool:
+        return self._runner is not None and not self._runner.done()
+
+    def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._runner = loop.create_task(self._run(), name=f"{self._name} batches")
+
     async def _run(self) -> None:
-        await asyncio.sleep(0)  # let the callers of this turn of the loop queue theirs
+        if not self._eager:
+            await asyncio.sleep(0)  # let the callers of this turn of the loop queue theirs
         while self._waiting:
             taken, self._waiting = self._waiting[: self._limit], self._waiting[self._limit :]
             live = [(argument, future) for argument, future in taken if not future.cancelled()]
@@ -102,7 +124,7 @@ class Gather(Generic[A, R]):
         if not future.done():
             future.set_result(outcome)
             return
-        if self._discard is not None:  # its caller is gone (Rule 3)
+        if self._discard is not None:  # its caller is gone (Rule 4)
             task = asyncio.get_running_loop().create_task(self._discard(outcome))
             self._discarding.add(task)
             task.add_done_callback(self._discarding.discard)

@@ -39,6 +39,7 @@ it as an async context manager) to close its pool; handles still open are closed
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import logging
 import os
@@ -248,6 +249,25 @@ class _Statements:
             " ORDER BY l.session_id"
             " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data RETURNING session_id"
         )
+        # The flushes of many sessions in one statement: each session's rows inserted only
+        # through its own lease update, so a holder that lost its lease inserts nothing while
+        # the others commit.
+        self.flush_many = q(
+            "WITH w AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::boolean[],"
+            " %s::timestamptz[]) AS w (session_id, epoch, indexed, next_target)),"
+            " lease AS (UPDATE {s}.leases AS l"
+            " SET expires_at = now() + make_interval(secs => %s)"
+            " FROM w WHERE l.session_id = w.session_id AND l.epoch = w.epoch"
+            " RETURNING l.session_id),"
+            " target AS (UPDATE {s}.next_targets AS t SET next_target = w.next_target"
+            " FROM w JOIN lease ON lease.session_id = w.session_id"
+            " WHERE t.session_id = w.session_id AND w.indexed)"
+            " INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT r.session_id, r.position, r.type, r.data"
+            " FROM lease JOIN unnest(%s::text[], %s::integer[], %s::text[], %s::bytea[])"
+            " AS r (session_id, position, type, data) ON r.session_id = lease.session_id"
+            " RETURNING session_id"
+        )
         self.release_many = q(
             "UPDATE {s}.leases AS l SET expires_at = now()"
             " FROM unnest(%s::text[], %s::bigint[]) AS h (session_id, epoch)"
@@ -309,7 +329,9 @@ class PostgresSessionHandle(LogHandle):
         self._pending.append((position, entry_type, data))
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
-        return self._commit_rows(self._pending.flushing(durable, target))
+        # With the flushes of other sessions in flight, it waits for them, then goes with the
+        # others that waited: one statement for all.
+        return self._store._commits.call((self, self._pending.flushing(durable, target)))
 
     async def _commit_rows(self, rows: list[Row]) -> None:
         started = self._loop.time()
@@ -328,6 +350,12 @@ class PostgresSessionHandle(LogHandle):
         async with store._connection() as connection:
             cursor = await connection.execute(statement, (*parameters, *_columns(rows)))
             inserted = cursor.rowcount
+        self._committed(rows, started, inserted)
+
+    def _committed(self, rows: list[Row], started: float, inserted: int) -> None:
+        """After the statement that flushed ``rows`` (sent at loop time ``started``) inserted
+        ``inserted`` of them: the handle poisoned if its lease was taken over, else renewed,
+        and a checkpoint started when one is due."""
         if inserted != len(rows):
             self._lose(
                 f"another owner took over its lease; this handle held epoch {self._epoch}, and "
@@ -335,6 +363,7 @@ class PostgresSessionHandle(LogHandle):
             )
             raise _LeaseLost(self._lost)
         self._renewed(started)
+        end = rows[-1][0] + 1 if rows else 0
         if end - self._checkpointed >= checkpoint.EVERY and (
             self._saving is None or self._saving.done()
         ):
@@ -493,6 +522,15 @@ class PostgresSessionStore:
             limit=BATCH,
         )
         """Closes that arrive together: one transaction for their checkpoints and releases."""
+        self._commits: Gather[tuple[PostgresSessionHandle, _Rows], None] = Gather(
+            "session-schedule commits",
+            self._commit_many,
+            _commit_alone,
+            limit=BATCH,
+            eager=True,
+        )
+        """Flushes of different sessions: one that finds none in flight is sent at once; those
+        that come while one is in flight go together, in one statement."""
 
     @property
     def schema(self) -> str:
@@ -907,6 +945,48 @@ class PostgresSessionStore:
         check_seed_length(header, len(decoded), source)
         return _Owned(header, self._entries(session_id, 0, decoded), epoch)
 
+    async def _commit_many(
+        self, flushes: Sequence[tuple[PostgresSessionHandle, _Rows]]
+    ) -> Sequence[Exception | None]:
+        """The flushes of several sessions in one statement (one transaction): each handle
+        poisoned alone if its lease was taken over. A failed statement committed nothing: it
+        raises, and each flush is then sent alone."""
+        if len(flushes) == 1:
+            try:
+                await _commit_alone(flushes[0])
+            except Exception as error:  # its own outcome: it was sent alone
+                return [error]
+            return [None]
+        started = asyncio.get_running_loop().time()
+        sessions: list[tuple[str, int, bool, dt.datetime | None]] = []
+        rows: list[tuple[str, int, str, bytes]] = []
+        for handle, flushed in sorted(flushes, key=lambda flush: flush[0].id):
+            end = flushed[-1][0] + 1 if flushed else 0
+            indexed, next_target = (
+                handle._index_update(flushed[0][0], end) if flushed else (False, None)
+            )
+            sessions.append((handle.id, handle.epoch, indexed, _moment(next_target)))
+            rows.extend((handle.id, *row) for row in flushed)
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                self._sql.flush_many,
+                (
+                    *(list(column) for column in zip(*sessions, strict=True)),
+                    self.lease_seconds,
+                    *(list(column) for column in zip(*rows, strict=True)),
+                ),
+            )
+            inserted = collections.Counter(row[0] for row in await cursor.fetchall())
+        outcomes: list[Exception | None] = []
+        for handle, flushed in flushes:
+            try:
+                handle._committed(flushed, started, inserted[handle.id])
+            except _LeaseLost as error:
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes
+
     async def _close_many(self, handles: Sequence[PostgresSessionHandle]) -> Sequence[None]:
         """The last checkpoints and the lease releases of ``handles``, in one transaction: the
         rows the checkpoints are bound to read in one statement, the checkpoints written in
@@ -1069,6 +1149,11 @@ class PostgresSessionStore:
                 (checkpoint.seal(content, chain=chain), session_id, epoch),
             )
             return cursor.rowcount == 1
+
+
+async def _commit_alone(flush: tuple[PostgresSessionHandle, _Rows]) -> None:
+    handle, rows = flush
+    await handle._commit_rows(rows)
 
 
 async def _close_quietly(handle: PostgresSessionHandle) -> None:
