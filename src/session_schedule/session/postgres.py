@@ -25,6 +25,15 @@ its own, so a few connections serve many sessions.
   expire (measured from the start of the last successful renewal, on this host's monotonic
   clock, which can only err early); a failed attempt is tried again after a quarter of the
   interval. ``close`` releases the lease at once.
+- **Many sessions at once** (:class:`~session_schedule.session.gather.Gather`). A barrier's
+  flush that finds another session's in flight waits for it, then goes with the others that
+  waited in one statement, each session's rows inserted only through its own lease update (a
+  holder that lost its lease inserts nothing while the others commit). Opens that arrive
+  together take their leases (locked in session id order), read their checkpoints and the rows
+  from each window on in one transaction; closes that arrive together write their last
+  checkpoints and release their leases in one. A session held elsewhere, missing or damaged gets
+  its own error, a damaged one's lease put back as it was; a batch whose statement fails is
+  served again one session at a time.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
   durable, and neither take nor need the lease.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the

@@ -14,14 +14,18 @@ is created and filled from every session's log, in one transaction. One of versi
 
 The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
 
-- **A serial worker per open session.** Its connection is used only through the session's
-  worker (:mod:`session_schedule.session.worker`), a lane of the process's shared thread pool
-  whose calls run one at a time, in order; the event loop never waits on SQLite.
+- **A serial worker per open session.** Its connection (which opens and reads the session) is
+  used only through the session's worker (:mod:`session_schedule.session.worker`), a lane of the
+  process's shared thread pool whose calls run one at a time, in order; the event loop never
+  waits on SQLite.
 - **Append is immediate, the barrier is the commit.** ``append`` assigns the position and queues
-  the row in memory; the barrier runs one short transaction on the session's worker —
-  ``BEGIN IMMEDIATE``, every queued row, ``COMMIT`` — so one commit covers every append since the
-  last barrier (group commit), and a session that appends without a barrier never holds the
-  database's write lock.
+  the row in memory; the barrier hands every queued row to the store's **commit lane**
+  (:mod:`session_schedule.session.commit_lane`): one writer connection whose transaction —
+  ``BEGIN IMMEDIATE``, each barrier's rows in a savepoint of its own, ``COMMIT`` — takes the
+  barriers of every session that arrived together. So one commit covers every append since the
+  last barrier (group commit) and the barriers of many sessions (a stampede of dispatches costs
+  a few syncs, not one per session); one session's failed insert is rolled back alone; and a
+  session that appends without a barrier never holds the database's write lock.
 - **Ownership is an ``flock``** on a sidecar file ``<database>.locks/<session id>.lock``. Chosen
   over an owner-lease row because the kernel drops the lock when its owner dies — a SIGKILLed
   process leaves nothing stale to detect, no pid to trust across pid reuse or containers — and a
@@ -39,9 +43,9 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   database restored from an older copy, the session deleted and created again, rows edited by
   hand at ``n-1``). ``open`` reads the checkpoint and strictly decodes only the rows from ``n``
   on; a checkpoint that is missing, damaged, of another version, of another session or not
-  bound to the log is ignored (the reason logged) and replaced. One is written in its own
-  transaction after a barrier's commit has returned, once :data:`~.checkpoint.EVERY` entries
-  have become durable since the last, and on close — a transaction not synced on its own
+  bound to the log is ignored (the reason logged) and replaced. One is written on the commit
+  lane, in a transaction after the barrier's, once :data:`~.checkpoint.EVERY` entries have
+  become durable since the last, and on close; a transaction of checkpoints only is not synced
   (``synchronous = NORMAL``): a checkpoint lost to a power cut is written again. The entries
   before its window then leave memory and are read again, a range at a time, when asked for.
   ``read`` and ``fork`` still decode every row.
