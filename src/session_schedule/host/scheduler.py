@@ -61,7 +61,9 @@ later, so the host takes the session back once the front end has closed it.
 
 Rule 8 — **past ``max_open``, due sessions queue.** A session whose open comes due while
 ``max_open`` sessions are open or being opened (or fewer, under Rule 6's cap) waits in a queue
-ordered by its planned instant (the index's order for a tie), and is opened as soon as another
+ordered by its planned instant (for a tie, an order of its own to each host, so that hosts
+sharing a store start on different sessions rather than all on the same ones), and is opened as
+soon as another
 closes — not at the next poll. A poll does not plan a queued session again. So a stampede
 (every session due in the same second) flows through the host at the rate sessions open,
 deliver and close.
@@ -78,6 +80,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import hashlib
 import heapq
 import logging
 import os
@@ -257,6 +260,8 @@ class ScheduleHost:
         self._ceiling: int | None = None
         """Rule 6: the sessions open when the process last ran out of descriptors (until the
         next poll)."""
+        self._salt = os.urandom(16)
+        """Orders the sessions due at the same instant for this host alone (Rule 8)."""
         self.stats = HostStats()
 
     # -- life cycle --------------------------------------------------------------------------
@@ -379,7 +384,8 @@ class ScheduleHost:
         if len(due) < settings.due_limit:
             self._forget_retries({session_id for session_id, _ in due})
         lead = round(settings.lead_seconds * MS_PER_SECOND)
-        for session_id, target in due:
+        # Rule 8: ties in this host's own order (the index lists them by id, as it does to all).
+        for session_id, target in sorted(due, key=self._tie_order):
             if self._held(session_id) or session_id in self._queued_ids:
                 continue
             planned = self._planned.get(session_id)
@@ -387,6 +393,11 @@ class ScheduleHost:
             # A planned retry stands; a planned open moves earlier if the target did.
             if planned is None or (planned[1] == "open" and open_at < planned[0]):
                 self._plan(session_id, open_at, "open")
+
+    def _tie_order(self, due: tuple[SessionId, Instant]) -> tuple[Instant, bytes]:
+        """Sessions by target, then in this host's own order (Rule 8)."""
+        session_id, target = due
+        return target, hashlib.blake2b(session_id.encode(), key=self._salt, digest_size=8).digest()
 
     def _forget_retries(self, due: set[SessionId]) -> None:
         """Rule 3: a session planned for another attempt that the index (read whole) no longer
