@@ -145,7 +145,7 @@ class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
     """A session that failed to open, or whose Schedule stopped, is tried again this much later."""
     max_open: int = 1000
     """At most this many sessions are open at once; more wait in a queue (Rule 8)."""
-    max_opening: int = 16
+    max_opening: int = 64
     """At most this many sessions are being opened at once."""
     due_limit: int = 10_000
     """At most this many sessions are taken from the index per poll."""
