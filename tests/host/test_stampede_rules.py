@@ -112,3 +112,34 @@ def test_hosts_sharing_a_store_start_on_different_sessions_due_together() -> Non
                 assert await dispatched(store, session_id) == ["sch_1"]
 
     asyncio.run(run())
+
+
+def test_queued_sessions_another_host_delivered_leave_the_queue_unopened() -> None:
+    async def run() -> None:
+        store, clock, agents = MemorySessionStore(), FakeClock(START), Agents()
+        sessions = [await session_with(store, clock, 60) for _ in range(5)]
+        settings = HostSettings(lead_seconds=30, poll_seconds=600, max_open=1)
+        async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
+            await run_for(clock, host, 31)
+            (first,) = host.open_sessions  # the other four wait in the queue
+            agent = agents.made[first][0]
+            agent.start_turn()  # keeps it open past its target
+            for session_id in sessions:
+                if session_id != first:  # another host delivers them meanwhile
+                    handle = await store.open(session_id)
+                    assert isinstance(handle, LogHandle)
+                    handle.append(CHANGE_EVENT_TYPE, dispatch_change(make_schedule_id(1)))
+                    await handle.barrier()
+                    await handle.close()
+            await run_for(clock, host, 35)
+            assert host.open_sessions == {first}
+            agent.finish_turn()
+            await run_for(clock, host, 60)
+            # The queue was read against the index: none of the four was opened for nothing.
+            assert host.stats.opened == 1
+            assert list(agents.made) == [first]
+            for session_id in sessions:
+                assert await dispatched(store, session_id) == ["sch_1"]
+            assert host.stats.polls > 1
+
+    asyncio.run(run())

@@ -22,7 +22,8 @@ the timer up.
 
 Rule 2 — **the index is re-read periodically.** Every ``poll_seconds`` (and at start) the host
 asks for the sessions whose next target is before ``now + lead_seconds + poll_seconds`` and
-plans to open each ``lead_seconds`` before its target (at once when that is past).
+plans to open each ``lead_seconds`` before its target (at once when that is past). While
+sessions wait in the queue (Rule 8) it is re-read every ``queue_poll_seconds`` instead.
 
 Rule 3 — **a session held elsewhere is skipped and retried.** ``SessionBusy`` (a chat has it
 open, another host holds its lease) plans another attempt ``busy_retry_seconds`` later, for as
@@ -63,10 +64,11 @@ Rule 8 — **past ``max_open``, due sessions queue.** A session whose open comes
 ``max_open`` sessions are open or being opened (or fewer, under Rule 6's cap) waits in a queue
 ordered by its planned instant (for a tie, an order of its own to each host, so that hosts
 sharing a store start on different sessions rather than all on the same ones), and is opened as
-soon as another
-closes — not at the next poll. A poll does not plan a queued session again. So a stampede
-(every session due in the same second) flows through the host at the rate sessions open,
-deliver and close.
+soon as another closes — not at the next poll. A poll does not plan a queued session again, and
+one that reads the index whole drops from the queue the sessions it no longer lists as due
+(delivered by another host meanwhile), so hosts sharing a store do not open each other's
+delivered sessions for nothing. So a stampede (every session due in the same second) flows
+through the host at the rate sessions open, deliver and close.
 
 Rule 9 — **sessions admitted together open together.** The sessions Rule 8 admits in one pass
 of the timer are opened by one task: one look at the hand-over requests for all of them (each
@@ -149,6 +151,8 @@ class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
     """At most this many sessions are being opened at once."""
     due_limit: int = 10_000
     """At most this many sessions are taken from the index per poll."""
+    queue_poll_seconds: float = 1.0
+    """While sessions wait in the queue (Rule 8), the index is re-read this often."""
     handover_check_seconds: float = 0.5
     """While sessions are open, the store is asked this often whether a front end wants one."""
     drain_seconds: float = 10.0
@@ -354,7 +358,7 @@ class ScheduleHost:
                 if self._next_poll is None or self._clock.monotonic() >= self._next_poll:
                     await self._poll(now)
                     now = self._clock.now()
-                    self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
+                    self._next_poll = self._clock.monotonic() + self._poll_interval()
                 self._check_due()
                 self._run_due(now)
                 self._admit()
@@ -382,7 +386,7 @@ class ScheduleHost:
         self.stats.polls += 1
         self._ceiling = None
         if len(due) < settings.due_limit:
-            self._forget_retries({session_id for session_id, _ in due})
+            self._forget_undue({session_id for session_id, _ in due})
         lead = round(settings.lead_seconds * MS_PER_SECOND)
         # Rule 8: ties in this host's own order (the index lists them by id, as it does to all).
         for session_id, target in sorted(due, key=self._tie_order):
@@ -394,18 +398,34 @@ class ScheduleHost:
             if planned is None or (planned[1] == "open" and open_at < planned[0]):
                 self._plan(session_id, open_at, "open")
 
+    def _poll_interval(self) -> float:
+        """Rule 2: ``poll_seconds``, or ``queue_poll_seconds`` while sessions wait in the queue."""
+        settings = self._settings
+        if self._queued_ids:
+            return min(settings.poll_seconds, settings.queue_poll_seconds)
+        return settings.poll_seconds
+
+    def _poll_sooner(self) -> None:
+        """Rule 2: with sessions in the queue, the next read of the index is at most
+        ``queue_poll_seconds`` away."""
+        soon = self._clock.monotonic() + self._poll_interval()
+        if self._next_poll is not None and soon < self._next_poll:
+            self._next_poll = soon
+
     def _tie_order(self, due: tuple[SessionId, Instant]) -> tuple[Instant, bytes]:
         """Sessions by target, then in this host's own order (Rule 8)."""
         session_id, target = due
         return target, hashlib.blake2b(session_id.encode(), key=self._salt, digest_size=8).digest()
 
-    def _forget_retries(self, due: set[SessionId]) -> None:
-        """Rule 3: a session planned for another attempt that the index (read whole) no longer
-        lists as due — another host delivered it meanwhile — is not opened again; the index
-        plans it afresh once it is due."""
+    def _forget_undue(self, due: set[SessionId]) -> None:
+        """Rules 3 and 8: a session planned for another attempt, or waiting in the queue, that
+        the index (read whole) no longer lists as due — another host delivered it meanwhile —
+        is not opened; the index plans it afresh once it is due."""
         for session_id, (_, plan, _) in list(self._planned.items()):
             if plan == "retry" and session_id not in due and not self._held(session_id):
                 del self._planned[session_id]  # its heap entries are stale now
+        # Its heap entry stays, and is skipped once popped.
+        self._queued_ids &= due
 
     def _run_due(self, now: Instant) -> None:
         elapsed = self._clock.monotonic()
@@ -441,11 +461,15 @@ class ScheduleHost:
         admitted: list[SessionId] = []
         while self._queued and len(self._slots) + len(self._opening) < limit:
             _, _, session_id = heapq.heappop(self._queued)
+            if session_id not in self._queued_ids:
+                continue  # no longer due (Rule 8), or taken from an earlier entry
             self._queued_ids.discard(session_id)
             if self._held(session_id) or session_id in self._planned:
                 continue  # opened meanwhile, or planned again (a retry)
             self._opening.add(session_id)
             admitted.append(session_id)
+        if self._queued_ids:
+            self._poll_sooner()  # some wait: the index says soon which no longer need to
         if len(admitted) == 1:
             self._spawn(self._open(admitted[0]), f"open {admitted[0]}")
         elif admitted:
@@ -825,6 +849,7 @@ def _check(settings: HostSettings) -> None:
         "failed_retry_seconds",
         "handover_check_seconds",
         "drain_seconds",
+        "queue_poll_seconds",
     )
     for name in positive:
         value = getattr(settings, name)
