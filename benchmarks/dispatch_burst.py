@@ -1,6 +1,6 @@
 """Many sessions dispatching in the same second: barrier latency and how long the loop stalls.
 
-    python3 dev.py bench dispatch_burst [--sessions N] [--rounds R] [--dir PATH]
+    python3 dev.py bench dispatch_burst [--sessions N] [--rounds R] [--spread S] [--dir PATH]
 
 ``N`` JSONL sessions are open in one process (default store settings). In each of ``R`` rounds,
 every session appends the ``schedule/change`` dispatch of one of its one-shots and awaits its
@@ -12,11 +12,19 @@ Measured per round:
 - **loop stall**: the longest gap between the ticks of a task that asks to run every
   millisecond meanwhile, minus that millisecond (how long timers of other sessions would wait);
 
-for a store with the default settings (a lone barrier fsyncs on the loop's thread) and for one
+for a store with the default settings (a lone barrier fsyncs on the loop's thread while no
+barrier of another session is at work) and for one
 with ``flush_on_loop=False`` (every flush on the session's worker, the pool's threads), next to
 two baselines in the same run, on ``N`` plain files of the same directory: one ``write`` +
 ``fsync`` per file in turn on the loop's thread, and the same calls spread over a pool of 32
 threads.
+
+With ``--spread S`` (seconds), the dispatches of a round are not started together: each
+session's is due at its own instant, drawn uniformly (fixed seed) over ``S`` seconds, and
+started by a ``loop.call_at`` timer then — ``N`` one-shots due within ``S`` seconds. Latency
+is then lateness: from the instant a dispatch was due to its barrier's return. The baselines
+are the same timers with nothing to do (bare timers) and with one ``write`` + ``fsync`` of a
+plain file on the loop's thread (one fsync per dispatch, in line).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import argparse
 import asyncio
 import functools
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -86,6 +95,37 @@ async def sessions_round(handles: list[JsonlSessionHandle], number: int) -> list
     return latencies
 
 
+async def spread_round(
+    starts: list[Callable[[], Awaitable[None]] | Callable[[], None]], offsets: list[float]
+) -> list[float]:
+    """Lateness (ms) of ``starts[i]()`` run by a timer due ``offsets[i]`` seconds from now: from
+    the instant it was due until it returned (or, for a coroutine function, its result did)."""
+    loop = asyncio.get_running_loop()
+    origin = loop.time() + 0.05
+    latencies: list[float] = []
+    done: list[asyncio.Future[None]] = []
+
+    def fire(start: Callable[[], Awaitable[None]] | Callable[[], None], due: float) -> None:
+        result = start()
+        if result is None:
+            latencies.append((loop.time() - due) * 1000)
+            return
+
+        async def finish(awaited: Awaitable[None]) -> None:
+            await awaited
+            latencies.append((loop.time() - due) * 1000)
+
+        done.append(asyncio.ensure_future(finish(result)))
+
+    for start, offset in zip(starts, offsets, strict=True):
+        loop.call_at(origin + offset, fire, start, origin + offset)
+    await asyncio.sleep(max(offsets, default=0.0) + 0.06)
+    while len(latencies) < len(starts):
+        await asyncio.gather(*done)
+        await asyncio.sleep(0.001)
+    return latencies
+
+
 def fsync_one(fd: int) -> None:
     os.write(fd, LINE)
     os.fsync(fd)
@@ -144,6 +184,57 @@ async def open_sessions(
     return handles
 
 
+async def run_spread(sessions: int, rounds: int, spread: float, directory: Path) -> None:
+    """Each round: one dispatch per session, each due at its own instant within ``spread`` s."""
+    on_spot = await open_sessions(JsonlSessionStore(directory / "default"), sessions, rounds)
+    raw = directory / "raw"
+    raw.mkdir()
+    fds = [
+        os.open(raw / f"{number}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        for number in range(sessions)
+    ]
+    draw = random.Random(25)
+    kinds: dict[str, list[tuple[list[float], float]]] = {
+        "bare timers": [],
+        "raw write+fsync in line on the loop": [],
+        "dispatch + barrier, default store": [],
+    }
+    for number in range(1, rounds + 1):
+        offsets = [draw.uniform(0, spread) for _ in range(sessions)]
+
+        def dispatch(handle: JsonlSessionHandle, number: int = number) -> Awaitable[None]:
+            handle.append("schedule/change", dispatch_change(make_schedule_id(number)))
+            return handle.barrier()
+
+        starts: dict[str, list[Callable[[], Awaitable[None]] | Callable[[], None]]] = {
+            "bare timers": [lambda: None] * sessions,
+            "raw write+fsync in line on the loop": [functools.partial(fsync_one, fd) for fd in fds],
+            "dispatch + barrier, default store": [
+                functools.partial(dispatch, handle) for handle in on_spot
+            ],
+        }
+        # Interleaved, so that every kind sees the same load.
+        for label, kind_starts in starts.items():
+            kinds[label].append(
+                await with_ticker(functools.partial(spread_round, kind_starts, offsets))
+            )
+    for fd in fds:
+        os.close(fd)
+    for handle in on_spot:
+        await handle.close()
+    print(
+        f"{sessions} sessions, one dispatch each due within {spread:g} s, {rounds} rounds "
+        "(lateness; medians over rounds):"
+    )
+    p99s = {label: report(label, results) for label, results in kinds.items()}
+    schedule = p99s["dispatch + barrier, default store"]
+    print(
+        f"  p99 ratio: {schedule / p99s['bare timers']:.2f}x bare timers, "
+        f"{schedule / p99s['raw write+fsync in line on the loop']:.2f}x raw in line; "
+        "target p99 <= 10 ms"
+    )
+
+
 async def run(sessions: int, rounds: int, directory: Path) -> None:
     on_spot = await open_sessions(JsonlSessionStore(directory / "default"), sessions, rounds)
     threaded_store = JsonlSessionStore(directory / "threaded", flush_on_loop=False)
@@ -188,11 +279,19 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--spread", type=float, default=0.0, help="seconds the dispatches are due within"
+    )
     parser.add_argument("--dir", type=Path, default=None)
     arguments = parser.parse_args(argv)
     print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
     with tempfile.TemporaryDirectory(dir=arguments.dir) as temporary:
-        asyncio.run(run(arguments.sessions, arguments.rounds, Path(temporary)))
+        if arguments.spread > 0:
+            asyncio.run(
+                run_spread(arguments.sessions, arguments.rounds, arguments.spread, Path(temporary))
+            )
+        else:
+            asyncio.run(run(arguments.sessions, arguments.rounds, Path(temporary)))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,9 @@ from session_schedule.session import (
     tool_message,
     user_message,
 )
+from session_schedule.session.codec import Source
+from session_schedule.session.jsonl import store as jsonl_store
+from session_schedule.session.lines import Scan
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools import ScheduleTools
@@ -769,6 +772,23 @@ def test_check_a_sound_session(
         "2 active reminders\n",
         "",
     )
+
+
+def test_check_reads_the_log_once(
+    data: Path, session: SessionId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole log is read and verified once: comparing the derived files with it takes the
+    session as the strict read found it (a long log costs one read, not two)."""
+    reads: list[Path] = []
+    read = jsonl_store.read_session
+
+    def counted(path: Path, source: Source, *, sync: bool, lines: bool = True) -> Scan:
+        reads.append(path)
+        return read(path, source, sync=sync, lines=lines)
+
+    monkeypatch.setattr(jsonl_store, "read_session", counted)
+    assert run(data, "check", session) == 0
+    assert reads == [path_of(data, session)]
 
 
 def test_check_overdue_is_a_monitoring_probe(

@@ -122,6 +122,85 @@ class TestGroupCommit:
         assert commit.failure == "the flush was cancelled before it finished"
 
 
+class Flushes:
+    """A commit whose lone flushes (on the spot) and flushes in flight are both recorded."""
+
+    def __init__(self) -> None:
+        self.disk = Disk()
+        self.on_the_spot: list[tuple[int, int]] = []
+        self.commit = GroupCommit(
+            durable=0,
+            appended=lambda: self.disk.appended,
+            flush=self.disk.flush,
+            flush_now=lambda durable, target: self.on_the_spot.append((durable, target)),
+        )
+
+
+class TestLoneBarriers:
+    @contract_test
+    async def test_a_barrier_alone_in_its_loop_flushes_on_the_spot(self) -> None:
+        one = Flushes()
+        one.disk.appended = 1
+        await one.commit.cover(1)
+        assert (one.on_the_spot, one.disk.ranges) == ([(0, 1)], [])
+        # Something else ready to run that is not a barrier changes nothing.
+        one.disk.appended = 2
+        asyncio.get_running_loop().call_soon(lambda: None)
+        await one.commit.cover(2)
+        assert (one.on_the_spot, one.disk.ranges) == ([(0, 1), (1, 2)], [])
+
+    @contract_test
+    async def test_barriers_of_several_sessions_at_once_all_flush_in_flight(self) -> None:
+        sessions = [Flushes() for _ in range(3)]
+        for session in sessions:
+            session.disk.appended = 1
+        waiting = [asyncio.ensure_future(session.commit.cover(1)) for session in sessions]
+        await settle()
+        assert [session.disk.ranges for session in sessions] == [[(0, 1)]] * 3
+        for session in sessions:
+            session.disk.finish()
+        await asyncio.gather(*waiting)
+        assert all(session.on_the_spot == [] for session in sessions)
+        assert all(session.commit.durable == 1 for session in sessions)
+
+    @contract_test
+    async def test_a_barrier_while_another_sessions_flush_is_in_flight_does_not_block(
+        self,
+    ) -> None:
+        busy, lone = Flushes(), Flushes()
+        busy.disk.appended = 1
+        busy_waiter = asyncio.ensure_future(busy.commit.cover(1))
+        # Several barriers of the busy session: its flush goes in flight.
+        joined = asyncio.ensure_future(busy.commit.cover(1))
+        await settle()
+        assert busy.disk.ranges == [(0, 1)]
+        lone.disk.appended = 1
+        lone_waiter = asyncio.ensure_future(lone.commit.cover(1))
+        await settle()
+        assert (lone.on_the_spot, lone.disk.ranges) == ([], [(0, 1)])
+        busy.disk.finish()
+        lone.disk.finish()
+        await asyncio.gather(busy_waiter, joined, lone_waiter)
+        # Once nothing else is at work, a lone barrier flushes on the spot again.
+        lone.disk.appended = 2
+        await lone.commit.cover(2)
+        assert lone.on_the_spot == [(1, 2)]
+
+    @contract_test
+    async def test_a_cancelled_gathering_barrier_leaves_no_activity_behind(self) -> None:
+        first, second = Flushes(), Flushes()
+        first.disk.appended = 1
+        asyncio.get_running_loop().call_soon(lambda: None)
+        gathering = asyncio.ensure_future(first.commit.cover(1))
+        await asyncio.sleep(0)
+        gathering.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await gathering
+        second.disk.appended = 1
+        await second.commit.cover(1)
+        assert second.on_the_spot == [(0, 1)]
+
+
 class TestBarriersAtWork:
     @contract_test
     async def test_flushes_in_flight_and_gathering_barriers_are_counted(self) -> None:

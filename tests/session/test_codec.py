@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from session_schedule.core.catalog import PersistenceCatalog
 from session_schedule.core.changes import DECODE_CHUNK
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.instants import Instant
 from session_schedule.session import LogEntry, SessionCorrupt
 from session_schedule.session import codec as codec_module
 from session_schedule.session.codec import (
@@ -23,6 +24,7 @@ from session_schedule.session.codec import (
     encode_payload,
     entry_line,
 )
+from session_schedule.session.turns import turn_finished, turn_queued
 from session_schedule.testing.session_contract import schedule_create, turn
 
 FILE = Source(session_id="s_aaaaaaaaaaaa", name="s_aaaaaaaaaaaa.jsonl", storage="file", lines=True)
@@ -104,11 +106,23 @@ def test_damaged_schedule_payloads_raise_only_schedule_errors(data: bytes) -> No
 
 _BAD_CHANGE = b'{"operation":"delete","version":1,"id":"sch_01"}'
 _BAD_MESSAGE = b'{"role":"nobody","content":"x"}'
+_BAD_QUEUED = b'{"version":1,"origin":"host","text":"x","at":"2026-05-01T09:00:00.000Z","text":"y"}'
+_BAD_FINISHED = b'{"version":1,"turn":0,"outcome":"completed","at":"2026-05-01T09:00:00Z"}'
+_ODD_FINISHED = (
+    b'{"version":1,"turn":0,"outcome":"completed","at":"2026-05-01T09:00:00.000Z","attempts":1}'
+)
+"""Not the canonical bytes of a turn (a default written out), which the decoder accepts."""
 
 
 def _valid(kind: str, number: int) -> tuple[str, bytes]:
     if kind == "change":
         return "schedule/change", encode_payload("schedule/change", schedule_create(number + 1))[1]
+    if kind == "queued":
+        queued = turn_queued(f"turn {number}", at=Instant(number), origin="host")
+        return "turn/queued", encode_payload("turn/queued", queued)[1]
+    if kind == "finished":
+        finished = turn_finished(number, at=Instant(number), outcome="completed")
+        return "turn/finished", encode_payload("turn/finished", finished)[1]
     return "message", encode_payload("message", turn(number))[1]
 
 
@@ -139,16 +153,23 @@ def _outcome(
 @given(
     st.sampled_from([1, 7, DECODE_CHUNK - 1, DECODE_CHUNK, DECODE_CHUNK + 1, 2 * DECODE_CHUNK + 7]),
     st.randoms(use_true_random=False),
-    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from([_BAD_CHANGE, _BAD_MESSAGE]))),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10_000),
+            st.sampled_from([_BAD_CHANGE, _BAD_MESSAGE, _BAD_QUEUED, _BAD_FINISHED, _ODD_FINISHED]),
+        )
+    ),
 )
 def test_a_run_of_entries_decodes_as_each_entry_does(
     count: int, random: Random, damage: list[tuple[int, bytes]]
 ) -> None:
-    kinds = random.choices(["change", "message"], weights=[4, 1], k=count)
+    kinds = random.choices(
+        ["change", "message", "queued", "finished"], weights=[4, 1, 1, 1], k=count
+    )
     items = [_valid(kind, number) for number, kind in enumerate(kinds)]
     for at, bad in damage[:3]:
         entry_type, _ = items[at % len(items)]
-        items[at % len(items)] = (entry_type, bad)
+        items[at % len(items)] = ("turn/finished" if bad == _ODD_FINISHED else entry_type, bad)
     assert _outcome(_chunked, items) == _outcome(_one_by_one, items)
 
 
@@ -157,8 +178,9 @@ def test_a_change_waiting_in_its_chunk_is_reported_before_a_later_problem() -> N
     decoder.add("schedule/change", _valid("change", 0)[1], 0, line=2)
     decoder.add("schedule/change", _BAD_CHANGE, 1, line=3)
     decoder.add("message", _valid("message", 2)[1], 2, line=4)
+    decoder.add("message", _BAD_MESSAGE, 3, line=5)
     with pytest.raises(ScheduleError) as caught:
-        decoder.add("message", _BAD_MESSAGE, 3, line=5)
+        decoder.finish()
     assert caught.value.message == (
         "schedule/change at entry 1 of session s_aaaaaaaaaaaa (line 3 of s_aaaaaaaaaaaa.jsonl) is "
         "corrupt: expected a schedule id like `sch_1`, got 'sch_01' - at `$.id`"

@@ -190,9 +190,20 @@ class TestFormat:
         async with await store.fork(SID, now=NOW, session_id=SessionId("s_bbbbbbbbbbbb")) as fork:
             assert fork.format == 2
             lines = fork.path.read_bytes().splitlines(keepends=True)
-        assert lines[1:] == [V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_LAST_LINE]
+        # The entries written anew, then the commit record the fork's checkpoint is bound to.
+        assert lines[1:] == [
+            V2_MESSAGE_LINE,
+            V2_SCHEDULE_LINE,
+            V2_LAST_LINE,
+            commit_line(3, 0x5C959CFE),
+        ]
         snapshot = await store.read("s_bbbbbbbbbbbb")
         assert payloads(snapshot.entries) == payloads((await store.read(SID)).entries)
+        # Created with its checkpoint, which says what its log says.
+        assert await store.derived_problems("s_bbbbbbbbbbbb") == ()
+        async with await store.open("s_bbbbbbbbbbbb") as fork:
+            assert fork.resume is not None
+            assert fork.resume.position == 3
 
     @contract_test
     async def test_files_are_private_and_nothing_else_is_left(
@@ -204,16 +215,15 @@ class TestFormat:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(store.data_dir.stat().st_mode) == 0o700
         names = sorted(p.name for p in store.data_dir.iterdir())
-        # The fork ends without a commit record (its seedLength vouches for its entries), so
-        # only the parent has a checkpoint. Both hold a schedule change: their closes recorded
-        # them in the next-target index.
+        # Each has a checkpoint: the parent's written at its close, the fork's with the fork.
+        # Both hold a schedule change: their closes recorded them in the next-target index.
         sessions = [name for name in names if name.endswith(".jsonl")]
+        assert len(sessions) == 2
         assert sorted(set(names) - set(sessions)) == [
             ".index-key",
             ".next-targets",
-            f"{SID}.checkpoint",
+            *sorted(name.replace(".jsonl", ".checkpoint") for name in sessions),
         ]
-        assert len(sessions) == 2
         assert all(name.startswith("s_") for name in sessions)
         assert stat.S_IMODE(store.checkpoint_path(SID).stat().st_mode) == 0o600
         assert stat.S_IMODE((store.data_dir / ".next-targets").stat().st_mode) == 0o600
@@ -225,7 +235,7 @@ class TestFormat:
         async with await store.fork(SID, at=2, now=NOW) as fork:
             lines = fork.path.read_bytes().splitlines(keepends=True)
             assert [fork.checksum(n) for n in range(2)] == [0xEA677E84, 0x9089B7A0]
-        assert lines[1:] == [V2_MESSAGE_LINE, V2_SCHEDULE_LINE]
+        assert lines[1:] == [V2_MESSAGE_LINE, V2_SCHEDULE_LINE, V2_COMMIT_TWO]
         assert b'"parentId":"s_aaaaaaaaaaaa","seedLength":2},"crc":' in lines[0]
 
     @contract_test

@@ -632,6 +632,42 @@ class TestNextTargets:
                     await first.barrier()
                 assert await second_store.due_sessions(parse_instant(LATE)) == ()
 
+    @contract_test
+    async def test_a_commit_that_leaves_the_target_as_it_was_leaves_the_row_alone(
+        self, dsn: str, schema: str
+    ) -> None:
+        def row() -> tuple[object, ...]:
+            # ``xmin``: the transaction that wrote the row's current version.
+            [found] = execute(dsn, f"SELECT xmin::text, next_target FROM {schema}.next_targets")
+            return found
+
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            handle = await store.create(now=NOW, session_id=SID)
+            handle.append("schedule/change", at_change(1, "2026-05-01T10:00:00.000Z"))
+            await handle.barrier()
+            first = row()
+            # A later reminder: the earliest target is still the first one's.
+            handle.append("schedule/change", at_change(2, "2026-05-01T12:00:00.000Z"))
+            await handle.barrier()
+            assert row() == first
+            # An earlier one moves it, and its commit writes the row.
+            handle.append("schedule/change", at_change(3, "2026-05-01T09:00:00.000Z"))
+            await handle.barrier()
+            moved = row()
+            assert moved[0] != first[0]
+            assert [
+                (found.session_id, format_instant(found.next_target))
+                for found in await store.due_sessions(parse_instant(LATE))
+            ] == [(SID, "2026-05-01T09:00:00.000Z")]
+            await handle.close()
+            # A new owner does not know what the row holds: its first commit with a schedule
+            # change writes it, even with the same target.
+            async with await store.open(SID) as reopened:
+                reopened.append("schedule/change", at_change(4, "2026-05-01T13:00:00.000Z"))
+                await reopened.barrier()
+                again = row()
+                assert (again[0] != moved[0], again[1]) == (True, moved[1])
+
 
 class TestStoreEdges:
     def test_a_lease_and_a_pool_must_be_positive(self) -> None:

@@ -131,7 +131,11 @@ async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
         return _Inspection(snapshot=await store.read(session_id))
     found = await inspect(session_id)
     problems = getattr(store, "derived_problems", None)
-    derived = () if problems is None else tuple(await problems(found.snapshot.header.id))
+    derived = (
+        ()
+        if problems is None
+        else tuple(await problems(found.snapshot.header.id, read=found.snapshot))
+    )
     return _Inspection(
         snapshot=found.snapshot,
         torn_bytes=found.torn_bytes,

@@ -12,7 +12,12 @@ also whitespace, another key order and other escapes: forms no writer of the log
 from __future__ import annotations
 
 import json
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, TypeVar
+
+import msgspec
+
+_T = TypeVar("_T")
 
 NESTED_TOO_DEEPLY: Final = "the JSON is nested too deeply"
 """What a reader says of bytes nested deeper than its parser goes (they are never written)."""
@@ -56,3 +61,23 @@ def _first_repeat(value: object, path: str) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def decode_canonical_lines(
+    decoder: msgspec.json.Decoder[_T], encoder: msgspec.json.Encoder, payloads: Sequence[bytes]
+) -> list[_T] | None:
+    """The values of ``payloads`` decoded as one newline-joined buffer, when each payload is the
+    canonical encoding of its value; ``None`` otherwise (whatever the bytes: it never raises).
+
+    Canonical bytes hold no raw newline, so when the values encode back to exactly the joined
+    buffer, each payload is one value's canonical bytes: what decoding it alone and comparing
+    its bytes accepts, and nothing else.
+    """
+    joined = b"\n".join(payloads)
+    try:
+        values = decoder.decode_lines(joined)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    if len(values) != len(payloads) or encoder.encode_lines(values) != joined + b"\n":
+        return None
+    return values

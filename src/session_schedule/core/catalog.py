@@ -5,12 +5,17 @@ versions and strict decoder. The catalog derives the rest — the declaration's 
 module and line of the registration (which stands directly under the declaration), and the JSON
 schema — so none of it is written by hand and none of it can drift. Storage uses the catalog to
 decode entries by type and to refuse types it does not know.
+
+A type may also register a *batch* decoder (``decode_many``), which decodes many payloads at once
+for a long log: it returns what the strict decoder returns for each payload, or ``None`` at the
+first doubt — it never raises for bad bytes — and the caller then decodes each payload with the
+strict decoder, which says what is wrong. A batch decoder is a shortcut, never a second rule.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, final
 
 import msgspec
@@ -19,6 +24,8 @@ from session_schedule.core.schema import json_schema
 
 Decoder = Callable[[bytes, str], object]
 """Strictly decode one payload; the ``str`` names the entry in error messages."""
+BatchDecoder = Callable[[Sequence[bytes]], Sequence[object] | None]
+"""Decode many payloads as the :data:`Decoder` decodes each, or ``None`` at the first doubt."""
 
 
 @final
@@ -44,11 +51,19 @@ class PersistenceCatalog:
         self._entries: dict[str, CatalogEntry] = {}
         self._decoders: dict[str, Decoder] = {}
         self._types: dict[str, object] = {}
+        self._batch_decoders: dict[str, BatchDecoder] = {}
 
     def register(
-        self, name: str, *, versions: tuple[int, ...], declaration: object, decode: Decoder
+        self,
+        name: str,
+        *,
+        versions: tuple[int, ...],
+        declaration: object,
+        decode: Decoder,
+        decode_many: BatchDecoder | None = None,
     ) -> CatalogEntry:
-        """Register the durable type ``name`` declared by ``declaration``.
+        """Register the durable type ``name`` declared by ``declaration`` (``decode_many``: its
+        batch decoder, if it has one; see the module docstring).
 
         Call it at module level, on the line under the declaration: the location is taken from
         the caller. Raises ``ValueError`` when ``name`` is registered already or when the
@@ -72,6 +87,8 @@ class PersistenceCatalog:
         self._entries[name] = entry
         self._decoders[name] = decode
         self._types[name] = declaration
+        if decode_many is not None:
+            self._batch_decoders[name] = decode_many
         return entry
 
     def __iter__(self) -> Iterator[CatalogEntry]:
@@ -86,6 +103,10 @@ class PersistenceCatalog:
     def decoder(self, name: str) -> Decoder | None:
         """The strict decoder of ``name``, or ``None`` for a type nobody registered."""
         return self._decoders.get(name)
+
+    def batch_decoder(self, name: str) -> BatchDecoder | None:
+        """The batch decoder of ``name``, or ``None`` when it has none (or is not registered)."""
+        return self._batch_decoders.get(name)
 
     def declared_type(self, name: str) -> object | None:
         """The type that declares ``name``'s payload, or ``None`` for a type nobody registered."""

@@ -168,6 +168,7 @@ SCHEDULE_CHANGE_ENTRY: Final = CATALOG.register(
     versions=CHANGE_VERSIONS,
     declaration=ScheduleChange,
     decode=lambda data, where: decode_change(data, where=where),
+    decode_many=lambda payloads: decoded_changes(payloads),  # noqa: PLW0108 - defined below
 )
 CHANGE_CLASSES: Final = (
     ScheduleCreateChange,
@@ -322,14 +323,25 @@ def iter_changes(
         where = _nowhere
     for start in range(0, len(payloads), DECODE_CHUNK):
         chunk = payloads[start : start + DECODE_CHUNK]
-        joined = b"\n".join(chunk)
-        changes = _decode_joined(joined, len(chunk))
-        if changes is None or not _forms_hold(changes, plain=_is_plain(joined)):
+        changes = decoded_changes(chunk)
+        if changes is None:
             changes = [
                 decode_change(payload, where=where(start + index))
                 for index, payload in enumerate(chunk)
             ]
         yield changes
+
+
+def decoded_changes(payloads: Sequence[bytes]) -> list[ScheduleChange] | None:
+    """The changes :func:`decode_change` returns for each of ``payloads``, decoded and checked as
+    one buffer (see :func:`iter_changes`), or ``None`` when any of that does not pass cleanly
+    (then each payload is to be decoded on its own, which says what is wrong). Never raises for
+    bad bytes: the persistence catalog's batch decoder of ``schedule/change``."""
+    joined = b"\n".join(payloads)
+    changes = _decode_joined(joined, len(payloads))
+    if changes is None or not _forms_hold(changes, plain=_is_plain(joined)):
+        return None
+    return changes
 
 
 DECODE_CHUNK: Final = 1024

@@ -11,7 +11,6 @@ on some platforms.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import re
 from collections.abc import Mapping
@@ -45,8 +44,6 @@ CANONICAL_INSTANT_PATTERN: Final = f"^{_DATE}{_TIME}\\Z"
 """The canonical form as a ``re.search`` pattern (``\\Z``: a ``$`` would allow a final newline)."""
 CANONICAL_INSTANT: Final = re.compile(_DATE + _TIME)
 """The canonical form, for ``fullmatch``."""
-_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_ONE_MS: Final = dt.timedelta(milliseconds=1)
 
 
 def days_from_civil(year: int, month: int, day: int) -> int:
@@ -150,32 +147,52 @@ def canonical_instant(text: str) -> int | None:
     one instant per stored create and Every dispatch, and a log's instants share few minutes.
     A text is split into its minute (``YYYY-MM-DDTHH:MM:``, date and time of day checked) and
     its second (``SS.sssZ``); any checked minute followed by any checked second is canonical,
-    so a text whose two parts are both known is canonical, and only an unknown part costs the
-    full check. Both tables are bounded: each is forgotten whenever it fills.
+    so a text whose two parts are both known is canonical. An unknown part costs four more
+    look-ups (date, time of day, second, milliseconds), and a date not seen before one match of
+    the calendar expression. The tables of seen parts are bounded: each is forgotten whenever it
+    fills.
     """
     try:
         return _MINUTE_MS[text[:17]] + _SECOND_MS[text[17:]]
     except KeyError:
         pass
-    if CANONICAL_INSTANT.fullmatch(text) is None:
+    # An unseen part: the text is cut into its date (``YYYY-MM-DDT``, checked once per date by
+    # the calendar expression), its time of day to the minute (``HH:MM:``), its whole second
+    # (``SS.``) and its milliseconds (``sssZ``), each looked up in a table of every valid form;
+    # the slices have fixed widths, so a text of any other length matches no table.
+    day_ms = _DAY_MS.get(text[:11])
+    if day_ms is None:
+        date = text[:11]
+        if _CANONICAL_DATE.fullmatch(date) is None:
+            return None
+        day_ms = days_from_civil(int(date[:4]), int(date[5:7]), int(date[8:10])) * MS_PER_DAY
+        _remember(_DAY_MS, date, day_ms)
+    minute_ms = _TIME_OF_DAY_MS.get(text[11:17])
+    whole_ms = _WHOLE_SECOND_MS.get(text[17:20])
+    fraction_ms = _FRACTION_MS.get(text[20:])
+    if minute_ms is None or whole_ms is None or fraction_ms is None:
         return None
-    instant: int = (dt.datetime.fromisoformat(text) - _EPOCH) // _ONE_MS
-    second = text[17:]
-    second_ms = int(second[:2]) * MS_PER_SECOND + int(second[3:6])
-    for table, key, value in (
-        (_MINUTE_MS, text[:17], instant - second_ms),
-        (_SECOND_MS, second, second_ms),
-    ):
-        if len(table) >= _PARTS_REMEMBERED:
-            table.clear()
-        table[key] = value
-    return instant
+    _remember(_MINUTE_MS, text[:17], day_ms + minute_ms)
+    _remember(_SECOND_MS, text[17:], whole_ms + fraction_ms)
+    return day_ms + minute_ms + whole_ms + fraction_ms
+
+
+def _remember(table: dict[str, int], key: str, value: int) -> None:
+    if len(table) >= _PARTS_REMEMBERED:
+        table.clear()
+    table[key] = value
 
 
 # The minutes (``YYYY-MM-DDTHH:MM:`` → its first millisecond) and seconds within a minute
 # (``SS.sssZ`` → milliseconds) of canonical instants seen: only checked parts ever enter.
 _MINUTE_MS: Final[dict[str, int]] = {}
 _SECOND_MS: Final[dict[str, int]] = {}
+_DAY_MS: Final[dict[str, int]] = {}
+"""The dates (``YYYY-MM-DDT`` → its first millisecond) of canonical instants seen."""
+_CANONICAL_DATE: Final = re.compile(_DATE + "T")
+_TIME_OF_DAY_MS: Final = {text: minute * 60_000 for minute, text in enumerate(_HOUR_MINUTE)}
+_WHOLE_SECOND_MS: Final = {text: second * MS_PER_SECOND for second, text in enumerate(_SECOND)}
+_FRACTION_MS: Final = {text: ms for ms, text in enumerate(_MILLISECOND)}
 _PARTS_REMEMBERED: Final = 1 << 16
 KNOWN_MINUTES: Final[Mapping[str, int]] = MappingProxyType(_MINUTE_MS)
 """The minutes :func:`canonical_instant` has checked, read-only: a loop over many instants tests

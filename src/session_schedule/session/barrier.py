@@ -28,9 +28,18 @@ after the callbacks ready at that moment and before any that I/O, timers or othe
 add meanwhile, so with none ready it would resume before any other code ran; flushing at once
 then gives exactly the flushes the yield would have given, one loop pass sooner.
 
+**Only a barrier alone in its loop flushes on the spot.** When a barrier of another handle on
+the same loop is gathering or has a flush in flight — many sessions dispatching in the same
+second, say — a lone barrier sends its flush to its session's worker too. Flushing on the spot
+would block the loop, and every other session's timers and barriers with it, for the length of
+each ``fsync`` in turn; on the workers the ``fsync`` calls of different sessions run at the same
+time, which the file system commits together (one journal commit serves the ``fsync`` calls
+waiting for it), and the loop keeps running. A barrier alone in its loop — a conversation's
+tool call, one session's dispatch — still flushes on the spot.
+
 Each loop counts its barriers that are gathering or have a flush in flight
-(:func:`barriers_at_work`), so that a test in virtual time can let a flush on a worker thread
-land before it moves the clock.
+(:func:`barriers_at_work`): the rule above reads it, and a test in virtual time uses it to let
+a flush on a worker thread land before it moves the clock.
 """
 
 from __future__ import annotations
@@ -115,6 +124,7 @@ class GroupCommit:
                 self._flight is None
                 and not self._gathering
                 and flush_now is not None
+                and self._loop_activity().count == 0
                 and (_nothing_ready() or await self._alone())
             ):
                 self._flush_here(flush_now)
@@ -136,7 +146,8 @@ class GroupCommit:
             await waiter
 
     async def _alone(self) -> bool:
-        """Yield once; whether no other barrier joined meanwhile (nor did a flush start)."""
+        """Yield once; whether no other barrier joined meanwhile (nor did a flush start), nor is
+        a barrier of another handle of this loop at work."""
         activity = self._loop_activity()
         self._gathering = True
         activity.count += 1
@@ -150,7 +161,7 @@ class GroupCommit:
             raise
         self._gathering = False
         activity.count -= 1
-        if self._waiters or self._flight is not None:
+        if self._waiters or self._flight is not None or activity.count > 0:
             if self._flight is None:
                 self._launch()
             return False

@@ -35,9 +35,11 @@ window's entries: their chained checksums from the line before them up to the co
 checkpoint is bound to, and that they hold the very entries the window does (a few kilobytes
 read back; about 0.2 ms). A bit flip there makes it ignore the checkpoint, and the whole-log read
 that follows reports the damage with its line. Entries before the window are verified when they
-are read (by the session, or by ``check``, ``read``, ``inspect`` and ``fork``, which never use
-checkpoints). Losing a checkpoint
-costs only time, so none is written with ``fsync`` or in a barrier's transaction.
+are read (by the session, or by ``check``, ``read`` and ``inspect``, which never use
+checkpoints; a JSONL fork copies them verbatim, see
+:mod:`session_schedule.session.jsonl.creation`). Losing a checkpoint costs only time, so none is
+written with ``fsync`` or in a barrier's transaction — except the checkpoint a JSONL fork is
+created with, which is durable before the fork is.
 
 Format 3 added ``segments`` (the JSONL store's index of where the log's segments start, see
 :class:`SegmentStart`); a format-2 checkpoint is read as one without an index. The number changed

@@ -29,7 +29,7 @@ import msgspec
 
 from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
 from session_schedule.core.catalog import CATALOG
-from session_schedule.core.changes import CHANGE_EVENT_TYPE, DECODE_CHUNK, corrupt, decode_changes
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, DECODE_CHUNK, corrupt
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import parse_instant
 from session_schedule.session.errors import SessionCorrupt, Storage, session_corrupt
@@ -210,45 +210,55 @@ def decode_payload(
 
 @final
 class EntryDecoder:
-    """Decodes a run of entries in position order, the ``schedule/change`` payloads a chunk at
-    a time (:func:`~session_schedule.core.changes.decode_changes`) rather than one by one: a
-    long log is mostly changes, and a chunk decodes and checks in a fraction of the time.
+    """Decodes a run of entries in position order, a chunk of :data:`DECODE_CHUNK` entries at a
+    time rather than one by one: a long log decodes and checks the payloads of each type in a
+    chunk as one buffer, with the type's batch decoder in the persistence catalog
+    (:meth:`~session_schedule.core.catalog.PersistenceCatalog.batch_decoder`; for
+    ``schedule/change``, :func:`~session_schedule.core.changes.decoded_changes`), in a fraction
+    of the time. The payloads of a type that has none, or whose batch decoder has a doubt, are
+    decoded one by one with :func:`decode_payload`, in position order.
 
     :meth:`add` each entry in order, then take :meth:`finish`'s list. The errors are those of
     :func:`decode_payload` for the first bad entry in position order, as if each entry were
-    decoded when added: a change waits in the current chunk, so a reader that finds something
-    else wrong first calls :meth:`raise_earlier`, which raises the error of a waiting change
-    if there is one (each waiting change lies before what the reader found).
+    decoded when added: an entry waits in the current chunk, so a reader that finds something
+    else wrong first calls :meth:`raise_earlier`, which raises the error of a waiting entry if
+    there is one (each waiting entry lies before what the reader found).
     """
 
     def __init__(self, source: Source) -> None:
         self._source = source
         self.entries: list[LogEntry] = []
-        """The entries so far, in order; a waiting change's slot holds a placeholder until its
+        """The entries so far, in order; a waiting entry's slot holds a placeholder until its
         chunk is decoded (so ``len`` counts it)."""
-        self._waiting: list[tuple[int, int, int | None, bytes]] = []
-        """The changes not decoded yet: slot in :attr:`entries`, position, line, payload."""
+        self._types: list[str] = []
+        self._positions: list[int] = []
+        self._lines: list[int | None] = []
+        self._payloads: list[bytes] = []
+        """The entries not decoded yet, in order: their types, positions, lines and payloads."""
+        self._first = 0
+        """The slot in :attr:`entries` of the first waiting entry."""
 
     def add(self, entry_type: str, data: bytes, position: int, *, line: int | None = None) -> None:
-        """Entry ``position`` (on line ``line``, see :meth:`Source.locate`), decoded now or with
-        its chunk."""
-        if entry_type != CHANGE_EVENT_TYPE:
-            with self.earlier_first():
-                entry = decode_payload(entry_type, data, position, self._source, line=line)
-            self.entries.append(entry)
-            return
-        self._waiting.append((len(self.entries), position, line, data))
+        """Entry ``position`` (on line ``line``, see :meth:`Source.locate`), decoded with its
+        chunk."""
+        types = self._types
+        if not types:
+            self._first = len(self.entries)
+        types.append(entry_type)
+        self._positions.append(position)
+        self._lines.append(line)
+        self._payloads.append(data)
         self.entries.append(_WAITING)
-        if len(self._waiting) >= DECODE_CHUNK:
+        if len(types) >= DECODE_CHUNK:
             self._decode_waiting()
 
     def raise_earlier(self) -> None:
-        """Raise the error of the first bad waiting change, if any (then nothing waits)."""
+        """Raise the error of the first bad waiting entry, if any (then nothing waits)."""
         self._decode_waiting()
 
     @contextlib.contextmanager
     def earlier_first(self) -> Iterator[None]:
-        """A block whose errors give way to that of a bad waiting change (which lies before
+        """A block whose errors give way to that of a bad waiting entry (which lies before
         whatever the block found wrong)."""
         try:
             yield
@@ -262,22 +272,42 @@ class EntryDecoder:
         return self.entries
 
     def _decode_waiting(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        if not waiting:
+        types, positions, lines, payloads = (
+            self._types,
+            self._positions,
+            self._lines,
+            self._payloads,
+        )
+        if not types:
             return
+        self._types, self._positions, self._lines, self._payloads = [], [], [], []
+        first, entries = self._first, self.entries
+        kinds: dict[str, list[int]] = {}
+        for index, entry_type in enumerate(types):
+            indexes = kinds.get(entry_type)
+            if indexes is None:
+                kinds[entry_type] = [index]
+            else:
+                indexes.append(index)
+        doubtful: list[int] = []
+        for entry_type, indexes in kinds.items():
+            decode_many = CATALOG.batch_decoder(entry_type)
+            values = None if decode_many is None else decode_many([payloads[i] for i in indexes])
+            if values is None or len(values) != len(indexes):
+                doubtful += indexes
+                continue
+            for index, value in zip(indexes, values, strict=True):
+                entries[first + index] = LogEntry(
+                    position=positions[index], type=entry_type, payload=value
+                )
         source = self._source
-
-        def where(index: int) -> str:
-            _, position, line, _ = waiting[index]
-            return source.where(position, line=line)
-
-        changes = decode_changes([data for *_, data in waiting], where=where)
-        entries = self.entries
-        for (slot, position, _, _), change in zip(waiting, changes, strict=True):
-            entries[slot] = LogEntry(position=position, type=CHANGE_EVENT_TYPE, payload=change)
+        for index in sorted(doubtful):
+            entries[first + index] = decode_payload(
+                types[index], payloads[index], positions[index], source, line=lines[index]
+            )
 
 
-_WAITING: Final = LogEntry(position=-1, type=CHANGE_EVENT_TYPE, payload=None)
+_WAITING: Final = LogEntry(position=-1, type="", payload=None)
 
 
 def check_seed_length(header: SessionHeader, count: int, source: Source) -> None:

@@ -48,6 +48,12 @@ power cut cannot produce it. Whole lines removed from the very end of the file t
 their commit records cannot be told from a barrier that never happened; every other removal of an
 acknowledged line is reported.
 
+A reader that wants the entries alone reads a file a block at a time (:func:`scan_blocks`), with
+the same findings as a read of the whole file (:func:`scan`). The common case of each line is
+verified by comparing bytes: the seal with the formatted chained checksum, the start with
+``{"seq":N,"type":"``, a commit record for every entry so far with the one expected line;
+anything else takes the path that says what is wrong.
+
 **Format 1** (sessions written before format 2; still read and appended to in their own format):
 the header line ``{"type":"header","data":{"format":1,…}}`` and one ``{"type":T,"data":D}`` line
 per entry, with no sequence numbers, checksums or commit records. Only bytes after the last
@@ -56,10 +62,12 @@ newline are a torn tail; any complete line that does not decode is corruption.
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
 from array import array
-from typing import Final, Literal, NamedTuple, TypeAlias
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final, Literal, NamedTuple, TypeAlias, final
 
 import msgspec
 
@@ -156,17 +164,63 @@ def scan(data: bytes, source: Source) -> Scan:
     Raises ``SessionCorrupt`` or ``ScheduleError("corrupt_schedule_log")`` — and nothing else —
     for damage that is not a torn tail (see the module docstring).
     """
-    complete = data.rfind(b"\n") + 1
-    lines = data[:complete].split(b"\n")
-    lines.pop()
-    if not lines and len(data) <= HEADER_LIMIT:
+    return scan_blocks(lambda: (data,), source)
+
+
+def scan_blocks(
+    blocks: Callable[[], Iterable[bytes]], source: Source, *, keep_lines: bool = True
+) -> Scan:
+    """:func:`scan` of a file read as consecutive blocks of its bytes (``blocks()``: from its
+    start), a block at a time: besides what it returns, only a block's lines are held.
+
+    Without ``keep_lines``, the result's ``lines`` is empty and the entries' lines are not kept
+    either (a file of a million entries holds some 200 MB of them); the one check that looks
+    back at an earlier line (a verbatim copy of one is corruption) then reads the file again,
+    from ``blocks()``, when a line claims to be an earlier entry. Raises like :func:`scan`.
+    """
+    reader = _Lines(blocks())
+    chunks = iter(reader)
+    lines = next(chunks, [])
+    if not lines and reader.size <= HEADER_LIMIT:
         raise source.corrupt(None, "the file has no complete header line")
     if not lines or len(lines[0]) > HEADER_LIMIT:
         raise source.corrupt(None, HEADER_TOO_LONG)
     header = decode_header_line(lines[0], source)
     if header.format == 1:
-        return _scan_format_1(header, lines, complete, len(data), source)
-    return _scan_format_2(header, lines, complete, len(data), source)
+        for more in chunks:
+            lines += more
+        return _scan_format_1(header, lines, reader.complete, reader.size, source)
+    earlier = None if keep_lines else _EarlierLines(blocks)
+    return _scan_format_2(
+        header, itertools.chain((lines,), chunks), reader, source, earlier=earlier
+    )
+
+
+class _Lines:
+    """The complete lines of consecutive blocks, a list per block; once they are all taken,
+    ``complete`` is the offset after the last newline and ``size`` the bytes read."""
+
+    def __init__(self, blocks: Iterable[bytes]) -> None:
+        self._blocks = blocks
+        self.complete = 0
+        self.size = 0
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        rest = b""
+        for block in self._blocks:
+            self.size += len(block)
+            lines = (rest + block if rest else block).split(b"\n")
+            rest = lines.pop()
+            if lines:
+                self.complete = self.size - len(rest)
+                yield lines
+
+
+class _Ends(NamedTuple):
+    """``complete`` and ``size`` of bytes already split."""
+
+    complete: int
+    size: int
 
 
 def decode_header_line(line: bytes, source: Source) -> SessionHeader:
@@ -210,6 +264,7 @@ class _Break(NamedTuple):
     """The line's index (its line number minus 1)."""
     offset: int
     """The file offset where the line starts."""
+    line: bytes
 
 
 class _Commit(NamedTuple):
@@ -238,20 +293,22 @@ def scan_tail(header: SessionHeader, data: bytes, source: Source, *, after: Tail
     complete = data.rfind(b"\n") + 1
     lines = data[:complete].split(b"\n")
     lines.pop()
-    return _scan_format_2(
-        header, lines, after.offset + complete, after.offset + len(data), source, after=after
-    )
+    ends = _Ends(after.offset + complete, after.offset + len(data))
+    return _scan_format_2(header, (lines,), ends, source, after=after)
 
 
-def _scan_format_2(
+def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: replay speed
     header: SessionHeader,
-    lines: list[bytes],
-    complete: int,
-    size: int,
+    blocks: Iterable[list[bytes]],
+    ends: _Lines | _Ends,
     source: Source,
     *,
     after: TailStart | None = None,
+    earlier: _EarlierLines | None = None,
 ) -> Scan:
+    """The lines of ``blocks`` (the header's first, unless ``after`` says where they start);
+    ``ends`` says where the complete lines end and where the file does, once ``blocks`` is
+    exhausted. ``earlier``: reads an earlier entry's line again instead of keeping them all."""
     decoder = EntryDecoder(source)
     entries = decoder.entries
     entry_lines: list[bytes] = []
@@ -259,49 +316,81 @@ def _scan_format_2(
     checksums = new_checksums()
     tail = after is not None
     if after is None:
-        first, origin = 1, 0
-        after = TailStart(entries=0, offset=len(lines[0]) + 1, lines=0, chain=CHAIN_SEED)
+        first, origin, offset = 1, 0, 0
+        after = TailStart(entries=0, offset=0, lines=0, chain=CHAIN_SEED)
     else:
-        first, origin = 0, after.entries - 1
+        first, origin, offset = 0, after.entries - 1, after.offset
         checksums.append(after.chain)
-    start, previous, offset, line_base = after.entries, after.chain, after.offset, after.lines
+    start, previous, line_base = after.entries, after.chain, after.lines
     acknowledged = kept_acknowledged = max(header.seed_length, after.entries)
     broken: _Break | None = None
+    crc32 = zlib.crc32
+    keep_lines = earlier is None
+    # ``base``: the index among all lines of the block's first line (the header's is 0), which
+    # starts at file offset ``offset``.
+    base = 0
     with decoder.earlier_first():
-        for index in range(first, len(lines)):
-            line = lines[index]
-            line_number = line_base + index + 1
-            if line.startswith(_COMMIT_START):
-                commit = _commit(line, line_number)
-                if commit is not None:
-                    if broken is None or commit.acknowledged <= start + len(entries):
-                        _check_commit(commit, checksums, source, origin=origin)
-                    acknowledged = max(acknowledged, commit.acknowledged)
-                    if broken is None:
-                        kept_acknowledged = acknowledged
+        for lines in blocks:
+            for index in range(first, len(lines)):
+                line = lines[index]
+                if line.startswith(_COMMIT_START):
+                    count = start + len(entries)
+                    if broken is None and count and line == _expected_commit(count, previous):
+                        # The commit record for every entry so far, chained as it must be:
+                        # what _commit and _check_commit accept of it, in one comparison.
+                        acknowledged = kept_acknowledged = max(acknowledged, count)
+                        continue
+                    commit = _commit(line, line_base + base + index + 1)
+                    if commit is not None:
+                        if broken is None or commit.acknowledged <= count:
+                            _check_commit(commit, checksums, source, origin=origin)
+                        acknowledged = max(acknowledged, commit.acknowledged)
+                        if broken is None:
+                            kept_acknowledged = acknowledged
+                    elif broken is None:
+                        broken = _broken(lines, index, base, offset)
                 elif broken is None:
-                    broken = _Break(index, offset)
-            elif broken is None:
-                position = start + len(entries)
-                checksum = _verify(line, previous)
-                if checksum is None:
-                    _refuse_a_repeat(line, entry_lines, line_number, source, start=start)
-                    broken = _Break(index, offset)
-                else:
-                    entry_type, data = _entry_parts(line, position, line_number, source)
-                    decoder.add(entry_type, data, position, line=line_number)
-                    entry_lines.append(line)
-                    checksums.append(checksum)
-                    previous = checksum
-            offset += len(line) + 1
+                    position = start + len(entries)
+                    # The common case first: the seal is exactly that of the chained checksum
+                    # (what _verify accepts, in one comparison) and the line starts as entry
+                    # ``position``'s.
+                    checksum = crc32(line[:-_SEAL_LENGTH], previous)
+                    if len(line) > _SEAL_LENGTH and line[-_SEAL_LENGTH:] == _SEAL_FORM % checksum:
+                        line_number = line_base + base + index + 1
+                        prefix = _ENTRY_PREFIX % position
+                        known = _known_types.get(line[len(prefix) : len(prefix) + _TYPE_PEEK])
+                        if known is not None and line.startswith(prefix):
+                            entry_type = known[0]
+                            data = line[len(prefix) + known[1] : -_SEAL_LENGTH]
+                        else:
+                            entry_type, data = _entry_parts(line, position, line_number, source)
+                        decoder.add(entry_type, data, position, line=line_number)
+                        if keep_lines:
+                            entry_lines.append(line)
+                        checksums.append(checksum)
+                        previous = checksum
+                    else:
+                        _refuse_a_repeat(
+                            line,
+                            entry_lines if earlier is None else earlier.line_of,
+                            line_base + base + index + 1,
+                            source,
+                            start=start,
+                            count=len(entries),
+                        )
+                        broken = _broken(lines, index, base, offset)
+            if broken is None:
+                offset += sum(map(len, lines)) + len(lines)
+            base += len(lines)
+            first = 0
     decoder.finish()
     count = start + len(entries)
     if broken is not None and acknowledged > count:
-        raise _damaged(lines[broken.at], count, broken, source, line_base=line_base)
+        raise _damaged(broken.line, count, broken, source, line_base=line_base)
     check_seed_length(header, count, source)
-    keep = complete if broken is None else broken.offset
-    cut = 0 if broken is None else len(lines) - broken.at
-    kept_lines = line_base + (len(lines) if broken is None else broken.at)
+    keep = ends.complete if broken is None else broken.offset
+    cut = 0 if broken is None else base - broken.at
+    kept_lines = line_base + (base if broken is None else broken.at)
     if tail:
         del checksums[0]
     return Scan(
@@ -311,11 +400,47 @@ def _scan_format_2(
         checksums,
         keep,
         acknowledged,
-        size,
+        ends.size,
         cut,
         kept_lines,
         kept_acknowledged,
     )
+
+
+def _broken(lines: list[bytes], index: int, base: int, offset: int) -> _Break:
+    """The break at ``lines[index]``, in a block whose first line is line ``base`` (counted
+    from 0) and starts at file offset ``offset``."""
+    return _Break(base + index, offset + sum(map(len, lines[:index])) + index, lines[index])
+
+
+@final
+class _EarlierLines:
+    """The lines of the entries of a whole file, read again from it when one is needed."""
+
+    def __init__(self, blocks: Callable[[], Iterable[bytes]]) -> None:
+        self._blocks = blocks
+
+    def line_of(self, n: int) -> bytes | None:
+        """The line of entry ``n``: the ``n``-th line after the header that is not a commit
+        record (``None`` past the end). Only for entries that verified: up to the first line
+        that does not, every line is an entry or an intact commit record."""
+        seen = 0
+        skip = 1
+        for lines in _Lines(self._blocks()):
+            for line in itertools.islice(lines, skip, None):
+                if not line.startswith(_COMMIT_START):
+                    if seen == n:
+                        return line
+                    seen += 1
+            skip = 0
+        return None
+
+
+def _expected_commit(count: int, chain: int) -> bytes:
+    """The commit record line (without its newline) for ``count`` entries, the last with the
+    chained checksum ``chain``."""
+    body = b'{"ack":%d,"chain":"%08x"' % (count, chain)
+    return body + _SEAL_FORM % zlib.crc32(body)
 
 
 def stated_entry_checksum(line: bytes, position: int) -> int | None:
@@ -338,16 +463,28 @@ def _verify(line: bytes, previous: int) -> int | None:
 
 
 def _refuse_a_repeat(
-    line: bytes, earlier: list[bytes], line_number: int, source: Source, *, start: int = 0
+    line: bytes,
+    earlier: list[bytes] | Callable[[int], bytes | None],
+    line_number: int,
+    source: Source,
+    *,
+    start: int = 0,
+    count: int = 0,
 ) -> None:
-    """A copy of an earlier line (``earlier``: entries ``start …``) is corruption wherever it
-    is: no power cut writes one."""
+    """A copy of an earlier line (``earlier``: the lines of entries ``start …``, or what reads
+    the ``n``-th of them again, with ``count`` of them) is corruption wherever it is: no power
+    cut writes one."""
     found = _SEQ.match(line)
     if found is None:
         return
     seq = int(found[1])
-    if start <= seq < start + len(earlier) and earlier[seq - start] == line:
-        position = start + len(earlier)
+    if isinstance(earlier, list):
+        count = len(earlier)
+    if not start <= seq < start + count:
+        return
+    copied = earlier[seq - start] if isinstance(earlier, list) else earlier(seq - start)
+    if copied == line:
+        position = start + count
         raise source.corrupt(position, _out_of_place(seq, position), line=line_number)
 
 
@@ -356,6 +493,18 @@ def _out_of_place(seq: int, position: int) -> str:
         f"found entry {seq} where entry {position} belongs: a line is missing, repeated or out "
         "of order"
     )
+
+
+_ENTRY_PREFIX: Final = b'{"seq":%d,"type":"'
+_SEAL_FORM: Final = b',"crc":"%08x"}'
+_TYPE_PEEK: Final = 24
+"""How many bytes after an entry line's prefix :data:`_known_types` is keyed by."""
+_known_types: Final[dict[bytes, tuple[str, int]]] = {}
+"""The entry types :func:`_entry_parts` has found, keyed by the :data:`_TYPE_PEEK` bytes that
+follow an entry line's prefix when those bytes hold the whole type and the ``","data":`` after
+it: the type, and where its payload starts after the prefix. Bounded like the other caches of
+parts already checked."""
+_TYPES_REMEMBERED: Final = 256
 
 
 def _entry_parts(line: bytes, position: int, line_number: int, source: Source) -> tuple[str, bytes]:
@@ -372,7 +521,15 @@ def _entry_parts(line: bytes, position: int, line_number: int, source: Source) -
         )
         raise source.corrupt(position, problem, line=line_number)
     entry_type = line[len(prefix) : type_end].decode("utf-8", "replace")
-    return entry_type, line[type_end + len(b'","data":') : -_SEAL_LENGTH]
+    data_start = type_end + len(b'","data":')
+    if data_start - len(prefix) <= _TYPE_PEEK:
+        if len(_known_types) >= _TYPES_REMEMBERED:
+            _known_types.clear()
+        _known_types[line[len(prefix) : len(prefix) + _TYPE_PEEK]] = (
+            entry_type,
+            data_start - len(prefix),
+        )
+    return entry_type, line[data_start:-_SEAL_LENGTH]
 
 
 def _commit(line: bytes, line_number: int) -> _Commit | None:

@@ -15,11 +15,16 @@ session codec locates it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Final, Literal, TypeAlias, final
 
 import msgspec
 
-from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
+from session_schedule.core.canonical import (
+    NESTED_TOO_DEEPLY,
+    decode_canonical_lines,
+    why_not_canonical_json,
+)
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import InstantField
@@ -65,6 +70,7 @@ MESSAGE_ENTRY: Final = CATALOG.register(
     versions=(MESSAGE_VERSION,),
     declaration=MessageEntry,
     decode=lambda data, _where: decode_message(data),
+    decode_many=lambda payloads: decoded_messages(payloads),  # noqa: PLW0108 - defined below
 )
 
 _ORIGINS: Final[dict[Role, frozenset[Origin]]] = {
@@ -93,6 +99,21 @@ def decode_message(data: bytes) -> MessageEntry:
         raise ValueError(why_not_canonical_json(data))
     check_message(message)
     return message
+
+
+def decoded_messages(payloads: Sequence[bytes]) -> list[MessageEntry] | None:
+    """What :func:`decode_message` returns for each of ``payloads``, decoded and compared as one
+    buffer, or ``None`` at the first doubt (never raises for bad bytes): the catalog's batch
+    decoder of ``message``."""
+    messages = decode_canonical_lines(_DECODER, _ENCODER, payloads)
+    if messages is None:
+        return None
+    try:
+        for message in messages:
+            check_message(message)
+    except ValueError:
+        return None
+    return messages
 
 
 def check_message(message: MessageEntry) -> None:

@@ -39,7 +39,11 @@ its own, so a few connections serve many sessions.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
   same statement, the session's earliest active target (``NULL`` when nothing is active), from
   the handle's own fold of the log (:mod:`session_schedule.session.targets`);
-  :meth:`PostgresSessionStore.due_sessions` lists the sessions due before an instant.
+  :meth:`PostgresSessionStore.due_sessions` lists the sessions due before an instant. A handle
+  remembers the target its own last such commit recorded, and leaves the row alone while the
+  target stays the same (a reminder created later than the earliest one, say): only the owner
+  writes it, and a failed or uncertain commit poisons the handle, so what it remembers is what
+  the row holds. Each update of the row is a write the commit would otherwise wait for.
 
 A store and its handles belong to the event loop they are first used in. Close the store (or use
 it as an async context manager) to close its pool; handles still open are closed first.
@@ -117,6 +121,14 @@ _log = logging.getLogger(__name__)
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MILLISECOND: Final = dt.timedelta(milliseconds=1)
 
+
+@final
+class _Unrecorded:
+    """The next target a handle's commits recorded, before any has."""
+
+
+_UNRECORDED: Final = _Unrecorded()
+
 Row: TypeAlias = tuple[int, str, bytes]
 """An entry row as inserted: position, type, canonical JSON payload."""
 Connection: TypeAlias = psycopg.AsyncConnection[TupleRow]
@@ -164,6 +176,16 @@ class _Statements:
             " FROM lease, unnest(%s::integer[], %s::text[], %s::bytea[])"
             " AS r (position, type, data)"
         )
+        # The same two for one row, the usual flush of a tool call or a dispatch: its values
+        # are sent as they are, not as arrays to unnest (about 60 µs less per commit here).
+        one_row = (
+            " INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT lease.session_id, %s::integer, %s::text, %s::bytea FROM lease"
+        )
+        self.flush_one = self.flush[: self.flush.index(" INSERT INTO")] + q(one_row)
+        self.flush_one_with_target = self.flush_with_target[
+            : self.flush_with_target.index(" INSERT INTO")
+        ] + q(one_row)
         # Rows locked in session id order (the caller sorts them), as every batch does.
         self.renew = q(
             "UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s)"
@@ -328,6 +350,9 @@ class PostgresSessionHandle(LogHandle):
         """When (loop time) to try again after a failed renewal."""
         self._loop = asyncio.get_running_loop()
         self._pending: stores.PendingRows[Row] = stores.PendingRows(len(entries))
+        self._recorded: Instant | _Unrecorded | None = _UNRECORDED
+        """The next target this handle's last commit recorded in the index (unknown until one
+        has): a commit whose target is the same leaves the row as it is."""
 
     @property
     def epoch(self) -> int:
@@ -348,29 +373,44 @@ class PostgresSessionHandle(LogHandle):
         lease = (store.lease_seconds, self.id, self._epoch)
         end = rows[-1][0] + 1 if rows else 0
         indexed, next_target = self._index_update(rows[0][0], end) if rows else (False, None)
+        if indexed and next_target == self._recorded:
+            indexed = False
+        sql = store._sql
         if indexed:
-            statement = store._sql.flush_with_target
+            statement = sql.flush_with_target if len(rows) != 1 else sql.flush_one_with_target
             moment = (
                 None if next_target is None else _EPOCH + dt.timedelta(milliseconds=next_target)
             )
             parameters: tuple[object, ...] = (*lease, moment)
         else:
-            statement, parameters = store._sql.flush, lease
+            statement = sql.flush if len(rows) != 1 else sql.flush_one
+            parameters = lease
+        values = rows[0] if len(rows) == 1 else _columns(rows)
         async with store._connection() as connection:
-            cursor = await connection.execute(statement, (*parameters, *_columns(rows)))
+            cursor = await connection.execute(statement, (*parameters, *values))
             inserted = cursor.rowcount
-        self._committed(rows, started, inserted)
+        self._committed(rows, started, inserted, (indexed, next_target))
 
-    def _committed(self, rows: list[Row], started: float, inserted: int) -> None:
-        """After the statement that flushed ``rows`` (sent at loop time ``started``) inserted
-        ``inserted`` of them: the handle poisoned if its lease was taken over, else renewed,
-        and a checkpoint started when one is due."""
+    def _committed(
+        self,
+        rows: list[Row],
+        started: float,
+        inserted: int,
+        index: tuple[bool, Instant | None],
+    ) -> None:
+        """After the statement that flushed ``rows`` (sent at loop time ``started``, with the
+        next-target record ``index``: whether it was written, and what) inserted ``inserted``
+        of them: the handle poisoned if its lease was taken over, else renewed, and a checkpoint
+        started when one is due."""
+        indexed, next_target = index
         if inserted != len(rows):
             self._lose(
                 f"another owner took over its lease; this handle held epoch {self._epoch}, and "
                 "nothing it appended since its last barrier was written"
             )
             raise _LeaseLost(self._lost)
+        if indexed:
+            self._recorded = next_target
         self._renewed(started)
         end = rows[-1][0] + 1 if rows else 0
         if end - self._checkpointed >= checkpoint.EVERY and (
@@ -969,11 +1009,15 @@ class PostgresSessionStore:
         started = asyncio.get_running_loop().time()
         sessions: list[tuple[str, int, bool, dt.datetime | None]] = []
         rows: list[tuple[str, int, str, bytes]] = []
+        indexes: dict[str, tuple[bool, Instant | None]] = {}
         for handle, flushed in sorted(flushes, key=lambda flush: flush[0].id):
             end = flushed[-1][0] + 1 if flushed else 0
             indexed, next_target = (
                 handle._index_update(flushed[0][0], end) if flushed else (False, None)
             )
+            if indexed and next_target == handle._recorded:
+                indexed = False  # the row says so already: left alone, as a lone flush does
+            indexes[handle.id] = (indexed, next_target)
             sessions.append((handle.id, handle.epoch, indexed, _moment(next_target)))
             rows.extend((handle.id, *row) for row in flushed)
         async with self._connection() as connection:
@@ -989,7 +1033,7 @@ class PostgresSessionStore:
         outcomes: list[Exception | None] = []
         for handle, flushed in flushes:
             try:
-                handle._committed(flushed, started, inserted[handle.id])
+                handle._committed(flushed, started, inserted[handle.id], indexes[handle.id])
             except _LeaseLost as error:
                 outcomes.append(error)
             else:

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Annotated, Final, Literal, TypeAlias, TypeVar, final
 
 import msgspec
 
+from session_schedule.core.canonical import decode_canonical_lines
 from session_schedule.core.catalog import CATALOG
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.core.records import InstantField
@@ -79,6 +81,7 @@ TURN_QUEUED_ENTRY: Final = CATALOG.register(
     versions=(TURN_VERSION,),
     declaration=TurnQueued,
     decode=lambda data, _where: decode_turn_queued(data),
+    decode_many=lambda payloads: decoded_turns_queued(payloads),  # noqa: PLW0108 - defined below
 )
 
 
@@ -127,10 +130,12 @@ TURN_FINISHED_ENTRY: Final = CATALOG.register(
     versions=(TURN_VERSION, TURN_FINISHED_RETRIED_VERSION),
     declaration=TurnFinished,
     decode=lambda data, _where: decode_turn_finished(data),
+    decode_many=lambda payloads: decoded_turns_finished(payloads),  # noqa: PLW0108 - defined below
 )
 
 _QUEUED: Final = msgspec.json.Decoder(TurnQueued)
 _FINISHED: Final = msgspec.json.Decoder(TurnFinished)
+_ENCODER: Final = msgspec.json.Encoder()
 
 
 def decode_turn_queued(data: bytes) -> TurnQueued:
@@ -138,6 +143,35 @@ def decode_turn_queued(data: bytes) -> TurnQueued:
     queued = _decode(_QUEUED, data)
     check_turn_queued(queued)
     return queued
+
+
+def decoded_turns_queued(payloads: Sequence[bytes]) -> list[TurnQueued] | None:
+    """What :func:`decode_turn_queued` returns for each of ``payloads`` when each is in its
+    canonical form (so it repeats no key), decoded as one buffer; ``None`` at the first doubt
+    (never raises for bad bytes): the catalog's batch decoder of ``turn/queued``."""
+    queued = decode_canonical_lines(_QUEUED, _ENCODER, payloads)
+    if queued is None:
+        return None
+    try:
+        for turn in queued:
+            check_turn_queued(turn)
+    except ValueError:
+        return None
+    return queued
+
+
+def decoded_turns_finished(payloads: Sequence[bytes]) -> list[TurnFinished] | None:
+    """:func:`decoded_turns_queued` for ``turn/finished``."""
+    finished = decode_canonical_lines(_FINISHED, _ENCODER, payloads)
+    if finished is None:
+        return None
+    try:
+        for turn in finished:
+            _check_instant(turn.at)
+            _check_turn_finished(turn)
+    except ValueError:
+        return None
+    return finished
 
 
 def decode_turn_finished(data: bytes) -> TurnFinished:
@@ -246,8 +280,10 @@ def _decode(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
         raise ValueError(f"malformed JSON ({error})") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"invalid UTF-8 ({error})") from None
-    # msgspec keeps the last of repeated keys; a repeated key is damage, not a choice.
-    json.loads(data, object_pairs_hook=_refuse_repeated_keys)
+    # msgspec keeps the last of repeated keys; a repeated key is damage, not a choice. Bytes
+    # that are the value's own encoding name each key once: only other bytes need the search.
+    if _ENCODER.encode(value) != data:
+        json.loads(data, object_pairs_hook=_refuse_repeated_keys)
     return value
 
 

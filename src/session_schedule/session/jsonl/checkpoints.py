@@ -13,10 +13,14 @@ file ``<session id>.checkpoint`` beside the session's log. The rules this store 
    thread after a barrier once :data:`~session_schedule.session.checkpoint.EVERY` entries have
    become durable since the last, and at close (see :mod:`.handle`); it goes to a temporary file
    renamed into place (:func:`write_checkpoint`). A lost or torn checkpoint is ignored and
-   costs only time.
+   costs only time. (A fork's first checkpoint is the exception: rule 4.)
 3. **Read as a private file.** Never through a symbolic link, never blocking on a FIFO; one that
    is not a regular file is rejected as damaged, as is one that does not decode.
-4. **Derived data, checked on request.** :func:`checkpoint_problem` says what a checkpoint that
+4. **A fork's is durable.** A fork is created with its checkpoint, fsync'd and in place before
+   the fork has its name (see :mod:`.creation`); a fork copies its parent's bytes up to the
+   parent's checkpoint only when that checkpoint binds as an open would believe it
+   (:func:`bound_checkpoint`).
+5. **Derived data, checked on request.** :func:`checkpoint_problem` says what a checkpoint that
    would be believed says that its log does not (``check`` reports it).
 """
 
@@ -27,7 +31,7 @@ import secrets
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.session import checkpoint
@@ -38,13 +42,15 @@ from session_schedule.session.jsonl import files
 from session_schedule.session.jsonl.files import open_session_file, read_all, write_all
 from session_schedule.session.lines import (
     CHAIN_SEED,
+    HEADER_LIMIT,
     Scan,
     TailStart,
+    decode_header_line,
     intact_commit,
     scan_tail,
     stated_entry_checksum,
 )
-from session_schedule.session.port import LogEntry, SessionHeader
+from session_schedule.session.port import LogEntry, SessionHeader, SessionSnapshot
 from session_schedule.session.private import OPEN_FLAGS
 
 
@@ -158,8 +164,49 @@ def commit_ending_at(fd: int, offset: int) -> tuple[int, int] | None:
     return intact_commit(files.pread_all(fd, size, offset - size))
 
 
+class Bound(NamedTuple):
+    """A checkpoint that binds to its log (see :func:`bound_checkpoint`)."""
+
+    header: SessionHeader
+    found: checkpoint.CheckpointFile
+    restored: checkpoint.Checkpoint
+    head: int
+    """The header line's bytes (its newline included)."""
+
+
+def bound_checkpoint(fd: int, where: Path, source: Source) -> Bound | None:
+    """The checkpoint at ``where`` when it binds to the format-2 log ``fd`` as an open would
+    believe it — intact, of this version and session, bound to the commit record it names,
+    decoding strictly, its window's own lines verified (:func:`window_verifies`) — otherwise
+    ``None``. Nothing is logged: the caller then reads the whole log, which reports damage."""
+    found = read_checkpoint(where, source)
+    if isinstance(found, checkpoint.Rejected):
+        return None
+    size = os.fstat(fd).st_size
+    start = files.pread_all(fd, min(size, HEADER_LIMIT + 1), 0)
+    end = start.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        header = decode_header_line(start[:end], source)
+    except (SessionError, ScheduleError):
+        return None
+    if (
+        header.format != 2
+        or found.offset > size
+        or commit_ending_at(fd, found.offset) != (found.entries, found.chain)
+    ):
+        return None
+    restored = checkpoint.restore(found, source)
+    if isinstance(restored, checkpoint.Rejected) or not window_verifies(
+        fd, header, found, restored.window, source
+    ):
+        return None
+    return Bound(header, found, restored, end + 1)
+
+
 def checkpoint_problem(
-    log: Path, parsed: Scan, source: Source, session_id: SessionId
+    log: Path, parsed: Scan | SessionSnapshot, source: Source, session_id: SessionId
 ) -> str | None:
     """What the checkpoint beside ``log`` says that the log (``parsed``, read whole) does not,
     when it is bound to the log's commit record (so opening the session may use it): other

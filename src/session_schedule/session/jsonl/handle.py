@@ -10,8 +10,9 @@ SPEC §9:
    format 1 is appended to in format 1; format 2 chains each entry's checksum to the last.
 2. **The barrier is an fsync**, with group commit (see :mod:`session_schedule.session.barrier`):
    a hundred appends, then one barrier, cost one fsync. A lone barrier fsyncs on the event
-   loop's thread; barriers called together share one fsync on the session's own thread
-   (``flush_on_loop=False``: every flush there).
+   loop's thread, unless a barrier of another session of the loop is at work; barriers called
+   together share one fsync on the session's own thread (``flush_on_loop=False``: every flush
+   there).
 3. **Then a commit record** (format 2), for the entries the fsync made durable (durable itself
    with the next fsync). A flush on the session's thread writes it there, and a failure fails
    the barrier; a lone barrier leaves it to a loop callback run once its caller has gone on, or
@@ -110,8 +111,9 @@ class JsonlSessionHandle(LogHandle):
         """Complete lines in the file when it was opened, plus the entry lines written since."""
         self._commit_lines = 0
         """Commit records written since (counted on the worker thread)."""
-        self._unwritten_commit: bytes | None = None
-        """A lone barrier's commit record, until it is written (see :meth:`_after_flush`)."""
+        self._unwritten_commit: int | None = None
+        """How many entries a lone barrier's commit record vouches for, until that record is
+        written (see :meth:`_after_flush`); it is framed only then, off the barrier's path."""
         self._checkpoint_end: TailStart | None = None
         """Where that commit record ends, when a checkpoint is due at it."""
         self._index_due = False
@@ -157,7 +159,7 @@ class JsonlSessionHandle(LogHandle):
             previous = self._checksums[-1] if position else CHAIN_SEED
             line, checksum = entry_line(position, entry_type, data, previous)
         commit = self._unwritten_commit
-        write_all(self._fd, line if commit is None else commit + line)
+        write_all(self._fd, line if commit is None else self._commit_record(commit) + line)
         if commit is not None:
             self._unwritten_commit = None
             self._commit_lines += 1
@@ -169,20 +171,19 @@ class JsonlSessionHandle(LogHandle):
         """A lone barrier's flush, on the loop's thread (see :mod:`.barrier`).
 
         Only the ``fsync`` is on the barrier's path. The commit record (format 2) and the
-        next-target record are bookkeeping that no waiter needs: they are done by a callback
-        the loop runs once the barrier's caller has gone on (see :meth:`_after_flush`). What
-        they need is prepared before the ``fsync`` (which changes none of it), so that only
+        next-target record are bookkeeping that no waiter needs: they are framed and written by
+        a callback the loop runs once the barrier's caller has gone on (see
+        :meth:`_after_flush`), or carried by the next entry's ``write``. What little the
+        ``fsync`` needs around it is decided before it (which changes none of it), so that only
         two assignments follow it: code run right after a blocking ``fsync`` runs slowly.
         """
         if self._holds_changes(durable, target):
             self._indexed = self._index_due = True
-        commit = None
+        commit = target if self.header.format == 2 else None
         checkpoint_due = self._checkpoint_due(target)
-        if self.header.format == 2:
-            commit = commit_line(target, self._checksums[target - 1 - self._origin])
         # Nothing else is written to the file before this commit record (the next entry line
         # carries it, or the callback writes it): it will end there.
-        end = self._binding(target, after=commit) if checkpoint_due and commit else None
+        end = self._binding(target, after=self._commit_record(target)) if checkpoint_due else None
         # Scheduled first: should the fsync fail, the callback finds the handle poisoned and
         # does nothing.
         asyncio.get_running_loop().call_soon(self._after_flush, target)
@@ -190,6 +191,10 @@ class JsonlSessionHandle(LogHandle):
         self._unwritten_commit = commit
         if checkpoint_due:
             self._checkpoint_end = end
+
+    def _commit_record(self, count: int) -> bytes:
+        """The commit record vouching for entries ``0 … count-1`` (format 2)."""
+        return commit_line(count, self._checksums[count - 1 - self._origin])
 
     def _after_flush(self, target: int) -> None:
         """What follows a lone barrier's ``fsync``, off its path.
@@ -221,7 +226,7 @@ class JsonlSessionHandle(LogHandle):
             return
         self._unwritten_commit = None
         try:
-            write_all(self._fd, commit)
+            write_all(self._fd, self._commit_record(commit))
         except OSError as error:
             self._write_failure = f"writing a commit record failed: {error}"
             return

@@ -10,7 +10,9 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    :mod:`.checkpoints`) spares the decoding of everything before its window: only the log's tail
    after its commit record is scanned, and the entries before the window are read back on
    demand (:class:`~.segments.Prefix`). One that does not bind is logged (at ``info`` for
-   another version, ``warning`` otherwise) and the whole log is read.
+   another version, ``warning`` otherwise) and the whole log is read. A whole log is read a
+   block of :data:`BLOCK` bytes at a time (:func:`~session_schedule.session.lines.scan_blocks`):
+   its bytes and lines are never held whole, only the entries decoded from them.
 3. **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
    does not verify, provided no commit record vouches for an entry at or past it; in format 1,
    the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
@@ -18,8 +20,8 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    record, as a barrier would. Anything else that does not verify is corruption: it is reported
    and the file is left byte-for-byte untouched.
 4. **Readers ignore a torn tail** (they do not cut it) and never use a checkpoint: ``read``,
-   ``inspect``, ``fork`` and ``check`` verify every line. A fork's read fsyncs the parent
-   first, so that what it copies is durable.
+   ``inspect`` and ``check`` verify every line. (A fork reads its parent in
+   :mod:`.creation`.)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -50,7 +53,6 @@ from session_schedule.session.jsonl.checkpoints import (
 from session_schedule.session.jsonl.files import (
     SUFFIX,
     open_session_file,
-    read_all,
     source_of,
     write_all,
 )
@@ -64,8 +66,9 @@ from session_schedule.session.lines import (
     TailStart,
     commit_line,
     decode_header_line,
+    header_line_for,
     new_checksums,
-    scan,
+    scan_blocks,
     scan_tail,
 )
 from session_schedule.session.port import (
@@ -113,9 +116,8 @@ def open_session(path: Path, source: Source) -> Opened:
         resumed = _open_from_checkpoint(fd, checkpoint_path(path), source)
         if resumed is not None:
             return resumed
-        data = read_all(fd)
-        parsed = scan(data, source)
-        wrote = _recover(fd, parsed, torn=len(data) - parsed.keep, source=source)
+        parsed = scan_blocks(blocks_of(fd), source, keep_lines=False)
+        wrote = _recover(fd, parsed, torn=parsed.size - parsed.keep, source=source)
     except BaseException:
         os.close(fd)
         raise
@@ -125,8 +127,26 @@ def open_session(path: Path, source: Source) -> Opened:
         parsed.entries,
         parsed.checksums,
         parsed.kept_lines + wrote,
-        data.find(b"\n") + 1,
+        # The header decodes only from its canonical line, so this is the line as stored.
+        len(header_line_for(parsed.header)),
     )
+
+
+BLOCK: Final = 1 << 20
+"""Bytes of a session file read at once when it is read whole (its lines are verified and
+decoded a block at a time, so the file is never held whole)."""
+
+
+def blocks_of(fd: int) -> Callable[[], Iterator[bytes]]:
+    """What reads the file open at ``fd`` from its start, :data:`BLOCK` bytes at a time."""
+
+    def blocks() -> Iterator[bytes]:
+        offset = 0
+        while block := os.pread(fd, BLOCK, offset):
+            yield block
+            offset += len(block)
+
+    return blocks
 
 
 def _open_from_checkpoint(fd: int, where: Path, source: Source) -> Opened | None:
@@ -241,11 +261,12 @@ def _recover(
     return 0
 
 
-def read_session(path: Path, source: Source, *, sync: bool) -> Scan:
+def read_session(path: Path, source: Source, *, sync: bool, lines: bool = True) -> Scan:
     """The file's complete lines, ignoring (not cutting) a torn tail; no lock is taken.
 
     With ``sync``, the file is fsync'd first, so everything read is durable even when its owner
-    has not called a barrier yet.
+    has not called a barrier yet. Without ``lines``, the entries' lines are not kept (the
+    result's ``lines`` is empty): a reader that wants the entries holds them alone.
     """
     fd = open_session_file(path, os.O_RDONLY, source)
     try:
@@ -256,7 +277,7 @@ def read_session(path: Path, source: Source, *, sync: bool) -> Scan:
                 raise persistence_uncertain(
                     source.session_id, f"making the session durable before the fork failed: {error}"
                 ) from error
-        return scan(read_all(fd), source)
+        return scan_blocks(blocks_of(fd), source, keep_lines=lines)
     finally:
         os.close(fd)
 
@@ -264,7 +285,7 @@ def read_session(path: Path, source: Source, *, sync: bool) -> Scan:
 def read_log(path: Path, session_id: SessionId) -> tuple[SessionHeader, list[LogEntry]]:
     """A session's header and entries, read as :func:`read_session` does (what the next-target
     index rebuilds a record from)."""
-    parsed = read_session(path, source_of(session_id), sync=False)
+    parsed = read_session(path, source_of(session_id), sync=False, lines=False)
     return parsed.header, parsed.entries
 
 

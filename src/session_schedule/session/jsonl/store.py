@@ -18,8 +18,8 @@ discipline of :mod:`.files`. What the store itself keeps:
    (:mod:`.next_targets`), answers ``due_sessions``.
 4. **Hand-over requests** are files beside the sessions'
    (:class:`~session_schedule.session.handover.RequestFiles`).
-5. **A fork sheds what it inherits.** A fork of more than :data:`FORK_HELD` entries writes a
-   checkpoint at once, so that it keeps only a window of its parent's history decoded.
+5. **A fork is written with its checkpoint** (:mod:`.creation`): it keeps only a window of its
+   parent's history decoded, and opens from that checkpoint, also after a power cut.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from session_schedule.session import checkpoint
 from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import SessionId, chosen_session_id, require_session_id
 from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoint_problem
-from session_schedule.session.jsonl.creation import Seed, create_session, fork_seed
+from session_schedule.session.jsonl.creation import Seed, create_session, fork_session
 from session_schedule.session.jsonl.files import SUFFIX, source_of
 from session_schedule.session.jsonl.handle import JsonlSessionHandle
 from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
@@ -58,7 +58,6 @@ from session_schedule.session.port import (
     SessionSnapshot,
     listed,
     make_header,
-    seed_length,
 )
 from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
@@ -89,8 +88,9 @@ class JsonlSessionStore:
 
     def __init__(self, data_dir: str | os.PathLike[str], *, flush_on_loop: bool = True) -> None:
         """``data_dir``: a path, as a string or a path object; ``flush_on_loop``: a lone barrier
-        fsyncs on the event loop's thread (fast, but the loop waits for the disk meanwhile);
-        ``False`` sends every flush to the session's thread."""
+        fsyncs on the event loop's thread (fast, but the loop waits for the disk meanwhile)
+        while no barrier of another session of the loop is at work; ``False`` sends every flush
+        to the session's thread."""
         data_dir = Path(data_dir)
         self._dir = data_dir
         self._index = TargetIndexFile(data_dir, suffix=SUFFIX, read_log=read_log)
@@ -192,33 +192,28 @@ class JsonlSessionStore:
         parent = require_session_id(parent_id)
 
         def job() -> Opened:
-            parsed = read_session(self._checked(self.path_of(parent)), source_of(parent), sync=True)
-            count = seed_length(at, len(parsed.entries), parent)
-            return create_session(
+            return fork_session(
                 self._dir,
+                self._checked(self.path_of(parent)),
+                source_of(parent),
                 chosen,
-                lambda new_id: make_header(
+                lambda new_id, count: make_header(
                     new_id,
                     now=now,
                     parent_id=parent,
                     seed_length=count,
                     format_version=CURRENT_FORMAT,
                 ),
-                fork_seed(parsed, count),
+                at,
             )
 
-        handle = await self._own(job)
-        if len(handle.entries) > FORK_HELD:
-            # The parent's history stays in the file, not in memory: twenty forks of a long
-            # session would otherwise hold twenty copies of it.
-            await handle.shed_inherited()
-        return handle
+        return await self._own(job)
 
     async def read(self, session_id: str) -> SessionSnapshot:
         checked = require_session_id(session_id)
         parsed = await asyncio.to_thread(
             lambda: read_session(
-                self._checked(self.path_of(checked)), source_of(checked), sync=False
+                self._checked(self.path_of(checked)), source_of(checked), sync=False, lines=False
             )
         )
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
@@ -229,7 +224,7 @@ class JsonlSessionStore:
 
         def job() -> JsonlInspection:
             parsed = read_session(
-                self._checked(self.path_of(checked)), source_of(checked), sync=False
+                self._checked(self.path_of(checked)), source_of(checked), sync=False, lines=False
             )
             return JsonlInspection(
                 SessionSnapshot(parsed.header, tuple(parsed.entries)),
@@ -240,7 +235,9 @@ class JsonlSessionStore:
 
         return await asyncio.to_thread(job)
 
-    async def derived_problems(self, session_id: str) -> tuple[str, ...]:
+    async def derived_problems(
+        self, session_id: str, *, read: SessionSnapshot | None = None
+    ) -> tuple[str, ...]:
         """What the files derived from ``session_id``'s log say that its log does not, where
         they would be believed: its checkpoint, when it is bound to the log's commit record (so
         opening the session may use it) but holds other reminders, pending turns or entries
@@ -248,13 +245,14 @@ class JsonlSessionStore:
         file but names another next target. Each problem is one clause; none: ``()``.
 
         A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
-        is rebuilt from the log."""
+        is rebuilt from the log. ``read``: the session as :meth:`inspect` has just read it
+        (``check`` passes it), which spares reading the whole log a second time."""
         checked = require_session_id(session_id)
         path = self._checked(self.path_of(checked))
         source = source_of(checked)
 
         def job() -> tuple[str, ...]:
-            parsed = read_session(path, source, sync=False)
+            parsed = read_session(path, source, sync=False, lines=False) if read is None else read
             problems: list[str] = []
             difference = checkpoint_problem(path, parsed, source, checked)
             if difference is not None:
