@@ -51,10 +51,10 @@ def read_private(path: Path, *, limit: int) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise _refusal(path, error) from None
+        raise refusal(path, error) from None
     try:
         status = os.fstat(fd)
-        _check_regular(path, status.st_mode)
+        check_regular(path, status.st_mode)
         if status.st_size > limit:
             raise NotPrivateFile(
                 errno.EFBIG, f"it holds {status.st_size} bytes, more than {limit}", str(path)
@@ -79,7 +79,7 @@ def file_mode(path: Path) -> int | None:
         status = path.lstat()
     except FileNotFoundError:
         return None
-    _check_regular(path, status.st_mode)
+    check_regular(path, status.st_mode)
     return stat.S_IMODE(status.st_mode)
 
 
@@ -111,9 +111,9 @@ def append_private(path: Path, data: bytes) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | OPEN_FLAGS, FILE_MODE)
     except OSError as error:
-        raise _refusal(path, error) from None
+        raise refusal(path, error) from None
     try:
-        _check_regular(path, os.fstat(fd).st_mode)
+        check_regular(path, os.fstat(fd).st_mode)
         os.set_blocking(fd, True)
         written = os.write(fd, data)
         if written != len(data):
@@ -166,13 +166,13 @@ def refused_kind(error: OSError) -> str | None:
     }.get(error.errno or 0)
 
 
-def _check_regular(path: Path, mode: int) -> None:
+def check_regular(path: Path, mode: int) -> None:
     kind = irregular_kind(mode)
     if kind is not None:
         raise NotPrivateFile(errno.EINVAL, f"it is {kind}, not a regular file", str(path))
 
 
-def _refusal(path: Path, error: OSError) -> OSError:
+def refusal(path: Path, error: OSError) -> OSError:
     kind = refused_kind(error)
     if kind is None:
         return error

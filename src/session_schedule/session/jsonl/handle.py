@@ -58,7 +58,7 @@ from session_schedule.session.lines import (
     commit_line,
     entry_line,
 )
-from session_schedule.session.targets import holds_changes
+from session_schedule.session.targets import INDEXED_TYPES, holds_changes
 from session_schedule.session.worker import Worker
 
 # The package's one logger: its records keep the name they have always had.
@@ -121,6 +121,10 @@ class JsonlSessionHandle(LogHandle):
         self._closed_fd = False
         """Whether the file is being released (no more bookkeeping writes)."""
         self._index = index
+        self._index_marked = False
+        """Whether the index holds a mark of this file that no record posted since covers
+        (see :mod:`.next_targets`): one is appended before the next entry that can move the
+        target."""
         # Opened from a checkpoint, the log may hold a schedule change before it: record it.
         self._indexed = opened.resume is not None or holds_changes(opened.entries)
         """Whether the log holds a schedule change (a session that never had one needs no
@@ -158,6 +162,10 @@ class JsonlSessionHandle(LogHandle):
         else:
             previous = self._checksums[-1] if position else CHAIN_SEED
             line, checksum = entry_line(position, entry_type, data, previous)
+        if entry_type in INDEXED_TYPES and not self._index_marked:
+            # Readers watch the file from now until a record of it as it will be follows.
+            self._index.mark(self.id, os.fstat(self._fd).st_size)
+            self._index_marked = True
         commit = self._unwritten_commit
         write_all(self._fd, line if commit is None else self._commit_record(commit) + line)
         if commit is not None:
@@ -411,6 +419,7 @@ class JsonlSessionHandle(LogHandle):
         # Only that thread ever folds: ``after`` is called in order, with ``end`` never
         # moving backwards, and reads entries that are never changed once appended.
         fold, index = self._next_target, self._index
+        self._index_marked = False  # entries written after this record need a mark of their own
         self._worker.post(lambda: index.record(session_id, fold.after(entries, end), status))
 
     async def _release(self) -> None:
