@@ -782,9 +782,9 @@ def test_check_reads_the_log_once(
     reads: list[Path] = []
     read = jsonl_store.read_session
 
-    def counted(path: Path, source: Source, *, sync: bool, lines: bool = True) -> Scan:
+    def counted(path: Path, source: Source, *, lines: bool = True) -> Scan:
         reads.append(path)
-        return read(path, source, sync=sync, lines=lines)
+        return read(path, source, lines=lines)
 
     monkeypatch.setattr(jsonl_store, "read_session", counted)
     assert run(data, "check", session) == 0
