@@ -46,6 +46,7 @@ from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.jsonl.next_targets import INDEX_NAME, KEY_NAME
+from session_schedule.session.jsonl.store import OWNERS_NAME
 from session_schedule.session.message import MessageEntry, ToolCall
 from session_schedule.session.port import SessionSnapshot
 from session_schedule.testing.clock import FakeClock
@@ -195,7 +196,7 @@ def test_chat_is_the_default_command(
     # key that signs its records.
     session_id = session_id_of(out)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        [f"{session_id}.checkpoint", f"{session_id}.jsonl", INDEX_NAME, KEY_NAME]
+        [f"{session_id}.checkpoint", f"{session_id}.jsonl", INDEX_NAME, KEY_NAME, OWNERS_NAME]
     )
 
 

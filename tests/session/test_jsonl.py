@@ -31,6 +31,7 @@ from session_schedule.session import (
     SessionId,
 )
 from session_schedule.session.jsonl import creation as creation_module
+from session_schedule.session.jsonl.store import OWNERS_NAME
 from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import (
     NOW,
@@ -114,7 +115,9 @@ def expect_refused(
         else:
             assert message.fullmatch(str(caught.value))
     assert path.read_bytes() == content
-    assert sorted(p.name for p in store.data_dir.iterdir()) == [NAME]
+    # Besides the session, only the owners' lock file (empty) the open took a byte of.
+    assert sorted(p.name for p in store.data_dir.iterdir()) == [OWNERS_NAME, NAME]
+    assert (store.data_dir / OWNERS_NAME).stat().st_size == 0
 
 
 async def make_good_session(store: JsonlSessionStore) -> Path:
@@ -217,17 +220,20 @@ class TestFormat:
         names = sorted(p.name for p in store.data_dir.iterdir())
         # Each has a checkpoint: the parent's written at its close, the fork's with the fork.
         # Both hold a schedule change: their closes recorded them in the next-target index.
+        # The owners' lock file stays (it holds no data).
         sessions = [name for name in names if name.endswith(".jsonl")]
         assert len(sessions) == 2
         assert sorted(set(names) - set(sessions)) == [
             ".index-key",
             ".next-targets",
+            ".owners",
             *sorted(name.replace(".jsonl", ".checkpoint") for name in sessions),
         ]
         assert all(name.startswith("s_") for name in sessions)
         assert stat.S_IMODE(store.checkpoint_path(SID).stat().st_mode) == 0o600
         assert stat.S_IMODE((store.data_dir / ".next-targets").stat().st_mode) == 0o600
         assert stat.S_IMODE((store.data_dir / ".index-key").stat().st_mode) == 0o600
+        assert stat.S_IMODE((store.data_dir / ".owners").stat().st_mode) == 0o600
 
     @contract_test
     async def test_a_fork_copies_the_lines_verbatim(self, store: JsonlSessionStore) -> None:
@@ -258,6 +264,7 @@ class TestFormat:
         assert sorted(p.name for p in store.data_dir.iterdir()) == [
             ".index-key",
             ".next-targets",
+            ".owners",
             f"{SID}.checkpoint",
             f"{SID}.jsonl",
             "s_bbbbbbbbbbbb.jsonl",
@@ -1183,7 +1190,7 @@ class TestFaults:
         monkeypatch.setattr(os, "link", one_shot(os.link, OSError(errno.EIO, "Input/output error")))
         with pytest.raises(OSError, match="Input/output error"):
             await store.create(now=NOW, session_id=SID)
-        assert list(store.data_dir.iterdir()) == []
+        assert [p.name for p in store.data_dir.iterdir()] == [OWNERS_NAME]  # an empty lock file
         async with await store.create(now=NOW, session_id=SID):
             pass
 

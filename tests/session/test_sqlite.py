@@ -94,7 +94,7 @@ class TestStorage:
         )
         assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
         assert stat.S_IMODE(store.locks_dir.stat().st_mode) == 0o700
-        assert stat.S_IMODE((store.locks_dir / f"{SID}.lock").stat().st_mode) == 0o600
+        assert stat.S_IMODE((store.locks_dir / "owners").stat().st_mode) == 0o600
 
     @contract_test
     async def test_commits_run_off_the_loop_on_the_stores_commit_lane(

@@ -17,7 +17,11 @@ barrier poisons the Session handle, and every later operation reports ``persiste
 Rule 3 — **bounded waits on the wall clock.** The owner sleeps until the core's next wake-up
 instant but never longer than ``max_wait_seconds``, and re-reads the wall clock whenever it wakes;
 a delete wakes it at once, and so does a create whose target is due sooner than the owner's
-current sleep lasts (otherwise that sleep ends first anyway).
+current sleep lasts (otherwise that sleep ends first anyway). On the system clock, an idle owner
+whose next target is further off than that (or that has none) does not wake itself to re-read
+the clock: it parks on the loop's one wall-clock watch (:mod:`session_schedule.runtime.watch`),
+which reads the clock every ``max_wait_seconds`` for all of them and releases each once its
+target is within one such wait, so ten thousand idle sessions cost no wake-ups of their own.
 
 Rule 4 — **a due task never interrupts a turn.** It waits until the agent is idle, then — in the
 queue — enters the agent's maintenance phase (giving way at once if a turn has started), awaits the
@@ -72,7 +76,6 @@ only the entries appended since.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -108,6 +111,7 @@ from session_schedule.core.rules import (
     decide_update,
 )
 from session_schedule.core.visible import escape_unencodable
+from session_schedule.runtime import watch
 from session_schedule.runtime.agent import (
     Agent,
     FollowUp,
@@ -146,6 +150,48 @@ _NOTHING_BEFORE_BACKOFF = 2
 """Consecutive "nothing due" outcomes (after a due wake-up) after which the owner backs off."""
 _DAY_SECONDS = 86_400
 """The window of ``Settings.max_reminder_turns_per_day``."""
+
+
+@final
+class _Flag:
+    """What :class:`asyncio.Event` is to the owner (``set``, ``clear``, ``is_set``, ``wait``),
+    holding no queue of waiters until one waits: ten thousand idle schedules keep three each."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            _settle(waiter)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if self._waiters is not None and waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 @final
@@ -203,6 +249,46 @@ class LiveSchedule:
     that may move the next wake-up and every actual delete.
     """
 
+    # A process keeps thousands open: their attributes are slots (more than 30 would not share
+    # a dict's keys), with a ``__dict__`` made only if something else is set on one.
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_agent",
+        "_backoff",
+        "_busy_in_a_row",
+        "_chosen",
+        "_clock",
+        "_deferred",
+        "_driven",
+        "_events",
+        "_failure",
+        "_held",
+        "_held_by",
+        "_history",
+        "_limits",
+        "_nothing_in_a_row",
+        "_on_wake",
+        "_owner",
+        "_parked",
+        "_per_day",
+        "_provenance",
+        "_queue",
+        "_quiet",
+        "_recent",
+        "_resting",
+        "_retry_until",
+        "_session",
+        "_settings",
+        "_sleep_seconds",
+        "_started",
+        "_state",
+        "_stopped",
+        "_today",
+        "_waiter",
+        "_wake",
+    )
+
     def __init__(
         self,
         session: SessionHandle,
@@ -234,16 +320,18 @@ class LiveSchedule:
         self._chosen: QuotasEntry | None = None
         self._queue = queue or AgentQueue()
         self._state = ScheduleFold(session=session.id)
-        self._wake = asyncio.Event()
-        self._parked = asyncio.Event()
-        self._stopped = asyncio.Event()
+        self._wake = _Flag()
+        self._waiter: asyncio.Future[None] | None = None
+        """What the owner's current wait awaits: settled by its timer or by a wake-up."""
+        self._parked = _Flag()
+        self._stopped = _Flag()
         self._owner: asyncio.Task[None] | None = None
         self._started = False
         self._failure: BaseException | None = None
         self._events = ScheduleEvents(session.id)
-        self._recent: collections.deque[Instant] = collections.deque()
+        self._recent: list[Instant] = []
         """Decision times of the follow-ups queued within the last window, oldest first."""
-        self._today: collections.deque[Instant] = collections.deque()
+        self._today: list[Instant] = []
         """Decision times of the follow-ups queued within the last 24 hours (only counted with
         a ``max_reminder_turns_per_day``), oldest first."""
         self._held_by = (self._settings.followup_limit, self._settings.followup_window_seconds)
@@ -684,6 +772,8 @@ class LiveSchedule:
                 if resume is not None and resume <= now:
                     # Look again at once, but yield first (Rule 5a).
                     await asyncio.sleep(0)
+                elif self._resting and self._far(resume, now):
+                    await self._park(resume, now)
                 elif self._resting:
                     await self._sleep(self._bounded(resume, now))
                 else:
@@ -801,6 +891,8 @@ class LiveSchedule:
     def _wake_owner(self) -> None:
         self._retry_until = None
         self._wake.set()
+        if self._waiter is not None:
+            _settle(self._waiter)
         if self._on_wake is not None:
             self._on_wake()
 
@@ -934,6 +1026,30 @@ class LiveSchedule:
             return limit
         return min(limit, (wakeup - now) / MS_PER_SECOND)
 
+    def _far(self, resume: Instant | None, now: Instant) -> bool:
+        """Whether an idle owner's next target is beyond its longest sleep (or there is none),
+        on the system clock: it then waits on the loop's wall-clock watch (Rule 3)."""
+        if not isinstance(self._clock, SystemClock):
+            return False
+        return resume is None or (resume - now) / MS_PER_SECOND > self._settings.max_wait_seconds
+
+    async def _park(self, resume: Instant | None, now: Instant) -> None:
+        """Wait on the loop's wall-clock watch (:mod:`session_schedule.runtime.watch`) until
+        ``resume`` is within one ``max_wait_seconds``, or a create or delete wakes the owner."""
+        self._sleep_seconds = math.inf if resume is None else (resume - now) / MS_PER_SECOND
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._wake.is_set():
+            waiter.set_result(None)
+        else:
+            watch.park(self._settings.max_wait_seconds, resume, waiter)
+        self._waiter = waiter
+        try:
+            await self._parked_while(waiter)
+        finally:
+            self._waiter = None
+            self._sleep_seconds = None
+            waiter.cancel()  # a settled one is left as it is
+
     async def _sleep(self, seconds: float) -> None:
         """:meth:`_wait` for the next wake-up, remembering how long this sleep lasts."""
         self._sleep_seconds = seconds
@@ -943,16 +1059,32 @@ class LiveSchedule:
             self._sleep_seconds = None
 
     async def _wait(self, seconds: float) -> None:
-        """Sleep ``seconds`` on the clock, or less if a create or delete wakes the owner."""
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        waker = asyncio.ensure_future(self._wake.wait())
+        """Sleep ``seconds`` on the clock, or less if a create or delete wakes the owner.
+
+        An idle owner costs one future and one timer handle: on the system clock the sleep is
+        a ``call_later`` (another clock's ``sleep`` runs as a task), and a wake-up settles the
+        future directly (no task waits on the event).
+        """
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        if self._wake.is_set():
+            waiter.set_result(None)
+        timer: asyncio.TimerHandle | None = None
+        sleeper: asyncio.Future[None] | None = None
+        if isinstance(self._clock, SystemClock):
+            timer = loop.call_later(seconds, _settle, waiter)
+        else:
+            sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+            sleeper.add_done_callback(lambda _: _settle(waiter))
+        self._waiter = waiter
         try:
-            await self._parked_while(
-                asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-            )
+            await self._parked_while(waiter)
         finally:
-            sleeper.cancel()
-            waker.cancel()
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+            if sleeper is not None:
+                sleeper.cancel()
 
     async def _parked_while(self, waiting: Awaitable[T]) -> T:
         self._parked.set()
@@ -1029,16 +1161,14 @@ def last_run(run: OccurrenceRun) -> LastRun:
     return LastRun(occurrence=run.key, outcome=outcome, at=format_instant(at))
 
 
-def _window_allows_at(
-    recent: collections.deque[Instant], now: Instant, limit: int, seconds: int
-) -> Instant:
+def _window_allows_at(recent: list[Instant], now: Instant, limit: int, seconds: int) -> Instant:
     """The earliest instant from ``now`` on at which fewer than ``limit`` of the turns queued at
     ``recent`` fall within the last ``seconds``; forgets the turns that left that window."""
     window = seconds * MS_PER_SECOND
     # Forget turns that left the window, and any "in the future" after a clock step back.
     while recent and (recent[0] <= now - window or recent[-1] > now):
         if recent[0] <= now - window:
-            recent.popleft()
+            del recent[0]  # a short list: at most the quota's limit
         else:
             recent.pop()
     if len(recent) < limit:

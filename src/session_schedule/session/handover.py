@@ -3,9 +3,10 @@ host closes it once idle.
 
 Theory of operation
 -------------------
-A session has one owner at a time (a JSONL file's ``flock``, a SQLite lock file, a PostgreSQL
-lease). A :class:`~session_schedule.host.ScheduleHost` holds a session only around its reminders'
-targets, but a person who opens it meanwhile must not wait for the host's turn to end by luck.
+A session has one owner at a time (its byte of a JSONL or SQLite store's owners' lock file, see
+:mod:`session_schedule.session.owners`; a PostgreSQL lease). A
+:class:`~session_schedule.host.ScheduleHost` holds a session only around its reminders' targets,
+but a person who opens it meanwhile must not wait for the host's turn to end by luck.
 
 - **The request.** A front end (chat, page, MCP server) refused with ``SessionBusy`` calls
   :meth:`HandoverStore.request_handover` and tries again every half second
@@ -24,7 +25,8 @@ Nothing here touches the log: a hand-over is only an owner closing and another o
 crash at any moment is the crash of an ordinary owner — reminders are recovered from the log.
 
 The stores keep requests where their locks are: a file ``<session>.handover`` beside the session
-file (JSONL) or beside its lock file (SQLite), a ``NOTIFY`` on the schema's channel (PostgreSQL).
+file (JSONL) or in the database's ``.locks`` directory (SQLite), a ``NOTIFY`` on the schema's
+channel (PostgreSQL).
 """
 
 from __future__ import annotations

@@ -14,10 +14,13 @@ is created and filled from every session's log, in one transaction. One of versi
 
 The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
 
-- **A serial worker per open session.** Its connection (which opens and reads the session) is
-  used only through the session's worker (:mod:`session_schedule.session.worker`), a lane of the
-  process's shared thread pool whose calls run one at a time, in order; the event loop never
-  waits on SQLite.
+- **A serial worker per open session; one reading connection per database file per process.**
+  A session is opened and read on its worker (:mod:`session_schedule.session.worker`), a lane of
+  the process's shared thread pool whose calls run one at a time, in order; the event loop never
+  waits on SQLite. The open sessions of a process share one connection to the database for that
+  (:class:`_Shared`, each call holding its lock for its whole transaction), so ten thousand open
+  sessions cost its three descriptors (the database, its ``-wal`` and ``-shm``) and the commit
+  lane's, not thirty thousand. It is closed when the last session using it is.
 - **Append is immediate, the barrier is the commit.** ``append`` assigns the position and queues
   the row in memory; the barrier hands every queued row to the store's **commit lane**
   (:mod:`session_schedule.session.commit_lane`): one writer connection whose transaction —
@@ -26,7 +29,8 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   last barrier (group commit) and the barriers of many sessions (a stampede of dispatches costs
   a few syncs, not one per session); one session's failed insert is rolled back alone; and a
   session that appends without a barrier never holds the database's write lock.
-- **Ownership is an ``flock``** on a sidecar file ``<database>.locks/<session id>.lock``. Chosen
+- **Ownership is a lock on a byte** of one sidecar file, ``<database>.locks/owners``
+  (:mod:`session_schedule.session.owners`: a descriptor per process, not per session). Chosen
   over an owner-lease row because the kernel drops the lock when its owner dies — a SIGKILLed
   process leaves nothing stale to detect, no pid to trust across pid reuse or containers — and a
   second handle in the same process is refused like another process. The primary key is the
@@ -56,10 +60,10 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
@@ -84,6 +88,7 @@ from session_schedule.session.ids import (
     new_session_id,
     require_session_id,
 )
+from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
     DueSession,
@@ -102,6 +107,8 @@ from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
 
 SCHEMA_VERSION: Final = 3
+OWNERS_NAME: Final = "owners"
+"""The owners' lock file, in the database's ``.locks`` directory."""
 _log: Final = logging.getLogger(__name__)
 BUSY_TIMEOUT_SECONDS: Final = 10.0
 """How long a barrier waits for another connection's write transaction before it fails."""
@@ -162,7 +169,8 @@ Row: TypeAlias = tuple[str, int, str, str]
 
 @final
 class SqliteSessionHandle(LogHandle):
-    """The owner of one session in a database: its connection, thread and lock."""
+    """The owner of one session in a database: its lane, its ownership and the shared
+    connection it was opened through."""
 
     def __init__(
         self,
@@ -172,8 +180,8 @@ class SqliteSessionHandle(LogHandle):
         lane: CommitLane,
     ) -> None:
         super().__init__(header=opened.header, entries=opened.entries, resume=opened.resume)
-        self._connection = opened.connection
-        self._lock_fd = opened.lock_fd
+        self._shared = opened.shared
+        self._owners = opened.owners
         self._worker = worker
         self._lane = lane
         lane.attach()
@@ -218,7 +226,7 @@ class SqliteSessionHandle(LogHandle):
         return lambda connection: _write_checkpoint(connection, session_id, content)
 
     async def _release(self) -> None:
-        connection, lock_fd = self._connection, self._lock_fd
+        shared, owners, session_id = self._shared, self._owners, self.id
         job = self._checkpoint_job(self._commit.durable)
         try:
             if job is not None:
@@ -229,12 +237,12 @@ class SqliteSessionHandle(LogHandle):
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
         finally:
             self._lane.detach()
-            await self._worker.stop(lambda: _close(connection, lock_fd))
+            await self._worker.stop(lambda: _close(shared, owners, session_id))
 
 
 class _Opened(NamedTuple):
-    connection: sqlite3.Connection
-    lock_fd: int
+    shared: _Shared
+    owners: OwnerLocks
     header: SessionHeader
     entries: LazyEntries
     resume: ResumePoint | None = None
@@ -260,6 +268,60 @@ class _Database(NamedTuple):
 
     def source(self, session_id: str) -> Source:
         return Source(session_id=session_id, name=self.path.name, storage="database", lines=False)
+
+    @property
+    def owners(self) -> OwnerLocks:
+        return OwnerLocks(self.locks / OWNERS_NAME)
+
+
+@final
+class _Shared:
+    """The process's connection to one database file, shared by its open sessions to open and
+    read them: used only while holding :attr:`lock` (a transaction and everything in it under
+    one hold)."""
+
+    __slots__ = ("connection", "key", "lock", "users")
+
+    def __init__(self, key: str, connection: sqlite3.Connection) -> None:
+        self.key = key
+        self.connection = connection
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+_sharing: Final = threading.Lock()
+_shared: Final[dict[str, _Shared]] = {}
+"""The process's shared connections, by the database file's absolute path."""
+
+
+def _share(path: Path, *, create: bool) -> _Shared:
+    """The process's connection to ``path``, with one more user (see :func:`_unshare`); made
+    as :func:`_connect` makes one when there is none."""
+    key = str(path.absolute())
+    with _sharing:
+        shared = _shared.get(key)
+        if shared is None:
+            shared = _shared[key] = _Shared(key, _connect(path, create=create))
+        shared.users += 1
+        return shared
+
+
+def _unshare(shared: _Shared) -> None:
+    """One user fewer; the last one closes the connection."""
+    with _sharing:
+        shared.users -= 1
+        if shared.users:
+            return
+        if _shared.get(shared.key) is shared:
+            del _shared[shared.key]
+    with shared.lock:
+        shared.connection.close()
+
+
+def shared_connections() -> int:
+    """How many database connections the open sessions of this process share (one per file)."""
+    with _sharing:
+        return len(_shared)
 
 
 @final
@@ -300,12 +362,12 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> _Opened:
-            connection = _connect(db.path, create=True)
+            shared = _share(db.path, create=True)
             return _guarded(
-                connection,
+                shared,
                 lambda: _create(
                     db,
-                    connection,
+                    shared,
                     chosen,
                     lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0),
                     [],
@@ -320,8 +382,8 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> _Opened:
-            connection = _connect_existing(db, checked)
-            return _guarded(connection, lambda: _open(db, connection, checked))
+            shared = _share_existing(db, checked)
+            return _guarded(shared, lambda: _open(db, shared, checked))
 
         return await _own(job, self._lane)
 
@@ -337,12 +399,13 @@ class SqliteSessionStore:
         parent = require_session_id(parent_id)
         db = self._db
 
-        def create(connection: sqlite3.Connection) -> _Opened:
-            loaded = _load(db, connection, parent)
+        def create(shared: _Shared) -> _Opened:
+            with shared.lock:
+                loaded = _load(db, shared.connection, parent)
             count = seed_length(at, len(loaded.entries), parent)
             return _create(
                 db,
-                connection,
+                shared,
                 chosen,
                 lambda new_id: make_header(new_id, now=now, parent_id=parent, seed_length=count),
                 loaded.rows[:count],
@@ -350,8 +413,8 @@ class SqliteSessionStore:
             )
 
         def job() -> _Opened:
-            connection = _connect_existing(db, parent)
-            return _guarded(connection, lambda: create(connection))
+            shared = _share_existing(db, parent)
+            return _guarded(shared, lambda: create(shared))
 
         return await _own(job, self._lane)
 
@@ -384,20 +447,29 @@ class SqliteSessionStore:
 
 async def _own(job: Callable[[], _Opened], lane: CommitLane) -> SqliteSessionHandle:
     worker = Worker("session-sqlite")
-    opened = await worker.start(job, undo=lambda opened: _close(opened.connection, opened.lock_fd))
+    opened = await worker.start(
+        job, undo=lambda opened: _close(opened.shared, opened.owners, opened.header.id)
+    )
     return SqliteSessionHandle(opened=opened, worker=worker, lane=lane)
 
 
 # Blocking work, run on a worker thread.
 
 
-def _guarded(connection: sqlite3.Connection, call: Callable[[], _Opened]) -> _Opened:
-    """``call()``, closing ``connection`` if it fails."""
+def _guarded(shared: _Shared, call: Callable[[], _Opened]) -> _Opened:
+    """``call()``, giving up the use of ``shared`` if it fails."""
     try:
         return call()
     except BaseException:
-        connection.close()
+        _unshare(shared)
         raise
+
+
+def _share_existing(db: _Database, session_id: SessionId) -> _Shared:
+    try:
+        return _share(db.path, create=False)
+    except FileNotFoundError:
+        raise session_not_found(session_id, db.place) from None
 
 
 def _connect_existing(db: _Database, session_id: SessionId) -> sqlite3.Connection:
@@ -407,25 +479,27 @@ def _connect_existing(db: _Database, session_id: SessionId) -> sqlite3.Connectio
         raise session_not_found(session_id, db.place) from None
 
 
-def _open(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Opened:
-    if not _exists(connection, session_id):
-        raise session_not_found(session_id, db.place)
-    lock_fd = _lock(db.locks, session_id)
-    try:
-        connection.execute("BEGIN")
+def _open(db: _Database, shared: _Shared, session_id: SessionId) -> _Opened:
+    connection, owners = shared.connection, db.owners
+    with shared.lock:
+        if not _exists(connection, session_id):
+            raise session_not_found(session_id, db.place)
+        _lock(db, session_id)
         try:
-            resumed = _load_from_checkpoint(db, connection, session_id)
-            if resumed is None:
-                loaded = _load_rows(db, connection, session_id)
-                entries = _entries(db, session_id, 0, loaded.entries)
-                return _Opened(connection, lock_fd, loaded.header, entries)
-        finally:
-            _rollback(connection)
-    except BaseException:
-        os.close(lock_fd)
-        raise
+            connection.execute("BEGIN")
+            try:
+                resumed = _load_from_checkpoint(db, connection, session_id)
+                if resumed is None:
+                    loaded = _load_rows(db, connection, session_id)
+                    entries = _entries(db, session_id, 0, loaded.entries)
+                    return _Opened(shared, owners, loaded.header, entries)
+            finally:
+                _rollback(connection)
+        except BaseException:
+            owners.release(session_id)
+            raise
     header, entries, found = resumed
-    return _Opened(connection, lock_fd, header, entries, found.resume_point())
+    return _Opened(shared, owners, header, entries, found.resume_point())
 
 
 def _entries(db: _Database, session_id: SessionId, start: int, held: list[LogEntry]) -> LazyEntries:
@@ -518,32 +592,34 @@ def _write_checkpoint(
 
 def _create(
     db: _Database,
-    connection: sqlite3.Connection,
+    shared: _Shared,
     chosen: SessionId | None,
     header_for: Callable[[SessionId], SessionHeader],
     seed: list[tuple[str, bytes]],
     entries: list[LogEntry],
 ) -> _Opened:
+    connection, owners = shared.connection, db.owners
     while True:
         session_id = chosen or new_session_id()
-        if _exists(connection, session_id):
-            if chosen is not None:
-                raise session_exists(session_id, db.place)
-            continue
-        header = header_for(session_id)
-        lock_fd = _lock(db.locks, session_id)
-        try:
-            rows: list[Row] = [
-                (session_id, position, entry_type, data.decode())
-                for position, (entry_type, data) in enumerate(seed)
-            ]
-            created = _insert_session(connection, header, rows)
-        except BaseException:
-            os.close(lock_fd)
-            raise
+        with shared.lock:
+            if _exists(connection, session_id):
+                if chosen is not None:
+                    raise session_exists(session_id, db.place)
+                continue
+            header = header_for(session_id)
+            _lock(db, session_id)
+            try:
+                rows: list[Row] = [
+                    (session_id, position, entry_type, data.decode())
+                    for position, (entry_type, data) in enumerate(seed)
+                ]
+                created = _insert_session(connection, header, rows)
+            except BaseException:
+                owners.release(session_id)
+                raise
         if created:
-            return _Opened(connection, lock_fd, header, _entries(db, session_id, 0, list(entries)))
-        os.close(lock_fd)
+            return _Opened(shared, owners, header, _entries(db, session_id, 0, list(entries)))
+        owners.release(session_id)
         if chosen is not None:
             raise session_exists(session_id, db.place)
 
@@ -675,18 +751,11 @@ def _exists(connection: sqlite3.Connection, session_id: SessionId) -> bool:
     return found is not None
 
 
-def _lock(locks_dir: Path, session_id: SessionId) -> int:
-    private_directory(locks_dir)
-    fd = os.open(locks_dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise session_busy(session_id) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+def _lock(db: _Database, session_id: SessionId) -> None:
+    """Own ``session_id`` (its byte of the owners' lock file), or raise ``SessionBusy``."""
+    private_directory(db.locks)
+    if not db.owners.acquire(session_id):
+        raise session_busy(session_id)
 
 
 def _load(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Loaded:
@@ -764,8 +833,9 @@ def _rollback(connection: sqlite3.Connection) -> None:
             connection.execute("ROLLBACK")
 
 
-def _close(connection: sqlite3.Connection, lock_fd: int) -> None:
+def _close(shared: _Shared, owners: OwnerLocks, session_id: SessionId) -> None:
+    """Give up the shared connection, then the ownership (nothing is written after it)."""
     try:
-        connection.close()
+        _unshare(shared)
     finally:
-        os.close(lock_fd)
+        owners.release(session_id)

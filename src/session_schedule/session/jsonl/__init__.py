@@ -10,8 +10,11 @@ SPEC §9, each part in the module that keeps it:
   to the session's name, then the directory fsync'd.
 - **Only regular files** (:mod:`.files`): opened ``O_NOFOLLOW | O_NONBLOCK`` and ``fstat``'d
   before a byte moves; anything else under a session's name is ``SessionCorrupt``.
-- **One writer** (:mod:`.opening`): the owner holds ``flock(LOCK_EX | LOCK_NB)``; a second
-  owner is refused with ``SessionBusy``.
+- **One writer** (:mod:`.opening`): the owner holds its session's byte of the store's lock file
+  ``.owners`` (and the file's ``flock`` while it has a descriptor of it); a second owner is
+  refused with ``SessionBusy``.
+- **Bounded descriptors**: an open session's descriptor is the process's descriptor cache's
+  (:mod:`session_schedule.session.descriptors`), closed while idle when others need the room.
 - **One write per entry; the barrier is an fsync** with group commit, then a commit record
   (:mod:`.handle`).
 - **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs

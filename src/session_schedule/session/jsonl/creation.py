@@ -5,7 +5,9 @@
 the session's name (``link`` never replaces an existing session) before the directory is
 fsync'd. A crash leaves either no session or a complete one (and perhaps a stray ``.tmp`` file,
 which nothing reads, or a fork's checkpoint without its fork, which binds to no other log). The
-new file is locked before it has its public name, so no other process can own it first.
+new session is owned (its byte of the store's lock file, see
+:mod:`session_schedule.session.owners`) and its file locked before it has its public name, so no
+other owner can take it first; its descriptor is the process's descriptor cache's from then on.
 
 **A fork copies, it does not re-encode.** The parent is fsync'd first, so that what is copied is
 durable. A format-2 parent's lines are copied verbatim (their chain starts at the seed, so a
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import secrets
 from collections.abc import Callable, Sequence
@@ -46,7 +49,13 @@ import msgspec
 from session_schedule.core.errors import ScheduleError
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source, encode_payload
-from session_schedule.session.errors import SessionError, persistence_uncertain, session_exists
+from session_schedule.session.descriptors import CachedDescriptor, DescriptorCache
+from session_schedule.session.errors import (
+    SessionError,
+    persistence_uncertain,
+    session_busy,
+    session_exists,
+)
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.ids import SessionId, new_session_id
 from session_schedule.session.jsonl import segments
@@ -57,6 +66,7 @@ from session_schedule.session.jsonl.files import (
     open_session_file,
     pread_all,
     read_all,
+    reopener,
 )
 from session_schedule.session.jsonl.opening import Opened
 from session_schedule.session.jsonl.segments import Prefix, stored_index, thinned
@@ -72,6 +82,7 @@ from session_schedule.session.lines import (
     scan,
     scan_tail,
 )
+from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import LogEntry, ResumePoint, SessionHeader, seed_length
 from session_schedule.session.private import sync_directory
 
@@ -101,29 +112,63 @@ def fork_seed(parent: Scan, count: int) -> Seed:
     return Seed(lines, entries, checksums)
 
 
+class Owning(NamedTuple):
+    """Where a new session's ownership and descriptor go."""
+
+    owners: OwnerLocks
+    cache: DescriptorCache
+
+    def claim(self, session_id: SessionId, chosen: SessionId | None) -> bool:
+        """Own ``session_id`` before its file has its name: ``False`` when another owner holds
+        a minted id (try another); ``SessionBusy`` for a chosen one."""
+        if self.owners.acquire(session_id):
+            return True
+        if chosen is not None:
+            raise session_busy(session_id)
+        return False
+
+    def cached(self, path: Path, session_id: SessionId, fd: int) -> CachedDescriptor:
+        """The new file's descriptor, given to the cache; closing it gives up the ownership."""
+        return CachedDescriptor(
+            self.cache,
+            fd,
+            reopener(path, fd),
+            released=functools.partial(self.owners.release, session_id),
+        )
+
+
 def create_session(
     data_dir: Path,
     chosen: SessionId | None,
     header_for: Callable[[SessionId], SessionHeader],
     seed: Seed,
+    owning: Owning,
 ) -> Opened:
-    """Create and lock a new session file holding the header and the seed's lines."""
+    """Create and own a new session file holding the header and the seed's lines."""
     ensure_directory(data_dir)
     body = b"".join(line + b"\n" for line in seed.lines)
     while True:
         session_id = chosen or new_session_id()
-        header = header_for(session_id)
-        fd = _publish(data_dir, session_id, header_line_for(header), _Body(tail=body))
+        if not owning.claim(session_id, chosen):
+            continue
+        try:
+            header = header_for(session_id)
+            fd = _publish(data_dir, session_id, header_line_for(header), _Body(tail=body))
+            if fd is not None:
+                sync_directory(data_dir)
+        except BaseException:
+            owning.owners.release(session_id)
+            raise
         if fd is not None:
-            sync_directory(data_dir)
             return Opened(
-                fd,
+                owning.cached(data_dir / f"{session_id}{SUFFIX}", session_id, fd),
                 header,
                 list(seed.entries),
                 seed.checksums,
                 1 + len(seed.lines),
                 len(header_line_for(header)),
             )
+        owning.owners.release(session_id)
         if chosen is not None:
             raise session_exists(session_id, str(data_dir))
 
@@ -160,6 +205,7 @@ def fork_session(
     chosen: SessionId | None,
     header_for: Callable[[SessionId, int], SessionHeader],
     at: int | None,
+    owning: Owning,
 ) -> Opened:
     """Create and lock a fork of the session file ``parent`` holding its first ``at`` entries
     (all its durable ones when ``None``), written with its checkpoint (see the module rules).
@@ -182,10 +228,17 @@ def fork_session(
         ensure_directory(data_dir)
         while True:
             session_id = chosen or new_session_id()
-            header = header_for(session_id, plan.length)
-            opened = _publish_fork(data_dir, session_id, header, plan, fd)
+            if not owning.claim(session_id, chosen):
+                continue
+            try:
+                header = header_for(session_id, plan.length)
+                opened = _publish_fork(data_dir, session_id, header, plan, fd, owning)
+            except BaseException:
+                owning.owners.release(session_id)
+                raise
             if opened is not None:
                 return opened
+            owning.owners.release(session_id)
             if chosen is not None:
                 raise session_exists(session_id, str(data_dir))
     finally:
@@ -295,10 +348,16 @@ def _plan_from_log(parsed: Scan, at: int | None, source: Source) -> _Plan:
 
 
 def _publish_fork(
-    data_dir: Path, session_id: SessionId, header: SessionHeader, plan: _Plan, parent_fd: int
+    data_dir: Path,
+    session_id: SessionId,
+    header: SessionHeader,
+    plan: _Plan,
+    parent_fd: int,
+    owning: Owning,
 ) -> Opened | None:
-    """Write the fork ``plan`` describes under ``session_id``, with its checkpoint; ``None``
-    when the name is taken."""
+    """Write the fork ``plan`` describes under ``session_id`` (owned already), with its
+    checkpoint; ``None`` when the name is taken."""
+    path = data_dir / f"{session_id}{SUFFIX}"
     head = header_line_for(header)
     tail = b"".join(line + b"\n" for line in plan.lines)
     if plan.resume is None:
@@ -307,7 +366,9 @@ def _publish_fork(
         if fd is None:
             return None
         sync_directory(data_dir)
-        return Opened(fd, header, [], new_checksums(), 1, len(head))
+        return Opened(
+            owning.cached(path, session_id, fd), header, [], new_checksums(), 1, len(head)
+        )
     start, stop = plan.copy
     shift = len(head) - plan.parent_head
     copied_lines = plan.base.lines - 1  # the parent's lines after its header
@@ -328,18 +389,23 @@ def _publish_fork(
     )
     if fd is None:
         return None
-    sync_directory(data_dir)
+    file = owning.cached(path, session_id, fd)
+    try:
+        sync_directory(data_dir)
+    except BaseException:
+        file.close()
+        raise
     source = Source(session_id=session_id, name=f"{session_id}{SUFFIX}", storage="file", lines=True)
     stored = stored_index(content.segments, header_end, end)
     older = (
-        Prefix(fd, header, [header_end, end], source)
+        Prefix(file, header, [header_end, end], source)
         if isinstance(stored, str)
-        else Prefix(fd, header, stored, source, stored=True)
+        else Prefix(file, header, stored, source, stored=True)
     )
     checksums = new_checksums()
     checksums.append(plan.chain)
     return Opened(
-        fd,
+        file,
         header,
         LazyEntries(
             plan.length - len(plan.window),

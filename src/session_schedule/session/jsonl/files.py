@@ -19,7 +19,9 @@ session names it in every error a read reports.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -68,6 +70,46 @@ def open_session_file(path: Path, flags: int, source: Source) -> int:
         os.close(fd)
         raise not_a_regular_file(source.session_id, source.name, kind)
     return fd
+
+
+def reopener(path: Path, fd: int) -> Callable[[], int]:
+    """What opens an owner's session file again, after the descriptor cache closed ``fd`` (see
+    :mod:`session_schedule.session.descriptors`): ``O_RDWR | O_APPEND``, never through a
+    symbolic link, only of the file ``fd`` has open now, and with the ``flock`` an owner holds
+    on it while it has a descriptor of it.
+
+    The opener raises ``OSError`` when the name no longer leads to that regular file, or when
+    another descriptor holds the file's ``flock`` (a process that does not take the store's
+    owner lock).
+    """
+    status = os.fstat(fd)
+    identity = (status.st_dev, status.st_ino)
+
+    def reopen() -> int:
+        again = os.open(path, os.O_RDWR | os.O_APPEND | OPEN_FLAGS)
+        try:
+            _check_same(again, identity, path)
+        except BaseException:
+            os.close(again)
+            raise
+        return again
+
+    return reopen
+
+
+def _check_same(fd: int, identity: tuple[int, int], path: Path) -> None:
+    status = os.fstat(fd)
+    if irregular_kind(status.st_mode) is not None or (status.st_dev, status.st_ino) != identity:
+        raise OSError(
+            errno.ESTALE, "the session file was replaced while its descriptor was closed", str(path)
+        )
+    os.set_blocking(fd, True)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise OSError(
+            errno.EWOULDBLOCK, "another descriptor holds the session file's lock", str(path)
+        ) from None
 
 
 def write_all(fd: int, line: bytes) -> None:

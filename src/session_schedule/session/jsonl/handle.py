@@ -1,7 +1,8 @@
 """The owner of one JSONL session file: appends, barriers, commit records, checkpoints.
 
-A :class:`JsonlSessionHandle` holds the file's descriptor and its ``flock`` (see
-:mod:`.opening`); the behaviour every store's handle shares (positions, the live view,
+A :class:`JsonlSessionHandle` holds the session's ownership and its file's descriptor, which the
+process's descriptor cache may close while the session is idle and open again when it is used
+(see :mod:`.opening`); the behaviour every store's handle shares (positions, the live view,
 poisoning) is :class:`~session_schedule.session.handle.LogHandle`'s. What this one adds, after
 SPEC §9:
 
@@ -67,7 +68,7 @@ _log: Final = logging.getLogger("session_schedule.session.jsonl")
 
 @final
 class JsonlSessionHandle(LogHandle):
-    """The owner of one session file: holds its descriptor and its ``flock``."""
+    """The owner of one session file: holds its ownership and its (cached) descriptor."""
 
     def __init__(
         self,
@@ -83,7 +84,7 @@ class JsonlSessionHandle(LogHandle):
         if opened.header.format == 2 and older is None:
             # Every entry is held until the first checkpoint written while open covers some.
             head = TailStart(0, opened.head, 1, CHAIN_SEED)
-            older = Prefix(opened.fd, opened.header, [head], source_of(opened.header.id))
+            older = Prefix(opened.file, opened.header, [head], source_of(opened.header.id))
             entries = LazyEntries(0, list(entries), older.read, chunk=segments.CHUNK)
         super().__init__(
             header=opened.header,
@@ -104,7 +105,10 @@ class JsonlSessionHandle(LogHandle):
         self._checksums = opened.checksums
         self._origin = opened.origin
         self._prefix_bytes = opened.offset
-        self._fd = opened.fd
+        self._file = opened.file
+        """The file's descriptor, in the process's descriptor cache: used only inside
+        ``use()`` (it may have been closed while idle, and is then opened again). Closing it
+        for good gives up the ownership."""
         self._path = path
         self._worker = worker
         self._lines = opened.lines
@@ -118,8 +122,6 @@ class JsonlSessionHandle(LogHandle):
         """Where that commit record ends, when a checkpoint is due at it."""
         self._index_due = False
         """Whether a flush covered schedule changes that no next-target record describes yet."""
-        self._closed_fd = False
-        """Whether the file is being released (no more bookkeeping writes)."""
         self._index = index
         self._index_marked = False
         """Whether the index holds a mark of this file that no record posted since covers
@@ -129,6 +131,14 @@ class JsonlSessionHandle(LogHandle):
         self._indexed = opened.resume is not None or holds_changes(opened.entries)
         """Whether the log holds a schedule change (a session that never had one needs no
         next-target record until a reader rebuilds it)."""
+
+    @property
+    def _closed_fd(self) -> bool:
+        """Whether the file is being released (no more bookkeeping writes): its lane is stopped,
+        which :meth:`_release` does before anything else can run. A property, not one more
+        attribute: a handle's thirty would no longer share their dict's keys (1.3 KiB more per
+        open session)."""
+        return self._worker.stopped
 
     @property
     def path(self) -> Path:
@@ -151,7 +161,8 @@ class JsonlSessionHandle(LogHandle):
             raise IndexError(f"session {self.id} has no entry {position}")
         if position < self._origin:
             # Before a checkpoint: the chain is read from the file (as the entries are).
-            prefix = read_prefix(self._fd, self._prefix_bytes, source_of(self.id), self._origin + 1)
+            with self._file.use() as fd:
+                prefix = read_prefix(fd, self._prefix_bytes, source_of(self.id), self._origin + 1)
             return prefix.checksums[position]
         return self._checksums[position - self._origin]
 
@@ -162,12 +173,13 @@ class JsonlSessionHandle(LogHandle):
         else:
             previous = self._checksums[-1] if position else CHAIN_SEED
             line, checksum = entry_line(position, entry_type, data, previous)
-        if entry_type in INDEXED_TYPES and not self._index_marked:
-            # Readers watch the file from now until a record of it as it will be follows.
-            self._index.mark(self.id, os.fstat(self._fd).st_size)
-            self._index_marked = True
         commit = self._unwritten_commit
-        write_all(self._fd, line if commit is None else self._commit_record(commit) + line)
+        with self._file.use(dirty=True) as fd:
+            if entry_type in INDEXED_TYPES and not self._index_marked:
+                # Readers watch the file from now until a record of it as it will be follows.
+                self._index.mark(self.id, os.fstat(fd).st_size)
+                self._index_marked = True
+            write_all(fd, line if commit is None else self._commit_record(commit) + line)
         if commit is not None:
             self._unwritten_commit = None
             self._commit_lines += 1
@@ -195,7 +207,7 @@ class JsonlSessionHandle(LogHandle):
         # Scheduled first: should the fsync fail, the callback finds the handle poisoned and
         # does nothing.
         asyncio.get_running_loop().call_soon(self._after_flush, target)
-        os.fsync(self._fd)
+        self._file.sync()
         self._unwritten_commit = commit
         if checkpoint_due:
             self._checkpoint_end = end
@@ -234,27 +246,27 @@ class JsonlSessionHandle(LogHandle):
             return
         self._unwritten_commit = None
         try:
-            write_all(self._fd, self._commit_record(commit))
+            with self._file.use() as fd:
+                write_all(fd, self._commit_record(commit))
         except OSError as error:
             self._write_failure = f"writing a commit record failed: {error}"
             return
         self._commit_lines += 1
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
-        fd = self._fd
+        file = self._file
         indexed = self._index_due or self._holds_changes(durable, target)
         self._index_due = False
         if self.header.format == 1:
-            return self._flushed(
-                self._worker.submit(lambda: os.fsync(fd)), target=target, indexed=indexed
-            )
+            return self._flushed(self._worker.submit(file.sync), target=target, indexed=indexed)
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
         commit = commit_line(target, self._checksums[target - 1 - self._origin])
 
         def flush() -> None:
-            os.fsync(fd)
-            write_all(fd, commit)
+            file.sync()
+            with file.use() as fd:
+                write_all(fd, commit)
             self._commit_lines += 1
 
         return self._flushed(self._worker.submit(flush), target=target, indexed=indexed)
@@ -291,7 +303,8 @@ class JsonlSessionHandle(LogHandle):
         """Where the commit record for ``target`` entries ends: the file as it is now, followed
         by ``after`` (that commit record, when it is not written yet, or nothing)."""
         try:
-            size = os.fstat(self._fd).st_size
+            with self._file.use() as fd:
+                size = os.fstat(fd).st_size
         except OSError as error:
             _log.warning("session %s: no checkpoint written: %s", self.id, error)
             return None
@@ -316,7 +329,8 @@ class JsonlSessionHandle(LogHandle):
         if end is None:
             return
         try:
-            write_all(self._fd, commit)  # durable with the next fsync, as any commit record
+            with self._file.use() as fd:
+                write_all(fd, commit)  # durable with the next fsync, as any commit record
         except OSError as error:
             self._write_failure = f"writing a commit record failed: {error}"
             return
@@ -346,13 +360,15 @@ class JsonlSessionHandle(LogHandle):
         segment_starts = segments_of(self._index_starts(), end)
         self._checkpoint_posted = end.entries
         self._posted_ends.append(end)
-        session_id, fd, where = self.id, self._fd, checkpoint_path(self._path)
+        session_id, file, where = self.id, self._file, checkpoint_path(self._path)
         entries, fold = self._entries, self._next_target
         loop = asyncio.get_running_loop()
 
         def save() -> None:
             try:
-                if commit_ending_at(fd, end.offset) != (end.entries, end.chain):
+                with file.use() as fd:
+                    ending = commit_ending_at(fd, end.offset)
+                if ending != (end.entries, end.chain):
                     _log.info(
                         "session %s: no checkpoint written at %d entries: the file does not "
                         "end with their commit record where it did",
@@ -412,7 +428,8 @@ class JsonlSessionHandle(LogHandle):
         """
         session_id, entries, end = self.id, self._entries, len(self._entries)
         try:
-            status = os.fstat(self._fd)
+            with self._file.use() as fd:
+                status = os.fstat(fd)
         except OSError as error:
             _log.warning("session %s: its next target was not indexed: %s", session_id, error)
             return
@@ -423,10 +440,10 @@ class JsonlSessionHandle(LogHandle):
         self._worker.post(lambda: index.record(session_id, fold.after(entries, end), status))
 
     async def _release(self) -> None:
-        fd = self._fd
+        file = self._file
         if self._poison() is None:
             self._write_unwritten_commit()
-        self._closed_fd = True
+        # From here on ``_closed_fd`` (the lane is stopped below, before any callback can run).
         # Only of a durable file (see :meth:`_flushed`); otherwise a reader rebuilds it.
         if self._indexed and self._poison() is None and self._commit.durable == len(self._entries):
             self._record_target()
@@ -438,7 +455,9 @@ class JsonlSessionHandle(LogHandle):
                     save()
                 except (OSError, ScheduleError, ValueError) as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
-            os.close(fd)
+            # The descriptor first, then the ownership (``close`` gives it up once the
+            # descriptor is closed): no other owner writes while it is open.
+            file.close()
 
         await self._worker.stop(last)
 
@@ -459,14 +478,16 @@ class JsonlSessionHandle(LogHandle):
         if content is None:
             return None
         window = self._entries[max(0, count - checkpoint.WINDOW) : count]
-        fd = self._fd
+        file = self._file
         chain = self._checksums[count - 1 - self._origin]
         target = checkpoint_path(self._path)
         starts = self._index_starts()
 
         def save() -> None:
-            size = os.fstat(fd).st_size
-            if commit_ending_at(fd, size) != (count, chain):
+            with file.use() as fd:
+                size = os.fstat(fd).st_size
+                ending = commit_ending_at(fd, size)
+            if ending != (count, chain):
                 return
             lines = self._lines + self._commit_lines
             end = TailStart(count, size, lines, chain)

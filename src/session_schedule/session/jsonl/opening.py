@@ -3,9 +3,14 @@
 An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`read_session`,
 :func:`scan_directory`) takes no lock and changes nothing. The rules:
 
-1. **One writer.** The owner holds ``flock(LOCK_EX | LOCK_NB)`` on the file; a second owner —
-   another descriptor in this process or another process — is refused with ``SessionBusy``. The
-   kernel drops the lock when the owner closes the file or dies.
+1. **One writer.** The owner holds the session's byte of the store's lock file ``.owners``
+   (:mod:`session_schedule.session.owners`), which outlives the session's descriptor: that one
+   is the process's descriptor cache's (:mod:`session_schedule.session.descriptors`), closed
+   while the session is idle and others need the room, and opened again (the same inode, never
+   through a link) when next used. While it is open it also holds ``flock(LOCK_EX | LOCK_NB)``
+   on the file, and a file another descriptor holds so is refused. A second owner — in this
+   process or another — is refused with ``SessionBusy``. The kernel drops both locks when the
+   owner dies.
 2. **From a checkpoint when one binds.** A checkpoint that binds to the log (see
    :mod:`.checkpoints`) spares the decoding of everything before its window: only the log's tail
    after its commit record is scanned, and the entries before the window are read back on
@@ -27,6 +32,7 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -35,6 +41,7 @@ from typing import Final, NamedTuple
 
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source
+from session_schedule.session.descriptors import CachedDescriptor, DescriptorCache
 from session_schedule.session.errors import (
     SessionCorrupt,
     SessionNotFound,
@@ -71,6 +78,7 @@ from session_schedule.session.lines import (
     scan_blocks,
     scan_tail,
 )
+from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import (
     LogEntry,
     ResumePoint,
@@ -87,7 +95,9 @@ _log: Final = logging.getLogger("session_schedule.session.jsonl")
 class Opened(NamedTuple):
     """A session file as its new owner finds it (see :class:`~.handle.JsonlSessionHandle`)."""
 
-    fd: int
+    file: CachedDescriptor
+    """Its descriptor, in the process's descriptor cache; closing it for good gives up the
+    ownership."""
     header: SessionHeader
     entries: list[LogEntry] | LazyEntries
     checksums: Checksums
@@ -104,25 +114,34 @@ class Opened(NamedTuple):
     """What reads the entries before the checkpoint (opened from one)."""
 
 
-def open_session(path: Path, source: Source) -> Opened:
+def open_session(path: Path, source: Source, owners: OwnerLocks, cache: DescriptorCache) -> Opened:
     """Own the session file at ``path``: locked, recovered, and read (from its checkpoint when
-    one binds)."""
+    one binds). Its descriptor is ``cache``'s from then on."""
     fd = open_session_file(path, os.O_RDWR | os.O_APPEND, source)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise session_busy(source.session_id) from None
-        resumed = _open_from_checkpoint(fd, checkpoint_path(path), source)
-        if resumed is not None:
-            return resumed
-        parsed = scan_blocks(blocks_of(fd), source, keep_lines=False)
-        wrote = _recover(fd, parsed, torn=parsed.size - parsed.keep, source=source)
+        reopen = files.reopener(path, fd)
+        owned = _lock(fd) and owners.acquire(source.session_id)
     except BaseException:
         os.close(fd)
         raise
+    if not owned:
+        os.close(fd)
+        raise session_busy(source.session_id)
+    file = CachedDescriptor(
+        cache, fd, reopen, released=functools.partial(owners.release, source.session_id)
+    )
+    try:
+        with file.use() as fd:
+            resumed = _open_from_checkpoint(fd, file, checkpoint_path(path), source)
+            if resumed is not None:
+                return resumed
+            parsed = scan_blocks(blocks_of(fd), source, keep_lines=False)
+            wrote = _recover(fd, parsed, torn=parsed.size - parsed.keep, source=source)
+    except BaseException:
+        file.close()  # and the ownership with it
+        raise
     return Opened(
-        fd,
+        file,
         parsed.header,
         parsed.entries,
         parsed.checksums,
@@ -149,7 +168,18 @@ def blocks_of(fd: int) -> Callable[[], Iterator[bytes]]:
     return blocks
 
 
-def _open_from_checkpoint(fd: int, where: Path, source: Source) -> Opened | None:
+def _lock(fd: int) -> bool:
+    """Take the file's ``flock``: ``False`` when another descriptor holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _open_from_checkpoint(
+    fd: int, file: CachedDescriptor, where: Path, source: Source
+) -> Opened | None:
     """The session opened from its checkpoint, or ``None`` when there is none that matches
     the log (then the reason is logged and the whole log is read)."""
     found = read_checkpoint(where, source)
@@ -204,16 +234,16 @@ def _open_from_checkpoint(fd: int, where: Path, source: Source) -> Opened | None
             "segment index in the checkpoint of session %s not used: %s", source.session_id, stored
         )
     older = (
-        Prefix(fd, header, [header_end, after], source)
+        Prefix(file, header, [header_end, after], source)
         if isinstance(stored, str)
-        else Prefix(fd, header, stored, source, stored=True)
+        else Prefix(file, header, stored, source, stored=True)
     )
     entries = LazyEntries(first, restored.window + parsed.entries, older.read, chunk=segments.CHUNK)
     checksums = new_checksums()
     checksums.append(found.chain)
     checksums.extend(parsed.checksums)
     return Opened(
-        fd,
+        file,
         header,
         entries,
         checksums,

@@ -32,6 +32,7 @@ import msgspec
 from session_schedule.core.errors import ScheduleError
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source
+from session_schedule.session.descriptors import CachedDescriptor
 from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.jsonl import files
 from session_schedule.session.lines import Scan, TailStart, scan, scan_tail
@@ -79,11 +80,11 @@ class Prefix:
     scanned every byte before the checkpoint (``bench recent_context``).
     """
 
-    __slots__ = ("_cached", "_fd", "_header", "_source", "_starts", "_stored")
+    __slots__ = ("_cached", "_file", "_header", "_source", "_starts", "_stored")
 
     def __init__(
         self,
-        fd: int,
+        file: CachedDescriptor,
         header: SessionHeader,
         starts: list[TailStart],
         source: Source,
@@ -92,7 +93,7 @@ class Prefix:
     ) -> None:
         """``starts``: the index, from the header's end (alone: nothing is covered yet) to the
         covered end; ``stored``: it was read from a checkpoint, not built by this handle."""
-        self._fd = fd
+        self._file = file
         # A segment of a fork may end before its seedLength: the whole read checks that.
         self._header = msgspec.structs.replace(header, seed_length=0)
         self._starts = starts
@@ -152,9 +153,7 @@ class Prefix:
             self._starts[index + 1 : index + 1] = pieces
             index = self._find(position)
             start, stop = self._starts[index], self._starts[index + 1]
-        parsed = self._scan(
-            start, files.pread_all(self._fd, stop.offset - start.offset, start.offset)
-        )
+        parsed = self._scan(start, self._pread(stop.offset - start.offset, start.offset))
         self._check_ends(start, stop, parsed)
         self._cached = (start, stop, parsed.entries)
         return start, parsed.entries
@@ -172,11 +171,11 @@ class Prefix:
         at = start
         while at.offset < stop.offset:
             size = min(SEGMENT, stop.offset - at.offset)
-            data = files.pread_all(self._fd, size, at.offset)
+            data = self._pread(size, at.offset)
             cut = data.rfind(b"\n") + 1
             while not cut and at.offset + len(data) < stop.offset:
                 size = min(2 * size, stop.offset - at.offset)
-                data = files.pread_all(self._fd, size, at.offset)
+                data = self._pread(size, at.offset)
                 cut = data.find(b"\n") + 1
             if not cut:
                 raise _MismatchError(f"no line ends between bytes {at.offset} and {stop.offset}")
@@ -227,6 +226,10 @@ class Prefix:
             raise _MismatchError(f"the segment from offset {start.offset} does not verify")
         return parsed
 
+    def _pread(self, size: int, offset: int) -> bytes:
+        with self._file.use() as fd:
+            return files.pread_all(fd, size, offset)
+
     def _covered(self) -> TailStart:
         if len(self._starts) < 2:
             raise ValueError("no checkpoint covers any entry of this session yet")
@@ -235,7 +238,8 @@ class Prefix:
     def _fail(self) -> NoReturn:
         """Raise what a whole read of the covered bytes finds wrong."""
         end = self._covered()
-        read_prefix(self._fd, end.offset, self._source, end.entries)
+        with self._file.use() as fd:
+            read_prefix(fd, end.offset, self._source, end.entries)
         raise self._source.corrupt(
             None,
             f"the first {end.offset} bytes no longer hold the {end.entries} acknowledged "

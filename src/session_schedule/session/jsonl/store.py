@@ -10,9 +10,13 @@ discipline of :mod:`.files`. What the store itself keeps:
 1. **A private data directory.** It is created ``0700`` when missing. One writable by group or
    others is logged as a warning, once per store: whoever can write it can plant or replace
    session files.
-2. **One thread per open session.** Each handle runs its blocking calls on a
-   :class:`~session_schedule.session.worker.Worker` of its own; the store's other reads run on
-   ``asyncio.to_thread``.
+2. **Resources do not grow with open sessions.** Each handle runs its blocking calls on a
+   :class:`~session_schedule.session.worker.Worker` lane of the process's shared pool; the
+   store's other reads run on ``asyncio.to_thread``. A session's descriptor is the process's
+   descriptor cache's (:mod:`session_schedule.session.descriptors`: closed while idle when others
+   need the room, opened again when used), and its ownership a byte of one lock file per store,
+   ``.owners`` (:mod:`session_schedule.session.owners`), so ten thousand open sessions hold a
+   few hundred descriptors.
 3. **A next-target index** beside the sessions, ``.next-targets``, a cache of the logs kept by
    the owners and checked against each file's inode, size and mtime by readers
    (:mod:`.next_targets`), answers ``due_sessions``.
@@ -35,10 +39,11 @@ from typing import Final, NamedTuple, final
 
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
+from session_schedule.session.descriptors import process_cache
 from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import SessionId, chosen_session_id, require_session_id
 from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoint_problem
-from session_schedule.session.jsonl.creation import Seed, create_session, fork_session
+from session_schedule.session.jsonl.creation import Owning, Seed, create_session, fork_session
 from session_schedule.session.jsonl.files import SUFFIX, source_of
 from session_schedule.session.jsonl.handle import JsonlSessionHandle
 from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
@@ -50,6 +55,7 @@ from session_schedule.session.jsonl.opening import (
     scan_directory,
 )
 from session_schedule.session.lines import CURRENT_FORMAT, new_checksums
+from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
     DueSession,
@@ -65,6 +71,8 @@ from session_schedule.session.worker import Worker
 # The package's one logger: its records keep the name they have always had.
 _log: Final = logging.getLogger("session_schedule.session.jsonl")
 
+OWNERS_NAME: Final = ".owners"
+"""The store's lock file, beside the sessions: a byte of it per owned session."""
 FORK_HELD: Final = checkpoint.WINDOW
 """A fork inheriting more entries than this keeps only a checkpoint's window of them decoded."""
 
@@ -98,6 +106,9 @@ class JsonlSessionStore:
         self._directory_lock = threading.Lock()
         self._directory_checked = False
         self._handovers = RequestFiles(data_dir)
+        self._owners = OwnerLocks(data_dir / OWNERS_NAME)
+        self._descriptors = process_cache()
+        self._owning = Owning(self._owners, self._descriptors)
 
     def check_directory(self) -> None:
         """Log a warning when others than its owner may write the data directory.
@@ -162,6 +173,7 @@ class JsonlSessionStore:
                     format_version=CURRENT_FORMAT,
                 ),
                 Seed([], [], new_checksums()),
+                self._owning,
             )
             self.check_directory()
             return opened
@@ -172,8 +184,12 @@ class JsonlSessionStore:
         """Own an existing session (see :class:`SessionStore`), from its checkpoint when one
         matches the log (see :mod:`session_schedule.session.checkpoint`)."""
         checked = require_session_id(session_id)
+        path = self.path_of(checked)  # one object for the handle and its reopening
         return await self._own(
-            lambda: open_session(self._checked(self.path_of(checked)), source_of(checked))
+            lambda: open_session(
+                self._checked(path), source_of(checked), self._owners, self._descriptors
+            ),
+            path=path,
         )
 
     def checkpoint_path(self, session_id: SessionId) -> Path:
@@ -205,6 +221,7 @@ class JsonlSessionStore:
                     format_version=CURRENT_FORMAT,
                 ),
                 at,
+                self._owning,
             )
 
         return await self._own(job)
@@ -292,12 +309,18 @@ class JsonlSessionStore:
         self.check_directory()
         return path
 
-    async def _own(self, job: Callable[[], Opened]) -> JsonlSessionHandle:
+    async def _own(
+        self, job: Callable[[], Opened], *, path: Path | None = None
+    ) -> JsonlSessionHandle:
         worker = Worker("session-jsonl")
-        opened = await worker.start(job, undo=lambda opened: os.close(opened.fd))
+
+        def undo(opened: Opened) -> None:
+            opened.file.close()  # and the ownership with it
+
+        opened = await worker.start(job, undo=undo)
         return JsonlSessionHandle(
             opened=opened,
-            path=self.path_of(opened.header.id),
+            path=self.path_of(opened.header.id) if path is None else path,
             worker=worker,
             index=self._index,
             flush_on_loop=self._flush_on_loop,
