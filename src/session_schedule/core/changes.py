@@ -277,7 +277,26 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
 
     ``where`` names the event in error messages (for example ``"at entry 17"``). Raises
     ``ScheduleError("corrupt_schedule_log", ...)`` — and nothing else — on any deviation.
+
+    A payload is first checked the way a batch checks each of its payloads (see
+    :func:`iter_changes`): decoded, re-encoded and compared, then its rules checked by one
+    pass of set look-ups — what every payload a store appends or reads passes. Only one that
+    does not pass cleanly is decoded again and checked one rule at a time, which says what is
+    wrong.
     """
+    if isinstance(data, bytes):
+        try:
+            change = _DECODER.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            pass
+        else:
+            if _ENCODER.encode(change) == data and _forms_hold([change], plain=_is_plain(data)):
+                return change
+    return _decode_change_slowly(data, where)
+
+
+def _decode_change_slowly(data: bytes | str, where: str) -> ScheduleChange:
+    """:func:`decode_change` one rule at a time, raising the error for the first that fails."""
     try:
         change = _DECODER.decode(data)
     except msgspec.ValidationError as error:
