@@ -446,6 +446,8 @@ _BAD_PAYLOADS = (
     b'"prompt":"a\x7fb","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
     b'{"operation":"create","version":2,"schedule":{"kind":"at","id":"sch_1",'
     b'"prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z","maxLatenessSeconds":60}}',
     _daily_create(1),
     _daily_create(2, time="24:00:00.000"),
     _daily_create(2, timeZone="Mars/Olympus"),
