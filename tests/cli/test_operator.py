@@ -782,9 +782,9 @@ def test_check_reads_the_log_once(
     reads: list[Path] = []
     read = jsonl_store.read_session
 
-    def counted(path: Path, source: Source, *, sync: bool, lines: bool = True) -> Scan:
+    def counted(path: Path, source: Source, *, lines: bool = True) -> Scan:
         reads.append(path)
-        return read(path, source, sync=sync, lines=lines)
+        return read(path, source, lines=lines)
 
     monkeypatch.setattr(jsonl_store, "read_session", counted)
     assert run(data, "check", session) == 0
@@ -1252,3 +1252,35 @@ def test_tables_keep_id_time_and_prompt_readable_at_any_width(
     for word in LONG_PROMPT.split():
         assert word in words.split() or f"{word}" in words
     assert all(len(line.split()) != 1 or len(line.strip()) > 1 for line in lines if line)
+
+
+class _CountsRepr:
+    """A result that counts how often its repr is taken (a snapshot's repr costs seconds)."""
+
+    def __init__(self) -> None:
+        self.reprs = 0
+
+    def __repr__(self) -> str:
+        self.reprs += 1
+        return "_CountsRepr()"
+
+
+def test_a_command_s_result_is_never_formatted(tmp_path: Path) -> None:
+    # asyncio.run formats its main task (and so the task's result) when it restores the default
+    # interrupt handler; a command's result, a whole session, must not be in that task.
+    import argparse  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    result = _CountsRepr()
+
+    async def work(store: object) -> _CountsRepr:
+        del store
+        return result
+
+    arguments = argparse.Namespace(data_dir=tmp_path, store="jsonl")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert reading.with_store(arguments, work) is result
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.reprs == 0

@@ -133,7 +133,9 @@ async def test_more_due_sessions_than_max_open_are_opened_in_order_as_others_clo
 ) -> None:
     # Created latest target first: the host opens them by target, not by creation.
     sessions = [await session_with(store, clock, seconds) for seconds in (64, 63, 62, 61, 60)]
-    settings = HostSettings(lead_seconds=30, poll_seconds=600, max_open=2, max_opening=1)
+    settings = HostSettings(
+        lead_seconds=30, poll_seconds=600, max_open=2, max_opening=1, queue_poll_seconds=600
+    )
     async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
         await run_for(clock, host, 59)
         assert len(host.open_sessions) == 2  # the rest wait in the queue, not for the poll

@@ -97,7 +97,7 @@ class TestStorage:
         assert stat.S_IMODE((store.locks_dir / f"{SID}.lock").stat().st_mode) == 0o600
 
     @contract_test
-    async def test_commits_run_on_the_sessions_own_thread(
+    async def test_commits_run_off_the_loop_on_the_stores_commit_lane(
         self, store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         threads: list[str] = []
@@ -125,7 +125,7 @@ class TestStorage:
     async def test_commits_are_synced_and_checkpoints_are_not(
         self, store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        seen: list[tuple[str, int]] = []
+        seen: list[tuple[str, int, int]] = []
         real_insert, real_checkpoint = sqlite_module._insert, sqlite_module._write_checkpoint
 
         def synchronous(connection: sqlite3.Connection) -> int:
@@ -137,7 +137,7 @@ class TestStorage:
             rows: list[sqlite_module.Row],
             index: tuple[SessionId, Instant | None] | None,
         ) -> None:
-            seen.append(("commit", synchronous(connection)))
+            seen.append(("commit", synchronous(connection), store._lane.transactions))
             real_insert(connection, rows, index)
 
         def write_checkpoint(
@@ -145,7 +145,7 @@ class TestStorage:
             session_id: SessionId,
             content: checkpoint.CheckpointFile,
         ) -> bool:
-            seen.append(("checkpoint", synchronous(connection)))
+            seen.append(("checkpoint", synchronous(connection), store._lane.transactions))
             return real_checkpoint(connection, session_id, content)
 
         monkeypatch.setattr(sqlite_module, "_insert", insert)
@@ -157,8 +157,13 @@ class TestStorage:
             handle.append("message", turn(1100))
             await handle.barrier()
         full, normal = 2, 1
-        assert [value for kind, value in seen if kind == "commit"] == [full, full]
-        assert [value for kind, value in seen if kind == "checkpoint"] == [normal, normal]
+        assert [value for kind, value, _ in seen if kind == "commit"] == [full, full]
+        # A checkpoint is synced only in a transaction it shares with a barrier's commit.
+        synced = {number for kind, _, number in seen if kind == "commit"}
+        checkpoints = [(value, number) for kind, value, number in seen if kind == "checkpoint"]
+        assert len(checkpoints) == 2
+        for value, number in checkpoints:
+            assert value == (full if number in synced else normal)
 
     @contract_test
     async def test_reading_a_missing_database_creates_nothing(

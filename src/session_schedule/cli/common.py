@@ -6,9 +6,9 @@ import argparse
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
     from session_schedule.core.quiet import QuietHours
@@ -101,8 +101,6 @@ def read_session(arguments: argparse.Namespace, session_id: str) -> SessionSnaps
     """What the command's store (``--store``) holds of ``session_id``, read without owning it.
 
     Raises what ``SessionStore.read`` raises (``SessionNotFound``, ``SessionCorrupt`` …)."""
-    import asyncio  # noqa: PLC0415 - only a command that reads a session needs the loop
-
     from session_schedule.session.location import opened_store  # noqa: PLC0415
 
     location = store_location(arguments)
@@ -111,7 +109,30 @@ def read_session(arguments: argparse.Namespace, session_id: str) -> SessionSnaps
         async with opened_store(location) as store:
             return await store.read(session_id)
 
-    return asyncio.run(read())
+    return run_for_result(read)
+
+
+_T = TypeVar("_T")
+
+
+def run_for_result(work: Callable[[], Awaitable[_T]]) -> _T:
+    """``asyncio.run(work())``, with the result handed back outside the main task.
+
+    When ``asyncio.run`` restores the interrupt handler it asks ``signal.getsignal`` for the one
+    it installed, a partial holding the main task; the standard library then formats the repr
+    of that task in an error message it discards, and a finished task's repr holds its result's.
+    For a snapshot of a million entries that costs seconds (twice per run, Python 3.11), so the
+    main task returns nothing and the result travels in a list.
+    """
+    import asyncio  # noqa: PLC0415 - only a command that runs the loop needs it
+
+    results: list[_T] = []
+
+    async def run() -> None:
+        results.append(await work())
+
+    asyncio.run(run())
+    return results[0]
 
 
 class StoreUsageError(ValueError):

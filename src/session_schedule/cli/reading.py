@@ -14,11 +14,10 @@ corrupt log).
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from session_schedule.cli.common import read_session, store_location
+from session_schedule.cli.common import read_session, run_for_result, store_location
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.session import SessionSnapshot
@@ -53,4 +52,4 @@ def with_store(arguments: argparse.Namespace, work: Callable[[SessionStore], Awa
         async with opened_store(location) as store:
             return await work(store)
 
-    return asyncio.run(run())
+    return run_for_result(run)

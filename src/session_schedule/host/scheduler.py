@@ -22,11 +22,15 @@ the timer up.
 
 Rule 2 — **the index is re-read periodically.** Every ``poll_seconds`` (and at start) the host
 asks for the sessions whose next target is before ``now + lead_seconds + poll_seconds`` and
-plans to open each ``lead_seconds`` before its target (at once when that is past).
+plans to open each ``lead_seconds`` before its target (at once when that is past). While
+sessions wait in the queue (Rule 8) it is re-read every ``queue_poll_seconds`` instead.
 
 Rule 3 — **a session held elsewhere is skipped and retried.** ``SessionBusy`` (a chat has it
 open, another host holds its lease) plans another attempt ``busy_retry_seconds`` later, for as
-long as the index says it is due. A session that cannot be opened for another reason (damaged,
+long as the index says it is due: a poll that reads the index whole (fewer than ``due_limit``
+rows) drops the planned attempts of sessions it no longer lists — another host delivered them —
+so a fleet does not keep opening sessions its peers have served. A session that cannot be opened
+for another reason (damaged,
 a storage failure of any kind: ``EMFILE``, a locked or unreadable database) is logged and
 retried after ``failed_retry_seconds``; one that vanished is forgotten. A failed read of the
 index is logged and tried again at the next poll: no store error ever stops the timer.
@@ -58,10 +62,19 @@ later, so the host takes the session back once the front end has closed it.
 
 Rule 8 — **past ``max_open``, due sessions queue.** A session whose open comes due while
 ``max_open`` sessions are open or being opened (or fewer, under Rule 6's cap) waits in a queue
-ordered by its planned instant (the index's order for a tie), and is opened as soon as another
-closes — not at the next poll. A poll does not plan a queued session again. So a stampede
-(every session due in the same second) flows through the host at the rate sessions open,
-deliver and close.
+ordered by its planned instant (for a tie, an order of its own to each host, so that hosts
+sharing a store start on different sessions rather than all on the same ones), and is opened as
+soon as another closes — not at the next poll. A poll does not plan a queued session again, and
+one that reads the index whole drops from the queue the sessions it no longer lists as due
+(delivered by another host meanwhile), so hosts sharing a store do not open each other's
+delivered sessions for nothing. So a stampede (every session due in the same second) flows
+through the host at the rate sessions open, deliver and close.
+
+Rule 9 — **sessions admitted together open together.** The sessions Rule 8 admits in one pass
+of the timer are opened by one task: one look at the hand-over requests for all of them (each
+looks on its own if that fails), then their opens, ``max_opening`` at once, so that a store
+that serves opens arriving together in one transaction (PostgreSQL) gets them together. Each
+open still succeeds, is refused or fails on its own, with Rules 3 to 6.
 """
 
 from __future__ import annotations
@@ -69,6 +82,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import hashlib
 import heapq
 import logging
 import os
@@ -133,10 +147,12 @@ class HostSettings(msgspec.Struct, frozen=True, kw_only=True):
     """A session that failed to open, or whose Schedule stopped, is tried again this much later."""
     max_open: int = 1000
     """At most this many sessions are open at once; more wait in a queue (Rule 8)."""
-    max_opening: int = 16
+    max_opening: int = 64
     """At most this many sessions are being opened at once."""
     due_limit: int = 10_000
     """At most this many sessions are taken from the index per poll."""
+    queue_poll_seconds: float = 1.0
+    """While sessions wait in the queue (Rule 8), the index is re-read this often."""
     handover_check_seconds: float = 0.5
     """While sessions are open, the store is asked this often whether a front end wants one."""
     drain_seconds: float = 10.0
@@ -248,6 +264,8 @@ class ScheduleHost:
         self._ceiling: int | None = None
         """Rule 6: the sessions open when the process last ran out of descriptors (until the
         next poll)."""
+        self._salt = os.urandom(16)
+        """Orders the sessions due at the same instant for this host alone (Rule 8)."""
         self.stats = HostStats()
 
     # -- life cycle --------------------------------------------------------------------------
@@ -340,7 +358,7 @@ class ScheduleHost:
                 if self._next_poll is None or self._clock.monotonic() >= self._next_poll:
                     await self._poll(now)
                     now = self._clock.now()
-                    self._next_poll = self._clock.monotonic() + self._settings.poll_seconds
+                    self._next_poll = self._clock.monotonic() + self._poll_interval()
                 self._check_due()
                 self._run_due(now)
                 self._admit()
@@ -367,8 +385,11 @@ class ScheduleHost:
             return
         self.stats.polls += 1
         self._ceiling = None
+        if len(due) < settings.due_limit:
+            self._forget_undue({session_id for session_id, _ in due})
         lead = round(settings.lead_seconds * MS_PER_SECOND)
-        for session_id, target in due:
+        # Rule 8: ties in this host's own order (the index lists them by id, as it does to all).
+        for session_id, target in sorted(due, key=self._tie_order):
             if self._held(session_id) or session_id in self._queued_ids:
                 continue
             planned = self._planned.get(session_id)
@@ -376,6 +397,35 @@ class ScheduleHost:
             # A planned retry stands; a planned open moves earlier if the target did.
             if planned is None or (planned[1] == "open" and open_at < planned[0]):
                 self._plan(session_id, open_at, "open")
+
+    def _poll_interval(self) -> float:
+        """Rule 2: ``poll_seconds``, or ``queue_poll_seconds`` while sessions wait in the queue."""
+        settings = self._settings
+        if self._queued_ids:
+            return min(settings.poll_seconds, settings.queue_poll_seconds)
+        return settings.poll_seconds
+
+    def _poll_sooner(self) -> None:
+        """Rule 2: with sessions in the queue, the next read of the index is at most
+        ``queue_poll_seconds`` away."""
+        soon = self._clock.monotonic() + self._poll_interval()
+        if self._next_poll is not None and soon < self._next_poll:
+            self._next_poll = soon
+
+    def _tie_order(self, due: tuple[SessionId, Instant]) -> tuple[Instant, bytes]:
+        """Sessions by target, then in this host's own order (Rule 8)."""
+        session_id, target = due
+        return target, hashlib.blake2b(session_id.encode(), key=self._salt, digest_size=8).digest()
+
+    def _forget_undue(self, due: set[SessionId]) -> None:
+        """Rules 3 and 8: a session planned for another attempt, or waiting in the queue, that
+        the index (read whole) no longer lists as due — another host delivered it meanwhile —
+        is not opened; the index plans it afresh once it is due."""
+        for session_id, (_, plan, _) in list(self._planned.items()):
+            if plan == "retry" and session_id not in due and not self._held(session_id):
+                del self._planned[session_id]  # its heap entries are stale now
+        # Its heap entry stays, and is skipped once popped.
+        self._queued_ids &= due
 
     def _run_due(self, now: Instant) -> None:
         elapsed = self._clock.monotonic()
@@ -406,15 +456,35 @@ class ScheduleHost:
 
     def _admit(self) -> None:
         """Rule 8: open queued sessions, earliest plan first, while fewer than the limit are
-        open or opening."""
+        open or opening; those admitted together are opened as a group (Rule 9)."""
         limit = self._open_limit()
+        admitted: list[SessionId] = []
         while self._queued and len(self._slots) + len(self._opening) < limit:
             _, _, session_id = heapq.heappop(self._queued)
+            if session_id not in self._queued_ids:
+                continue  # no longer due (Rule 8), or taken from an earlier entry
             self._queued_ids.discard(session_id)
             if self._held(session_id) or session_id in self._planned:
                 continue  # opened meanwhile, or planned again (a retry)
             self._opening.add(session_id)
-            self._spawn(self._open(session_id), f"open {session_id}")
+            admitted.append(session_id)
+        if self._queued_ids:
+            self._poll_sooner()  # some wait: the index says soon which no longer need to
+        if len(admitted) == 1:
+            self._spawn(self._open(admitted[0]), f"open {admitted[0]}")
+        elif admitted:
+            self._spawn(self._open_group(admitted), f"open {len(admitted)} sessions")
+
+    async def _open_group(self, session_ids: list[SessionId]) -> None:
+        """Rule 9: one look at the hand-over requests for every session admitted together, then
+        their opens, at most ``max_opening`` at once, in the order admitted."""
+        wanted: frozenset[SessionId] | None = frozenset()
+        if self._handovers is not None:
+            try:
+                wanted = await self._handovers.handover_requests(frozenset(session_ids))
+            except Exception:  # each open looks again, and fails, on its own
+                wanted = None
+        await asyncio.gather(*(self._open(session_id, wanted) for session_id in session_ids))
 
     def _held(self, session_id: SessionId) -> bool:
         return session_id in self._slots or session_id in self._opening
@@ -480,10 +550,22 @@ class ScheduleHost:
 
     # -- one session (Rules 3 to 5) ----------------------------------------------------------
 
-    async def _open(self, session_id: SessionId) -> None:
+    async def _open(
+        self, session_id: SessionId, wanted: frozenset[SessionId] | None = None
+    ) -> None:
+        """Open ``session_id`` and start its Schedule; ``wanted``: the hand-over requests its
+        group found, if it was opened in one (Rule 9)."""
+        try:
+            await self._open_session(session_id, wanted)
+        finally:
+            self._wake.set()  # room for a queued session, or its first pass
+
+    async def _open_session(
+        self, session_id: SessionId, wanted: frozenset[SessionId] | None
+    ) -> None:
         try:
             async with self._open_gate:
-                handle = await self._open_unless_wanted(session_id)
+                handle = await self._open_unless_wanted(session_id, wanted)
         except SessionBusy:
             self.stats.busy += 1
             self._opening.discard(session_id)
@@ -538,10 +620,15 @@ class ScheduleHost:
         self.stats.opened += 1
         self._plan(session_id, self._clock.now(), "step")
 
-    async def _open_unless_wanted(self, session_id: SessionId) -> SessionHandle:
-        """Open ``session_id``; ``SessionBusy`` while a front end asks for it (Rule 7)."""
+    async def _open_unless_wanted(
+        self, session_id: SessionId, wanted: frozenset[SessionId] | None
+    ) -> SessionHandle:
+        """Open ``session_id``; ``SessionBusy`` while a front end asks for it (Rule 7), as
+        ``wanted`` says, or the store when its group did not find out (Rule 9)."""
         handovers = self._handovers
-        if handovers is not None and await handovers.handover_requests({session_id}):
+        if wanted is None and handovers is not None:
+            wanted = await handovers.handover_requests({session_id})
+        if wanted is not None and session_id in wanted:
             raise session_busy(session_id)
         return await self._store.open(session_id)
 
@@ -762,6 +849,7 @@ def _check(settings: HostSettings) -> None:
         "failed_retry_seconds",
         "handover_check_seconds",
         "drain_seconds",
+        "queue_poll_seconds",
     )
     for name in positive:
         value = getattr(settings, name)

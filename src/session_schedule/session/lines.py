@@ -310,7 +310,6 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
     ``ends`` says where the complete lines end and where the file does, once ``blocks`` is
     exhausted. ``earlier``: reads an earlier entry's line again instead of keeping them all."""
     decoder = EntryDecoder(source)
-    entries = decoder.entries
     entry_lines: list[bytes] = []
     # ``checksums[i]`` is entry ``origin + i``'s; a tail keeps the one before it at index 0.
     checksums = new_checksums()
@@ -322,6 +321,9 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
         first, origin, offset = 0, after.entries - 1, after.offset
         checksums.append(after.chain)
     start, previous, line_base = after.entries, after.chain, after.lines
+    # ``count``: the entries so far, those of the block being read included (they are handed to
+    # the decoder together once the block is read, or something in it raised).
+    count = start
     acknowledged = kept_acknowledged = max(header.seed_length, after.entries)
     broken: _Break | None = None
     crc32 = zlib.crc32
@@ -331,60 +333,71 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
     base = 0
     with decoder.earlier_first():
         for lines in blocks:
-            for index in range(first, len(lines)):
-                line = lines[index]
-                if line.startswith(_COMMIT_START):
-                    count = start + len(entries)
-                    if broken is None and count and line == _expected_commit(count, previous):
-                        # The commit record for every entry so far, chained as it must be:
-                        # what _commit and _check_commit accept of it, in one comparison.
-                        acknowledged = kept_acknowledged = max(acknowledged, count)
-                        continue
-                    commit = _commit(line, line_base + base + index + 1)
-                    if commit is not None:
-                        if broken is None or commit.acknowledged <= count:
-                            _check_commit(commit, checksums, source, origin=origin)
-                        acknowledged = max(acknowledged, commit.acknowledged)
-                        if broken is None:
-                            kept_acknowledged = acknowledged
+            types: list[str] = []
+            payloads: list[bytes] = []
+            numbers: list[int] = []
+            try:
+                for index in range(first, len(lines)):
+                    line = lines[index]
+                    if line.startswith(_COMMIT_START):
+                        if broken is None and count and line == _expected_commit(count, previous):
+                            # The commit record for every entry so far, chained as it must be:
+                            # what _commit and _check_commit accept of it, in one comparison.
+                            acknowledged = kept_acknowledged = max(acknowledged, count)
+                            continue
+                        commit = _commit(line, line_base + base + index + 1)
+                        if commit is not None:
+                            if broken is None or commit.acknowledged <= count:
+                                _check_commit(commit, checksums, source, origin=origin)
+                            acknowledged = max(acknowledged, commit.acknowledged)
+                            if broken is None:
+                                kept_acknowledged = acknowledged
+                        elif broken is None:
+                            broken = _broken(lines, index, base, offset)
                     elif broken is None:
-                        broken = _broken(lines, index, base, offset)
-                elif broken is None:
-                    position = start + len(entries)
-                    # The common case first: the seal is exactly that of the chained checksum
-                    # (what _verify accepts, in one comparison) and the line starts as entry
-                    # ``position``'s.
-                    checksum = crc32(line[:-_SEAL_LENGTH], previous)
-                    if len(line) > _SEAL_LENGTH and line[-_SEAL_LENGTH:] == _SEAL_FORM % checksum:
-                        line_number = line_base + base + index + 1
-                        prefix = _ENTRY_PREFIX % position
-                        known = _known_types.get(line[len(prefix) : len(prefix) + _TYPE_PEEK])
-                        if known is not None and line.startswith(prefix):
-                            entry_type = known[0]
-                            data = line[len(prefix) + known[1] : -_SEAL_LENGTH]
+                        position = count
+                        # The common case first: the seal is exactly that of the chained checksum
+                        # (what _verify accepts, in one comparison) and the line starts as entry
+                        # ``position``'s.
+                        checksum = crc32(line[:-_SEAL_LENGTH], previous)
+                        if (
+                            len(line) > _SEAL_LENGTH
+                            and line[-_SEAL_LENGTH:] == _SEAL_FORM % checksum
+                        ):
+                            line_number = line_base + base + index + 1
+                            prefix = _ENTRY_PREFIX % position
+                            known = _known_types.get(line[len(prefix) : len(prefix) + _TYPE_PEEK])
+                            if known is not None and line.startswith(prefix):
+                                entry_type = known[0]
+                                data = line[len(prefix) + known[1] : -_SEAL_LENGTH]
+                            else:
+                                entry_type, data = _entry_parts(line, position, line_number, source)
+                            types.append(entry_type)
+                            payloads.append(data)
+                            numbers.append(line_number)
+                            count += 1
+                            if keep_lines:
+                                entry_lines.append(line)
+                            checksums.append(checksum)
+                            previous = checksum
                         else:
-                            entry_type, data = _entry_parts(line, position, line_number, source)
-                        decoder.add(entry_type, data, position, line=line_number)
-                        if keep_lines:
-                            entry_lines.append(line)
-                        checksums.append(checksum)
-                        previous = checksum
-                    else:
-                        _refuse_a_repeat(
-                            line,
-                            entry_lines if earlier is None else earlier.line_of,
-                            line_base + base + index + 1,
-                            source,
-                            start=start,
-                            count=len(entries),
-                        )
-                        broken = _broken(lines, index, base, offset)
+                            _refuse_a_repeat(
+                                line,
+                                entry_lines if earlier is None else earlier.line_of,
+                                line_base + base + index + 1,
+                                source,
+                                start=start,
+                                count=count - start,
+                            )
+                            broken = _broken(lines, index, base, offset)
+            finally:
+                # The entries before whatever raised are decoded first: their errors come first.
+                decoder.add_run(types, payloads, count - len(types), numbers)
             if broken is None:
                 offset += sum(map(len, lines)) + len(lines)
             base += len(lines)
             first = 0
-    decoder.finish()
-    count = start + len(entries)
+    entries = decoder.finish()
     if broken is not None and acknowledged > count:
         raise _damaged(broken.line, count, broken, source, line_base=line_base)
     check_seed_length(header, count, source)

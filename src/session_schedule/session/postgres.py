@@ -25,6 +25,15 @@ its own, so a few connections serve many sessions.
   expire (measured from the start of the last successful renewal, on this host's monotonic
   clock, which can only err early); a failed attempt is tried again after a quarter of the
   interval. ``close`` releases the lease at once.
+- **Many sessions at once** (:class:`~session_schedule.session.gather.Gather`). A barrier's
+  flush that finds another session's in flight waits for it, then goes with the others that
+  waited in one statement, each session's rows inserted only through its own lease update (a
+  holder that lost its lease inserts nothing while the others commit). Opens that arrive
+  together take their leases (locked in session id order), read their checkpoints and the rows
+  from each window on in one transaction; closes that arrive together write their last
+  checkpoints and release their leases in one. A session held elsewhere, missing or damaged gets
+  its own error, a damaged one's lease put back as it was; a batch whose statement fails is
+  served again one session at a time.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
   durable, and neither take nor need the lease.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
@@ -43,6 +52,7 @@ it as an async context manager) to close its pool; handles still open are closed
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import logging
 import os
@@ -71,6 +81,7 @@ from session_schedule.session.errors import (
     session_exists,
     session_not_found,
 )
+from session_schedule.session.gather import Gather
 from session_schedule.session.handle import LazyEntries, LogHandle
 from session_schedule.session.handover import REQUEST_SECONDS
 from session_schedule.session.ids import (
@@ -101,6 +112,8 @@ from session_schedule.session.targets import check_limit
 
 DEFAULT_LEASE_SECONDS: Final = 15.0
 DEFAULT_POOL_SIZE: Final = 10
+BATCH: Final = 64
+"""The most sessions opened, or closed, in one transaction of a batch."""
 CHUNK: Final = 1024
 """How many entries before those held in memory are read from the database at once."""
 
@@ -119,6 +132,8 @@ _UNRECORDED: Final = _Unrecorded()
 Row: TypeAlias = tuple[int, str, bytes]
 """An entry row as inserted: position, type, canonical JSON payload."""
 Connection: TypeAlias = psycopg.AsyncConnection[TupleRow]
+_Rows: TypeAlias = list[Row]
+_Outcomes: TypeAlias = list["PostgresSessionHandle | Exception"]
 
 
 class _LeaseLost(Exception):  # noqa: N818 - what happened, not a failure of this code
@@ -224,6 +239,71 @@ class _Statements:
             "SELECT position, type, data FROM {s}.entries WHERE session_id = %s"
             " AND position >= %s AND position < %s ORDER BY position"
         )
+        # The batch paths (many sessions opened or closed together); rows locked in session id
+        # order, as every batch does.
+        self.acquire_many = q(
+            "WITH old AS (SELECT session_id, holder, expires_at FROM {s}.leases"
+            " WHERE session_id = ANY(%s) AND expires_at <= now() ORDER BY session_id FOR UPDATE)"
+            " UPDATE {s}.leases AS l SET epoch = l.epoch + 1, holder = %s,"
+            " expires_at = now() + make_interval(secs => %s)"
+            " FROM old WHERE l.session_id = old.session_id"
+            " RETURNING l.session_id, l.epoch, old.holder, old.expires_at"
+        )
+        self.restore_many = q(
+            "UPDATE {s}.leases AS l SET epoch = w.epoch, holder = w.holder, expires_at = w.expires"
+            " FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::timestamptz[])"
+            " AS w (session_id, epoch, holder, expires) WHERE l.session_id = w.session_id"
+        )
+        self.existing = q("SELECT id FROM {s}.sessions WHERE id = ANY(%s)")
+        self.checkpoints_of = q(
+            "SELECT id, header, data FROM {s}.sessions"
+            " LEFT JOIN {s}.checkpoints ON checkpoints.session_id = sessions.id"
+            " WHERE sessions.id = ANY(%s)"
+        )
+        self.entries_of = q(
+            "SELECT e.session_id, e.position, e.type, e.data"
+            " FROM unnest(%s::text[], %s::integer[]) AS w (session_id, first)"
+            " JOIN {s}.entries AS e ON e.session_id = w.session_id AND e.position >= w.first"
+            " ORDER BY e.session_id, e.position"
+        )
+        self.rows_at = q(
+            "SELECT w.session_id, s.header, e.type, e.data"
+            " FROM unnest(%s::text[], %s::integer[]) AS w (session_id, position)"
+            " JOIN {s}.sessions AS s ON s.id = w.session_id"
+            " JOIN {s}.entries AS e ON e.session_id = w.session_id AND e.position = w.position"
+        )
+        self.save_checkpoints = q(
+            "INSERT INTO {s}.checkpoints (session_id, data)"
+            " SELECT l.session_id, w.data"
+            " FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) AS w (session_id, epoch, data)"
+            " JOIN {s}.leases AS l ON l.session_id = w.session_id AND l.epoch = w.epoch"
+            " ORDER BY l.session_id"
+            " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data RETURNING session_id"
+        )
+        # The flushes of many sessions in one statement: each session's rows inserted only
+        # through its own lease update, so a holder that lost its lease inserts nothing while
+        # the others commit.
+        self.flush_many = q(
+            "WITH w AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::boolean[],"
+            " %s::timestamptz[]) AS w (session_id, epoch, indexed, next_target)),"
+            " lease AS (UPDATE {s}.leases AS l"
+            " SET expires_at = now() + make_interval(secs => %s)"
+            " FROM w WHERE l.session_id = w.session_id AND l.epoch = w.epoch"
+            " RETURNING l.session_id),"
+            " target AS (UPDATE {s}.next_targets AS t SET next_target = w.next_target"
+            " FROM w JOIN lease ON lease.session_id = w.session_id"
+            " WHERE t.session_id = w.session_id AND w.indexed)"
+            " INSERT INTO {s}.entries (session_id, position, type, data)"
+            " SELECT r.session_id, r.position, r.type, r.data"
+            " FROM lease JOIN unnest(%s::text[], %s::integer[], %s::text[], %s::bytea[])"
+            " AS r (session_id, position, type, data) ON r.session_id = lease.session_id"
+            " RETURNING session_id"
+        )
+        self.release_many = q(
+            "UPDATE {s}.leases AS l SET expires_at = now()"
+            " FROM unnest(%s::text[], %s::bigint[]) AS h (session_id, epoch)"
+            " WHERE l.session_id = h.session_id AND l.epoch = h.epoch"
+        )
         # Only while the writer holds the lease: a fenced owner leaves its successor's alone.
         self.save_checkpoint = q(
             "INSERT INTO {s}.checkpoints (session_id, data)"
@@ -283,7 +363,9 @@ class PostgresSessionHandle(LogHandle):
         self._pending.append((position, entry_type, data))
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
-        return self._commit_rows(self._pending.flushing(durable, target))
+        # With the flushes of other sessions in flight, it waits for them, then goes with the
+        # others that waited: one statement for all.
+        return self._store._commits.call((self, self._pending.flushing(durable, target)))
 
     async def _commit_rows(self, rows: list[Row]) -> None:
         started = self._loop.time()
@@ -307,6 +389,20 @@ class PostgresSessionHandle(LogHandle):
         async with store._connection() as connection:
             cursor = await connection.execute(statement, (*parameters, *values))
             inserted = cursor.rowcount
+        self._committed(rows, started, inserted, (indexed, next_target))
+
+    def _committed(
+        self,
+        rows: list[Row],
+        started: float,
+        inserted: int,
+        index: tuple[bool, Instant | None],
+    ) -> None:
+        """After the statement that flushed ``rows`` (sent at loop time ``started``, with the
+        next-target record ``index``: whether it was written, and what) inserted ``inserted``
+        of them: the handle poisoned if its lease was taken over, else renewed, and a checkpoint
+        started when one is due."""
+        indexed, next_target = index
         if inserted != len(rows):
             self._lose(
                 f"another owner took over its lease; this handle held epoch {self._epoch}, and "
@@ -316,6 +412,7 @@ class PostgresSessionHandle(LogHandle):
         if indexed:
             self._recorded = next_target
         self._renewed(started)
+        end = rows[-1][0] + 1 if rows else 0
         if end - self._checkpointed >= checkpoint.EVERY and (
             self._saving is None or self._saving.done()
         ):
@@ -343,6 +440,13 @@ class PostgresSessionHandle(LogHandle):
         await store._forget(self)
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)
+        # With the sessions closing together: their checkpoints and releases in one transaction.
+        await store._closes.call(self)
+
+    async def _release_alone(self) -> None:
+        """The last checkpoint and the release of this handle's lease, in statements of its
+        own (when a batch of closes failed)."""
+        store = self._store
         await self._save_checkpoint(self._commit.durable)
         try:
             async with store._connection() as connection:
@@ -452,6 +556,30 @@ class PostgresSessionStore:
         """The task that renews the leases of this store's open handles, while any is open."""
         self._renewing: tuple[frozenset[PostgresSessionHandle], asyncio.Future[None]] | None = None
         """The handles of the batch renewal under way, and a future done when it has landed."""
+        self._opens: Gather[SessionId, PostgresSessionHandle] = Gather(
+            "session-schedule opens",
+            self._open_many,
+            self._open_one,
+            limit=BATCH,
+            discard=_close_quietly,
+        )
+        """Opens that arrive together: one transaction for their leases and reads."""
+        self._closes: Gather[PostgresSessionHandle, None] = Gather(
+            "session-schedule closes",
+            self._close_many,
+            PostgresSessionHandle._release_alone,
+            limit=BATCH,
+        )
+        """Closes that arrive together: one transaction for their checkpoints and releases."""
+        self._commits: Gather[tuple[PostgresSessionHandle, _Rows], None] = Gather(
+            "session-schedule commits",
+            self._commit_many,
+            _commit_alone,
+            limit=BATCH,
+            eager=True,
+        )
+        """Flushes of different sessions: one that finds none in flight is sent at once; those
+        that come while one is in flight go together, in one statement."""
 
     @property
     def schema(self) -> str:
@@ -528,6 +656,12 @@ class PostgresSessionStore:
 
     async def open(self, session_id: str) -> PostgresSessionHandle:
         checked = require_session_id(session_id)
+        await self._start()
+        # With the sessions opened together: one transaction takes their leases and reads them.
+        return await self._opens.call(checked)
+
+    async def _open_one(self, checked: SessionId) -> PostgresSessionHandle:
+        """Open one session in a transaction of its own (when a batch of opens failed)."""
         started = await self._start()
         async with self._connection() as connection, connection.transaction():
             cursor = await connection.execute(
@@ -717,6 +851,238 @@ class PostgresSessionStore:
             cursor = await connection.execute(self._sql.renew, (self.lease_seconds, ids, epochs))
             return {row[0] for row in await cursor.fetchall()}
 
+    async def _open_many(
+        self, session_ids: Sequence[SessionId]
+    ) -> Sequence[PostgresSessionHandle | Exception]:
+        """Open ``session_ids`` in one transaction: their leases taken in one statement, their
+        checkpoints and the rows from each window on read in two more. A session held elsewhere,
+        missing or damaged gets its own error; a damaged one's lease is put back as it was."""
+        started = await self._start()
+        wanted = sorted(set(session_ids))
+        outcomes: dict[SessionId, _Owned | Exception] = {}
+        async with self._connection() as connection, connection.transaction():
+            cursor = await connection.execute(
+                self._sql.acquire_many, (wanted, self._holder, self.lease_seconds)
+            )
+            acquired: dict[SessionId, tuple[int, str, dt.datetime]] = {
+                SessionId(row[0]): (int(row[1]), row[2], row[3]) for row in await cursor.fetchall()
+            }
+            refused = [session_id for session_id in wanted if session_id not in acquired]
+            if refused:
+                cursor = await connection.execute(self._sql.existing, (refused,))
+                existing = {row[0] for row in await cursor.fetchall()}
+                for session_id in refused:
+                    outcomes[session_id] = (
+                        session_busy(session_id)
+                        if session_id in existing
+                        else session_not_found(session_id, self._place)
+                    )
+            if acquired:
+                epochs = {session_id: held[0] for session_id, held in acquired.items()}
+                outcomes.update(await self._read_many(connection, epochs))
+                damaged = sorted(
+                    session_id
+                    for session_id in acquired
+                    if isinstance(outcomes[session_id], Exception)
+                )
+                if damaged:
+                    await connection.execute(
+                        self._sql.restore_many,
+                        (
+                            damaged,
+                            [acquired[session_id][0] - 1 for session_id in damaged],
+                            [acquired[session_id][1] for session_id in damaged],
+                            [acquired[session_id][2] for session_id in damaged],
+                        ),
+                    )
+        results: _Outcomes = []
+        handed: set[SessionId] = set()
+        for session_id in session_ids:
+            outcome = outcomes[session_id]
+            if isinstance(outcome, Exception):
+                results.append(outcome)
+            elif session_id in handed:  # asked for twice in one batch: the second is refused
+                results.append(session_busy(session_id))
+            else:
+                handed.add(session_id)
+                results.append(self._own(outcome, started))
+        return results
+
+    async def _read_many(
+        self, connection: Connection, epochs: dict[SessionId, int]
+    ) -> dict[SessionId, _Owned | Exception]:
+        """The sessions whose leases were just taken (with these epochs), each from its
+        checkpoint when one matches its log, else from its whole log; a damaged one's error."""
+        ids = sorted(epochs)
+        cursor = await connection.execute(self._sql.checkpoints_of, (ids,))
+        stored: dict[SessionId, tuple[bytes, bytes | None]] = {
+            SessionId(row[0]): (row[1], row[2]) for row in await cursor.fetchall()
+        }
+        found: dict[SessionId, checkpoint.CheckpointFile] = {}
+        firsts: dict[SessionId, int] = {}
+        for session_id, (_, data) in stored.items():
+            firsts[session_id] = 0
+            if data is None:
+                continue
+            decoded = checkpoint.decode_checkpoint(data, self._source(session_id))
+            if isinstance(decoded, checkpoint.Rejected):
+                stores.report_rejected(_log, session_id, decoded)
+                continue
+            found[session_id] = decoded
+            firsts[session_id] = stores.window_start(decoded)
+        cursor = await connection.execute(
+            self._sql.entries_of, (list(firsts), list(firsts.values()))
+        )
+        rows: dict[str, _Rows] = {session_id: [] for session_id in firsts}
+        for session_id, position, entry_type, data in await cursor.fetchall():
+            rows[session_id].append((position, entry_type, data))
+        outcomes: dict[SessionId, _Owned | Exception] = {}
+        for session_id in ids:
+            if session_id not in stored:
+                outcomes[session_id] = session_not_found(session_id, self._place)
+                continue
+            try:
+                outcomes[session_id] = await self._restored(
+                    connection,
+                    session_id,
+                    stored[session_id][0],
+                    found.get(session_id),
+                    firsts[session_id],
+                    rows[session_id],
+                    epochs[session_id],
+                )
+            except psycopg.Error:
+                raise  # the transaction is gone: the batch fails, and each is opened alone
+            except Exception as error:  # damaged content: this session's own failure
+                outcomes[session_id] = error
+        return outcomes
+
+    async def _restored(
+        self,
+        connection: Connection,
+        session_id: SessionId,
+        header_bytes: bytes,
+        found: checkpoint.CheckpointFile | None,
+        first: int,
+        rows: _Rows,
+        epoch: int,
+    ) -> _Owned:
+        """One session of a batch open, from the rows read from ``first`` on: restored from its
+        checkpoint ``found`` when it is bound to the log, else strictly decoded from its whole
+        log (read again in this transaction when ``first`` was past its start)."""
+        source = self._source(session_id)
+        header = decode_header(header_bytes, source)
+        if found is not None:
+            index = found.entries - 1 - first
+            bound = (
+                found.entries >= 1
+                and index < len(rows)
+                and rows[index][0] == found.entries - 1
+                and checkpoint.row_digest(header_bytes, rows[index][1], rows[index][2])
+                == found.chain
+            )
+            restored = checkpoint.restore_bound(found, source, bound=bound)
+            if not isinstance(restored, checkpoint.Rejected):
+                held = stores.decode_window(header, rows, first, source)
+                entries = self._entries(session_id, first, held)
+                return _Owned(header, entries, epoch, restored.resume_point())
+            stores.report_rejected(_log, session_id, restored)
+        if first > 0:
+            loaded = await self._load(connection, session_id)
+            return _Owned(loaded.header, self._entries(session_id, 0, loaded.entries), epoch)
+        decoded = stores.decode_rows(rows, 0, source)
+        check_seed_length(header, len(decoded), source)
+        return _Owned(header, self._entries(session_id, 0, decoded), epoch)
+
+    async def _commit_many(
+        self, flushes: Sequence[tuple[PostgresSessionHandle, _Rows]]
+    ) -> Sequence[Exception | None]:
+        """The flushes of several sessions in one statement (one transaction): each handle
+        poisoned alone if its lease was taken over. A failed statement committed nothing: it
+        raises, and each flush is then sent alone."""
+        if len(flushes) == 1:
+            try:
+                await _commit_alone(flushes[0])
+            except Exception as error:  # its own outcome: it was sent alone
+                return [error]
+            return [None]
+        started = asyncio.get_running_loop().time()
+        sessions: list[tuple[str, int, bool, dt.datetime | None]] = []
+        rows: list[tuple[str, int, str, bytes]] = []
+        indexes: dict[str, tuple[bool, Instant | None]] = {}
+        for handle, flushed in sorted(flushes, key=lambda flush: flush[0].id):
+            end = flushed[-1][0] + 1 if flushed else 0
+            indexed, next_target = (
+                handle._index_update(flushed[0][0], end) if flushed else (False, None)
+            )
+            if indexed and next_target == handle._recorded:
+                indexed = False  # the row says so already: left alone, as a lone flush does
+            indexes[handle.id] = (indexed, next_target)
+            sessions.append((handle.id, handle.epoch, indexed, _moment(next_target)))
+            rows.extend((handle.id, *row) for row in flushed)
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                self._sql.flush_many,
+                (
+                    *(list(column) for column in zip(*sessions, strict=True)),
+                    self.lease_seconds,
+                    *(list(column) for column in zip(*rows, strict=True)),
+                ),
+            )
+            inserted = collections.Counter(row[0] for row in await cursor.fetchall())
+        outcomes: list[Exception | None] = []
+        for handle, flushed in flushes:
+            try:
+                handle._committed(flushed, started, inserted[handle.id], indexes[handle.id])
+            except _LeaseLost as error:
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes
+
+    async def _close_many(self, handles: Sequence[PostgresSessionHandle]) -> Sequence[None]:
+        """The last checkpoints and the lease releases of ``handles``, in one transaction: the
+        rows the checkpoints are bound to read in one statement, the checkpoints written in
+        another (each only while its writer's epoch holds the lease), the leases let go in a
+        third."""
+        drafts: list[tuple[PostgresSessionHandle, checkpoint.CheckpointFile]] = []
+        for handle in handles:
+            content = handle._checkpoint_draft(handle._commit.durable, window=False)
+            if content is not None:
+                drafts.append((handle, content))
+        ordered = sorted(handles, key=lambda handle: handle.id)
+        saved: set[str] = set()
+        async with self._connection() as connection, connection.transaction():
+            if drafts:
+                cursor = await connection.execute(
+                    self._sql.rows_at,
+                    ([handle.id for handle, _ in drafts], [c.entries - 1 for _, c in drafts]),
+                )
+                bound = {row[0]: (row[1], row[2], row[3]) for row in await cursor.fetchall()}
+                sealed = sorted(
+                    (
+                        handle.id,
+                        handle.epoch,
+                        checkpoint.seal(content, chain=checkpoint.row_digest(*bound[handle.id])),
+                    )
+                    for handle, content in drafts
+                    if handle.id in bound
+                )
+                if sealed:
+                    cursor = await connection.execute(
+                        self._sql.save_checkpoints,
+                        tuple(list(column) for column in zip(*sealed, strict=True)),
+                    )
+                    saved = {row[0] for row in await cursor.fetchall()}
+            await connection.execute(
+                self._sql.release_many,
+                ([handle.id for handle in ordered], [handle.epoch for handle in ordered]),
+            )
+        for handle, content in drafts:
+            if handle.id in saved:
+                handle._checkpoint_stored(content.entries)
+        return [None] * len(handles)
+
     async def _create(
         self,
         chosen: SessionId | None,
@@ -836,6 +1202,17 @@ class PostgresSessionStore:
                 (checkpoint.seal(content, chain=chain), session_id, epoch),
             )
             return cursor.rowcount == 1
+
+
+async def _commit_alone(flush: tuple[PostgresSessionHandle, _Rows]) -> None:
+    handle, rows = flush
+    await handle._commit_rows(rows)
+
+
+async def _close_quietly(handle: PostgresSessionHandle) -> None:
+    """Close a handle opened for a caller that is gone (its lease is let go)."""
+    with suppress(Exception):
+        await handle.close()
 
 
 def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) -> list[LogEntry]:

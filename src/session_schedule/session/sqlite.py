@@ -14,14 +14,18 @@ is created and filled from every session's log, in one transaction. One of versi
 
 The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable when it returns.
 
-- **A serial worker per open session.** Its connection is used only through the session's
-  worker (:mod:`session_schedule.session.worker`), a lane of the process's shared thread pool
-  whose calls run one at a time, in order; the event loop never waits on SQLite.
+- **A serial worker per open session.** Its connection (which opens and reads the session) is
+  used only through the session's worker (:mod:`session_schedule.session.worker`), a lane of the
+  process's shared thread pool whose calls run one at a time, in order; the event loop never
+  waits on SQLite.
 - **Append is immediate, the barrier is the commit.** ``append`` assigns the position and queues
-  the row in memory; the barrier runs one short transaction on the session's worker —
-  ``BEGIN IMMEDIATE``, every queued row, ``COMMIT`` — so one commit covers every append since the
-  last barrier (group commit), and a session that appends without a barrier never holds the
-  database's write lock.
+  the row in memory; the barrier hands every queued row to the store's **commit lane**
+  (:mod:`session_schedule.session.commit_lane`): one writer connection whose transaction —
+  ``BEGIN IMMEDIATE``, each barrier's rows in a savepoint of its own, ``COMMIT`` — takes the
+  barriers of every session that arrived together. So one commit covers every append since the
+  last barrier (group commit) and the barriers of many sessions (a stampede of dispatches costs
+  a few syncs, not one per session); one session's failed insert is rolled back alone; and a
+  session that appends without a barrier never holds the database's write lock.
 - **Ownership is an ``flock``** on a sidecar file ``<database>.locks/<session id>.lock``. Chosen
   over an owner-lease row because the kernel drops the lock when its owner dies — a SIGKILLed
   process leaves nothing stale to detect, no pid to trust across pid reuse or containers — and a
@@ -39,9 +43,9 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   database restored from an older copy, the session deleted and created again, rows edited by
   hand at ``n-1``). ``open`` reads the checkpoint and strictly decodes only the rows from ``n``
   on; a checkpoint that is missing, damaged, of another version, of another session or not
-  bound to the log is ignored (the reason logged) and replaced. One is written in its own
-  transaction after a barrier's commit has returned, once :data:`~.checkpoint.EVERY` entries
-  have become durable since the last, and on close — a transaction not synced on its own
+  bound to the log is ignored (the reason logged) and replaced. One is written on the commit
+  lane, in a transaction after the barrier's, once :data:`~.checkpoint.EVERY` entries have
+  become durable since the last, and on close; a transaction of checkpoints only is not synced
   (``synchronous = NORMAL``): a checkpoint lost to a power cut is written again. The entries
   before its window then leave memory and are read again, a range at a time, when asked for.
   ``read`` and ``fork`` still decode every row.
@@ -65,6 +69,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
+from session_schedule.session.commit_lane import CommitLane
 from session_schedule.session.errors import (
     SessionError,
     session_busy,
@@ -133,6 +138,7 @@ _SET_CHECKPOINT: Final = (
     "INSERT INTO checkpoints (session_id, data) VALUES (?, ?)"
     " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data"
 )
+_HEADER: Final = "SELECT header FROM sessions WHERE id = ?"
 _ROW: Final = "SELECT type, data FROM entries WHERE session_id = ? AND position = ?"
 _RANGE: Final = (
     "SELECT position, type, data FROM entries"
@@ -163,11 +169,14 @@ class SqliteSessionHandle(LogHandle):
         *,
         opened: _Opened,
         worker: Worker,
+        lane: CommitLane,
     ) -> None:
         super().__init__(header=opened.header, entries=opened.entries, resume=opened.resume)
         self._connection = opened.connection
         self._lock_fd = opened.lock_fd
         self._worker = worker
+        self._lane = lane
+        lane.attach()
         self._pending: stores.PendingRows[Row] = stores.PendingRows(len(opened.entries))
 
     def _write(self, position: int, entry_type: str, data: bytes) -> None:
@@ -175,18 +184,20 @@ class SqliteSessionHandle(LogHandle):
 
     def _flush(self, durable: int, target: int) -> Awaitable[None]:
         rows = self._pending.flushing(durable, target)
-        connection = self._connection
         indexed, next_target = self._index_update(durable, target)
         index = (self.id, next_target) if indexed else None
-        return self._flushed(self._worker.submit(lambda: _insert(connection, rows, index)), target)
+        # On the store's commit lane: one transaction, one sync, for the flushes of every
+        # session that arrive together.
+        committed = self._lane.commit(lambda connection: _insert(connection, rows, index))
+        return self._flushed(committed, target)
 
     async def _flushed(self, inserted: Awaitable[None], target: int) -> None:
         await inserted
         if target - self._checkpointed >= checkpoint.EVERY:
-            # Its own transaction, after this commit: the barrier does not wait for it.
+            # After this commit, in a later transaction: the barrier does not wait for it.
             job = self._checkpoint_job(target)
             if job is not None:
-                saved = self._worker.submit(job)
+                saved = self._lane.commit(job, durable=False)
                 saved.add_done_callback(lambda done: self._saved(done, target))
 
     def _saved(self, done: asyncio.Future[bool], count: int) -> None:
@@ -198,28 +209,27 @@ class SqliteSessionHandle(LogHandle):
         elif done.result():
             self._checkpoint_stored(count)
 
-    def _checkpoint_job(self, count: int) -> Callable[[], bool] | None:
+    def _checkpoint_job(self, count: int) -> Callable[[sqlite3.Connection], bool] | None:
         # The window is read from the rows on open: only the fold and the pending turns.
         content = self._checkpoint_draft(count, window=False)
         if content is None:
             return None
-        connection, session_id = self._connection, self.id
-        return lambda: _save_checkpoint(connection, session_id, content)
+        session_id = self.id
+        return lambda connection: _write_checkpoint(connection, session_id, content)
 
     async def _release(self) -> None:
         connection, lock_fd = self._connection, self._lock_fd
         job = self._checkpoint_job(self._commit.durable)
-        session_id = self.id
-
-        def last() -> None:
+        try:
             if job is not None:
                 try:
-                    job()
+                    # Shielded: the lock is held until the checkpoint has landed either way.
+                    await asyncio.shield(self._lane.commit(job, durable=False))
                 except sqlite3.Error as error:
-                    _log.warning("no checkpoint written for session %s: %s", session_id, error)
-            _close(connection, lock_fd)
-
-        await self._worker.stop(last)
+                    _log.warning("no checkpoint written for session %s: %s", self.id, error)
+        finally:
+            self._lane.detach()
+            await self._worker.stop(lambda: _close(connection, lock_fd))
 
 
 class _Opened(NamedTuple):
@@ -261,6 +271,7 @@ class SqliteSessionStore:
         path = Path(path)
         self._db = _Database(path, path.with_name(f"{path.name}.locks"))
         self._handovers = RequestFiles(self._db.locks)
+        self._lane = CommitLane(lambda: _connect(path, create=False))
 
     @property
     def path(self) -> Path:
@@ -302,7 +313,7 @@ class SqliteSessionStore:
                 ),
             )
 
-        return await _own(job)
+        return await _own(job, self._lane)
 
     async def open(self, session_id: str) -> SqliteSessionHandle:
         checked = require_session_id(session_id)
@@ -312,7 +323,7 @@ class SqliteSessionStore:
             connection = _connect_existing(db, checked)
             return _guarded(connection, lambda: _open(db, connection, checked))
 
-        return await _own(job)
+        return await _own(job, self._lane)
 
     async def fork(
         self,
@@ -342,7 +353,7 @@ class SqliteSessionStore:
             connection = _connect_existing(db, parent)
             return _guarded(connection, lambda: create(connection))
 
-        return await _own(job)
+        return await _own(job, self._lane)
 
     async def read(self, session_id: str) -> SessionSnapshot:
         checked = require_session_id(session_id)
@@ -371,10 +382,10 @@ class SqliteSessionStore:
         return await asyncio.to_thread(_due, self._db, before, limit)
 
 
-async def _own(job: Callable[[], _Opened]) -> SqliteSessionHandle:
+async def _own(job: Callable[[], _Opened], lane: CommitLane) -> SqliteSessionHandle:
     worker = Worker("session-sqlite")
     opened = await worker.start(job, undo=lambda opened: _close(opened.connection, opened.lock_fd))
-    return SqliteSessionHandle(opened=opened, worker=worker)
+    return SqliteSessionHandle(opened=opened, worker=worker, lane=lane)
 
 
 # Blocking work, run on a worker thread.
@@ -487,43 +498,21 @@ def _stored_rows(
     return ((position, _stored_bytes(kind), _stored_bytes(data)) for position, kind, data in rows)
 
 
-def _save_checkpoint(
-    connection: sqlite3.Connection, session_id: SessionId, content: checkpoint.CheckpointFile
-) -> bool:
-    """Store ``content`` bound to the committed rows it covers, in a transaction of its own;
-    ``False`` when they are not all committed (nothing is written).
-
-    The transaction is not synced on its own (``synchronous = NORMAL``): a checkpoint is derived,
-    so one lost to a power cut is only written again, and the next durable commit of any session
-    syncs the log it sits in. A store's stampede then costs one sync per dispatch, not two.
-    """
-    connection.execute("PRAGMA synchronous = NORMAL")
-    try:
-        return _write_checkpoint(connection, session_id, content)
-    finally:
-        connection.execute("PRAGMA synchronous = FULL")
-
-
 def _write_checkpoint(
     connection: sqlite3.Connection, session_id: SessionId, content: checkpoint.CheckpointFile
 ) -> bool:
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        header = connection.execute(
-            "SELECT header FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        last = connection.execute(_ROW, (session_id, content.entries - 1)).fetchone()
-        if header is None or last is None:
-            _rollback(connection)
-            return False
-        chain = checkpoint.row_digest(
-            _stored_bytes(header[0]), _stored_text(last[0]), _stored_bytes(last[1])
-        )
-        connection.execute(_SET_CHECKPOINT, (session_id, checkpoint.seal(content, chain=chain)))
-        connection.execute("COMMIT")
-    except BaseException:
-        _rollback(connection)
-        raise
+    """Store ``content`` bound to the committed rows it covers, within the caller's transaction
+    (the commit lane's); ``False`` when they are not all committed (nothing is written)."""
+    header = connection.execute(
+        "SELECT header FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    last = connection.execute(_ROW, (session_id, content.entries - 1)).fetchone()
+    if header is None or last is None:
+        return False
+    chain = checkpoint.row_digest(
+        _stored_bytes(header[0]), _stored_text(last[0]), _stored_bytes(last[1])
+    )
+    connection.execute(_SET_CHECKPOINT, (session_id, checkpoint.seal(content, chain=chain)))
     return True
 
 
@@ -762,17 +751,11 @@ def _insert(
     rows: list[Row],
     index: tuple[SessionId, Instant | None] | None,
 ) -> None:
-    """Commit ``rows`` in one transaction (a barrier), with the session's ``index`` record when
-    the rows hold schedule changes."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        connection.executemany(_INSERT, rows)
-        if index is not None:
-            connection.execute(_SET_TARGET, index)
-        connection.execute("COMMIT")
-    except BaseException:
-        _rollback(connection)
-        raise
+    """Insert ``rows`` (a barrier's), with the session's ``index`` record when the rows hold
+    schedule changes, within the caller's transaction (the commit lane's)."""
+    connection.executemany(_INSERT, rows)
+    if index is not None:
+        connection.execute(_SET_TARGET, index)
 
 
 def _rollback(connection: sqlite3.Connection) -> None:

@@ -261,22 +261,14 @@ def _recover(
     return 0
 
 
-def read_session(path: Path, source: Source, *, sync: bool, lines: bool = True) -> Scan:
+def read_session(path: Path, source: Source, *, lines: bool = True) -> Scan:
     """The file's complete lines, ignoring (not cutting) a torn tail; no lock is taken.
 
-    With ``sync``, the file is fsync'd first, so everything read is durable even when its owner
-    has not called a barrier yet. Without ``lines``, the entries' lines are not kept (the
-    result's ``lines`` is empty): a reader that wants the entries holds them alone.
+    Without ``lines``, the entries' lines are not kept (the result's ``lines`` is empty): a
+    reader that wants the entries holds them alone.
     """
     fd = open_session_file(path, os.O_RDONLY, source)
     try:
-        if sync:
-            try:
-                os.fsync(fd)
-            except OSError as error:
-                raise persistence_uncertain(
-                    source.session_id, f"making the session durable before the fork failed: {error}"
-                ) from error
         return scan_blocks(blocks_of(fd), source, keep_lines=lines)
     finally:
         os.close(fd)
@@ -285,7 +277,7 @@ def read_session(path: Path, source: Source, *, sync: bool, lines: bool = True) 
 def read_log(path: Path, session_id: SessionId) -> tuple[SessionHeader, list[LogEntry]]:
     """A session's header and entries, read as :func:`read_session` does (what the next-target
     index rebuilds a record from)."""
-    parsed = read_session(path, source_of(session_id), sync=False, lines=False)
+    parsed = read_session(path, source_of(session_id), lines=False)
     return parsed.header, parsed.entries
 
 

@@ -213,7 +213,7 @@ class JsonlSessionStore:
         checked = require_session_id(session_id)
         parsed = await asyncio.to_thread(
             lambda: read_session(
-                self._checked(self.path_of(checked)), source_of(checked), sync=False, lines=False
+                self._checked(self.path_of(checked)), source_of(checked), lines=False
             )
         )
         return SessionSnapshot(parsed.header, tuple(parsed.entries))
@@ -224,7 +224,7 @@ class JsonlSessionStore:
 
         def job() -> JsonlInspection:
             parsed = read_session(
-                self._checked(self.path_of(checked)), source_of(checked), sync=False, lines=False
+                self._checked(self.path_of(checked)), source_of(checked), lines=False
             )
             return JsonlInspection(
                 SessionSnapshot(parsed.header, tuple(parsed.entries)),
@@ -252,7 +252,7 @@ class JsonlSessionStore:
         source = source_of(checked)
 
         def job() -> tuple[str, ...]:
-            parsed = read_session(path, source, sync=False, lines=False) if read is None else read
+            parsed = read_session(path, source, lines=False) if read is None else read
             problems: list[str] = []
             difference = checkpoint_problem(path, parsed, source, checked)
             if difference is not None:
