@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -12,6 +13,7 @@ from session_schedule.core.changes import (
     ScheduleChange,
     ScheduleCreateChange,
     ScheduleDispatchChange,
+    _decode_change_slowly,
     convert_change,
     create_change,
     decode_change,
@@ -444,6 +446,8 @@ _BAD_PAYLOADS = (
     b'"prompt":"a\x7fb","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
     b'{"operation":"create","version":2,"schedule":{"kind":"at","id":"sch_1",'
     b'"prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z"}}',
+    b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+    b'"prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z","maxLatenessSeconds":60}}',
     _daily_create(1),
     _daily_create(2, time="24:00:00.000"),
     _daily_create(2, timeZone="Mars/Olympus"),
@@ -467,6 +471,29 @@ def test_decoding_many_payloads_is_decoding_each(
         payloads.insert(min(at, len(payloads)), bad)
     alone, together = _alone_and_together(payloads)
     assert together == alone
+
+
+@given(
+    st.one_of(
+        changes.map(encode_change),
+        st.sampled_from(_BAD_PAYLOADS),
+        json_values.map(msgspec.json.encode),
+        st.binary(max_size=200),
+    )
+)
+def test_a_payload_checked_at_once_decodes_as_one_checked_rule_by_rule(data: bytes) -> None:
+    """``decode_change`` first checks a payload as a batch does: whatever the bytes, it returns
+    the change or raises the error that the checks one rule at a time give."""
+
+    def outcome(decode: Callable[[bytes], ScheduleChange]) -> ScheduleChange | str:
+        try:
+            return decode(data)
+        except ScheduleError as error:
+            assert error.code == "corrupt_schedule_log"
+            return str(error)
+
+    at_once = outcome(lambda raw: decode_change(raw, where="at entry 3"))
+    assert at_once == outcome(lambda raw: _decode_change_slowly(raw, "at entry 3"))
 
 
 def _alone_and_together(

@@ -544,6 +544,33 @@ def test_entries_written_after_a_poll_saw_only_the_mark_are_found(
     asyncio.run(body())
 
 
+def test_a_mark_is_appended_without_a_digest_and_honoured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner writes its mark on the event loop, before the entry: it computes no keyed
+    digest (a reader honours a mark whether or not it verifies)."""
+
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        (made,) = await _sessions(store, 1, TARGET)
+        _settle(store)
+        reader = JsonlSessionStore(store.data_dir)
+        reader._index.due(FAR, 1000)
+
+        def no_digest(*_: object) -> str:
+            raise AssertionError("a mark was signed")
+
+        monkeypatch.setattr(next_targets, "_digest", no_digest)
+        store._index.mark(made, store.path_of(made).stat().st_size)
+        last = store._index.path.read_bytes().splitlines()[-1]
+        assert json.loads(last) == [made, None, -1, store.path_of(made).stat().st_size, -1, ""]
+        monkeypatch.undo()
+        reader._index.due(FAR, 1000)
+        assert made in reader._index._marks
+
+    asyncio.run(body())
+
+
 def test_a_record_posted_before_a_mark_does_not_settle_it(tmp_path: Path) -> None:
     async def body() -> None:
         store = JsonlSessionStore(tmp_path / "sessions")

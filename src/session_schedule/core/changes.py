@@ -46,8 +46,11 @@ from session_schedule.core.prompts import describe_fault, is_trimmed, prompt_fau
 from session_schedule.core.records import (
     DAILY_TIME_PATTERN,
     WEEKDAYS,
+    AfterScheduleRecord,
+    AtScheduleRecord,
     CalendarScheduleRecord,
     DailyScheduleRecord,
+    EveryScheduleRecord,
     RecordIdField,
     RecordInstantField,
     ScheduleRecord,
@@ -277,7 +280,60 @@ def decode_change(data: bytes | str, *, where: str = "") -> ScheduleChange:
 
     ``where`` names the event in error messages (for example ``"at entry 17"``). Raises
     ``ScheduleError("corrupt_schedule_log", ...)`` — and nothing else — on any deviation.
+
+    The changes written most (a create of an ``at``, ``after`` or ``every`` record without a
+    SPEC §11 field, a delete, a dispatch) are first checked at once: decoded, re-encoded and
+    compared, then their few rules checked in one expression (:func:`_passes_at_once`). Any
+    other payload, and one that does not pass cleanly, is decoded again and checked one rule at
+    a time, which says what is wrong.
     """
+    if isinstance(data, bytes):
+        try:
+            change = _DECODER.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            pass
+        else:
+            if _passes_at_once(change, data) and _ENCODER.encode(change) == data:
+                return change
+    return _decode_change_slowly(data, where)
+
+
+_AT_ONCE_RECORDS: Final = (AtScheduleRecord, AfterScheduleRecord, EveryScheduleRecord)
+
+
+def _passes_at_once(change: ScheduleChange, data: bytes) -> bool:
+    """Whether ``change``, strictly decoded from ``data``, keeps every rule
+    :func:`_decode_change_slowly` checks but the canonical form — for a create of an ``at``,
+    ``after`` or ``every`` record without a SPEC §11 field, a delete or a dispatch. ``False``
+    for any other change, and at the first doubt (then it is checked one rule at a time)."""
+    if isinstance(change, ScheduleCreateChange):
+        record = change.schedule
+        if (
+            type(record) not in _AT_ONCE_RECORDS
+            or change.version != CHANGE_VERSION
+            or is_managed(record)
+        ):
+            return False
+        prompt = record.prompt
+        # As :func:`_check_record`'s shortcut: printable (or plain bytes) and trimmed.
+        return (
+            (record.id in _KNOWN_IDS or _remember(record.id))
+            and canonical_instant(record.scheduled_at) is not None
+            and (prompt.isprintable() or _is_plain(data))
+            and prompt.strip() == prompt
+        )
+    if isinstance(change, ScheduleDeleteChange):
+        return change.id in _KNOWN_IDS or _remember(change.id)
+    if isinstance(change, ScheduleDispatchChange):
+        accepted_at = change.accepted_at
+        return (change.id in _KNOWN_IDS or _remember(change.id)) and (
+            not isinstance(accepted_at, str) or canonical_instant(accepted_at) is not None
+        )
+    return False
+
+
+def _decode_change_slowly(data: bytes | str, where: str) -> ScheduleChange:
+    """:func:`decode_change` one rule at a time, raising the error for the first that fails."""
     try:
         change = _DECODER.decode(data)
     except msgspec.ValidationError as error:
@@ -414,7 +470,12 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
                 return False
             if plain and type(record) not in (DailyScheduleRecord, CalendarScheduleRecord):
                 prompt = record.prompt
-                if prompt[0] == " " or prompt[-1] == " " or change.version != CHANGE_VERSION:
+                if (
+                    prompt[0] == " "
+                    or prompt[-1] == " "
+                    or change.version != CHANGE_VERSION
+                    or is_managed(record)  # then version 3 is the one accepted
+                ):
                     return False
                 continue
             if (

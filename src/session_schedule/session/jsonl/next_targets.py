@@ -48,7 +48,8 @@ session wins; a mark stays **pending** until a record of a larger file follows i
   blocking on a FIFO, and never read past :data:`MAX_INDEX_BYTES`; an index that is not such a
   file is not used (every session is ``stat``'d at every poll) and is replaced by a compaction.
 - **Keyed records.** A record is trusted only when its digest verifies against the directory's
-  key (:class:`_Keys`); a mark is honoured whether or not it does (it only makes readers look).
+  key (:class:`_Keys`); a mark is honoured whether or not it does (it only makes readers look),
+  so an owner appends its marks without one.
 """
 
 from __future__ import annotations
@@ -305,9 +306,11 @@ class TargetIndexFile:
 
         A failure is logged, not raised (a reader that starts later still finds the change).
         """
+        # Unsigned: a reader honours a mark whether or not it verifies, and the digest (an
+        # HMAC) would be computed on the event loop, before the entry it precedes.
         mark = _Record(session_id, None, _MARK, size, _MARK)
         try:
-            self._append(_encoder.encode(self._keys.sign(mark)) + b"\n")
+            self._append(_encoder.encode(mark) + b"\n")
         except OSError as error:
             _log.warning(
                 "session %s: its next target was not marked as moving: %s", session_id, error
