@@ -315,30 +315,6 @@ class JsonlSessionHandle(LogHandle):
             self._checksums[target - 1 - self._origin],
         )
 
-    async def shed_inherited(self) -> None:
-        """Let a new fork's inherited entries leave memory: write the commit record for them and
-        a checkpoint bound to it (a fork's file otherwise ends without one, so none could be
-        taken before its first barrier), then keep only the checkpoint's window decoded, as an
-        open session does after a checkpoint. A failure leaves the entries held (it is
-        logged); the session works as before either way."""
-        target = len(self._entries)
-        if self.header.format != 2 or target == 0 or self._checkpointed >= target:
-            return
-        commit = commit_line(target, self._checksums[target - 1 - self._origin])
-        end = self._binding(target, after=commit)
-        if end is None:
-            return
-        try:
-            with self._file.use() as fd:
-                write_all(fd, commit)  # durable with the next fsync, as any commit record
-        except OSError as error:
-            self._write_failure = f"writing a commit record failed: {error}"
-            return
-        self._commit_lines += 1
-        self._checkpoint_while_open(end)
-        await self._worker.submit(lambda: None)  # the checkpoint's save ran before this
-        await asyncio.sleep(0)  # and handed back to the loop
-
     def _checkpoint_while_open(self, end: TailStart) -> None:
         """Queue a checkpoint bound to ``end``, the commit record a flush wrote (on the loop).
 
