@@ -20,13 +20,13 @@ its own, so a few connections serve many sessions.
 - **Renewal.** One task per store renews the leases of all its open handles together, in one
   statement every ``lease_seconds / 3`` (a handle opened meanwhile is renewed early, which is
   harmless): ten thousand open sessions cost one statement per interval, no task per session,
-  and no Python work per session beyond marking it renewed. The statement extends each lease
-  ``WHERE session_id = … AND epoch = …`` and answers only the sessions it did not extend; the
-  ids and epochs are sent as two strings, rebuilt only when the set of handles changes. A
-  renewal that finds another epoch poisons that handle; so does a lease that could not be
-  renewed before it would expire (measured from the start of the last successful renewal, on
-  this host's monotonic clock, which can only err early); a failed attempt is tried again after
-  a quarter of the interval. ``close`` releases the lease at once.
+  and little Python work per session (whether it is still live, marking it renewed). The
+  statement extends each lease ``WHERE session_id = … AND epoch = …`` and answers only the
+  sessions it did not extend; the ids and epochs are sent as two strings, rebuilt only when the
+  set of handles changes. A renewal that finds another epoch poisons that handle; so does a
+  lease that could not be renewed before it would expire (measured from the start of the last
+  successful renewal, on this host's monotonic clock, which can only err early); a failed
+  attempt is tried again after a quarter of the interval. ``close`` releases the lease at once.
 - **Many sessions at once** (:class:`~session_schedule.session.gather.Gather`). A barrier's
   flush that finds another session's in flight waits for it, then goes with the others that
   waited in one statement, each session's rows inserted only through its own lease update (a
