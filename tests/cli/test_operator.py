@@ -38,6 +38,7 @@ from session_schedule.session import (
     user_message,
 )
 from session_schedule.session.codec import Source
+from session_schedule.session.jsonl import opening as jsonl_opening
 from session_schedule.session.jsonl import store as jsonl_store
 from session_schedule.session.lines import Scan
 from session_schedule.testing.agent import FakeAgent
@@ -780,7 +781,7 @@ def test_check_reads_the_log_once(
     """The whole log is read and verified once: comparing the derived files with it takes the
     session as the strict read found it (a long log costs one read, not two)."""
     reads: list[Path] = []
-    read = jsonl_store.read_session
+    read = jsonl_opening.read_session
 
     def counted(path: Path, source: Source, *, lines: bool = True) -> Scan:
         reads.append(path)

@@ -22,7 +22,7 @@ from tests.host.test_scheduler import (
 )
 
 
-class WantingStore(MemorySessionStore):
+class WantingStore(MemorySessionStore):  # type: ignore[misc]  # final for users; extended here
     """A memory store that takes hand-over requests, and records every look at them."""
 
     def __init__(self) -> None:

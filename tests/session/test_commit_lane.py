@@ -29,6 +29,11 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
         yield connection
 
 
+def connected(lane: CommitLane) -> bool:
+    """Whether ``lane`` holds its connection now (read through a call: each look is new)."""
+    return lane._connection is not None
+
+
 def rows(path: Path, session_id: str) -> list[int]:
     with connect(path) as connection:
         found = connection.execute(
@@ -136,13 +141,13 @@ async def test_writes_are_reported_after_their_commit_and_the_connection_closes_
     # Reported: visible to another connection, so committed.
     with connect(path) as connection:
         assert connection.execute("SELECT n FROM t").fetchall() == [(1,)]
-    assert lane._connection is not None
+    assert connected(lane)
     lane.detach()
     await lane.commit(lambda _connection: None, durable=False)  # runs after the close call
     lane.attach()  # the write above opened it again; detaching closes it once more
     lane.detach()
     for _ in range(100):
-        if lane._connection is None:
+        if not connected(lane):
             break
         await asyncio.sleep(0.01)
-    assert lane._connection is None
+    assert not connected(lane)

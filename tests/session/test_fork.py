@@ -20,6 +20,7 @@ from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.session.jsonl import creation as creation_module
+from session_schedule.session.jsonl import files as files_module
 from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.jsonl.files import SUFFIX
 from session_schedule.session.lines import commit_line
@@ -214,9 +215,9 @@ async def test_forks_of_forks(store: JsonlSessionStore) -> None:
         grandchild.append("message", turn(501))
         await grandchild.barrier()
     # And a fork of the grandchild before its own checkpoint, within the parent's history.
-    fork = SessionId("s_dddddddddddd")
-    await (await store.fork(GRANDCHILD, at=100, now=NOW, session_id=fork)).close()
-    await assert_sound_fork(store, fork, parent[:100], highest=max_id(parent[:100]))
+    early = SessionId("s_dddddddddddd")
+    await (await store.fork(GRANDCHILD, at=100, now=NOW, session_id=early)).close()
+    await assert_sound_fork(store, early, parent[:100], highest=max_id(parent[:100]))
 
 
 def max_id(entries: list[tuple[str, object]]) -> int:
@@ -405,7 +406,7 @@ async def test_a_fork_before_the_checkpoint_reads_the_parent_only_up_to_its_segm
     found = checkpoint_of(store, SID)
     assert len(found.segments) > 5
     read: list[int] = []
-    real = creation_module.pread_all
+    real = files_module.pread_all
 
     def counted(fd: int, length: int, offset: int) -> bytes:
         read.append(length)

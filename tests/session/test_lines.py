@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 
 import msgspec
@@ -89,7 +90,7 @@ def _blocks(data: bytes, size: int) -> Callable[[], Iterator[bytes]]:
     return blocks
 
 
-def _outcome(read: Callable[[], object]) -> object:
+def _outcome(read: Callable[[], object]) -> tuple[object, ...]:
     try:
         parsed = read()
     except (ScheduleError, SessionCorrupt) as error:
@@ -117,6 +118,10 @@ def test_a_file_read_in_blocks_reads_as_a_whole_file(
         assert scan_blocks(_blocks(data, size), SOURCE).lines == scan(data, SOURCE).lines
 
 
+def _scan_in_blocks(data: bytes, size: int) -> object:
+    return scan_blocks(_blocks(data, size), SOURCE, keep_lines=False)
+
+
 def test_a_repeated_earlier_line_is_found_without_keeping_the_lines() -> None:
     lines = _file(6, 2)
     data = b"".join([*lines, lines[1]])  # entry 0's line again, after the last commit record
@@ -126,9 +131,7 @@ def test_a_repeated_earlier_line_is_found_without_keeping_the_lines() -> None:
         "untouched for inspection"
     )
     for size in (1, 7, len(data)):
-        assert _outcome(
-            lambda size=size: scan_blocks(_blocks(data, size), SOURCE, keep_lines=False)
-        ) == (
+        assert _outcome(functools.partial(_scan_in_blocks, data, size)) == (
             "SessionCorrupt",
             expected,
         )

@@ -248,9 +248,12 @@ class TestBatchCommits:
                     assert handle.durable_length == 1
                 with contextlib.suppress(PersistenceUncertain):
                     await handle.close()
-        counts = dict(
-            execute(dsn, f"SELECT session_id, count(*) FROM {schema}.entries GROUP BY session_id")
-        )
+        counts = {
+            row[0]: row[1]
+            for row in execute(
+                dsn, f"SELECT session_id, count(*) FROM {schema}.entries GROUP BY session_id"
+            )
+        }
         assert session_ids[5] not in counts
         assert all(counts[s] == 1 for s in session_ids if s != session_ids[5])
 

@@ -84,7 +84,7 @@ from session_schedule.session.lines import (
 )
 from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import LogEntry, ResumePoint, SessionHeader, seed_length
-from session_schedule.session.private import sync_directory
+from session_schedule.session.private import sync_directory, write_private
 
 
 class Seed(NamedTuple):
@@ -490,7 +490,7 @@ def _publish(
         if checkpoint is not None:
             _refuse_taken(name)
             placed = checkpoint_path(name)
-            _place_durably(placed, checkpoint)
+            write_private(placed, checkpoint)
         os.link(temporary, name)
     except FileExistsError:
         os.close(fd)
@@ -517,24 +517,6 @@ def _write(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _place_durably(target: Path, data: bytes) -> None:
-    """Put ``data`` under ``target``'s name durably: a temporary file written and fsync'd,
-    renamed into place, then the directory fsync'd."""
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            _write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        temporary.replace(target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    sync_directory(target.parent)
 
 
 _COPY_CHUNK = 1 << 24

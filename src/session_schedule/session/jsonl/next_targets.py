@@ -507,19 +507,7 @@ class TargetIndexFile:
         if bad:
             # Whose line it was is unknown: every session file is checked.
             self._scan_all = True
-            _log.warning(
-                "%s: %d line(s) of the next-target index do not decode; their sessions are read "
-                "again from their logs",
-                self._path,
-                bad,
-            )
-        if unverified:
-            _log.warning(
-                "%s: %d record(s) of the next-target index do not verify against the index key; "
-                "their sessions are read again from their logs",
-                self._path,
-                unverified,
-            )
+        _report_rejected(self._path, bad, unverified)
 
     def _list(self, mtime: int) -> None:
         """List the directory when it changed (or all of it is checked): new session files and
@@ -782,20 +770,7 @@ class TargetIndexFile:
                 unverified += 1
                 continue
             records[session_id] = record
-        if bad:
-            _log.warning(
-                "%s: %d line(s) of the next-target index do not decode; their sessions are read "
-                "again from their logs",
-                self._path,
-                bad,
-            )
-        if unverified:
-            _log.warning(
-                "%s: %d record(s) of the next-target index do not verify against the index key; "
-                "their sessions are read again from their logs",
-                self._path,
-                unverified,
-            )
+        _report_rejected(self._path, bad, unverified)
         return _Loaded(records, len(lines) + (1 if torn else 0))
 
     def _rebuild(self, session_id: SessionId, path: Path, status: os.stat_result) -> _Record:
@@ -816,3 +791,22 @@ class TargetIndexFile:
             # It changed while being read: record nothing that could look fresh.
             return _Record(session_id, target, -1, -1, -1)
         return self._keys.sign(record)
+
+
+def _report_rejected(path: Path, bad: int, unverified: int) -> None:
+    """Log the index lines that do not decode and the records that do not verify (their
+    sessions are then read again from their logs)."""
+    if bad:
+        _log.warning(
+            "%s: %d line(s) of the next-target index do not decode; their sessions are read "
+            "again from their logs",
+            path,
+            bad,
+        )
+    if unverified:
+        _log.warning(
+            "%s: %d record(s) of the next-target index do not verify against the index key; "
+            "their sessions are read again from their logs",
+            path,
+            unverified,
+        )
