@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -312,11 +312,9 @@ class TestLeases:
             batches: list[list[str]] = []
             real_renew = store._renew_leases
 
-            async def recording(
-                handles: Sequence[postgres_module.PostgresSessionHandle],
-            ) -> set[str]:
-                batches.append([handle.id for handle in handles])
-                return await real_renew(handles)
+            async def recording(batch: postgres_module._Renewal) -> set[str]:
+                batches.append([handle.id for handle in batch.ordered])
+                return await real_renew(batch)
 
             monkeypatch.setattr(store, "_renew_leases", recording)
             ids = [SessionId(f"s_{number:012d}") for number in range(20)]
@@ -346,6 +344,65 @@ class TestLeases:
                 await handle.close()
             assert store._keeper is not None
             await asyncio.wait_for(store._keeper, 5)
+
+    @contract_test
+    async def test_one_renewal_statement_per_interval_however_many_sessions(
+        self, dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Renewed every 0.5 s; sessions keep being opened, a batch every eighth of a second, so
+        # that their leases fall due at every moment of the interval.
+        interval = 0.5
+        async with PostgresSessionStore(dsn, schema=schema, lease_seconds=3 * interval) as store:
+            sent: list[tuple[set[str], set[str]]] = []
+            """Each renewal statement: the sessions it renewed, and those open as it was sent."""
+            real_execute = psycopg.AsyncConnection.execute
+
+            async def counting(
+                connection: psycopg.AsyncConnection[object], query: object, params: object = None
+            ) -> object:
+                if query == store._sql.renew:
+                    assert isinstance(params, tuple)
+                    held = {handle.id for handle in store._handles}
+                    sent.append((set(str(params[0]).split(",")), held))
+                return await real_execute(connection, query, params)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(psycopg.AsyncConnection, "execute", counting)
+            loop = asyncio.get_running_loop()
+            handles = []
+            started = loop.time()
+            for group in range(16):
+                handles += await asyncio.gather(
+                    *(
+                        store.create(now=NOW, session_id=SessionId(f"s_{group:04d}{n:08d}"))
+                        for n in range(25)
+                    )
+                )
+                await asyncio.sleep(interval / 4)
+            await asyncio.sleep(2 * interval)
+            elapsed = loop.time() - started
+            # One statement per interval, each renewing every lease the store held at the last.
+            assert 3 <= len(sent) <= elapsed / interval + 1
+            assert all(sent[n][0] >= sent[n - 1][1] for n in range(1, len(sent)))
+            assert sent[-1][0] == {handle.id for handle in handles}
+            assert all(not handle.poisoned for handle in handles)
+            # One takeover among 400 is still noticed, by that statement, and poisons that
+            # handle only; a closed session's lease is not renewed any more.
+            execute(
+                dsn, f"UPDATE {schema}.leases SET epoch = 2 WHERE session_id = %s", handles[7].id
+            )
+            await handles[9].close()
+            await until_poisoned(handles[7])
+            assert [handle.poisoned for handle in handles] == [n == 7 for n in range(400)]
+            count = len(sent)
+            while len(sent) < count + 2:
+                await asyncio.sleep(0.05)
+            assert sent[-1][0] == {handle.id for handle in handles} - {handles[7].id, handles[9].id}
+            rows = execute(
+                dsn,
+                f"SELECT epoch, expires_at > now() FROM {schema}.leases WHERE session_id = %s",
+                handles[9].id,
+            )
+            assert rows == [(1, False)]
 
     @contract_test
     async def test_a_corrupt_session_keeps_its_lease_untouched(self, dsn: str, schema: str) -> None:

@@ -17,14 +17,16 @@ its own, so a few connections serve many sessions.
   inserts the rows only through that update, so a holder whose lease was taken over (paused,
   partitioned, slow) cannot write another byte — its flush inserts nothing and the handle is
   poisoned with a message saying it lost its ownership.
-- **Renewal.** Every lease is renewed in the background every ``lease_seconds / 3`` (a flush
-  counts as a renewal) by one task per store, which renews, in one statement, every lease due
-  within the next half of that interval: so the renewals of ten thousand open sessions cost a
-  statement or two per interval, not ten thousand, and no task per session. A renewal that finds
-  another epoch poisons that handle; so does a lease that could not be renewed before it would
-  expire (measured from the start of the last successful renewal, on this host's monotonic
-  clock, which can only err early); a failed attempt is tried again after a quarter of the
-  interval. ``close`` releases the lease at once.
+- **Renewal.** One task per store renews the leases of all its open handles together, in one
+  statement every ``lease_seconds / 3`` (a handle opened meanwhile is renewed early, which is
+  harmless): ten thousand open sessions cost one statement per interval, no task per session,
+  and little Python work per session (whether it is still live, marking it renewed). The
+  statement extends each lease ``WHERE session_id = … AND epoch = …`` and answers only the
+  sessions it did not extend; the ids and epochs are sent as two strings, rebuilt only when the
+  set of handles changes. A renewal that finds another epoch poisons that handle; so does a
+  lease that could not be renewed before it would expire (measured from the start of the last
+  successful renewal, on this host's monotonic clock, which can only err early); a failed
+  attempt is tried again after a quarter of the interval. ``close`` releases the lease at once.
 - **Many sessions at once** (:class:`~session_schedule.session.gather.Gather`). A barrier's
   flush that finds another session's in flight waits for it, then goes with the others that
   waited in one statement, each session's rows inserted only through its own lease update (a
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -186,11 +189,16 @@ class _Statements:
         self.flush_one_with_target = self.flush_with_target[
             : self.flush_with_target.index(" INSERT INTO")
         ] + q(one_row)
-        # Rows locked in session id order (the caller sorts them), as every batch does.
+        # Rows locked in session id order (the caller sorts them), as every batch does. The ids
+        # and epochs come as comma-separated strings (an id has no comma); only the sessions
+        # whose lease was not extended come back.
         self.renew = q(
-            "UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s)"
-            " FROM unnest(%s::text[], %s::bigint[]) AS h (session_id, epoch)"
-            " WHERE l.session_id = h.session_id AND l.epoch = h.epoch RETURNING l.session_id"
+            "WITH h AS (SELECT * FROM unnest(string_to_array(%s, ','),"
+            " string_to_array(%s, ',')::bigint[]) AS h (session_id, epoch)),"
+            " kept AS (UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s)"
+            " FROM h WHERE l.session_id = h.session_id AND l.epoch = h.epoch"
+            " RETURNING l.session_id)"
+            " SELECT session_id FROM h EXCEPT SELECT session_id FROM kept"
         )
         self.release = q(
             "UPDATE {s}.leases SET expires_at = now() WHERE session_id = %s AND epoch = %s"
@@ -346,8 +354,6 @@ class PostgresSessionHandle(LogHandle):
         """Why this handle lost its ownership (it is then poisoned)."""
         self._renewal_error: BaseException | None = None
         """Why the last renewal attempt failed, until one succeeds."""
-        self._retry_at = 0.0
-        """When (loop time) to try again after a failed renewal."""
         self._loop = asyncio.get_running_loop()
         self._pending: stores.PendingRows[Row] = stores.PendingRows(len(entries))
         self._recorded: Instant | _Unrecorded | None = _UNRECORDED
@@ -484,24 +490,14 @@ class PostgresSessionHandle(LogHandle):
         """Whether the store should keep renewing this lease."""
         return self._lost is None and self._poison() is None
 
-    def _next_renewal(self, interval: float) -> float:
-        """When (loop time) this lease should be renewed next."""
-        if self._renewal_error is not None:
-            return self._retry_at
-        return self._renewed_at + interval
-
-    def _renewal_failed(self, failure: BaseException, interval: float) -> None:
+    def _renewal_failed(self, failure: BaseException) -> None:
         self._renewal_error = failure
-        self._retry_at = self._loop.time() + interval / 4
         if self._expired():
             self._lose(self._expiry_reason())
 
-    def _renewal_done(self, started: float, *, kept: bool) -> None:
+    def _renewal_lost(self) -> None:
         self._renewal_error = None
-        if not kept:
-            self._lose(f"another owner took over its lease; this handle held epoch {self._epoch}")
-            return
-        self._renewed(started)
+        self._lose(f"another owner took over its lease; this handle held epoch {self._epoch}")
 
 
 class _Loaded(NamedTuple):
@@ -509,6 +505,21 @@ class _Loaded(NamedTuple):
     entries: list[LogEntry]
     rows: list[Row]
     """Each entry as stored."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class _Renewal:
+    """One batch of lease renewals and the arguments of its statement."""
+
+    handles: Sequence[PostgresSessionHandle]
+    """The handles, in the order they were found (to tell whether the next batch is the same)."""
+    members: frozenset[PostgresSessionHandle]
+    ordered: Sequence[PostgresSessionHandle]
+    """In session id order: the order the statement locks their rows in."""
+    ids: str
+    """The ids of ``ordered``, comma-separated."""
+    epochs: str
+    """Their epochs, comma-separated."""
 
 
 class _Owned(NamedTuple):
@@ -556,6 +567,8 @@ class PostgresSessionStore:
         """The task that renews the leases of this store's open handles, while any is open."""
         self._renewing: tuple[frozenset[PostgresSessionHandle], asyncio.Future[None]] | None = None
         """The handles of the batch renewal under way, and a future done when it has landed."""
+        self._renewal: _Renewal | None = None
+        """The last batch renewed and its statement's arguments, reused while it is the same."""
         self._opens: Gather[SessionId, PostgresSessionHandle] = Gather(
             "session-schedule opens",
             self._open_many,
@@ -807,48 +820,69 @@ class PostgresSessionStore:
             await asyncio.shield(self._renewing[1])
 
     async def _keep_leases(self) -> None:
-        """Renew the leases of the open handles in batches, while any still needs it."""
+        """Renew the leases of the open handles, all in one statement every interval (a quarter
+        of it after a failure), while any still needs it."""
         loop = asyncio.get_running_loop()
         interval = self.lease_seconds / 3
+        # A handle is renewed when it is opened: the first renewal is due an interval later.
+        wake = loop.time() + interval
         while True:
+            await asyncio.sleep(max(0.0, wake - loop.time()))
             renewing = [handle for handle in self._handles if handle._renewing()]
             if not renewing:
                 return
-            now = loop.time()
-            wake = min(handle._next_renewal(interval) for handle in renewing)
-            if wake > now:
-                # A handle opened meanwhile was renewed when it was opened: it is due later.
-                await asyncio.sleep(wake - now)
-                continue
-            # Renewing early is harmless, and it gathers the renewals into few batches.
-            horizon = now + interval / 2
-            batch = frozenset(h for h in renewing if h._next_renewal(interval) <= horizon)
-            await self._renew_batch(batch, interval)
+            started = loop.time()
+            renewed = await self._renew_batch(self._batch(renewing), started)
+            wake = started + (interval if renewed else interval / 4)
 
-    async def _renew_batch(self, batch: frozenset[PostgresSessionHandle], interval: float) -> None:
+    def _batch(self, renewing: Sequence[PostgresSessionHandle]) -> _Renewal:
+        """The renewal of ``renewing``: the last one when the handles are the same."""
+        last = self._renewal
+        if last is not None and last.handles == renewing:
+            return last
+        ordered: Sequence[PostgresSessionHandle] = sorted(renewing, key=lambda handle: handle.id)
+        self._renewal = _Renewal(
+            handles=renewing,
+            members=frozenset(renewing),
+            ordered=ordered,
+            ids=",".join(handle.id for handle in ordered),
+            epochs=",".join(str(handle.epoch) for handle in ordered),
+        )
+        return self._renewal
+
+    async def _renew_batch(self, batch: _Renewal, started: float) -> bool:
+        """Renew ``batch`` (sent at loop time ``started``): whether the statement succeeded."""
         loop = asyncio.get_running_loop()
         landed: asyncio.Future[None] = loop.create_future()
-        self._renewing = (batch, landed)
-        started = loop.time()
+        self._renewing = (batch.members, landed)
+        handles = batch.ordered
+        deadline = min(handle._renewed_at for handle in handles) + self.lease_seconds
         try:
-            async with asyncio.timeout_at(min(handle._deadline() for handle in batch)):
-                kept = await self._renew_leases(sorted(batch, key=lambda handle: handle.id))
+            async with asyncio.timeout_at(deadline):
+                lost = await self._renew_leases(batch)
         except (psycopg.Error, TimeoutError) as failure:
-            for handle in batch:
-                handle._renewal_failed(failure, interval)
+            for handle in handles:
+                handle._renewal_failed(failure)
+            return False
         else:
-            for handle in batch:
-                handle._renewal_done(started, kept=handle.id in kept)
+            for handle in handles:
+                handle._renewal_error = None
+                handle._renewed(started)
+            if lost:
+                for handle in handles:
+                    if handle.id in lost:
+                        handle._renewal_lost()
+            return True
         finally:
             self._renewing = None
             landed.set_result(None)
 
-    async def _renew_leases(self, handles: Sequence[PostgresSessionHandle]) -> set[str]:
-        """Extend the leases of ``handles`` in one statement; the ids whose epoch still held."""
-        ids = [handle.id for handle in handles]
-        epochs = [handle.epoch for handle in handles]
+    async def _renew_leases(self, batch: _Renewal) -> set[str]:
+        """Extend the leases of ``batch`` in one statement; the ids whose epoch no longer held."""
         async with self._connection() as connection:
-            cursor = await connection.execute(self._sql.renew, (self.lease_seconds, ids, epochs))
+            cursor = await connection.execute(
+                self._sql.renew, (batch.ids, batch.epochs, self.lease_seconds)
+            )
             return {row[0] for row in await cursor.fetchall()}
 
     async def _open_many(
