@@ -362,9 +362,9 @@ class TestLeases:
             ) -> object:
                 if query == store._sql.renew:
                     assert isinstance(params, tuple)
-                    held = {handle.id for handle in store._handles}
+                    held: set[str] = {handle.id for handle in store._handles}
                     sent.append((set(str(params[0]).split(",")), held))
-                return await real_execute(connection, query, params)  # type: ignore[arg-type]
+                return await real_execute(connection, query, params)  # type: ignore[call-overload]
 
             monkeypatch.setattr(psycopg.AsyncConnection, "execute", counting)
             loop = asyncio.get_running_loop()
