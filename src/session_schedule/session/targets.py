@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import Final, cast, final
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleChange
@@ -101,11 +103,21 @@ class NextTarget:
         )
 
     def _note_turn(self, entry: LogEntry) -> None:
-        if entry.type == TURN_QUEUED_TYPE:
-            queued = cast("TurnQueued", entry.payload)
-            self._turns[entry.position] = instant_of_canonical(queued.at)
-        elif entry.type == TURN_FINISHED_TYPE:
-            self._turns.pop(cast("TurnFinished", entry.payload).turn, None)
+        _note_turn(self._turns, entry)
+
+
+def _note_turn(turns: dict[int, Instant], entry: LogEntry) -> None:
+    """Note a ``turn/queued`` entry in the unfinished ``turns``, or the ``turn/finished`` one that
+    answers it."""
+    if entry.type == TURN_QUEUED_TYPE:
+        queued = cast("TurnQueued", entry.payload)
+        turns[entry.position] = instant_of_canonical(queued.at)
+    elif entry.type == TURN_FINISHED_TYPE:
+        turns.pop(cast("TurnFinished", entry.payload).turn, None)
+
+
+_TURN_TYPES: Final = frozenset({TURN_QUEUED_TYPE, TURN_FINISHED_TYPE})
+_type_of: Final = attrgetter("type")
 
 
 INDEXED_TYPES: Final = frozenset({CHANGE_EVENT_TYPE, TURN_QUEUED_TYPE, TURN_FINISHED_TYPE})
@@ -118,9 +130,25 @@ def holds_changes(entries: Sequence[LogEntry]) -> bool:
     return any(entry.type in INDEXED_TYPES for entry in entries)
 
 
-def next_target_of(header: SessionHeader, entries: Sequence[LogEntry]) -> Instant | None:
-    """The earliest active target of a whole log (``None``: nothing active, or unindexable)."""
-    return NextTarget(header).after(entries, len(entries))
+def next_target_of(
+    header: SessionHeader, entries: Sequence[LogEntry], *, folded: ScheduleFold | None = None
+) -> Instant | None:
+    """The earliest active target of a whole log (``None``: nothing active, or unindexable).
+
+    ``folded``: the fold of the log's changes (:func:`~session_schedule.core.fold.fold` with
+    the header's ``seed_length``), when the caller has it — they are not folded again; only the
+    ``turn/*`` entries are read."""
+    if folded is None:
+        return NextTarget(header).after(entries, len(entries))
+    turns: dict[int, Instant] = {}
+    seed = header.seed_length
+    for entry in compress(entries, map(_TURN_TYPES.__contains__, map(_type_of, entries))):
+        if entry.position >= seed:
+            _note_turn(turns, entry)
+    return min(
+        (target for target in (next_wakeup(folded), *turns.values()) if target is not None),
+        default=None,
+    )
 
 
 def due(
