@@ -103,17 +103,11 @@ class NextTarget:
         )
 
     def _note_turn(self, entry: LogEntry) -> None:
-        _note_turn(self._turns, entry)
-
-
-def _note_turn(turns: dict[int, Instant], entry: LogEntry) -> None:
-    """Note a ``turn/queued`` entry in the unfinished ``turns``, or the ``turn/finished`` one that
-    answers it."""
-    if entry.type == TURN_QUEUED_TYPE:
-        queued = cast("TurnQueued", entry.payload)
-        turns[entry.position] = instant_of_canonical(queued.at)
-    elif entry.type == TURN_FINISHED_TYPE:
-        turns.pop(cast("TurnFinished", entry.payload).turn, None)
+        if entry.type == TURN_QUEUED_TYPE:
+            queued = cast("TurnQueued", entry.payload)
+            self._turns[entry.position] = instant_of_canonical(queued.at)
+        elif entry.type == TURN_FINISHED_TYPE:
+            self._turns.pop(cast("TurnFinished", entry.payload).turn, None)
 
 
 _TURN_TYPES: Final = frozenset({TURN_QUEUED_TYPE, TURN_FINISHED_TYPE})
@@ -140,13 +134,20 @@ def next_target_of(
     ``turn/*`` entries are read."""
     if folded is None:
         return NextTarget(header).after(entries, len(entries))
-    turns: dict[int, Instant] = {}
+    # The unfinished turns as _note_turn finds them, each ``at`` converted once it is known to
+    # be unfinished (a long log finishes almost every turn it queues).
+    unfinished: dict[int, str] = {}
     seed = header.seed_length
     for entry in compress(entries, map(_TURN_TYPES.__contains__, map(_type_of, entries))):
-        if entry.position >= seed:
-            _note_turn(turns, entry)
+        if entry.position < seed:
+            continue
+        if entry.type == TURN_QUEUED_TYPE:
+            unfinished[entry.position] = cast("TurnQueued", entry.payload).at
+        else:
+            unfinished.pop(cast("TurnFinished", entry.payload).turn, None)
+    turns = map(instant_of_canonical, unfinished.values())
     return min(
-        (target for target in (next_wakeup(folded), *turns.values()) if target is not None),
+        (target for target in (next_wakeup(folded), *turns) if target is not None),
         default=None,
     )
 
