@@ -247,7 +247,7 @@ def _per_line_only() -> contextlib.AbstractContextManager[object]:
 
 
 @settings(max_examples=400, deadline=None)
-@example(3, [0], 50, (9, 0, 0, 0), 1 << 15, False)  # a commit record for no entries
+@example(20, [0], 50, (9, 0, 0, 0), 1 << 15, False)  # a commit record for no entries
 @example(30, [3, 10], 7, (10, 5, 0, 0), 1 << 15, False)  # sealed, but not the next entry
 @example(30, [3, 10], 7, (10, 5, 0, 1), 1 << 15, False)  # a type not seen yet
 @example(30, [3, 10], 7, (10, 5, 0, 2), 1 << 15, False)  # a quote in the type
