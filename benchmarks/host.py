@@ -59,7 +59,7 @@ from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session import SessionHandle, SessionStore
 from session_schedule.testing import IdleAgent
-from shared.hosts import (
+from shared.hostbench import (
     DEFAULT_DSN,
     child_output,
     close_store,
@@ -68,6 +68,15 @@ from shared.hosts import (
     make_store,
     postgres_place,
 )
+
+__all__ = [  # what stampede.py takes from this script
+    "DEFAULT_DSN",
+    "close_store",
+    "drop",
+    "make_store",
+    "postgres_place",
+    "stamping_agents",
+]
 
 KEY: Final = re.compile(r"\bsch_[0-9]+@([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z)")
 DAY_MS: Final = 86_400_000

@@ -51,15 +51,7 @@ from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session import JsonlSessionStore, SessionHandle, SessionStore
 from session_schedule.testing import IdleAgent
-from shared.hosts import (
-    DEFAULT_DSN,
-    child_output,
-    close_store,
-    drop,
-    idle_cpu_percent,
-    make_store,
-    postgres_place,
-)
+from shared import hostbench
 
 DAY_MS: Final = 86_400_000
 SETUP_CONCURRENCY: Final = 16
@@ -83,11 +75,11 @@ async def populate(store: SessionStore, sessions: int) -> None:
             await handle.barrier()
 
     await asyncio.gather(*(one(index) for index in range(sessions)))
-    await close_store(store)
+    await hostbench.close_store(store)
 
 
 async def idle_host(kind: str, place: str, idle: float) -> dict[str, float]:
-    store = make_store(kind, place)
+    store = hostbench.make_store(kind, place)
 
     @asynccontextmanager
     async def agents(
@@ -104,9 +96,9 @@ async def idle_host(kind: str, place: str, idle: float) -> dict[str, float]:
         while host.stats.polls < 1:
             await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)  # whatever the first poll started
-        idle_cpu = await idle_cpu_percent(idle)
+        idle_cpu = await hostbench.idle_cpu_percent(idle)
         polls = host.stats.polls
-    await close_store(store)
+    await hostbench.close_store(store)
     return {"idle_cpu_percent": idle_cpu, "polls": polls}
 
 
@@ -133,7 +125,7 @@ async def polls(place: str, count: int) -> dict[str, float]:
 
 
 def run_child(*arguments: str) -> dict[str, float]:
-    figures: dict[str, float] = json.loads(child_output(__file__, *arguments))
+    figures: dict[str, float] = json.loads(hostbench.child_output(__file__, *arguments))
     return figures
 
 
@@ -152,7 +144,9 @@ def main() -> None:
     parser.add_argument("--polls", type=int, default=50)
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--postgres", action="store_true")
-    parser.add_argument("--dsn", default=os.environ.get("SESSION_SCHEDULE_PG_DSN", DEFAULT_DSN))
+    parser.add_argument(
+        "--dsn", default=os.environ.get("SESSION_SCHEDULE_PG_DSN", hostbench.DEFAULT_DSN)
+    )
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=arguments.dir) as directory:
         empty = Path(directory) / "empty"
@@ -191,12 +185,12 @@ def main() -> None:
             flush=True,
         )
         if arguments.postgres:
-            place, schema = postgres_place(arguments.dsn, "bench_idle_index")
+            place, schema = hostbench.postgres_place(arguments.dsn, "bench_idle_index")
             try:
-                asyncio.run(populate(make_store("postgres", place), arguments.sessions))
+                asyncio.run(populate(hostbench.make_store("postgres", place), arguments.sessions))
                 base = run_child("host", "postgres", place, idle)
             finally:
-                drop(arguments.dsn, schema)
+                hostbench.drop(arguments.dsn, schema)
             print(
                 f"  {arguments.sessions} PostgreSQL sessions: idle CPU "
                 f"{base['idle_cpu_percent']:.4f} % of a core ({base['polls']:.0f} polls); JSONL "

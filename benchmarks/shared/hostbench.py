@@ -37,7 +37,7 @@ async def close_store(store: object) -> None:
         await close()
 
 
-def postgres_place(dsn: str, prefix: str) -> tuple[str, str]:
+def postgres_place(dsn: str, prefix: str = "bench") -> tuple[str, str]:
     """A new schema at the current version (``<prefix>_<pid>``): the place to give
     :func:`make_store`, and the schema's name (for :func:`drop`)."""
     from session_schedule.session.postgres_schema import migrate  # noqa: PLC0415
