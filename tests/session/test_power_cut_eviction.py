@@ -9,8 +9,9 @@ each completed ``fsync`` covered — through whichever descriptor it was issued.
 
 After every step, the moment is a *cut point*: the power may fail there. Every byte written to a
 session file after the last ``fsync`` that covered it is then dropped, or zero-filled (the size
-kept), or — file by file — one or the other or kept. The checkpoints, the next-target index and
-its key, never ``fsync``'d, are lost (a valid outcome: their names are not durable either). The
+kept), or — file by file — one or the other or kept. The checkpoints (one written at a close,
+one while open, through a reopened descriptor) are never ``fsync``'d: they are lost, or kept as
+they were at the cut, whatever the log kept. The next-target index and its key are lost. The
 crashed data directory must open every session with every acknowledged entry, followed by a
 prefix of the others, and open again the same with nothing left to repair.
 """
@@ -28,6 +29,7 @@ from typing import Literal
 import pytest
 
 from session_schedule.session import JsonlSessionStore, MessageEntry, SessionId, user_message
+from session_schedule.session.checkpoint import EVERY
 from session_schedule.session.descriptors import DescriptorCache, process_cache
 from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.testing.session_contract import NOW
@@ -45,17 +47,32 @@ def mixed(shift: int) -> tuple[Fate, ...]:
     return tuple(FATES[(index + shift) % len(FATES)] for index in range(SESSIONS))
 
 
-PATTERNS: tuple[tuple[Fate, ...], ...] = (
-    uniform("drop"),
-    uniform("zero"),
-    *(mixed(shift) for shift in range(len(FATES))),
+@dataclass(frozen=True)
+class Crash:
+    """What a power cut leaves: each session file's fate, and whether the checkpoints stay."""
+
+    fates: tuple[Fate, ...]
+    checkpoints: bool
+
+    @property
+    def name(self) -> str:
+        return "-".join(self.fates) + ("-checkpoints" if self.checkpoints else "")
+
+
+CRASHES: tuple[Crash, ...] = (
+    Crash(uniform("drop"), checkpoints=False),
+    Crash(uniform("zero"), checkpoints=False),
+    Crash(uniform("drop"), checkpoints=True),
+    *(Crash(mixed(shift), checkpoints=shift != 1) for shift in range(len(FATES))),
 )
-"""Every unsynced byte dropped; every one zero-filled; and mixes of the three fates."""
+"""Every unsynced byte dropped; every one zero-filled; and mixes of the three fates; with and
+without the checkpoints."""
 
 
-def payload(session: int, position: int) -> MessageEntry:
-    """A distinct message, of a size that makes the files span several pages."""
-    size = (position * 1_117 + session * 389) % 5_000
+def payload(session: int, position: int, *, short: bool = False) -> MessageEntry:
+    """A distinct message, of a size that makes the files span several pages (unless
+    ``short``)."""
+    size = 0 if short else (position * 1_117 + session * 389) % 5_000
     return user_message(f"{session}/{position}:" + "x" * size, at=NOW)
 
 
@@ -72,6 +89,8 @@ class Cut:
     """How many of its entries a barrier that returned acknowledged."""
     appended: tuple[int, ...]
     """How many of its entries were appended."""
+    checkpoints: tuple[bytes | None, ...]
+    """Each session's checkpoint (``None``: none)."""
 
     def after(self, fates: Sequence[Fate]) -> list[bytes]:
         """Each file after a power cut that dealt it its fate in ``fates``."""
@@ -128,10 +147,10 @@ class Writer:
     acknowledged: list[int]
     cuts: list[Cut]
 
-    def append(self, session: int, count: int) -> None:
+    def append(self, session: int, count: int, *, short: bool = False) -> None:
         handle, written = self.handles[session], self.payloads[session]
         for _ in range(count):
-            written.append(payload(session, len(written)))
+            written.append(payload(session, len(written), short=short))
             handle.append("message", written[-1])
 
     async def barrier(self, *sessions: int) -> None:
@@ -150,6 +169,12 @@ class Writer:
                 tuple(self.recorder.synced(path) for path in paths),
                 tuple(self.acknowledged),
                 tuple(len(written) for written in self.payloads),
+                tuple(
+                    self.store.checkpoint_path(handle.id).read_bytes()
+                    if self.store.checkpoint_path(handle.id).exists()
+                    else None
+                    for handle in self.handles
+                ),
             )
         )
 
@@ -170,6 +195,13 @@ async def write(writer: Writer) -> None:
             await writer.handles[1].close()
             writer.handles[1] = await writer.store.open(writer.handles[1].id)
             writer.cut(f"round {round_number}: session 1 closed and opened again")
+        if round_number == 4:
+            # Enough entries for a checkpoint while open: written on session 3's thread, through
+            # its descriptor opened again.
+            writer.append(3, EVERY + 10, short=True)
+            await writer.barrier(3)
+            await writer.handles[3]._worker.run(lambda: None)  # the checkpoint is written
+            writer.cut(f"round {round_number}: session 3 past a checkpoint")
         if round_number % 2:
             for session in range(SESSIONS):
                 writer.append(session, 2)
@@ -183,16 +215,17 @@ async def write(writer: Writer) -> None:
 
 
 async def check(
-    root: Path, ids: list[SessionId], cut: Cut, payloads: list[list[MessageEntry]]
-) -> int:
-    """Every session of the crashed copy ``root`` opens with what ``cut`` promises; returns how
-    many of them lost entries (unacknowledged ones) to the cut."""
-    lost = 0
-    store = JsonlSessionStore(root)
+    store: JsonlSessionStore, ids: list[SessionId], cut: Cut, payloads: list[list[MessageEntry]]
+) -> tuple[int, int]:
+    """Every session of the crashed copy ``store`` opens with what ``cut`` promises; returns
+    how many of them lost entries (unacknowledged ones) to the cut, and how many opened from
+    their checkpoint."""
+    lost = resumed = 0
     for session, session_id in enumerate(ids):
         path = store.path_of(session_id)
         async with await store.open(session_id) as handle:
             found = [entry.payload for entry in handle.entries]
+            resumed += handle.resume is not None
         assert len(found) >= cut.acknowledged[session], (cut.label, session)
         assert found == payloads[session][: len(found)], (cut.label, session)
         assert len(found) <= cut.appended[session]
@@ -202,7 +235,7 @@ async def check(
         async with await store.open(session_id) as handle:
             assert [entry.payload for entry in handle.entries] == found
         assert path.read_bytes() == repaired
-    return lost
+    return lost, resumed
 
 
 @pytest.mark.parametrize("flush_on_loop", [True, False], ids=["loop", "thread"])
@@ -235,23 +268,31 @@ def test_a_power_cut_loses_no_acknowledged_entry_while_descriptors_are_evicted(
     # least once per session and round).
     assert small_cache.reopened - reopened >= SESSIONS * 6
     ids = [handle.id for handle in writer.handles]
-    names = [writer.store.path_of(session_id).name for session_id in ids]
     # Every file was fsync'd at its creation: a cut never loses a session's header.
     assert all(cut.synced[session] > 0 for cut in writer.cuts for session in range(SESSIONS))
-    assert len(writer.cuts) == 48
+    assert len(writer.cuts) == 49
+    past = next(cut for cut in writer.cuts if cut.label.endswith("past a checkpoint"))
+    assert past.checkpoints[1] is not None  # written at its close
+    assert past.checkpoints[3] is not None  # written while open
 
-    async def check_all() -> tuple[int, int]:
-        count = lost = 0
+    async def check_all() -> tuple[int, int, int]:
+        count = lost = resumed = 0
         for number, cut in enumerate(writer.cuts):
-            for fates in PATTERNS:
-                root = tmp_path / f"crashed-{number}-{'-'.join(fates)}"
+            for crash in CRASHES:
+                root = tmp_path / f"crashed-{number}-{crash.name}"
                 root.mkdir(mode=0o700)
-                for name, image in zip(names, cut.after(fates), strict=True):
-                    (root / name).write_bytes(image)
-                lost += await check(root, ids, cut, writer.payloads)
-                count += 1
-        return count, lost
+                crashed = JsonlSessionStore(root)
+                images = cut.after(crash.fates)
+                for session, session_id in enumerate(ids):
+                    crashed.path_of(session_id).write_bytes(images[session])
+                    kept = cut.checkpoints[session]
+                    if crash.checkpoints and kept is not None:
+                        crashed.checkpoint_path(session_id).write_bytes(kept)
+                lost_here, resumed_here = await check(crashed, ids, cut, writer.payloads)
+                lost, resumed, count = lost + lost_here, resumed + resumed_here, count + 1
+        return count, lost, resumed
 
-    count, lost = asyncio.run(check_all())
-    assert count == len(writer.cuts) * len(PATTERNS)
+    count, lost, resumed = asyncio.run(check_all())
+    assert count == len(writer.cuts) * len(CRASHES)
     assert lost > 0  # the cuts did take the unacknowledged entries of some sessions
+    assert resumed > 0  # and some sessions opened from the checkpoint they kept
