@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Container, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -84,12 +84,6 @@ async def open_all(
     )
 
 
-async def create_all(
-    store: PostgresSessionStore, session_ids: list[SessionId]
-) -> list[PostgresSessionHandle]:
-    return [await store.create(now=NOW, session_id=s) for s in session_ids]
-
-
 async def flush_one_turn_each(handles: list[PostgresSessionHandle]) -> list[BaseException | None]:
     """Append a turn to every handle, then wait for all their barriers at once."""
     for handle in handles:
@@ -110,16 +104,27 @@ def assert_only_failed(
             assert handle.durable_length == 1
 
 
-async def close_handles(outcomes: Iterable[object], *, uncertain: Container[int] = ()) -> None:
-    """Close every handle among ``outcomes``; those at the indexes ``uncertain`` (poisoned) may
-    report their loss again as they close."""
-    for index, outcome in enumerate(outcomes):
+async def close_handles(outcomes: Iterable[object]) -> None:
+    """Close every handle among ``outcomes`` (a poisoned one's close may report its loss
+    again)."""
+    for outcome in outcomes:
         if isinstance(outcome, PostgresSessionHandle):
-            if index in uncertain:
+            if outcome.poisoned:
                 with contextlib.suppress(PersistenceUncertain):
                     await outcome.close()
             else:
                 await outcome.close()
+
+
+@contextlib.asynccontextmanager
+async def created(db: Database) -> AsyncIterator[list[PostgresSessionHandle]]:
+    """:data:`SESSIONS` new sessions (of the ids :func:`ids` gives), open, then closed."""
+    async with db.store() as store:
+        handles = [await store.create(now=NOW, session_id=s) for s in ids()]
+        try:
+            yield handles
+        finally:
+            await close_handles(handles)
 
 
 class TestBatchOpens:
@@ -248,12 +253,10 @@ class TestBatchOpens:
 class TestBatchCommits:
     @contract_test
     async def test_flushes_that_wait_for_one_in_flight_go_together(self, db: Database) -> None:
-        async with db.store() as store:
-            handles = await create_all(store, ids())
+        async with created(db) as handles:
             # The first is sent at once, alone; the others wait for it and go in one statement.
             assert await flush_one_turn_each(handles) == [None] * SESSIONS
             assert [handle.durable_length for handle in handles] == [1] * SESSIONS
-            await close_handles(handles)
         transactions = db.execute(
             f"SELECT count(*), count(DISTINCT xmin::text) FROM {db.schema}.entries"
         )
@@ -262,8 +265,7 @@ class TestBatchCommits:
     @contract_test
     async def test_a_lost_lease_fails_its_own_flush_and_no_other(self, db: Database) -> None:
         session_ids = ids()
-        async with db.store() as store:
-            handles = await create_all(store, session_ids)
+        async with created(db) as handles:
             # Another owner took the lease of one of them.
             db.execute(
                 f"UPDATE {db.schema}.leases SET epoch = epoch + 1 WHERE session_id = %s",
@@ -271,7 +273,6 @@ class TestBatchCommits:
             )
             assert_only_failed(handles, await flush_one_turn_each(handles), 5)
             assert handles[5].poisoned
-            await close_handles(handles, uncertain={5})
         counts = {
             row[0]: row[1]
             for row in db.execute(
@@ -283,15 +284,13 @@ class TestBatchCommits:
 
     @contract_test
     async def test_a_failed_statement_sends_each_flush_alone(self, db: Database) -> None:
-        session_ids = ids()
-        async with db.store() as store:
-            handles = await create_all(store, session_ids)
+        async with created(db) as handles:
             # A row behind one session's back at the position its next append takes: the
             # shared statement fails on the primary key, so each is sent alone.
             db.execute(
                 f"INSERT INTO {db.schema}.entries (session_id, position, type, data)"
                 " VALUES (%s, 0, 'message', '{}')",
-                session_ids[7],
+                handles[7].id,
             )
             assert_only_failed(handles, await flush_one_turn_each(handles), 7)
-            await close_handles(handles, uncertain={7})
+            assert handles[7].poisoned
