@@ -405,6 +405,33 @@ class TestLeases:
             assert rows == [(1, False)]
 
     @contract_test
+    async def test_a_renewal_during_a_slow_create_commit_leaves_the_new_session_alone(
+        self, dsn: str, schema: str
+    ) -> None:
+        # The create's commit takes more than a renewal interval (a deferred trigger sleeps in
+        # it): a renewal run meanwhile could not see the new lease, and used to poison the
+        # handle as if another owner had taken the session over.
+        execute(
+            dsn,
+            f"CREATE FUNCTION {schema}.slow_commit() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN PERFORM pg_sleep(0.6); RETURN NULL; END $$",
+        )
+        execute(
+            dsn,
+            f"CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON {schema}.sessions"
+            " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW"
+            f" EXECUTE FUNCTION {schema}.slow_commit()",
+        )
+        async with PostgresSessionStore(dsn, schema=schema, lease_seconds=1.5) as store:
+            handle = await store.create(now=NOW, session_id=SID)
+            await asyncio.sleep(1.2)  # two renewal intervals after the create began
+            assert not handle.poisoned
+            handle.append("message", turn(0))
+            await handle.barrier()
+            await handle.close()
+        assert [entry.position for entry in (await _read(dsn, schema, SID)).entries] == [0]
+
+    @contract_test
     async def test_a_corrupt_session_keeps_its_lease_untouched(self, dsn: str, schema: str) -> None:
         async with PostgresSessionStore(dsn, schema=schema) as store:
             async with await store.create(now=NOW, session_id=SID) as handle:
