@@ -769,8 +769,10 @@ class PostgresSessionStore:
             open=False,
             name=f"session-schedule {self._schema}",
         )
-        await pool.open(wait=True)
         try:
+            # A failed or cancelled open closes the pool, whose workers would otherwise go on
+            # connecting (and keep ``asyncio.run`` from ending when it cancels its tasks).
+            await pool.open(wait=True)
             async with pool.connection() as connection:
                 database = await self._check_version(connection)
         except BaseException:
