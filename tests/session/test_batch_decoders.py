@@ -10,6 +10,7 @@ declarations as they were), and a batch decoder must return what one-by-one deco
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -537,3 +538,23 @@ def test_a_finished_turn_of_a_new_minute_decodes_in_a_batch() -> None:
     finished = [turn_finished(n, at=Instant(n * 60_000 + n), outcome="completed") for n in range(3)]
     payloads = [_ENCODER.encode(value) for value in finished]
     assert decoded_turns_finished(payloads) == finished
+
+
+def test_decoded_turns_and_messages_are_not_tracked_by_the_garbage_collector() -> None:
+    # A long log holds a million of them: tracked, they made the collector run over and over
+    # while it was read (none can be part of a reference cycle: frozen, of strings and numbers).
+    values = (
+        decode_turn_queued(_GOOD_QUEUED.encode()),
+        decode_turn_finished(
+            b'{"version":2,"turn":0,"outcome":"failed","at":"2026-05-01T09:00:00.000Z",'
+            b'"failure":{"error":"E","message":"m"}}'
+        ),
+        decode_message(
+            b'{"role":"assistant","content":"","at":"2026-05-01T09:00:00.000Z","origin":"model",'
+            b'"toolCalls":[{"id":"c","name":"n","arguments":"{}"}]}'
+        ),
+    )
+    assert [gc.is_tracked(value) for value in values] == [False, False, False]
+    batch = decoded_turns_queued([_GOOD_QUEUED.encode()] * 2)
+    assert batch == [values[0]] * 2
+    assert [gc.is_tracked(value) for value in batch] == [False, False]

@@ -47,7 +47,7 @@ NonEmpty: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
 
 
 @final
-class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
     """A function call requested by the model, OpenAI style."""
 
     id: NonEmpty
@@ -58,7 +58,7 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 @final
 class MessageEntry(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel", gc=False
 ):
     """One transcript turn."""
 

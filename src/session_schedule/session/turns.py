@@ -76,6 +76,7 @@ class TurnQueued(
     forbid_unknown_fields=True,
     rename="camel",
     omit_defaults=True,
+    gc=False,
 ):
     """A turn accepted into the Session's turn queue."""
 
@@ -106,6 +107,7 @@ class TurnFailure(
     forbid_unknown_fields=True,
     rename="camel",
     omit_defaults=True,
+    gc=False,
 ):
     """Why a turn failed: a bounded cause, never the whole error."""
 
@@ -124,6 +126,7 @@ class TurnFinished(
     forbid_unknown_fields=True,
     rename="camel",
     omit_defaults=True,
+    gc=False,
 ):
     """The turn queued at entry ``turn`` has run."""
 
