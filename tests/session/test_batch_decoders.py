@@ -23,8 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_schedule.core.canonical import NESTED_TOO_DEEPLY, why_not_canonical_json
-from session_schedule.core.catalog import BatchInstantField, strict_twin
-from session_schedule.core.instants import CANONICAL_INSTANT_PATTERN, Instant, parse_instant
+from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import InstantField
 from session_schedule.session.message import (
     MessageEntry,
@@ -506,32 +505,6 @@ def _outcome_error(decode: Callable[[bytes], object], data: bytes) -> tuple[obje
     with pytest.raises(ValueError) as raised:
         decode(data)
     return raised.value.args
-
-
-def test_a_strict_twin_decodes_as_the_declaration_with_the_patterns() -> None:
-    twin = strict_twin(MessageEntry, {"at": InstantField})
-    assert [
-        (field.name, field.encode_name, field.default) for field in msgspec.structs.fields(twin)
-    ] == [
-        (field.name, field.encode_name, field.default)
-        for field in msgspec.structs.fields(MessageEntry)
-    ]
-    good = b'{"role":"user","content":"hi","at":"2026-05-01T09:00:00.000Z","origin":"person"}'
-    assert _ENCODER.encode(msgspec.json.decode(good, type=twin)) == good
-    bad = good.replace(b"09:00:00.000Z", b"09:00:00Z")
-    assert msgspec.json.decode(bad, type=MessageEntry).at == "2026-05-01T09:00:00Z"
-    with pytest.raises(msgspec.ValidationError) as raised:
-        msgspec.json.decode(bad, type=twin)
-    assert str(raised.value) == (
-        f"Expected `str` matching regex {CANONICAL_INSTANT_PATTERN!r} - at `$.at`"
-    )
-    with pytest.raises(ValueError) as refused:
-        strict_twin(MessageEntry, {"when": InstantField})
-    assert str(refused.value) == "MessageEntry has no fields ['when']"
-
-
-def test_the_batch_instant_field_has_the_instant_field_schema() -> None:
-    assert msgspec.json.schema(BatchInstantField) == msgspec.json.schema(InstantField)
 
 
 def test_a_finished_turn_of_a_new_minute_decodes_in_a_batch() -> None:
