@@ -146,6 +146,26 @@ class TestTimersDue:
             assert one.on_the_spot == [(0, 1), (2, 3), (4, 5)]
             assert one.in_flight == [(1, 2), (3, 4), (5, 6)]
 
+    @contract_test
+    async def test_a_flush_measured_elsewhere_moves_the_estimate_too(self) -> None:
+        loop = asyncio.get_running_loop()
+        one = Commit()
+        # A worker's fsync took 100 s: a timer due in 50 s would wait for one on the spot.
+        one.commit.measured(100.0)
+        timer = loop.call_later(50, nothing)
+        await one.cover_next()
+        await cancel(timer)
+        assert (one.on_the_spot, one.in_flight) == ([], [(0, 1)])
+        # Eight quick ones later (100 x (7/8)^8 = 34 s), the same timer no longer waits.
+        for _ in range(8):
+            one.commit.measured(0.0)
+        with pytest.MonkeyPatch.context() as patch:
+            measure_flushes(patch, 0.0)
+            timer = loop.call_later(50, nothing)
+            await one.cover_next()
+            await cancel(timer)
+        assert (one.on_the_spot, one.in_flight) == ([(1, 2)], [(0, 1)])
+
     def test_a_loop_whose_timers_cannot_be_seen_is_taken_to_have_none_due(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:

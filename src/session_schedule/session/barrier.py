@@ -46,8 +46,10 @@ to the worker when the loop's earliest timer (asyncio's own loop, whose heap of 
 seen) is due within the time a flush on the spot has recently taken: one-shots of many sessions
 due within the same few milliseconds, each at its own instant, find one another's timers due
 and their ``fsync`` calls run together on the workers, while the loop runs the timers on time.
-That time is measured on each flush on the spot and kept per loop: it follows a longer flush at
-once and a shorter one slowly (an eighth of the way per flush), since a tail ``fsync`` on the
+That time is measured on each flush on the spot, and reported by the handle for its flushes on
+its worker (:meth:`GroupCommit.measured`: the ``fsync`` alone, so that the estimate does not
+stay high while every flush goes to the workers), and kept per loop: it follows a longer flush
+at once and a shorter one slowly (an eighth of the way per flush), since a tail ``fsync`` on the
 loop delays every timer behind it; before any was measured it is taken to be
 :data:`FIRST_GUESS`. A timer cancelled during the current pass of the loop still counts (the
 loop drops it from the heap only at its next pass); a loop whose timers cannot be seen (not
@@ -167,6 +169,11 @@ class GroupCommit:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
+
+    def measured(self, seconds: float) -> None:
+        """Take a flush that was not on the spot (a worker's ``fsync``, say), which lasted
+        ``seconds``, into the loop's estimate of how long one on the spot would take."""
+        self._loop_activity().measured(seconds)
 
     async def settle(self) -> None:
         """Return once no flush is in flight (whatever its outcome)."""
