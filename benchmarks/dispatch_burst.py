@@ -44,7 +44,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from session_schedule.core.changes import create_change, dispatch_change
 from session_schedule.core.ids import make_schedule_id
@@ -52,6 +52,9 @@ from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import AtScheduleRecord
 from session_schedule.session import JsonlSessionStore
 from session_schedule.session.jsonl import JsonlSessionHandle
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
 
 NOW: Final = Instant(1_764_000_000_000)
 LINE: Final = (
@@ -146,7 +149,7 @@ class FsyncThreads:
     def __exit__(self, *_: object) -> None:
         os.fsync = self._real
 
-    def _fsync(self, fd: int) -> None:
+    def _fsync(self, fd: FileDescriptorLike) -> None:
         if self.on:
             if threading.current_thread() is self._loop_thread:
                 self.on_loop += 1
