@@ -166,7 +166,7 @@ class TestTimersDue:
             await cancel(timer)
         assert (one.on_the_spot, one.in_flight) == ([(1, 2)], [(0, 1)])
 
-    def test_a_loop_whose_timers_cannot_be_seen_is_taken_to_have_none_due(
+    def test_a_loop_whose_timers_cannot_be_seen_is_taken_to_have_none_due_and_work_ready(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         class Opaque:
@@ -174,7 +174,7 @@ class TestTimersDue:
                 return 0.0
 
         monkeypatch.setattr(asyncio, "get_running_loop", Opaque)
-        assert barrier_module._timer_due_within(3600.0) is False
+        assert barrier_module._loop_state(3600.0) == "busy"
 
 
 class TestJsonl:

@@ -155,10 +155,15 @@ class GroupCommit:
                 and not self._gathering
                 and flush_now is not None
                 and (activity := self._loop_activity()).count == 0
-                and not _timer_due_within(activity.flush_seconds)
-                and (_nothing_ready() or await self._alone())
-                # What ran during the yield may have set a timer.
-                and not _timer_due_within(activity.flush_seconds)
+                and (state := _loop_state(activity.flush_seconds)) is not _TIMER_DUE
+                and (
+                    state is _IDLE
+                    # What ran during the yield may have set a timer.
+                    or (
+                        await self._alone()
+                        and _loop_state(activity.flush_seconds) is not _TIMER_DUE
+                    )
+                )
             ):
                 self._flush_here(flush_now, activity)
                 continue
@@ -250,25 +255,28 @@ class GroupCommit:
         self._wake_all()
 
 
-def _nothing_ready() -> bool:
-    """Whether the running loop has no callback ready to run (``False`` when it cannot tell: a
-    loop other than asyncio's own)."""
-    ready = getattr(asyncio.get_running_loop(), "_ready", None)
-    return type(ready) is collections.deque and not ready
+_IDLE: Final = "idle"
+"""The loop has no callback ready to run and no timer due soon."""
+_BUSY: Final = "busy"
+"""The loop has a callback ready to run (or cannot tell), and no timer due soon."""
+_TIMER_DUE: Final = "timer due"
+"""The loop has a timer due within the time asked about."""
+
+
+def _loop_state(seconds: float) -> str:
+    """Whether the running loop has a timer due within ``seconds``, else whether it has a
+    callback ready to run, in one look. A loop other than asyncio's own, whose heap of timers
+    and queue of ready callbacks cannot be seen, is taken to have no timer due and a callback
+    ready (so a lone barrier yields once, then flushes on the spot, as before this rule)."""
+    loop = asyncio.get_running_loop()
+    scheduled = getattr(loop, "_scheduled", None)
+    if type(scheduled) is list and scheduled:
+        earliest = scheduled[0]  # a heap: its first timer is due first
+        if isinstance(earliest, asyncio.TimerHandle) and earliest.when() - loop.time() < seconds:
+            return _TIMER_DUE
+    ready = getattr(loop, "_ready", None)
+    return _IDLE if type(ready) is collections.deque and not ready else _BUSY
 
 
 _clock: Callable[[], float] = time.perf_counter
 """What a flush on the spot is timed with (a test may replace it)."""
-
-
-def _timer_due_within(seconds: float) -> bool:
-    """Whether the running loop's earliest timer is due within ``seconds`` (``False`` when it
-    cannot tell: a loop other than asyncio's own)."""
-    loop = asyncio.get_running_loop()
-    scheduled = getattr(loop, "_scheduled", None)
-    if type(scheduled) is not list or not scheduled:
-        return False
-    earliest = scheduled[0]  # a heap: its first item is due first
-    if not isinstance(earliest, asyncio.TimerHandle):
-        return False
-    return earliest.when() - loop.time() < seconds
