@@ -4,8 +4,10 @@ that flush would end (see :mod:`session_schedule.session.barrier`)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -219,3 +221,29 @@ class TestJsonl:
             assert (handle.flush_count, handle.durable_length) == (3, 3)
         async with await store.open(handle.id) as reopened:
             assert [entry.payload for entry in reopened.entries] == [turn(0), turn(1), turn(2)]
+
+    @contract_test
+    async def test_an_fsync_on_the_worker_reports_how_long_it_took(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = JsonlSessionStore(tmp_path)
+        loop = asyncio.get_running_loop()
+        async with await store.create(now=NOW) as handle:
+            threads = self.fsync_threads(monkeypatch)
+            with pytest.MonkeyPatch.context() as patch:
+                # Read before and after the worker's fsync: it is taken to last 100 s.
+                readings = itertools.count(0.0, 100.0)
+                patch.setattr(time, "perf_counter", lambda: next(readings))
+                handle.append("message", turn(0))
+                # Two barriers called together: their one fsync runs on the session's worker.
+                await asyncio.gather(handle.barrier(), handle.barrier())
+            assert len(threads) == 1
+            assert threads[0].startswith("session-worker-")
+            # A lone barrier with a timer due in 50 s now sends its fsync to the worker too.
+            due = loop.call_later(50, nothing)
+            handle.append("message", turn(1))
+            await handle.barrier()
+            await cancel(due)
+            assert len(threads) == 2
+            assert threads[1].startswith("session-worker-")
+            assert (handle.flush_count, handle.durable_length) == (2, 2)
