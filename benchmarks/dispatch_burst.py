@@ -13,7 +13,8 @@ Measured per round:
   millisecond meanwhile, minus that millisecond (how long timers of other sessions would wait);
 
 for a store with the default settings (a lone barrier fsyncs on the loop's thread while no
-barrier of another session is at work) and for one
+barrier of another session is at work and no timer of the loop is due before that fsync would
+end) and for one
 with ``flush_on_loop=False`` (every flush on the session's worker, the pool's threads), next to
 two baselines in the same run, on ``N`` plain files of the same directory: one ``write`` +
 ``fsync`` per file in turn on the loop's thread, and the same calls spread over a pool of 32
@@ -24,7 +25,8 @@ session's is due at its own instant, drawn uniformly (fixed seed) over ``S`` sec
 started by a ``loop.call_at`` timer then — ``N`` one-shots due within ``S`` seconds. Latency
 is then lateness: from the instant a dispatch was due to its barrier's return. The baselines
 are the same timers with nothing to do (bare timers) and with one ``write`` + ``fsync`` of a
-plain file on the loop's thread (one fsync per dispatch, in line).
+plain file on the loop's thread (one fsync per dispatch, in line). It also counts the store's
+``fsync`` calls made on the loop's thread and on the workers.
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from session_schedule.core.changes import create_change, dispatch_change
 from session_schedule.core.ids import make_schedule_id
@@ -49,6 +52,9 @@ from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import AtScheduleRecord
 from session_schedule.session import JsonlSessionStore
 from session_schedule.session.jsonl import JsonlSessionHandle
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
 
 NOW: Final = Instant(1_764_000_000_000)
 LINE: Final = (
@@ -126,6 +132,32 @@ async def spread_round(
     return latencies
 
 
+class FsyncThreads:
+    """Counts the ``fsync`` calls made on the loop's thread and on others while on."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.on_loop = 0
+        self.elsewhere = 0
+        self._real = os.fsync
+        self._loop_thread = threading.current_thread()
+
+    def __enter__(self) -> FsyncThreads:
+        os.fsync = self._fsync
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        os.fsync = self._real
+
+    def _fsync(self, fd: FileDescriptorLike) -> None:
+        if self.on:
+            if threading.current_thread() is self._loop_thread:
+                self.on_loop += 1
+            else:
+                self.elsewhere += 1
+        self._real(fd)
+
+
 def fsync_one(fd: int) -> None:
     os.write(fd, LINE)
     os.fsync(fd)
@@ -186,6 +218,13 @@ async def open_sessions(
 
 async def run_spread(sessions: int, rounds: int, spread: float, directory: Path) -> None:
     """Each round: one dispatch per session, each due at its own instant within ``spread`` s."""
+    with FsyncThreads() as counting:
+        await spread_rounds(sessions, rounds, spread, directory, counting)
+
+
+async def spread_rounds(
+    sessions: int, rounds: int, spread: float, directory: Path, counting: FsyncThreads
+) -> None:
     on_spot = await open_sessions(JsonlSessionStore(directory / "default"), sessions, rounds)
     raw = directory / "raw"
     raw.mkdir()
@@ -215,9 +254,11 @@ async def run_spread(sessions: int, rounds: int, spread: float, directory: Path)
         }
         # Interleaved, so that every kind sees the same load.
         for label, kind_starts in starts.items():
+            counting.on = label == "dispatch + barrier, default store"
             kinds[label].append(
                 await with_ticker(functools.partial(spread_round, kind_starts, offsets))
             )
+            counting.on = False
     for fd in fds:
         os.close(fd)
     for handle in on_spot:
@@ -228,6 +269,10 @@ async def run_spread(sessions: int, rounds: int, spread: float, directory: Path)
     )
     p99s = {label: report(label, results) for label, results in kinds.items()}
     schedule = p99s["dispatch + barrier, default store"]
+    print(
+        f"  the store's fsyncs: {counting.on_loop} on the loop's thread, "
+        f"{counting.elsewhere} on the workers"
+    )
     print(
         f"  p99 ratio: {schedule / p99s['bare timers']:.2f}x bare timers, "
         f"{schedule / p99s['raw write+fsync in line on the loop']:.2f}x raw in line; "

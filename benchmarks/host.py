@@ -48,6 +48,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
+sys.path.insert(0, str(Path(__file__).parent))
+
 from session_schedule.core.changes import create_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant, parse_instant
@@ -55,12 +57,29 @@ from session_schedule.core.records import AtScheduleRecord
 from session_schedule.host import AgentFactory, HostSettings, ScheduleHost
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
-from session_schedule.session import SessionHandle, SessionStore, SqliteSessionStore
+from session_schedule.session import SessionHandle, SessionStore
 from session_schedule.testing import IdleAgent
+from shared.hostbench import (
+    DEFAULT_DSN,
+    child_output,
+    close_store,
+    drop,
+    idle_cpu_percent,
+    make_store,
+    postgres_place,
+)
+
+__all__ = [  # what stampede.py takes from this script
+    "DEFAULT_DSN",
+    "close_store",
+    "drop",
+    "make_store",
+    "postgres_place",
+    "stamping_agents",
+]
 
 KEY: Final = re.compile(r"\bsch_[0-9]+@([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z)")
 DAY_MS: Final = 86_400_000
-DEFAULT_DSN: Final = "postgresql://postgres@127.0.0.1:5432/test"
 SETUP_CONCURRENCY: Final = 16
 LEAD_S: Final = 3.0
 """The failover hosts' lead: host A holds the session this long before its target."""
@@ -117,21 +136,6 @@ class TimedStore:
         return handle
 
 
-def make_store(kind: str, place: str, *, lease: float = 15.0) -> SessionStore:
-    if kind == "sqlite":
-        return SqliteSessionStore(Path(place))
-    from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
-
-    dsn, schema = place.split(" ", 1)
-    return PostgresSessionStore(dsn, schema=schema, lease_seconds=lease, pool_size=10)
-
-
-async def close_store(store: object) -> None:
-    close = getattr(store, "close", None)
-    if close is not None:
-        await close()
-
-
 # -- setup ---------------------------------------------------------------------------------
 
 
@@ -180,9 +184,7 @@ async def child(kind: str, place: str, idle: float, window_end: float) -> dict[s
     host = ScheduleHost(timed, stamping_agents(stamps, starts))  # type: ignore[arg-type]  # a proxy
     async with host:
         await asyncio.sleep(5.0)  # the first poll and its opens
-        cpu, wall = time.process_time(), time.monotonic()
-        await asyncio.sleep(idle)
-        idle_cpu = (time.process_time() - cpu) / (time.monotonic() - wall) * 100
+        idle_cpu = await idle_cpu_percent(idle)
         idle_rss = rss_kib("VmRSS")
         # Bare timers for the same targets, in this process, from now on.
         due = await store.due_sessions(Instant(int(window_end * 1000) + 1), limit=100_000)
@@ -254,22 +256,11 @@ def fleet(kind: str, place: str, arguments: argparse.Namespace) -> None:
         f"{set_up - started:.1f} s; {arguments.due} due over {arguments.span:.0f} s",
         flush=True,
     )
-    result = subprocess.run(  # noqa: S603 - this very script, with our own arguments
-        [
-            sys.executable,
-            __file__,
-            "--child",
-            kind,
-            place,
-            str(arguments.idle),
-            str(window_end),
-            str(arguments.fd_limit),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
+    figures = json.loads(
+        child_output(
+            __file__, kind, place, str(arguments.idle), str(window_end), str(arguments.fd_limit)
+        )
     )
-    figures = json.loads(result.stdout.splitlines()[-1])
     late, base = figures["lateness_ms"], figures["baseline_ms"]
     print(
         f"  resident memory: {figures['idle_rss_mib']:.0f} MiB idle, peak "
@@ -380,21 +371,6 @@ def failover(place: str, kills: int, lease: float, directory: Path) -> None:
     )
 
 
-def postgres_place(dsn: str) -> tuple[str, str]:
-    from session_schedule.session.postgres_schema import migrate  # noqa: PLC0415
-
-    schema = f"bench_{os.getpid()}"
-    migrate(dsn, schema=schema)
-    return f"{dsn} {schema}", schema
-
-
-def drop(dsn: str, schema: str) -> None:
-    import psycopg  # noqa: PLC0415
-
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
-
-
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         kind, place, idle, window_end, fd_limit = sys.argv[2:7]
@@ -423,7 +399,7 @@ def main() -> None:
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=arguments.dir) as directory:
         if arguments.failover:
-            place, schema = postgres_place(arguments.dsn)
+            place, schema = postgres_place(arguments.dsn, "bench")
             try:
                 failover(place, arguments.failover, arguments.lease, Path(directory))
             finally:
@@ -432,7 +408,7 @@ def main() -> None:
         if arguments.store in {"sqlite", "both"}:
             fleet("sqlite", str(Path(directory) / "sessions.db"), arguments)
         if arguments.store in {"postgres", "both"}:
-            place, schema = postgres_place(arguments.dsn)
+            place, schema = postgres_place(arguments.dsn, "bench")
             try:
                 fleet("postgres", place, arguments)
             finally:

@@ -32,7 +32,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 from session_schedule.core.changes import create_change
 from session_schedule.core.ids import make_schedule_id
@@ -50,27 +51,12 @@ from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import LiveSchedule, Settings
 from session_schedule.session import JsonlSessionStore, SessionHandle, SessionStore
 from session_schedule.testing import IdleAgent
+from shared import hostbench
 
 DAY_MS: Final = 86_400_000
 SETUP_CONCURRENCY: Final = 16
-DEFAULT_DSN: Final = "postgresql://postgres@127.0.0.1:5432/test"
 HORIZON_S: Final = 40.0
 """How far ahead a host's poll looks by default (``lead_seconds`` + ``poll_seconds``)."""
-
-
-def make_store(kind: str, place: str) -> SessionStore:
-    if kind == "postgres":
-        from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
-
-        dsn, schema = place.split(" ", 1)
-        return PostgresSessionStore(dsn, schema=schema, pool_size=10)
-    return JsonlSessionStore(Path(place))
-
-
-async def close_store(store: object) -> None:
-    close = getattr(store, "close", None)
-    if close is not None:
-        await close()
 
 
 async def populate(store: SessionStore, sessions: int) -> None:
@@ -89,11 +75,11 @@ async def populate(store: SessionStore, sessions: int) -> None:
             await handle.barrier()
 
     await asyncio.gather(*(one(index) for index in range(sessions)))
-    await close_store(store)
+    await hostbench.close_store(store)
 
 
 async def idle_host(kind: str, place: str, idle: float) -> dict[str, float]:
-    store = make_store(kind, place)
+    store = hostbench.make_store(kind, place)
 
     @asynccontextmanager
     async def agents(
@@ -110,12 +96,10 @@ async def idle_host(kind: str, place: str, idle: float) -> dict[str, float]:
         while host.stats.polls < 1:
             await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)  # whatever the first poll started
-        cpu, wall = time.process_time(), time.monotonic()
-        await asyncio.sleep(idle)
-        cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+        idle_cpu = await hostbench.idle_cpu_percent(idle)
         polls = host.stats.polls
-    await close_store(store)
-    return {"idle_cpu_percent": cpu / wall * 100, "polls": polls}
+    await hostbench.close_store(store)
+    return {"idle_cpu_percent": idle_cpu, "polls": polls}
 
 
 async def polls(place: str, count: int) -> dict[str, float]:
@@ -141,29 +125,8 @@ async def polls(place: str, count: int) -> dict[str, float]:
 
 
 def run_child(*arguments: str) -> dict[str, float]:
-    result = subprocess.run(  # noqa: S603 - this very script, with our own arguments
-        [sys.executable, __file__, "--child", *arguments],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    figures: dict[str, float] = json.loads(result.stdout.splitlines()[-1])
+    figures: dict[str, float] = json.loads(hostbench.child_output(__file__, *arguments))
     return figures
-
-
-def postgres_place(dsn: str) -> tuple[str, str]:
-    from session_schedule.session.postgres_schema import migrate  # noqa: PLC0415
-
-    schema = f"bench_idle_index_{os.getpid()}"
-    migrate(dsn, schema=schema)
-    return f"{dsn} {schema}", schema
-
-
-def drop(dsn: str, schema: str) -> None:
-    import psycopg  # noqa: PLC0415
-
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
 
 
 def main() -> None:
@@ -181,7 +144,9 @@ def main() -> None:
     parser.add_argument("--polls", type=int, default=50)
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--postgres", action="store_true")
-    parser.add_argument("--dsn", default=os.environ.get("SESSION_SCHEDULE_PG_DSN", DEFAULT_DSN))
+    parser.add_argument(
+        "--dsn", default=os.environ.get("SESSION_SCHEDULE_PG_DSN", hostbench.DEFAULT_DSN)
+    )
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=arguments.dir) as directory:
         empty = Path(directory) / "empty"
@@ -220,12 +185,12 @@ def main() -> None:
             flush=True,
         )
         if arguments.postgres:
-            place, schema = postgres_place(arguments.dsn)
+            place, schema = hostbench.postgres_place(arguments.dsn, "bench_idle_index")
             try:
-                asyncio.run(populate(make_store("postgres", place), arguments.sessions))
+                asyncio.run(populate(hostbench.make_store("postgres", place), arguments.sessions))
                 base = run_child("host", "postgres", place, idle)
             finally:
-                drop(arguments.dsn, schema)
+                hostbench.drop(arguments.dsn, schema)
             print(
                 f"  {arguments.sessions} PostgreSQL sessions: idle CPU "
                 f"{base['idle_cpu_percent']:.4f} % of a core ({base['polls']:.0f} polls); JSONL "

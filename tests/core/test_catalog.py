@@ -6,8 +6,15 @@ import inspect
 import msgspec
 import pytest
 
-from session_schedule.core.catalog import CATALOG, PersistenceCatalog
+from session_schedule.core.catalog import (
+    CATALOG,
+    BatchInstantField,
+    PersistenceCatalog,
+    strict_twin,
+)
 from session_schedule.core.changes import ScheduleChange
+from session_schedule.core.instants import CANONICAL_INSTANT_PATTERN
+from session_schedule.core.records import InstantField
 from session_schedule.core.schema import json_schema
 
 
@@ -76,3 +83,48 @@ def test_register_refuses_duplicates_and_anonymous_declarations() -> None:
         catalog.register(
             "test/other", versions=(1,), declaration=list[bytes], decode=lambda d, w: d
         )
+
+
+class Stamp(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename="camel",
+    omit_defaults=True,
+):
+    label: str
+    at: BatchInstantField
+    seen_at: BatchInstantField | None = None
+    notes: list[str] = msgspec.field(default_factory=list)
+
+
+def test_a_strict_twin_decodes_as_the_declaration_with_the_patterns() -> None:
+    twin = strict_twin(Stamp, {"at": InstantField})
+    assert [
+        (field.name, field.encode_name, field.default, field.default_factory)
+        for field in msgspec.structs.fields(twin)
+    ] == [
+        (field.name, field.encode_name, field.default, field.default_factory)
+        for field in msgspec.structs.fields(Stamp)
+    ]
+    good = b'{"label":"x","at":"2026-05-01T09:00:00.000Z","seenAt":"2026-05-01T09:00:00Z"}'
+    assert msgspec.json.encode(msgspec.json.decode(good, type=twin)) == good
+    assert msgspec.json.encode(msgspec.json.decode(good, type=Stamp)) == good
+    bad = good.replace(b"09:00:00.000Z", b"09:00:00Z")
+    assert msgspec.json.decode(bad, type=Stamp).at == "2026-05-01T09:00:00Z"
+    with pytest.raises(msgspec.ValidationError) as raised:
+        msgspec.json.decode(bad, type=twin)
+    assert str(raised.value) == (
+        f"Expected `str` matching regex {CANONICAL_INSTANT_PATTERN!r} - at `$.at`"
+    )
+    with pytest.raises(msgspec.ValidationError) as unknown:
+        msgspec.json.decode(good[:-1] + b',"extra":1}', type=twin)
+    assert str(unknown.value) == "Object contains unknown field `extra`"
+    with pytest.raises(ValueError) as refused:
+        strict_twin(Stamp, {"when": InstantField})
+    assert str(refused.value) == "Stamp has no fields ['when']"
+
+
+def test_the_batch_instant_field_has_the_instant_field_schema() -> None:
+    assert msgspec.json.schema(BatchInstantField) == msgspec.json.schema(InstantField)

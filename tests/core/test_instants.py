@@ -11,6 +11,7 @@ from session_schedule.core.instants import (
     MAX_INSTANT,
     MIN_INSTANT,
     Instant,
+    all_canonical,
     canonical_instant,
     civil_from_days,
     days_from_civil,
@@ -168,3 +169,39 @@ def test_the_remembered_minutes_and_seconds_accept_exactly_the_canonical_form(
 def test_parse_instant_round_trips_through_the_remembered_parts(text: str) -> None:
     assert format_instant(parse_instant(text)) == text
     assert format_instant(parse_instant(text)) == text
+
+
+_joined_pairs = st.tuples(_canonical, _canonical).map(lambda t: t[0] + "\n" + t[1])
+
+
+@given(st.lists(st.one_of(_canonical, _canonical, _near_misses, _joined_pairs), max_size=12))
+def test_many_instants_are_canonical_together_exactly_when_each_is(texts: list[str]) -> None:
+    assert all_canonical(texts) == all(_fully_checked(text) is not None for text in texts)
+
+
+@pytest.mark.parametrize(
+    ("texts", "canonical"),
+    [
+        ([], True),
+        (["2024-02-29T23:59:59.999Z", "0001-01-01T00:00:00.000Z"], True),
+        (["2025-02-29T00:00:00.000Z"], False),
+        # Joined, these two are two canonical instants; neither is one.
+        (["2026-05-01T09:00:00.000Z\n2026-05-01T09:00:00.000Z", ""], False),
+        (["2026-05-01T09:00:00.000Z\n", "2026-05-01T09:00:00.000Z"], False),
+        (["2026-05-01T09:00:00.000Z", "2026-05-01T09:00:00.000Z\n"], False),
+    ],
+)
+def test_instants_joined_by_newlines_are_not_taken_for_others(
+    texts: list[str], canonical: bool
+) -> None:
+    assert all_canonical(texts) is canonical
+
+
+@given(st.lists(st.one_of(_canonical, _near_misses), max_size=8))
+def test_an_unseen_minute_or_second_is_checked_in_full(texts: list[str]) -> None:
+    # Whatever is remembered already, each text means what the full check says; a text whose
+    # minute is valid and whose second is not (or the reverse) leaves only its valid part.
+    for text in texts:
+        assert canonical_instant(text) == _fully_checked(text), text
+        assert canonical_instant(text[:17] + "99.000Z") is None
+        assert canonical_instant("2026-13-01T00:00:" + text[17:]) is None

@@ -10,11 +10,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from session_schedule.core.changes import create_change, delete_change, dispatch_change
+from session_schedule.core.changes import delete_change
 from session_schedule.core.fold import fold
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import parse_instant
-from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
@@ -41,6 +40,7 @@ from session_schedule.testing.session_contract import (
     schedule_create,
     turn,
 )
+from tests.session.histories import append_history, every
 
 SID = SessionId("s_aaaaaaaaaaaa")
 OTHER = SessionId("s_bbbbbbbbbbbb")
@@ -52,39 +52,11 @@ def store(tmp_path: Path) -> JsonlSessionStore:
     return JsonlSessionStore(tmp_path / "data")
 
 
-def every(number: int) -> object:
-    return create_change(
-        EveryScheduleRecord(
-            id=make_schedule_id(number),
-            prompt=f"every {number}",
-            every_seconds=600,
-            scheduled_at="2030-01-01T00:00:00.000Z",
-        )
-    )
-
-
 async def write_history(store: JsonlSessionStore, session: SessionId = SID) -> None:
     """A session of 200 entries: turns, creates, deletes and dispatches, in several barriers;
     25 Every records stay active."""
     async with await store.create(now=NOW, session_id=session) as handle:
-        for number in range(1, 51):
-            handle.append("message", turn(number))
-            handle.append(
-                "schedule/change", every(number) if number % 2 else schedule_create(number)
-            )
-            if number % 2 == 0:
-                handle.append("schedule/change", delete_change(make_schedule_id(number)))
-            else:
-                handle.append(
-                    "schedule/change",
-                    dispatch_change(
-                        make_schedule_id(number), parse_instant("2030-01-01T01:00:00.000Z")
-                    ),
-                )
-            handle.append("message", turn(1000 + number))
-            if number % 7 == 0:
-                await handle.barrier()
-        await handle.barrier()
+        await append_history(handle, 1, 50, dispatched=True)
 
 
 def long_turn(number: int) -> MessageEntry:

@@ -12,19 +12,17 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from session_schedule.core.changes import ScheduleCreateChange, create_change, delete_change
-from session_schedule.core.ids import make_schedule_id
-from session_schedule.core.records import EveryScheduleRecord
+from session_schedule.core.changes import ScheduleCreateChange
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
 from session_schedule.session.handle import LazyEntries
-from session_schedule.session.jsonl import JsonlSessionHandle
 from session_schedule.session.jsonl import creation as creation_module
 from session_schedule.session.jsonl import files as files_module
 from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.jsonl.files import SUFFIX
 from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import NOW, payloads, schedule_create, turn
+from tests.session.histories import append_history
 
 SID = SessionId("s_aaaaaaaaaaaa")
 FORK = SessionId("s_bbbbbbbbbbbb")
@@ -36,33 +34,11 @@ def store(tmp_path: Path) -> JsonlSessionStore:
     return JsonlSessionStore(tmp_path / "data")
 
 
-def every(number: int) -> object:
-    return create_change(
-        EveryScheduleRecord(
-            id=make_schedule_id(number),
-            prompt=f"every {number}",
-            every_seconds=600,
-            scheduled_at="2030-01-01T00:00:00.000Z",
-        )
-    )
-
-
-async def write_history(store: JsonlSessionStore, first: int = 1, last: int = 60) -> None:
+async def write_history(store: JsonlSessionStore) -> None:
     """Turns, creates and deletes in several barriers (closed: the session has a checkpoint at
     its end); the odd-numbered Every records stay active."""
     async with await store.create(now=NOW, session_id=SID) as handle:
-        await append_history(handle, first, last)
-
-
-async def append_history(handle: JsonlSessionHandle, first: int, last: int) -> None:
-    for number in range(first, last + 1):
-        handle.append("message", turn(number))
-        handle.append("schedule/change", every(number) if number % 2 else schedule_create(number))
-        if number % 2 == 0:
-            handle.append("schedule/change", delete_change(make_schedule_id(number)))
-        if number % 7 == 0:
-            await handle.barrier()
-    await handle.barrier()
+        await append_history(handle, 1, 60)
 
 
 async def full_read(store: JsonlSessionStore, session: SessionId = SID) -> list[tuple[str, object]]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import msgspec
 import psycopg
 import pytest
 
+import session_schedule
 from session_schedule.core.changes import create_change, delete_change, dispatch_change
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import make_schedule_id
@@ -405,6 +409,33 @@ class TestLeases:
             assert rows == [(1, False)]
 
     @contract_test
+    async def test_a_renewal_during_a_slow_create_commit_leaves_the_new_session_alone(
+        self, dsn: str, schema: str
+    ) -> None:
+        # The create's commit takes more than a renewal interval (a deferred trigger sleeps in
+        # it): a renewal run meanwhile could not see the new lease, and used to poison the
+        # handle as if another owner had taken the session over.
+        execute(
+            dsn,
+            f"CREATE FUNCTION {schema}.slow_commit() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN PERFORM pg_sleep(0.6); RETURN NULL; END $$",
+        )
+        execute(
+            dsn,
+            f"CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON {schema}.sessions"
+            " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW"
+            f" EXECUTE FUNCTION {schema}.slow_commit()",
+        )
+        async with PostgresSessionStore(dsn, schema=schema, lease_seconds=1.5) as store:
+            handle = await store.create(now=NOW, session_id=SID)
+            await asyncio.sleep(1.2)  # two renewal intervals after the create began
+            assert not handle.poisoned
+            handle.append("message", turn(0))
+            await handle.barrier()
+            await handle.close()
+        assert [entry.position for entry in (await _read(dsn, schema, SID)).entries] == [0]
+
+    @contract_test
     async def test_a_corrupt_session_keeps_its_lease_untouched(self, dsn: str, schema: str) -> None:
         async with PostgresSessionStore(dsn, schema=schema) as store:
             async with await store.create(now=NOW, session_id=SID) as handle:
@@ -509,6 +540,42 @@ class TestCommits:
 
 
 class TestSchemaAndDamage:
+    def test_a_program_whose_opens_race_to_a_missing_schema_ends(self, dsn: str) -> None:
+        # Two first uses at once: the one that opened the pool fails the schema check while the
+        # other is still opening its own, which ``asyncio.run`` then cancels on the way out. A
+        # cancelled open used to leave the pool's workers connecting, and the program hung.
+        script = textwrap.dedent(
+            f"""
+            import asyncio
+            from session_schedule.core.instants import Instant
+            from session_schedule.session.errors import SessionError
+            from session_schedule.session.postgres import PostgresSessionStore
+
+            async def main() -> None:
+                async with PostgresSessionStore({dsn!r}, schema={fresh_schema_name()!r}) as store:
+                    async def one() -> None:
+                        async with await store.create(now=Instant(0)):
+                            pass
+                    await asyncio.gather(one(), one())
+
+            try:
+                asyncio.run(main())
+            except SessionError as error:
+                print(error.message)
+            """
+        )
+        finished = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(Path(session_schedule.__file__).parents[1])},
+            check=True,
+        )
+        assert finished.stdout.endswith(
+            "holds no session store; create it with `session-schedule db init`\n"
+        )
+
     @contract_test
     async def test_a_store_refuses_a_missing_older_or_newer_schema(self, dsn: str) -> None:
         name = fresh_schema_name()

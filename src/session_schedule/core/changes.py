@@ -35,9 +35,8 @@ from session_schedule.core.catalog import CATALOG
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import SCHEDULE_ID, ScheduleId
 from session_schedule.core.instants import (
-    KNOWN_MINUTES,
-    KNOWN_SECONDS,
     Instant,
+    all_canonical,
     canonical_instant,
     format_instant,
     why_not_canonical,
@@ -439,20 +438,16 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
     create's version matching its kind, its prompt what a create stores, a ``daily`` record's
     time, zone and weekdays. ``False`` at the first doubt; the caller then finds the error."""
     known = _KNOWN_IDS
-    minutes, seconds = KNOWN_MINUTES, KNOWN_SECONDS
-    instant = canonical_instant
+    # The instants are checked together once the loop is done (all_canonical).
+    instants: list[str] = []
     for change in changes:
         if type(change) is ScheduleDispatchChange:
             schedule_id = change.id
             if schedule_id not in known and not _remember(schedule_id):
                 return False
             accepted_at = change.accepted_at
-            if (
-                accepted_at is not msgspec.UNSET
-                and (accepted_at[:17] not in minutes or accepted_at[17:] not in seconds)
-                and instant(accepted_at) is None
-            ):
-                return False
+            if accepted_at is not msgspec.UNSET:
+                instants.append(accepted_at)
         elif type(change) is ScheduleDeleteChange:
             schedule_id = change.id
             if schedule_id not in known and not _remember(schedule_id):
@@ -461,13 +456,9 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
             return False  # a version-3 operation: checked one by one
         else:
             record = change.schedule
-            scheduled_at = record.scheduled_at
             if record.id not in known and not _remember(record.id):
                 return False
-            if (scheduled_at[:17] not in minutes or scheduled_at[17:] not in seconds) and instant(
-                scheduled_at
-            ) is None:
-                return False
+            instants.append(record.scheduled_at)
             if plain and type(record) not in (DailyScheduleRecord, CalendarScheduleRecord):
                 prompt = record.prompt
                 if (
@@ -486,7 +477,7 @@ def _forms_hold(changes: list[ScheduleChange], *, plain: bool) -> bool:
                 _checked(change, "", plain=plain)
             except ScheduleError:
                 return False
-    return True
+    return all_canonical(instants)
 
 
 def convert_change(value: object, *, where: str = "") -> ScheduleChange:

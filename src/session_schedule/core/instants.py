@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
-from types import MappingProxyType
 from typing import Final, NewType
 
 Instant = NewType("Instant", int)
@@ -144,37 +143,42 @@ def canonical_instant(text: str) -> int | None:
 
     Accepts exactly what :func:`parse_instant` accepts, at the cost of two dictionary look-ups
     for an instant whose minute and whose second were seen before: replay checks and converts
-    one instant per stored create and Every dispatch, and a log's instants share few minutes.
-    A text is split into its minute (``YYYY-MM-DDTHH:MM:``, date and time of day checked) and
-    its second (``SS.sssZ``); any checked minute followed by any checked second is canonical,
-    so a text whose two parts are both known is canonical. An unknown part costs four more
-    look-ups (date, time of day, second, milliseconds), and a date not seen before one match of
-    the calendar expression. The tables of seen parts are bounded: each is forgotten whenever it
-    fills.
+    one instant per stored create and Every dispatch. A text is split into its minute
+    (``YYYY-MM-DDTHH:MM:``, date and time of day checked) and its second (``SS.sssZ``); any
+    checked minute followed by any checked second is canonical, so a text whose two parts are
+    both known is canonical. An unseen minute costs two more look-ups (date, time of day), an
+    unseen second two (whole second, milliseconds), and a date not seen before one match of the
+    calendar expression: a realistic log's dispatches fall on new minutes. The tables of seen
+    parts are bounded: each is forgotten whenever it fills. (Many instants only checked, not
+    converted, are checked at once by :func:`all_canonical`.)
     """
-    try:
-        return _MINUTE_MS[text[:17]] + _SECOND_MS[text[17:]]
-    except KeyError:
-        pass
-    # An unseen part: the text is cut into its date (``YYYY-MM-DDT``, checked once per date by
-    # the calendar expression), its time of day to the minute (``HH:MM:``), its whole second
-    # (``SS.``) and its milliseconds (``sssZ``), each looked up in a table of every valid form;
-    # the slices have fixed widths, so a text of any other length matches no table.
-    day_ms = _DAY_MS.get(text[:11])
-    if day_ms is None:
+    minute_ms = _MINUTE_MS.get(text[:17])
+    if minute_ms is None:
+        # An unseen minute: its date (``YYYY-MM-DDT``, checked once per date by the calendar
+        # expression) and its time of day (``HH:MM:``), each looked up in a table of every valid
+        # form; the slices have fixed widths, so a text of any other length matches no table.
         date = text[:11]
-        if _CANONICAL_DATE.fullmatch(date) is None:
+        day_ms = _DAY_MS.get(date)
+        if day_ms is None:
+            if _CANONICAL_DATE.fullmatch(date) is None:
+                return None
+            day_ms = days_from_civil(int(date[:4]), int(date[5:7]), int(date[8:10])) * MS_PER_DAY
+            _remember(_DAY_MS, date, day_ms)
+        time_ms = _TIME_OF_DAY_MS.get(text[11:17])
+        if time_ms is None:
             return None
-        day_ms = days_from_civil(int(date[:4]), int(date[5:7]), int(date[8:10])) * MS_PER_DAY
-        _remember(_DAY_MS, date, day_ms)
-    minute_ms = _TIME_OF_DAY_MS.get(text[11:17])
-    whole_ms = _WHOLE_SECOND_MS.get(text[17:20])
-    fraction_ms = _FRACTION_MS.get(text[20:])
-    if minute_ms is None or whole_ms is None or fraction_ms is None:
-        return None
-    _remember(_MINUTE_MS, text[:17], day_ms + minute_ms)
-    _remember(_SECOND_MS, text[17:], whole_ms + fraction_ms)
-    return day_ms + minute_ms + whole_ms + fraction_ms
+        minute_ms = day_ms + time_ms
+        _remember(_MINUTE_MS, text[:17], minute_ms)
+    second_ms = _SECOND_MS.get(text[17:])
+    if second_ms is None:
+        # An unseen second: its whole second (``SS.``) and its milliseconds (``sssZ``).
+        whole_ms = _WHOLE_SECOND_MS.get(text[17:20])
+        fraction_ms = _FRACTION_MS.get(text[20:])
+        if whole_ms is None or fraction_ms is None:
+            return None
+        second_ms = whole_ms + fraction_ms
+        _remember(_SECOND_MS, text[17:], second_ms)
+    return minute_ms + second_ms
 
 
 def _remember(table: dict[str, int], key: str, value: int) -> None:
@@ -194,12 +198,28 @@ _TIME_OF_DAY_MS: Final = {text: minute * 60_000 for minute, text in enumerate(_H
 _WHOLE_SECOND_MS: Final = {text: second * MS_PER_SECOND for second, text in enumerate(_SECOND)}
 _FRACTION_MS: Final = {text: ms for ms, text in enumerate(_MILLISECOND)}
 _PARTS_REMEMBERED: Final = 1 << 16
-KNOWN_MINUTES: Final[Mapping[str, int]] = MappingProxyType(_MINUTE_MS)
-"""The minutes :func:`canonical_instant` has checked, read-only: a loop over many instants tests
-``text[:17] in KNOWN_MINUTES and text[17:] in KNOWN_SECONDS`` (then ``text`` is canonical)
-before calling it."""
-KNOWN_SECONDS: Final[Mapping[str, int]] = MappingProxyType(_SECOND_MS)
-"""The seconds within a minute :func:`canonical_instant` has checked, read-only."""
+
+
+_CANONICAL_RUN: Final = re.compile(f"(?:{_DATE}{_TIME}\n)*{_DATE}{_TIME}")
+_CANONICAL_LENGTH: Final = len("2026-05-01T09:00:00.000Z")
+
+
+def all_canonical(texts: Sequence[str]) -> bool:
+    """Whether every one of ``texts`` is in the canonical form: what ``canonical_instant(text)
+    is not None`` says of each, for many at once (a chunk of a long log's instants, at new
+    minutes or not) by one match of the canonical form over the texts joined by newlines.
+
+    The canonical form is fixed-width and holds no newline, so the joined text has the length
+    of that many canonical instants and their separators, and matches the repeated form, exactly
+    when each text is one canonical instant.
+    """
+    if not texts:
+        return True
+    joined = "\n".join(texts)
+    return (
+        len(joined) == (_CANONICAL_LENGTH + 1) * len(texts) - 1
+        and _CANONICAL_RUN.fullmatch(joined) is not None
+    )
 
 
 def instant_of_canonical(text: str) -> Instant:

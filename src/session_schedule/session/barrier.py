@@ -40,15 +40,31 @@ tool call, one session's dispatch — still flushes on the spot.
 Each loop counts its barriers that are gathering or have a flush in flight
 (:func:`barriers_at_work`): the rule above reads it, and a test in virtual time uses it to let
 a flush on a worker thread land before it moves the clock.
+
+**Nor while a timer is due before the flush would end.** A lone barrier also sends its flush
+to the worker when the loop's earliest timer (asyncio's own loop, whose heap of timers can be
+seen) is due within the time a flush on the spot has recently taken: one-shots of many sessions
+due within the same few milliseconds, each at its own instant, find one another's timers due
+and their ``fsync`` calls run together on the workers, while the loop runs the timers on time.
+That time is measured on each flush on the spot, and reported by the handle for its flushes on
+its worker (:meth:`GroupCommit.measured`: the ``fsync`` alone, so that the estimate does not
+stay high while every flush goes to the workers), and kept per loop: it follows a longer flush
+at once and a shorter one slowly (an eighth of the way per flush), since a tail ``fsync`` on the
+loop delays every timer behind it; before any was measured it is taken to be
+:data:`FIRST_GUESS`. A timer cancelled during the current pass of the loop still counts (the
+loop drops it from the heap only at its next pass); a loop whose timers cannot be seen (not
+asyncio's own) is treated as having none due, as before this rule. A conversation's tool call,
+with no other timer due within a few milliseconds, still flushes on the spot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import final
+from typing import Final, final
 
 Flush = Callable[[int, int], Awaitable[None]]
 """``flush(durable, target)``: make entries ``[durable, target)`` durable, or fail.
@@ -57,15 +73,29 @@ It may return a future (no task is then created: one loop iteration less per bar
 FlushNow = Callable[[int, int], None]
 """``flush_now(durable, target)``: the same flush, done before returning (or raising)."""
 
+FIRST_GUESS: Final = 0.001
+"""Seconds a flush on the spot is taken to last before one was measured on the loop."""
+_DECAY: Final = 8
+"""A shorter flush moves the loop's estimate this fraction (one in eight) of the way down."""
+
 
 @final
 class _Activity:
-    """How many barriers of a loop's handles are gathering or have a flush in flight."""
+    """How many barriers of a loop's handles are gathering or have a flush in flight, and how
+    long a flush on the spot has recently taken there."""
 
-    __slots__ = ("count",)
+    __slots__ = ("count", "flush_seconds")
 
     def __init__(self) -> None:
         self.count = 0
+        self.flush_seconds = FIRST_GUESS
+
+    def measured(self, seconds: float) -> None:
+        """Take a flush on the spot that lasted ``seconds`` into the estimate."""
+        estimate = self.flush_seconds
+        self.flush_seconds = (
+            seconds if seconds >= estimate else estimate + (seconds - estimate) / _DECAY
+        )
 
 
 _ACTIVITY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Activity] = (
@@ -124,10 +154,18 @@ class GroupCommit:
                 self._flight is None
                 and not self._gathering
                 and flush_now is not None
-                and self._loop_activity().count == 0
-                and (_nothing_ready() or await self._alone())
+                and (activity := self._loop_activity()).count == 0
+                and (state := _loop_state(activity.flush_seconds)) is not _TIMER_DUE
+                and (
+                    state is _IDLE
+                    # What ran during the yield may have set a timer.
+                    or (
+                        await self._alone()
+                        and _loop_state(activity.flush_seconds) is not _TIMER_DUE
+                    )
+                )
             ):
-                self._flush_here(flush_now)
+                self._flush_here(flush_now, activity)
                 continue
             if self._flight is None and not self._gathering:
                 self._launch()
@@ -136,6 +174,11 @@ class GroupCommit:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
+
+    def measured(self, seconds: float) -> None:
+        """Take a flush that was not on the spot (a worker's ``fsync``, say), which lasted
+        ``seconds``, into the loop's estimate of how long one on the spot would take."""
+        self._loop_activity().measured(seconds)
 
     async def settle(self) -> None:
         """Return once no flush is in flight (whatever its outcome)."""
@@ -167,15 +210,17 @@ class GroupCommit:
             return False
         return True
 
-    def _flush_here(self, flush_now: FlushNow) -> None:
+    def _flush_here(self, flush_now: FlushNow, activity: _Activity) -> None:
         self.flushes += 1
         target = self._appended()
+        started = _clock()
         try:
             flush_now(self.durable, target)
         except Exception as error:  # any failure is final, as for a flush on the thread
             self.failure = f"{type(error).__name__}: {error}"
         else:
             self.durable = target
+        activity.measured(_clock() - started)
 
     def _wake_all(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -210,8 +255,28 @@ class GroupCommit:
         self._wake_all()
 
 
-def _nothing_ready() -> bool:
-    """Whether the running loop has no callback ready to run (``False`` when it cannot tell: a
-    loop other than asyncio's own)."""
-    ready = getattr(asyncio.get_running_loop(), "_ready", None)
-    return type(ready) is collections.deque and not ready
+_IDLE: Final = "idle"
+"""The loop has no callback ready to run and no timer due soon."""
+_BUSY: Final = "busy"
+"""The loop has a callback ready to run (or cannot tell), and no timer due soon."""
+_TIMER_DUE: Final = "timer due"
+"""The loop has a timer due within the time asked about."""
+
+
+def _loop_state(seconds: float) -> str:
+    """Whether the running loop has a timer due within ``seconds``, else whether it has a
+    callback ready to run, in one look. A loop other than asyncio's own, whose heap of timers
+    and queue of ready callbacks cannot be seen, is taken to have no timer due and a callback
+    ready (so a lone barrier yields once, then flushes on the spot, as before this rule)."""
+    loop = asyncio.get_running_loop()
+    scheduled = getattr(loop, "_scheduled", None)
+    if type(scheduled) is list and scheduled:
+        earliest = scheduled[0]  # a heap: its first timer is due first
+        if isinstance(earliest, asyncio.TimerHandle) and earliest.when() - loop.time() < seconds:
+            return _TIMER_DUE
+    ready = getattr(loop, "_ready", None)
+    return _IDLE if type(ready) is collections.deque and not ready else _BUSY
+
+
+_clock: Callable[[], float] = time.perf_counter
+"""What a flush on the spot is timed with (a test may replace it)."""

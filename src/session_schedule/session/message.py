@@ -16,6 +16,7 @@ session codec locates it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Annotated, Final, Literal, TypeAlias, final
 
 import msgspec
@@ -25,8 +26,14 @@ from session_schedule.core.canonical import (
     decode_canonical_lines,
     why_not_canonical_json,
 )
-from session_schedule.core.catalog import CATALOG
-from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.catalog import CATALOG, BatchInstantField, strict_twin
+from session_schedule.core.instants import (
+    Instant,
+    all_canonical,
+    canonical_instant,
+    format_instant,
+    parse_instant,
+)
 from session_schedule.core.records import InstantField
 
 MESSAGE_ENTRY_TYPE: Final = "message"
@@ -40,7 +47,7 @@ NonEmpty: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
 
 
 @final
-class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
     """A function call requested by the model, OpenAI style."""
 
     id: NonEmpty
@@ -51,13 +58,14 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 @final
 class MessageEntry(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel", gc=False
 ):
     """One transcript turn."""
 
     role: Role
     content: str
-    at: InstantField
+    at: BatchInstantField
+    """Canonical UTC (an ``InstantField``, checked as the decoders say)."""
     origin: Origin
     tool_calls: tuple[ToolCall, ...] | msgspec.UnsetType = msgspec.UNSET
     """Calls requested by an assistant turn (absent otherwise)."""
@@ -79,7 +87,19 @@ _ORIGINS: Final[dict[Role, frozenset[Origin]]] = {
     "tool": frozenset({"tool"}),
 }
 _DECODER: Final = msgspec.json.Decoder(MessageEntry)
+_STRICT: Final = msgspec.json.Decoder(strict_twin(MessageEntry, {"at": InstantField}))
+"""Decodes a payload :data:`_DECODER`'s value has a doubt about: the errors of a bad one."""
 _ENCODER: Final = msgspec.json.Encoder()
+_AT: Final = attrgetter("at")
+_SHAPE: Final = attrgetter("role", "origin", "tool_calls", "tool_call_id")
+_PLAIN_SHAPES: Final = frozenset(
+    {
+        ("user", "person", msgspec.UNSET, msgspec.UNSET),
+        ("user", "followup", msgspec.UNSET, msgspec.UNSET),
+        ("assistant", "model", msgspec.UNSET, msgspec.UNSET),
+    }
+)
+"""The role, origin, tool calls and call id of the turns that need no more checks."""
 
 
 def decode_message(data: bytes) -> MessageEntry:
@@ -87,6 +107,23 @@ def decode_message(data: bytes) -> MessageEntry:
     raises ``ValueError`` saying what is wrong."""
     try:
         message = _DECODER.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        pass
+    else:
+        if (
+            _ENCODER.encode(message) == data
+            and canonical_instant(message.at) is not None
+            and _shape_fault(*_SHAPE(message)) is None
+        ):
+            return message
+    return _decode_message_slowly(data)
+
+
+def _decode_message_slowly(data: bytes) -> MessageEntry:
+    """:func:`decode_message` of a payload with a doubt, step by step: its twin with the
+    instant's pattern first, so the error is the one for its first bad field."""
+    try:
+        _STRICT.decode(data)
     except msgspec.ValidationError as error:
         raise ValueError(str(error)[:1].lower() + str(error)[1:]) from None
     except msgspec.DecodeError as error:
@@ -95,6 +132,7 @@ def decode_message(data: bytes) -> MessageEntry:
         raise ValueError(f"invalid UTF-8 ({error})") from None
     except RecursionError:
         raise ValueError(NESTED_TOO_DEEPLY) from None
+    message = _DECODER.decode(data)  # what the twin decodes, the declaration decodes
     if _ENCODER.encode(message) != data:
         raise ValueError(why_not_canonical_json(data))
     check_message(message)
@@ -106,13 +144,12 @@ def decoded_messages(payloads: Sequence[bytes]) -> list[MessageEntry] | None:
     buffer, or ``None`` at the first doubt (never raises for bad bytes): the catalog's batch
     decoder of ``message``."""
     messages = decode_canonical_lines(_DECODER, _ENCODER, payloads)
-    if messages is None:
+    if messages is None or not all_canonical(list(map(_AT, messages))):
         return None
-    try:
-        for message in messages:
-            check_message(message)
-    except ValueError:
-        return None
+    # Every turn's role, origin, tool calls and call id at once: most turns share a few shapes.
+    for shape in set(map(_SHAPE, messages)) - _PLAIN_SHAPES:
+        if _shape_fault(*shape) is not None:
+            return None
     return messages
 
 
@@ -122,25 +159,39 @@ def check_message(message: MessageEntry) -> None:
         parse_instant(message.at)
     except ValueError as error:
         raise ValueError(f"{error} - at `$.at`") from None
-    if message.origin not in _ORIGINS[message.role]:
-        raise ValueError(f"a {message.role} turn cannot have origin {message.origin!r}")
-    if message.role != "assistant" and not isinstance(message.tool_calls, msgspec.UnsetType):
-        raise ValueError("only an assistant turn may carry `toolCalls`")
-    if (message.role == "tool") == isinstance(message.tool_call_id, msgspec.UnsetType):
-        raise ValueError("a tool turn, and only a tool turn, carries `toolCallId`")
-    if not isinstance(message.tool_calls, msgspec.UnsetType):
-        for index, call in enumerate(message.tool_calls):
+    fault = _shape_fault(*_SHAPE(message))
+    if fault is not None:
+        raise ValueError(fault)
+
+
+def _shape_fault(
+    role: Role,
+    origin: Origin,
+    tool_calls: tuple[ToolCall, ...] | msgspec.UnsetType,
+    tool_call_id: str | msgspec.UnsetType,
+) -> str | None:
+    """The first rule :func:`check_message` checks after the instant that a turn of this role,
+    origin, tool calls and call id breaks, or ``None``."""
+    if origin not in _ORIGINS[role]:
+        return f"a {role} turn cannot have origin {origin!r}"
+    if role != "assistant" and not isinstance(tool_calls, msgspec.UnsetType):
+        return "only an assistant turn may carry `toolCalls`"
+    if (role == "tool") == isinstance(tool_call_id, msgspec.UnsetType):
+        return "a tool turn, and only a tool turn, carries `toolCallId`"
+    if not isinstance(tool_calls, msgspec.UnsetType):
+        for index, call in enumerate(tool_calls):
             try:
                 msgspec.json.decode(call.arguments)
             except (msgspec.DecodeError, UnicodeDecodeError):
-                raise ValueError(
+                return (
                     f"tool call arguments are not JSON text - at `$.toolCalls[{index}].arguments`"
-                ) from None
+                )
             except RecursionError:
-                raise ValueError(
-                    f"tool call arguments are nested too deeply - at "
+                return (
+                    "tool call arguments are nested too deeply - at "
                     f"`$.toolCalls[{index}].arguments`"
-                ) from None
+                )
+    return None
 
 
 def user_message(content: str, *, at: Instant, origin: UserOrigin = "person") -> MessageEntry:

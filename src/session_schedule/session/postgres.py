@@ -769,8 +769,10 @@ class PostgresSessionStore:
             open=False,
             name=f"session-schedule {self._schema}",
         )
-        await pool.open(wait=True)
         try:
+            # A failed or cancelled open closes the pool, whose workers would otherwise go on
+            # connecting (and keep ``asyncio.run`` from ending when it cancels its tasks).
+            await pool.open(wait=True)
             async with pool.connection() as connection:
                 database = await self._check_version(connection)
         except BaseException:
@@ -1128,6 +1130,7 @@ class PostgresSessionStore:
         while True:
             session_id = chosen or new_session_id()
             header = header_for(session_id)
+            created = False
             async with self._connection() as connection, connection.transaction():
                 cursor = await connection.execute(
                     self._sql.insert_session, (session_id, encode_header(header))
@@ -1142,8 +1145,13 @@ class PostgresSessionStore:
                         await connection.execute(
                             self._sql.insert_entries, (session_id, *_columns(seed))
                         )
-                    held = self._entries(session_id, 0, list(entries))
-                    return self._own(_Owned(header, held, 1), started)
+                    created = True
+            if created:
+                # Owned only once the transaction committed: a renewal run before then would
+                # not see the lease and take the new handle for one another owner took over,
+                # and a failed commit would leave a handle that renews a lease nobody holds.
+                held = self._entries(session_id, 0, list(entries))
+                return self._own(_Owned(header, held, 1), started)
             if chosen is not None:
                 raise session_exists(session_id, self._place)
 

@@ -24,16 +24,24 @@ session codec locates it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Annotated, Final, Literal, TypeAlias, TypeVar, final
 
 import msgspec
 
 from session_schedule.core.canonical import decode_canonical_lines
-from session_schedule.core.catalog import CATALOG
-from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.catalog import CATALOG, BatchInstantField, strict_twin
+from session_schedule.core.instants import (
+    CANONICAL_INSTANT,
+    Instant,
+    all_canonical,
+    format_instant,
+    parse_instant,
+)
 from session_schedule.core.records import InstantField
 
 TURN_QUEUED_TYPE: Final = "turn/queued"
@@ -53,6 +61,11 @@ OCCURRENCE_KEY_PATTERN: Final = (
 _OCCURRENCE_KEY: Final = re.compile(OCCURRENCE_KEY_PATTERN.removeprefix("^").removesuffix("\\Z"))
 
 OccurrenceKeyField: TypeAlias = Annotated[str, msgspec.Meta(pattern=OCCURRENCE_KEY_PATTERN)]
+BatchOccurrenceKeyField: TypeAlias = Annotated[
+    str, msgspec.Meta(extra_json_schema={"type": "string", "pattern": OCCURRENCE_KEY_PATTERN})
+]
+"""An :data:`OccurrenceKeyField` whose pattern the batch decoder checks (the same JSON schema;
+see :mod:`session_schedule.core.catalog`)."""
 
 
 @final
@@ -63,6 +76,7 @@ class TurnQueued(
     forbid_unknown_fields=True,
     rename="camel",
     omit_defaults=True,
+    gc=False,
 ):
     """A turn accepted into the Session's turn queue."""
 
@@ -70,9 +84,9 @@ class TurnQueued(
     origin: TurnOrigin
     text: str
     """The turn's text, exactly as the host's ``run_turn`` receives it."""
-    at: InstantField
-    """When it was queued, canonical UTC."""
-    occurrences: tuple[OccurrenceKeyField, ...] = ()
+    at: BatchInstantField
+    """When it was queued, canonical UTC (an ``InstantField``)."""
+    occurrences: tuple[BatchOccurrenceKeyField, ...] = ()
     """A reminder's occurrence keys, in frame order (absent on a host turn)."""
 
 
@@ -93,6 +107,7 @@ class TurnFailure(
     forbid_unknown_fields=True,
     rename="camel",
     omit_defaults=True,
+    gc=False,
 ):
     """Why a turn failed: a bounded cause, never the whole error."""
 
@@ -111,6 +126,7 @@ class TurnFinished(
     forbid_unknown_fields=True,
     rename="camel",
     omit_defaults=True,
+    gc=False,
 ):
     """The turn queued at entry ``turn`` has run."""
 
@@ -118,7 +134,8 @@ class TurnFinished(
     turn: Annotated[int, msgspec.Meta(ge=0)]
     """The position of its ``turn/queued`` entry."""
     outcome: TurnOutcome
-    at: InstantField
+    at: BatchInstantField
+    """Canonical UTC (an ``InstantField``)."""
     attempts: Annotated[int, msgspec.Meta(ge=1)] = 1
     """How many times it ran (version 2; 1 is not written)."""
     failure: TurnFailure | None = None
@@ -135,12 +152,39 @@ TURN_FINISHED_ENTRY: Final = CATALOG.register(
 
 _QUEUED: Final = msgspec.json.Decoder(TurnQueued)
 _FINISHED: Final = msgspec.json.Decoder(TurnFinished)
+# The twins that decode a payload with a doubt, field patterns included: the errors of a bad one.
+_STRICT_QUEUED: Final = msgspec.json.Decoder(
+    strict_twin(TurnQueued, {"at": InstantField, "occurrences": tuple[OccurrenceKeyField, ...]})
+)
+_STRICT_FINISHED: Final = msgspec.json.Decoder(strict_twin(TurnFinished, {"at": InstantField}))
 _ENCODER: Final = msgspec.json.Encoder()
+_AT: Final = attrgetter("at")
+_ORIGIN: Final = attrgetter("origin")
+_OCCURRENCES: Final = attrgetter("occurrences")
+_QUEUED_SHAPES: Final = frozenset({("schedule", True), ("host", False)})
+"""A turn's origin and whether it names occurrences, as :func:`check_turn_queued` allows."""
+_FINISHED_SHAPE: Final = attrgetter("version", "attempts", "failure", "outcome")
+_PLAIN_FINISHED: Final = frozenset({(1, 1, None, "completed"), (1, 1, None, "failed")})
+_KEY_FORM: Final = f"sch_[1-9][0-9]{{0,15}}@{CANONICAL_INSTANT.pattern}"
+_KEYS: Final = re.compile(f"(?:{_KEY_FORM}\n)*{_KEY_FORM}")
+"""Occurrence keys joined by newlines: their pattern and a canonical instant, each."""
 
 
 def decode_turn_queued(data: bytes) -> TurnQueued:
     """Strictly decode one ``turn/queued`` payload; raises ``ValueError`` saying what is wrong."""
-    queued = _decode(_QUEUED, data)
+    try:
+        queued = _QUEUED.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        pass
+    else:
+        # Canonical bytes name each key once; a value that keeps every rule is the answer.
+        if (
+            _ENCODER.encode(queued) == data
+            and all(_OCCURRENCE_KEY.fullmatch(key) for key in queued.occurrences)
+            and _holds(check_turn_queued, queued)
+        ):
+            return queued
+    queued = _decode_slowly(_STRICT_QUEUED, _QUEUED, data)
     check_turn_queued(queued)
     return queued
 
@@ -150,49 +194,68 @@ def decoded_turns_queued(payloads: Sequence[bytes]) -> list[TurnQueued] | None:
     canonical form (so it repeats no key), decoded as one buffer; ``None`` at the first doubt
     (never raises for bad bytes): the catalog's batch decoder of ``turn/queued``."""
     queued = decode_canonical_lines(_QUEUED, _ENCODER, payloads)
-    if queued is None:
+    if queued is None or not all_canonical(list(map(_AT, queued))):
         return None
-    try:
-        for turn in queued:
-            check_turn_queued(turn)
-    except ValueError:
-        return None
-    return queued
+    keys = list(itertools.chain.from_iterable(map(_OCCURRENCES, queued)))
+    if keys:
+        joined = "\n".join(keys)
+        if joined.count("\n") != len(keys) - 1 or _KEYS.fullmatch(joined) is None:
+            return None
+    shapes = set(zip(map(_ORIGIN, queued), map(bool, map(_OCCURRENCES, queued)), strict=True))
+    return queued if shapes <= _QUEUED_SHAPES else None
 
 
 def decoded_turns_finished(payloads: Sequence[bytes]) -> list[TurnFinished] | None:
     """:func:`decoded_turns_queued` for ``turn/finished``."""
     finished = decode_canonical_lines(_FINISHED, _ENCODER, payloads)
-    if finished is None:
+    if finished is None or not all_canonical(list(map(_AT, finished))):
         return None
-    try:
-        for turn in finished:
-            _check_instant(turn.at)
-            _check_turn_finished(turn)
-    except ValueError:
-        return None
+    for shape in set(map(_FINISHED_SHAPE, finished)) - _PLAIN_FINISHED:
+        if _finished_fault(*shape) is not None:
+            return None
     return finished
 
 
 def decode_turn_finished(data: bytes) -> TurnFinished:
     """Strictly decode one ``turn/finished`` payload; raises ``ValueError`` saying what is
     wrong."""
-    finished = _decode(_FINISHED, data)
-    _check_instant(finished.at)
-    _check_turn_finished(finished)
+    try:
+        finished = _FINISHED.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        pass
+    else:
+        if _ENCODER.encode(finished) == data and _holds(_check_finished, finished):
+            return finished
+    finished = _decode_slowly(_STRICT_FINISHED, _FINISHED, data)
+    _check_finished(finished)
     return finished
 
 
+def _check_finished(finished: TurnFinished) -> None:
+    _check_instant(finished.at)
+    _check_turn_finished(finished)
+
+
 def _check_turn_finished(finished: TurnFinished) -> None:
-    if finished.version == TURN_VERSION:
-        if finished.attempts != 1:
-            raise ValueError("version 1 does not record attempts - at `$.attempts`")
-        if finished.failure is not None:
-            raise ValueError("version 1 does not record a failure - at `$.failure`")
-    elif finished.attempts == 1 and finished.failure is None:
-        raise ValueError("version 2 records attempts or a failure - at `$.version`")
-    if finished.failure is not None and finished.outcome != "failed":
-        raise ValueError("only a failed turn records a failure - at `$.failure`")
+    fault = _finished_fault(*_FINISHED_SHAPE(finished))
+    if fault is not None:
+        raise ValueError(fault)
+
+
+def _finished_fault(
+    version: int, attempts: int, failure: TurnFailure | None, outcome: TurnOutcome
+) -> str | None:
+    """The first rule of a finished turn's version, attempts, failure and outcome it breaks."""
+    if version == TURN_VERSION:
+        if attempts != 1:
+            return "version 1 does not record attempts - at `$.attempts`"
+        if failure is not None:
+            return "version 1 does not record a failure - at `$.failure`"
+    elif attempts == 1 and failure is None:
+        return "version 2 records attempts or a failure - at `$.version`"
+    if failure is not None and outcome != "failed":
+        return "only a failed turn records a failure - at `$.failure`"
+    return None
 
 
 def check_turn_queued(queued: TurnQueued) -> None:
@@ -269,6 +332,24 @@ def turn_failure(error: str, *, message: str, status: int | None = None) -> Turn
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _holds(check: Callable[[T], None], value: T) -> bool:
+    """Whether ``value`` keeps the rules ``check`` raises ``ValueError`` for."""
+    try:
+        check(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _decode_slowly(
+    strict: msgspec.json.Decoder[msgspec.Struct], decoder: msgspec.json.Decoder[T], data: bytes
+) -> T:
+    """The value of a payload with a doubt, decoded with its type's twin first (field patterns
+    included), so a bad one raises the error of its first bad field."""
+    _decode(strict, data)
+    return decoder.decode(data)  # what the twin decodes, the declaration decodes
 
 
 def _decode(decoder: msgspec.json.Decoder[T], data: bytes) -> T:

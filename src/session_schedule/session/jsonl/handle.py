@@ -11,9 +11,10 @@ SPEC §9:
    format 1 is appended to in format 1; format 2 chains each entry's checksum to the last.
 2. **The barrier is an fsync**, with group commit (see :mod:`session_schedule.session.barrier`):
    a hundred appends, then one barrier, cost one fsync. A lone barrier fsyncs on the event
-   loop's thread, unless a barrier of another session of the loop is at work; barriers called
-   together share one fsync on the session's own thread (``flush_on_loop=False``: every flush
-   there).
+   loop's thread, unless a barrier of another session of the loop is at work or a timer of the
+   loop is due before that fsync would end (each fsync on the session's thread reports how long
+   it took, for that estimate); barriers called together share one fsync on the session's own
+   thread (``flush_on_loop=False``: every flush there).
 3. **Then a commit record** (format 2), for the entries the fsync made durable (durable itself
    with the next fsync). A flush on the session's thread writes it there, and a failure fails
    the barrier; a lone barrier leaves it to a loop callback run once its caller has gone on, or
@@ -37,6 +38,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, final
@@ -257,22 +259,31 @@ class JsonlSessionHandle(LogHandle):
         file = self._file
         indexed = self._index_due or self._holds_changes(durable, target)
         self._index_due = False
-        if self.header.format == 1:
-            return self._flushed(self._worker.submit(file.sync), target=target, indexed=indexed)
         # Written once the fsync has returned: a readable commit record never vouches for bytes
         # that were not durable. It becomes durable itself with the next barrier's fsync.
-        commit = commit_line(target, self._checksums[target - 1 - self._origin])
+        commit = (
+            None
+            if self.header.format == 1
+            else commit_line(target, self._checksums[target - 1 - self._origin])
+        )
 
-        def flush() -> None:
+        def flush() -> float:
+            """The flush, on the session's thread; how long its ``fsync`` took (seconds)."""
+            started = time.perf_counter()
             file.sync()
-            with file.use() as fd:
-                write_all(fd, commit)
-            self._commit_lines += 1
+            took = time.perf_counter() - started
+            if commit is not None:
+                with file.use() as fd:
+                    write_all(fd, commit)
+                self._commit_lines += 1
+            return took
 
         return self._flushed(self._worker.submit(flush), target=target, indexed=indexed)
 
-    async def _flushed(self, flush: Awaitable[None], *, target: int, indexed: bool) -> None:
-        await flush
+    async def _flushed(self, flush: Awaitable[float], *, target: int, indexed: bool) -> None:
+        # How long the fsync took tells lone barriers of this loop how long one on the loop's
+        # thread would block it (see :mod:`session_schedule.session.barrier`).
+        self._commit.measured(await flush)
         if indexed:
             self._indexed = True
             if len(self._entries) == target:

@@ -481,15 +481,11 @@ class TargetIndexFile:
         self._lines += len(lines)
         bad = unverified = 0
         for line in lines:
-            try:
-                record = _decoder.decode(line)
-            except msgspec.DecodeError:
+            decoded = _decoded(line)
+            if decoded is None:
                 bad += 1
                 continue
-            session_id = parse_session_id(record.id)
-            if session_id is None:
-                bad += 1
-                continue
+            record, session_id = decoded
             self._check.add(session_id)
             if record.inode == _MARK:
                 # A mark only makes readers look at the log more: it need not verify.
@@ -754,15 +750,11 @@ class TargetIndexFile:
         torn = lines.pop()  # b"" when the file ends with a newline
         bad = unverified = 0
         for line in lines:
-            try:
-                record = _decoder.decode(line)
-            except msgspec.DecodeError:
+            decoded = _decoded(line)
+            if decoded is None:
                 bad += 1
                 continue
-            session_id = parse_session_id(record.id)
-            if session_id is None:
-                bad += 1
-                continue
+            record, session_id = decoded
             if not self._keys.verifies(record):
                 # Not written by a holder of the key (forged, or of an older version): its
                 # session is read again, so no record can hide a due reminder.
@@ -791,6 +783,17 @@ class TargetIndexFile:
             # It changed while being read: record nothing that could look fresh.
             return _Record(session_id, target, -1, -1, -1)
         return self._keys.sign(record)
+
+
+def _decoded(line: bytes) -> tuple[_Record, SessionId] | None:
+    """The record on ``line`` of the index and its session's id; ``None`` for a line that does
+    not decode or names no valid session (the caller counts it for :func:`_report_rejected`)."""
+    try:
+        record = _decoder.decode(line)
+    except msgspec.DecodeError:
+        return None
+    session_id = parse_session_id(record.id)
+    return None if session_id is None else (record, session_id)
 
 
 def _report_rejected(path: Path, bad: int, unverified: int) -> None:
