@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ from session_schedule.core.changes import (
     dispatch_change,
 )
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.instants import parse_instant
+from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import EveryScheduleRecord
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import (
@@ -41,6 +41,8 @@ from session_schedule.session.codec import Source
 from session_schedule.session.jsonl import opening as jsonl_opening
 from session_schedule.session.jsonl import store as jsonl_store
 from session_schedule.session.lines import Scan
+from session_schedule.session.port import LogEntry
+from session_schedule.session.targets import NextTarget
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools import ScheduleTools
@@ -790,6 +792,23 @@ def test_check_reads_the_log_once(
     monkeypatch.setattr(jsonl_store, "read_session", counted)
     assert run(data, "check", session) == 0
     assert reads == [path_of(data, session)]
+
+
+def test_check_folds_the_log_once(
+    data: Path, session: SessionId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Comparing the next-target index with the log takes the fold ``check`` made of it (a
+    long log costs one fold, not two)."""
+    folds: list[int] = []
+    after = NextTarget.after
+
+    def counted(self: NextTarget, entries: Sequence[LogEntry], end: int) -> Instant | None:
+        folds.append(end)
+        return after(self, entries, end)
+
+    monkeypatch.setattr(NextTarget, "after", counted)
+    assert run(data, "check", session) == 0
+    assert folds == []
 
 
 def test_check_overdue_is_a_monitoring_probe(

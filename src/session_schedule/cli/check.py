@@ -10,6 +10,7 @@ it is a monitoring probe: exit 1, naming them, when reminders are later than tha
 from __future__ import annotations
 
 import argparse
+from operator import attrgetter
 from typing import Final, final
 
 import msgspec
@@ -27,6 +28,7 @@ from session_schedule.cli.common import (
 from session_schedule.cli.history import overdue_lines
 from session_schedule.cli.reading import fold_snapshot, with_store
 from session_schedule.core.changes import CHANGE_EVENT_TYPE
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.harness.transcript import transcript_check
 from session_schedule.session import MESSAGE_ENTRY_TYPE, SessionSnapshot
 from session_schedule.session.port import SessionStore
@@ -40,6 +42,7 @@ DESCRIPTION: Final = (
     "entry and the field, or the stray tool result)."
 )
 EXAMPLE: Final = "session-schedule check s_7k2m4q9x3v5b"
+_type_of: Final = attrgetter("type")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +61,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(arguments: argparse.Namespace) -> int:
     inspection = with_store(arguments, lambda store: _inspect(store, arguments.session))
     snapshot = inspection.snapshot
-    state = fold_snapshot(snapshot)
+    state = inspection.state
     header, entries = snapshot
     transcript = transcript_check(entries)
     if transcript.stray is not None:
@@ -73,8 +76,9 @@ def run(arguments: argparse.Namespace) -> int:
             f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
             EXIT_CORRUPT,
         )
-    messages = sum(1 for entry in entries if entry.type == MESSAGE_ENTRY_TYPE)
-    changes = sum(1 for entry in entries if entry.type == CHANGE_EVENT_TYPE)
+    types = list(map(_type_of, entries))
+    messages = types.count(MESSAGE_ENTRY_TYPE)
+    changes = types.count(CHANGE_EVENT_TYPE)
     parts = [
         (
             f"session {header.id} is sound: {len(entries)} entries "
@@ -114,9 +118,11 @@ def run(arguments: argparse.Namespace) -> int:
 
 @final
 class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``check`` reports on: the snapshot, and a file store's torn tail."""
+    """What ``check`` reports on: the snapshot, its schedule state, and a file store's torn
+    tail."""
 
     snapshot: SessionSnapshot
+    state: ScheduleFold
     torn_bytes: int = 0
     torn_lines: int = 0
     derived: tuple[str, ...] = ()
@@ -124,20 +130,24 @@ class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
-    """The session as storage holds it; a store that keeps a file per session (JSONL) also says
-    what a torn tail holds and whether its derived files agree with the log."""
+    """The session as storage holds it, and its changes folded (raises like
+    :func:`fold_snapshot`); a store that keeps a file per session (JSONL) also says what a torn
+    tail holds and whether its derived files agree with the log (with the same fold)."""
     inspect = getattr(store, "inspect", None)
     if inspect is None:
-        return _Inspection(snapshot=await store.read(session_id))
+        snapshot = await store.read(session_id)
+        return _Inspection(snapshot=snapshot, state=fold_snapshot(snapshot))
     found = await inspect(session_id)
+    state = fold_snapshot(found.snapshot)
     problems = getattr(store, "derived_problems", None)
     derived = (
         ()
         if problems is None
-        else tuple(await problems(found.snapshot.header.id, read=found.snapshot))
+        else tuple(await problems(found.snapshot.header.id, read=found.snapshot, folded=state))
     )
     return _Inspection(
         snapshot=found.snapshot,
+        state=state,
         torn_bytes=found.torn_bytes,
         torn_lines=found.torn_lines,
         derived=derived,

@@ -18,7 +18,9 @@ A reminder turn is one the harness recorded with origin ``followup``. A prompt t
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import Final, NamedTuple, final
 
 import msgspec
@@ -108,6 +110,9 @@ class ForkCutError(ValueError):
     """A fork's cut would part a tool call from its results."""
 
 
+_type_of: Final = attrgetter("type")
+
+
 class _Scan(NamedTuple):
     valid: list[bool]
     """``valid[n]``: whether the first ``n`` entries leave no tool call unanswered."""
@@ -124,7 +129,9 @@ class _Scan(NamedTuple):
     """Each assistant turn whose calls another turn follows before all their results."""
 
 
-def _scan(entries: Sequence[LogEntry]) -> _Scan:
+def _scan(entries: Sequence[LogEntry], *, cuts: bool = True) -> _Scan:
+    """Without ``cuts``, ``valid`` and ``openers`` are left empty and only the messages are
+    read: the rest is the same."""
     valid = [True]
     openers = [-1]
     calls: dict[int, tuple[str, ...]] = {}
@@ -133,7 +140,12 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
     problem: TranscriptProblem | None = None
     stray: TranscriptProblem | None = None
     interrupted: list[TranscriptProblem] = []
-    for position, entry in enumerate(entries):
+    numbered: Iterable[tuple[int, LogEntry]] = enumerate(entries)
+    if not cuts:
+        valid, openers = [], []
+        messages = map(MESSAGE_ENTRY_TYPE.__eq__, map(_type_of, entries))
+        numbered = itertools.compress(numbered, messages)
+    for position, entry in numbered:
         turn = entry.payload
         if entry.type == MESSAGE_ENTRY_TYPE and isinstance(turn, MessageEntry):
             if turn.role == "tool":
@@ -162,8 +174,9 @@ def _scan(entries: Sequence[LogEntry]) -> _Scan:
                     calls[position] = tuple(call.id for call in turn.tool_calls)
                     open_calls = dict.fromkeys(calls[position])
                     opened_at = position
-        valid.append(not open_calls)
-        openers.append(opened_at if open_calls else -1)
+        if cuts:
+            valid.append(not open_calls)
+            openers.append(opened_at if open_calls else -1)
     return _Scan(valid, openers, calls, problem, tuple(open_calls), opened_at, stray, interrupted)
 
 
@@ -196,7 +209,7 @@ class TranscriptCheck(NamedTuple):
 
 def transcript_check(entries: Sequence[LogEntry]) -> TranscriptCheck:
     """The stray results and the interrupted calls of a transcript."""
-    scan = _scan(entries)
+    scan = _scan(entries, cuts=False)
     interrupted = list(scan.interrupted)
     if scan.open_calls:
         interrupted.append(

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import Final, cast, final
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleChange
@@ -108,6 +110,10 @@ class NextTarget:
             self._turns.pop(cast("TurnFinished", entry.payload).turn, None)
 
 
+_TURN_TYPES: Final = frozenset({TURN_QUEUED_TYPE, TURN_FINISHED_TYPE})
+_type_of: Final = attrgetter("type")
+
+
 INDEXED_TYPES: Final = frozenset({CHANGE_EVENT_TYPE, TURN_QUEUED_TYPE, TURN_FINISHED_TYPE})
 """The entry types that can move a session's next target."""
 
@@ -118,9 +124,32 @@ def holds_changes(entries: Sequence[LogEntry]) -> bool:
     return any(entry.type in INDEXED_TYPES for entry in entries)
 
 
-def next_target_of(header: SessionHeader, entries: Sequence[LogEntry]) -> Instant | None:
-    """The earliest active target of a whole log (``None``: nothing active, or unindexable)."""
-    return NextTarget(header).after(entries, len(entries))
+def next_target_of(
+    header: SessionHeader, entries: Sequence[LogEntry], *, folded: ScheduleFold | None = None
+) -> Instant | None:
+    """The earliest active target of a whole log (``None``: nothing active, or unindexable).
+
+    ``folded``: the fold of the log's changes (:func:`~session_schedule.core.fold.fold` with
+    the header's ``seed_length``), when the caller has it — they are not folded again; only the
+    ``turn/*`` entries are read."""
+    if folded is None:
+        return NextTarget(header).after(entries, len(entries))
+    # The unfinished turns as _note_turn finds them, each ``at`` converted once it is known to
+    # be unfinished (a long log finishes almost every turn it queues).
+    unfinished: dict[int, str] = {}
+    seed = header.seed_length
+    for entry in compress(entries, map(_TURN_TYPES.__contains__, map(_type_of, entries))):
+        if entry.position < seed:
+            continue
+        if entry.type == TURN_QUEUED_TYPE:
+            unfinished[entry.position] = cast("TurnQueued", entry.payload).at
+        else:
+            unfinished.pop(cast("TurnFinished", entry.payload).turn, None)
+    turns = map(instant_of_canonical, unfinished.values())
+    return min(
+        (target for target in (next_wakeup(folded), *turns) if target is not None),
+        default=None,
+    )
 
 
 def due(

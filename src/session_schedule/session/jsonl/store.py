@@ -37,6 +37,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, final
 
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.instants import Instant
 from session_schedule.session import checkpoint
 from session_schedule.session.descriptors import process_cache
@@ -253,7 +254,11 @@ class JsonlSessionStore:
         return await asyncio.to_thread(job)
 
     async def derived_problems(
-        self, session_id: str, *, read: SessionSnapshot | None = None
+        self,
+        session_id: str,
+        *,
+        read: SessionSnapshot | None = None,
+        folded: ScheduleFold | None = None,
     ) -> tuple[str, ...]:
         """What the files derived from ``session_id``'s log say that its log does not, where
         they would be believed: its checkpoint, when it is bound to the log's commit record (so
@@ -263,7 +268,8 @@ class JsonlSessionStore:
 
         A derived file that would not be believed (stale, damaged, unsigned) is no problem: it
         is rebuilt from the log. ``read``: the session as :meth:`inspect` has just read it
-        (``check`` passes it), which spares reading the whole log a second time."""
+        (``check`` passes it), which spares reading the whole log a second time; ``folded``:
+        the fold of its changes, which spares folding them again."""
         checked = require_session_id(session_id)
         path = self._checked(self.path_of(checked))
         source = source_of(checked)
@@ -278,7 +284,7 @@ class JsonlSessionStore:
                     f"does not say what the log says ({difference}); delete the checkpoint "
                     "(it is rebuilt from the log)"
                 )
-            target = next_target_of(parsed.header, parsed.entries)
+            target = next_target_of(parsed.header, parsed.entries, folded=folded)
             indexed = self._index.mismatch(checked, path.lstat(), target)
             if indexed is not None:
                 problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
