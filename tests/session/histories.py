@@ -16,13 +16,14 @@ from session_schedule.session import SessionHandle
 from session_schedule.testing.session_contract import schedule_create, turn
 
 
-def every(number: int) -> ScheduleCreateChange:
-    """The create of ``sch_<number>``, every ten minutes from 2030-01-01 00:00."""
+def every(number: int, *, every_seconds: int = 600) -> ScheduleCreateChange:
+    """The create of ``sch_<number>``, every ``every_seconds`` (ten minutes) from 2030-01-01
+    00:00."""
     return create_change(
         EveryScheduleRecord(
             id=make_schedule_id(number),
             prompt=f"every {number}",
-            every_seconds=600,
+            every_seconds=every_seconds,
             scheduled_at="2030-01-01T00:00:00.000Z",
         )
     )

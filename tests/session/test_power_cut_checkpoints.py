@@ -84,6 +84,7 @@ from session_schedule.session.targets import next_target_of
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import NOW, payloads, turn
+from tests.session.histories import every
 
 PAGE = 4096
 SID = SessionId("s_aaaaaaaaaaaa")
@@ -156,17 +157,6 @@ class Run:
     entries: list[tuple[str, object]] = field(default_factory=list)
 
 
-def every(number: int) -> ScheduleChange:
-    return create_change(
-        EveryScheduleRecord(
-            id=make_schedule_id(number),
-            prompt=f"every {number}",
-            every_seconds=300,
-            scheduled_at="2030-01-01T00:00:00.000Z",
-        )
-    )
-
-
 def history(seed: int, count: int) -> list[tuple[str, object] | None]:
     """``count`` entries, mostly messages, with creates, dispatches and deletes among them;
     ``None`` marks a barrier."""
@@ -180,7 +170,7 @@ def history(seed: int, count: int) -> list[tuple[str, object] | None]:
         if roll < 0.06:
             created += 1
             active.append(created)
-            steps.append((CHANGE_EVENT_TYPE, every(created)))
+            steps.append((CHANGE_EVENT_TYPE, every(created, every_seconds=300)))
         elif roll < 0.10 and active:
             # Each dispatch is decided an hour after the one before: never before a target.
             dispatches += 1
@@ -552,7 +542,7 @@ async def test_the_next_target_record_never_counts_an_entry_that_is_not_durable(
     store = JsonlSessionStore(tmp_path / "data", flush_on_loop=False)
     handle = await store.create(now=NOW, session_id=SID)
     path = store.path_of(SID)
-    handle.append(CHANGE_EVENT_TYPE, every(1))
+    handle.append(CHANGE_EVENT_TYPE, every(1, every_seconds=300))
     handle.append(CHANGE_EVENT_TYPE, later(2))
     await handle.barrier()
     synced = path.stat().st_size
