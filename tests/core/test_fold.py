@@ -620,10 +620,11 @@ def test_replaying_every_dispatches_at_any_text_is_applying_them(
     every = EveryScheduleRecord(
         id=SID_1, prompt="p", every_seconds=300, scheduled_at=format_instant(Instant(BASE))
     )
-    changes = [
-        create_change(every),
-        *(msgspec.structs.replace(change, id=SID_1) for change in dispatches),
-    ]
+    changes: list[ScheduleChange] = [create_change(every)]
+    changes += (
+        ScheduleDispatchChange(version=1, id=SID_1, accepted_at=change.accepted_at)
+        for change in dispatches
+    )
     _assert_replaying_is_applying(changes, 0, indexed=False)
 
 
