@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import msgspec
 import pytest
@@ -22,7 +23,13 @@ from session_schedule.core.changes import (
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold, next_every_target, skipped_occurrences
 from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
-from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
+from session_schedule.core.instants import (
+    MAX_INSTANT,
+    Instant,
+    canonical_instant,
+    format_instant,
+    parse_instant,
+)
 from session_schedule.core.records import (
     WEEKDAYS,
     AfterScheduleRecord,
@@ -564,14 +571,71 @@ def _outcome(state: ScheduleFold) -> tuple[list[ScheduleRecord], list[ScheduleRe
     return state.by_creation(), state.ordered(), state.next_id()
 
 
+def _mutated(text: str, index: int, replacement: str) -> str:
+    """``text`` with its character at ``index`` replaced (past its end: ``replacement``
+    appended)."""
+    return text[:index] + replacement + text[index + 1 :]
+
+
+SID_1: Final = make_schedule_id(1)
+# Every dispatches accepted at texts that are canonical instants but one character: a date,
+# time of day or second that is not one, a character more or fewer.
+odd_dispatches = st.builds(
+    lambda schedule_id, text: ScheduleDispatchChange(version=1, id=schedule_id, accepted_at=text),
+    small_ids,
+    st.one_of(
+        st.builds(
+            _mutated,
+            near_canonical,
+            st.integers(min_value=0, max_value=24),
+            st.sampled_from(["", "0", "3", "6", "9", "x", ":", ".", "Z", "00"]),
+        ),
+        near_canonical.map(lambda text: text[:8] + "30" + text[10:]),
+        near_canonical.map(lambda text: text[:11] + "24" + text[13:]),
+    ),
+)
+
+
 @given(
-    st.lists(small_changes, max_size=40),
+    st.lists(st.one_of(small_changes, odd_dispatches), max_size=40),
     st.integers(min_value=0, max_value=10),
     st.booleans(),
 )
 def test_replaying_a_log_is_applying_each_change(
     changes: list[ScheduleChange], seed_length: int, indexed: bool
 ) -> None:
+    _assert_replaying_is_applying(changes, seed_length, indexed=indexed)
+
+
+@given(
+    st.lists(
+        st.one_of(odd_dispatches, near_instants.map(lambda at: dispatch_change(SID_1, at))),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_replaying_every_dispatches_at_any_text_is_applying_them(
+    dispatches: list[ScheduleDispatchChange],
+) -> None:
+    every = EveryScheduleRecord(
+        id=SID_1, prompt="p", every_seconds=300, scheduled_at=format_instant(Instant(BASE))
+    )
+    changes: list[ScheduleChange] = [create_change(every)]
+    changes += (
+        ScheduleDispatchChange(version=1, id=SID_1, accepted_at=change.accepted_at)
+        for change in dispatches
+    )
+    _assert_replaying_is_applying(changes, 0, indexed=False)
+
+
+def _assert_replaying_is_applying(
+    changes: list[ScheduleChange], seed_length: int, *, indexed: bool
+) -> None:
+    for change in changes:
+        # The instants' parts are known before the replay: it then looks them up itself.
+        if isinstance(change, ScheduleDispatchChange) and isinstance(change.accepted_at, str):
+            canonical_instant(change.accepted_at[:17] + "00.000Z")
+            canonical_instant("2026-01-01T00:00:" + change.accepted_at[17:])
     replayed, applied = ScheduleFold(session="s_1"), ScheduleFold(session="s_1")
     if indexed:
         replayed.earliest_one_shot()

@@ -21,10 +21,12 @@ SID = SessionId("s_aaaaaaaaaaaa")
 
 def _log(steps: list[tuple[int, int]]) -> list[LogEntry]:
     """Entries from ``(kind, number)`` steps: reminders created, dispatched and deleted, turns
-    queued and finished, messages; each step that does not apply is a message."""
+    queued and finished (also finishes naming any position, and turns finished twice),
+    messages; each step that does not apply is a message."""
     entries: list[LogEntry] = []
     active: list[int] = []
     queued: list[int] = []
+    finished_turns: list[int] = []
     created = 0
 
     def add(entry_type: str, payload: object) -> None:
@@ -45,10 +47,22 @@ def _log(steps: list[tuple[int, int]]) -> list[LogEntry]:
             add("turn/queued", TurnQueued(version=1, origin="host", text="hi", at=at))
         elif kind == 4 and queued:
             finished = queued.pop(number % len(queued))
+            finished_turns.append(finished)
             add(
                 "turn/finished",
                 TurnFinished(version=1, turn=finished, outcome="completed", at=at),
             )
+        elif kind == 6:
+            # A finish that names a position just after it (a turn queued later, perhaps) or
+            # any position at all.
+            named = (
+                len(entries) + 1 + number // 2 % 3 if number % 2 else number % (len(entries) + 3)
+            )
+            add("turn/finished", TurnFinished(version=1, turn=named, outcome="failed", at=at))
+        elif kind == 7 and finished_turns:
+            # A turn finished a second time.
+            named = finished_turns[number % len(finished_turns)]
+            add("turn/finished", TurnFinished(version=1, turn=named, outcome="completed", at=at))
         else:
             add("message", turn(number))
     return entries
@@ -56,7 +70,7 @@ def _log(steps: list[tuple[int, int]]) -> list[LogEntry]:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1_000)), max_size=60),
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 1_000)), max_size=60),
     st.integers(0, 60),
 )
 def test_the_target_from_a_given_fold_is_the_one_folded_again(

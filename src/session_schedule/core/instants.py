@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
 from typing import Final, NewType
@@ -198,6 +198,19 @@ _TIME_OF_DAY_MS: Final = {text: minute * 60_000 for minute, text in enumerate(_H
 _WHOLE_SECOND_MS: Final = {text: second * MS_PER_SECOND for second, text in enumerate(_SECOND)}
 _FRACTION_MS: Final = {text: ms for ms, text in enumerate(_MILLISECOND)}
 _PARTS_REMEMBERED: Final = 1 << 16
+
+KNOWN_DATE_MS: Final[Mapping[str, int]] = _DAY_MS
+"""The dates (``YYYY-MM-DDT``) :func:`canonical_instant` has checked so far, each with its
+first millisecond. With :data:`TIME_OF_DAY_MS` and :data:`KNOWN_SECOND_MS`: a text of which a
+known date (its first 11 characters), a time of day (the next 6) and a known second (the rest)
+are found is canonical, and its instant is the sum of the three (what a loop over many instants
+at new minutes can look up without a call each; any part not found, it asks
+:func:`canonical_instant`, which says whether the text is canonical and remembers its parts)."""
+TIME_OF_DAY_MS: Final[Mapping[str, int]] = _TIME_OF_DAY_MS
+"""Every valid ``HH:MM:`` with its first millisecond in the day."""
+KNOWN_SECOND_MS: Final[Mapping[str, int]] = _SECOND_MS
+"""The seconds within a minute (``SS.sssZ``) :func:`canonical_instant` has checked so far, each
+with its milliseconds."""
 
 
 _CANONICAL_RUN: Final = re.compile(f"(?:{_DATE}{_TIME}\n)*{_DATE}{_TIME}")
