@@ -84,7 +84,7 @@ from typing import Final, NamedTuple, TypeAlias, final
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint, stores
+from session_schedule.session import checkpoint, forks, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.commit_lane import CommitLane
 from session_schedule.session.errors import (
@@ -655,24 +655,6 @@ def _create(
             raise session_exists(session_id, db.place)
 
 
-class _ParentChangedError(Exception):
-    """The parent's rows copied for a fork are not those its plan read (a gap before the rows
-    its checkpoint vouches for, or rows edited since): the parent is read again, whole."""
-
-
-class _ForkPlan(NamedTuple):
-    """What a fork inherits, decided in a read transaction of its parent."""
-
-    length: int
-    progress: checkpoint.Progress
-    """The fork's fold of its ``length`` inherited entries (their ids only, Rule 5)."""
-    window: list[LogEntry]
-    """The last of those entries (up to :data:`~.checkpoint.WINDOW`): what its handle holds."""
-    digest: int | None
-    """:func:`~.checkpoint.row_digest` of the parent's header and entry ``length - 1`` as read
-    (``None`` when ``length`` is 0)."""
-
-
 def _fork(
     db: _Database,
     shared: _Shared,
@@ -687,12 +669,11 @@ def _fork(
     while True:
         with shared.lock:
             plan = _plan_fork(db, shared.connection, parent, at, whole=whole)
-        count = plan.length
 
-        def header_for(new_id: SessionId, count: int = count) -> SessionHeader:
+        def header_for(new_id: SessionId, count: int = plan.length) -> SessionHeader:
             return make_header(new_id, now=now, parent_id=parent, seed_length=count)
 
-        if count == 0:
+        if plan.length == 0:
             # Nothing inherited: a new session whose header names its parent, no checkpoint.
             return _create(db, shared, chosen, header_for, _insert_session)
         try:
@@ -702,56 +683,45 @@ def _fork(
                 chosen,
                 header_for,
                 functools.partial(_insert_fork, parent=parent, plan=plan),
-                (count - len(plan.window), plan.window),
-                # What a reopen restores from the checkpoint: the inherited ids, nothing active.
-                ResumePoint(count, (), plan.progress.state.highest_id, runs=(), provenance=()),
+                (plan.start, plan.window),
+                plan.resume,
             )
-        except _ParentChangedError:
+        except forks.ParentChangedError:
             if whole:
                 raise db.source(parent).corrupt(
-                    count - 1, "the entry changed while the session was being forked"
+                    plan.length - 1, "the entry changed while the session was being forked"
                 ) from None
             whole = True
 
 
 def _plan_fork(
     db: _Database, connection: sqlite3.Connection, parent: SessionId, at: int | None, *, whole: bool
-) -> _ForkPlan:
+) -> forks.Plan:
     """What a fork of ``parent`` at ``at`` inherits, read in one transaction: from the parent's
     checkpoint, verified as an open verifies it (its window's and later rows strictly decoded:
     damage there refuses the fork), when it matches the log and ``whole`` is not asked for; the
     rows before the fork point are then decoded only when it lies before the checkpoint.
     Otherwise the parent's whole log is strictly decoded, once."""
-    source = db.source(parent)
     connection.execute("BEGIN")
     try:
         verified = None if whole else _verified_checkpoint(db, connection, parent)
         if verified is None:
             everything = _load_rows(db, connection, parent).entries
             count = seed_length(at, len(everything), parent)
-            base, highest, after = 0, 0, everything[:count]
-            window = after[-checkpoint.WINDOW :]
-        else:
-            _, found, restored, first, held = verified
-            count = seed_length(at, first + len(held), parent)
-            if count >= found.entries:
-                base, highest = found.entries, restored.state.highest_id
-                after = held[found.entries - first : count - first]
-                window = held[max(0, count - checkpoint.WINDOW) - first : count - first]
-            else:
-                rows = connection.execute(_RANGE, (parent, 0, count)).fetchall()
-                after = stores.decode_range(_stored_rows(rows), 0, count, source)
-                base, highest, window = 0, 0, after[-checkpoint.WINDOW :]
+            return forks.from_entries(
+                parent, everything[:count], _digest(connection, parent, count)
+            )
+        _, found, restored, first, held = verified
+        count = seed_length(at, first + len(held), parent)
         digest = _digest(connection, parent, count)
+        planned = forks.from_checkpoint(parent, count, (found, restored, first, held), digest)
+        if planned is not None:
+            return planned
+        rows = connection.execute(_RANGE, (parent, 0, count)).fetchall()
+        inherited = stores.decode_range(_stored_rows(rows), 0, count, db.source(parent))
+        return forks.from_entries(parent, inherited, digest)
     finally:
         _rollback(connection)
-    progress = checkpoint.Progress(
-        session=parent,
-        seed=count,
-        resume=ResumePoint(base, (), highest, runs=(), provenance=()),
-    )
-    progress.add(after)
-    return _ForkPlan(count, progress, window, digest)
 
 
 def _digest(connection: sqlite3.Connection, session_id: SessionId, count: int) -> int | None:
@@ -771,25 +741,21 @@ def _insert_fork(
     header: SessionHeader,
     *,
     parent: SessionId,
-    plan: _ForkPlan,
+    plan: forks.Plan,
 ) -> bool:
     """Insert the fork ``header`` names, its rows copied from ``parent``'s in SQL and its
-    checkpoint, in one transaction; ``False`` if its id is taken. Raises ``_ParentChangedError``
-    (nothing written) when the rows copied are not the ones ``plan`` read."""
-    content = checkpoint.draft(
-        session=header.id,
-        binding=checkpoint.Binding(plan.length, 0),
-        progress=plan.progress,
-        window=(),
-    )
+    checkpoint, in one transaction; ``False`` if its id is taken. Raises
+    ``ParentChangedError`` (nothing written) when the rows copied are not the ones ``plan``
+    read."""
+    content = plan.content(header.id)
 
     def write() -> None:
         _add_session(connection, header)
         copied = connection.execute(_COPY, (header.id, parent, plan.length)).rowcount
         if copied != plan.length or _digest(connection, parent, plan.length) != plan.digest:
-            raise _ParentChangedError
+            raise forks.ParentChangedError
         if not _write_checkpoint(connection, header.id, content):
-            raise _ParentChangedError
+            raise forks.ParentChangedError
 
     return _in_transaction(connection, write)
 
