@@ -53,7 +53,8 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   (``synchronous = NORMAL``): a checkpoint lost to a power cut is written again. The entries
   before its window then leave memory and are read again, a range at a time, when asked for.
   ``read`` still decodes every row.
-- **A fork copies its rows in SQL and is written with its checkpoint.** It reads its parent in
+- **A fork copies its rows in SQL and is written with its checkpoint**
+  (:mod:`session_schedule.session.forks`). It reads its parent in
   one transaction: from the parent's checkpoint, verified as an open verifies it (bound to the
   log, the rows of its window and after it strictly decoded, so damage there refuses the fork),
   decoding the rows before the fork point only when it lies before that checkpoint; without a
