@@ -19,17 +19,19 @@ each in a fresh process, ``--repeat`` times:
 
 Prints medians of wall time and the ratios to the raw copy and to the parent's open.
 
-With ``--store sqlite`` the session is a SQLite database's (its rows inserted directly, then
-opened and closed once so it has its checkpoint), and the baseline is copying its rows in SQL
-within the database (``INSERT … SELECT`` of the session's rows under a new id, with its session
-row, in one ``BEGIN IMMEDIATE`` transaction, committed with ``synchronous=FULL`` as the store
-commits). Measured, each in a fresh process: that copy; ``store.fork`` of the whole session and
-at its middle (before the parent's checkpoint); opening the parent, the fork, and the fork
-without its checkpoint (what opening a fork cost when its process died before closing it, before
-forks were written with one). ``--before DIR`` also runs the two forks with the package in
+With ``--store sqlite`` (or ``postgres``: a new schema in the database at
+``$SESSION_SCHEDULE_PG_DSN``, dropped afterwards) the session is a database's (its rows inserted
+directly, then opened and closed once so it has its checkpoint), and the baseline is copying its
+rows in SQL within the database (``INSERT … SELECT`` of the session's rows under a new id, with
+its session row, in one transaction, committed as the store commits: SQLite's with
+``synchronous=FULL``). Measured, each in a fresh process: that copy; ``store.fork`` of the whole
+session and at its middle (before the parent's checkpoint); opening the parent, the fork, and the
+fork without its checkpoint (what opening a fork cost when its process died before closing it,
+before forks were written with one). ``--before DIR`` also runs the two forks with the package in
 ``DIR`` (another checkout's ``src``), alternately with this one's, in the same run.
 
-    python3 dev.py bench fork [--store jsonl|sqlite] [--changes N] [--repeat R] [--before DIR]
+    python3 dev.py bench fork [--store jsonl|sqlite|postgres] [--changes N] [--repeat R]
+        [--before DIR]
 """
 
 from __future__ import annotations

@@ -6,7 +6,12 @@ Needs ``$SESSION_SCHEDULE_PG_DSN`` (see :mod:`tests.postgres`)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import msgspec
 import psycopg
@@ -323,3 +328,60 @@ async def test_a_fork_that_fails_in_its_transaction_leaves_nothing(
     assert stored_anywhere(store, FORK) == []
     await (await store.fork(SID, now=NOW, session_id=FORK)).close()
     await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+
+
+_CRASH = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from session_schedule.core.instants import parse_instant
+    from session_schedule.session import checkpoint
+    from session_schedule.session.postgres import PostgresSessionStore
+
+    dsn, schema, parent, fork, when = sys.argv[1:6]
+
+    def crash(*args, **kwargs):
+        os._exit(9)  # the rows copied and the lease taken, the transaction not committed
+
+    if when == "in":
+        checkpoint.seal = crash
+
+    async def main():
+        store = PostgresSessionStore(dsn, schema=schema)
+        now = parse_instant("2026-05-01T09:00:00.000Z")
+        await store.fork(parent, now=now, session_id=fork)
+        os._exit(9)  # committed: the fork is made
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.parametrize("when", ["in", "after"])
+async def test_a_crash_in_a_fork_leaves_no_fork_or_a_whole_one(
+    store: PostgresSessionStore, when: str
+) -> None:
+    await write_history(store)
+    parent = await full_read(store)
+    crashed = subprocess.run(
+        [sys.executable, "-c", _CRASH, server_dsn(), store.schema, SID, FORK, when],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(checkpoint.__file__).parents[2])},
+    )
+    assert crashed.returncode == 9, crashed.stderr
+    if when == "in":
+        assert stored_anywhere(store, FORK) == []
+    else:
+        assert sorted(stored_anywhere(store, FORK)) == [
+            "checkpoints",
+            "entries",
+            "leases",
+            "next_targets",
+            "sessions",
+        ]
+        assert await full_read(store, FORK) == parent
+        found = checkpoint_of(store, FORK)
+        assert found is not None
+        assert found.entries == len(parent)
+    assert await full_read(store) == parent

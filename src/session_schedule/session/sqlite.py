@@ -54,18 +54,17 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   before its window then leave memory and are read again, a range at a time, when asked for.
   ``read`` still decodes every row.
 - **A fork copies its rows in SQL and is written with its checkpoint**
-  (:mod:`session_schedule.session.forks`). It reads its parent in
-  one transaction: from the parent's checkpoint, verified as an open verifies it (bound to the
-  log, the rows of its window and after it strictly decoded, so damage there refuses the fork),
-  decoding the rows before the fork point only when it lies before that checkpoint; without a
-  checkpoint that matches the log, the whole log is strictly decoded, once. Then, in one write
-  transaction: the fork's session row, its rows copied from the parent's by
-  ``INSERT … SELECT`` (never re-encoded), and its checkpoint (no active reminder: the highest id
-  its history uses), bound to its own header and last row. A crash leaves no fork or a whole
-  one, and opening it reads its checkpoint and the rows of its window only. Should the rows
-  copied not be the ones read (a gap before the parent's window, which the copy's row count
-  shows, or rows edited meanwhile) nothing is written and the parent is read again, whole, so
-  its damage is reported as a read reports it.
+  (:mod:`session_schedule.session.forks`). It reads its parent in one transaction: from the
+  parent's checkpoint, verified as an open verifies it (bound to the log, the rows of its window
+  and after it strictly decoded, so damage there refuses the fork), decoding the rows before the
+  fork point only when it lies before that checkpoint; without a checkpoint that matches the
+  log, the whole log is strictly decoded, once. Then, in one write transaction: the fork's
+  session row, its rows copied from the parent's by ``INSERT … SELECT`` (never re-encoded), and
+  its checkpoint (no active reminder: the highest id its history uses), bound to its own header
+  and last row. A crash leaves no fork or a whole one, and opening it reads its checkpoint and
+  the rows of its window only. Should the rows copied not be the ones read (a gap before the
+  parent's window, which the copy's row count shows, or rows edited meanwhile) nothing is
+  written and the parent is read again, whole, so its damage is reported as a read reports it.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
   durable.
 """
