@@ -19,27 +19,49 @@ each in a fresh process, ``--repeat`` times:
 
 Prints medians of wall time and the ratios to the raw copy and to the parent's open.
 
-    python3 dev.py bench fork [--changes N] [--repeat R]
+With ``--store sqlite`` (or ``postgres``: a new schema in the database at
+``$SESSION_SCHEDULE_PG_DSN``, dropped afterwards) the session is a database's (its rows inserted
+directly, then opened and closed once so it has its checkpoint), and the baseline is copying its
+rows in SQL within the database (``INSERT … SELECT`` of the session's rows under a new id, with
+its session row, in one transaction, committed as the store commits: SQLite's with
+``synchronous=FULL``). Measured, each in a fresh process: that copy; ``store.fork`` of the whole
+session and at its middle (before the parent's checkpoint); opening the parent, the fork, and the
+fork without its checkpoint (what opening a fork cost when its process died before closing it,
+before forks were written with one). ``--before DIR`` also runs the two forks with the package in
+``DIR`` (another checkout's ``src``), alternately with this one's, in the same run.
+
+    python3 dev.py bench fork [--store jsonl|sqlite|postgres] [--changes N] [--repeat R]
+        [--before DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import secrets
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.session import JsonlSessionStore, SessionId, user_message
+from session_schedule.session import (
+    JsonlSessionStore,
+    SessionId,
+    SessionStore,
+    SqliteSessionStore,
+    user_message,
+)
 from session_schedule.testing import FakeClock
 
 SID = SessionId("s_benchopen000")  # the id open_session.write_jsonl writes
@@ -47,7 +69,7 @@ FORK = SessionId("s_benchfork001")
 NOW = "2026-11-29T20:00:00.000Z"
 
 
-async def open_and_close(store: JsonlSessionStore, session_id: SessionId) -> None:
+async def open_and_close(store: SessionStore, session_id: SessionId) -> None:
     handle = await store.open(session_id)
     turns = TurnQueue(handle)
     live = LiveSchedule(handle, turns, clock=FakeClock(NOW))
@@ -109,6 +131,211 @@ async def child(operation: str, data: Path) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+DATABASE = "sessions.db"
+COPY = SessionId("s_benchcopy001")
+_BATCH = 50_000
+DSN_VARIABLE = "SESSION_SCHEDULE_PG_DSN"
+
+
+def _dsn() -> str:
+    return os.environ[DSN_VARIABLE]
+
+
+@contextlib.asynccontextmanager
+async def database_store(kind: str, where: str) -> AsyncIterator[SessionStore]:
+    """The store of ``kind`` at ``where`` (SQLite: the directory of its database file;
+    PostgreSQL: the schema, in the database at ``$SESSION_SCHEDULE_PG_DSN``)."""
+    if kind == "sqlite":
+        yield SqliteSessionStore(Path(where) / DATABASE)
+        return
+    from session_schedule.session.postgres import PostgresSessionStore  # noqa: PLC0415
+
+    # Decoding the whole parent (the code before forks had checkpoints) can outlast 15 s.
+    async with PostgresSessionStore(_dsn(), schema=where, lease_seconds=600) as store:
+        yield store
+
+
+def run_sql(kind: str, where: str, statements: Sequence[tuple[str, Sequence[object]]]) -> None:
+    """``statements`` in one transaction, committed durably (``{t}``: where the tables are)."""
+    if kind == "sqlite":
+        connection = sqlite3.connect(Path(where) / DATABASE, isolation_level=None)
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("BEGIN IMMEDIATE")
+            for statement, parameters in statements:
+                connection.execute(statement.format(t=""), parameters)
+            connection.execute("COMMIT")
+        finally:
+            connection.close()
+        return
+    import psycopg  # noqa: PLC0415 - only with a database
+
+    with psycopg.connect(_dsn()) as pg, pg.transaction():
+        for statement, parameters in statements:
+            text = statement.format(t=f"{where}.").replace("?", "%s")
+            pg.execute(text.encode(), parameters)
+
+
+async def build_database(kind: str, where: str, changes: int) -> None:
+    from replay import synthetic_log  # noqa: PLC0415 - only in the parent process
+
+    if kind == "sqlite":
+        Path(where).mkdir(mode=0o700)
+    else:
+        from session_schedule.session.postgres_schema import migrate  # noqa: PLC0415
+
+        migrate(_dsn(), schema=where)
+    payloads = synthetic_log(changes)
+    async with database_store(kind, where) as store:
+        await (await store.create(now=FakeClock(NOW).now(), session_id=SID)).close()
+        insert = "INSERT INTO {t}entries (session_id, position, type, data) VALUES (?, ?, ?, ?)"
+        if kind == "sqlite":
+            database = Path(where) / DATABASE
+            with contextlib.closing(sqlite3.connect(database)) as connection, connection:
+                for start in range(0, len(payloads), _BATCH):
+                    connection.executemany(
+                        insert.format(t=""),
+                        (
+                            (SID, start + n, "schedule/change", payload.decode())
+                            for n, payload in enumerate(payloads[start : start + _BATCH])
+                        ),
+                    )
+        else:
+            import psycopg  # noqa: PLC0415
+
+            with psycopg.connect(_dsn(), autocommit=True) as pg:
+                copy_sql = f"COPY {where}.entries (session_id, position, type, data) FROM STDIN"
+                with pg.cursor() as cursor, cursor.copy(copy_sql.encode()) as copy:
+                    for position, payload in enumerate(payloads):
+                        copy.write_row((SID, position, "schedule/change", payload))
+        await open_and_close(store, SID)  # decodes it whole once, and writes its checkpoint
+
+
+COPY_ROWS = [
+    (
+        "INSERT INTO {t}sessions (id, header) SELECT ?, header FROM {t}sessions WHERE id = ?",
+        (COPY, SID),
+    ),
+    (
+        (
+            "INSERT INTO {t}entries (session_id, position, type, data)"
+            " SELECT ?, position, type, data FROM {t}entries WHERE session_id = ? ORDER BY position"
+        ),
+        (COPY, SID),
+    ),
+]
+"""The baseline: the session's rows copied under a new id in SQL, as a store commits."""
+
+
+def reset_database(kind: str, where: str) -> None:
+    """Remove the fork and the copy, so the next run starts as the first did."""
+    tables = [("checkpoints", "session_id"), ("next_targets", "session_id")]
+    if kind == "postgres":
+        tables.append(("leases", "session_id"))
+    tables += [("entries", "session_id"), ("sessions", "id")]
+    run_sql(
+        kind,
+        where,
+        [
+            (f"DELETE FROM {{t}}{table} WHERE {column} = ?", (session,))  # noqa: S608
+            for session in (FORK, COPY)
+            for table, column in tables
+        ],
+    )
+    if kind == "sqlite":
+        with contextlib.closing(sqlite3.connect(Path(where) / DATABASE)) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+async def database_child(kind: str, operation: str, where: str) -> tuple[float, float]:
+    async with database_store(kind, where) as store:
+        start, cpu = time.perf_counter(), time.process_time()
+        if operation == "copy":
+            run_sql(kind, where, COPY_ROWS)
+        elif operation in ("fork", "fork-middle"):
+            at = None
+            if operation == "fork-middle":
+                at = int(os.environ["FORK_AT"])
+            handle = await store.fork(SID, at=at, now=FakeClock(NOW).now(), session_id=FORK)
+            await handle.close()
+        elif operation == "open-fork-cold":
+            run_sql(kind, where, [("DELETE FROM {t}checkpoints WHERE session_id = ?", (FORK,))])
+            start, cpu = time.perf_counter(), time.process_time()
+            await open_and_close(store, FORK)
+        elif operation == "open-parent":
+            await open_and_close(store, SID)
+        else:
+            await open_and_close(store, FORK)
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+def run_database(kind: str, changes: int, repeat: int, before: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        where = (
+            str(Path(tmp) / "data") if kind == "sqlite" else f"bench_fork_{secrets.token_hex(4)}"
+        )
+        try:
+            asyncio.run(build_database(kind, where, changes))
+            measure_database(kind, where, changes, repeat, before)
+        finally:
+            if kind == "postgres":
+                import psycopg  # noqa: PLC0415
+
+                with psycopg.connect(_dsn(), autocommit=True) as connection:
+                    connection.execute(f"DROP SCHEMA {where} CASCADE".encode())
+
+
+def measure_database(kind: str, where: str, changes: int, repeat: int, before: str | None) -> None:
+    keys = ["copy", "fork", "middle", "parent", "open", "cold"]
+    if before:
+        keys += ["fork-before", "middle-before"]
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
+
+    def child_run(operation: str, src: str | None = None) -> tuple[float, float]:
+        return run_child(operation, Path(where), changes, store=kind, src=src)
+
+    def fork_runs(suffix: str, src: str | None) -> None:
+        reset_database(kind, where)
+        times[f"middle{suffix}"].append(child_run("fork-middle", src))
+        reset_database(kind, where)
+        times[f"fork{suffix}"].append(child_run("fork", src))
+
+    for _ in range(repeat):
+        reset_database(kind, where)
+        times["copy"].append(child_run("copy"))
+        if before:
+            fork_runs("-before", before)
+        fork_runs("", None)
+        times["parent"].append(child_run("open-parent"))
+        times["open"].append(child_run("open-fork"))
+        times["cold"].append(child_run("open-fork-cold"))
+    wall = {k: statistics.median(w for w, _ in v) for k, v in times.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in times.items()}
+    name = "SQLite" if kind == "sqlite" else "PostgreSQL"
+    print(
+        f"{name} session of {changes:,} changes, medians of {repeat} fresh processes "
+        "(wall, and CPU of the process):"
+    )
+
+    def line(key: str, label: str, base: str, name: str) -> None:
+        print(
+            f"  {label:<40} {wall[key] * 1e3:8.1f} ms wall {cpu[key] * 1e3:8.1f} ms CPU"
+            f"  {wall[key] / wall[base]:7.2f}x {name}"
+        )
+
+    line("copy", "copy the rows in SQL (INSERT … SELECT)", "copy", "the copy")
+    line("fork", "fork (whole session)", "copy", "the copy")
+    if before:
+        line("fork-before", "fork (whole session), before", "copy", "the copy")
+    line("middle", "fork at the middle", "copy", "the copy")
+    if before:
+        line("middle-before", "fork at the middle, before", "copy", "the copy")
+    line("parent", "open the parent (checkpoint)", "parent", "the parent's open")
+    line("open", "open the fork", "parent", "the parent's open")
+    line("cold", "open the fork, checkpoint deleted", "parent", "the parent's open")
+
+
 def reset(data: Path) -> None:
     """Remove the fork (and the raw copy) so the next ``fork`` run starts as the first did."""
     for path in data.iterdir():
@@ -116,13 +343,18 @@ def reset(data: Path) -> None:
             path.unlink()
 
 
-def run_child(operation: str, data: Path, changes: int = 0) -> tuple[float, float]:
+def run_child(
+    operation: str, data: Path, changes: int = 0, *, store: str = "jsonl", src: str | None = None
+) -> tuple[float, float]:
+    env = {**os.environ, "FORK_AT": str(changes // 2)}
+    if src is not None:
+        env["PYTHONPATH"] = src
     out = subprocess.run(  # noqa: S603 - our own interpreter and script
-        [sys.executable, __file__, "--child", operation, str(data)],
+        [sys.executable, __file__, "--store", store, "--child", operation, str(data)],
         check=True,
         capture_output=True,
         text=True,
-        env={**os.environ, "FORK_AT": str(changes // 2)},
+        env=env,
     )
     wall, cpu = out.stdout.split()
     return float(wall), float(cpu)
@@ -132,10 +364,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--store", choices=("jsonl", "sqlite", "postgres"), default="jsonl")
+    parser.add_argument("--before", help="also fork with the package in this directory")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(*asyncio.run(child(args.child[0], Path(args.child[1]))))
+        operation, where = args.child
+        if args.store == "jsonl":
+            print(*asyncio.run(child(operation, Path(where))))
+        else:
+            print(*asyncio.run(database_child(args.store, operation, where)))
+        return
+    if args.store != "jsonl":
+        run_database(args.store, args.changes, args.repeat, args.before)
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"

@@ -38,6 +38,18 @@ its own, so a few connections serve many sessions.
   served again one session at a time.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
   durable, and neither take nor need the lease.
+- **A fork copies its rows in SQL and is created with its checkpoint**
+  (:mod:`session_schedule.session.forks`). It reads its parent in one snapshot: from the
+  parent's checkpoint, verified as an open verifies it (bound to the log, the rows of its window
+  and after it strictly decoded, so damage there refuses the fork), decoding the rows before the
+  fork point only when it lies before that checkpoint; without a checkpoint that matches the
+  log, the whole log is strictly decoded, once. The transaction that inserts the fork and its
+  lease also copies its rows from the parent's (``INSERT … SELECT``, never re-encoded) and
+  stores its checkpoint (no active reminder: the highest id its history uses), bound to its own
+  header and last row: there is no fork without its checkpoint, and opening it reads the rows of
+  its window only. Should the rows copied not be the ones read (a gap before the parent's
+  window, which the copy's row count shows, or rows edited meanwhile) the transaction is rolled
+  back and the parent read again, whole, so its damage is reported as a read reports it.
 - **A next-target index.** A commit that holds ``schedule/change`` entries also records, in the
   same statement, the session's earliest active target (``NULL`` when nothing is active), from
   the handle's own fold of the log (:mod:`session_schedule.session.targets`);
@@ -75,7 +87,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint, stores
+from session_schedule.session import checkpoint, forks, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
     PersistenceUncertain,
@@ -222,10 +234,10 @@ class _Statements:
             "SELECT session_id, next_target FROM {s}.next_targets WHERE next_target < %s"
             " ORDER BY next_target, session_id LIMIT %s"
         )
-        self.insert_entries = q(
+        self.copy_entries = q(
             "INSERT INTO {s}.entries (session_id, position, type, data)"
-            " SELECT %s, r.position, r.type, r.data"
-            " FROM unnest(%s::integer[], %s::text[], %s::bytea[]) AS r (position, type, data)"
+            " SELECT %s, position, type, data FROM {s}.entries"
+            " WHERE session_id = %s AND position < %s ORDER BY position"
         )
         self.exists = q("SELECT 1 FROM {s}.sessions WHERE id = %s")
         self.header = q("SELECT header FROM {s}.sessions WHERE id = %s")
@@ -503,8 +515,6 @@ class PostgresSessionHandle(LogHandle):
 class _Loaded(NamedTuple):
     header: SessionHeader
     entries: list[LogEntry]
-    rows: list[Row]
-    """Each entry as stored."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -520,6 +530,18 @@ class _Renewal:
     """The ids of ``ordered``, comma-separated."""
     epochs: str
     """Their epochs, comma-separated."""
+
+
+class _Verified(NamedTuple):
+    """A session's checkpoint that matches its log, and the log's rows from its window on."""
+
+    header: SessionHeader
+    found: checkpoint.CheckpointFile
+    restored: checkpoint.Checkpoint
+    first: int
+    """The position of the first row read (:func:`.stores.window_start`)."""
+    held: list[LogEntry]
+    """The entries from ``first`` to the log's end, strictly decoded."""
 
 
 class _Owned(NamedTuple):
@@ -703,14 +725,81 @@ class PostgresSessionStore:
     ) -> PostgresSessionHandle:
         chosen = chosen_session_id(session_id)
         parent = require_session_id(parent_id)
-        snapshot = await self._snapshot(parent)
-        count = seed_length(at, len(snapshot.entries), parent)
-        return await self._create(
-            chosen,
-            lambda new_id: make_header(new_id, now=now, parent_id=parent, seed_length=count),
-            snapshot.rows[:count],
-            snapshot.entries[:count],
-        )
+        whole = False
+        while True:
+            plan = await self._plan_fork(parent, at, whole=whole)
+
+            def header_for(new_id: SessionId, count: int = plan.length) -> SessionHeader:
+                return make_header(new_id, now=now, parent_id=parent, seed_length=count)
+
+            try:
+                return await self._create(
+                    chosen, header_for, fork=(parent, plan) if plan.length else None
+                )
+            except forks.ParentChangedError:
+                if whole:
+                    raise self._source(parent).corrupt(
+                        plan.length - 1, "the entry changed while the session was being forked"
+                    ) from None
+                whole = True
+
+    async def _plan_fork(self, parent: SessionId, at: int | None, *, whole: bool) -> forks.Plan:
+        """What a fork of ``parent`` at ``at`` inherits, read in one snapshot: from the
+        parent's checkpoint, verified as an open verifies it (its window's and later rows
+        strictly decoded: damage there refuses the fork), when it matches the log and ``whole``
+        is not asked for; the rows before the fork point are then decoded only when it lies
+        before the checkpoint. Otherwise the parent's whole log is strictly decoded, once."""
+        await self._start()
+        async with self._connection() as connection, connection.transaction():
+            await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            verified = None if whole else await self._verified_checkpoint(connection, parent)
+            if verified is None:
+                everything = (await self._load(connection, parent)).entries
+                count = seed_length(at, len(everything), parent)
+                digest = await self._digest(connection, parent, count)
+                return forks.from_entries(parent, everything[:count], digest)
+            _, found, restored, first, held = verified
+            count = seed_length(at, first + len(held), parent)
+            digest = await self._digest(connection, parent, count)
+            planned = forks.from_checkpoint(parent, count, (found, restored, first, held), digest)
+            if planned is not None:
+                return planned
+            cursor = await connection.execute(self._sql.entries_range, (parent, 0, count))
+            rows: list[Row] = await cursor.fetchall()
+            inherited = stores.decode_range(rows, 0, count, self._source(parent))
+            return forks.from_entries(parent, inherited, digest)
+
+    async def _digest(
+        self, connection: Connection, session_id: SessionId, count: int
+    ) -> int | None:
+        """:func:`~.checkpoint.row_digest` of the session's header and entry ``count - 1`` as
+        stored; ``None`` when either is missing."""
+        cursor = await connection.execute(self._sql.header, (session_id,))
+        header = await cursor.fetchone()
+        cursor = await connection.execute(self._sql.row, (session_id, count - 1))
+        last = await cursor.fetchone()
+        if header is None or last is None:
+            return None
+        return checkpoint.row_digest(header[0], last[0], last[1])
+
+    async def _copy_fork(
+        self, connection: Connection, header: SessionHeader, parent: SessionId, plan: forks.Plan
+    ) -> None:
+        """Copy the parent's first rows to the fork ``header`` names, in SQL, and store its
+        checkpoint, in the caller's transaction (the one that inserts the fork and its lease);
+        ``ParentChangedError`` when the rows copied are not the ones ``plan`` read."""
+        content = plan.content(header.id)
+        cursor = await connection.execute(self._sql.copy_entries, (header.id, parent, plan.length))
+        if (
+            cursor.rowcount != plan.length
+            or await self._digest(connection, parent, plan.length) != plan.digest
+        ):
+            raise forks.ParentChangedError
+        chain = await self._digest(connection, header.id, plan.length)
+        sealed = checkpoint.seal(content, chain=chain)
+        cursor = await connection.execute(self._sql.save_checkpoint, (sealed, header.id, 1))
+        if cursor.rowcount != 1:
+            raise forks.ParentChangedError
 
     async def read(self, session_id: str) -> SessionSnapshot:
         loaded = await self._snapshot(require_session_id(session_id))
@@ -1123,9 +1212,11 @@ class PostgresSessionStore:
         self,
         chosen: SessionId | None,
         header_for: Callable[[SessionId], SessionHeader],
-        seed: Sequence[Row] = (),
-        entries: Sequence[LogEntry] = (),
+        *,
+        fork: tuple[SessionId, forks.Plan] | None = None,
     ) -> PostgresSessionHandle:
+        """Create and own a session, or with ``fork`` (its parent and what it inherits) a fork
+        with its rows and checkpoint, in one transaction."""
         started = await self._start()
         while True:
             session_id = chosen or new_session_id()
@@ -1141,17 +1232,18 @@ class PostgresSessionStore:
                     )
                     # A new session, and a fork, have no active reminder of their own.
                     await connection.execute(self._sql.insert_target, (session_id,))
-                    if seed:
-                        await connection.execute(
-                            self._sql.insert_entries, (session_id, *_columns(seed))
-                        )
+                    if fork is not None:
+                        await self._copy_fork(connection, header, *fork)
                     created = True
             if created:
                 # Owned only once the transaction committed: a renewal run before then would
                 # not see the lease and take the new handle for one another owner took over,
                 # and a failed commit would leave a handle that renews a lease nobody holds.
-                held = self._entries(session_id, 0, list(entries))
-                return self._own(_Owned(header, held, 1), started)
+                if fork is None:
+                    return self._own(_Owned(header, self._entries(session_id, 0, []), 1), started)
+                plan = fork[1]
+                held = self._entries(session_id, plan.start, plan.window)
+                return self._own(_Owned(header, held, 1, plan.resume), started)
             if chosen is not None:
                 raise session_exists(session_id, self._place)
 
@@ -1178,7 +1270,7 @@ class PostgresSessionStore:
         rows: list[Row] = [(row[0], row[1], row[2]) for row in await cursor.fetchall()]
         entries = stores.decode_rows(rows, 0, source)
         check_seed_length(header, len(entries), source)
-        return _Loaded(header, entries, rows)
+        return _Loaded(header, entries)
 
     def _entries(self, session_id: SessionId, start: int, held: Sequence[LogEntry]) -> LazyEntries:
         """A handle's entries: ``held`` from ``start`` on, the ones before read when asked."""
@@ -1195,6 +1287,19 @@ class PostgresSessionStore:
     ) -> _Owned | None:
         """The session from its checkpoint and the rows from its window on, read in the
         caller's transaction; ``None`` when no checkpoint matches the log (the reason logged)."""
+        verified = await self._verified_checkpoint(connection, session_id)
+        if verified is None:
+            return None
+        header, _, restored, first, held = verified
+        entries = self._entries(session_id, first, held)
+        return _Owned(header, entries, epoch, restored.resume_point())
+
+    async def _verified_checkpoint(
+        self, connection: Connection, session_id: SessionId
+    ) -> _Verified | None:
+        """The session's checkpoint, verified against its log as an open verifies it, with the
+        rows from its window on, read in the caller's transaction; ``None`` when no checkpoint
+        matches the log (the reason logged)."""
         source = self._source(session_id)
         cursor = await connection.execute(self._sql.checkpoint, (session_id,))
         stored = await cursor.fetchone()
@@ -1223,8 +1328,7 @@ class PostgresSessionStore:
             stores.report_rejected(_log, session_id, restored)
             return None
         held = stores.decode_window(header, rows, first, source)
-        entries = self._entries(session_id, first, held)
-        return _Owned(header, entries, epoch, restored.resume_point())
+        return _Verified(header, found, restored, first, held)
 
     async def _save_checkpoint(
         self, session_id: SessionId, epoch: int, content: checkpoint.CheckpointFile

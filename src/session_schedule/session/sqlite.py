@@ -52,14 +52,27 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   become durable since the last, and on close; a transaction of checkpoints only is not synced
   (``synchronous = NORMAL``): a checkpoint lost to a power cut is written again. The entries
   before its window then leave memory and are read again, a range at a time, when asked for.
-  ``read`` and ``fork`` still decode every row.
-- **Reads see commits only**: ``read``, ``list`` and ``fork`` use their own connection and see
-  exactly what barriers made durable.
+  ``read`` still decodes every row.
+- **A fork copies its rows in SQL and is written with its checkpoint**
+  (:mod:`session_schedule.session.forks`). It reads its parent in one transaction: from the
+  parent's checkpoint, verified as an open verifies it (bound to the log, the rows of its window
+  and after it strictly decoded, so damage there refuses the fork), decoding the rows before the
+  fork point only when it lies before that checkpoint; without a checkpoint that matches the
+  log, the whole log is strictly decoded, once. Then, in one write transaction: the fork's
+  session row, its rows copied from the parent's by ``INSERT … SELECT`` (never re-encoded), and
+  its checkpoint (no active reminder: the highest id its history uses), bound to its own header
+  and last row. A crash leaves no fork or a whole one, and opening it reads its checkpoint and
+  the rows of its window only. Should the rows copied not be the ones read (a gap before the
+  parent's window, which the copy's row count shows, or rows edited meanwhile) nothing is
+  written and the parent is read again, whole, so its damage is reported as a read reports it.
+- **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
+  durable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sqlite3
@@ -71,7 +84,7 @@ from typing import Final, NamedTuple, TypeAlias, final
 
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import Instant
-from session_schedule.session import checkpoint, stores
+from session_schedule.session import checkpoint, forks, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.commit_lane import CommitLane
 from session_schedule.session.errors import (
@@ -154,6 +167,12 @@ _RANGE: Final = (
 CHUNK: Final = 1024
 """How many entries before those held in memory are read from the database at once."""
 _INSERT: Final = "INSERT INTO entries (session_id, position, type, data) VALUES (?, ?, ?, ?)"
+_COPY: Final = (
+    "INSERT INTO entries (session_id, position, type, data)"
+    " SELECT ?, position, type, data FROM entries"
+    " WHERE session_id = ? AND position < ? ORDER BY position"
+)
+"""A fork's rows: the parent's first ``n``, as stored."""
 _SET_TARGET: Final = (
     "INSERT INTO next_targets (session_id, next_target) VALUES (?, ?)"
     " ON CONFLICT (session_id) DO UPDATE SET next_target = excluded.next_target"
@@ -251,8 +270,6 @@ class _Opened(NamedTuple):
 class _Loaded(NamedTuple):
     header: SessionHeader
     entries: list[LogEntry]
-    rows: list[tuple[str, bytes]]
-    """Each entry's type and payload bytes, as stored."""
 
 
 @final
@@ -370,8 +387,7 @@ class SqliteSessionStore:
                     shared,
                     chosen,
                     lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0),
-                    [],
-                    [],
+                    _insert_session,
                 ),
             )
 
@@ -399,22 +415,9 @@ class SqliteSessionStore:
         parent = require_session_id(parent_id)
         db = self._db
 
-        def create(shared: _Shared) -> _Opened:
-            with shared.lock:
-                loaded = _load(db, shared.connection, parent)
-            count = seed_length(at, len(loaded.entries), parent)
-            return _create(
-                db,
-                shared,
-                chosen,
-                lambda new_id: make_header(new_id, now=now, parent_id=parent, seed_length=count),
-                loaded.rows[:count],
-                loaded.entries[:count],
-            )
-
         def job() -> _Opened:
             shared = _share_existing(db, parent)
-            return _guarded(shared, lambda: create(shared))
+            return _guarded(shared, lambda: _fork(db, shared, parent, at, now, chosen))
 
         return await _own(job, self._lane)
 
@@ -514,6 +517,31 @@ def _load_from_checkpoint(
 ) -> tuple[SessionHeader, LazyEntries, checkpoint.Checkpoint] | None:
     """The session from its checkpoint and the rows after it, read in the caller's transaction;
     ``None`` when there is no checkpoint that matches the log (the reason is logged)."""
+    verified = _verified_checkpoint(db, connection, session_id)
+    if verified is None:
+        return None
+    header, _, restored, first, held = verified
+    return header, _entries(db, session_id, first, held), restored
+
+
+class _Verified(NamedTuple):
+    """A session's checkpoint that matches its log, and the log's rows from its window on."""
+
+    header: SessionHeader
+    found: checkpoint.CheckpointFile
+    restored: checkpoint.Checkpoint
+    first: int
+    """The position of the first row read (:func:`.stores.window_start`)."""
+    held: list[LogEntry]
+    """The entries from ``first`` to the log's end, strictly decoded."""
+
+
+def _verified_checkpoint(
+    db: _Database, connection: sqlite3.Connection, session_id: SessionId
+) -> _Verified | None:
+    """The session's checkpoint, verified against its log as an open verifies it, with the rows
+    from its window on, read in the caller's transaction; ``None`` when there is no checkpoint
+    that matches the log (the reason is logged)."""
     source = db.source(session_id)
     stored = connection.execute(
         "SELECT data FROM checkpoints WHERE session_id = ?", (session_id,)
@@ -550,7 +578,7 @@ def _load_from_checkpoint(
         (session_id, first),
     ).fetchall()
     held = stores.decode_window(header, _stored_rows(rows), first, source)
-    return header, _entries(db, session_id, first, held), restored
+    return _Verified(header, found, restored, first, held)
 
 
 def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> list[LogEntry]:
@@ -595,9 +623,13 @@ def _create(
     shared: _Shared,
     chosen: SessionId | None,
     header_for: Callable[[SessionId], SessionHeader],
-    seed: list[tuple[str, bytes]],
-    entries: list[LogEntry],
+    write: Callable[[sqlite3.Connection, SessionHeader], bool],
+    held: tuple[int, list[LogEntry]] = (0, []),
+    resume: ResumePoint | None = None,
 ) -> _Opened:
+    """Create and own a session: ``write`` inserts it (``False``: its id is taken) in a
+    transaction of its own; ``held``: the position of the first entry its handle holds in memory,
+    and those entries; ``resume``: what it resumes from."""
     connection, owners = shared.connection, db.owners
     while True:
         session_id = chosen or new_session_id()
@@ -609,19 +641,123 @@ def _create(
             header = header_for(session_id)
             _lock(db, session_id)
             try:
-                rows: list[Row] = [
-                    (session_id, position, entry_type, data.decode())
-                    for position, (entry_type, data) in enumerate(seed)
-                ]
-                created = _insert_session(connection, header, rows)
+                created = write(connection, header)
             except BaseException:
                 owners.release(session_id)
                 raise
         if created:
-            return _Opened(shared, owners, header, _entries(db, session_id, 0, list(entries)))
+            start, entries = held
+            return _Opened(
+                shared, owners, header, _entries(db, session_id, start, list(entries)), resume
+            )
         owners.release(session_id)
         if chosen is not None:
             raise session_exists(session_id, db.place)
+
+
+def _fork(
+    db: _Database,
+    shared: _Shared,
+    parent: SessionId,
+    at: int | None,
+    now: Instant,
+    chosen: SessionId | None,
+) -> _Opened:
+    """Create and own a fork of ``parent`` holding its first ``at`` entries (all when
+    ``None``), with its checkpoint, in one transaction (see the module's rules)."""
+    whole = False
+    while True:
+        with shared.lock:
+            plan = _plan_fork(db, shared.connection, parent, at, whole=whole)
+
+        def header_for(new_id: SessionId, count: int = plan.length) -> SessionHeader:
+            return make_header(new_id, now=now, parent_id=parent, seed_length=count)
+
+        if plan.length == 0:
+            # Nothing inherited: a new session whose header names its parent, no checkpoint.
+            return _create(db, shared, chosen, header_for, _insert_session)
+        try:
+            return _create(
+                db,
+                shared,
+                chosen,
+                header_for,
+                functools.partial(_insert_fork, parent=parent, plan=plan),
+                (plan.start, plan.window),
+                plan.resume,
+            )
+        except forks.ParentChangedError:
+            if whole:
+                raise db.source(parent).corrupt(
+                    plan.length - 1, "the entry changed while the session was being forked"
+                ) from None
+            whole = True
+
+
+def _plan_fork(
+    db: _Database, connection: sqlite3.Connection, parent: SessionId, at: int | None, *, whole: bool
+) -> forks.Plan:
+    """What a fork of ``parent`` at ``at`` inherits, read in one transaction: from the parent's
+    checkpoint, verified as an open verifies it (its window's and later rows strictly decoded:
+    damage there refuses the fork), when it matches the log and ``whole`` is not asked for; the
+    rows before the fork point are then decoded only when it lies before the checkpoint.
+    Otherwise the parent's whole log is strictly decoded, once."""
+    connection.execute("BEGIN")
+    try:
+        verified = None if whole else _verified_checkpoint(db, connection, parent)
+        if verified is None:
+            everything = _load_rows(db, connection, parent).entries
+            count = seed_length(at, len(everything), parent)
+            return forks.from_entries(
+                parent, everything[:count], _digest(connection, parent, count)
+            )
+        _, found, restored, first, held = verified
+        count = seed_length(at, first + len(held), parent)
+        digest = _digest(connection, parent, count)
+        planned = forks.from_checkpoint(parent, count, (found, restored, first, held), digest)
+        if planned is not None:
+            return planned
+        rows = connection.execute(_RANGE, (parent, 0, count)).fetchall()
+        inherited = stores.decode_range(_stored_rows(rows), 0, count, db.source(parent))
+        return forks.from_entries(parent, inherited, digest)
+    finally:
+        _rollback(connection)
+
+
+def _digest(connection: sqlite3.Connection, session_id: SessionId, count: int) -> int | None:
+    """:func:`~.checkpoint.row_digest` of the session's header and entry ``count - 1`` as
+    stored; ``None`` when either is missing."""
+    header = connection.execute(_HEADER, (session_id,)).fetchone()
+    last = connection.execute(_ROW, (session_id, count - 1)).fetchone()
+    if header is None or last is None:
+        return None
+    return checkpoint.row_digest(
+        _stored_bytes(header[0]), _stored_text(last[0]), _stored_bytes(last[1])
+    )
+
+
+def _insert_fork(
+    connection: sqlite3.Connection,
+    header: SessionHeader,
+    *,
+    parent: SessionId,
+    plan: forks.Plan,
+) -> bool:
+    """Insert the fork ``header`` names, its rows copied from ``parent``'s in SQL and its
+    checkpoint, in one transaction; ``False`` if its id is taken. Raises
+    ``ParentChangedError`` (nothing written) when the rows copied are not the ones ``plan``
+    read."""
+    content = plan.content(header.id)
+
+    def write() -> None:
+        _add_session(connection, header)
+        copied = connection.execute(_COPY, (header.id, parent, plan.length)).rowcount
+        if copied != plan.length or _digest(connection, parent, plan.length) != plan.digest:
+            raise forks.ParentChangedError
+        if not _write_checkpoint(connection, header.id, content):
+            raise forks.ParentChangedError
+
+    return _in_transaction(connection, write)
 
 
 def _scan(db: _Database) -> SessionListing:
@@ -779,9 +915,8 @@ def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: Sessio
         raise session_not_found(session_id, db.place)
     header = decode_header(_stored_bytes(found[0]), source)
     entries = stores.decode_rows(_stored_rows(rows), 0, source)
-    raw = [(entry.type, _stored_bytes(row[2])) for entry, row in zip(entries, rows, strict=True)]
     check_seed_length(header, len(entries), source)
-    return _Loaded(header, entries, raw)
+    return _Loaded(header, entries)
 
 
 def _stored_bytes(value: object) -> bytes:
@@ -796,15 +931,24 @@ def _stored_text(value: object) -> str:
     return _stored_bytes(value).decode(errors="replace")
 
 
-def _insert_session(connection: sqlite3.Connection, header: SessionHeader, rows: list[Row]) -> bool:
-    """Insert a session and its seed rows in one transaction; ``False`` if the id is taken."""
+def _insert_session(connection: sqlite3.Connection, header: SessionHeader) -> bool:
+    """Insert a session without entries in one transaction; ``False`` if the id is taken."""
+    return _in_transaction(connection, lambda: _add_session(connection, header))
+
+
+def _add_session(connection: sqlite3.Connection, header: SessionHeader) -> None:
+    connection.execute(
+        "INSERT INTO sessions (id, header) VALUES (?, ?)",
+        (header.id, encode_header(header).decode()),
+    )
+
+
+def _in_transaction(connection: sqlite3.Connection, write: Callable[[], None]) -> bool:
+    """``write()`` in a write transaction of its own, committed; ``False`` (nothing written) if
+    it breaks a uniqueness rule (a session id that is taken)."""
     connection.execute("BEGIN IMMEDIATE")
     try:
-        connection.execute(
-            "INSERT INTO sessions (id, header) VALUES (?, ?)",
-            (header.id, encode_header(header).decode()),
-        )
-        connection.executemany(_INSERT, rows)
+        write()
         connection.execute("COMMIT")
     except sqlite3.IntegrityError:
         _rollback(connection)
