@@ -5,7 +5,6 @@ Needs ``$SESSION_SCHEDULE_PG_DSN`` (see :mod:`tests.postgres`)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -17,20 +16,26 @@ import msgspec
 import psycopg
 import pytest
 
-from session_schedule.core.changes import ScheduleCreateChange
 from session_schedule.session import SessionCorrupt, SessionExists, SessionId, checkpoint
 from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
-from session_schedule.session.codec import EntryDecoder
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.testing.session_contract import NOW, payloads, turn
 from tests.postgres import execute, migrated_schema, server_dsn
+from tests.session.database_forks import (
+    FORK,
+    GRANDCHILD,
+    SID,
+    UNTOUCHED,
+    Tables,
+    assert_sound_fork,
+    decode_checkpoint,
+    decodes,
+    full_read,
+    max_id,
+    write_history,
+)
 from tests.session.histories import append_history
-
-SID = SessionId("s_aaaaaaaaaaaa")
-FORK = SessionId("s_bbbbbbbbbbbb")
-GRANDCHILD = SessionId("s_cccccccccccc")
-UNTOUCHED = "; the database was left untouched for inspection"
 
 
 @pytest.fixture
@@ -67,7 +72,7 @@ def checkpoint_of(store: PostgresSessionStore, session: SessionId) -> Checkpoint
         return None
     data = rows[0][0]
     assert isinstance(data, bytes)
-    return msgspec.json.decode(data.partition(b"\n")[2], type=CheckpointFile)
+    return decode_checkpoint(data)
 
 
 def stored_anywhere(store: PostgresSessionStore, session: SessionId) -> list[str]:
@@ -87,76 +92,7 @@ def stored_anywhere(store: PostgresSessionStore, session: SessionId) -> list[str
     ]
 
 
-async def write_history(store: PostgresSessionStore) -> None:
-    """Turns, creates and deletes in several barriers (closed: the session has a checkpoint at
-    its end); the odd-numbered Every records stay active."""
-    async with await store.create(now=NOW, session_id=SID) as handle:
-        await append_history(handle, 1, 60)
-
-
-async def full_read(
-    store: PostgresSessionStore, session: SessionId = SID
-) -> list[tuple[str, object]]:
-    return payloads((await store.read(session)).entries)
-
-
-def max_id(entries: list[tuple[str, object]]) -> int:
-    """The highest reminder id number that ``entries`` create (0: none)."""
-    return max(
-        (
-            int(payload.schedule.id.removeprefix("sch_"))
-            for kind, payload in entries
-            if kind == "schedule/change" and isinstance(payload, ScheduleCreateChange)
-        ),
-        default=0,
-    )
-
-
-@contextlib.contextmanager
-def decodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The positions of the entries strictly decoded meanwhile, in order."""
-    seen: list[int] = []
-    real = EntryDecoder.add
-
-    def add(
-        self: EntryDecoder, entry_type: str, data: bytes, position: int, **kw: int | None
-    ) -> None:
-        seen.append(position)
-        real(self, entry_type, data, position, **kw)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(EntryDecoder, "add", add)
-        yield seen
-
-
-async def assert_sound_fork(
-    store: PostgresSessionStore,
-    fork: SessionId,
-    inherited: list[tuple[str, object]],
-    highest: int,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The fork holds exactly ``inherited`` (its rows the parent's, as stored), opens from the
-    checkpoint it was created with — decoding no entry before that checkpoint's window — with
-    none of its parent's reminders, and its next reminder's id is past every inherited one."""
-    assert await full_read(store, fork) == inherited
-    assert rows_of(store, fork) == rows_of(store, SID)[: len(inherited)]
-    own = checkpoint_of(store, fork)
-    assert own is not None
-    assert (own.entries, own.active, own.pending, own.window) == (len(inherited), [], [], [])
-    with decodes(monkeypatch) as decoded:
-        handle = await store.open(fork)
-    async with handle:
-        assert decoded == list(range(max(0, len(inherited) - WINDOW), len(inherited)))
-        assert handle.resume is not None
-        assert handle.resume.position == len(inherited)
-        assert handle.resume.records == ()
-        assert handle.resume.pending == ()
-        assert handle.resume.highest_id == highest
-        entries = handle._entries
-        assert isinstance(entries, LazyEntries)
-        assert entries.start == max(0, len(inherited) - WINDOW)
-        assert payloads(handle.entries) == inherited
+TABLES: Tables[PostgresSessionStore] = (rows_of, checkpoint_of)
 
 
 async def test_a_fork_copies_the_rows_and_decodes_only_the_parents_window(
@@ -181,7 +117,7 @@ async def test_a_fork_copies_the_rows_and_decodes_only_the_parents_window(
         "next_targets",
         "sessions",
     ]
-    await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
     # Bound to the fork's own header and last row.
     own = checkpoint_of(store, FORK)
     assert own is not None
@@ -208,14 +144,14 @@ async def test_forks_after_and_before_the_parents_checkpoint(
                 await (await store.fork(SID, at=at, now=NOW, session_id=fork)).close()
             assert decoded == list(range(150 - WINDOW, len(everything)))
             inherited = everything[:at]
-            await assert_sound_fork(store, fork, inherited, max_id(inherited), monkeypatch)
+            await assert_sound_fork(store, TABLES, fork, inherited, max_id(inherited), monkeypatch)
         for at in (1, 20, 149):
             fork = SessionId(f"s_fork{at:08d}")
             with decodes(monkeypatch) as decoded:
                 await (await store.fork(SID, at=at, now=NOW, session_id=fork)).close()
             assert decoded == [*range(150 - WINDOW, len(everything)), *range(at)]
             inherited = everything[:at]
-            await assert_sound_fork(store, fork, inherited, max_id(inherited), monkeypatch)
+            await assert_sound_fork(store, TABLES, fork, inherited, max_id(inherited), monkeypatch)
 
 
 async def test_a_parent_without_a_usable_checkpoint_is_decoded_once(
@@ -234,7 +170,7 @@ async def test_a_parent_without_a_usable_checkpoint_is_decoded_once(
     with decodes(monkeypatch) as decoded:
         await (await store.fork(SID, now=NOW, session_id=FORK)).close()
     assert decoded == list(range(150))
-    await assert_sound_fork(store, FORK, await full_read(store), 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, await full_read(store), 60, monkeypatch)
 
 
 async def test_forks_of_forks(store: PostgresSessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,7 +263,7 @@ async def test_a_fork_that_fails_in_its_transaction_leaves_nothing(
     # The rows copied and the lease taken went with the transaction.
     assert stored_anywhere(store, FORK) == []
     await (await store.fork(SID, now=NOW, session_id=FORK)).close()
-    await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
 
 
 _CRASH = textwrap.dedent(

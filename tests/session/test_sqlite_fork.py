@@ -14,7 +14,6 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from session_schedule.core.changes import ScheduleCreateChange
 from session_schedule.session import (
     SessionCorrupt,
     SessionExists,
@@ -24,15 +23,22 @@ from session_schedule.session import (
 )
 from session_schedule.session import sqlite as sqlite_module
 from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
-from session_schedule.session.codec import EntryDecoder
 from session_schedule.session.handle import LazyEntries
 from session_schedule.testing.session_contract import NOW, payloads, turn
+from tests.session.database_forks import (
+    FORK,
+    GRANDCHILD,
+    SID,
+    UNTOUCHED,
+    Tables,
+    assert_sound_fork,
+    decode_checkpoint,
+    decodes,
+    full_read,
+    max_id,
+    write_history,
+)
 from tests.session.histories import append_history
-
-SID = SessionId("s_aaaaaaaaaaaa")
-FORK = SessionId("s_bbbbbbbbbbbb")
-GRANDCHILD = SessionId("s_cccccccccccc")
-UNTOUCHED = "; the database was left untouched for inspection"
 
 
 @pytest.fixture
@@ -62,7 +68,7 @@ def checkpoint_of(store: SqliteSessionStore, session: SessionId) -> CheckpointFi
         ).fetchone()
     if row is None:
         return None
-    return msgspec.json.decode(bytes(row[0]).partition(b"\n")[2], type=CheckpointFile)
+    return decode_checkpoint(bytes(row[0]))
 
 
 def stored_anywhere(store: SqliteSessionStore, session: SessionId) -> list[str]:
@@ -87,76 +93,7 @@ def execute(store: SqliteSessionStore, statement: str, *parameters: object) -> N
         connection.execute(statement, parameters)
 
 
-async def write_history(store: SqliteSessionStore) -> None:
-    """Turns, creates and deletes in several barriers (closed: the session has a checkpoint at
-    its end); the odd-numbered Every records stay active."""
-    async with await store.create(now=NOW, session_id=SID) as handle:
-        await append_history(handle, 1, 60)
-
-
-async def full_read(
-    store: SqliteSessionStore, session: SessionId = SID
-) -> list[tuple[str, object]]:
-    return payloads((await store.read(session)).entries)
-
-
-def max_id(entries: list[tuple[str, object]]) -> int:
-    """The highest reminder id number that ``entries`` create (0: none)."""
-    return max(
-        (
-            int(payload.schedule.id.removeprefix("sch_"))
-            for kind, payload in entries
-            if kind == "schedule/change" and isinstance(payload, ScheduleCreateChange)
-        ),
-        default=0,
-    )
-
-
-@contextlib.contextmanager
-def decodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The positions of the entries strictly decoded meanwhile, in order."""
-    seen: list[int] = []
-    real = EntryDecoder.add
-
-    def add(
-        self: EntryDecoder, entry_type: str, data: bytes, position: int, **kw: int | None
-    ) -> None:
-        seen.append(position)
-        real(self, entry_type, data, position, **kw)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(EntryDecoder, "add", add)
-        yield seen
-
-
-async def assert_sound_fork(
-    store: SqliteSessionStore,
-    fork: SessionId,
-    inherited: list[tuple[str, object]],
-    highest: int,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The fork holds exactly ``inherited`` (its rows the parent's, as stored), opens from the
-    checkpoint it was created with — decoding no entry before that checkpoint's window — with
-    none of its parent's reminders, and its next reminder's id is past every inherited one."""
-    assert await full_read(store, fork) == inherited
-    assert rows_of(store, fork) == rows_of(store, SID)[: len(inherited)]
-    own = checkpoint_of(store, fork)
-    assert own is not None
-    assert (own.entries, own.active, own.pending, own.window) == (len(inherited), [], [], [])
-    with decodes(monkeypatch) as decoded:
-        handle = await store.open(fork)
-    async with handle:
-        assert decoded == list(range(max(0, len(inherited) - WINDOW), len(inherited)))
-        assert handle.resume is not None
-        assert handle.resume.position == len(inherited)
-        assert handle.resume.records == ()
-        assert handle.resume.pending == ()
-        assert handle.resume.highest_id == highest
-        entries = handle._entries
-        assert isinstance(entries, LazyEntries)
-        assert entries.start == max(0, len(inherited) - WINDOW)  # only the window decoded
-        assert payloads(handle.entries) == inherited
+TABLES: Tables[SqliteSessionStore] = (rows_of, checkpoint_of)
 
 
 async def test_a_fork_copies_the_rows_and_decodes_only_the_parents_window(
@@ -176,7 +113,7 @@ async def test_a_fork_copies_the_rows_and_decodes_only_the_parents_window(
             assert payloads(fork.entries[150 - WINDOW :]) == parent[150 - WINDOW :]
     # The parent's window, checked as an open checks it; nothing before it.
     assert decoded == list(range(150 - WINDOW, 150))
-    await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
 
 
 async def test_a_fork_after_the_parents_checkpoint_decodes_only_the_rows_after_its_window(
@@ -195,7 +132,7 @@ async def test_a_fork_after_the_parents_checkpoint_decodes_only_the_rows_after_i
                 await (await store.fork(SID, at=at, now=NOW, session_id=fork)).close()
             assert decoded == list(range(150 - WINDOW, len(everything)))
             inherited = everything[:at]
-            await assert_sound_fork(store, fork, inherited, max_id(inherited), monkeypatch)
+            await assert_sound_fork(store, TABLES, fork, inherited, max_id(inherited), monkeypatch)
 
 
 async def test_a_fork_before_the_parents_checkpoint_decodes_the_rows_before_the_fork_point(
@@ -209,7 +146,7 @@ async def test_a_fork_before_the_parents_checkpoint_decodes_the_rows_before_the_
             await (await store.fork(SID, at=at, now=NOW, session_id=fork)).close()
         assert decoded == [*range(150 - WINDOW, 150), *range(at)]
         inherited = everything[:at]
-        await assert_sound_fork(store, fork, inherited, max_id(inherited), monkeypatch)
+        await assert_sound_fork(store, TABLES, fork, inherited, max_id(inherited), monkeypatch)
 
 
 async def test_a_fork_at_0_inherits_nothing_and_has_no_checkpoint(
@@ -231,7 +168,7 @@ async def test_a_parent_without_a_checkpoint_is_decoded_once(
     with decodes(monkeypatch) as decoded:
         await (await store.fork(SID, now=NOW, session_id=FORK)).close()
     assert decoded == list(range(150))
-    await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
 
 
 async def test_a_forged_parent_checkpoint_is_not_copied_from(
@@ -246,7 +183,7 @@ async def test_a_forged_parent_checkpoint_is_not_copied_from(
     with decodes(monkeypatch) as decoded:
         await (await store.fork(SID, now=NOW, session_id=FORK)).close()
     assert decoded == list(range(150))
-    await assert_sound_fork(store, FORK, await full_read(store), 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, await full_read(store), 60, monkeypatch)
 
 
 async def test_forks_of_forks(store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,7 +285,7 @@ async def test_a_fork_that_fails_mid_transaction_leaves_nothing_and_its_id_free(
     assert stored_anywhere(store, FORK) == []
     # Not owned any more: the same fork succeeds.
     await (await store.fork(SID, now=NOW, session_id=FORK)).close()
-    await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
 
 
 _CRASH = textwrap.dedent(
@@ -407,7 +344,7 @@ async def test_a_crash_at_any_statement_of_a_fork_leaves_no_fork_or_a_whole_one(
     whole = crash_fork(store, 0)  # never killed: how many statements the fork runs
     assert whole.returncode == 0, whole.stderr
     statements = int(whole.stdout)
-    await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+    await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
     outcomes = set()
     for kill_at in range(1, statements + 2):
         execute(store, "DELETE FROM checkpoints WHERE session_id = ?", FORK)
@@ -418,7 +355,7 @@ async def test_a_crash_at_any_statement_of_a_fork_leaves_no_fork_or_a_whole_one(
         kept = stored_anywhere(store, FORK)
         if kept:
             assert kept == ["sessions", "entries", "checkpoints"]
-            await assert_sound_fork(store, FORK, parent, 60, monkeypatch)
+            await assert_sound_fork(store, TABLES, FORK, parent, 60, monkeypatch)
         outcomes.add(tuple(kept))
         assert await full_read(store) == parent
     assert outcomes == {(), ("sessions", "entries", "checkpoints")}
