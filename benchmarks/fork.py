@@ -25,7 +25,8 @@ directly, then opened and closed once so it has its checkpoint), and the baselin
 rows in SQL within the database (``INSERT … SELECT`` of the session's rows under a new id, with
 its session row, in one transaction, committed as the store commits: SQLite's with
 ``synchronous=FULL``). Measured, each in a fresh process: that copy; ``store.fork`` of the whole
-session and at its middle (before the parent's checkpoint); opening the parent, the fork, and the
+session and at its middle (before the parent's checkpoint); opening the parent, the fork, the
+fork in a process already using the store (its connection or pool open, as a host's is), and the
 fork without its checkpoint (what opening a fork cost when its process died before closing it,
 before forks were written with one). ``--before DIR`` also runs the two forks with the package in
 ``DIR`` (another checkout's ``src``), alternately with this one's, in the same run.
@@ -265,6 +266,12 @@ async def database_child(kind: str, operation: str, where: str) -> tuple[float, 
             await open_and_close(store, FORK)
         elif operation == "open-parent":
             await open_and_close(store, SID)
+        elif operation == "open-fork-warm":
+            # A process already using the store (its connection or pool open), as a host or an
+            # application opening a fork is.
+            await store.list()
+            start, cpu = time.perf_counter(), time.process_time()
+            await open_and_close(store, FORK)
         else:
             await open_and_close(store, FORK)
         return time.perf_counter() - start, time.process_time() - cpu
@@ -287,7 +294,7 @@ def run_database(kind: str, changes: int, repeat: int, before: str | None) -> No
 
 
 def measure_database(kind: str, where: str, changes: int, repeat: int, before: str | None) -> None:
-    keys = ["copy", "fork", "middle", "parent", "open", "cold"]
+    keys = ["copy", "fork", "middle", "parent", "open", "warm", "cold"]
     if before:
         keys += ["fork-before", "middle-before"]
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
@@ -309,6 +316,7 @@ def measure_database(kind: str, where: str, changes: int, repeat: int, before: s
         fork_runs("", None)
         times["parent"].append(child_run("open-parent"))
         times["open"].append(child_run("open-fork"))
+        times["warm"].append(child_run("open-fork-warm"))
         times["cold"].append(child_run("open-fork-cold"))
     wall = {k: statistics.median(w for w, _ in v) for k, v in times.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in times.items()}
@@ -333,6 +341,7 @@ def measure_database(kind: str, where: str, changes: int, repeat: int, before: s
         line("middle-before", "fork at the middle, before", "copy", "the copy")
     line("parent", "open the parent (checkpoint)", "parent", "the parent's open")
     line("open", "open the fork", "parent", "the parent's open")
+    line("warm", "open the fork, store already in use", "parent", "the parent's open")
     line("cold", "open the fork, checkpoint deleted", "parent", "the parent's open")
 
 
