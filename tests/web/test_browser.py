@@ -23,6 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from session_schedule.core.instants import Instant
+from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
 from session_schedule.testing.clock import FakeClock
@@ -68,15 +69,17 @@ def serving(
     model: RuleModel | None,
     policy: AccessPolicy | None = None,
     live_limits: LiveLimits | None = None,
+    port: int = 0,
 ) -> Iterator[Running]:
-    """The overlay on 127.0.0.1 (an ephemeral port), served by uvicorn in a thread."""
+    """The overlay on 127.0.0.1 (``port``, or an ephemeral one), served by uvicorn in a
+    thread."""
     app = create_app(
         JsonlSessionStore(data),
         model=(lambda: model) if model else None,
         policy=policy,
         live_limits=live_limits,
     )
-    sock = bind("127.0.0.1", 0)
+    sock = bind("127.0.0.1", port)
     server = OverlayServer(app, log_config=False)
     thread = threading.Thread(
         target=lambda: asyncio.run(server.serve(sockets=[sock])), name="overlay server"
@@ -695,13 +698,24 @@ def test_offline_a_calendar_reminder_is_created_from_the_form(
     )
 
 
-def _hold(data: Path, held: list[str], ready: threading.Event, release: threading.Event) -> None:
-    """Keeps a new session open in ``data`` until ``release``, as a host answering a reminder
-    does (a store of its own: to the server, another process)."""
+def _hold(
+    data: Path,
+    held: list[str],
+    ready: threading.Event,
+    release: threading.Event,
+    session: str | None = None,
+) -> None:
+    """Keeps ``session`` (or a new session) open in ``data`` until ``release``, as a host
+    answering a reminder does (a store of its own: to the server, another process)."""
 
     async def main() -> None:
         store = JsonlSessionStore(data)
-        async with await store.create(now=FakeClock("2026-11-29T20:00:00.000Z").now()) as handle:
+        opened = (
+            store.create(now=FakeClock("2026-11-29T20:00:00.000Z").now())
+            if session is None
+            else store.open(SessionId(session))
+        )
+        async with await opened as handle:
             held.append(handle.id)
             ready.set()
             while not release.is_set():
@@ -739,6 +753,40 @@ def test_a_session_being_handed_over_shows_one_line_and_opens_by_itself(
                 expect(page.locator("#prompt")).to_be_enabled()
             finally:
                 page.context.close()
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_page_whose_stream_comes_back_to_a_session_being_handed_over_shows_the_line(
+    tmp_path: Path, open_page: Callable[[str, str], Page]
+) -> None:
+    """The server stops while a page is open; a host takes the session meanwhile; the server
+    starts again on the same address. The page's stream, coming back, waits for the hand-over:
+    the status shows the server's line about it (not a bare "retrying"), then "live"."""
+    data = tmp_path / "data"
+    data.mkdir()
+    with serving(data, None) as first:
+        page = open_page(first.url, "Europe/Paris")
+        session = session_of(page)
+        port = int(first.url.rstrip("/").rsplit(":", 1)[1])
+    expect(page.locator("#status")).not_to_have_text("live")
+    held: list[str] = []
+    ready, release = threading.Event(), threading.Event()
+    holder = threading.Thread(
+        target=_hold, args=(data, held, ready, release, session), name="holder"
+    )
+    holder.start()
+    try:
+        assert ready.wait(WAIT_MS / 1000)
+        limits = LiveLimits(busy_wait_seconds=1)
+        with serving(data, None, live_limits=limits, port=port):
+            expect(page.locator("#status")).to_have_text(HANDOVER_LINE)
+            expect(page.locator(".notice")).to_have_count(0)
+            release.set()  # handed over
+            expect(page.locator("#status")).to_have_text("live")
+            expect(page.locator("#prompt")).to_be_enabled()
+            assert session_of(page) == session
     finally:
         release.set()
         holder.join()

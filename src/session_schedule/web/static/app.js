@@ -23,6 +23,7 @@
     earlier: null, // the position to ask the earlier turns before (null: none, or not loaded)
     loadingEarlier: false,
     source: null, // the EventSource of the open session
+    outage: null, // while the stream is down: {id, line, poll}, the hand-over line seen meanwhile
     skew: 0, // server clock minus browser clock, in ms
     schedules: [],
     standings: {}, // id -> the reminder's standing in words (paused, snoozed until …), from the server
@@ -596,6 +597,36 @@
   function closeStream() {
     if (state.source) state.source.close();
     state.source = null;
+    endOutage();
+  }
+
+  // While the stream is down the server may be waiting for another process to hand the session
+  // over (a host took it while this server was away, to answer a reminder): the status then
+  // shows the server's one line about it, from /opening, rather than a bare "retrying" — until
+  // the stream is back.
+  function watchOutage(id) {
+    if (state.outage && state.outage.id === id) return state.outage;
+    endOutage();
+    const outage = { id, line: null, poll: null };
+    outage.poll = setInterval(async () => {
+      let opening;
+      try {
+        opening = await api("GET", sessionPath(id, "opening"));
+      } catch {
+        return; // the stream's own retries say what fails
+      }
+      if (state.outage === outage && opening.handover) {
+        outage.line = opening.handover;
+        setStatus(outage.line, "warn");
+      }
+    }, OPENING_POLL_MS);
+    state.outage = outage;
+    return outage;
+  }
+
+  function endOutage() {
+    if (state.outage) clearInterval(state.outage.poll);
+    state.outage = null;
   }
 
   function openStream(id) {
@@ -608,20 +639,24 @@
       if (state.source === source) notice(JSON.parse(event.data).text);
     });
     source.addEventListener("open", () => {
-      if (state.source === source) setStatus("live", "ok");
+      if (state.source !== source) return;
+      endOutage();
+      setStatus("live", "ok");
     });
     source.addEventListener("error", () => {
       if (state.source !== source) return;
+      const outage = watchOutage(id);
       if (source.readyState === EventSource.CLOSED) {
-        // The server refused the stream (restarting, say): try again from where we are —
-        // unless it now refuses this page's token (it was started with --new-token), which
-        // no retry mends: say so, and what to do.
-        setStatus("disconnected — retrying", "warn");
+        // The server refused the stream (restarting, say, or still waiting for a hand-over):
+        // try again from where we are — unless it now refuses this page's token (it was
+        // started with --new-token), which no retry mends: say so, and what to do.
+        setStatus(outage.line || "disconnected — retrying", "warn");
         setTimeout(async () => {
           if (state.source !== source) return;
           const refused = await tokenRefusal();
           if (state.source !== source) return;
           if (refused) {
+            endOutage();
             setStatus("the access token changed", "bad");
             notice(refused);
             return;
@@ -629,7 +664,7 @@
           openStream(id);
         }, 3000);
       } else {
-        setStatus("reconnecting…", "warn");
+        setStatus(outage.line || "reconnecting…", "warn");
       }
     });
   }
