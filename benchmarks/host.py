@@ -35,7 +35,6 @@ import asyncio
 import json
 import os
 import random
-import re
 import resource
 import signal
 import statistics
@@ -43,8 +42,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
@@ -52,13 +49,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from session_schedule.core.changes import create_change
 from session_schedule.core.ids import make_schedule_id
-from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import AtScheduleRecord
-from session_schedule.host import AgentFactory, HostSettings, ScheduleHost
-from session_schedule.runtime.clock import Clock
-from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.host import HostSettings, ScheduleHost
 from session_schedule.session import SessionHandle, SessionStore
-from session_schedule.testing import IdleAgent
 from shared.hostbench import (
     DEFAULT_DSN,
     child_output,
@@ -67,56 +61,13 @@ from shared.hostbench import (
     idle_cpu_percent,
     make_store,
     postgres_place,
+    stamping_agents,
 )
 
-__all__ = [  # what stampede.py takes from this script
-    "DEFAULT_DSN",
-    "close_store",
-    "drop",
-    "make_store",
-    "postgres_place",
-    "stamping_agents",
-]
-
-KEY: Final = re.compile(r"\bsch_[0-9]+@([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z)")
 DAY_MS: Final = 86_400_000
 SETUP_CONCURRENCY: Final = 16
 LEAD_S: Final = 3.0
 """The failover hosts' lead: host A holds the session this long before its target."""
-
-
-def stamper(stamps: list[tuple[float, float]], record: int | None) -> Callable[[str], None]:
-    """Stamps every accepted follow-up with its occurrence targets (and writes them to
-    ``record``, when given)."""
-
-    def stamp(message: str) -> None:
-        now = time.time()
-        for target in dict.fromkeys(KEY.findall(message)):
-            stamps.append((now, parse_instant(target) / 1000))
-            if record is not None:
-                os.write(record, f"{now:.6f} {target}\n".encode())
-
-    return stamp
-
-
-def stamping_agents(
-    stamps: list[tuple[float, float]],
-    opens: list[float],
-    record: int | None = None,
-) -> AgentFactory:
-    @asynccontextmanager
-    async def make(
-        session: SessionHandle, clock: Clock, settings: Settings, on_wake: Callable[[], None]
-    ) -> AsyncIterator[LiveSchedule]:
-        started = time.perf_counter()
-        agent = IdleAgent(stamper(stamps, record))
-        async with LiveSchedule(
-            session, agent, clock=clock, settings=settings, driven=True, on_wake=on_wake
-        ) as schedule:
-            opens.append(time.perf_counter() - started)
-            yield schedule
-
-    return make
 
 
 class TimedStore:

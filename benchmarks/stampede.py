@@ -38,13 +38,22 @@ from typing import Final
 
 import msgspec
 
-from host import DEFAULT_DSN, close_store, drop, make_store, postgres_place, stamping_agents
+sys.path.insert(0, str(Path(__file__).parent))
+
 from session_schedule.core.changes import create_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import AtScheduleRecord
 from session_schedule.host import HostSettings, ScheduleHost
 from session_schedule.session import SessionStore
+from shared.hostbench import (
+    DEFAULT_DSN,
+    close_store,
+    drop,
+    make_store,
+    postgres_place,
+    stamping_agents,
+)
 
 SETUP_CONCURRENCY: Final = 16
 CALIBRATION: Final = 100

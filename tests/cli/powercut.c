@@ -13,12 +13,16 @@
  * Each record is appended with one write() on an O_APPEND descriptor, so several processes (a
  * host and a front end handing a session over) can share one journal: their records never
  * interleave, and the journal's order is the order of their writes and syncs.
+ *
+ * With $POWERCUT_KILL_AFTER set to N > 0, the process SIGKILLs itself as soon as the write or
+ * sync of its Nth record has been done: a kill at an exact point of its I/O.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int journal = -1;
 static const char *root;
+static long records_made, kill_after;
 
 /* A record being built, appended to the journal whole by commit(). */
 static char *record;
@@ -58,6 +63,13 @@ static void commit(void) {
     } while (n < 0 && errno == EINTR);
     if (n != (ssize_t)record_len) abort();
     record_len = 0;
+    records_made++;
+}
+
+/* Called once the operation of the latest record is done (the lock still held, so no other
+ * thread's write follows it). */
+static void maybe_killed(void) {
+    if (kill_after > 0 && records_made >= kill_after) syscall(SYS_kill, getpid(), SIGKILL);
 }
 
 static int tracked(int fd, char *path, size_t size) {
@@ -67,6 +79,8 @@ static int tracked(int fd, char *path, size_t size) {
         if (name == NULL || root == NULL) return 0;
         journal = (int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
         if (journal < 0) abort();
+        const char *after = getenv("POWERCUT_KILL_AFTER");
+        kill_after = after != NULL ? strtol(after, NULL, 10) : 0;
     }
     char link[64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -130,6 +144,7 @@ ssize_t write(int fd, const void *buf, size_t count) {
     }
     record_undo(fd, path, offset, (int64_t)count);
     ssize_t n = real_write(fd, buf, count);
+    maybe_killed();
     pthread_mutex_unlock(&lock);
     return n;
 }
@@ -140,6 +155,7 @@ static ssize_t positioned(ssize_t (*real)(int, const void *, size_t, off_t), int
     pthread_mutex_lock(&lock);
     record_undo(fd, path, offset, (int64_t)count);
     ssize_t n = real(fd, buf, count, offset);
+    maybe_killed();
     pthread_mutex_unlock(&lock);
     return n;
 }
@@ -160,6 +176,7 @@ static int truncated(int (*real)(int, off_t), int fd, off_t length) {
     pthread_mutex_lock(&lock);
     record_undo(fd, path, length, 0);
     int result = real(fd, length);
+    maybe_killed();
     pthread_mutex_unlock(&lock);
     return result;
 }
@@ -179,7 +196,10 @@ static int synced(int (*real)(int), int fd) {
     if (!tracked(fd, path, sizeof path)) return real(fd);
     pthread_mutex_lock(&lock);
     int result = real(fd);
-    if (result == 0) record_sync(path);
+    if (result == 0) {
+        record_sync(path);
+        maybe_killed();
+    }
     pthread_mutex_unlock(&lock);
     return result;
 }

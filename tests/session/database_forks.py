@@ -1,7 +1,8 @@
-"""What the fork tests of the database stores (SQLite, PostgreSQL) share: the parent's history,
-reading a session back, counting the entries strictly decoded, and what a sound fork is.
+"""What the fork tests share: the parent's history, reading a session back and the highest
+reminder id it creates (every store, JSONL too); for the database stores (SQLite, PostgreSQL),
+counting the entries strictly decoded and what a sound fork is.
 
-Each test module reads its own store's tables (:data:`Tables`) and hands them to
+Each database test module reads its own store's tables (:data:`Tables`) and hands them to
 :func:`assert_sound_fork`."""
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from session_schedule.core.changes import ScheduleCreateChange
 from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
 from session_schedule.session.checkpoint import WINDOW, CheckpointFile, seal
 from session_schedule.session.handle import LazyEntries
@@ -22,27 +21,13 @@ from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.jsonl.files import SUFFIX
 from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import NOW, payloads, schedule_create, turn
+from tests.session.database_forks import FORK, GRANDCHILD, SID, full_read, max_id, write_history
 from tests.session.histories import append_history
-
-SID = SessionId("s_aaaaaaaaaaaa")
-FORK = SessionId("s_bbbbbbbbbbbb")
-GRANDCHILD = SessionId("s_cccccccccccc")
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> JsonlSessionStore:
     return JsonlSessionStore(tmp_path / "data")
-
-
-async def write_history(store: JsonlSessionStore) -> None:
-    """Turns, creates and deletes in several barriers (closed: the session has a checkpoint at
-    its end); the odd-numbered Every records stay active."""
-    async with await store.create(now=NOW, session_id=SID) as handle:
-        await append_history(handle, 1, 60)
-
-
-async def full_read(store: JsonlSessionStore, session: SessionId = SID) -> list[tuple[str, object]]:
-    return payloads((await store.read(session)).entries)
 
 
 def checkpoint_of(store: JsonlSessionStore, session: SessionId) -> CheckpointFile:
@@ -194,18 +179,6 @@ async def test_forks_of_forks(store: JsonlSessionStore) -> None:
     early = SessionId("s_dddddddddddd")
     await (await store.fork(GRANDCHILD, at=100, now=NOW, session_id=early)).close()
     await assert_sound_fork(store, early, parent[:100], highest=max_id(parent[:100]))
-
-
-def max_id(entries: list[tuple[str, object]]) -> int:
-    """The highest reminder id number that ``entries`` create (0: none)."""
-    return max(
-        (
-            int(payload.schedule.id.removeprefix("sch_"))
-            for kind, payload in entries
-            if kind == "schedule/change" and isinstance(payload, ScheduleCreateChange)
-        ),
-        default=0,
-    )
 
 
 def flip(path: Path, offset: int) -> None:

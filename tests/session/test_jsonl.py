@@ -43,6 +43,7 @@ from session_schedule.testing.session_contract import (
 from tests import invalid_utf8
 from tests.session.faults import one_shot
 from tests.session.files import reseal_entry
+from tests.session.fsyncs import record_fsync_threads
 
 SID = SessionId("s_aaaaaaaaaaaa")
 NAME = f"{SID}.jsonl"
@@ -1255,24 +1256,12 @@ class TestGroupCommit:
 
 
 class TestFlushOnTheLoop:
-    @staticmethod
-    def record_fsync_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-        threads: list[str] = []
-        real_fsync = os.fsync
-
-        def fsync(fd: int) -> None:
-            threads.append(threading.current_thread().name)
-            real_fsync(fd)
-
-        monkeypatch.setattr(os, "fsync", fsync)
-        return threads
-
     @contract_test
     async def test_a_lone_barrier_fsyncs_on_the_loops_thread(
         self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         async with await store.create(now=NOW) as handle:
-            threads = self.record_fsync_threads(monkeypatch)
+            threads = record_fsync_threads(monkeypatch)
             handle.append("message", turn(0))
             await handle.barrier()
             assert threads == [threading.current_thread().name]
@@ -1287,7 +1276,7 @@ class TestFlushOnTheLoop:
         self, store: JsonlSessionStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         async with await store.create(now=NOW) as handle:
-            threads = self.record_fsync_threads(monkeypatch)
+            threads = record_fsync_threads(monkeypatch)
 
             async def write(number: int) -> None:
                 handle.append("message", turn(number))

@@ -133,6 +133,35 @@ CHUNK: Final = 1024
 """How many entries before those held in memory are read from the database at once."""
 
 _log = logging.getLogger(__name__)
+_CONNECT_FAILED: Final = "error connecting in %r: %s"
+_WORKER_STUCK: Final = "couldn't stop task %r within %s seconds"
+
+
+class _CancelledOpens(logging.Filter):
+    """Keeps psycopg's pool from reporting a cancelled connection attempt as an error: an
+    attempt its pool's close (or the loop's end) cancelled, and the wait for a worker still
+    connecting when an open of a pool was cancelled. A connection that failed is still
+    reported."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.abandoned: set[str] = set()
+        """The names of pools whose open was cancelled."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        arguments = record.args
+        if not isinstance(arguments, tuple) or len(arguments) != 2:
+            return True
+        if record.msg == _CONNECT_FAILED:
+            return not isinstance(arguments[1], asyncio.CancelledError)
+        if record.msg == _WORKER_STUCK:
+            task = str(arguments[0])
+            return not any(task.startswith(f"{name}-") for name in self.abandoned)
+        return True
+
+
+_CANCELLED_OPENS: Final = _CancelledOpens()
+logging.getLogger("psycopg.pool").addFilter(_CANCELLED_OPENS)
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MILLISECOND: Final = dt.timedelta(milliseconds=1)
 
@@ -860,11 +889,14 @@ class PostgresSessionStore:
         )
         try:
             # A failed or cancelled open closes the pool, whose workers would otherwise go on
-            # connecting (and keep ``asyncio.run`` from ending when it cancels its tasks).
+            # connecting (and keep ``asyncio.run`` from ending when it cancels its tasks). A
+            # cancelled one is no connection failure: psycopg's pool does not report it as one.
             await pool.open(wait=True)
             async with pool.connection() as connection:
                 database = await self._check_version(connection)
-        except BaseException:
+        except BaseException as error:
+            if isinstance(error, asyncio.CancelledError):
+                _CANCELLED_OPENS.abandoned.add(pool.name)
             await pool.close()
             raise
         self._place = f"schema {self._schema} of PostgreSQL database {database}"
