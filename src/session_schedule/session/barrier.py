@@ -64,7 +64,7 @@ import collections
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Final, final
+from typing import Final, Literal, TypeAlias, final
 
 Flush = Callable[[int, int], Awaitable[None]]
 """``flush(durable, target)``: make entries ``[durable, target)`` durable, or fail.
@@ -255,15 +255,16 @@ class GroupCommit:
         self._wake_all()
 
 
+LoopState: TypeAlias = Literal["idle", "busy", "timer due"]
+"""What :func:`_loop_state` finds: ``idle``, no callback ready to run and no timer due soon;
+``busy``, a callback ready to run (or the loop cannot tell) and no timer due soon; ``timer
+due``, a timer due within the time asked about."""
 _IDLE: Final = "idle"
-"""The loop has no callback ready to run and no timer due soon."""
 _BUSY: Final = "busy"
-"""The loop has a callback ready to run (or cannot tell), and no timer due soon."""
 _TIMER_DUE: Final = "timer due"
-"""The loop has a timer due within the time asked about."""
 
 
-def _loop_state(seconds: float) -> str:
+def _loop_state(seconds: float) -> LoopState:
     """Whether the running loop has a timer due within ``seconds``, else whether it has a
     callback ready to run, in one look. A loop other than asyncio's own, whose heap of timers
     and queue of ready callbacks cannot be seen, is taken to have no timer due and a callback
