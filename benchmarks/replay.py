@@ -24,7 +24,8 @@ the same payloads (target 1.5).
 With ``--instructions`` (valgrind installed), instead: the instructions each work executes,
 counted by ``valgrind --tool=cachegrind --cache-sim=no`` — a figure the machine's load does not
 move — less those of a run in a fresh process that only imports what that work imports; the
-work stops where the CPU measurement stops (use a smaller ``--entries``, e.g. 100,000).
+work stops where the CPU measurement stops, and string hashing is fixed (``PYTHONHASHSEED=0``)
+so that runs compare (use a smaller ``--entries``, e.g. 100,000).
 
     python3 dev.py bench replay [--entries N] [--changes N] [--repeat R] [--skip-memory]
     python3 dev.py bench replay --instructions [--entries N]
@@ -383,6 +384,7 @@ def _instructions(work: str, path: Path, imports: str | None) -> tuple[int, str]
         "PYTHONPATH": os.pathsep.join(sys.path),
         _EXIT_AT_STOP: "1" if imports is None else "imports",
         _IMPORTS: imports or "",
+        "PYTHONHASHSEED": "0",  # the same hashes, so the same dictionary probes, in every run
     }
     command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     done = subprocess.run(  # noqa: S603 - valgrind on this very script, with our own arguments
