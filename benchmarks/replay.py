@@ -21,14 +21,25 @@ Then, as before, the in-memory figure: strict decode + fold of ``--changes`` ``s
 payloads held in memory (``iter_changes`` + ``ScheduleFold``), against a raw untyped decode of
 the same payloads (target 1.5).
 
+With ``--instructions`` (valgrind installed), instead: the instructions each work executes,
+counted by ``valgrind --tool=cachegrind --cache-sim=no`` — a figure the machine's load does not
+move — less those of a run in a fresh process that only imports what that work imports; the
+work stops where the CPU measurement stops, and string hashing is fixed (``PYTHONHASHSEED=0``)
+so that runs compare (use a smaller ``--entries``, e.g. 100,000).
+
     python3 dev.py bench replay [--entries N] [--changes N] [--repeat R] [--skip-memory]
+    python3 dev.py bench replay --instructions [--entries N]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import itertools
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -309,9 +320,20 @@ def _memory(field: str) -> int:
     raise SystemExit(f"no {field} in /proc/self/status")
 
 
+_EXIT_AT_STOP: Final = "REPLAY_BENCH_EXIT_AT_STOP"
+"""Set in a child's environment: the child ends as the measurement stops and prints the modules
+it imported (counting instructions); set to ``imports`` the child imports the modules named in
+:data:`_IMPORTS` instead of doing the work."""
+_IMPORTS: Final = "REPLAY_BENCH_IMPORTS"
+
+
 def _stop() -> None:
     if not _STOPPED:
         _STOPPED.append((time.process_time() - _STARTED[0], _memory("VmHWM")))
+        if os.environ.get(_EXIT_AT_STOP):
+            print(" ".join(sorted(sys.modules)))
+            sys.stdout.flush()
+            os._exit(0)  # nothing after the measured work: no teardown
 
 
 def child(work: str, path: Path) -> None:
@@ -326,6 +348,11 @@ def child(work: str, path: Path) -> None:
     Path("/proc/self/clear_refs").write_text("5")
     before = _memory("VmRSS")
     _STARTED.append(time.process_time())
+    if os.environ.get(_EXIT_AT_STOP) == "imports":
+        for module in os.environ[_IMPORTS].split():
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+        _stop()
     _WORK[work](path)
     _stop()
     cpu, peak = _STOPPED[0]
@@ -344,6 +371,53 @@ def in_fresh_process(work: str, path: Path) -> tuple[float, int]:
     )
     cpu, peak = done.stdout.split()
     return float(cpu), int(peak)
+
+
+_INSTRUCTIONS = re.compile(rb"I\s+refs:\s+([\d,]+)")
+
+
+def _instructions(work: str, path: Path, imports: str | None) -> tuple[int, str]:
+    """Instructions executed by ``work`` on ``path`` in a fresh process under cachegrind, and
+    the modules it imported; with ``imports``, by a process importing those modules only."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        _EXIT_AT_STOP: "1" if imports is None else "imports",
+        _IMPORTS: imports or "",
+        "PYTHONHASHSEED": "0",  # the same hashes, so the same dictionary probes, in every run
+    }
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = subprocess.run(  # noqa: S603 - valgrind on this very script, with our own arguments
+        [*command, sys.executable, __file__, "--child", work, str(path)],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    found = _INSTRUCTIONS.search(done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count from valgrind: {done.stderr[-500:]!r}")
+    return int(found.group(1).replace(b",", b"")), done.stdout.decode()
+
+
+def instructions(directory: Path, entries: int) -> None:
+    """The instructions of each work, less those of its imports alone, and their ratios."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+    path = directory / f"{SID}.jsonl"
+    count = session_file(path, entries)
+    print(f"session file: {count:,} entries, {path.stat().st_size / 1e6:.1f} MB")
+    counted: dict[str, int] = {}
+    for work in _WORK:
+        for leftover in path.parent.glob(f"{SID}*"):
+            if leftover != path:
+                leftover.unlink()
+        total, modules = _instructions(work, path, None)
+        imports, _ = _instructions(work, path, modules)
+        counted[work] = total - imports
+        print(
+            f"{work:<6} {total / 1e6:9,.0f} M instructions, {imports / 1e6:7,.0f} M the imports "
+            f"alone: {counted[work] / 1e6:7,.0f} M  ratio {counted[work] / counted['raw']:5.2f}"
+        )
 
 
 def file_path(directory: Path, entries: int, repeat: int) -> None:
@@ -404,10 +478,17 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true", help="only the file path")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under valgrind instead"
+    )
     parser.add_argument("--child", nargs=2, metavar=("WORK", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         child(args.child[0], Path(args.child[1]))
+        return
+    if args.instructions:
+        with tempfile.TemporaryDirectory() as directory:
+            instructions(Path(directory), args.entries)
         return
     with tempfile.TemporaryDirectory() as directory:
         file_path(Path(directory), args.entries, args.repeat)

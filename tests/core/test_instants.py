@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import datetime as dt
+from random import Random
+from typing import Final
 
 import pytest
 from hypothesis import given
@@ -205,3 +207,71 @@ def test_an_unseen_minute_or_second_is_checked_in_full(texts: list[str]) -> None
         assert canonical_instant(text) == _fully_checked(text), text
         assert canonical_instant(text[:17] + "99.000Z") is None
         assert canonical_instant("2026-13-01T00:00:" + text[17:]) is None
+
+
+# A canonical instant with one field set near the edge of its range or past it: the year 0000,
+# month 0 or 13, the 29th to 32nd of a month (February of leap years and others, months of 30
+# days), hour 24, minute or second 60 and more.
+_FIELD_AT: Final = {"year": 0, "month": 5, "day": 8, "hour": 11, "minute": 14, "second": 17}
+_edge_fields = st.one_of(
+    st.tuples(_canonical, st.just("year"), st.sampled_from([0, 1, 1900, 2000, 2024, 2025])),
+    st.tuples(_canonical, st.just("month"), st.sampled_from([0, 2, 4, 9, 10, 11, 12, 13, 20])),
+    st.tuples(_canonical, st.just("day"), st.sampled_from([0, 10, 28, 29, 30, 31, 32, 40])),
+    st.tuples(_canonical, st.just("hour"), st.sampled_from([9, 19, 20, 23, 24, 29, 30])),
+    st.tuples(_canonical, st.sampled_from(["minute", "second"]), st.sampled_from([59, 60, 69, 99])),
+).map(
+    lambda t: (
+        t[0][: _FIELD_AT[t[1]]]
+        + ("%04d" if t[1] == "year" else "%02d") % t[2]
+        + t[0][_FIELD_AT[t[1]] + (4 if t[1] == "year" else 2) :]
+    )
+)
+
+
+@given(
+    st.lists(_canonical, min_size=8, max_size=40),
+    st.lists(_edge_fields, min_size=1, max_size=2),
+    st.lists(st.one_of(_near_misses, _joined_pairs), max_size=1),
+    st.randoms(use_true_random=False),
+)
+def test_many_instants_at_the_edges_of_their_fields_are_canonical_exactly_when_each_is(
+    texts: list[str], edges: list[str], odd: list[str], random: Random
+) -> None:
+    # Enough texts for all_canonical to check them a column at a time, all canonical but one
+    # or two near the edges of their fields (and now and then one nearly canonical).
+    for text in edges + odd:
+        texts.insert(random.randint(0, len(texts)), text)
+    assert all_canonical(texts) == all(_fully_checked(text) is not None for text in texts)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2024-02-29T12:00:00.000Z",
+        "2000-02-29T12:00:00.000Z",
+        "2025-02-29T12:00:00.000Z",
+        "2100-02-29T12:00:00.000Z",
+        "2024-02-30T12:00:00.000Z",
+        "2026-04-30T12:00:00.000Z",
+        "2026-04-31T12:00:00.000Z",
+        "2026-11-31T12:00:00.000Z",
+        "2026-12-31T12:00:00.000Z",
+        "2026-01-32T12:00:00.000Z",
+        "2026-01-00T12:00:00.000Z",
+        "2026-00-01T12:00:00.000Z",
+        "2026-13-01T12:00:00.000Z",
+        "0000-01-01T12:00:00.000Z",
+        "0001-01-01T00:00:00.000Z",
+        "2026-05-01T23:59:59.999Z",
+        "2026-05-01T24:00:00.000Z",
+        "2026-05-01T30:00:00.000Z",
+        "2026-05-01T12:60:00.000Z",
+        "2026-05-01T12:00:60.000Z",
+        "2026-05-01T12:00:00.000z",
+        "2026-05-01 12:00:00.000Z",
+    ],
+)
+def test_one_instant_among_many_is_checked_field_by_field(text: str) -> None:
+    texts = [format_instant(Instant(1_780_000_000_000 + k * 61_001)) for k in range(20)]
+    texts.insert(7, text)
+    assert all_canonical(texts) is (_fully_checked(text) is not None)

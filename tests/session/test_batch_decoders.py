@@ -198,6 +198,11 @@ _BAD_KEYS = (
     "sch_1",
     "sch_1@2026-11-29T20:01:00Z",
     "sch_1@2026-11-29T20:01:00.000Z\nsch_2@2026-11-29T20:01:00.000Z",
+    "sch_1@sch_2@2026-11-29T20:01:00.000Z",
+    "sch_1@2026-11-29T20:01:00.000Z@",
+    "sch_1\n@2026-11-29T20:01:00.000Z",
+    "sch_1\nsch_2@2026-11-29T20:01:00.000Z",
+    "2026-11-29T20:01:00.000Z",
 )
 _ABSENT = object()
 
@@ -531,3 +536,14 @@ def test_decoded_turns_and_messages_are_not_tracked_by_the_garbage_collector() -
     batch = decoded_turns_queued([_GOOD_QUEUED.encode()] * 2)
     assert batch == [values[0]] * 2
     assert [gc.is_tracked(value) for value in batch] == [False, False]
+
+
+@pytest.mark.parametrize("key", _BAD_KEYS)
+def test_a_turn_naming_a_bad_occurrence_key_puts_its_batch_in_doubt(key: str) -> None:
+    good = _GOOD_QUEUED.encode()
+    bad = _GOOD_QUEUED.replace("sch_1@2026-05-01T09:00:00.000Z", json.dumps(key)[1:-1]).encode()
+    assert bad != good
+    with pytest.raises(ValueError):
+        decode_turn_queued(bad)
+    assert decoded_turns_queued([good] * 9) is not None
+    assert decoded_turns_queued([good] * 4 + [bad] + [good] * 4) is None

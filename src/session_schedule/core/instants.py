@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
+from itertools import compress
 from typing import Final, NewType
 
 Instant = NewType("Instant", int)
@@ -213,26 +214,102 @@ KNOWN_SECOND_MS: Final[Mapping[str, int]] = _SECOND_MS
 with its milliseconds."""
 
 
-_CANONICAL_RUN: Final = re.compile(f"(?:{_DATE}{_TIME}\n)*{_DATE}{_TIME}")
 _CANONICAL_LENGTH: Final = len("2026-05-01T09:00:00.000Z")
+_ROW: Final = _CANONICAL_LENGTH + 1
+_AT_ONCE: Final = 8
+"""Fewer texts than this are checked one by one (:func:`canonical_instant`)."""
+_CLASSES: Final = bytes(
+    b"#"[0] if byte in b"0123456789" else byte if byte in b"-T:.Z\n" else b"?"[0]
+    for byte in range(256)
+)
+"""Each byte's class: ``#`` for a digit, the separators of the form themselves, ``?`` else."""
+_ROW_CLASSES: Final = b"####-##-##T##:##:##.###Z\n"
+
+
+class _RowBytes(dict[int, tuple[int, int, bytes]]):
+    """For ``n`` rows: the integers of ``n`` bytes each 1, and each ``0x30`` (the digit 0), and
+    the classes of ``n`` canonical rows."""
+
+    def __missing__(self, count: int) -> tuple[int, int, bytes]:
+        found = (
+            int.from_bytes(b"\x01" * count, "big"),
+            int.from_bytes(b"0" * count, "big"),
+            _ROW_CLASSES * count,
+        )
+        if count <= _ROWS_REMEMBERED:
+            self[count] = found
+        return found
+
+
+_BYTES_OF: Final = _RowBytes()
+_ROWS_REMEMBERED: Final = 4096
 
 
 def all_canonical(texts: Sequence[str]) -> bool:
     """Whether every one of ``texts`` is in the canonical form: what ``canonical_instant(text)
     is not None`` says of each, for many at once (a chunk of a long log's instants, at new
-    minutes or not) by one match of the canonical form over the texts joined by newlines.
+    minutes or not), by operations over all of them at once rather than a step per text.
 
-    The canonical form is fixed-width and holds no newline, so the joined text has the length
-    of that many canonical instants and their separators, and matches the repeated form, exactly
-    when each text is one canonical instant.
+    The canonical form is fixed-width and holds no newline, so the texts joined by newlines are
+    that many canonical instants exactly when the joined text has the length of that many and
+    their separators, each of its characters is of the class its column wants (a digit, or the
+    one separator), and each row's fields are in range. The classes are compared in one
+    ``bytes.translate`` and one comparison; the fields are checked a column at a time, each
+    column's digits read as one integer holding a digit per byte, whose bytes are tested all at
+    once by adding a constant and masking each byte's top bit (no byte carries into the next).
+    A row whose day is 29 or later (the calendar decides: month, leap year) is asked of
+    :func:`canonical_instant`, and so is every row when the chunk holds too few texts for this
+    to pay.
     """
-    if not texts:
-        return True
+    count = len(texts)
+    if count < _AT_ONCE:
+        return all(map(_is_canonical, texts))
     joined = "\n".join(texts)
-    return (
-        len(joined) == (_CANONICAL_LENGTH + 1) * len(texts) - 1
-        and _CANONICAL_RUN.fullmatch(joined) is not None
-    )
+    if len(joined) != (_CANONICAL_LENGTH + 1) * count - 1 or not joined.isascii():
+        return False
+    data = joined.encode("ascii") + b"\n"
+    ones, zeros, classes = _BYTES_OF[count]
+    if data.translate(_CLASSES) != classes:
+        return False
+
+    def column(at: int) -> int:
+        """The digits of column ``at``, one per byte of an integer, as their values 0-9."""
+        return int.from_bytes(data[at::_ROW], "big") - zeros
+
+    top = ones * 0x80
+
+    def each_at_least(value: int, least: int) -> int:
+        """The top bit of each byte of ``value`` (each 0-99) that is at least ``least``."""
+        return (value + ones * (0x80 - least)) & top
+
+    year = column(0) | column(1) | column(2) | column(3)
+    month = column(5) * 10 + column(6)
+    day = column(8) * 10 + column(9)
+    hour = column(11) * 10 + column(12)
+    if (
+        each_at_least(year, 1) != top  # not the year 0000
+        or each_at_least(month, 1) != top  # month 1-12
+        or each_at_least(month, 13)
+        or each_at_least(day, 1) != top  # day 1-31
+        or each_at_least(day, 32)
+        or each_at_least(hour, 24)  # hour 0-23
+        or each_at_least(column(14), 6)  # the tens of the minute: 0-5
+        or each_at_least(column(17), 6)  # the tens of the second: 0-5
+    ):
+        return False
+    # Day 31 only in a month of 31 days; a day after the 28th of February: by the calendar.
+    short = 0
+    for thirty in (4, 6, 9, 11):
+        short |= top ^ each_at_least(month ^ (ones * thirty), 1)
+    if short & each_at_least(day, 31):
+        return False
+    february = top ^ each_at_least(month ^ (ones * 2), 1)
+    late = february & each_at_least(day, 29)
+    return not late or all(map(_is_canonical, compress(texts, late.to_bytes(count, "big"))))
+
+
+def _is_canonical(text: str) -> bool:
+    return canonical_instant(text) is not None
 
 
 def instant_of_canonical(text: str) -> Instant:

@@ -28,7 +28,8 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Sequence
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Annotated, Final, Literal, TypeAlias, TypeVar, final
 
 import msgspec
@@ -36,7 +37,6 @@ import msgspec
 from session_schedule.core.canonical import decode_canonical_lines
 from session_schedule.core.catalog import CATALOG, BatchInstantField, strict_twin
 from session_schedule.core.instants import (
-    CANONICAL_INSTANT,
     Instant,
     all_canonical,
     format_instant,
@@ -165,9 +165,11 @@ _QUEUED_SHAPES: Final = frozenset({("schedule", True), ("host", False)})
 """A turn's origin and whether it names occurrences, as :func:`check_turn_queued` allows."""
 _FINISHED_SHAPE: Final = attrgetter("version", "attempts", "failure", "outcome")
 _PLAIN_FINISHED: Final = frozenset({(1, 1, None, "completed"), (1, 1, None, "failed")})
-_KEY_FORM: Final = f"sch_[1-9][0-9]{{0,15}}@{CANONICAL_INSTANT.pattern}"
-_KEYS: Final = re.compile(f"(?:{_KEY_FORM}\n)*{_KEY_FORM}")
-"""Occurrence keys joined by newlines: their pattern and a canonical instant, each."""
+_ID_FORM: Final = "sch_[1-9][0-9]{0,15}"
+_IDS: Final = re.compile(f"(?:{_ID_FORM}\n)*{_ID_FORM}")
+"""The ids of occurrence keys joined by newlines (a key is the id, "@" and the instant)."""
+_FIRST: Final = itemgetter(0)
+_THIRD: Final = itemgetter(2)
 
 
 def decode_turn_queued(data: bytes) -> TurnQueued:
@@ -198,8 +200,16 @@ def decoded_turns_queued(payloads: Sequence[bytes]) -> list[TurnQueued] | None:
         return None
     keys = list(itertools.chain.from_iterable(map(_OCCURRENCES, queued)))
     if keys:
-        joined = "\n".join(keys)
-        if joined.count("\n") != len(keys) - 1 or _KEYS.fullmatch(joined) is None:
+        # Each key is an id, "@" and an instant, neither of which holds an "@": split at its
+        # last one (a key without one has an empty id), the ids are matched joined by newlines
+        # and the instants checked together.
+        parts = list(map(str.rpartition, keys, repeat("@")))
+        ids = "\n".join(map(_FIRST, parts))
+        if (
+            ids.count("\n") != len(keys) - 1
+            or _IDS.fullmatch(ids) is None
+            or not all_canonical(list(map(_THIRD, parts)))
+        ):
             return None
     shapes = set(zip(map(_ORIGIN, queued), map(bool, map(_OCCURRENCES, queued)), strict=True))
     return queued if shapes <= _QUEUED_SHAPES else None
