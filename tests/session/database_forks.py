@@ -2,12 +2,13 @@
 reminder id it creates (every store, JSONL too); for the database stores (SQLite, PostgreSQL),
 counting the entries strictly decoded and what a sound fork is.
 
-Each database test module reads its own store's tables (:data:`Tables`) and hands them to
-:func:`assert_sound_fork`."""
+A test reads its store's tables (:data:`Tables`, or a
+:class:`tests.session.fork_stores.ForkedStore`) and hands them to :func:`assert_sound_fork`."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import TypeAlias, TypeVar
 
@@ -90,13 +91,34 @@ async def assert_sound_fork(
     highest: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """:func:`assert_fork_is_sound`, reading ``store`` through ``tables``."""
+    rows_of, checkpoint_of = tables
+    await assert_fork_is_sound(
+        store,
+        functools.partial(rows_of, store),
+        functools.partial(checkpoint_of, store),
+        fork,
+        inherited,
+        highest,
+        monkeypatch,
+    )
+
+
+async def assert_fork_is_sound(
+    store: SqliteSessionStore | PostgresSessionStore,
+    rows_of: Callable[[SessionId], list[tuple[object, ...]]],
+    checkpoint_of: Callable[[SessionId], CheckpointFile | None],
+    fork: SessionId,
+    inherited: list[tuple[str, object]],
+    highest: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The fork holds exactly ``inherited`` (its rows the parent's, as stored), opens from the
     checkpoint it was created with — decoding no entry before that checkpoint's window — with
     none of its parent's reminders, and its next reminder's id is past every inherited one."""
-    rows_of, checkpoint_of = tables
     assert await full_read(store, fork) == inherited
-    assert rows_of(store, fork) == rows_of(store, SID)[: len(inherited)]
-    own = checkpoint_of(store, fork)
+    assert rows_of(fork) == rows_of(SID)[: len(inherited)]
+    own = checkpoint_of(fork)
     assert own is not None
     assert (own.entries, own.active, own.pending, own.window) == (len(inherited), [], [], [])
     with decodes(monkeypatch) as decoded:
