@@ -142,12 +142,13 @@ async def test_writes_are_reported_after_their_commit_and_the_connection_closes_
     with connect(path) as connection:
         assert connection.execute("SELECT n FROM t").fetchall() == [(1,)]
     assert connected(lane)
-    lane.detach()
+    assert lane.detach() is not None  # the last handle: the lane closes its connection
     await lane.commit(lambda _connection: None, durable=False)  # runs after the close call
     lane.attach()  # the write above opened it again; detaching closes it once more
-    lane.detach()
-    for _ in range(100):
-        if not connected(lane):
-            break
-        await asyncio.sleep(0.01)
+    lane.attach()
+    assert lane.detach() is None  # another handle is still attached
+    assert connected(lane)
+    closed = lane.detach()
+    assert closed is not None
+    await closed
     assert not connected(lane)

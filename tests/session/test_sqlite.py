@@ -508,3 +508,23 @@ class _Where:
 
     def __fspath__(self) -> str:
         return self._path
+
+
+async def test_closing_the_last_session_leaves_the_store_no_connection(tmp_path: Path) -> None:
+    """Once the last open session's ``close`` has returned, the store holds no connection to
+    the database: SQLite has folded its write-ahead log back into it, and the file may be
+    copied, moved or removed at once."""
+    where = tmp_path / "sessions.db"
+    store = SqliteSessionStore(where)
+    async with await store.create(now=NOW, session_id=SID) as first:
+        async with await store.create(now=NOW, session_id=SessionId("s_bbbbbbbbbbbb")) as second:
+            second.append("message", turn(1))
+            await second.barrier()
+        # Another session is still open: the store's connections stay.
+        assert Path(f"{where}-wal").exists()
+        first.append("message", turn(2))
+        await first.barrier()
+    assert not Path(f"{where}-wal").exists()
+    assert not Path(f"{where}-shm").exists()
+    snapshot = await store.read(SID)
+    assert payloads(snapshot.entries) == [("message", turn(2))]

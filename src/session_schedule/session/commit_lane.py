@@ -102,12 +102,15 @@ class CommitLane:
         """A handle that writes through the lane was opened."""
         self._attached += 1
 
-    def detach(self) -> None:
+    def detach(self) -> asyncio.Future[None] | None:
         """A handle that wrote through the lane is closing (its last write was queued before):
-        with none left, the lane closes its connection once the writes queued are done."""
+        with none left, the lane closes its connection once the writes queued are done — the
+        future returned then is done once it has (so the last session closed leaves the store
+        no connection, and SQLite folds its write-ahead log back into the database)."""
         self._attached -= 1
         if self._attached == 0:
-            self._worker.post(self._close_if_unused)
+            return self._worker.submit(self._close_if_unused)
+        return None
 
     def commit(
         self, work: Callable[[sqlite3.Connection], T], *, durable: bool = True

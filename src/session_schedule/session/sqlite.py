@@ -255,8 +255,10 @@ class SqliteSessionHandle(LogHandle):
                 except sqlite3.Error as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
         finally:
-            self._lane.detach()
+            lane_closed = self._lane.detach()
             await self._worker.stop(lambda: _close(shared, owners, session_id))
+            if lane_closed is not None:
+                await asyncio.shield(lane_closed)
 
 
 class _Opened(NamedTuple):
