@@ -29,6 +29,10 @@ so that runs compare (use a smaller ``--entries``, e.g. 100,000).
 
     python3 dev.py bench replay [--entries N] [--changes N] [--repeat R] [--skip-memory]
     python3 dev.py bench replay --instructions [--entries N]
+
+With ``--checkpoint`` the file is given the checkpoint a session has after a close (opened and
+closed through the store once, restored before each run): the open then starts from it, and
+``check`` compares it with the log.
 """
 
 from __future__ import annotations
@@ -399,19 +403,50 @@ def _instructions(work: str, path: Path, imports: str | None) -> tuple[int, str]
     return int(found.group(1).replace(b",", b"")), done.stdout.decode()
 
 
-def instructions(directory: Path, entries: int) -> None:
+def with_checkpoint(path: Path) -> bytes:
+    """Open the session file ``path`` through the store and close it, which writes the
+    checkpoint a session has after a close; its bytes."""
+    import asyncio  # noqa: PLC0415
+
+    from session_schedule.session import JsonlSessionStore  # noqa: PLC0415
+
+    async def run() -> None:
+        handle = await JsonlSessionStore(path.parent).open(SessionId(SID))
+        await handle.close()
+
+    asyncio.run(run())
+    return _checkpoint_of(path).read_bytes()
+
+
+def _checkpoint_of(path: Path) -> Path:
+    return path.with_suffix(".checkpoint")
+
+
+def _fresh(path: Path, checkpoint: bytes | None) -> None:
+    """Leave the session's log alone beside it, with the checkpoint ``checkpoint`` if given."""
+    for leftover in path.parent.glob(f"{SID}*"):
+        if leftover != path:
+            leftover.unlink()  # a checkpoint the last open wrote as it closed
+    if checkpoint is not None:
+        _checkpoint_of(path).write_bytes(checkpoint)
+
+
+def instructions(directory: Path, entries: int, *, checkpoint: bool = False) -> None:
     """The instructions of each work, less those of its imports alone, and their ratios."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind")
     path = directory / f"{SID}.jsonl"
     count = session_file(path, entries)
-    print(f"session file: {count:,} entries, {path.stat().st_size / 1e6:.1f} MB")
+    bound = with_checkpoint(path) if checkpoint else None
+    print(
+        f"session file: {count:,} entries, {path.stat().st_size / 1e6:.1f} MB"
+        + (", with a checkpoint bound to its end" if checkpoint else "")
+    )
     counted: dict[str, int] = {}
     for work in _WORK:
-        for leftover in path.parent.glob(f"{SID}*"):
-            if leftover != path:
-                leftover.unlink()
+        _fresh(path, bound)
         total, modules = _instructions(work, path, None)
+        _fresh(path, bound)
         imports, _ = _instructions(work, path, modules)
         counted[work] = total - imports
         print(
@@ -420,28 +455,29 @@ def instructions(directory: Path, entries: int) -> None:
         )
 
 
-def file_path(directory: Path, entries: int, repeat: int) -> None:
+def file_path(directory: Path, entries: int, repeat: int, *, checkpoint: bool = False) -> None:
     path = directory / f"{SID}.jsonl"
     started = time.perf_counter()
     count = session_file(path, entries)
     size = path.stat().st_size
+    bound = with_checkpoint(path) if checkpoint else None
     print(
         f"session file: {count:,} entries, {size / 1e6:.1f} MB "
-        f"(written in {time.perf_counter() - started:.1f} s); medians of {repeat} fresh processes"
+        + ("with a checkpoint bound to its end " if checkpoint else "")
+        + f"(written in {time.perf_counter() - started:.1f} s); medians of {repeat} fresh "
+        "processes"
     )
     runs: dict[str, list[tuple[float, int]]] = {work: [] for work in _WORK}
     for _ in range(repeat):
         for work in _WORK:
-            for leftover in path.parent.glob(f"{SID}*"):
-                if leftover != path:
-                    leftover.unlink()  # a checkpoint the last open wrote as it closed
+            _fresh(path, bound)
             runs[work].append(in_fresh_process(work, path))
     raw = statistics.median(cpu for cpu, _ in runs["raw"])
     raw_peak = statistics.median(peak for _, peak in runs["raw"])
     per = 1e9 / count
     for work, label in (
         ("raw", "raw decode of the lines"),
-        ("open", "open (no checkpoint)"),
+        ("open", "open (bound checkpoint)" if checkpoint else "open (no checkpoint)"),
         ("check", "check"),
     ):
         cpu = statistics.median(run[0] for run in runs[work])
@@ -481,6 +517,11 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions under valgrind instead"
     )
+    parser.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="give the file the checkpoint a close writes (open and check with it bound)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("WORK", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -488,10 +529,10 @@ def main() -> None:
         return
     if args.instructions:
         with tempfile.TemporaryDirectory() as directory:
-            instructions(Path(directory), args.entries)
+            instructions(Path(directory), args.entries, checkpoint=args.checkpoint)
         return
     with tempfile.TemporaryDirectory() as directory:
-        file_path(Path(directory), args.entries, args.repeat)
+        file_path(Path(directory), args.entries, args.repeat, checkpoint=args.checkpoint)
     if not args.skip_memory:
         in_memory(args.changes, args.repeat)
 

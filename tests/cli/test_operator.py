@@ -24,6 +24,7 @@ from session_schedule.core.changes import (
     delete_change,
     dispatch_change,
 )
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import EveryScheduleRecord
@@ -42,6 +43,7 @@ from session_schedule.session.jsonl import opening as jsonl_opening
 from session_schedule.session.jsonl import store as jsonl_store
 from session_schedule.session.lines import Scan
 from session_schedule.session.port import LogEntry
+from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
 from session_schedule.session.targets import NextTarget
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
@@ -777,6 +779,32 @@ def test_check_a_sound_session(
     )
 
 
+@pytest.mark.parametrize(("settings", "counted"), [(1, "1 quotas entry"), (2, "2 quotas entries")])
+def test_check_counts_quotas_entries(
+    data: Path,
+    session: SessionId,
+    settings: int,
+    counted: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async def set_quotas() -> None:
+        async with await JsonlSessionStore(data).open(session) as handle:
+            for turns in range(settings):
+                handle.append(
+                    QUOTAS_ENTRY_TYPE,
+                    quotas_entry(at=parse_instant(NOW), turns_per_day=turns + 1, quiet_hours=None),
+                )
+            await handle.barrier()
+
+    asyncio.run(set_quotas())
+    assert run(data, "check", session) == 0
+    assert capsys.readouterr() == (
+        f"session {session} is sound: {12 + settings} entries (5 messages, 7 schedule changes, "
+        f"{counted}), 2 active reminders\n",
+        "",
+    )
+
+
 def test_check_reads_the_log_once(
     data: Path, session: SessionId, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -809,6 +837,25 @@ def test_check_folds_the_log_once(
     monkeypatch.setattr(NextTarget, "after", counted)
     assert run(data, "check", session) == 0
     assert folds == []
+
+
+def test_check_folds_the_entries_its_checkpoint_covers_once(
+    data: Path, session: SessionId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a checkpoint bound to the log, the fold that comparing the checkpoint builds of the
+    entries it covers goes on over the rest and is the state ``check`` reports (a long log
+    costs one fold, not two)."""
+    assert (data / f"{session}.checkpoint").exists()
+    folds: list[ScheduleFold] = []
+    init = ScheduleFold.__init__
+
+    def counted(self: ScheduleFold, *, session: str = "") -> None:
+        folds.append(self)
+        init(self, session=session)
+
+    monkeypatch.setattr(ScheduleFold, "__init__", counted)
+    assert run(data, "check", session) == 0
+    assert len(folds) == 1
 
 
 def test_check_overdue_is_a_monitoring_probe(

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from session_schedule.core.changes import delete_change
-from session_schedule.core.fold import fold
+from session_schedule.core.changes import delete_change, dispatch_change
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import make_schedule_id
-from session_schedule.core.instants import parse_instant
+from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId
+from session_schedule.session import JsonlSessionStore, SessionCorrupt, SessionId, checkpoint
 from session_schedule.session.checkpoint import CHECKPOINT_VERSION, EVERY, WINDOW, CheckpointFile
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.jsonl import JsonlSessionHandle, next_targets
 from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.lines import commit_line
 from session_schedule.session.message import MessageEntry
+from session_schedule.session.port import LogEntry, schedule_changes
 from session_schedule.session.provenance import Provenance
 from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
 from session_schedule.session.turns import (
@@ -41,7 +48,9 @@ from session_schedule.testing.session_contract import (
     turn,
 )
 from tests.session.histories import append_history, every
+from tests.session.test_next_target import _log
 
+_T = TypeVar("_T")
 SID = SessionId("s_aaaaaaaaaaaa")
 OTHER = SessionId("s_bbbbbbbbbbbb")
 LOGGER = "session_schedule.session.jsonl"
@@ -781,3 +790,127 @@ async def test_a_fork_opens_from_the_checkpoint_written_as_it_was_created(
     async with await store.open(OTHER) as fork:
         assert fork.resume is None
         assert payloads(fork.entries) == parent
+
+
+def _folded_or_error(work: Callable[[], _T]) -> _T | tuple[str, str]:
+    try:
+        return work()
+    except (ScheduleError, ValueError) as error:
+        return type(error).__name__, str(error)
+
+
+def _fold_summary(state: ScheduleFold) -> tuple[object, ...]:
+    return state.highest_id, state.by_creation(), state.statuses(), state.views(Instant(NOW))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 1_000)), max_size=50),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.integers(-1, 60),
+    st.integers(-2, 2),
+)
+def test_checking_with_one_fold_is_folding_and_comparing(
+    steps: list[tuple[int, int]], seed: int, covered: int, stray: int, forged: int
+) -> None:
+    """``checked_fold`` (the covered entries folded once, the fold going on over the rest) gives
+    the fold and the differences that folding the log and comparing the checkpoint with it
+    apart give, and the same errors — for checkpoints that agree, that are forged, that cover
+    more than the log, and for logs that do not fold (a change of an inactive reminder, a
+    finish naming no pending turn) before or after the checkpoint's position."""
+    entries = _log(steps)
+    if 0 <= stray <= len(entries):
+        # A dispatch of a reminder never created: the fold rejects it.
+        stray_change = dispatch_change(make_schedule_id(999))
+        entries.insert(
+            stray, LogEntry(position=stray, type="schedule/change", payload=stray_change)
+        )
+        entries = [
+            msgspec.structs.replace(entry, position=index) for index, entry in enumerate(entries)
+        ]
+    seed = min(seed, len(entries))
+    session = str(SID)
+    base = checkpoint.draft(
+        session=session,
+        binding=checkpoint.Binding(0, 0),
+        progress=checkpoint.Progress(session=session, seed=seed),
+        window=[],
+    )
+    try:
+        progress = checkpoint.progress_of(entries, None, end=covered, seed=seed, session=session)
+        found = checkpoint.draft(
+            session=session,
+            binding=checkpoint.Binding(covered, 0),
+            progress=progress,
+            window=entries[max(0, covered - checkpoint.WINDOW) : covered],
+        )
+    except (ScheduleError, ValueError):
+        found = msgspec.structs.replace(base, entries=covered)
+    found = msgspec.structs.replace(found, highest_id=found.highest_id + forged)
+
+    def apart() -> tuple[tuple[object, ...], str | None]:
+        state = fold(schedule_changes(entries), seed_length=seed, session=session)
+        difference = checkpoint.mismatch(found, entries, seed=seed, session=session)
+        return _fold_summary(state), difference
+
+    def once() -> tuple[tuple[object, ...], str | None]:
+        state, difference = checkpoint.checked_fold(found, entries, seed=seed, session=session)
+        return _fold_summary(state), difference
+
+    assert _folded_or_error(once) == _folded_or_error(apart)
+    without = _folded_or_error(
+        lambda: _fold_summary(checkpoint.checked_fold(None, entries, seed=seed, session=session)[0])
+    )
+    assert without == _folded_or_error(
+        lambda: _fold_summary(fold(schedule_changes(entries), seed_length=seed, session=session))
+    )
+
+
+def _progress_of_batches(
+    entries: list[LogEntry], seed: int, cuts: list[int]
+) -> tuple[str, str] | tuple[int, checkpoint.CheckpointFile]:
+    """The checkpoint ``entries`` make, fed to :class:`~checkpoint.Progress` in batches ending
+    at ``cuts``, or the error it raises."""
+    progress = checkpoint.Progress(session=SID, seed=seed)
+    try:
+        for start, end in itertools.pairwise([0, *sorted(cuts), len(entries)]):
+            progress.add(iter(entries[start:end]) if start % 2 else entries[start:end])
+    except (ScheduleError, ValueError) as error:
+        return type(error).__name__, str(error)
+    position = progress.position
+    return position, checkpoint.draft(
+        session=SID, binding=checkpoint.Binding(position, 0), progress=progress, window=[]
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 1_000)), max_size=50),
+    st.integers(0, 60),
+    st.integers(-1, 60),
+    st.integers(-1, 60),
+    st.lists(st.integers(0, 60), max_size=4),
+)
+def test_progress_in_batches_is_progress_entry_by_entry(
+    steps: list[tuple[int, int]], seed: int, stray: int, gap: int, cuts: list[int]
+) -> None:
+    """Feeding a progress a batch at a time gives the checkpoint, and raises the error, that
+    feeding it one entry at a time does — with changes the fold rejects, finishes naming no
+    pending turn and entries out of place anywhere among them."""
+    entries = _log(steps)
+    if 0 <= stray <= len(entries):
+        stray_change = dispatch_change(make_schedule_id(999))
+        entries.insert(
+            stray, LogEntry(position=stray, type="schedule/change", payload=stray_change)
+        )
+    entries = [
+        msgspec.structs.replace(entry, position=index) for index, entry in enumerate(entries)
+    ]
+    if 0 <= gap < len(entries):
+        entries[gap] = msgspec.structs.replace(entries[gap], position=gap + 1)
+    seed = min(seed, len(entries))
+    cuts = [cut for cut in cuts if cut <= len(entries)]
+    assert _progress_of_batches(entries, seed, cuts) == _progress_of_batches(
+        entries, seed, list(range(len(entries)))
+    )

@@ -32,14 +32,16 @@ from session_schedule.core.fold import ScheduleFold
 from session_schedule.harness.transcript import transcript_check
 from session_schedule.session import MESSAGE_ENTRY_TYPE, SessionSnapshot
 from session_schedule.session.port import SessionStore
+from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE
 
 DESCRIPTION: Final = (
     "Read and strictly decode every entry of a session, fold its schedule "
     "changes and check that every tool result in the transcript answers a call. Prints a "
-    "one-line summary when the session is sound, with a warning for each tool call a stop "
-    "or crash left without its result. Exit codes: 0 sound; 1 sound, but with --overdue "
-    "some reminder is later than that; 3 no such session; 5 corrupt (the message names the "
-    "entry and the field, or the stray tool result)."
+    "one-line summary when the session is sound, counting its entries, messages, schedule "
+    "changes, quotas entries (when there are any) and active reminders, with a warning for each "
+    "tool call a stop or crash left without its result. Exit codes: 0 sound; 1 sound, but "
+    "with --overdue some reminder is later than that; 3 no such session; 5 corrupt (the "
+    "message names the entry and the field, or the stray tool result)."
 )
 EXAMPLE: Final = "session-schedule check s_7k2m4q9x3v5b"
 _type_of: Final = attrgetter("type")
@@ -79,10 +81,13 @@ def run(arguments: argparse.Namespace) -> int:
     types = list(map(_type_of, entries))
     messages = types.count(MESSAGE_ENTRY_TYPE)
     changes = types.count(CHANGE_EVENT_TYPE)
+    quotas = types.count(QUOTAS_ENTRY_TYPE)
+    counted = f"{messages} messages, {changes} schedule changes"
+    if quotas:
+        counted += f", {quotas} quotas entr{'y' if quotas == 1 else 'ies'}"
     parts = [
         (
-            f"session {header.id} is sound: {len(entries)} entries "
-            f"({messages} messages, {changes} schedule changes), "
+            f"session {header.id} is sound: {len(entries)} entries ({counted}), "
             f"{len(state)} active reminder{'' if len(state) == 1 else 's'}"
         )
     ]
@@ -132,19 +137,18 @@ class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
 async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
     """The session as storage holds it, and its changes folded (raises like
     :func:`fold_snapshot`); a store that keeps a file per session (JSONL) also says what a torn
-    tail holds and whether its derived files agree with the log (with the same fold)."""
+    tail holds and whether its derived files agree with the log, folding the log once."""
     inspect = getattr(store, "inspect", None)
     if inspect is None:
         snapshot = await store.read(session_id)
         return _Inspection(snapshot=snapshot, state=fold_snapshot(snapshot))
     found = await inspect(session_id)
-    state = fold_snapshot(found.snapshot)
-    problems = getattr(store, "derived_problems", None)
-    derived = (
-        ()
-        if problems is None
-        else tuple(await problems(found.snapshot.header.id, read=found.snapshot, folded=state))
-    )
+    derived_check = getattr(store, "derived_check", None)
+    if derived_check is None:
+        state = fold_snapshot(found.snapshot)
+        derived: tuple[str, ...] = ()
+    else:
+        state, derived = await derived_check(found.snapshot.header.id, read=found.snapshot)
     return _Inspection(
         snapshot=found.snapshot,
         state=state,

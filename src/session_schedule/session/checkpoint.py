@@ -81,13 +81,13 @@ from session_schedule.core.changes import (
     encode_change,
 )
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.records import NO_STATUS, RecordStatus, ScheduleRecord
 from session_schedule.session.codec import Source, decode_payload, encode_payload
 from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
-from session_schedule.session.port import LogEntry, ResumePoint
+from session_schedule.session.port import LogEntry, ResumePoint, schedule_changes
 from session_schedule.session.provenance import MadeBy, Provenance, ProvenanceLog
 from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, QuotasEntry, decode_quotas
 from session_schedule.session.turns import (
@@ -356,28 +356,43 @@ class Progress:
 
         Raises ``ScheduleError`` (``corrupt_schedule_log``) for a change the fold rejects and
         ``ValueError`` for a ``turn/finished`` entry that names no pending turn; either leaves
-        this progress unusable.
+        this progress unusable. The error is the one reading the entries one at a time meets
+        first: the runs and the provenance are read a batch at a time, up to the entry at which
+        the pending turns (read first) fail.
         """
-        history, seed, pending = self._history, self._seed, self._pending
-        for entry in entries:
-            if entry.position != self.position:
-                raise ValueError(f"entry {entry.position} follows entry {self.position - 1}")
-            history.feed((entry,))
-            self._provenance.feed((entry,))
-            self.position += 1
-            if entry.type == CHANGE_EVENT_TYPE or entry.position < seed:
+        batch = entries if isinstance(entries, Sequence) else tuple(entries)
+        seed, pending = self._seed, self._pending
+        position = self.position
+        failure: ValueError | None = None
+        end = len(batch)
+        for index, entry in enumerate(batch):
+            if entry.position != position:
+                failure = ValueError(f"entry {entry.position} follows entry {position - 1}")
+                end = index
+                break
+            position += 1
+            entry_type = entry.type
+            if entry_type == CHANGE_EVENT_TYPE or entry.position < seed:
                 continue
-            if entry.type == QUOTAS_ENTRY_TYPE:
+            if entry_type == QUOTAS_ENTRY_TYPE:
                 self.quotas = cast("QuotasEntry", entry.payload)
-            if entry.type == TURN_QUEUED_TYPE:
+            elif entry_type == TURN_QUEUED_TYPE:
                 pending[entry.position] = entry
-            elif entry.type == TURN_FINISHED_TYPE:
+            elif entry_type == TURN_FINISHED_TYPE:
                 finished = cast("TurnFinished", entry.payload)
                 if pending.pop(finished.turn, None) is None:
-                    raise ValueError(
+                    failure = ValueError(
                         f"entry {entry.position} finishes entry {finished.turn}, which is not a "
                         "pending turn"
                     )
+                    end = index + 1
+                    break
+        read = batch if end == len(batch) else batch[:end]
+        self._history.feed(read)
+        self._provenance.feed(read)
+        self.position = position
+        if failure is not None:
+            raise failure
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -658,14 +673,50 @@ def mismatch(
     amount to — its reminders, its pending turns, its window of entries — or ``None`` when it
     says exactly what they say (``seed``: the session's inherited entries). Its binding to the
     log is not looked at here: the store checks that."""
+    return _covered(found, entries, seed=seed, session=session)[1]
+
+
+def checked_fold(
+    found: CheckpointFile | None, entries: Sequence[LogEntry], *, seed: int, session: str
+) -> tuple[ScheduleFold, str | None]:
+    """The fold of the schedule changes of all ``entries`` (as
+    :func:`~session_schedule.core.fold.fold` with ``seed_length=seed`` makes it, and raising as
+    it does) and :func:`mismatch` of ``found`` (``None`` when there is no checkpoint to compare),
+    folding the entries once: the fold of the first ``found.entries`` entries that the
+    comparison builds goes on over the rest.
+
+    When the comparison has no fold to go on from (the checkpoint's counts are impossible, or
+    the covered entries do not fold), the entries are folded from the first, so that the fold
+    and its error are exactly :func:`fold`'s."""
+    if found is None:
+        return _fold(entries, seed=seed, session=session), None
+    progress, difference = _covered(found, entries, seed=seed, session=session)
+    if progress is None:
+        return _fold(entries, seed=seed, session=session), difference
+    state = progress.state
+    # The same rules as fold's, on the same state: a change of the rest that breaks one raises
+    # what folding the whole log raises.
+    state.replay(schedule_changes(entries[found.entries :]), seed_length=seed)
+    return state, difference
+
+
+def _fold(entries: Sequence[LogEntry], *, seed: int, session: str) -> ScheduleFold:
+    return fold(schedule_changes(entries), seed_length=seed, session=session)
+
+
+def _covered(
+    found: CheckpointFile, entries: Sequence[LogEntry], *, seed: int, session: str
+) -> tuple[Progress | None, str | None]:
+    """The progress of the log's first ``found.entries`` entries (``None`` when the counts are
+    impossible or the entries do not fold) and :func:`mismatch` of ``found``."""
     if found.entries > len(entries):
-        return f"it covers {found.entries} entries, and the log holds {len(entries)}"
+        return None, f"it covers {found.entries} entries, and the log holds {len(entries)}"
     if len(found.window) > found.entries:
-        return "its counts are impossible"
+        return None, "its counts are impossible"
     try:
         progress = progress_of(entries, None, end=found.entries, seed=seed, session=session)
     except (ScheduleError, ValueError) as error:
-        return f"the log's first {found.entries} entries do not fold ({error})"
+        return None, f"the log's first {found.entries} entries do not fold ({error})"
     first = found.entries - len(found.window)
     expected = draft(
         session=session,
@@ -692,7 +743,7 @@ def mismatch(
         differences.append(
             f"its copies of entries {first} to {found.entries - 1} are not the log's"
         )
-    return "; ".join(differences) or None
+    return progress, "; ".join(differences) or None
 
 
 def _pending_bytes(pending: Sequence[PendingTurn]) -> list[tuple[int, bytes]]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source
 from session_schedule.session.errors import SessionError
@@ -212,6 +213,32 @@ def checkpoint_problem(
     when it is bound to the log's commit record (so opening the session may use it): other
     reminders, pending turns or entries. ``None`` when it agrees, or would not be believed
     (missing, damaged, stale: it is rebuilt from the log)."""
+    found = _bound_file(log, parsed, source)
+    if found is None:
+        return None
+    return checkpoint.mismatch(
+        found, parsed.entries, seed=parsed.header.seed_length, session=session_id
+    )
+
+
+def checked_fold(
+    log: Path, parsed: Scan | SessionSnapshot, source: Source, session_id: SessionId
+) -> tuple[ScheduleFold, str | None]:
+    """The fold of the log's changes (``parsed``, read whole; raises as
+    :func:`~session_schedule.core.fold.fold` does) and :func:`checkpoint_problem`, with the
+    log's entries folded once (see :func:`.checkpoint.checked_fold`)."""
+    return checkpoint.checked_fold(
+        _bound_file(log, parsed, source),
+        parsed.entries,
+        seed=parsed.header.seed_length,
+        session=session_id,
+    )
+
+
+def _bound_file(
+    log: Path, parsed: Scan | SessionSnapshot, source: Source
+) -> checkpoint.CheckpointFile | None:
+    """The checkpoint beside ``log`` when it decodes and is bound to the log's commit record."""
     found = read_checkpoint(checkpoint_path(log), source)
     if not isinstance(found, checkpoint.CheckpointFile) or parsed.header.format != 2:
         return None
@@ -223,8 +250,4 @@ def checkpoint_problem(
         )
     finally:
         os.close(fd)
-    if not bound:
-        return None
-    return checkpoint.mismatch(
-        found, parsed.entries, seed=parsed.header.seed_length, session=session_id
-    )
+    return found if bound else None

@@ -43,7 +43,11 @@ from session_schedule.session import checkpoint
 from session_schedule.session.descriptors import process_cache
 from session_schedule.session.handover import RequestFiles
 from session_schedule.session.ids import SessionId, chosen_session_id, require_session_id
-from session_schedule.session.jsonl.checkpoints import checkpoint_path, checkpoint_problem
+from session_schedule.session.jsonl.checkpoints import (
+    checked_fold,
+    checkpoint_path,
+    checkpoint_problem,
+)
 from session_schedule.session.jsonl.creation import Owning, Seed, create_session, fork_session
 from session_schedule.session.jsonl.files import SUFFIX, source_of
 from session_schedule.session.jsonl.handle import JsonlSessionHandle
@@ -55,7 +59,7 @@ from session_schedule.session.jsonl.opening import (
     read_session,
     scan_directory,
 )
-from session_schedule.session.lines import CURRENT_FORMAT, new_checksums
+from session_schedule.session.lines import CURRENT_FORMAT, Scan, new_checksums
 from session_schedule.session.owners import OwnerLocks
 from session_schedule.session.port import (
     DEFAULT_DUE_LIMIT,
@@ -89,6 +93,15 @@ class JsonlInspection(NamedTuple):
     """Complete lines among them (0: only an incomplete last line)."""
     checksums: Sequence[int]
     """Entry ``n``'s chained checksum at index ``n`` (format 2; empty for format 1)."""
+
+
+class DerivedCheck(NamedTuple):
+    """What :meth:`JsonlSessionStore.derived_check` finds."""
+
+    state: ScheduleFold
+    """The fold of the log's changes."""
+    problems: tuple[str, ...]
+    """What :meth:`JsonlSessionStore.derived_problems` says."""
 
 
 @final
@@ -276,21 +289,47 @@ class JsonlSessionStore:
 
         def job() -> tuple[str, ...]:
             parsed = read_session(path, source, lines=False) if read is None else read
-            problems: list[str] = []
             difference = checkpoint_problem(path, parsed, source, checked)
-            if difference is not None:
-                problems.append(
-                    f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
-                    f"does not say what the log says ({difference}); delete the checkpoint "
-                    "(it is rebuilt from the log)"
-                )
-            target = next_target_of(parsed.header, parsed.entries, folded=folded)
-            indexed = self._index.mismatch(checked, path.lstat(), target)
-            if indexed is not None:
-                problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
-            return tuple(problems)
+            return self._problems(checked, path, parsed, difference, folded)
 
         return await asyncio.to_thread(job)
+
+    async def derived_check(self, session_id: str, *, read: SessionSnapshot) -> DerivedCheck:
+        """The fold of the changes of ``read`` (``session_id`` as :meth:`inspect` has just read
+        it; raises ``corrupt_schedule_log`` as :func:`~session_schedule.core.fold.fold` does)
+        and :meth:`derived_problems`, folding the log once: the fold that the comparison with a
+        bound checkpoint builds goes on over the rest of the log."""
+        checked = require_session_id(session_id)
+        path = self._checked(self.path_of(checked))
+        source = source_of(checked)
+
+        def job() -> DerivedCheck:
+            state, difference = checked_fold(path, read, source, checked)
+            return DerivedCheck(state, self._problems(checked, path, read, difference, state))
+
+        return await asyncio.to_thread(job)
+
+    def _problems(
+        self,
+        checked: SessionId,
+        path: Path,
+        parsed: Scan | SessionSnapshot,
+        difference: str | None,
+        folded: ScheduleFold | None,
+    ) -> tuple[str, ...]:
+        """:meth:`derived_problems`, given what the checkpoint says that the log does not."""
+        problems: list[str] = []
+        if difference is not None:
+            problems.append(
+                f"its checkpoint {checkpoint_path(path).name} is bound to its log but "
+                f"does not say what the log says ({difference}); delete the checkpoint "
+                "(it is rebuilt from the log)"
+            )
+        target = next_target_of(parsed.header, parsed.entries, folded=folded)
+        indexed = self._index.mismatch(checked, path.lstat(), target)
+        if indexed is not None:
+            problems.append(f"{indexed}; delete {INDEX_NAME} (it is rebuilt from the logs)")
+        return tuple(problems)
 
     async def list(self) -> tuple[SessionHeader, ...]:
         return listed(await self.scan())
