@@ -4,16 +4,50 @@ catch-up after downtime and a delete, through the library and the ``history`` co
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
 import msgspec
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from session_schedule.cli.main import main
-from session_schedule.core.instants import parse_instant
+from session_schedule.core.changes import (
+    CHANGE_CLASSES,
+    CHANGE_EVENT_TYPE,
+    ScheduleDispatchChange,
+    ScheduleMissChange,
+    create_change,
+    delete_change,
+    pause_change,
+    resume_change,
+    snooze_change,
+    update_change,
+)
+from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.ids import ScheduleId, id_number, make_schedule_id
+from session_schedule.core.instants import (
+    Instant,
+    canonical_instant,
+    format_instant,
+    parse_instant,
+)
+from session_schedule.core.records import (
+    RECURRING_RECORDS,
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    DailyScheduleRecord,
+    Ends,
+    EveryScheduleRecord,
+    ScheduleRecord,
+)
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.runtime.retry import TurnRetry
 from session_schedule.runtime.turns import TurnQueue
@@ -26,7 +60,14 @@ from session_schedule.session.history import (
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
-from session_schedule.session.turns import turn_failure
+from session_schedule.session.port import LogEntry
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFinished,
+    TurnQueued,
+    turn_failure,
+)
 from session_schedule.testing.clock import FakeClock
 
 START = "2026-11-29T20:00:00.000Z"  # a Sunday
@@ -234,3 +275,224 @@ def test_a_missed_occurrence_and_a_snoozed_delivery_are_in_the_history() -> None
         ("sch_1@2026-11-29T21:00:00.000Z", "delivered"),
         ("sch_1@2026-11-29T22:00:00.000Z", "missed"),
     ]
+
+
+# -- feeding a batch is reading entry by entry ------------------------------------------------
+
+_BASE = parse_instant("2030-01-01T00:00:00.000Z")
+_QUARTER = 900_000
+_DAMAGED = ("2030-01-01T00:00:00Z", "2030-02-30T00:00:00.000Z", "later")
+"""Texts that are not canonical instants: a damaged log."""
+
+
+def _one_in(draw: st.DrawFn, chances: int) -> bool:
+    """True once in about ``chances`` draws (a middle value: Hypothesis favours the bounds)."""
+    return draw(st.integers(1, chances)) == (chances + 1) // 2
+
+
+@st.composite
+def _text(draw: st.DrawFn, at: int) -> str:
+    """``at`` as a canonical instant, now and then a damaged text instead."""
+    if _one_in(draw, 150):
+        return draw(st.sampled_from(_DAMAGED))
+    return format_instant(Instant(at))
+
+
+@st.composite
+def _record(draw: st.DrawFn, number: int, now: int) -> ScheduleRecord:
+    schedule_id = make_schedule_id(number)
+    at = draw(_text(now + draw(st.integers(-1, 4)) * _QUARTER))
+    kinds: list[ScheduleRecord] = [
+        EveryScheduleRecord(
+            id=schedule_id,
+            prompt="p",
+            every_seconds=draw(st.sampled_from([900, 3600])),
+            scheduled_at=at,
+        ),
+        DailyScheduleRecord(
+            id=schedule_id,
+            prompt="p",
+            local_time="09:00",
+            time_zone="Europe/Paris",
+            weekdays=["mon", "fri"],
+            scheduled_at=at,
+        ),
+        AtScheduleRecord(id=schedule_id, prompt="p", scheduled_at=at),
+        AfterScheduleRecord(id=schedule_id, prompt="p", after_seconds=60, scheduled_at=at),
+    ]
+    record = draw(st.sampled_from(kinds))
+    if isinstance(record, RECURRING_RECORDS) and _one_in(draw, 4):
+        until = draw(st.none() | _text(now + draw(st.integers(0, 12)) * _QUARTER))
+        runs = draw(st.integers(1, 3)) if until is None else draw(st.none() | st.integers(1, 3))
+        record = msgspec.structs.replace(record, ends=Ends(until=until, max_runs=runs))
+    if _one_in(draw, 4):
+        record = msgspec.structs.replace(record, max_lateness_seconds=draw(st.integers(1, 7200)))
+    return record
+
+
+def _occurrence(shadow: ScheduleFold, schedule_id: ScheduleId) -> str | None:
+    """The occurrence an active reminder's next delivery stands for, if it has one."""
+    try:
+        return format_instant(shadow.occurrence_of(schedule_id))
+    except (KeyError, ValueError):
+        return None
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> list[LogEntry]:
+    """A session's entries: reminders of every kind created, changed and deleted, and reminder
+    turns (queued, dispatching, finished at once, later or never) as a shadow fold of the
+    changes sees them, the wall clock moving on; now and then a damaged entry (an instant
+    that is not canonical, a change of a reminder no longer active, a dispatch before its
+    target, a finish of any entry, an occurrence key no dispatch carries)."""
+    entries: list[LogEntry] = []
+    shadow = ScheduleFold()
+    unfinished: list[int] = []
+    now: int = _BASE
+
+    def add(entry_type: str, payload: object) -> int:
+        if isinstance(payload, CHANGE_CLASSES):
+            with contextlib.suppress(ScheduleError, ValueError):
+                shadow.apply(payload)
+        entries.append(LogEntry(position=len(entries), type=entry_type, payload=payload))
+        return len(entries) - 1
+
+    for _ in range(draw(st.integers(0, 30))):
+        now += draw(st.integers(0, 3)) * _QUARTER + draw(st.integers(0, 999))
+        active = [record.id for record in shadow.by_creation()]
+        chosen = draw(st.sampled_from(active)) if active and not _one_in(draw, 16) else None
+        schedule_id = chosen or make_schedule_id(draw(st.integers(1, 6)))
+        kind = draw(st.integers(0, 9))
+        if kind <= 1 or not active:
+            number = max(1, shadow.highest_id + (not _one_in(draw, 40)))
+            add(CHANGE_EVENT_TYPE, create_change(draw(_record(number, now))))
+        elif kind <= 5:
+            # A reminder turn: queued, naming the occurrence, then the dispatch.
+            occurrence = _occurrence(shadow, schedule_id) if not _one_in(draw, 6) else None
+            key = f"{schedule_id}@{occurrence or draw(_text(now))}"
+            turn = None
+            if not _one_in(draw, 4):
+                queued = TurnQueued(
+                    version=1,
+                    origin=draw(st.sampled_from(["schedule", "schedule", "schedule", "host"])),
+                    text="t",
+                    at=draw(_text(now)),
+                    occurrences=(key,),
+                )
+                turn = add(TURN_QUEUED_TYPE, queued)
+            record = shadow.get(schedule_id)
+            one_shot = record is not None and not isinstance(record, RECURRING_RECORDS)
+            # Mostly decided once due (the target, or a catch-up later), now and then early.
+            due = canonical_instant(record.scheduled_at) if record is not None else None
+            if due is not None and not _one_in(draw, 8):
+                late = draw(st.integers(0, 6)) * _QUARTER + draw(st.integers(0, 999))
+                now = max(now, due + late)
+            accepted_at = msgspec.UNSET if one_shot and not _one_in(draw, 12) else draw(_text(now))
+            add(
+                CHANGE_EVENT_TYPE,
+                ScheduleDispatchChange(version=1, id=schedule_id, accepted_at=accepted_at),
+            )
+            if turn is not None:
+                unfinished.append(turn)
+        elif kind == 6:
+            add(MESSAGE_ENTRY_TYPE, user_message("hello", at=Instant(now)))
+        elif kind == 7:
+            turn = (
+                unfinished.pop(draw(st.integers(0, len(unfinished) - 1)))
+                if unfinished and not _one_in(draw, 6)
+                else draw(st.integers(0, len(entries)))
+            )
+            failed = draw(st.booleans())
+            finished = TurnFinished(
+                version=2,
+                turn=turn,
+                outcome="failed" if failed else "completed",
+                at=draw(_text(now + 2_300)),
+                attempts=draw(st.integers(1, 3)),
+                failure=turn_failure("RuntimeError", message="down") if failed else None,
+            )
+            add(TURN_FINISHED_TYPE, finished)
+        else:
+            later = Instant(now + draw(st.integers(1, 8)) * _QUARTER)
+            paused = shadow.status(schedule_id).paused
+            change = draw(
+                st.sampled_from(
+                    [
+                        delete_change(schedule_id),
+                        resume_change(schedule_id, Instant(now)),
+                    ]
+                    if paused and not _one_in(draw, 8)
+                    else [
+                        delete_change(schedule_id),
+                        pause_change(schedule_id),
+                        snooze_change(schedule_id, later),
+                        snooze_change(schedule_id, later),
+                        snooze_change(schedule_id, later),
+                        update_change(draw(_record(id_number(schedule_id), now))),
+                        ScheduleMissChange(
+                            version=3,
+                            id=schedule_id,
+                            scheduled_at=_occurrence(shadow, schedule_id) or draw(_text(now)),
+                            accepted_at=draw(_text(now)),
+                        ),
+                    ]
+                )
+            )
+            add(CHANGE_EVENT_TYPE, change)
+    return entries
+
+
+def _read_by(
+    read: Callable[[OccurrenceLog, list[LogEntry]], None],
+    entries: list[LogEntry],
+    *,
+    seed: int,
+    keep: bool,
+) -> tuple[object, ...]:
+    log = OccurrenceLog(seed_length=seed, session="s", keep=keep)
+    error: tuple[str, str] | None = None
+    try:
+        read(log, entries)
+    except (ScheduleError, ValueError) as failure:
+        error = type(failure).__name__, str(failure)
+    state = log.state
+    return (
+        error,
+        log.position,
+        log.runs,
+        [log.last(make_schedule_id(number)) for number in range(1, 8)],
+        log._queued,
+        log._by_turn,
+        state.highest_id,
+        state.by_creation(),
+        state.statuses(),
+    )
+
+
+def _entry_by_entry(log: OccurrenceLog, entries: list[LogEntry]) -> None:
+    """The reference: each entry read on its own (how the history was read before it was read
+    a batch at a time)."""
+    for entry in entries:
+        log._read(entry)
+        log.position = entry.position + 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(_histories(), st.integers(0, 60), st.lists(st.integers(0, 60), max_size=3), st.booleans())
+def test_feeding_batches_reads_what_reading_entry_by_entry_reads(
+    entries: list[LogEntry], seed: int, cuts: list[int], keep: bool
+) -> None:
+    """:meth:`OccurrenceLog.feed` gives the runs, the latest runs, the queued and unfinished
+    turns, the fold and the error that reading one entry at a time gives — for histories of
+    every kind of reminder, snoozed, paused, bounded and counted, with dispatches of inactive
+    reminders, dispatches before their target, finishes of any turn, instants that are not
+    canonical, and a fork point anywhere."""
+    seed = min(seed, len(entries))
+
+    def in_batches(log: OccurrenceLog, entries: list[LogEntry]) -> None:
+        for start, end in itertools.pairwise([0, *sorted(cuts), len(entries)]):
+            log.feed(iter(entries[start:end]) if start % 2 else entries[start:end])
+
+    assert _read_by(in_batches, entries, seed=seed, keep=keep) == _read_by(
+        _entry_by_entry, entries, seed=seed, keep=keep
+    )

@@ -30,7 +30,7 @@ point, as its schedule does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 
@@ -43,10 +43,23 @@ from session_schedule.core.changes import (
     ScheduleMissChange,
 )
 from session_schedule.core.due import latest_occurrence
-from session_schedule.core.fold import ScheduleFold
+from session_schedule.core.fold import ScheduleFold, skipped_occurrences
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
-from session_schedule.core.records import RECURRING_RECORDS, record_target
+from session_schedule.core.instants import (
+    KNOWN_DATE_MS,
+    KNOWN_SECOND_MS,
+    MS_PER_SECOND,
+    TIME_OF_DAY_MS,
+    Instant,
+    format_instant,
+    parse_instant,
+)
+from session_schedule.core.records import (
+    RECURRING_RECORDS,
+    EveryScheduleRecord,
+    record_ends,
+    record_target,
+)
 from session_schedule.session.message import MessageEntry
 from session_schedule.session.port import LogEntry, ResumePoint
 from session_schedule.session.turns import (
@@ -181,10 +194,98 @@ class OccurrenceLog:
 
     def feed(self, entries: Iterable[LogEntry]) -> None:
         """Read the next entries (the first not yet fed, in order). Raises
-        ``corrupt_schedule_log`` as the fold does."""
-        for entry in entries:
-            self._read(entry)
-            self.position = entry.position + 1
+        ``corrupt_schedule_log`` as the fold does.
+
+        The same as :meth:`_read` of each entry in turn — the same runs, state and errors, with
+        every entry before a failing one read — as one loop: an entry that cannot matter
+        (a message, a turn no reminder run waits for) costs a type test or two, and the
+        commonest change of a long log, a dispatch, is read by :meth:`_dispatch_run` and applied
+        by :meth:`ScheduleFold.replay`; anything else goes through :meth:`_read`.
+        """
+        state, seed, queued, by_turn = self._state, self._seed_length, self._queued, self._by_turn
+        read, add, dispatch_run, replay = self._read, self._add, self._dispatch_run, state.replay
+        position = self.position
+        try:
+            for entry in entries:
+                entry_type = entry.type
+                if entry_type == CHANGE_EVENT_TYPE:
+                    payload = entry.payload
+                    if type(payload) is ScheduleDispatchChange and entry.position >= seed:
+                        run = dispatch_run(payload, entry.position)
+                        if run is not None:
+                            add(run)
+                            replay(((entry.position, payload),))
+                        else:
+                            read(entry)
+                    else:
+                        read(entry)
+                elif entry_type == TURN_QUEUED_TYPE:
+                    if entry.position >= seed:
+                        payload = entry.payload
+                        if isinstance(payload, TurnQueued) and payload.origin == "schedule":
+                            at = _instant_of(payload.at)
+                            for key in payload.occurrences:
+                                queued[key] = (entry.position, at)
+                elif entry_type == TURN_FINISHED_TYPE:
+                    payload = entry.payload
+                    if isinstance(payload, TurnFinished) and payload.turn in by_turn:
+                        self._finish(payload)
+                position = entry.position + 1
+        finally:
+            self.position = position
+
+    def _dispatch_run(self, change: ScheduleDispatchChange, position: int) -> OccurrenceRun | None:
+        """What :func:`_run` makes of the dispatch of an active reminder that is not snoozed and
+        whose target is in the tables of checked instants, reading that target once; ``None``
+        for any other dispatch, which :func:`_run` reads. A plain ``every`` reminder's catch-up
+        is worked out inline (:func:`latest_occurrence` for the others)."""
+        state = self._state
+        record = state.get(change.id)
+        if record is None or state.status(record.id).snoozed_from is not None:
+            return None
+        # _known_instant of the target, inline: while not snoozed, the occurrence a delivery
+        # stands for is the target, and a canonical ``scheduledAt`` is its text.
+        scheduled_at = record.scheduled_at
+        day = _date_ms(scheduled_at[:11])
+        time_of_day = _time_of_day_ms(scheduled_at[11:17])
+        second = _second_ms(scheduled_at[17:])
+        if day is None or time_of_day is None or second is None:
+            return None
+        target = Instant(day + time_of_day + second)
+        key = f"{record.id}@{scheduled_at}"
+        turn = self._queued.pop(key, None)
+        decided_at = turn[1] if turn is not None else None
+        accepted_at = change.accepted_at
+        if isinstance(accepted_at, str):
+            # _instant_of, inline
+            day = _date_ms(accepted_at[:11])
+            time_of_day = _time_of_day_ms(accepted_at[11:17])
+            second = _second_ms(accepted_at[17:])
+            decided_at = (
+                parse_instant(accepted_at)
+                if day is None or time_of_day is None or second is None
+                else Instant(day + time_of_day + second)
+            )
+        due_at, skipped = target, 0
+        if decided_at is not None and isinstance(record, RECURRING_RECORDS):
+            ends = record_ends(record)
+            if type(record) is EveryScheduleRecord and (ends is None or ends.until is None):
+                every_seconds = record.every_seconds
+                skipped = skipped_occurrences(target, decided_at, every_seconds)
+                due_at = Instant(target + skipped * every_seconds * MS_PER_SECOND)
+            else:
+                occurrence = latest_occurrence(record, decided_at)
+                due_at, skipped = occurrence.due_at, occurrence.skipped
+        return OccurrenceRun(
+            schedule_id=record.id,
+            key=key,
+            due_at=due_at,
+            decided_at=decided_at,
+            outcome="delivered" if turn is None else "pending",
+            skipped=skipped,
+            turn=None if turn is None else turn[0],
+            position=position,
+        )
 
     def _read(self, entry: LogEntry) -> None:
         payload = entry.payload
@@ -242,12 +343,35 @@ class OccurrenceLog:
                 outcome="delivered" if finished.outcome == "completed" else "failed",
                 attempts=finished.attempts,
                 failure=finished.failure,
-                finished_at=parse_instant(finished.at),
+                finished_at=_instant_of(finished.at),
             )
             if index >= 0:
                 self.runs[index] = done
             if last is not None and current is not None:
                 self._last[schedule_id] = (done, last[1])
+
+
+_date_ms: Final = KNOWN_DATE_MS.get
+_time_of_day_ms: Final = TIME_OF_DAY_MS.get
+_second_ms: Final = KNOWN_SECOND_MS.get
+
+
+def _known_instant(text: str) -> Instant | None:
+    """The instant of ``text`` when its date, time of day and second are in the tables of
+    checked instants (:data:`~session_schedule.core.instants.KNOWN_DATE_MS`), else ``None``:
+    three look-ups; a log's instants mostly fall on new minutes of known dates."""
+    day = _date_ms(text[:11])
+    time_of_day = _time_of_day_ms(text[11:17])
+    second = _second_ms(text[17:])
+    if day is None or time_of_day is None or second is None:
+        return None
+    return Instant(day + time_of_day + second)
+
+
+def _instant_of(text: str) -> Instant:
+    """:func:`parse_instant` of ``text``, by the tables when they know it."""
+    known = _known_instant(text)
+    return parse_instant(text) if known is None else known
 
 
 def _run(
