@@ -243,29 +243,18 @@ class OccurrenceLog:
         record = state.get(change.id)
         if record is None or state.status(record.id).snoozed_from is not None:
             return None
-        # _known_instant of the target, inline: while not snoozed, the occurrence a delivery
-        # stands for is the target, and a canonical ``scheduledAt`` is its text.
+        # While not snoozed, the occurrence a delivery stands for is the target, and a canonical
+        # ``scheduledAt`` is its text.
         scheduled_at = record.scheduled_at
-        day = _date_ms(scheduled_at[:11])
-        time_of_day = _time_of_day_ms(scheduled_at[11:17])
-        second = _second_ms(scheduled_at[17:])
-        if day is None or time_of_day is None or second is None:
+        target = _known_instant(scheduled_at)
+        if target is None:
             return None
-        target = Instant(day + time_of_day + second)
         key = f"{record.id}@{scheduled_at}"
         turn = self._queued.pop(key, None)
         decided_at = turn[1] if turn is not None else None
         accepted_at = change.accepted_at
         if isinstance(accepted_at, str):
-            # _instant_of, inline
-            day = _date_ms(accepted_at[:11])
-            time_of_day = _time_of_day_ms(accepted_at[11:17])
-            second = _second_ms(accepted_at[17:])
-            decided_at = (
-                parse_instant(accepted_at)
-                if day is None or time_of_day is None or second is None
-                else Instant(day + time_of_day + second)
-            )
+            decided_at = _instant_of(accepted_at)
         due_at, skipped = target, 0
         if decided_at is not None and isinstance(record, RECURRING_RECORDS):
             ends = record_ends(record)
