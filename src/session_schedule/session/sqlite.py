@@ -255,10 +255,15 @@ class SqliteSessionHandle(LogHandle):
                 except sqlite3.Error as error:
                     _log.warning("no checkpoint written for session %s: %s", self.id, error)
         finally:
-            lane_closed = self._lane.detach()
-            await self._worker.stop(lambda: _close(shared, owners, session_id))
-            if lane_closed is not None:
-                await asyncio.shield(lane_closed)
+            try:
+                await self._worker.stop(lambda: _close(shared, owners, session_id))
+            finally:
+                # After the shared connection is given up: SQLite folds the write-ahead log back
+                # in only when the connection it closes is the database's last, so two closing
+                # at the same moment on two threads could each leave it to the other.
+                lane_closed = self._lane.detach()
+                if lane_closed is not None:
+                    await asyncio.shield(lane_closed)
 
 
 class _Opened(NamedTuple):
