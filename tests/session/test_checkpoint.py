@@ -819,16 +819,7 @@ def test_checking_with_one_fold_is_folding_and_comparing(
     apart give, and the same errors — for checkpoints that agree, that are forged, that cover
     more than the log, and for logs that do not fold (a change of an inactive reminder, a
     finish naming no pending turn) before or after the checkpoint's position."""
-    entries = _log(steps)
-    if 0 <= stray <= len(entries):
-        # A dispatch of a reminder never created: the fold rejects it.
-        stray_change = dispatch_change(make_schedule_id(999))
-        entries.insert(
-            stray, LogEntry(position=stray, type="schedule/change", payload=stray_change)
-        )
-        entries = [
-            msgspec.structs.replace(entry, position=index) for index, entry in enumerate(entries)
-        ]
+    entries = _with_stray_dispatch(_log(steps), stray)
     seed = min(seed, len(entries))
     session = str(SID)
     base = checkpoint.draft(
@@ -898,15 +889,7 @@ def test_progress_in_batches_is_progress_entry_by_entry(
     """Feeding a progress a batch at a time gives the checkpoint, and raises the error, that
     feeding it one entry at a time does — with changes the fold rejects, finishes naming no
     pending turn and entries out of place anywhere among them."""
-    entries = _log(steps)
-    if 0 <= stray <= len(entries):
-        stray_change = dispatch_change(make_schedule_id(999))
-        entries.insert(
-            stray, LogEntry(position=stray, type="schedule/change", payload=stray_change)
-        )
-    entries = [
-        msgspec.structs.replace(entry, position=index) for index, entry in enumerate(entries)
-    ]
+    entries = _with_stray_dispatch(_log(steps), stray)
     if 0 <= gap < len(entries):
         entries[gap] = msgspec.structs.replace(entries[gap], position=gap + 1)
     seed = min(seed, len(entries))
@@ -914,3 +897,16 @@ def test_progress_in_batches_is_progress_entry_by_entry(
     assert _progress_of_batches(entries, seed, cuts) == _progress_of_batches(
         entries, seed, list(range(len(entries)))
     )
+
+
+def _with_stray_dispatch(entries: list[LogEntry], stray: int) -> list[LogEntry]:
+    """``entries`` with, when ``stray`` is one of their places, a dispatch of a reminder never
+    created (the fold rejects it) inserted there; numbered again from 0."""
+    if 0 <= stray <= len(entries):
+        stray_change = dispatch_change(make_schedule_id(999))
+        entries = [
+            *entries[:stray],
+            LogEntry(position=stray, type="schedule/change", payload=stray_change),
+            *entries[stray:],
+        ]
+    return [msgspec.structs.replace(entry, position=index) for index, entry in enumerate(entries)]

@@ -265,16 +265,7 @@ class OccurrenceLog:
             else:
                 occurrence = latest_occurrence(record, decided_at)
                 due_at, skipped = occurrence.due_at, occurrence.skipped
-        return OccurrenceRun(
-            schedule_id=record.id,
-            key=key,
-            due_at=due_at,
-            decided_at=decided_at,
-            outcome="delivered" if turn is None else "pending",
-            skipped=skipped,
-            turn=None if turn is None else turn[0],
-            position=position,
-        )
+        return _dispatched(record.id, key, turn, decided_at, due_at, skipped, position)
 
     def _read(self, entry: LogEntry) -> None:
         payload = entry.payload
@@ -393,8 +384,22 @@ def _run(
     if isinstance(record, RECURRING_RECORDS) and decided_at is not None:
         occurrence = latest_occurrence(record, decided_at, snoozed_from=snoozed_from)
         due_at, skipped = occurrence.due_at, occurrence.skipped
+    return _dispatched(record.id, key, turn, decided_at, due_at, skipped, position)
+
+
+def _dispatched(
+    schedule_id: ScheduleId,
+    key: str,
+    turn: tuple[int, Instant] | None,
+    decided_at: Instant | None,
+    due_at: Instant,
+    skipped: int,
+    position: int,
+) -> OccurrenceRun:
+    """The run a dispatch records: delivered, or pending while its ``turn`` (position, queued
+    at) is unfinished."""
     return OccurrenceRun(
-        schedule_id=record.id,
+        schedule_id=schedule_id,
         key=key,
         due_at=due_at,
         decided_at=decided_at,
