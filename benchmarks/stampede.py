@@ -1,15 +1,18 @@
 """The 09:00 stampede: every session due in the same second, delivered by 1, 2, 3 hosts.
 
     python3 dev.py bench stampede [--store sqlite|postgres|both] [--sessions N]
-                                  [--hosts 1,2,3] [--lead S] [--max-opening K] [--dsn DSN]
-                                  [--dir PATH]
+                                  [--hosts 1,2,3] [--answer S] [--lead S] [--max-opening K]
+                                  [--dsn DSN] [--dir PATH]
 
 Per store, ``N`` sessions (default 10,000) are created through the store, each with one ``at``
 reminder due at the same instant ``T`` (setup, not measured; ``T`` is chosen from the rate of a
 short calibration run so that setup and the hosts' start-up are over before it). Then ``H`` fresh
 child processes each run one ``ScheduleHost`` (default settings) over the store with an
 always-idle agent that stamps ``time.time()`` when ``followup()`` accepts a turn (``--lead`` and
-``--max-opening`` override those two settings). PostgreSQL is
+``--max-opening`` override those two settings). With ``--answer S`` each session's agent is
+instead a turn queue whose model takes ``S`` seconds to answer, as a real model does: the turn
+is stamped when it starts, and its session stays open until the answer is in, so a host's
+``max_open`` bounds how many it answers at once. PostgreSQL is
 measured with 1, 2 and 3 host processes (a schema of its own per run, dropped after), SQLite
 with one (a file store is served by one host). Reported:
 
@@ -44,14 +47,18 @@ from session_schedule.core.changes import create_change
 from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import AtScheduleRecord
-from session_schedule.host import HostSettings, ScheduleHost
+from session_schedule.host import AgentFactory, HostSettings, ScheduleHost, turn_queue_agents
+from session_schedule.runtime.turns import RunTurn
 from session_schedule.session import SessionStore
+from session_schedule.session.port import SessionHandle
+from session_schedule.tools.handlers import ScheduleTools
 from shared.hostbench import (
     DEFAULT_DSN,
     close_store,
     drop,
     make_store,
     postgres_place,
+    stamper,
     stamping_agents,
 )
 
@@ -103,8 +110,28 @@ def set_up(kind: str, place: str, sessions: int) -> float:
 # -- one host process ------------------------------------------------------------------------
 
 
+def answering_agents(answer: float, record: int) -> AgentFactory:
+    """A turn queue per session whose model answers each turn in ``answer`` seconds; a turn is
+    stamped as it starts."""
+    stamp = stamper([], record)
+
+    def run_turn_for(_session: SessionHandle, _tools: ScheduleTools) -> RunTurn:
+        async def run_turn(text: str) -> None:
+            stamp(text)
+            await asyncio.sleep(answer)
+
+        return run_turn
+
+    return turn_queue_agents(run_turn_for)
+
+
 async def host_process(
-    kind: str, place: str, target: float, record_path: str, settings: HostSettings
+    kind: str,
+    place: str,
+    target: float,
+    record_path: str,
+    settings: HostSettings,
+    answer: float,
 ) -> None:
     record = os.open(record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     store = make_store(kind, place)
@@ -118,7 +145,7 @@ async def host_process(
 
     for _ in range(int(sys.argv[6])):
         loop.call_at(loop.time() + (target - time.time()), fire)
-    agents = stamping_agents([], [], record)
+    agents = answering_agents(answer, record) if answer > 0 else stamping_agents([], [], record)
     async with ScheduleHost(store, agents, settings=settings):
         print("ready", flush=True)
         await stop.wait()
@@ -150,7 +177,13 @@ def delivered(records: list[Path]) -> list[float]:
 
 
 def run(
-    kind: str, place: str, sessions: int, hosts: int, directory: Path, tuning: list[str]
+    kind: str,
+    place: str,
+    sessions: int,
+    hosts: int,
+    directory: Path,
+    answer: float,
+    tuning: list[str],
 ) -> None:
     started = time.time()
     target = set_up(kind, place, sessions)
@@ -169,6 +202,7 @@ def run(
                 str(target),
                 str(path),
                 str(sessions),
+                str(answer),
                 *tuning,
             ],
             stdout=subprocess.PIPE,
@@ -192,9 +226,10 @@ def run(
     bare = summary(baseline)
     span = max(accepted, default=target) - target
     rate = len(accepted) / span if span > 0 else 0.0
+    answered = f", answers taking {answer:g} s" if answer > 0 else ""
     print(
-        f"{kind}, {hosts} host{'s' if hosts > 1 else ''}: {sessions} sessions due at once "
-        f"(set up in {target - started - START_SECONDS:.0f} s); delivered {len(accepted)} "
+        f"{kind}, {hosts} host{'s' if hosts > 1 else ''}{answered}: {sessions} sessions due "
+        f"at once (set up in {target - started - START_SECONDS:.0f} s); delivered {len(accepted)} "
         f"in {span:.1f} s = {rate:.0f}/s; lateness p50 {late['p50']:.2f} s, p99 "
         f"{late['p99']:.2f} s, max {late['max']:.2f} s; bare timers p50 "
         f"{bare['p50'] * 1000:.1f} ms, p99 {bare['p99'] * 1000:.1f} ms",
@@ -206,17 +241,25 @@ def main() -> None:
     if sys.argv[1:2] == ["--host-process"]:
         kind, place, target, record = sys.argv[2:6]
         settings = HostSettings()
-        if len(sys.argv) > 7:
+        if len(sys.argv) > 8:
             settings = msgspec.structs.replace(
-                settings, lead_seconds=float(sys.argv[7]), max_opening=int(sys.argv[8])
+                settings, lead_seconds=float(sys.argv[8]), max_opening=int(sys.argv[9])
             )
-        asyncio.run(host_process(kind, place, float(target), record, settings))
+        answer = float(sys.argv[7])
+        asyncio.run(host_process(kind, place, float(target), record, settings, answer))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument(
         "--hosts", default="1,2,3", help="host processes to measure PostgreSQL with"
+    )
+    parser.add_argument(
+        "--answer",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="each turn's model answers in SECONDS (default: an always-idle agent)",
     )
     parser.add_argument("--lead", type=float, help="the hosts' lead_seconds (default: theirs)")
     parser.add_argument("--max-opening", type=int, help="the hosts' max_opening")
@@ -234,12 +277,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=arguments.dir) as name:
         directory = Path(name)
         if arguments.store in {"sqlite", "both"}:
-            run("sqlite", str(directory / "sessions.db"), arguments.sessions, 1, directory, tuning)
+            run(
+                "sqlite",
+                str(directory / "sessions.db"),
+                arguments.sessions,
+                1,
+                directory,
+                arguments.answer,
+                tuning,
+            )
         if arguments.store in {"postgres", "both"}:
             for hosts in counts:
                 place, schema = postgres_place(arguments.dsn)
                 try:
-                    run("postgres", place, arguments.sessions, hosts, directory, tuning)
+                    run(
+                        "postgres",
+                        place,
+                        arguments.sessions,
+                        hosts,
+                        directory,
+                        arguments.answer,
+                        tuning,
+                    )
                 finally:
                     drop(arguments.dsn, schema)
 

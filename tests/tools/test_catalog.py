@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 
 from session_schedule.core.rules import Limits
+from session_schedule.tools import catalog
 from session_schedule.tools.catalog import ERROR_SCHEMA, tool_definitions
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
@@ -111,3 +112,18 @@ def test_every_text_a_model_reads_sends_managing_a_reminder_to_schedule_update()
     assert "with schedule_update (never by deleting and re-creating them)" in _INSTRUCTIONS
     for text in (create.description, SYSTEM_PROMPT, _INSTRUCTIONS):
         assert "three tools" not in text
+
+
+def test_each_call_gets_schemas_of_its_own_generated_once_per_limits() -> None:
+    first, again = tool_definitions(), tool_definitions()
+    assert first == again == catalog._generate(Limits())
+    properties = first[0].input_schema["properties"]
+    assert isinstance(properties, dict)
+    properties["prompt"] = {"description": "changed by one caller"}
+    assert again[0].input_schema["properties"] != properties  # the other copy is untouched
+    assert tool_definitions() == catalog._generate(Limits())  # and so is every later one
+    catalog._generated.cache_clear()
+    tool_definitions(Limits(max_prompt_chars=500))
+    tool_definitions(Limits(max_prompt_chars=500))
+    tool_definitions()
+    assert catalog._generated.cache_info().misses == 2  # once for each limits

@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_schedule.core.errors import ERROR_CODES
+from session_schedule.core.rules import Limits
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
+from session_schedule.tools.catalog import ToolDefinition, tool_definitions
 from session_schedule.tools.handlers import ScheduleTools
 from tests.core.strategies import json_values
 
@@ -184,6 +186,30 @@ def test_adapters_use_the_configured_limits() -> None:
         assert len(tools.openai(shape="responses")) == 4
         assert len(tools.mcp()) == 4
         assert tools.definitions[0].name == "schedule_create"
+        await schedule.close()
+
+    asyncio.run(run())
+
+
+def test_the_tools_are_described_only_when_asked_for_then_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[Limits] = []
+
+    def counted(limits: Limits) -> tuple[ToolDefinition, ...]:
+        made.append(limits)
+        return tool_definitions(limits)
+
+    monkeypatch.setattr("session_schedule.tools.handlers.tool_definitions", counted)
+
+    async def run() -> None:
+        tools, schedule, _ = await _tools()
+        result = await tools.call("schedule_create", {"prompt": "stretch", "after_seconds": 60})
+        assert result["ok"] is True
+        assert made == []  # a host's agent that never sends the tools to a model pays nothing
+        assert len(tools.openai()) == len(tools.anthropic()) == len(tools.mcp()) == 4
+        assert tools.definitions is tools.definitions
+        assert made == [schedule.settings.limits]
         await schedule.close()
 
     asyncio.run(run())

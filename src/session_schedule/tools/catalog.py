@@ -6,6 +6,7 @@ by hand. A snapshot test freezes the whole catalog.
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal, final
 
 import msgspec
@@ -54,8 +55,24 @@ ERROR_SCHEMA: Final = inline_schema(ErrorResult)
 
 
 def tool_definitions(limits: Limits | None = None) -> tuple[ToolDefinition, ...]:
-    """The four tools, described for the given limits (the defaults when ``None``)."""
-    limits = limits or Limits()
+    """The four tools, described for the given limits (the defaults when ``None``).
+
+    Each call returns schemas of its own, which the caller may change: generating them from
+    the types takes tens of milliseconds, so they are generated once per ``limits`` and each
+    call decodes a copy (a fraction of a millisecond)."""
+    return _DEFINITIONS.decode(_generated(limits or Limits()))
+
+
+_DEFINITIONS: Final = msgspec.json.Decoder(tuple[ToolDefinition, ...])
+
+
+@functools.lru_cache(maxsize=16)
+def _generated(limits: Limits) -> bytes:
+    """The four tools for ``limits``, generated and encoded."""
+    return msgspec.json.encode(_generate(limits))
+
+
+def _generate(limits: Limits) -> tuple[ToolDefinition, ...]:
     return (
         ToolDefinition(
             name="schedule_create",

@@ -57,22 +57,26 @@ class ScheduleTools:
 
     def __init__(self, schedule: LiveSchedule) -> None:
         self._schedule = schedule
-        self._definitions = tool_definitions(schedule.settings.limits)
+        self._described: tuple[ToolDefinition, ...] | None = None
 
     @property
     def definitions(self) -> tuple[ToolDefinition, ...]:
-        return self._definitions
+        """The four tools, described for the Schedule's limits (made when first asked for: a
+        host's agent that never sends them to a model does not pay for them)."""
+        if self._described is None:
+            self._described = tool_definitions(self._schedule.settings.limits)
+        return self._described
 
     def openai(self, *, shape: OpenAIShape = "chat") -> list[dict[str, object]]:
         """The tools as OpenAI strict function tools (``shape``: ``chat`` or ``responses``)."""
-        return openai_tools(self._definitions, shape=shape)
+        return openai_tools(self.definitions, shape=shape)
 
     def anthropic(self, *, strict: bool = False) -> list[dict[str, object]]:
         """The tools for the Anthropic Messages API (``strict``: with ``strict: true``)."""
-        return anthropic_tools(self._definitions, strict=strict)
+        return anthropic_tools(self.definitions, strict=strict)
 
     def mcp(self) -> list[dict[str, object]]:
-        return mcp_tools(self._definitions)
+        return mcp_tools(self.definitions)
 
     async def call(self, name: str, arguments: object = None) -> dict[str, object]:
         """Run tool ``name`` with ``arguments`` — a mapping, a JSON text (``str`` or ``bytes``),
