@@ -44,6 +44,7 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, final
@@ -72,9 +73,12 @@ from session_schedule.session.worker import Worker
 # The package's one logger: its records keep the name they have always had.
 _log: Final = logging.getLogger("session_schedule.session.jsonl")
 
-_open_handles: Final[dict[Path, tuple[JsonlSessionHandle, asyncio.AbstractEventLoop]]] = {}
+_open_handles: Final[
+    dict[Path, tuple[weakref.ref[JsonlSessionHandle], asyncio.AbstractEventLoop]]
+] = {}
 """The handles open in this process, by their file's path, with the event loop they run on
-(from the handle's creation to its release; a session has one owner in a process)."""
+(from the handle's creation to its release; a session has one owner in a process). Weakly: a
+handle never closed is not kept alive by it."""
 
 
 def write_pending_commit(path: Path) -> None:
@@ -86,8 +90,13 @@ def write_pending_commit(path: Path) -> None:
     found = _open_handles.get(path)
     if found is None:
         return
-    handle, loop = found
-    if loop is not asyncio.get_running_loop() or handle._closed_fd or handle._poison() is not None:
+    handle, loop = found[0](), found[1]
+    if (
+        handle is None
+        or loop is not asyncio.get_running_loop()
+        or handle._closed_fd
+        or handle._poison() is not None
+    ):
         return
     handle._write_unwritten_commit()
 
@@ -157,7 +166,7 @@ class JsonlSessionHandle(LogHandle):
         self._indexed = opened.resume is not None or holds_changes(opened.entries)
         """Whether the log holds a schedule change (a session that never had one needs no
         next-target record until a reader rebuilds it)."""
-        _open_handles[path] = (self, asyncio.get_running_loop())
+        _open_handles[path] = (weakref.ref(self), asyncio.get_running_loop())
 
     @property
     def _closed_fd(self) -> bool:
@@ -453,7 +462,8 @@ class JsonlSessionHandle(LogHandle):
 
     async def _release(self) -> None:
         file = self._file
-        if _open_handles.get(self._path, (None,))[0] is self:
+        found = _open_handles.get(self._path)
+        if found is not None and found[0]() is self:
             del _open_handles[self._path]
         if self._poison() is None:
             self._write_unwritten_commit()
