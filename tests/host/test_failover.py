@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import pytest
 
@@ -44,6 +45,7 @@ BOUND_SECONDS: Final = (
 SLACK_SECONDS: Final = 5.0
 """For a loaded two-core machine: process start-up, scheduling delays."""
 ROOT: Final = Path(__file__).resolve().parents[2]
+_T = TypeVar("_T")
 
 
 @pytest.fixture
@@ -112,11 +114,11 @@ class Fleet:
 
 
 async def make_sessions(
-    dsn: str, schema: str, count: int, reminders: int, span: float
+    dsn: str, schema: str, count: int, reminders: int, span: float, *, seed: int = 7
 ) -> dict[str, float]:
     """``count`` sessions with ``reminders`` each, due at random moments within ``span`` seconds
     from 3 s on; every occurrence key with its target (unix seconds)."""
-    rng = random.Random(7)  # noqa: S311 - a reproducible test
+    rng = random.Random(seed)  # noqa: S311 - a reproducible test
     targets: dict[str, float] = {}
     async with PostgresSessionStore(dsn, schema=schema) as store:
         now = int(time.time() * 1000)
@@ -263,62 +265,97 @@ def test_a_stopped_host_taken_over_appends_nothing_after_it_continues(
     assert [f"{session} {k}" for _, session, k in deliveries] == [key]
 
 
-def answering_hosts(dsn: str, schema: str) -> set[int]:
-    """The pids of the hosts that hold a session whose turn is queued and not yet finished."""
+def answering_hosts(dsn: str, schema: str, sessions: Collection[str]) -> set[int]:
+    """The pids of the hosts that hold one of ``sessions`` whose turn is queued and not yet
+    finished."""
     rows = execute(
         dsn,
         f"SELECT l.holder FROM {schema}.entries q JOIN {schema}.leases l"
         " ON l.session_id = q.session_id AND l.expires_at > now()"
-        " WHERE q.type = 'turn/queued' AND NOT EXISTS (SELECT 1 FROM"
+        " WHERE q.type = 'turn/queued' AND q.session_id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM"
         f" {schema}.entries f WHERE f.session_id = q.session_id AND f.type = 'turn/finished'"
         " AND f.position > q.position)",
+        list(sessions),
     )
     return {int(str(holder).rsplit(" ", 1)[-1]) for (holder,) in rows}
 
 
-def held_sessions(dsn: str, schema: str, pid: int) -> set[str]:
-    """The sessions whose live lease the host ``pid`` holds."""
-    rows = execute(dsn, f"SELECT session_id, holder FROM {schema}.leases WHERE expires_at > now()")
-    return {str(session) for session, holder in rows if str(holder).endswith(f"pid {pid}")}
+def answering_host(fleet: Fleet, dsn: str, schema: str, sessions: Collection[str]) -> int | None:
+    """The index in the fleet of a host answering one of ``sessions`` (``None``: none is)."""
+    answering = answering_hosts(dsn, schema, sessions)
+    pids = [host.pid for host in fleet.hosts]
+    return next((index for index, pid in enumerate(pids) if pid in answering), None)
+
+
+def unfinished_turns(dsn: str, schema: str) -> int:
+    """How many queued turns no ``turn/finished`` entry follows yet."""
+    rows = execute(
+        dsn,
+        f"SELECT count(*) FROM {schema}.entries q WHERE q.type = 'turn/queued' AND NOT EXISTS"
+        f" (SELECT 1 FROM {schema}.entries f WHERE f.session_id = q.session_id"
+        " AND f.type = 'turn/finished' AND f.position > q.position)",
+    )
+    count = rows[0][0]
+    assert isinstance(count, int)
+    return count
+
+
+def settled(dsn: str, schema: str) -> bool | None:
+    """``True`` once every session is dispatched and every queued turn finished."""
+    return True if pending(dsn, schema) == 0 and unfinished_turns(dsn, schema) == 0 else None
+
+
+def wait_for(found: Callable[[], _T | None], deadline: float, what: str) -> _T:
+    """What ``found`` returns once it is not ``None``; fails at ``deadline`` (unix seconds)."""
+    while (value := found()) is None:
+        if time.time() >= deadline:
+            pytest.fail(f"{what}: not by the deadline the fleet's bounds set")
+        time.sleep(0.1)
+    return value
 
 
 def test_a_turn_in_flight_when_its_host_dies_is_answered_by_another(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
     answer_seconds = 3.0
-    sessions, span, kills_wanted = (90, 180.0, 30) if FULL else (9, 9.0, 2)
-    targets = asyncio.run(make_sessions(dsn, schema, sessions, 1, span))
+    waves, per_wave, span = (30, 3, 2.0) if FULL else (2, 5, 2.0)
+    bound = LEASE_SECONDS + BOUND_SECONDS + answer_seconds + SLACK_SECONDS
     fleet = Fleet(dsn, schema, tmp_path, answer_seconds=answer_seconds)
+    targets: dict[str, float] = {}
     kills = 0
     try:
         fleet.hosts = [fleet.start() for _ in range(3)]
-        end = max(targets.values())
-        # Kill a host while it answers: its turn is queued and dispatched, not yet finished.
-        # Each session suffers one kill at most (of the host answering it, or of the host
-        # holding it before it was due), so the bound below holds for every one.
-        affected: set[str] = set()
-        while kills < kills_wanted and time.time() < end + 30:
-            victims = [
-                (index, held)
-                for index, host in enumerate(fleet.hosts)
-                if host.pid in answering_hosts(dsn, schema)
-                and not (held := held_sessions(dsn, schema, host.pid)) & affected
-            ]
-            if not victims:
-                time.sleep(0.1)
-                continue
-            index, held = victims[0]
-            affected |= held
+        # The sessions come in waves, made once the fleet runs, so that neither a host's start
+        # nor a restart can let their turns go by unseen. In each wave a host is killed while
+        # it answers: its turn is queued and dispatched, not yet finished. The next wave is
+        # made once every turn so far is answered (its session dispatched, its turn finished),
+        # so each session suffers one kill at most and the bound below holds for every one.
+        for wave in range(waves):
+            made = asyncio.run(make_sessions(dsn, schema, per_wave, 1, span, seed=wave))
+            targets |= made
+            made_ids = {key.split(" ")[0] for key in made}
+            end = max(made.values())
+            # A turn of the wave is answered for ``answer_seconds`` from its dispatch, which
+            # comes within the bound of its target.
+            index = wait_for(
+                functools.partial(answering_host, fleet, dsn, schema, made_ids),
+                end + bound,
+                f"a turn of wave {wave} in flight",
+            )
             fleet.kill(fleet.hosts[index])
+            killed = time.time()
             kills += 1
             fleet.hosts[index] = fleet.start()
-        bound = LEASE_SECONDS + BOUND_SECONDS + answer_seconds + SLACK_SECONDS
-        deadline = max(end, time.time()) + bound + 30
-        while pending(dsn, schema) and time.time() < deadline:
-            time.sleep(0.5)
+            # Its turns are taken over within ``lease + busy_retry + poll + max_wait`` and
+            # answered again in ``answer_seconds``.
+            wait_for(
+                lambda: settled(dsn, schema),
+                max(end, killed) + bound + answer_seconds,
+                f"every turn up to wave {wave} answered",
+            )
     finally:
         fleet.stop_all()
-    assert kills == kills_wanted
+    assert kills == waves
     assert pending(dsn, schema) == 0
     asyncio.run(check_all_dispatched(dsn, schema, 1))
     asyncio.run(check_every_turn_finished(dsn, schema))

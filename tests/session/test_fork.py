@@ -4,10 +4,12 @@ checkpoint written with it, durably, and every integrity property of the parent'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import functools
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -20,6 +22,7 @@ from session_schedule.session.jsonl import creation as creation_module
 from session_schedule.session.jsonl import files as files_module
 from session_schedule.session.jsonl import segments as segments_module
 from session_schedule.session.jsonl.files import SUFFIX
+from session_schedule.session.jsonl.handle import JsonlSessionHandle
 from session_schedule.session.lines import commit_line
 from session_schedule.testing.session_contract import NOW, payloads, schedule_create, turn
 from tests.session.database_forks import FORK, GRANDCHILD, SID, full_read, max_id, write_history
@@ -203,6 +206,63 @@ async def test_a_parent_damaged_after_its_checkpoint_is_not_forked(
         flip(store.path_of(SID), offset + 30)
         with pytest.raises(SessionCorrupt, match="does not match its checksum"):
             await store.fork(SID, now=NOW, session_id=FORK)
+    assert not store.path_of(FORK).exists()
+    assert not store.checkpoint_path(FORK).exists()
+
+
+@contextlib.contextmanager
+def commit_callbacks_held() -> Iterator[list[Callable[[], None]]]:
+    """The loop callbacks that write lone barriers' commit records, held back (as when a fork
+    reads the parent before the loop has run them): run them in the order returned."""
+    held: list[Callable[[], None]] = []
+    real = JsonlSessionHandle._after_flush
+
+    def hold(handle: JsonlSessionHandle, target: int) -> None:
+        held.append(functools.partial(real, handle, target))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(JsonlSessionHandle, "_after_flush", hold)
+        yield held
+
+
+async def test_a_fork_right_after_a_lone_barrier_reads_its_commit_record(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    with commit_callbacks_held() as held:
+        async with await store.open(SID) as parent:
+            await append_history(parent, 61, 62)
+            # A lone barrier: its commit record waits for a loop callback.
+            assert not store.path_of(SID).read_bytes().rsplit(b"\n", 2)[-2].startswith(b'{"ack":')
+            fork = await store.fork(SID, now=NOW, session_id=FORK)
+            await fork.close()
+            # The fork had the parent's handle write it first; the callback finds it written.
+            assert held
+            tail = store.path_of(SID).read_bytes()
+            assert tail.rsplit(b"\n", 2)[-2].startswith(b'{"ack":')
+            for callback in held:
+                callback()
+            assert store.path_of(SID).read_bytes() == tail
+            inherited = payloads(parent.entries)
+    assert await full_read(store, SID) == inherited
+    await assert_sound_fork(store, FORK, inherited, max_id(inherited))
+
+
+async def test_an_acknowledged_entry_damaged_right_after_a_lone_barrier_is_not_cut_by_a_fork(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    offset = checkpoint_of(store, SID).offset
+    with commit_callbacks_held() as held:
+        async with await store.open(SID) as parent:
+            await append_history(parent, 61, 62)
+            # Damage an acknowledged entry while its commit record still waits for the loop: the
+            # fork sees that record first, so the damage is reported, not taken for a torn tail.
+            flip(store.path_of(SID), offset + 30)
+            with pytest.raises(SessionCorrupt, match="does not match its checksum"):
+                await store.fork(SID, now=NOW, session_id=FORK)
+            for callback in held:
+                callback()
     assert not store.path_of(FORK).exists()
     assert not store.checkpoint_path(FORK).exists()
 

@@ -25,7 +25,12 @@ SPEC §9:
    close — only of a file whose every entry is durable. It is derived data, which a reader
    rebuilds from the log whenever it does not describe the file, so neither its fold nor its
    write is on the path of a barrier or a create.
-5. **A checkpoint** (:mod:`.checkpoints`) is bound to a commit record. It is written on the
+5. **A fork reads no unwritten commit record.** The handles open in the process are known by
+   their file (:func:`write_pending_commit`): a fork of a session open on the forking event
+   loop first has its handle write a lone barrier's commit record that is still waiting for its
+   callback, so the fork's read of the parent finds every acknowledged entry vouched for, and
+   damage to one is reported as damage, not cut as a torn tail.
+6. **A checkpoint** (:mod:`.checkpoints`) is bound to a commit record. It is written on the
    session's thread after a barrier once :data:`~session_schedule.session.checkpoint.EVERY`
    entries have become durable since the last, and at close; the entries before its window then
    leave memory and are read back from the file, chain-checked, a segment at a time, when asked
@@ -39,6 +44,7 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, final
@@ -66,6 +72,33 @@ from session_schedule.session.worker import Worker
 
 # The package's one logger: its records keep the name they have always had.
 _log: Final = logging.getLogger("session_schedule.session.jsonl")
+
+_open_handles: Final[
+    dict[Path, tuple[weakref.ref[JsonlSessionHandle], asyncio.AbstractEventLoop]]
+] = {}
+"""The handles open in this process, by their file's path, with the event loop they run on
+(from the handle's creation to its release; a session has one owner in a process). Weakly: a
+handle never closed is not kept alive by it."""
+
+
+def write_pending_commit(path: Path) -> None:
+    """Have the handle of the session file ``path``, when one is open on the running event loop,
+    write the commit record a lone barrier left to a loop callback (nothing when none is
+    pending): a reader of the file then finds every entry a barrier acknowledged vouched for.
+    A handle on another event loop is left alone: its file is written only on that loop's
+    thread."""
+    found = _open_handles.get(path)
+    if found is None:
+        return
+    handle, loop = found[0](), found[1]
+    if (
+        handle is None
+        or loop is not asyncio.get_running_loop()
+        or handle._closed_fd
+        or handle._poison() is not None
+    ):
+        return
+    handle._write_unwritten_commit()
 
 
 @final
@@ -133,6 +166,7 @@ class JsonlSessionHandle(LogHandle):
         self._indexed = opened.resume is not None or holds_changes(opened.entries)
         """Whether the log holds a schedule change (a session that never had one needs no
         next-target record until a reader rebuilds it)."""
+        _open_handles[path] = (weakref.ref(self), asyncio.get_running_loop())
 
     @property
     def _closed_fd(self) -> bool:
@@ -428,6 +462,9 @@ class JsonlSessionHandle(LogHandle):
 
     async def _release(self) -> None:
         file = self._file
+        found = _open_handles.get(self._path)
+        if found is not None and found[0]() is self:
+            del _open_handles[self._path]
         if self._poison() is None:
             self._write_unwritten_commit()
         # From here on ``_closed_fd`` (the lane is stopped below, before any callback can run).

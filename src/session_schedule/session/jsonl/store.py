@@ -50,7 +50,7 @@ from session_schedule.session.jsonl.checkpoints import (
 )
 from session_schedule.session.jsonl.creation import Owning, Seed, create_session, fork_session
 from session_schedule.session.jsonl.files import SUFFIX, source_of
-from session_schedule.session.jsonl.handle import JsonlSessionHandle
+from session_schedule.session.jsonl.handle import JsonlSessionHandle, write_pending_commit
 from session_schedule.session.jsonl.next_targets import INDEX_NAME, TargetIndexFile
 from session_schedule.session.jsonl.opening import (
     Opened,
@@ -220,11 +220,14 @@ class JsonlSessionStore:
     ) -> JsonlSessionHandle:
         chosen = chosen_session_id(session_id)
         parent = require_session_id(parent_id)
+        parent_path = self.path_of(parent)
+        # A parent open on this loop may still owe its file a lone barrier's commit record.
+        write_pending_commit(parent_path)
 
         def job() -> Opened:
             return fork_session(
                 self._dir,
-                self._checked(self.path_of(parent)),
+                self._checked(parent_path),
                 source_of(parent),
                 chosen,
                 lambda new_id, count: make_header(
