@@ -230,15 +230,15 @@ class _Statements:
         self.flush_one_with_target = self.flush_with_target[
             : self.flush_with_target.index(" INSERT INTO")
         ] + q(one_row)
-        # Rows locked in session id order (the caller sorts them), as every batch does. The ids
-        # and epochs come as comma-separated strings (an id has no comma); only the sessions
-        # whose lease was not extended come back.
+        # Rows locked in session id order (_locked), as every batch does. The ids and epochs
+        # come as comma-separated strings (an id has no comma); only the sessions whose lease
+        # was not extended come back.
         self.renew = q(
-            "WITH h AS (SELECT * FROM unnest(string_to_array(%s, ','),"
+            "WITH h AS (SELECT * FROM unnest(string_to_array(%s, ','),"  # noqa: S608 - constants
             " string_to_array(%s, ',')::bigint[]) AS h (session_id, epoch)),"
+            f" locked AS ({_locked('h')}),"
             " kept AS (UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s)"
-            " FROM h WHERE l.session_id = h.session_id AND l.epoch = h.epoch"
-            " RETURNING l.session_id)"
+            " FROM locked WHERE l.session_id = locked.session_id RETURNING l.session_id)"
             " SELECT session_id FROM h EXCEPT SELECT session_id FROM kept"
         )
         self.release = q(
@@ -302,7 +302,7 @@ class _Statements:
             "UPDATE {s}.leases AS l SET epoch = w.epoch, holder = w.holder, expires_at = w.expires"
             " FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::timestamptz[])"
             " AS w (session_id, epoch, holder, expires) WHERE l.session_id = w.session_id"
-        )
+        )  # only rows acquire_many has just locked, in the same transaction
         self.existing = q("SELECT id FROM {s}.sessions WHERE id = ANY(%s)")
         self.checkpoints_of = q(
             "SELECT id, header, data FROM {s}.sessions"
@@ -333,12 +333,12 @@ class _Statements:
         # through its own lease update, so a holder that lost its lease inserts nothing while
         # the others commit.
         self.flush_many = q(
-            "WITH w AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::boolean[],"
+            "WITH w AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::boolean[],"  # noqa: S608
             " %s::timestamptz[]) AS w (session_id, epoch, indexed, next_target)),"
+            f" locked AS ({_locked('w')}),"
             " lease AS (UPDATE {s}.leases AS l"
             " SET expires_at = now() + make_interval(secs => %s)"
-            " FROM w WHERE l.session_id = w.session_id AND l.epoch = w.epoch"
-            " RETURNING l.session_id),"
+            " FROM locked WHERE l.session_id = locked.session_id RETURNING l.session_id),"
             " target AS (UPDATE {s}.next_targets AS t SET next_target = w.next_target"
             " FROM w JOIN lease ON lease.session_id = w.session_id"
             " WHERE t.session_id = w.session_id AND w.indexed)"
@@ -349,9 +349,10 @@ class _Statements:
             " RETURNING session_id"
         )
         self.release_many = q(
-            "UPDATE {s}.leases AS l SET expires_at = now()"
-            " FROM unnest(%s::text[], %s::bigint[]) AS h (session_id, epoch)"
-            " WHERE l.session_id = h.session_id AND l.epoch = h.epoch"
+            "WITH h AS (SELECT * FROM unnest(%s::text[], %s::bigint[]) AS h (session_id, epoch)),"  # noqa: S608
+            f" locked AS ({_locked('h')})"
+            " UPDATE {s}.leases AS l SET expires_at = now()"
+            " FROM locked WHERE l.session_id = locked.session_id"
         )
         # Only while the writer holds the lease: a fenced owner leaves its successor's alone.
         self.save_checkpoint = q(
@@ -359,6 +360,23 @@ class _Statements:
             " SELECT session_id, %s FROM {s}.leases WHERE session_id = %s AND epoch = %s"
             " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data"
         )
+
+
+def _locked(held: str) -> str:
+    """The lease rows of the sessions of ``held`` (a ``session_id``, ``epoch`` relation) whose
+    epoch is theirs still, locked in session id order.
+
+    A statement that updates several lease rows through a join takes their locks in whatever
+    order its plan visits them (for a batch of some dozens, the table's physical order), and two
+    such statements at once — a renewal and a flush, or two hosts' batches — can each hold a
+    row the other waits for: a deadlock, which fails both batches. Rows locked first, in one
+    order, by every batch cannot. A row updated meanwhile is read again once its lock is taken,
+    so one whose epoch moved on (another owner took it) is not locked and not returned."""
+    return (
+        "SELECT l.session_id FROM {s}.leases AS l"  # noqa: S608 - ``held`` is a name of ours
+        f" JOIN {held} ON l.session_id = {held}.session_id AND l.epoch = {held}.epoch"
+        " ORDER BY l.session_id FOR UPDATE OF l"
+    )
 
 
 def _moment(instant: Instant | None) -> dt.datetime | None:
