@@ -527,12 +527,11 @@ class ScheduleFold:
     ) -> tuple[EveryScheduleRecord, int, int] | None:
         """Apply ``change`` when it is the plain case of Rule 4 that :meth:`replay` applies
         inline — the dispatch of an active ``every`` record with no ``ends`` and no Rule 6
-        status, while nothing
-        is indexed, accepted (a canonical instant) at or after its target, with a next target in
-        range — and return what it stood for: the record as held (its ``scheduledAt`` may be
-        behind its target, as :meth:`get` says), its target, and the decision instant, as
-        integers. In any other case change nothing and return ``None``: :meth:`apply` or
-        :meth:`replay` then applies the change, or says what is wrong with it.
+        status, while nothing is indexed, accepted (a canonical instant) at or after its target,
+        with a next target in range — and return what it stood for: the record as held (its
+        ``scheduledAt`` may be behind its target, as :meth:`get` says), its target, and the
+        decision instant, as integers. In any other case change nothing and return ``None``:
+        :meth:`apply` or :meth:`replay` then applies the change, or says what is wrong with it.
 
         For a reader that needs the target a dispatch stood for (the occurrence history): it is
         read once, and the record is not rebuilt with its new target at every dispatch."""
