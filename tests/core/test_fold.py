@@ -654,3 +654,39 @@ def _assert_replaying_is_applying(
         apply_error = error.message
     assert replay_error == apply_error
     assert _outcome(replayed) == _outcome(applied)
+    assert _dispatching_every_first(changes, seed_length) == (apply_error, _outcome(applied))
+
+
+def _dispatching_every_first(
+    changes: list[ScheduleChange], seed_length: int
+) -> tuple[str | None, tuple[list[ScheduleRecord], list[ScheduleRecord], ScheduleId]]:
+    """The error and the outcome of applying ``changes`` with each dispatch offered to
+    :meth:`ScheduleFold.dispatch_every` first (applied the usual way when it declines), which
+    must say what the change stood for: the record, its target and the decision instant, as a
+    fold applying one change at a time holds them just before it."""
+    state, shadow = ScheduleFold(session="s_1"), ScheduleFold(session="s_1")
+    try:
+        for position, change in numbered(*changes):
+            if position < seed_length:
+                state.note_inherited(change)
+                shadow.note_inherited(change)
+                continue
+            if not isinstance(change, ScheduleDispatchChange):
+                state.apply(change, position=position)
+                shadow.apply(change, position=position)
+                continue
+            before = shadow.get(change.id)
+            plain = state.dispatch_every(change)
+            if plain is None:
+                state.apply(change, position=position)
+            else:
+                record, target, decided_at = plain
+                assert isinstance(change.accepted_at, str)
+                assert before is not None
+                assert msgspec.structs.replace(record, scheduled_at=before.scheduled_at) == before
+                assert target == parse_instant(before.scheduled_at)
+                assert decided_at == parse_instant(change.accepted_at)
+            shadow.apply(change, position=position)  # accepted by the state: it must be here
+    except ScheduleError as error:
+        return error.message, _outcome(state)
+    return None, _outcome(state)

@@ -59,7 +59,7 @@ from session_schedule.session.history import (
 )
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
-from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
+from session_schedule.session.message import MESSAGE_ENTRY_TYPE, UserOrigin, user_message
 from session_schedule.session.port import LogEntry
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
@@ -395,7 +395,8 @@ def _histories(draw: st.DrawFn) -> list[LogEntry]:
             if turn is not None:
                 unfinished.append(turn)
         elif kind == 6:
-            add(MESSAGE_ENTRY_TYPE, user_message("hello", at=Instant(now)))
+            origin: UserOrigin = draw(st.sampled_from(["person", "person", "followup"]))
+            add(MESSAGE_ENTRY_TYPE, user_message("hello", at=Instant(now), origin=origin))
         elif kind == 7:
             turn = (
                 unfinished.pop(draw(st.integers(0, len(unfinished) - 1)))

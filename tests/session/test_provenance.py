@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     create_change,
@@ -20,6 +25,7 @@ from session_schedule.session.turns import (
     turn_finished,
     turn_queued,
 )
+from tests.session.test_history import _histories
 
 AT = Instant(parse_instant("2026-11-29T20:00:00.000Z"))
 
@@ -148,3 +154,25 @@ def test_an_update_in_a_turn_makes_that_turn_its_provenance_and_never_lowers_its
     provenance = _read(log)
     assert provenance.of(ScheduleId("sch_1")) == Provenance(made_by="person", depth=2)
     assert provenance.made_by_reminders() == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(_histories(), st.integers(0, 60), st.lists(st.integers(0, 60), max_size=3))
+def test_feeding_batches_reads_what_reading_entry_by_entry_reads(
+    entries: list[LogEntry], seed: int, cuts: list[int]
+) -> None:
+    """:meth:`ProvenanceLog.feed` reads the pending turns (a person's message seen in them or
+    not) and the provenance of every reminder that reading one entry at a time reads — for
+    histories of reminders created and changed in reminder turns, host turns and no turn, turns
+    finished at once, later, never or twice, person's messages and others, and a fork point
+    anywhere."""
+    seed = min(seed, len(entries))
+    batched, reference = ProvenanceLog(seed_length=seed), ProvenanceLog(seed_length=seed)
+    for start, end in itertools.pairwise([0, *sorted(cuts), len(entries)]):
+        batched.feed(iter(entries[start:end]) if start % 2 else entries[start:end])
+    for entry in entries:
+        reference._read(entry)
+        reference.position = entry.position + 1
+    assert batched.position == reference.position
+    assert batched._pending == reference._pending
+    assert batched._made == reference._made

@@ -116,6 +116,7 @@ from session_schedule.core.records import (
     AtScheduleRecord,
     CalendarScheduleRecord,
     DailyScheduleRecord,
+    Ends,
     EveryScheduleRecord,
     RecordStatus,
     RecurringScheduleRecord,
@@ -193,6 +194,9 @@ def rule_of(record: ScheduleRecord, target: str) -> tuple[object, ...]:
 # exactly that target; stale slots are dropped when they reach the top.
 _Slot: TypeAlias = tuple[str, int, ScheduleId]
 _ID_DIGITS: Final = len(ID_PREFIX)
+_date_ms: Final = KNOWN_DATE_MS.get
+_time_of_day_ms: Final = TIME_OF_DAY_MS.get
+_second_ms: Final = KNOWN_SECOND_MS.get
 
 
 @final
@@ -517,6 +521,50 @@ class ScheduleFold:
                 self._dispatch(current, accepted_at, position)
         finally:
             self._highest_id = highest
+
+    def dispatch_every(
+        self, change: ScheduleDispatchChange
+    ) -> tuple[EveryScheduleRecord, int, int] | None:
+        """Apply ``change`` when it is the plain case of Rule 4 that :meth:`replay` applies
+        inline — the dispatch of an active ``every`` record with no ``ends`` and no Rule 6
+        status, while nothing is indexed, accepted (a canonical instant) at or after its target,
+        with a next target in range — and return what it stood for: the record as held (its
+        ``scheduledAt`` may be behind its target, as :meth:`get` says), its target, and the
+        decision instant, as integers. In any other case change nothing and return ``None``:
+        :meth:`apply` or :meth:`replay` then applies the change, or says what is wrong with it.
+
+        For a reader that needs the target a dispatch stood for (the occurrence history): it is
+        read once, and the record is not rebuilt with its new target at every dispatch."""
+        schedule_id = change.id
+        current = self._records.get(schedule_id)
+        accepted_at = change.accepted_at
+        if (
+            type(current) is not EveryScheduleRecord
+            or type(accepted_at) is not str
+            or isinstance(current.ends, Ends)
+            or schedule_id in self._status
+            or self._heaps is not None
+            or self._order is not None
+        ):
+            return None
+        day = _date_ms(accepted_at[:11])
+        time_of_day = _time_of_day_ms(accepted_at[11:17])
+        second = _second_ms(accepted_at[17:])
+        decided_at = (
+            canonical_instant(accepted_at)
+            if day is None or time_of_day is None or second is None
+            else day + time_of_day + second
+        )
+        target = self._every_targets[schedule_id]
+        if decided_at is None or decided_at < target:
+            return None
+        interval = current.every_seconds * MS_PER_SECOND
+        following = target + ((decided_at - target) // interval + 1) * interval
+        if following > MAX_INSTANT:
+            return None
+        self._every_targets[schedule_id] = following
+        self._stale.add(schedule_id)
+        return current, target, decided_at
 
     def _apply_active(
         self, record: ScheduleRecord, change: ScheduleChange, position: int | None

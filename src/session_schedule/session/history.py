@@ -198,12 +198,16 @@ class OccurrenceLog:
 
         The same as :meth:`_read` of each entry in turn — the same runs, state and errors, with
         every entry before a failing one read — as one loop: an entry that cannot matter
-        (a message, a turn no reminder run waits for) costs a type test or two, and the
-        commonest change of a long log, a dispatch, is read by :meth:`_dispatch_run` and applied
-        by :meth:`ScheduleFold.replay`; anything else goes through :meth:`_read`.
+        (a message, a turn no reminder run waits for) costs a type test or two; the commonest
+        change of a long log, the dispatch of a plain ``every`` reminder, is applied by
+        :meth:`ScheduleFold.dispatch_every`, which gives back the target and the decision
+        instant its run is built from (:meth:`_every_run`); any other dispatch is read by
+        :meth:`_dispatch_run` and applied by :meth:`ScheduleFold.replay`; anything else goes
+        through :meth:`_read`.
         """
         state, seed, queued, by_turn = self._state, self._seed_length, self._queued, self._by_turn
         read, add, dispatch_run, replay = self._read, self._add, self._dispatch_run, state.replay
+        dispatch_every, every_run = state.dispatch_every, self._every_run
         position = self.position
         try:
             for entry in entries:
@@ -211,8 +215,10 @@ class OccurrenceLog:
                 if entry_type == CHANGE_EVENT_TYPE:
                     payload = entry.payload
                     if type(payload) is ScheduleDispatchChange and entry.position >= seed:
-                        run = dispatch_run(payload, entry.position)
-                        if run is not None:
+                        plain = dispatch_every(payload)
+                        if plain is not None:
+                            add(every_run(*plain, entry.position))
+                        elif (run := dispatch_run(payload, entry.position)) is not None:
                             add(run)
                             replay(((entry.position, payload),))
                         else:
@@ -233,6 +239,19 @@ class OccurrenceLog:
                 position = entry.position + 1
         finally:
             self.position = position
+
+    def _every_run(
+        self, record: EveryScheduleRecord, target: int, decided_at: int, position: int
+    ) -> OccurrenceRun:
+        """What :func:`_run` makes of a dispatch that :meth:`ScheduleFold.dispatch_every` has
+        applied: of the plain ``every`` ``record`` whose target was ``target``, decided at
+        ``decided_at``."""
+        key = f"{record.id}@{format_instant(Instant(target))}"
+        every_seconds = record.every_seconds
+        skipped = skipped_occurrences(Instant(target), Instant(decided_at), every_seconds)
+        due_at = Instant(target + skipped * every_seconds * MS_PER_SECOND)
+        turn = self._queued.pop(key, None)
+        return _dispatched(record.id, key, turn, Instant(decided_at), due_at, skipped, position)
 
     def _dispatch_run(self, change: ScheduleDispatchChange, position: int) -> OccurrenceRun | None:
         """What :func:`_run` makes of the dispatch of an active reminder that is not snoozed and
