@@ -194,10 +194,10 @@ class _Writer:
         self.add("message", entry)
 
     def reminder_turn(self, schedule_id: ScheduleId, hour: int, k: int) -> None:
-        """Reminder ``k`` dispatched in hour ``hour`` (at a new minute), and the turn it queues."""
+        """Reminder ``k`` dispatched in hour ``hour`` (at a new minute), and the turn it queues,
+        in the order the runtime writes them: the turn the agent accepts, then the dispatch."""
         target = BASE + hour * 3_600_000 + k * 7 * 60_000
         accepted = target + 150 + (hour * 7919 + k * 104_729) % 4_000
-        self.add("schedule/change", dispatch_change(schedule_id, Instant(accepted)))
         queued = TurnQueued(
             version=1,
             origin="schedule",
@@ -206,6 +206,7 @@ class _Writer:
             occurrences=(f"{schedule_id}@{format_instant(Instant(target))}",),
         )
         turn = self.add("turn/queued", queued)
+        self.add("schedule/change", dispatch_change(schedule_id, Instant(accepted)))
         self.message("user", "followup", _FOLLOWUPS[k % 3], accepted + 5)
         self.message("assistant", "model", _ANSWERS[(hour + k) % 3], accepted + 2_300)
         finished_at = format_instant(Instant(accepted + 2_310))
