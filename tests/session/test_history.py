@@ -299,7 +299,9 @@ def _text(draw: st.DrawFn, at: int) -> str:
 
 
 @st.composite
-def _record(draw: st.DrawFn, number: int, now: int) -> ScheduleRecord:
+def _record(draw: st.DrawFn, number: int, now: int, *, plain: bool = False) -> ScheduleRecord:
+    """A reminder of any kind, now and then bounded or with a maximum lateness; with ``plain``,
+    mostly a plain ``every`` reminder (the commonest record of a long log)."""
     schedule_id = make_schedule_id(number)
     at = draw(_text(now + draw(st.integers(-1, 4)) * _QUARTER))
     kinds: list[ScheduleRecord] = [
@@ -320,6 +322,8 @@ def _record(draw: st.DrawFn, number: int, now: int) -> ScheduleRecord:
         AtScheduleRecord(id=schedule_id, prompt="p", scheduled_at=at),
         AfterScheduleRecord(id=schedule_id, prompt="p", after_seconds=60, scheduled_at=at),
     ]
+    if plain and not _one_in(draw, 8):
+        return kinds[0]
     record = draw(st.sampled_from(kinds))
     if isinstance(record, RECURRING_RECORDS) and _one_in(draw, 4):
         until = draw(st.none() | _text(now + draw(st.integers(0, 12)) * _QUARTER))
@@ -339,12 +343,13 @@ def _occurrence(shadow: ScheduleFold, schedule_id: ScheduleId) -> str | None:
 
 
 @st.composite
-def _histories(draw: st.DrawFn) -> list[LogEntry]:
+def _histories(draw: st.DrawFn, *, plain: bool = False) -> list[LogEntry]:
     """A session's entries: reminders of every kind created, changed and deleted, and reminder
     turns (queued, dispatching, finished at once, later or never) as a shadow fold of the
     changes sees them, the wall clock moving on; now and then a damaged entry (an instant
     that is not canonical, a change of a reminder no longer active, a dispatch before its
-    target, a finish of any entry, an occurrence key no dispatch carries)."""
+    target, a finish of any entry, an occurrence key no dispatch carries). With ``plain``, the
+    reminders are mostly plain ``every`` ones and turns finish twice as often."""
     entries: list[LogEntry] = []
     shadow = ScheduleFold()
     unfinished: list[int] = []
@@ -365,7 +370,7 @@ def _histories(draw: st.DrawFn) -> list[LogEntry]:
         kind = draw(st.integers(0, 9))
         if kind <= 1 or not active:
             number = max(1, shadow.highest_id + (not _one_in(draw, 40)))
-            add(CHANGE_EVENT_TYPE, create_change(draw(_record(number, now))))
+            add(CHANGE_EVENT_TYPE, create_change(draw(_record(number, now, plain=plain))))
         elif kind <= 5:
             # A reminder turn: queued, naming the occurrence, then the dispatch.
             occurrence = _occurrence(shadow, schedule_id) if not _one_in(draw, 6) else None
@@ -394,10 +399,10 @@ def _histories(draw: st.DrawFn) -> list[LogEntry]:
             )
             if turn is not None:
                 unfinished.append(turn)
-        elif kind == 6:
+        elif kind == 6 and not plain:
             origin: UserOrigin = draw(st.sampled_from(["person", "person", "followup"]))
             add(MESSAGE_ENTRY_TYPE, user_message("hello", at=Instant(now), origin=origin))
-        elif kind == 7:
+        elif kind <= 7:
             turn = (
                 unfinished.pop(draw(st.integers(0, len(unfinished) - 1)))
                 if unfinished and not _one_in(draw, 6)
@@ -495,5 +500,23 @@ def test_feeding_batches_reads_what_reading_entry_by_entry_reads(
             log.feed(iter(entries[start:end]) if start % 2 else entries[start:end])
 
     assert _read_by(in_batches, entries, seed=seed, keep=keep) == _read_by(
+        _entry_by_entry, entries, seed=seed, keep=keep
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_histories(plain=True), st.integers(0, 10), st.booleans())
+def test_feeding_the_reminder_turns_of_plain_every_reminders_reads_what_reading_one_by_one_reads(
+    entries: list[LogEntry], seed: int, keep: bool
+) -> None:
+    """The same for histories of mostly plain ``every`` reminders whose turns are queued,
+    dispatched and finished (completed or failed, in any order, some never): the dispatches and
+    finishes that :meth:`OccurrenceLog.feed` reads without a call."""
+    seed = min(seed, len(entries))
+
+    def at_once(log: OccurrenceLog, entries: list[LogEntry]) -> None:
+        log.feed(entries)
+
+    assert _read_by(at_once, entries, seed=seed, keep=keep) == _read_by(
         _entry_by_entry, entries, seed=seed, keep=keep
     )

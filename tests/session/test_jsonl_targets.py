@@ -571,6 +571,30 @@ def test_a_mark_is_appended_without_a_digest_and_honoured(
     asyncio.run(body())
 
 
+def test_comparing_a_record_with_the_log_reads_marks_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: ``check``'s comparison of the index with a log counted every mark as a
+    record that does not verify, and warned of tampering on a store nobody had touched."""
+
+    async def body() -> None:
+        store = JsonlSessionStore(tmp_path / "sessions")
+        (made,) = await _sessions(store, 1, TARGET)
+        lines = [json.loads(line) for line in store._index.path.read_bytes().splitlines()]
+        assert [line[2] for line in lines if line[0] == made].count(-1) >= 1  # a mark
+        with caplog.at_level(logging.WARNING):
+            reader = JsonlSessionStore(store.data_dir)
+            status = store.path_of(made).stat()
+            assert reader._index.mismatch(made, status, TARGET) is None
+            assert reader._index.mismatch(made, status, LATER_TARGET) == (
+                f"its record in {INDEX_NAME} says a target at 2030-01-01T00:00:00.000Z, and the "
+                "log says a target at 2030-02-01T00:00:00.000Z"
+            )
+        assert caplog.records == []
+
+    asyncio.run(body())
+
+
 def test_a_record_posted_before_a_mark_does_not_settle_it(tmp_path: Path) -> None:
     async def body() -> None:
         store = JsonlSessionStore(tmp_path / "sessions")

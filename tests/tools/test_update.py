@@ -124,6 +124,7 @@ def _error(code: str, message: str) -> dict[str, object]:
     ("arguments", "expected"),
     [
         ({"id": "sch_9", "prompt": "x"}, _error("invalid_selector", "no active reminder has the id 'sch_9'; call schedule_list to see the active ones, or schedule_create to set a new one.")),
+        ({"id": "sch_\ud83d", "paused": True}, _error("invalid_selector", "no active reminder has the id 'sch_\\ud83d'; call schedule_list to see the active ones, or schedule_create to set a new one.")),
         ({"id": 7}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 7.")),
         ({"id": "sch_1", "colour": "red"}, _error("invalid_selector", "unknown argument `colour`; schedule_update takes `id` and the fields to change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, `paused`, `snooze`, `ends`, `max_lateness_seconds`.")),
         ({"id": "sch_1"}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),

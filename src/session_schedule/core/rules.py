@@ -414,7 +414,7 @@ def _active_id(value: object, state: ScheduleFold) -> ScheduleId:
         )
     schedule_id = parse_schedule_id(value)
     if schedule_id is None or schedule_id not in state:
-        raise ScheduleError("invalid_selector", _not_active(escape_unencodable(value)))
+        raise ScheduleError("invalid_selector", _not_active(value))
     return schedule_id
 
 

@@ -192,7 +192,7 @@ class OccurrenceLog:
         has had, or ``None`` before its first."""
         return self._last.get(schedule_id)
 
-    def feed(self, entries: Iterable[LogEntry]) -> None:
+    def feed(self, entries: Iterable[LogEntry]) -> None:  # noqa: PLR0915 - one loop: replay speed
         """Read the next entries (the first not yet fed, in order). Raises
         ``corrupt_schedule_log`` as the fold does.
 
@@ -201,13 +201,18 @@ class OccurrenceLog:
         (a message, a turn no reminder run waits for) costs a type test or two; the commonest
         change of a long log, the dispatch of a plain ``every`` reminder, is applied by
         :meth:`ScheduleFold.dispatch_every`, which gives back the target and the decision
-        instant its run is built from (:meth:`_every_run`); any other dispatch is read by
+        instant its run is built from, and its run is made and added here, without a call (as
+        :func:`_run` and :meth:`_add` would); a ``turn/queued`` entry's time is read here too
+        when it is in the tables of checked instants. Any other dispatch is read by
         :meth:`_dispatch_run` and applied by :meth:`ScheduleFold.replay`; anything else goes
         through :meth:`_read`.
         """
-        state, seed, queued, by_turn = self._state, self._seed_length, self._queued, self._by_turn
+        state, seed, keep, runs = self._state, self._seed_length, self._keep, self.runs
+        queued, by_turn, last = self._queued, self._by_turn, self._last
         read, add, dispatch_run, replay = self._read, self._add, self._dispatch_run, state.replay
-        dispatch_every, every_run = state.dispatch_every, self._every_run
+        dispatch_every, finish = state.dispatch_every, self._finish
+        queued_pop, last_get, waiting = queued.pop, last.get, by_turn.setdefault
+        date_ms, time_of_day_ms, second_ms = _date_ms, _time_of_day_ms, _second_ms
         position = self.position
         try:
             for entry in entries:
@@ -217,7 +222,31 @@ class OccurrenceLog:
                     if type(payload) is ScheduleDispatchChange and entry.position >= seed:
                         plain = dispatch_every(payload)
                         if plain is not None:
-                            add(every_run(*plain, entry.position))
+                            # _run and _add of the dispatch of a plain ``every`` reminder.
+                            record, target, decided_at = plain
+                            schedule_id = record.id
+                            key = f"{schedule_id}@{format_instant(Instant(target))}"
+                            turn = queued_pop(key, None)
+                            interval = record.every_seconds * MS_PER_SECOND
+                            skipped = (decided_at - target) // interval
+                            made = OccurrenceRun(
+                                schedule_id=schedule_id,
+                                key=key,
+                                due_at=Instant(target + skipped * interval),
+                                decided_at=Instant(decided_at),
+                                outcome="delivered" if turn is None else "pending",
+                                skipped=skipped,
+                                turn=None if turn is None else turn[0],
+                                position=entry.position,
+                            )
+                            previous = last_get(schedule_id)
+                            last[schedule_id] = (made, 1 if previous is None else previous[1] + 1)
+                            if turn is not None:
+                                waiting(turn[0], []).append(
+                                    (schedule_id, len(runs) if keep else -1)
+                                )
+                            if keep:
+                                runs.append(made)
                         elif (run := dispatch_run(payload, entry.position)) is not None:
                             add(run)
                             replay(((entry.position, payload),))
@@ -229,29 +258,24 @@ class OccurrenceLog:
                     if entry.position >= seed:
                         payload = entry.payload
                         if isinstance(payload, TurnQueued) and payload.origin == "schedule":
-                            at = _instant_of(payload.at)
+                            text = payload.at
+                            day = date_ms(text[:11])
+                            time_of_day = time_of_day_ms(text[11:17])
+                            second = second_ms(text[17:])
+                            at = (
+                                parse_instant(text)
+                                if day is None or time_of_day is None or second is None
+                                else Instant(day + time_of_day + second)
+                            )
                             for key in payload.occurrences:
                                 queued[key] = (entry.position, at)
                 elif entry_type == TURN_FINISHED_TYPE:
                     payload = entry.payload
                     if isinstance(payload, TurnFinished) and payload.turn in by_turn:
-                        self._finish(payload)
+                        finish(payload)
                 position = entry.position + 1
         finally:
             self.position = position
-
-    def _every_run(
-        self, record: EveryScheduleRecord, target: int, decided_at: int, position: int
-    ) -> OccurrenceRun:
-        """What :func:`_run` makes of a dispatch that :meth:`ScheduleFold.dispatch_every` has
-        applied: of the plain ``every`` ``record`` whose target was ``target``, decided at
-        ``decided_at``."""
-        key = f"{record.id}@{format_instant(Instant(target))}"
-        every_seconds = record.every_seconds
-        skipped = skipped_occurrences(Instant(target), Instant(decided_at), every_seconds)
-        due_at = Instant(target + skipped * every_seconds * MS_PER_SECOND)
-        turn = self._queued.pop(key, None)
-        return _dispatched(record.id, key, turn, Instant(decided_at), due_at, skipped, position)
 
     def _dispatch_run(self, change: ScheduleDispatchChange, position: int) -> OccurrenceRun | None:
         """What :func:`_run` makes of the dispatch of an active reminder that is not snoozed and

@@ -755,6 +755,8 @@ class TargetIndexFile:
                 bad += 1
                 continue
             record, session_id = decoded
+            if record.inode == _MARK:
+                continue  # a mark describes no file, and need not verify (see mark)
             if not self._keys.verifies(record):
                 # Not written by a holder of the key (forged, or of an older version): its
                 # session is read again, so no record can hide a due reminder.
