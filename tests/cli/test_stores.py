@@ -126,7 +126,7 @@ def test_fork_forks_in_any_store(url: str, capsys: pytest.CaptureFixture[str]) -
     child = out.strip()
     code, out, _ = _run(capsys, "--store", url, "check", child)
     assert code == 0
-    assert out.startswith(f"session {child} is sound: 1 entries")
+    assert out.startswith(f"session {child} is sound: 1 entry")
 
 
 def test_the_store_variable_names_the_store_when_no_option_does(

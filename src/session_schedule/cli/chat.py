@@ -41,6 +41,7 @@ import msgspec
 from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    HelpFormatter,
     add_quotas,
     add_session_argument,
     at_least_one,
@@ -161,7 +162,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="chat with an agent that sets reminders (offline without a model; the default)",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_session_argument(
         parser,

@@ -82,13 +82,13 @@ def run(arguments: argparse.Namespace) -> int:
     messages = types.count(MESSAGE_ENTRY_TYPE)
     changes = types.count(CHANGE_EVENT_TYPE)
     quotas = types.count(QUOTAS_ENTRY_TYPE)
-    counted = f"{messages} messages, {changes} schedule changes"
+    counted = f"{_count(messages, 'message')}, {_count(changes, 'schedule change')}"
     if quotas:
-        counted += f", {quotas} quotas entr{'y' if quotas == 1 else 'ies'}"
+        counted += f", {_count(quotas, 'quotas entry', 'quotas entries')}"
     parts = [
         (
-            f"session {header.id} is sound: {len(entries)} entries ({counted}), "
-            f"{len(state)} active reminder{'' if len(state) == 1 else 's'}"
+            f"session {header.id} is sound: {_count(len(entries), 'entry', 'entries')} "
+            f"({counted}), {_count(len(state), 'active reminder')}"
         )
     ]
     if header.parent_id is not None:
@@ -119,6 +119,11 @@ def run(arguments: argparse.Namespace) -> int:
         if late:
             return EXIT_REJECTED
     return EXIT_OK
+
+
+def _count(count: int, one: str, many: str | None = None) -> str:
+    """``1 entry``, ``2 entries``."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 @final

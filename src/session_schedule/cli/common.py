@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import sys
+import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
@@ -173,6 +174,48 @@ def exit_code_for(error: Exception) -> int:
     raise error
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written, but fitted to the terminal: a paragraph of prose
+    (consecutive lines that start with neither a space nor ``example:``) with a line wider than
+    the terminal is filled to its width; indented lines (tables, examples) and example lines are
+    kept as they are, so that they can be pasted. No line is broken at a hyphen (``session-`` /
+    ``schedule``)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        prose: list[str] = []
+
+        def fill() -> None:
+            if any(len(line) > width for line in prose):
+                lines.extend(_wrap(" ".join(prose), width, indent))
+            else:
+                lines.extend(indent + line for line in prose)
+            prose.clear()
+
+        for line in text.splitlines():
+            if line and not line[0].isspace() and not line.startswith("example:"):
+                prose.append(line)
+                continue
+            fill()
+            lines.append(indent + line if line else "")
+        fill()
+        return "\n".join(lines)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return _wrap(" ".join(text.split()), width, "")
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
 def add_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
@@ -187,7 +230,7 @@ def add_command(
         name,
         description=description,
         epilog=f"example: {example}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.set_defaults(handler=handler)
     return parser

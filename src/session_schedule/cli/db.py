@@ -16,6 +16,7 @@ from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_STORAGE,
     EXIT_USAGE,
+    HelpFormatter,
     add_schema_option,
     fail,
 )
@@ -30,7 +31,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="The PostgreSQL session store keeps its tables in one schema of a database, "
         "created and upgraded only by these commands.",
         epilog="example: session-schedule db init --dsn postgresql://app@db.internal/app",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     actions = parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     for name, help_text, description, example in (
@@ -60,7 +61,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             help=help_text,
             description=description,
             epilog=f"example: {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=HelpFormatter,
         )
         action.add_argument(
             "--dsn",

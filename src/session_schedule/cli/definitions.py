@@ -46,7 +46,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         commands,
         "tools",
         _tools,
-        description="The definitions of schedule_create, schedule_list and schedule_delete, "
+        description="The definitions of schedule_create, schedule_list, schedule_update and "
+        "schedule_delete, "
         "with the default limits, in the format a model API or protocol expects: OpenAI "
         "strict function tools for Chat Completions (openai) or the Responses API "
         "(openai-responses), Anthropic tools (anthropic; anthropic-strict adds strict: true and "

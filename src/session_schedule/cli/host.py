@@ -24,6 +24,7 @@ from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_STORAGE,
     EXIT_USAGE,
+    HelpFormatter,
     add_quotas,
     add_schema_option,
     fail,
@@ -60,7 +61,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=DESCRIPTION,
         epilog="example: session-schedule host --model gpt-4.1-mini\n"
         "example: session-schedule host --dsn postgresql://app@db.internal/app --lease-seconds 15",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     store = parser.add_mutually_exclusive_group()
     store.add_argument(

@@ -24,6 +24,7 @@ from session_schedule.cli.common import (
     EXIT_USAGE,
     STORE_HELP,
     STORE_VARIABLE,
+    HelpFormatter,
     exit_code_for,
     fail,
 )
@@ -200,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Durable, session-local reminders for LLM agents: a chat with reminders, "
         "and the tools to inspect its sessions.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR_HELP)

@@ -13,6 +13,7 @@ from typing import Final
 
 from session_schedule.cli.common import (
     EXIT_OK,
+    HelpFormatter,
     add_quotas,
     add_session_argument,
     data_dir,
@@ -40,7 +41,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "stdin/stdout, for an MCP client such as a desktop chat app. Needs the mcp extra: "
         "pip install 'session-schedule[mcp]'.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_session_argument(
         parser, "the id of the session to serve (default: create a new one)", optional=True

@@ -29,6 +29,7 @@ from typing import Final
 from session_schedule.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    HelpFormatter,
     add_quotas,
     data_dir,
     fail,
@@ -101,7 +102,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Serve the web overlay: a chat on a live Session in the browser. Each "
         "prompt carries the browser's time zone; reminders come back as ordinary turns.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--host",

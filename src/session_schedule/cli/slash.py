@@ -51,8 +51,8 @@ commands:
   /update sch_1 prompt <prompt>                     a new prompt; the time does not move
   /pause sch_1                                      stop deliveries until resumed
   /resume sch_1                                     deliver again (from the next occurrence)
-  /snooze sch_1 10m                                 postpone the next delivery: a duration,
-  /snooze sch_1 2026-12-01T09:00:00+09:00           or an RFC 3339 time with an offset
+  /snooze sch_1 10m                                 make the next delivery 10 minutes from now
+  /snooze sch_1 2026-12-01T09:00:00+09:00           or at a time (RFC 3339, with an offset)
   /delete sch_1                                     delete a reminder
   /quotas                                           this session's quotas, and who set each
   /turns-per-day 20|off|default                     at most 20 reminder turns in any 24 hours
