@@ -45,6 +45,13 @@ from session_schedule.session.lines import Scan
 from session_schedule.session.port import LogEntry
 from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
 from session_schedule.session.targets import NextTarget
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFinished,
+    TurnQueued,
+    turn_failure,
+)
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools import ScheduleTools
@@ -415,6 +422,55 @@ def test_show_prints_the_transcript_and_every_change(
     assert "\x1b" not in out
 
 
+def test_show_gives_a_turn_its_time_its_text_and_its_outcome(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A queued turn shows when it was queued, its origin, its occurrence keys and its text as
+    written (not as escaped JSON); a finished one its outcome, attempts and bounded cause."""
+
+    async def build() -> None:
+        async with await JsonlSessionStore(data).create(
+            now=parse_instant(START), session_id=SESSION
+        ) as session:
+            session.append(
+                TURN_QUEUED_TYPE,
+                TurnQueued(
+                    version=1,
+                    origin="schedule",
+                    text='[session-schedule] Reminder follow-up\nprompt: "stretch"',
+                    at="2026-11-29T20:01:30.000Z",
+                    occurrences=("sch_1@2026-11-29T20:01:30.000Z",),
+                ),
+            )
+            session.append(
+                TURN_FINISHED_TYPE,
+                TurnFinished(
+                    version=2,
+                    turn=0,
+                    outcome="failed",
+                    at="2026-11-29T20:03:00.000Z",
+                    attempts=3,
+                    failure=turn_failure("RateLimitError", message="slow down", status=429),
+                ),
+            )
+            await session.barrier()
+
+    asyncio.run(build())
+    assert run(data, "show", SESSION) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        "#   time (UTC)                 entry",
+        "─" * 120,
+        "0   2026-11-29T20:01:30.000Z   turn/queued · schedule · sch_1@2026-11-29T20:01:30.000Z",
+        "                               [session-schedule] Reminder follow-up",
+        '                               prompt: "stretch"',
+        "1   2026-11-29T20:03:00.000Z   turn/finished · the turn of entry 0 failed after 3 "
+        "attempts: RateLimitError (HTTP 429):",
+        "                               slow down",
+        "0 active reminders after the last entry",
+    ]
+
+
 def test_show_marks_a_forks_inherited_history(
     data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -557,7 +613,7 @@ def test_list_shows_a_managed_reminder_s_standing_under_its_state(
         + " " * 45
         + "session-local   bounded\n"
         + " " * 46
-        + "paused, 3 runs left, no delivery after\n"
+        + "3 runs left, no delivery after\n"
         + " " * 46
         + "2026-12-31T00:00:00.000Z, missed if more than\n"
         + " " * 46

@@ -80,7 +80,7 @@ def run(arguments: argparse.Namespace) -> int:
         )
         for view in result.schedules:
             shown: Cell = Text(view.state, style="bold yellow" if view.state == "overdue" else "")
-            if words := standing(view):  # a SPEC 11 reminder's standing, under its state
+            if words := standing(view, beside_state=True):  # SPEC 11's standing, under it
                 shown = Group(shown, Text(words, style="dim"))
             table.add_row(
                 Text(view.id),

@@ -40,6 +40,13 @@ from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.records import ScheduleRecord
 from session_schedule.session import MESSAGE_ENTRY_TYPE, LogEntry, MessageEntry, SessionHeader
+from session_schedule.session.history import describe_failure
+from session_schedule.session.turns import (
+    TURN_FINISHED_TYPE,
+    TURN_QUEUED_TYPE,
+    TurnFinished,
+    TurnQueued,
+)
 
 _JSON: Final = msgspec.json.Encoder()
 
@@ -124,6 +131,20 @@ class _Replay:
             if isinstance(payload, ScheduleDispatchChange) and isinstance(payload.accepted_at, str):
                 time = payload.accepted_at
             return Text(time), self._change(entry.position, payload, prefix)
+        if entry.type == TURN_QUEUED_TYPE and isinstance(payload, TurnQueued):
+            label = Text.assemble(prefix, ("turn/queued", "bold"), f" · {payload.origin}")
+            if payload.occurrences:
+                label.append(f" · {', '.join(payload.occurrences)}")
+            return Text(payload.at), Group(label, untrusted(payload.text, style="dim"))
+        if entry.type == TURN_FINISHED_TYPE and isinstance(payload, TurnFinished):
+            said = f" · the turn of entry {payload.turn} {payload.outcome}"
+            if payload.attempts > 1:
+                said += f" after {payload.attempts} attempts"
+            if payload.failure is not None:
+                said += f": {describe_failure(payload.failure)}"
+            return Text(payload.at), Text.assemble(
+                prefix, ("turn/finished", "bold"), untrusted(said)
+            )
         text = untrusted(f"{entry.type} {_JSON.encode(payload).decode()}")
         return Text(), Text.assemble(prefix, text)
 

@@ -12,11 +12,12 @@ from msgspec import UnsetType
 from session_schedule.core.records import ScheduleView, record_ends
 
 
-def standing(view: ScheduleView) -> str:
+def standing(view: ScheduleView, *, beside_state: bool = False) -> str:
     """``paused``, ``snoozed until X``, ``N runs left``, ``no delivery after X`` and ``missed if
-    more than N s late``, those that apply, joined by ``, ``; ``""`` when none does."""
+    more than N s late``, those that apply, joined by ``, ``; ``""`` when none does.
+    ``beside_state``: shown under the view's ``state``, which says ``paused`` already."""
     parts: list[str] = []
-    if view.paused is True:
+    if view.paused is True and not (beside_state and view.state == "paused"):
         parts.append("paused")
     if not isinstance(view.snoozed_until, UnsetType):
         parts.append(f"snoozed until {view.snoozed_until}")

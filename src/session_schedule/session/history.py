@@ -492,9 +492,11 @@ def history_row(run: OccurrenceRun, *, set_during: str | None = None) -> History
 
 def failure_text(run: OccurrenceRun) -> str | None:
     """``ErrorClass (HTTP status): message`` for a failed occurrence whose cause is stored."""
-    failure = run.failure
-    if failure is None:
-        return None
+    return None if run.failure is None else describe_failure(run.failure)
+
+
+def describe_failure(failure: TurnFailure) -> str:
+    """``ErrorClass (HTTP status): message``: why a turn failed, on one line."""
     status = "" if failure.status is None else f" (HTTP {failure.status})"
     return f"{failure.error}{status}: {failure.message}"
 
