@@ -49,3 +49,19 @@ def _commands(parser: argparse.ArgumentParser) -> list[list[str]]:
                 found.append([name])
                 found.extend([name, *nested] for nested in _commands(action.choices[name]))
     return found
+
+
+def test_help_prose_fits_an_80_column_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns every line of prose fits (a description was one line of up to 560
+    characters); only indented tables and example lines, which are kept as written so that they
+    can be pasted, may be wider. No line breaks at a hyphen."""
+    monkeypatch.setenv("COLUMNS", "80")
+    parser = build_parser()
+    register_all(parser)
+    for command in [[], *_commands(parser)]:
+        for line in _help(command, capsys).splitlines():
+            if len(line) > 80:
+                assert line.startswith((" ", "example:")), (command, line)
+            assert not line.endswith("-"), (command, line)
