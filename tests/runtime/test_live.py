@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -25,11 +27,13 @@ from session_schedule.runtime import live as live_module
 from session_schedule.runtime.agent import FollowUp
 from session_schedule.runtime.events import ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
 from session_schedule.session.port import SessionHandle
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
+from session_schedule.tools import ScheduleTools
 
 START = "2026-11-29T20:00:00.000Z"
 
@@ -803,3 +807,50 @@ async def test_a_plain_agent_and_a_keyed_agent_are_given_the_same_text(world: Wo
         await schedule.settled()
     (keyed,) = agent.given
     assert keyed == FollowUp(text=plain, occurrences=("sch_1@2026-11-29T20:01:00.000Z",))
+
+
+async def test_tools_called_before_start_see_the_log_and_reuse_no_id(tmp_path: Path) -> None:
+    """Regression: a management call made before ``start`` decided on an empty state — it
+    listed nothing and gave a new reminder an id the log had used already, a change the fold
+    then refused, so the session could never start again."""
+    store = JsonlSessionStore(tmp_path)
+    clock = FakeClock(START)
+    async with (
+        await store.create(now=clock.now()) as session,
+        LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+    ):
+        await ScheduleTools(schedule).call(
+            "schedule_create", {"prompt": "stretch", "after_seconds": 600}
+        )
+    async with await store.open(session.id) as session:
+        schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+        tools = ScheduleTools(schedule)
+        listed = await tools.call_json("schedule_list")
+        assert [view["id"] for view in json.loads(listed)["schedules"]] == ["sch_1"]
+        created = await tools.call_json("schedule_create", '{"prompt":"water","after_seconds":900}')
+        assert json.loads(created)["schedule"]["id"] == "sch_2"
+        async with schedule:
+            _, views = await schedule.active()
+            assert [view.id for view in views] == ["sch_1", "sch_2"]
+    async with (
+        await store.open(session.id) as session,
+        LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+    ):
+        _, views = await schedule.active()
+        assert [view.id for view in views] == ["sch_1", "sch_2"]
+
+
+async def test_a_closed_schedule_refuses_management_and_does_not_start_again() -> None:
+    clock = FakeClock(START)
+    session = await MemorySessionStore().create(now=clock.now())
+    schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+    async with schedule:
+        await schedule.create({"prompt": "stretch", "after_seconds": 600})
+    with pytest.raises(RuntimeError) as refused:
+        await schedule.create({"prompt": "water", "after_seconds": 600})
+    assert str(refused.value) == (
+        "this LiveSchedule is closed: open the session again and start a new one"
+    )
+    with pytest.raises(RuntimeError) as restarted:
+        await schedule.start()
+    assert str(restarted.value) == "this LiveSchedule was closed; a closed one does not start again"

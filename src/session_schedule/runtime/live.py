@@ -244,9 +244,12 @@ class LiveSchedule:
     """Schedule for one live Session, serving one agent.
 
     Use ``async with LiveSchedule(session, agent):`` or :meth:`start` and :meth:`close`. Closing
-    stops delivery; it does not close the Session. ``driven=True``: no owner task; the caller
-    drives delivery with :meth:`step` (Rule 5c) and ``on_wake`` is called after every create
-    that may move the next wake-up and every actual delete.
+    stops delivery; it does not close the Session. Management (create, list, update, delete,
+    quotas) works before :meth:`start` — the first call folds the Session's log, so it decides
+    on what the log holds — but nothing is delivered until then; after :meth:`close` it raises
+    ``RuntimeError`` (a closed Schedule does not start again). ``driven=True``: no owner task;
+    the caller drives delivery with :meth:`step` (Rule 5c) and ``on_wake`` is called after every
+    create that may move the next wake-up and every actual delete.
     """
 
     # A process keeps thousands open: their attributes are slots (more than 30 would not share
@@ -266,6 +269,7 @@ class LiveSchedule:
         "_held",
         "_held_by",
         "_history",
+        "_life",
         "_limits",
         "_nothing_in_a_row",
         "_on_wake",
@@ -281,7 +285,6 @@ class LiveSchedule:
         "_session",
         "_settings",
         "_sleep_seconds",
-        "_started",
         "_state",
         "_stopped",
         "_today",
@@ -326,7 +329,9 @@ class LiveSchedule:
         self._parked = _Flag()
         self._stopped = _Flag()
         self._owner: asyncio.Task[None] | None = None
-        self._started = False
+        # "new" until the log is folded into _state (by start, or by the first management
+        # call made before it), "started", then "closed".
+        self._life: Literal["new", "folded", "started", "closed"] = "new"
         self._failure: BaseException | None = None
         self._events = ScheduleEvents(session.id)
         self._recent: list[Instant] = []
@@ -364,9 +369,23 @@ class LiveSchedule:
         ``persistence_uncertain`` for a poisoned handle — and ``TypeError`` for an agent whose
         methods are not those of the Agent port (an ``async def followup``, say).
         """
-        if self._owner is not None or self._started:
+        if self._life == "started":
             raise RuntimeError("this LiveSchedule was started already")
+        if self._life == "closed":
+            raise RuntimeError("this LiveSchedule was closed; a closed one does not start again")
         check_agent(self._agent)
+        if self._life == "new":
+            self._fold_log()
+        self._life = "started"
+        if self._driven:
+            return
+        self._owner = asyncio.create_task(
+            self._own_until_stopped(), name=f"schedule owner {self._session.header.id}"
+        )
+
+    def _fold_log(self) -> None:
+        """Fold the Session's log into the state and apply its quotas (raises as :meth:`start`
+        says)."""
         header = self._session.header
         # Opened from a checkpoint: fold only what follows it.
         resume = self._session.resume
@@ -389,15 +408,28 @@ class LiveSchedule:
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
         self._apply(chosen)
-        if self._driven:
-            self._started = True
-            return
-        self._owner = asyncio.create_task(
-            self._own_until_stopped(), name=f"schedule owner {header.id}"
-        )
+        self._life = "folded"
+
+    def _managed(self, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """``work`` in the agent's queue, on the folded log: a management call made before
+        :meth:`start` folds it first (so no change is decided on a state that does not know
+        the log, which could reuse an id); one made after :meth:`close` raises
+        ``RuntimeError``."""
+
+        async def run() -> T:
+            if self._life == "closed":
+                raise RuntimeError(
+                    "this LiveSchedule is closed: open the session again and start a new one"
+                )
+            if self._life == "new":
+                self._fold_log()
+            return await work()
+
+        return self._queue.run(run)
 
     async def close(self) -> None:
         """Stop delivering. Idempotent; a delivery in progress is cancelled before it appends."""
+        self._life = "closed"
         owner, self._owner = self._owner, None
         if owner is not None and not owner.done():
             owner.cancel()
@@ -447,12 +479,12 @@ class LiveSchedule:
 
         Raises ``ScheduleError`` with the stable code of the first failing check.
         """
-        return await self._queue.run(lambda: self._create(arguments, _as_is))
+        return await self._managed(lambda: self._create(arguments, _as_is))
 
     async def create_plain(self, arguments: Mapping[str, object]) -> dict[str, object]:
         """:meth:`create`, with the view in its JSON-ready form (``msgspec.to_builtins`` of it),
         built before the barrier rather than once the ``fsync`` has returned."""
-        return await self._queue.run(lambda: self._create(arguments, _plain))
+        return await self._managed(lambda: self._create(arguments, _plain))
 
     async def update(self, arguments: Mapping[str, object]) -> ScheduleView:
         """Change an active reminder in place from a model's raw ``schedule_update`` arguments
@@ -461,20 +493,20 @@ class LiveSchedule:
         Raises ``ScheduleError`` with a stable code when the arguments are refused (nothing is
         appended then), or ``persistence_uncertain`` when the barrier fails.
         """
-        return await self._queue.run(lambda: self._update(arguments, _as_is))
+        return await self._managed(lambda: self._update(arguments, _as_is))
 
     async def update_plain(self, arguments: Mapping[str, object]) -> dict[str, object]:
         """:meth:`update`, with the view in its JSON-ready form."""
-        return await self._queue.run(lambda: self._update(arguments, _plain))
+        return await self._managed(lambda: self._update(arguments, _plain))
 
     async def active(self) -> tuple[Instant, list[ScheduleView]]:
         """The decision time used and the active reminders, in target then creation order."""
-        return await self._queue.run(self._active)
+        return await self._managed(self._active)
 
     async def active_plain(self) -> tuple[Instant, list[ReadOnlyDict]]:
         """:meth:`active`, with each view in its JSON-ready form, as a read-only dict shared
         with later calls (see :mod:`session_schedule.core.plain`)."""
-        return await self._queue.run(self._active_plain)
+        return await self._managed(self._active_plain)
 
     async def delete(self, arguments: Mapping[str, object]) -> tuple[str, bool]:
         """Delete the reminder ``arguments["id"]`` names: (the id, whether one was deleted).
@@ -482,7 +514,7 @@ class LiveSchedule:
         Deleting an id that is not active appends nothing and is not an error. An id holding a
         lone surrogate is returned with it escaped as ``\\uXXXX``.
         """
-        return await self._queue.run(lambda: self._delete(arguments))
+        return await self._managed(lambda: self._delete(arguments))
 
     def quotas(self) -> SessionQuotas:
         """The quotas this Schedule applies now (the session's, else the program's)."""
@@ -517,7 +549,7 @@ class LiveSchedule:
     async def set_quotas(self, values: Mapping[QuotaName, object]) -> SessionQuotas:
         """:meth:`set_quota` for several quotas at once, in one entry; none is set when one is
         refused."""
-        return await self._queue.run(lambda: self._set_quotas(values))
+        return await self._managed(lambda: self._set_quotas(values))
 
     async def _set_quotas(self, values: Mapping[QuotaName, object]) -> SessionQuotas:
         checked = {
@@ -580,7 +612,7 @@ class LiveSchedule:
     async def pending(self) -> Delivery | None:
         """The delivery that a decision taken now would make, without making it; ``None`` when
         nothing is due. For hosts that pull their follow-ups and preview them first."""
-        return await self._queue.run(self._pending)
+        return await self._managed(self._pending)
 
     def frame(self, delivery: Delivery) -> str:
         """The follow-up text this Schedule queues for ``delivery``: with the Session's frame
