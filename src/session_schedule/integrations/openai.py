@@ -37,9 +37,9 @@ __all__ = ["OpenAIConversation", "schedule_tools"]
 
 
 def schedule_tools(tools: ScheduleTools) -> list[ChatCompletionFunctionToolParam]:
-    """``schedule_create``, ``schedule_list`` and ``schedule_delete`` as Chat Completions
-    function tools in strict mode (every property required, optional ones nullable, no
-    ``default``)."""
+    """``schedule_create``, ``schedule_list``, ``schedule_update`` and ``schedule_delete`` as
+    Chat Completions function tools in strict mode (every property required, optional ones
+    nullable, no ``default``)."""
     return [
         {
             "type": "function",

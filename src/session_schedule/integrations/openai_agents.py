@@ -35,10 +35,12 @@ __all__ = ["AgentsConversation", "schedule_tools"]
 
 
 def schedule_tools(tools: ScheduleTools) -> list[Tool]:
-    """``schedule_create``, ``schedule_list`` and ``schedule_delete`` as Agents SDK function
-    tools with ``strict_json_schema`` on (every property required, optional ones nullable, no
-    ``default``). A tool returns the result as JSON text; a model's mistake is an
-    ``{"ok": false, ...}`` result, never an exception."""
+    """``schedule_create``, ``schedule_list``, ``schedule_update`` and ``schedule_delete`` as
+    Agents SDK function tools with ``strict_json_schema`` on (every property required, optional
+    ones nullable, no ``default``). A tool returns the result as JSON text; a model's mistake in
+    the arguments the tool receives is an ``{"ok": false, ...}`` result, never an exception (the
+    SDK itself fails the run for a tool name the agent does not have, or arguments nested
+    hundreds of levels deep, before any tool sees them)."""
     return [
         FunctionTool(
             name=spec.name,

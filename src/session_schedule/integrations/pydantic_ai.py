@@ -32,7 +32,8 @@ __all__ = ["PydanticAIConversation", "schedule_tools"]
 
 
 def schedule_tools(tools: ScheduleTools) -> list[Tool[None]]:
-    """``schedule_create``, ``schedule_list`` and ``schedule_delete`` as PydanticAI tools.
+    """``schedule_create``, ``schedule_list``, ``schedule_update`` and ``schedule_delete`` as
+    PydanticAI tools.
 
     Their schemas are the strict ones (every property required, optional ones nullable, no
     ``default``), and ``strict`` is on, so providers that support strict tool calls enforce them.
