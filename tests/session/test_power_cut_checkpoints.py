@@ -452,7 +452,8 @@ def check(root: Path, count: int, capsys: pytest.CaptureFixture[str]) -> None:
     """``session-schedule check`` finds the session sound."""
     capsys.readouterr()
     assert main(["--data-dir", str(root), "check", SID]) == 0
-    assert re.fullmatch(rf"session {SID} is sound: {count} entries .*\n", capsys.readouterr().out)
+    entries = "1 entry" if count == 1 else f"{count} entries"
+    assert re.fullmatch(rf"session {SID} is sound: {entries} .*\n", capsys.readouterr().out)
 
 
 _RUNS: dict[str, Run] = {}
