@@ -192,7 +192,7 @@ class OccurrenceLog:
         has had, or ``None`` before its first."""
         return self._last.get(schedule_id)
 
-    def feed(self, entries: Iterable[LogEntry]) -> None:  # noqa: PLR0915 - one loop: replay speed
+    def feed(self, entries: Iterable[LogEntry]) -> None:
         """Read the next entries (the first not yet fed, in order). Raises
         ``corrupt_schedule_log`` as the fold does.
 
@@ -202,8 +202,7 @@ class OccurrenceLog:
         change of a long log, the dispatch of a plain ``every`` reminder, is applied by
         :meth:`ScheduleFold.dispatch_every`, which gives back the target and the decision
         instant its run is built from, and its run is made and added here, without a call (as
-        :func:`_run` and :meth:`_add` would); a ``turn/queued`` entry's time is read here too
-        when it is in the tables of checked instants. Any other dispatch is read by
+        :func:`_run` and :meth:`_add` would). Any other dispatch is read by
         :meth:`_dispatch_run` and applied by :meth:`ScheduleFold.replay`; anything else goes
         through :meth:`_read`.
         """
@@ -212,7 +211,6 @@ class OccurrenceLog:
         read, add, dispatch_run, replay = self._read, self._add, self._dispatch_run, state.replay
         dispatch_every, finish = state.dispatch_every, self._finish
         queued_pop, last_get, waiting = queued.pop, last.get, by_turn.setdefault
-        date_ms, time_of_day_ms, second_ms = _date_ms, _time_of_day_ms, _second_ms
         position = self.position
         try:
             for entry in entries:
@@ -258,15 +256,7 @@ class OccurrenceLog:
                     if entry.position >= seed:
                         payload = entry.payload
                         if isinstance(payload, TurnQueued) and payload.origin == "schedule":
-                            text = payload.at
-                            day = date_ms(text[:11])
-                            time_of_day = time_of_day_ms(text[11:17])
-                            second = second_ms(text[17:])
-                            at = (
-                                parse_instant(text)
-                                if day is None or time_of_day is None or second is None
-                                else Instant(day + time_of_day + second)
-                            )
+                            at = _instant_of(payload.at)
                             for key in payload.occurrences:
                                 queued[key] = (entry.position, at)
                 elif entry_type == TURN_FINISHED_TYPE:
