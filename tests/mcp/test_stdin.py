@@ -58,11 +58,23 @@ BAD_ID = "the id must be a string or an integer; send the request again with one
         ),
         (
             b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"n": ' + b"7" * 4301 + b"}}",
-            error(-32700, "a number in the message is out of range; send smaller numbers."),
+            error(-32700, "a number in the message is out of range; send smaller numbers.", 1),
         ),
         (
-            b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": 1e999}}',
-            error(-32700, "a number in the message is out of range; send smaller numbers."),
+            b'{"jsonrpc": "2.0", "id": "b", "method": "ping", "params": {"x": 1e999}}',
+            error(-32700, "a number in the message is out of range; send smaller numbers.", "b"),
+        ),
+        (
+            # Too deep to decode, not to read the id from: the sender gets its answer.
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+            + b"[" * 100
+            + b"]" * 100
+            + b"}",
+            error(
+                -32700,
+                f"the message nests arrays or objects more than {MAX_DEPTH} deep; send less.",
+                2,
+            ),
         ),
         (
             b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": '

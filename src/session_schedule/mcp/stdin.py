@@ -119,6 +119,21 @@ class StdinLines:
         )
 
 
+class _Id(msgspec.Struct):
+    id: str | int | None = None
+
+
+def _request_id(line: bytes) -> str | int | None:
+    """The ``id`` of a message the server will not decode whole (too deep, a number out of
+    range, a lone surrogate), read without building the rest, so that its sender gets the
+    answer it waits for; ``None`` when it cannot be read (the error's ``id`` is then ``null``,
+    as JSON-RPC 2.0 says)."""
+    try:
+        return msgspec.json.decode(line, type=_Id).id
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 def screen(line: bytes) -> tuple[str | None, str | None]:
     """``(text, None)`` for a line the SDK may decode; ``(None, answer)`` for one answered here
     (``answer`` is the JSON-RPC error line, newline included); ``(None, None)`` for a blank line
@@ -131,7 +146,7 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
         return None, _error(None, PARSE_ERROR, "the message is not valid UTF-8; send UTF-8 JSON.")
     if json_depth(line) > MAX_DEPTH:
         return None, _error(
-            None,
+            _request_id(line),
             PARSE_ERROR,
             f"the message nests arrays or objects more than {MAX_DEPTH} deep; send less.",
         )
@@ -139,11 +154,13 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
         value = msgspec.json.decode(line)
     except msgspec.ValidationError:
         return None, _error(
-            None, PARSE_ERROR, "a number in the message is out of range; send smaller numbers."
+            _request_id(line),
+            PARSE_ERROR,
+            "a number in the message is out of range; send smaller numbers.",
         )
     except (msgspec.DecodeError, RecursionError):
         return None, _error(
-            None,
+            _request_id(line),
             PARSE_ERROR,
             "the message is not valid JSON (a lone surrogate escape, say); send one JSON-RPC "
             "message per line.",
