@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
@@ -173,3 +174,84 @@ async def _turn_then_hand_over(store: SessionStore, front: SessionStore) -> None
         assert host.open_sessions == frozenset()
         await handle.close()
     assert agent.followups == []
+
+
+async def test_a_host_whose_hand_over_requests_fail_for_a_while_logs_once_and_hands_over(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a failure the host did not expect from reading the requests (a PostgreSQL
+    connection ended) was logged with a traceback at every check, twice a second, and the
+    session was never handed over. Now it is logged once, the requests are read again at every
+    check, and the session goes to the front end once they can be read."""
+    store, front = (
+        JsonlSessionStore(tmp_path / "sessions"),
+        JsonlSessionStore(tmp_path / "sessions"),
+    )
+    clock = FakeClock(START)
+    session_id = await _session_with(store, clock, 120)
+    read = store.handover_requests
+    failures = 0
+
+    async def failing(session_ids: frozenset[SessionId]) -> frozenset[SessionId]:
+        nonlocal failures
+        if failures:
+            failures -= 1
+            raise ConnectionResetError("the server closed the connection")
+        return await read(session_ids)
+
+    monkeypatch.setattr(store, "handover_requests", failing)
+    async with ScheduleHost(store, Agents(), clock=clock, settings=SETTINGS) as host:
+        await run_for(clock, host, 95)
+        assert host.open_sessions == {session_id}
+        failures = 6  # from now on, while the host holds the session
+        with caplog.at_level("INFO", logger="session_schedule.host"):
+            async with _front_end(front, clock, host, session_id) as (handle, _, took):
+                assert handle.id == session_id
+                assert took <= 6 * SETTINGS.handover_check_seconds + 2
+    assert failures == 0
+    said = [
+        record.getMessage()
+        for record in caplog.records
+        if "hand-over requests" in record.getMessage()
+    ]
+    assert said == [
+        f"hand-over requests could not be read; trying again every "
+        f"{SETTINGS.handover_check_seconds} s: ConnectionResetError: the server closed the "
+        "connection",
+        "hand-over requests can be read again",
+    ]
+
+
+async def test_a_postgresql_listener_whose_connection_ends_is_replaced() -> None:
+    """Regression: once the connection listening for hand-over requests was ended (a server
+    restart, an administrator), every later read failed on it, and no session was handed over
+    again."""
+    dsn = server_dsn()
+    with migrated_schema(dsn) as schema:
+        async with (
+            PostgresSessionStore(dsn, schema=schema) as host,
+            PostgresSessionStore(dsn, schema=schema) as front,
+        ):
+            wanted = SessionId("s_handover0001")
+            assert await host.handover_requests({wanted}) == frozenset()
+            listener = host._listener
+            assert listener is not None
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+                await admin.execute("SELECT pg_terminate_backend(%s)", (listener.info.backend_pid,))
+            with pytest.raises(psycopg.OperationalError):
+                await _until_it_fails(host, wanted)
+            assert host._listener is None
+            assert await host.handover_requests({wanted}) == frozenset()  # listening again
+            await front.request_handover(wanted)
+            for _ in range(100):
+                if await host.handover_requests({wanted}) == {wanted}:
+                    break
+                await asyncio.sleep(0.01)
+            assert await host.handover_requests({wanted}) == {wanted}
+
+
+async def _until_it_fails(store: PostgresSessionStore, wanted: SessionId) -> None:
+    """Read the requests until the client sees its ended connection fail (raises that)."""
+    for _ in range(100):
+        await store.handover_requests({wanted})
+        await asyncio.sleep(0.01)

@@ -67,15 +67,44 @@ def test_a_cancelled_open_of_a_server_that_does_not_answer_reports_nothing(
     assert any("connection attempt" in record.getMessage() for record in caplog.records)
 
 
-def test_a_connection_that_fails_is_still_reported_when_the_open_is_then_cancelled(
+def _first_use_fails(dsn: str) -> SessionError:
+    """What a first use of a new store of ``dsn`` raises (a ``SessionError``)."""
+
+    async def main() -> SessionError:
+        store = PostgresSessionStore(dsn, schema=fresh_schema_name())
+        try:
+            with pytest.raises(SessionError) as failed:
+                await store.create(now=Instant(0))
+        finally:
+            await store.close()
+        return failed.value
+
+    return asyncio.run(main())
+
+
+def test_a_server_that_refuses_connections_is_reported_at_once_with_libpqs_reason(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Regression: the pool retried in the background for its whole timeout (30 s) and then
+    raised psycopg's ``PoolTimeout``, which said only that it timed out (the program printed a
+    traceback and exited 1). A first connection now fails the first use at once, naming why."""
     with caplog.at_level(logging.DEBUG, logger="psycopg"), server(answers=True) as dsn:
-        cancel_a_first_use(dsn, 0.5)
-    failures = reported(caplog)
-    assert failures
-    assert all(message.startswith("error connecting in 'session-schedule ") for message in failures)
-    assert all("Connection refused" in message for message in failures)
+        error = _first_use_fails(dsn)
+    port = dsn.split(":")[2].split("/")[0]
+    assert str(error).startswith(
+        "the PostgreSQL database cannot be used: connection failed: connection to server at "
+        f'"127.0.0.1", port {port} failed: Connection refused'
+    )
+    assert error.session_id == ""
+    assert not any("pool" in record.getMessage() for record in caplog.records)
+
+
+def test_a_database_that_does_not_exist_is_reported_at_once_with_libpqs_reason() -> None:
+    dsn = server_dsn()
+    missing = dsn.split("?")[0].rsplit("/", 1)[0] + "/no_such_database_here"
+    said = str(_first_use_fails(missing))
+    assert said.startswith("the PostgreSQL database cannot be used: connection failed: ")
+    assert said.endswith('FATAL: database "no_such_database_here" does not exist')
 
 
 @pytest.mark.parametrize("after", [0.0, 0.001, 0.002, 0.003, 0.005, 0.01])

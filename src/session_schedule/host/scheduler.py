@@ -260,6 +260,8 @@ class ScheduleHost:
         self._next_check: float | None = None
         """The monotonic reading at which hand-over requests are read again (sessions open)."""
         self._checking = False
+        self._handovers_failing = False
+        """The last reading of the hand-over requests failed (logged once until one succeeds)."""
         self._failure: BaseException | None = None
         self._ceiling: int | None = None
         """Rule 6: the sessions open when the process last ran out of descriptors (until the
@@ -697,11 +699,20 @@ class ScheduleHost:
     async def _check_handovers(self, handovers: HandoverStore) -> None:
         try:
             wanted = await handovers.handover_requests(frozenset(self._slots))
-        except (SessionError, OSError) as error:
-            logger.error("hand-over requests could not be read: %s", error)  # noqa: TRY400
+        except Exception as error:  # any store's failure (a lost connection): read again later
+            if not self._handovers_failing:
+                self._handovers_failing = True
+                logger.error(  # noqa: TRY400
+                    "hand-over requests could not be read; trying again every %s s: %s",
+                    self._settings.handover_check_seconds,
+                    _described(error),
+                )
             return
         finally:
             self._checking = False
+        if self._handovers_failing:
+            self._handovers_failing = False
+            logger.info("hand-over requests can be read again")
         for session_id in sorted(wanted):
             slot = self._slots.get(session_id)
             if slot is not None and not slot.handing_over:

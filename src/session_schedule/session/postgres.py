@@ -91,6 +91,7 @@ from session_schedule.session import checkpoint, forks, stores
 from session_schedule.session.codec import Source, check_seed_length, decode_header, encode_header
 from session_schedule.session.errors import (
     PersistenceUncertain,
+    SessionError,
     ownership_lost,
     session_busy,
     session_exists,
@@ -712,24 +713,43 @@ class PostgresSessionStore:
 
     async def handover_requests(self, session_ids: Collection[SessionId]) -> frozenset[SessionId]:
         """Those of ``session_ids`` asked for since this store began listening (at its first
-        call) and not withdrawn, renewed less than ``REQUEST_SECONDS`` ago."""
+        call) and not withdrawn, renewed less than ``REQUEST_SECONDS`` ago.
+
+        Raises ``psycopg.Error`` when the listening connection fails (the server restarted, the
+        connection was ended); it is dropped, and the next call listens on a new one (a front end
+        renews its request while it waits, so one heard meanwhile is not lost)."""
         await self._start()
-        if self._listener is None:
-            listener = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
-            listen = psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(self._channel))
-            await listener.execute(listen)
-            self._listener = listener
         now = asyncio.get_running_loop().time()
-        async for heard in self._listener.notifies(timeout=0):
-            wanted, session_id = heard.payload[:1], SessionId(heard.payload[1:])
-            if wanted == "+":
-                self._requests[session_id] = now
-            else:
-                self._requests.pop(session_id, None)
+        try:
+            if self._listener is None:
+                self._listener = await self._listen()
+            async for heard in self._listener.notifies(timeout=0):
+                wanted, session_id = heard.payload[:1], SessionId(heard.payload[1:])
+                if wanted == "+":
+                    self._requests[session_id] = now
+                else:
+                    self._requests.pop(session_id, None)
+        except psycopg.Error:
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                with suppress(psycopg.Error):
+                    await listener.close()
+            raise
         for session_id, renewed in list(self._requests.items()):
             if now - renewed >= REQUEST_SECONDS:
                 del self._requests[session_id]
         return frozenset(session_id for session_id in session_ids if session_id in self._requests)
+
+    async def _listen(self) -> Connection:
+        """A connection of its own that listens to the schema's hand-over channel."""
+        listener = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+        try:
+            listen = psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(self._channel))
+            await listener.execute(listen)
+        except BaseException:
+            await listener.close()
+            raise
+        return listener
 
     async def _notify(self, payload: str) -> None:
         await self._start()
@@ -905,6 +925,7 @@ class PostgresSessionStore:
             open=False,
             name=f"session-schedule {self._schema}",
         )
+        await self._probe()
         try:
             # A failed or cancelled open closes the pool, whose workers would otherwise go on
             # connecting (and keep ``asyncio.run`` from ending when it cancels its tasks). A
@@ -916,9 +937,29 @@ class PostgresSessionStore:
             if isinstance(error, asyncio.CancelledError):
                 _CANCELLED_OPENS.abandoned.add(pool.name)
             await pool.close()
+            if isinstance(error, psycopg.Error):
+                raise _unreachable(error) from error
             raise
         self._place = f"schema {self._schema} of PostgreSQL database {database}"
         self._pool = pool
+
+    async def _probe(self) -> None:
+        """Connect once before the pool opens: a database that cannot be reached (no server
+        listening, no such database, refused credentials) is reported at once, with libpq's
+        reason, where the pool would retry in the background for its whole timeout and then
+        say only that it timed out."""
+        try:
+            async with asyncio.timeout(_PROBE_SECONDS):
+                probe = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+        except psycopg.Error as error:
+            raise _unreachable(error) from error
+        except TimeoutError:
+            raise SessionError(
+                "",
+                f"the PostgreSQL database cannot be used: the server did not answer within "
+                f"{_PROBE_SECONDS:g} s",
+            ) from None
+        await probe.close()
 
     async def _check_version(self, connection: Connection) -> str:
         """The database's name, once its schema is known to be this program's version."""
@@ -1420,3 +1461,14 @@ def _read_range(dsn: str, statement: str, source: Source, begin: int, end: int) 
     with psycopg.connect(dsn, autocommit=True) as connection:
         rows = connection.execute(statement, (source.session_id, begin, end)).fetchall()
     return stores.decode_range(rows, begin, end, source)
+
+
+_PROBE_SECONDS: Final = 30.0
+"""How long a store's first connection may take (what psycopg's pool waits for by default)."""
+
+
+def _unreachable(error: psycopg.Error) -> SessionError:
+    """The store's failure to reach its database, with psycopg's reason (never the password:
+    libpq does not repeat it)."""
+    reason = " ".join(str(error).split()) or type(error).__name__
+    return SessionError("", f"the PostgreSQL database cannot be used: {reason}")
