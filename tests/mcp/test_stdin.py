@@ -54,6 +54,11 @@ BAD_ID = "the id must be a string or an integer; send the request again with one
     [
         (
             b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\ud800"}}',
+            error(-32700, NOT_JSON, 1),
+        ),
+        (
+            # An id that no answer could carry.
+            b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping", "params": {"x": "\\ud800"}}',
             error(-32700, NOT_JSON),
         ),
         (
@@ -130,6 +135,10 @@ def test_good_messages_pass_and_blank_lines_and_bad_notifications_get_no_answer(
     assert screen(b"  \r") == (None, None)
     # A notification is never answered, even one that does not decode as one.
     assert screen(b'{"jsonrpc": "2.0", "method": 7}') == (None, None)
+    notification = b'{"jsonrpc": "2.0", "method": "notifications/x", "params": '
+    assert screen(notification + b'{"x": "\\ud800"}}') == (None, None)
+    assert screen(notification + b'{"x": 1e999}}') == (None, None)
+    assert screen(notification + b"[" * 100 + b"]" * 100 + b"}") == (None, None)
 
 
 async def test_lines_are_split_across_chunks_and_bad_ones_answered_in_order() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Final, final
@@ -120,18 +121,55 @@ class StdinLines:
 
 
 class _Id(msgspec.Struct):
-    id: str | int | None = None
+    id: str | int | msgspec.UnsetType | None = msgspec.UNSET
 
 
-def _request_id(line: bytes) -> str | int | None:
+def _request_id(line: bytes) -> str | int | msgspec.UnsetType | None:
     """The ``id`` of a message the server will not decode whole (too deep, a number out of
-    range, a lone surrogate), read without building the rest, so that its sender gets the
-    answer it waits for; ``None`` when it cannot be read (the error's ``id`` is then ``null``,
-    as JSON-RPC 2.0 says)."""
+    range, a lone surrogate), read without building the rest where the message allows it, so
+    that its sender gets the answer it waits for: ``UNSET`` for a message without one (a
+    notification, never answered), ``None`` when it cannot be read (the error's ``id`` is then
+    ``null``, as JSON-RPC 2.0 says)."""
     try:
         return msgspec.json.decode(line, type=_Id).id
     except (msgspec.DecodeError, RecursionError):
+        pass
+    if json_depth(line) > MAX_DEPTH:
         return None
+    # msgspec refuses a lone surrogate escape anywhere in the line; the standard library's
+    # decoder reads it (the line is at most MAX_DEPTH deep, so it does not recurse far).
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    found: object = value.get("id", msgspec.UNSET)
+    if isinstance(found, msgspec.UnsetType):
+        return found
+    if type(found) is int:
+        return found
+    if isinstance(found, str) and _encodable(found):
+        return found
+    return None
+
+
+def _encodable(value: str) -> bool:
+    """Whether UTF-8 can encode ``value`` (an ``id`` an answer can carry)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refused(line: bytes, message: str) -> tuple[None, str | None]:
+    """A line that does not decode, answered ``-32700`` with its request's ``id`` when that can
+    be read (see :func:`_request_id`), or not at all when it is a notification."""
+    request_id = _request_id(line)
+    if isinstance(request_id, msgspec.UnsetType):
+        return None, None  # a notification: never answered
+    return None, _error(request_id, PARSE_ERROR, message)
 
 
 def screen(line: bytes) -> tuple[str | None, str | None]:
@@ -145,23 +183,16 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
     except UnicodeDecodeError:
         return None, _error(None, PARSE_ERROR, "the message is not valid UTF-8; send UTF-8 JSON.")
     if json_depth(line) > MAX_DEPTH:
-        return None, _error(
-            _request_id(line),
-            PARSE_ERROR,
-            f"the message nests arrays or objects more than {MAX_DEPTH} deep; send less.",
+        return _refused(
+            line, f"the message nests arrays or objects more than {MAX_DEPTH} deep; send less."
         )
     try:
         value = msgspec.json.decode(line)
     except msgspec.ValidationError:
-        return None, _error(
-            _request_id(line),
-            PARSE_ERROR,
-            "a number in the message is out of range; send smaller numbers.",
-        )
+        return _refused(line, "a number in the message is out of range; send smaller numbers.")
     except (msgspec.DecodeError, RecursionError):
-        return None, _error(
-            _request_id(line),
-            PARSE_ERROR,
+        return _refused(
+            line,
             "the message is not valid JSON (a lone surrogate escape, say); send one JSON-RPC "
             "message per line.",
         )
