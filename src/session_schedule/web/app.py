@@ -359,7 +359,7 @@ class _Api:
 
     async def fork_session(self, request: Request) -> Response:
         parent = _session_id(request.path_params["session_id"])
-        body = await self._body(request, ForkBody)
+        body = await self._body(request, ForkBody, empty=ForkBody())
         self._limit_new_sessions()
         try:
             live = await self._sessions.fork(parent, body.at)

@@ -43,8 +43,9 @@ class PromptBody(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @final
 class ForkBody(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    at: Annotated[int, msgspec.Meta(ge=0)] | None
-    """How many leading log entries the fork copies; ``null`` for all of them."""
+    at: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """How many leading log entries the fork copies; ``null`` (or absent, or an empty body) for
+    all of them."""
 
 
 @final
