@@ -32,6 +32,7 @@ import anyio.to_thread
 import msgspec
 from mcp import types
 
+from session_schedule.core.visible import escape_unencodable
 from session_schedule.tools.nesting import json_depth
 
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
@@ -149,18 +150,9 @@ def _request_id(line: bytes) -> str | int | msgspec.UnsetType | None:
         return found
     if type(found) is int:
         return found
-    if isinstance(found, str) and _encodable(found):
-        return found
+    if isinstance(found, str) and escape_unencodable(found) == found:
+        return found  # an id an answer can carry (no lone surrogate)
     return None
-
-
-def _encodable(value: str) -> bool:
-    """Whether UTF-8 can encode ``value`` (an ``id`` an answer can carry)."""
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _refused(line: bytes, message: str) -> tuple[None, str | None]:
