@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -10,6 +11,8 @@ import pytest
 
 from session_schedule.runtime.events import EVENT_LOGGER, ScheduleEvent
 from session_schedule.runtime.live import LiveSchedule
+from session_schedule.runtime.retry import TurnRetry
+from session_schedule.runtime.turns import TurnQueue
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle
 from session_schedule.testing.agent import FakeAgent
@@ -313,3 +316,49 @@ async def test_a_batch_dispatch_is_one_event_per_reminder_at_one_decision_time(
             occurrence_key="sch_2@2026-11-29T20:10:00.000Z",
         ),
     ]
+
+
+async def test_a_turn_queue_agent_s_failed_attempts_are_traced_without_wiring_of_one_s_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A loop of one's own, set up as the docs show (a TurnQueue as the Schedule's agent): its
+    # turns' failures are operator events, once each, for as long as the Schedule runs.
+    caplog.set_level(logging.INFO, logger=EVENT_LOGGER)
+    clock = FakeClock(START)
+    session = await MemorySessionStore().create(now=clock.now())
+    attempts: list[str] = []
+
+    async def run_turn(text: str) -> None:
+        attempts.append(text)
+        raise ConnectionError("the endpoint refused the connection")
+
+    turns = TurnQueue(session, run_turn, clock=clock, retry=TurnRetry(max_attempts=2))
+    schedule = LiveSchedule(session, turns, clock=clock)
+    events: list[ScheduleEvent] = []
+    schedule.events.subscribe(events.append)
+    async with schedule, turns:
+        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        clock.advance(60)
+        await schedule.settled()
+        await asyncio.sleep(0)
+        retry_in = events[-1].retry_in_seconds
+        assert retry_in is not None
+        clock.advance(retry_in)
+        await turns.wait_idle()
+    key = "sch_1@2026-11-29T20:01:00.000Z"
+    detail = "ConnectionError: the endpoint refused the connection"
+    assert [(e.kind, e.outcome, e.occurrence_key, e.detail) for e in events[2:]] == [
+        ("turn-retry", "retrying", key, detail),
+        ("turn-failed", "failed", key, detail),
+    ]
+    assert [r.levelname for r in caplog.records if r.name == EVENT_LOGGER][2:] == [
+        "WARNING",
+        "ERROR",
+    ]
+    # Closed, the Schedule no longer listens: a later queue's failures are not its events.
+    later = TurnQueue(session, run_turn, clock=clock, retry=TurnRetry(max_attempts=1))
+    async with later:
+        later.submit("hello")
+        await later.wait_idle()
+    assert len(events) == 4
+    assert len(attempts) == 3

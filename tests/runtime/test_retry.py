@@ -107,6 +107,27 @@ def test_x_should_retry_and_a_declared_transient_flag_override_the_status() -> N
     assert (diagnose(declared).kind, diagnose(declared).expected) == ("permanent", True)
 
 
+def _raised_for_status(status: int, headers: dict[str, str] | None = None) -> Exception:
+    try:
+        _response(status, headers).raise_for_status()
+    except httpx.HTTPStatusError as error:
+        return error
+    raise AssertionError(f"HTTP {status} raised nothing")
+
+
+def test_an_http_status_error_of_httpx_is_classified_by_its_response_status() -> None:
+    # raise_for_status() carries the status on the error's response only.
+    for status, kind in ((429, "transient"), (503, "transient"), (401, "permanent")):
+        diagnosis = diagnose(_raised_for_status(status))
+        assert (diagnosis.kind, diagnosis.status, diagnosis.expected, diagnosis.error) == (
+            kind,
+            status,
+            True,
+            "HTTPStatusError",
+        )
+    assert diagnose(_raised_for_status(429, {"retry-after": "12"})).retry_after == 12.0
+
+
 def test_retry_after_in_seconds_milliseconds_or_as_an_http_date() -> None:
     assert diagnose(_openai_status(429, {"retry-after": "7"})).retry_after == 7.0
     assert diagnose(_openai_status(429, {"retry-after-ms": "1500"})).retry_after == 1.5

@@ -225,6 +225,70 @@ async def test_a_failing_turn_is_logged_and_recorded_and_the_next_runs(
     ]
 
 
+async def test_a_cancellation_raised_inside_a_turn_fails_that_turn_and_the_queue_goes_on(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A sub-task or scope of the host's own, cancelled, lets CancelledError out of run_turn
+    # while nobody cancelled the queue: that attempt failed; the queue must not end with it
+    # (it would look idle, and reminders would be dispatched into a queue nothing runs).
+    caplog.set_level(logging.ERROR, logger="session_schedule.runtime.turns")
+    ran: list[str] = []
+
+    async def run_turn(text: str) -> None:
+        ran.append(text)
+        if text == "cancelled inside":
+            raise asyncio.CancelledError
+
+    world.turns.bind(run_turn)
+    await world.turns.start()
+    world.turns.submit("cancelled inside")
+    world.turns.submit("next")
+    async with asyncio.timeout(5):
+        await world.turns.wait_idle()
+    assert ran == ["cancelled inside", "next"]
+    assert world.turns.failure is None
+    finished = [f for f in world.entries(TURN_FINISHED_TYPE) if isinstance(f, TurnFinished)]
+    assert [(f.outcome, f.attempts) for f in finished] == [("failed", 1), ("completed", 1)]
+    assert finished[0].failure is not None
+    assert finished[0].failure.error == "CancelledError"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"turn at entry 0 of session {world.session.id} failed (attempt 1 of 10, permanent: "
+        "CancelledError: CancelledError); recorded as failed"
+    ]
+
+
+async def test_a_cancellation_raised_inside_a_host_step_cancels_its_result_only(
+    world: World,
+) -> None:
+    await world.turns.start()
+
+    async def step() -> None:
+        raise asyncio.CancelledError
+
+    result = world.turns.call(step)
+    async with asyncio.timeout(5):
+        with pytest.raises(asyncio.CancelledError):
+            await result
+    world.turns.submit("after")
+    async with asyncio.timeout(5):
+        await world.turns.wait_idle()
+    assert world.turns.failure is None
+    assert [turn.text for turn in world.host.ran] == ["after"]
+
+
+async def test_closing_during_a_turn_leaves_it_unfinished_and_reports_no_failure(
+    world: World,
+) -> None:
+    world.host.gate = asyncio.Event()
+    await world.turns.start()
+    world.turns.submit("held")
+    await asyncio.sleep(0)
+    assert world.turns.current is not None
+    await world.turns.close()
+    assert world.turns.failure is None
+    assert world.entries(TURN_FINISHED_TYPE) == []
+
+
 async def test_prompts_queued_behind_a_prompt_can_be_taken_into_its_turn(world: World) -> None:
     taken: list[list[str]] = []
 

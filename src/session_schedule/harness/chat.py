@@ -89,7 +89,6 @@ async def live_chat(
     )
     tools = ScheduleTools(schedule)
     agent.bind(tools)
-    agent.turns.subscribe(lambda failed: schedule.events.turn_attempt_failed(clock.now(), failed))
     # The Schedule starts first (a turn left pending from the last run may call the tools) and
     # stops last.
     async with schedule, agent:

@@ -62,7 +62,6 @@ def turn_queue_agents(
             session, turns, clock=clock, settings=settings, driven=True, on_wake=on_wake
         )
         turns.bind(run_turn_for(session, ScheduleTools(schedule)))
-        turns.subscribe(lambda failed: schedule.events.turn_attempt_failed(clock.now(), failed))
         # The Schedule starts first (a restored turn may call the tools) and stops last.
         async with schedule, turns:
             yield schedule

@@ -124,6 +124,7 @@ from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import BackOffReason, ScheduleEvents
 from session_schedule.runtime.queue import AgentQueue
 from session_schedule.runtime.retry import TurnRetry
+from session_schedule.runtime.turns import TurnAttemptFailed, TurnQueue
 from session_schedule.session.errors import PersistenceUncertain
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import SessionHandle, schedule_changes
@@ -288,6 +289,7 @@ class LiveSchedule:
         "_state",
         "_stopped",
         "_today",
+        "_turn_failures",
         "_waiter",
         "_wake",
     )
@@ -326,8 +328,7 @@ class LiveSchedule:
         self._wake = _Flag()
         self._waiter: asyncio.Future[None] | None = None
         """What the owner's current wait awaits: settled by its timer or by a wake-up."""
-        self._parked = _Flag()
-        self._stopped = _Flag()
+        self._parked, self._stopped = _Flag(), _Flag()
         self._owner: asyncio.Task[None] | None = None
         # "new" until the log is folded into _state (by start, or by the first management
         # call made before it), "started", then "closed".
@@ -351,14 +352,16 @@ class LiveSchedule:
         self._retry_until: float | None = None
         """The end of the current back-off on the clock's monotonic reading, if one runs: a
         back-off lasts its elapsed time whatever the wall clock does."""
-        self._busy_in_a_row = 0
-        self._nothing_in_a_row = 0
+        self._busy_in_a_row = self._nothing_in_a_row = 0
         self._resting = False
         """Whether the last pass found nothing due (the owner then sleeps until the wake-up)."""
         self._history: OccurrenceLog | None = None
         """The runs of each reminder (Rule 7), read from the log when first listed."""
         self._provenance: ProvenanceLog | None = None
         """Which turn created each reminder, read from the log at the first create."""
+        self._turn_failures: Callable[[], None] | None = None
+        """Unsubscribes the operator events from the failed attempts of the agent's turns,
+        while started (when the agent is a :class:`TurnQueue`)."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -377,6 +380,10 @@ class LiveSchedule:
         if self._life == "new":
             self._fold_log()
         self._life = "started"
+        if isinstance(self._agent, TurnQueue):
+            # Its turns' failed attempts are operator events of this Schedule: turn-retry and
+            # turn-failed, whoever runs the queue (a host, the chat, a loop of one's own).
+            self._turn_failures = self._agent.subscribe(self._turn_attempt_failed)
         if self._driven:
             return
         self._owner = asyncio.create_task(
@@ -430,11 +437,17 @@ class LiveSchedule:
     async def close(self) -> None:
         """Stop delivering. Idempotent; a delivery in progress is cancelled before it appends."""
         self._life = "closed"
+        unsubscribe, self._turn_failures = self._turn_failures, None
+        if unsubscribe is not None:
+            unsubscribe()
         owner, self._owner = self._owner, None
         if owner is not None and not owner.done():
             owner.cancel()
             await asyncio.gather(owner, return_exceptions=True)
         self._stopped.set()
+
+    def _turn_attempt_failed(self, failed: TurnAttemptFailed) -> None:
+        self._events.turn_attempt_failed(self._clock.now(), failed)
 
     async def __aenter__(self) -> Self:
         await self.start()

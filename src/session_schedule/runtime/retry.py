@@ -7,7 +7,8 @@ long, to run it again.
 Rule 1 — **transient or permanent.** A failure is *transient* when the endpoint may answer a
 moment later: a connection error or a timeout (the OpenAI and Anthropic SDKs' ``APIConnectionError``
 and ``APITimeoutError``, httpx's transport errors, Python's ``ConnectionError`` and
-``TimeoutError``), or an HTTP status of 408, 409, 429 or 5xx. An ``x-should-retry`` response
+``TimeoutError``), or an HTTP status of 408, 409, 429 or 5xx (the error's ``status_code``, or its
+response's: httpx's ``HTTPStatusError``). An ``x-should-retry`` response
 header (which both SDKs honour) overrides the status. Anything else is *permanent* — a 400, 401,
 403 or 404, a reply the harness cannot use, a bug in the host's ``run_turn`` — and ends the turn
 at once. The error and its causes (``raise ... from``) are searched, so a harness that wraps an
@@ -119,6 +120,10 @@ def diagnose(error: BaseException) -> Diagnosis:
             if declared is None and isinstance(flag, bool):
                 declared = flag
         link_status = getattr(link, "status_code", None)
+        if link_status is None:
+            # httpx's ``HTTPStatusError`` (``raise_for_status``) and requests' ``HTTPError``
+            # carry the status on their response only.
+            link_status = getattr(getattr(link, "response", None), "status_code", None)
         if status is None and isinstance(link_status, int) and not isinstance(link_status, bool):
             status = link_status
             telling = link

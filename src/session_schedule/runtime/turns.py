@@ -382,7 +382,8 @@ class TurnQueue:
         if self._failure is not None:
             if isinstance(self._failure, PersistenceUncertain):
                 raise self._failure
-            raise RuntimeError(f"the turn queue stopped: {self._failure}")
+            reason = str(self._failure) or type(self._failure).__name__
+            raise RuntimeError(f"the turn queue stopped: {reason}")
         if self._closed:
             raise RuntimeError("the turn queue is closed")
 
@@ -439,6 +440,17 @@ class TurnQueue:
                     self._refresh()
         except PersistenceUncertain as error:
             self._stop(error)
+        except asyncio.CancelledError as error:
+            # Whatever stops the worker stops the queue for good, and says so: a queue that
+            # looked idle while nothing runs its turns would have reminders dispatched into it.
+            if self._closed:
+                raise
+            if _cancelling():
+                if self._failure is None:
+                    self._failure = RuntimeError("its worker task was cancelled")
+                raise
+            self._failure = error  # raised inside a host step, not asked for: ends the worker
+            logger.exception("turn queue of session %s failed", self._session.id)
         except Exception as error:
             self._failure = error
             logger.exception("turn queue of session %s failed", self._session.id)
@@ -460,7 +472,12 @@ class TurnQueue:
                 await run_turn(current.text)
             except PersistenceUncertain:
                 raise
-            except Exception as error:
+            except (Exception, asyncio.CancelledError) as error:
+                if isinstance(error, asyncio.CancelledError) and _cancelling():
+                    raise  # close() (or whoever runs the queue) is stopping it: not finished
+                # A ``CancelledError`` nobody asked for escaped the turn (a sub-task or a scope
+                # of its own was cancelled): a failure of this attempt, never the end of the
+                # queue (Rule 3a).
                 diagnosis = diagnose(error)
                 wait = next_wait(
                     self._retry,
@@ -494,7 +511,7 @@ class TurnQueue:
         await self._session.barrier()
 
     def _report(
-        self, turn: Turn, diagnosis: Diagnosis, wait: float | None, error: Exception
+        self, turn: Turn, diagnosis: Diagnosis, wait: float | None, error: BaseException
     ) -> None:
         status = "" if diagnosis.status is None else f" (HTTP {diagnosis.status})"
         what = (
@@ -531,8 +548,20 @@ class TurnQueue:
         except Exception as error:
             action.future.set_exception(error)
             return
+        except asyncio.CancelledError:
+            if _cancelling():
+                raise
+            action.future.cancel()  # cancelled inside the step, not by the queue's close
+            return
         with contextlib.suppress(asyncio.InvalidStateError):
             action.future.set_result(result)
+
+
+def _cancelling() -> bool:
+    """Whether the running task has been asked to stop (``Task.cancel``): a ``CancelledError``
+    raised inside it then stops it; any other is an error like another."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _restore(session: SessionHandle) -> list[Turn | _Action[object]]:
