@@ -321,6 +321,65 @@ async def test_a_followup_queued_before_a_crash_runs_after_the_restart() -> None
     await reopened.close()
 
 
+async def test_a_turn_closed_during_its_retry_wait_is_not_recorded_twice_when_it_runs_again() -> (
+    None
+):
+    # The first process recorded the person's prompts (one taken into the turn) and the
+    # reminder's frame, then stopped while each turn waited for its retry: the next process
+    # asks the model again from what is recorded, and records none of it a second time.
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    down = ModelError("the model endpoint failed: connection refused", transient=True)
+    model = ScriptedModel(replies=[down])
+    model.gate = asyncio.Event()
+    async with live_chat(session, model=model, clock=clock) as live:
+        await live.tools.call("schedule_create", {"prompt": "stretch", "after_seconds": 60})
+        live.agent.submit("hello")
+        await asyncio.sleep(0)
+        live.agent.submit("are you there?")
+        model.gate.set()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(model.seen) == 1  # the first attempt failed; the retry waits
+        await session.barrier()  # what it wrote is durable (as a kill leaves a file's writes)
+    await session.close()
+    reopened = await store.open(session.id)
+    model.gate = None
+    model.replies[:] = [ModelReply(content="yes"), down]
+    async with live_chat(reopened, model=model, clock=clock) as live:
+        await live.agent.wait_idle()
+        assert [m["content"] for m in model.seen[-1] if m["role"] == "user"] == [
+            "hello",
+            "are you there?",
+        ]
+        clock.advance(60)
+        await live.schedule.settled()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(model.seen) == 3  # the reminder's turn failed once, and waits
+        await reopened.barrier()
+    await reopened.close()
+    model.replies[:] = [ModelReply(content="time to stretch")]
+    again = await store.open(session.id)
+    async with live_chat(again, model=model, clock=clock) as live:
+        await live.agent.wait_idle()
+        asked = [m for m in model.seen[-1] if m["role"] == "user"]
+        assert [m["content"].startswith("[session-schedule]") for m in asked] == [
+            False,
+            False,
+            True,
+        ]
+        assert [(m.role, m.origin) for m in live.agent.transcript] == [
+            ("user", "person"),
+            ("user", "person"),
+            ("assistant", "model"),
+            ("user", "followup"),
+            ("assistant", "model"),
+        ]
+    await again.close()
+
+
 async def test_a_followup_queued_in_the_middle_of_a_turn_waits_for_the_tool_results(
     chat: Chat, model: ScriptedModel
 ) -> None:

@@ -54,6 +54,7 @@ from session_schedule.session.message import (
     user_message,
 )
 from session_schedule.session.port import SessionHandle
+from session_schedule.session.turns import TURN_FINISHED_TYPE
 from session_schedule.tools.handlers import ScheduleTools
 
 logger = logging.getLogger(__name__)
@@ -218,24 +219,51 @@ class ChatAgent:
         await self._respond(turn, text)
 
     async def _respond(self, turn: Turn, text: str) -> None:
-        # A retried attempt (turn.attempt > 1) finds its prompts recorded by the first one.
+        # A retried attempt (turn.attempt > 1) finds its prompts recorded by the first one; a
+        # turn restored after a restart, those an attempt of the last process recorded.
+        recorded = 0
         if turn.attempt == 1:
             self._zones = []
+            recorded = self._recorded_before(turn) if turn.restored else 0
         if turn.reminder:
-            if turn.attempt == 1:
+            if turn.attempt == 1 and not recorded:
                 self._append(user_message(text, at=self._clock.now(), origin="followup"))
             # A reminder turn has no prompt to report a zone: the zone the person set (the
             # chat's --time-zone) still holds, so the model reads times there as in their turns.
             zones: list[str | None] | None = None if self._time_zone is None else [self._time_zone]
         else:
             prompts = [turn] if turn.attempt == 1 else []
-            for prompt in [*prompts, *self._turns.take_prompts()]:
-                self._append(user_message(prompt.text, at=self._clock.now()))
+            for index, prompt in enumerate([*prompts, *self._turns.take_prompts()]):
+                if index >= recorded:
+                    self._append(user_message(prompt.text, at=self._clock.now()))
                 self._zones.append(prompt.zone)
             zones = list(self._zones)
         if self._model is not None:
             await self._answer(self._model, zones)
         await self._session.barrier()
+
+    def _recorded_before(self, turn: Turn) -> int:
+        """How many user turns an attempt of the restored ``turn`` recorded before this process
+        (its own prompt or frame first, then the prompts it took, in order).
+
+        Turns run one at a time and in order, so the user turns in the log after ``turn`` was
+        queued and after the last turn that finished are this turn's: an earlier turn records
+        its own before its ``turn/finished``.
+        """
+        count = 0
+        entries = self._session.entries
+        for position in range(len(entries) - 1, turn.position, -1):
+            entry = entries[position]
+            if entry.type == TURN_FINISHED_TYPE:
+                break
+            payload = entry.payload
+            if (
+                entry.type == MESSAGE_ENTRY_TYPE
+                and isinstance(payload, MessageEntry)
+                and payload.role == "user"
+            ):
+                count += 1
+        return count
 
     def _attempt_failed(self, failed: TurnAttemptFailed) -> None:
         self._emit(ChatEvent(kind="error", text=attempt_notice(failed)))

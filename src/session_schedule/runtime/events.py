@@ -23,8 +23,9 @@ kind                      when                                             outco
 
 ``turn-retry`` and ``turn-failed`` are the failed attempts of the Schedule's agent when it is a
 :class:`~session_schedule.runtime.turns.TurnQueue`: the Schedule subscribes to them while it is
-started. A ``turn-retry`` or ``turn-failed`` event of a reminder turn is emitted once per occurrence it
-delivers (with ``schedule_id`` and ``occurrence_key``); one of a host prompt, once without them.
+started. A ``turn-retry`` or ``turn-failed`` event of a reminder turn is emitted once per
+occurrence it delivers (with ``schedule_id`` and ``occurrence_key``); one of a host prompt, once
+without them.
 Its ``detail`` is the failure (``ErrorClass (HTTP status): message``).
 """
 
