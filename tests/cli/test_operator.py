@@ -24,6 +24,7 @@ from session_schedule.core.changes import (
     delete_change,
     dispatch_change,
     miss_change,
+    update_change,
 )
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
@@ -681,6 +682,41 @@ def test_show_says_why_a_bounded_or_late_reminder_ended(
         "2026-11-29T20:10:00.000Z; ended (no occurrence left up to ends.until "
         "2026-11-29T20:07:00.000Z) 0 active reminders after the last entry"
     ) in out
+
+
+def test_show_names_a_reminder_by_its_rule_as_last_updated(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="check",
+        every_seconds=300,
+        scheduled_at="2026-11-29T20:05:00.000Z",
+    )
+    hourly = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="check",
+        every_seconds=3600,
+        scheduled_at="2026-11-29T21:00:00.000Z",
+    )
+
+    async def write() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=parse_instant(START), session_id=OTHER) as handle:
+            handle.append(CHANGE_EVENT_TYPE, create_change(first))
+            handle.append(CHANGE_EVENT_TYPE, update_change(hourly))
+            accepted = parse_instant("2026-11-29T21:00:00.000Z")
+            handle.append(CHANGE_EVENT_TYPE, dispatch_change(hourly.id, accepted))
+            handle.append(CHANGE_EVENT_TYPE, delete_change(hourly.id))
+            await handle.barrier()
+
+    asyncio.run(write())
+    assert run(data, "show", OTHER) == 0
+    assert " ".join(capsys.readouterr().out.split()).endswith(
+        "2 2026-11-29T21:00:00.000Z schedule/change dispatch sch_1 (every 1h), acceptedAt "
+        "2026-11-29T21:00:00.000Z; next target 2026-11-29T22:00:00.000Z "
+        "3 schedule/change delete sch_1 (every 1h) 0 active reminders after the last entry"
+    )
 
 
 # -- list ------------------------------------------------------------------------------------

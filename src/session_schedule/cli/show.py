@@ -131,7 +131,8 @@ class _Replay:
         self.problem: ScheduleError | None = None
         self._seed_length = header.seed_length
         self._runs = runs
-        # Every record ever created, inherited ones included, to name a change's kind.
+        # Every record ever created, inherited ones included, as its latest create or update
+        # wrote it, to name a change's kind.
         self._records: dict[ScheduleId, ScheduleRecord] = {}
 
     def describe(self, entry: LogEntry) -> tuple[Text, Cell]:
@@ -166,7 +167,7 @@ class _Replay:
 
     def _change(self, position: int, change: ScheduleChange, prefix: Text) -> Cell:
         line = _change_line(change, self._records.get(_change_id(change)), prefix)
-        if isinstance(change, ScheduleCreateChange):
+        if isinstance(change, ScheduleCreateChange | ScheduleUpdateChange):
             self._records[change.schedule.id] = change.schedule
         if self.problem is not None:
             return line
