@@ -23,11 +23,19 @@ from session_schedule.core.changes import (
     create_change,
     delete_change,
     dispatch_change,
+    miss_change,
+    update_change,
 )
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, parse_instant
-from session_schedule.core.records import EveryScheduleRecord
+from session_schedule.core.records import (
+    AfterScheduleRecord,
+    AtScheduleRecord,
+    Ends,
+    EveryScheduleRecord,
+    ScheduleRecord,
+)
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import (
     MESSAGE_ENTRY_TYPE,
@@ -556,6 +564,158 @@ def test_show_says_when_a_recurring_reminder_runs_out_of_years(
         "1 9999-12-31T23:30:00.000Z schedule/change dispatch sch_1 (every 1h), acceptedAt "
         "9999-12-31T23:30:00.000Z; ended (no later target fits in year 9999) "
         "0 active reminders after the last entry"
+    )
+
+
+def test_show_says_what_became_of_a_dispatched_one_shot(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A one-shot's dispatch says what the occurrence history says of it: its turn failed
+    after its retries (with the cause), completed, or has not finished yet."""
+    due = "2026-11-29T20:01:00.000Z"
+
+    async def write() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=parse_instant(START), session_id=OTHER) as handle:
+            for number in (1, 2, 3):
+                record = AfterScheduleRecord(
+                    id=ScheduleId(f"sch_{number}"),
+                    prompt=f"one-shot {number}",
+                    after_seconds=60,
+                    scheduled_at=due,
+                )
+                handle.append(CHANGE_EVENT_TYPE, create_change(record))
+            for number in (1, 2, 3):  # each turn at 3, 5 and 7, each dispatch just after it
+                turn = TurnQueued(
+                    version=1,
+                    origin="schedule",
+                    text="[session-schedule] Reminder follow-up",
+                    at=due,
+                    occurrences=(f"sch_{number}@{due}",),
+                )
+                handle.append(TURN_QUEUED_TYPE, turn)
+                handle.append(CHANGE_EVENT_TYPE, dispatch_change(ScheduleId(f"sch_{number}")))
+            failure = turn_failure("RateLimitError", message="slow down", status=429)
+            at = "2026-11-29T20:01:05.000Z"
+            failed = TurnFinished(
+                version=2, turn=3, outcome="failed", at=at, attempts=3, failure=failure
+            )
+            handle.append(TURN_FINISHED_TYPE, failed)
+            completed = TurnFinished(version=1, turn=5, outcome="completed", at=at)
+            handle.append(TURN_FINISHED_TYPE, completed)
+            await handle.barrier()
+
+    asyncio.run(write())
+    assert run(data, "show", OTHER) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        " 4 schedule/change dispatch sch_1 (after 1m); one-shot failed after 3 attempts, ended: "
+        "RateLimitError (HTTP 429): slow down 5 "
+    ) in out
+    assert " 6 schedule/change dispatch sch_2 (after 1m); one-shot delivered, ended 7 " in out
+    assert (
+        " 8 schedule/change dispatch sch_3 (after 1m); one-shot dispatched, ended; its turn has "
+        "not finished 9 "
+    ) in out
+
+
+def test_show_says_why_a_bounded_or_late_reminder_ended(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recurring reminder's end names its cause: its last run under ``ends.max_runs``, no
+    occurrence left up to ``ends.until`` (after a dispatch or a miss); a missed one-shot says it
+    was missed, not delivered."""
+    due = "2026-11-29T20:05:00.000Z"
+    late = parse_instant("2026-11-29T20:10:00.000Z")
+    records: list[ScheduleRecord] = [
+        EveryScheduleRecord(
+            id=ScheduleId("sch_1"),
+            prompt="once",
+            every_seconds=300,
+            scheduled_at=due,
+            ends=Ends(until=None, max_runs=1),
+        ),
+        EveryScheduleRecord(
+            id=ScheduleId("sch_2"),
+            prompt="until 20:07",
+            every_seconds=300,
+            scheduled_at=due,
+            ends=Ends(until="2026-11-29T20:07:00.000Z", max_runs=None),
+        ),
+        AtScheduleRecord(
+            id=ScheduleId("sch_3"), prompt="on time", scheduled_at=due, max_lateness_seconds=60
+        ),
+        EveryScheduleRecord(
+            id=ScheduleId("sch_4"),
+            prompt="on time until 20:07",
+            every_seconds=300,
+            scheduled_at=due,
+            ends=Ends(until="2026-11-29T20:07:00.000Z", max_runs=5),
+            max_lateness_seconds=60,
+        ),
+    ]
+
+    async def write() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=parse_instant(START), session_id=OTHER) as handle:
+            for record in records:
+                handle.append(CHANGE_EVENT_TYPE, create_change(record))
+            for schedule_id in ("sch_1", "sch_2"):
+                handle.append(
+                    CHANGE_EVENT_TYPE, dispatch_change(ScheduleId(schedule_id), parse_instant(due))
+                )
+            for schedule_id in ("sch_3", "sch_4"):
+                miss = miss_change(ScheduleId(schedule_id), parse_instant(due), late)
+                handle.append(CHANGE_EVENT_TYPE, miss)
+            await handle.barrier()
+
+    asyncio.run(write())
+    assert run(data, "show", OTHER) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"4 {due} schedule/change dispatch sch_1 (every 5m), acceptedAt {due}; ended (its last "
+        f"run under ends.max_runs) 5 {due} schedule/change dispatch sch_2 (every 5m), acceptedAt "
+        f"{due}; ended (no occurrence left up to ends.until 2026-11-29T20:07:00.000Z) "
+        f"6 schedule/change miss sch_3 (at), occurrence {due}, acceptedAt "
+        "2026-11-29T20:10:00.000Z; one-shot missed (more than 60 s late), ended "
+        f"7 schedule/change miss sch_4 (every 5m), occurrence {due}, acceptedAt "
+        "2026-11-29T20:10:00.000Z; ended (no occurrence left up to ends.until "
+        "2026-11-29T20:07:00.000Z) 0 active reminders after the last entry"
+    ) in out
+
+
+def test_show_names_a_reminder_by_its_rule_as_last_updated(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="check",
+        every_seconds=300,
+        scheduled_at="2026-11-29T20:05:00.000Z",
+    )
+    hourly = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="check",
+        every_seconds=3600,
+        scheduled_at="2026-11-29T21:00:00.000Z",
+    )
+
+    async def write() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=parse_instant(START), session_id=OTHER) as handle:
+            handle.append(CHANGE_EVENT_TYPE, create_change(first))
+            handle.append(CHANGE_EVENT_TYPE, update_change(hourly))
+            accepted = parse_instant("2026-11-29T21:00:00.000Z")
+            handle.append(CHANGE_EVENT_TYPE, dispatch_change(hourly.id, accepted))
+            handle.append(CHANGE_EVENT_TYPE, delete_change(hourly.id))
+            await handle.barrier()
+
+    asyncio.run(write())
+    assert run(data, "show", OTHER) == 0
+    assert " ".join(capsys.readouterr().out.split()).endswith(
+        "2 2026-11-29T21:00:00.000Z schedule/change dispatch sch_1 (every 1h), acceptedAt "
+        "2026-11-29T21:00:00.000Z; next target 2026-11-29T22:00:00.000Z "
+        "3 schedule/change delete sch_1 (every 1h) 0 active reminders after the last entry"
     )
 
 

@@ -45,6 +45,7 @@ from session_schedule.core.records import (
     record_target,
 )
 from session_schedule.core.rules import decide_create, decide_update
+from session_schedule.core.standing import LAST_RUN, NO_LATER_TARGET, no_occurrence_left
 from session_schedule.core.time_input import (
     format_local,
     load_zone,
@@ -374,8 +375,10 @@ def _apply(state: ScheduleFold, decided: tuple[ScheduleId, tuple[ScheduleChange,
 
 def _reason(end: End) -> str:
     if end.runs_left == 0:
-        return "its last run under ends.max_runs"
-    return f"no occurrence left up to ends.until {end.until}"
+        return LAST_RUN
+    if end.until is not None:
+        return no_occurrence_left(end.until)
+    return NO_LATER_TARGET
 
 
 def _delivered(occurrence: Occurrence, decided: Instant, max_lateness: int | None) -> str:

@@ -1,14 +1,19 @@
 """``session-schedule show SESSION``: a session's transcript and schedule events, in order.
 
 Each turn is shown with its time, role and origin (follow-up turns queued by Schedule are
-marked), each schedule change on one line with what the fold made of it (an Every dispatch's next
-target, for instance). A fork's inherited entries are marked. A change the fold rejects is marked
+marked), each schedule change on one line with what the fold made of it: a recurring reminder's
+next target after a dispatch or a miss, or why it ended (its last run under ``ends.max_runs``, no
+occurrence left up to ``ends.until``, none before year 10000); a one-shot's end, with what became
+of its delivery as the occurrence history reads it (delivered, failed with its cause, its turn not
+finished yet, missed). A fork's inherited entries are marked. A change the fold rejects is marked
 where it stands, and the command exits 5 after showing every entry.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Mapping, Sequence
 from typing import Final, assert_never, final
 
 import msgspec
@@ -38,9 +43,16 @@ from session_schedule.core.changes import (
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.records import ScheduleRecord
+from session_schedule.core.records import (
+    RECURRING_RECORDS,
+    RecordStatus,
+    ScheduleRecord,
+    record_ends,
+    record_max_lateness,
+)
+from session_schedule.core.standing import LAST_RUN, NO_LATER_TARGET, no_occurrence_left
 from session_schedule.session import MESSAGE_ENTRY_TYPE, LogEntry, MessageEntry, SessionHeader
-from session_schedule.session.history import describe_failure
+from session_schedule.session.history import OccurrenceLog, OccurrenceRun, describe_failure
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
@@ -54,7 +66,10 @@ _JSON: Final = msgspec.json.Encoder()
 DESCRIPTION: Final = (
     "Every entry of a session in order: each turn with its time, role and origin "
     "(follow-up turns queued by Schedule are marked), and a one-line summary of each "
-    "schedule change. A fork's inherited entries are marked. Exits 5 when a schedule change "
+    "schedule change: after a dispatch or a miss, a recurring reminder's next target or why it "
+    "ended (its last run under ends.max_runs, no occurrence left up to ends.until), a "
+    "one-shot's end with what became of it (delivered, failed with its cause, its turn not "
+    "finished, missed). A fork's inherited entries are marked. Exits 5 when a schedule change "
     "breaks the fold's rules, after showing the entries."
 )
 EXAMPLE: Final = "session-schedule show s_7k2m4q9x3v5b"
@@ -69,7 +84,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(arguments: argparse.Namespace) -> int:
     snapshot = read_snapshot(arguments)
     header = snapshot.header
-    replay = _Replay(snapshot.header)
+    replay = _Replay(header, _dispatch_runs(header, snapshot.entries))
     table = Table("#", "time (UTC)", "entry")
     for entry in snapshot.entries:
         time, body = replay.describe(entry)
@@ -111,11 +126,13 @@ class _Replay:
     described, but no longer folded.
     """
 
-    def __init__(self, header: SessionHeader) -> None:
+    def __init__(self, header: SessionHeader, runs: Mapping[int, OccurrenceRun]) -> None:
         self.state = ScheduleFold(session=header.id)
         self.problem: ScheduleError | None = None
         self._seed_length = header.seed_length
-        # Every record ever created, inherited ones included, to name a change's kind.
+        self._runs = runs
+        # Every record ever created, inherited ones included, as its latest create or update
+        # wrote it, to name a change's kind.
         self._records: dict[ScheduleId, ScheduleRecord] = {}
 
     def describe(self, entry: LogEntry) -> tuple[Text, Cell]:
@@ -150,7 +167,7 @@ class _Replay:
 
     def _change(self, position: int, change: ScheduleChange, prefix: Text) -> Cell:
         line = _change_line(change, self._records.get(_change_id(change)), prefix)
-        if isinstance(change, ScheduleCreateChange):
+        if isinstance(change, ScheduleCreateChange | ScheduleUpdateChange):
             self._records[change.schedule.id] = change.schedule
         if self.problem is not None:
             return line
@@ -158,19 +175,79 @@ class _Replay:
             if position < self._seed_length:
                 self.state.note_inherited(change)
                 return line
+            # What a dispatch or a miss ended is read before the fold forgets it.
+            record = self.state.get(_change_id(change))
+            status = self.state.status(_change_id(change))
             self.state.apply(change, position=position)
         except ScheduleError as error:
             self.problem = error
             return Group(line, untrusted(f"✗ rejected: {error.message}", style="bold red"))
-        if isinstance(change, ScheduleDispatchChange):
+        if isinstance(change, ScheduleDispatchChange | ScheduleMissChange) and record is not None:
             following = self.state.get(change.id)
-            if not isinstance(change.accepted_at, str):
-                line.append("; one-shot delivered, ended")
-            elif following is None:
-                line.append("; ended (no later target fits in year 9999)")
-            else:
+            if following is not None:
                 line.append(f"; next target {following.scheduled_at}")
+            elif isinstance(record, RECURRING_RECORDS):
+                counted = isinstance(change, ScheduleDispatchChange)
+                line.append(f"; ended ({_why_ended(record, status, counted=counted)})")
+            elif isinstance(change, ScheduleMissChange):
+                line.append(f"; one-shot missed ({_lateness(record)}), ended")
+            else:
+                # A failure's cause is an exception's text: untrusted.
+                line.append_text(untrusted(f"; {_one_shot_outcome(self._runs.get(position))}"))
         return line
+
+
+def _dispatch_runs(header: SessionHeader, entries: Sequence[LogEntry]) -> dict[int, OccurrenceRun]:
+    """The occurrence history's run of each dispatch, by the dispatch's position.
+
+    A dispatch comes before its turn finishes, so what became of a one-shot's delivery is read
+    ahead, as ``session-schedule history`` reads it. The history stops at the first change the
+    fold rejects; :class:`_Replay` marks that change where it stands, and folds nothing after it.
+    """
+    log = OccurrenceLog(seed_length=header.seed_length, session=header.id)
+    with contextlib.suppress(ScheduleError):
+        log.feed(entries)
+    return {run.position: run for run in log.runs if run.outcome != "deleted"}
+
+
+def _one_shot_outcome(run: OccurrenceRun | None) -> str:
+    """What became of a dispatched one-shot, which the dispatch ends: delivered, failed (after
+    how many attempts, and why), or its turn not finished yet (``run``: its occurrence, when the
+    history has it)."""
+    if run is None:
+        return "one-shot dispatched, ended"
+    if run.outcome == "pending":
+        return "one-shot dispatched, ended; its turn has not finished"
+    if run.outcome != "failed":
+        return "one-shot delivered, ended"
+    said = "one-shot failed"
+    if run.attempts is not None and run.attempts > 1:
+        said += f" after {run.attempts} attempts"
+    said += ", ended"
+    if run.failure is not None:
+        said += f": {describe_failure(run.failure)}"
+    return said
+
+
+def _why_ended(record: ScheduleRecord, status: RecordStatus, *, counted: bool) -> str:
+    """Why the fold ended the recurring ``record`` (with ``status`` as it stood) on a dispatch,
+    which counts a run when ``counted``, or on a miss, which does not (SPEC §11, the fold's
+    Rule 6): its ``ends.max_runs``-th run, else its next occurrence passing ``ends.until``
+    (which is never past year 9999), else no occurrence left before year 10000."""
+    ends = record_ends(record)
+    if ends is None:
+        return NO_LATER_TARGET
+    if counted and ends.max_runs is not None and status.runs + 1 >= ends.max_runs:
+        return LAST_RUN
+    if ends.until is not None:
+        return no_occurrence_left(ends.until)
+    return NO_LATER_TARGET
+
+
+def _lateness(record: ScheduleRecord) -> str:
+    """``more than N s late``: why a miss of ``record`` was recorded, in the words of its
+    standing."""
+    return f"more than {record_max_lateness(record)} s late"
 
 
 def _change_id(change: ScheduleChange) -> ScheduleId:

@@ -2,10 +2,14 @@
 
 One wording for every place a person reads it — ``session-schedule list``, the chat's reminder
 lines and the web page's reminder cards — and, for the end of a bounded reminder, the frame a
-model reads. A reminder that uses none of SPEC §11 has no standing (the empty string).
+model reads. A reminder that uses none of SPEC §11 has no standing (the empty string). Why a
+recurring reminder ended is worded here too, once for ``session-schedule resolve`` and
+``session-schedule show``.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from msgspec import UnsetType
 
@@ -36,3 +40,16 @@ def standing(view: ScheduleView, *, beside_state: bool = False) -> str:
 def no_delivery_after(until: str) -> str:
     """``no delivery after X``: a reminder's ``ends.until``, in the words every view uses."""
     return f"no delivery after {until}"
+
+
+LAST_RUN: Final = "its last run under ends.max_runs"
+"""Why a recurring reminder ended with a delivery: it was its ``ends.max_runs``-th."""
+
+NO_LATER_TARGET: Final = "no later target fits in year 9999"
+"""Why a recurring reminder ended when it has no occurrence left up to
+``9999-12-31T23:59:59.999Z`` (SPEC's last instant), with no ``ends`` to say sooner."""
+
+
+def no_occurrence_left(until: str) -> str:
+    """Why a recurring reminder ended when its next occurrence would pass ``ends.until``."""
+    return f"no occurrence left up to ends.until {until}"
