@@ -365,7 +365,7 @@ async def test_a_turn_closed_during_its_retry_wait_is_not_recorded_twice_when_it
     async with live_chat(again, model=model, clock=clock) as live:
         await live.agent.wait_idle()
         asked = [m for m in model.seen[-1] if m["role"] == "user"]
-        assert [m["content"].startswith("[session-schedule]") for m in asked] == [
+        assert [str(m["content"]).startswith("[session-schedule]") for m in asked] == [
             False,
             False,
             True,

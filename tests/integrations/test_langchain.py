@@ -154,7 +154,7 @@ TOO_DEEP = (
         (
             {**CREATE, "after_seconds": 10**5_000},
             "invalid_rule",
-            "after_seconds must be a positive whole number of seconds, got int.",
+            "after_seconds must be a positive whole number of seconds, got a number of 5,001 digits.",
         ),
     ],
 )

@@ -93,7 +93,7 @@ def _error(code: str, message: str) -> dict[str, object]:
         ("schedule_create", b"\xff", _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", "[1, 2]", _error("invalid_selector", "the arguments must be a JSON object, not an array.")),
         ("schedule_create", 5, _error("invalid_selector", "the arguments must be a JSON object, not a number.")),
-        ("schedule_create", {1: "x"}, _error("invalid_selector", "the arguments must be a JSON object, not a dict.")),
+        ("schedule_create", {1: "x"}, _error("invalid_selector", 'the arguments must be a JSON object, whose keys are strings, not a number; send one such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_list", {"all": True}, _error("invalid_selector", 'schedule_list takes only cursor and limit, got `all`; call it with {"cursor": null, "limit": null} for the first page.')),
         ("schedule_delete", {"id": 3}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 3.")),
         ("schedule_create", {"prompt": "p", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
@@ -538,3 +538,124 @@ async def test_results_a_model_reads_as_text_escape_hidden_characters(
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u2764\ufe0f"
     emoji = await tools.call_json("schedule_create", {"prompt": family, "after_seconds": 90})
     assert family in emoji
+
+
+class _Text(str):
+    """A ``str`` of another type, as libraries hand them over (``numpy.str_``)."""
+
+
+class _Count(int):
+    """An ``int`` of another type (an ``IntEnum``)."""
+
+
+async def test_subclasses_of_json_types_in_the_arguments_are_read_as_those_types() -> None:
+    # The id, a zone, a count: a subclass reached the log's records, whose encoding refused it
+    # — an update then answered internal_error after appending its first change.
+    tools, schedule, store = await _tools()
+    [header] = await store.list()
+    try:
+        created = await tools.call(
+            "schedule_create",
+            {
+                "prompt": _Text("stand up"),
+                "daily_at": {"time": _Text("09:00"), "time_zone": _Text("Europe/Paris")},
+            },
+        )
+        assert created["ok"] is True
+        every = await tools.call(
+            "schedule_create", {"prompt": "water", "every_seconds": _Count(600)}
+        )
+        assert every["ok"] is True
+        entries = len((await store.read(header.id)).entries)
+        updated = await tools.call(
+            "schedule_update", {"id": _Text("sch_1"), "prompt": "changed", "paused": True}
+        )
+        assert updated["ok"] is True
+        assert updated["schedule"]["prompt"] == "changed"  # type: ignore[index]
+        assert updated["schedule"]["paused"] is True  # type: ignore[index]
+        written = (await store.read(header.id)).entries[entries:]
+        assert [type(entry.payload).__name__ for entry in written] == [
+            "ScheduleUpdateChange",
+            "SchedulePauseChange",
+        ]
+        deleted = await tools.call("schedule_delete", {"id": _Text("sch_2")})
+        assert deleted == {"ok": True, "id": "sch_2", "deleted": True}
+    finally:
+        await schedule.close()
+
+
+async def test_a_message_quoting_a_huge_value_keeps_its_start_and_its_advice(
+    tools: ScheduleTools,
+) -> None:
+    short = await tools.call("schedule_create", {"prompt": "p", "at": "s"})
+    advice = short["error"]["message"].removeprefix("'s'")  # type: ignore[index]
+    huge = await tools.call("schedule_create", {"prompt": "p", "at": "s" * 1_000_000})
+    whole = f"'{'s' * 1_000_000}'{advice}"
+    left_out = len(whole) - 800 - 300
+    assert huge == {
+        "ok": False,
+        "error": {
+            "code": "invalid_selector",
+            "message": f"{whole[:800]}… [{left_out:,} characters left out] …{whole[-300:]}",
+        },
+    }
+    for name, arguments in (
+        ("x" * 100_000, {}),
+        ("schedule_create", {"prompt": "p", "after_seconds": 60, "k" * 1_000_000: 1}),
+        ("schedule_update", {"id": "s" * 1_000_000}),
+        ("schedule_create", {"prompt": "p", "calendar": {"rule": "X" * 1_000_000}}),
+    ):
+        result = await tools.call(name, arguments)
+        assert len(result["error"]["message"]) < 1_200 + 40  # type: ignore[index]
+
+
+async def test_json_text_that_names_a_key_twice_is_refused(tools: ScheduleTools) -> None:
+    # A decoder keeps one of the two silently: which one the model meant is unknown.
+    twice = "the arguments name `{}` twice in one object; give each argument once."
+    for text, key in (
+        ('{"prompt": "p", "prompt": "q", "after_seconds": 60}', "prompt"),
+        ('{"prompt": "p", "after_seconds": 60, "after_seconds": null}', "after_seconds"),
+        (
+            '{"prompt": "p", "at": {"date": "2027-01-01", "date": "2027-01-02", '
+            '"time": "09:00", "time_zone": "UTC"}}',
+            "date",
+        ),
+        ('{"prompt": "\\ud800", "prompt": "q", "after_seconds": 60}', "prompt"),
+    ):
+        assert await tools.call("schedule_create", text) == {
+            "ok": False,
+            "error": {"code": "invalid_selector", "message": twice.format(key)},
+        }
+    assert await tools.call("schedule_list", "{}") == await tools.call("schedule_list", {})
+    made = await tools.call(
+        "schedule_create", '{"prompt": "a: b: c", "at": "2027-01-01T09:00:00Z"}'
+    )
+    assert made["schedule"]["prompt"] == "a: b: c"  # type: ignore[index]
+
+
+async def test_arguments_that_are_not_json_are_answered_with_the_tool_s_own_example(
+    tools: ScheduleTools,
+) -> None:
+    examples = {
+        "schedule_create": '{"prompt": "...", "after_seconds": 600}',
+        "schedule_list": '{"cursor": null, "limit": null}',
+        "schedule_delete": '{"id": "sch_1"}',
+        "schedule_update": '{"id": "sch_1", "paused": true}',
+    }
+    for name, example in examples.items():
+        assert await tools.call(name, "{not json") == {
+            "ok": False,
+            "error": {
+                "code": "invalid_selector",
+                "message": f"the arguments are not valid JSON; send a JSON object such as "
+                f"{example}.",
+            },
+        }
+        assert await tools.call(name, b'{"id": "\xff"}') == {
+            "ok": False,
+            "error": {
+                "code": "invalid_selector",
+                "message": f"the arguments are not valid UTF-8 text; send a JSON object such as "
+                f"{example}.",
+            },
+        }

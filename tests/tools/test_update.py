@@ -93,6 +93,34 @@ async def test_pause_snooze_and_resume_show_in_the_view(world: World) -> None:
     assert resumed["schedule"]["state"] == "scheduled"  # type: ignore[index]
 
 
+async def test_a_snooze_to_the_instant_it_is_snoozed_to_changes_nothing(world: World) -> None:
+    await world.tools.call("schedule_create", {"prompt": "stretch", "every_seconds": 600})
+    snooze = {"id": "sch_1", "snooze": {"after_seconds": 1000}}
+    first = await world.tools.call("schedule_update", snooze)
+    assert first["ok"] is True
+    written = world.count()
+    assert await world.tools.call("schedule_update", snooze) == {
+        "ok": False,
+        "error": {
+            "code": "invalid_selector",
+            "message": "this update changes nothing about sch_1; give a new value for at least "
+            "one field, or null for the fields to leave as they are.",
+        },
+    }
+    assert world.count() == written
+    # With a change beside it, the snooze it repeats is kept as it is, not written again.
+    both = await world.tools.call(
+        "schedule_update", {"id": "sch_1", "prompt": "walk", "snooze": {"after_seconds": 1000}}
+    )
+    assert both["ok"] is True
+    assert both["schedule"]["snoozedUntil"] == "2026-12-01T10:16:40.000Z"  # type: ignore[index]
+    assert world.count() == written + 1
+    # Later, the same words name a later instant: a change.
+    world.clock.advance(60)
+    later = await world.tools.call("schedule_update", snooze)
+    assert later["schedule"]["snoozedUntil"] == "2026-12-01T10:17:40.000Z"  # type: ignore[index]
+
+
 async def test_a_new_rule_replaces_the_old_one_as_if_created_now(world: World) -> None:
     await world.tools.call("schedule_create", {"prompt": "tea", "after_seconds": 300})
     updated = await world.tools.call(

@@ -25,6 +25,22 @@ ErrorCode = Literal[
 
 ERROR_CODES: Final[tuple[ErrorCode, ...]] = get_args(ErrorCode)
 
+MAX_MESSAGE_CHARS: Final = 1_200
+"""The longest message: one quoting what was sent (a megabyte of `at`, a key, a tool name)
+keeps its beginning and its advice at the end, and says how much of the middle it leaves out,
+so that neither the model's context nor the log takes the echo whole."""
+_HEAD_CHARS: Final = 800
+_TAIL_CHARS: Final = 300
+
+
+def bounded_message(message: str) -> str:
+    """``message`` within :data:`MAX_MESSAGE_CHARS`: its middle left out, and counted, when it
+    is longer."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    left_out = len(message) - _HEAD_CHARS - _TAIL_CHARS
+    return f"{message[:_HEAD_CHARS]}… [{left_out:,} characters left out] …{message[-_TAIL_CHARS:]}"
+
 
 @final
 class ScheduleError(Exception):
@@ -34,6 +50,7 @@ class ScheduleError(Exception):
     message: str
 
     def __init__(self, code: ErrorCode, message: str) -> None:
+        message = bounded_message(message)
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message

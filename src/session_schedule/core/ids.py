@@ -20,8 +20,9 @@ SCHEDULE_ID: Final = re.compile(r"sch_[1-9][0-9]{0,15}", re.ASCII)
 
 
 def parse_schedule_id(text: str) -> ScheduleId | None:
-    """The id ``text`` names, or ``None`` when it is not of the id form."""
-    return ScheduleId(text) if SCHEDULE_ID.fullmatch(text) else None
+    """The id ``text`` names, or ``None`` when it is not of the id form. Always a ``str`` itself,
+    whatever subclass of it ``text`` is: the id goes into the log's records."""
+    return ScheduleId(str.__str__(text)) if SCHEDULE_ID.fullmatch(text) else None
 
 
 def id_number(schedule_id: ScheduleId) -> int:

@@ -62,6 +62,7 @@ from session_schedule.core.records import (
     DailyScheduleRecord,
     Ends,
     EveryScheduleRecord,
+    RecordStatus,
     ScheduleRecord,
     is_recurring,
     record_ends,
@@ -394,7 +395,7 @@ def decide_update(
                 f"{schedule_id} is paused and a paused reminder cannot be snoozed; resume it "
                 "(paused: false) to snooze it, or leave snooze null.",
             )
-        changes.append(snooze_change(schedule_id, _snooze_until(snooze, record, now)))
+        changes.extend(_snooze(snooze, record, now, current, status, new_rule=bool(given)))
     if paused is True and not status.paused:
         changes.append(pause_change(schedule_id))
     if not changes:
@@ -472,6 +473,25 @@ def _check_resumable(record: ScheduleRecord, now: Instant) -> None:
             f"{record.id} has no occurrence left before its end, so it cannot be resumed; "
             "change its end (ends) or delete it.",
         )
+
+
+def _snooze(
+    value: object,
+    record: ScheduleRecord,
+    now: Instant,
+    current: ScheduleRecord,
+    status: RecordStatus,
+    *,
+    new_rule: bool,
+) -> tuple[ScheduleChange, ...]:
+    """The snooze change ``value`` asks of ``record`` (``current`` and ``status`` as they stand),
+    or none when it is snoozed to that very instant already (the same call repeated) and no new
+    rule clears that snooze."""
+    until = _snooze_until(value, record, now)
+    repeated = status.snoozed_from is not None and format_instant(until) == current.scheduled_at
+    if repeated and not new_rule:
+        return ()
+    return (snooze_change(record.id, until),)
 
 
 def _snooze_until(value: object, record: ScheduleRecord, now: Instant) -> Instant:
@@ -629,6 +649,14 @@ def _names(keys: list[str]) -> str:
     return ", ".join(f"`{escape_unencodable(key)}`" for key in keys)
 
 
+def _digits(value: int) -> int:
+    """How many decimal digits ``value`` has (without writing it out)."""
+    magnitude = abs(value)
+    estimate: int = int(magnitude.bit_length() * math.log10(2))
+    power: int = 10**estimate
+    return max(1, estimate + (1 if magnitude >= power else 0))
+
+
 def _show(value: object) -> str:
     """A short, JSON-flavoured rendering of an argument for an error message."""
     if value is None:
@@ -643,11 +671,14 @@ def _show(value: object) -> str:
     except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
         # Not JSON-encodable as it stands: a foreign type, a lone surrogate or a non-finite
         # number inside a container, or nesting too deep to walk.
+        # A whole number longer than Python writes out (4,300 digits) is shown by its length.
         text = (
             "an object"
             if isinstance(value, dict)
             else "an array"
             if isinstance(value, list)
+            else f"a number of {_digits(value):,} digits"
+            if isinstance(value, int) and not isinstance(value, bool)
             else type(value).__name__
         )
     return text if len(text) <= 40 else text[:39] + "…"

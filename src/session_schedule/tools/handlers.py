@@ -139,7 +139,7 @@ class ScheduleTools:
     ) -> _Result | ErrorResult:
         """``run(name, arguments)``, with every failure turned into its result."""
         try:
-            return await run(_tool_name(name), _arguments(arguments))
+            return await run(_tool_name(name), _arguments(arguments, name))
         except ScheduleError as error:
             return self._refuse(name, arguments, error)
         except Exception:
@@ -149,7 +149,7 @@ class ScheduleTools:
     def _refuse(self, name: str, arguments: object, error: ScheduleError) -> ErrorResult:
         """The failure result, reported as a ``refusal`` event first."""
         try:
-            schedule_id = _arguments(arguments).get("id")
+            schedule_id = _arguments(arguments, name).get("id")
         except ScheduleError:
             schedule_id = None  # arguments that are not an object name no reminder
         self._schedule.events.refused(
@@ -237,13 +237,24 @@ def _plain_key(view: Mapping[str, object]) -> Key:
 _encoder: Final = msgspec.json.Encoder()
 
 
-def _arguments(arguments: object) -> Mapping[str, object]:
-    """The arguments as a mapping; JSON text is decoded, empty text and ``None`` mean none."""
+_EXAMPLES: Final = {
+    "schedule_create": '{"prompt": "...", "after_seconds": 600}',
+    "schedule_list": '{"cursor": null, "limit": null}',
+    "schedule_delete": '{"id": "sch_1"}',
+    "schedule_update": '{"id": "sch_1", "paused": true}',
+}
+"""What each tool's arguments look like, for the messages about arguments that are no object."""
+
+
+def _arguments(arguments: object, tool: object = "schedule_create") -> Mapping[str, object]:
+    """The arguments of ``tool`` as a mapping; JSON text is decoded, empty text and ``None``
+    mean none."""
     value = arguments
+    example = _EXAMPLES.get(tool, _EXAMPLES["schedule_create"]) if isinstance(tool, str) else ""
     if isinstance(arguments, str | bytes | bytearray):
         if not arguments.strip():
             return {}
-        value = _decode(arguments)
+        value = _decode(arguments, example)
     if type(value) is dict and _flat_object(value):
         return value  # the common case, which every check below passes
     if value is None:
@@ -251,58 +262,135 @@ def _arguments(arguments: object) -> Mapping[str, object]:
     # Depth first: whether a deep array decodes at all (or hits the recursion limit, reported
     # the same way) differs between Python versions, and the message must not.
     if _too_deeply_nested(value):
-        raise _too_deep()
-    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise _too_deep(example)
+    if not isinstance(value, Mapping):
         raise ScheduleError(
             "invalid_selector",
             f"the arguments must be a JSON object, not {_kind(value)}.",
         )
+    for key in value:
+        if not isinstance(key, str):
+            raise ScheduleError(
+                "invalid_selector",
+                f"the arguments must be a JSON object, whose keys are strings, not "
+                f"{_kind(key)}; send one such as {example}.",
+            )
+    return _plain_object(value)
+
+
+def _plain_object(value: Mapping[str, object]) -> dict[str, object]:
+    """``value`` with what JSON types it by subclass made of the type itself (see
+    :func:`_plain`)."""
+    return {str.__str__(key): _plain(item) for key, item in value.items()}
+
+
+def _plain(value: object) -> object:
+    """``value`` with what JSON types it by subclass made of the type itself: a ``str``,
+    ``int`` or ``float`` subclass (``numpy.str_``, an ``IntEnum``), a mapping other than a
+    ``dict``, a tuple. A subclass would otherwise reach the log's records, whose encoding
+    refuses it — after a change of the same call was appended. Called on arguments no deeper
+    than :data:`MAX_ARGUMENT_DEPTH`; anything else stays as it is, for the checks to name."""
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, Mapping):
+        if all(isinstance(key, str) for key in value):
+            return _plain_object(value)
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
     return value
 
 
-_NOT_JSON: Final = (
-    "the arguments are not valid JSON; send a JSON object such as "
-    '{"prompt": "...", "after_seconds": 600}.'
-)
 _SURROGATE_TEXT: Final = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
 """A lone surrogate, raw or as a JSON escape: the strict decoder refuses both."""
 
 
-_NOT_UTF8: Final = (
-    "the arguments are not valid UTF-8 text; send a JSON object such as "
-    '{"prompt": "...", "after_seconds": 600}.'
-)
+def _not_json(example: str) -> ScheduleError:
+    return ScheduleError(
+        "invalid_selector",
+        f"the arguments are not valid JSON; send a JSON object such as {example}.",
+    )
 
 
-def _decode(text: str | bytes | bytearray) -> object:
+def _not_utf8(example: str) -> ScheduleError:
+    return ScheduleError(
+        "invalid_selector",
+        f"the arguments are not valid UTF-8 text; send a JSON object such as {example}.",
+    )
+
+
+def _decode(text: str | bytes | bytearray, example: str) -> object:
     try:
-        return msgspec.json.decode(text)
+        value = msgspec.json.decode(text)
     except UnicodeDecodeError:  # msgspec before 0.23 lets Python's error through
-        raise ScheduleError("invalid_selector", _NOT_UTF8) from None
+        raise _not_utf8(example) from None
     except RecursionError:
-        raise _too_deep() from None
+        raise _too_deep(example) from None
     except msgspec.ValidationError:
         raise ScheduleError(
             "invalid_selector",
-            "a number in the arguments is too large to represent; send numbers such as "
-            '{"prompt": "...", "after_seconds": 600}.',
+            f"a number in the arguments is too large to represent; send numbers such as "
+            f"{_EXAMPLES['schedule_create']}.",
         ) from None
     except (UnicodeEncodeError, msgspec.DecodeError):
         if not isinstance(text, str):
             # msgspec 0.23 and later report invalid UTF-8 in a string as malformed JSON.
-            raise ScheduleError(
-                "invalid_selector", _NOT_UTF8 if _json_but_for_utf8(text) else _NOT_JSON
-            ) from None
+            raise (_not_utf8(example) if _json_but_for_utf8(text) else _not_json(example)) from None
         if not _SURROGATE_TEXT.search(text):
-            raise ScheduleError("invalid_selector", _NOT_JSON) from None
+            raise _not_json(example) from None
+    else:
+        if isinstance(value, dict) and _may_repeat_a_key(text, len(value)):
+            _refuse_repeated_keys(text)
+        return value
     # JSON text holding a lone surrogate (raw, or the escape a model wrote as "\ud83d"): read it
     # leniently so that the checks can say which value holds it (a prompt: invalid_prompt).
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     except RecursionError:
-        raise _too_deep() from None
+        raise _too_deep(example) from None
     except ValueError:
-        raise ScheduleError("invalid_selector", _NOT_JSON) from None
+        raise _not_json(example) from None
+
+
+def _may_repeat_a_key(text: str | bytes | bytearray, keys: int) -> bool:
+    """Whether the JSON text of an object with ``keys`` keys (at its top level) may hold a key
+    twice: it does not when it has no more name separators than that, nothing being nested."""
+    colons = text.count(":") if isinstance(text, str) else text.count(b":")
+    return colons > keys
+
+
+def _refuse_repeated_keys(text: str | bytes | bytearray) -> None:
+    """Refuse JSON text that names a key twice in one object: a decoder keeps one of the two
+    silently (RFC 8259 leaves it open), so what the model meant is unknown. The text has
+    decoded already, so only a repeated key can fail here."""
+    try:
+        json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        return  # nesting that deep is refused by the depth check that follows
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ScheduleError(
+                "invalid_selector",
+                f"the arguments name {_show_key(key)} twice in one object; give each argument "
+                "once.",
+            )
+        found[key] = value
+    return found
+
+
+def _show_key(key: str) -> str:
+    shown = escape_unencodable(key)
+    return f"`{shown}`" if len(shown) <= 40 else f"`{shown[:39]}…`"
 
 
 def _json_but_for_utf8(data: bytes | bytearray) -> bool:
@@ -356,11 +444,11 @@ def _too_deeply_nested(value: object) -> bool:
     return False
 
 
-def _too_deep() -> ScheduleError:
+def _too_deep(example: str) -> ScheduleError:
     return ScheduleError(
         "invalid_selector",
         f"the arguments nest arrays or objects more than {MAX_ARGUMENT_DEPTH} levels deep; send "
-        'a flat JSON object such as {"prompt": "...", "after_seconds": 600}.',
+        f"a flat JSON object such as {example}.",
     )
 
 
