@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Final, Generic, TypeVar, cast, final
@@ -50,6 +48,12 @@ from session_schedule.tools.catalog import ToolName
 from session_schedule.tools.handlers import ScheduleTools
 from session_schedule.tools.nesting import clip_depth
 from session_schedule.tools.schemas import Schema
+from session_schedule.tools.written import (
+    WrittenNumber,
+    holds_written_number,
+    json_text,
+    loads_as_written,
+)
 
 
 @final
@@ -432,86 +436,36 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
 MAX_MODEL_JSON_DEPTH: Final = 64
 """How deep a model API response may nest before deeper values are replaced (a tool's own
 arguments nest far less: deeper input gets the tool's ``too deep`` error either way)."""
-MAX_NUMBER_DIGITS: Final = 1_000
-"""The longest integer read from a model API response as a number; a longer one is kept as the
-model wrote it (:class:`WrittenNumber`)."""
 _TOO_DEEP: Final = b'"[nested too deep to read]"'
 _SHOWN_NUMBER_CHARS: Final = 24
-"""How much of a :class:`WrittenNumber` the copy sent back to the model shows."""
-
-
-@final
-class WrittenNumber(msgspec.Struct, frozen=True):
-    """A number in a model API response that no Python number holds as the model wrote it —
-    an integer of more than :data:`MAX_NUMBER_DIGITS` digits, a float out of range (``1e400``),
-    ``NaN`` or ``Infinity`` — kept as its text: a tool gets it back in JSON text
-    (:func:`tool_arguments`), and the copy sent back to the model holds it as a string
-    (:func:`sendable`), as no request can carry it as a number."""
-
-    text: str
+"""How much of a :class:`~session_schedule.tools.written.WrittenNumber` the copy sent back to
+the model shows."""
 
 
 def model_json(body: bytes) -> object:
     """A model API response body as JSON values, whatever the model put in it: values nested
     more than :data:`MAX_MODEL_JSON_DEPTH` deep are replaced by a string saying so
     (:func:`~session_schedule.tools.nesting.clip_depth`, before any recursive reader), and a
-    number that no Python number holds as written is a :class:`WrittenNumber`. Lone surrogates
-    stay (the tools refuse them with their stable error; :func:`sendable` escapes them for the
-    copy that is sent back). Raises ``ValueError`` for a body that is not JSON."""
-    return json.loads(
-        clip_depth(body, MAX_MODEL_JSON_DEPTH, _TOO_DEEP),
-        parse_int=_read_int,
-        parse_float=_read_float,
-        parse_constant=WrittenNumber,
-    )
-
-
-def _read_int(text: str) -> int | WrittenNumber:
-    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
-        return WrittenNumber(text)
-    return int(text)
-
-
-def _read_float(text: str) -> float | WrittenNumber:
-    value = float(text)
-    return value if math.isfinite(value) else WrittenNumber(text)
+    number that no Python number holds as written (``1e400``, ``NaN``, more than
+    :data:`~session_schedule.tools.written.MAX_NUMBER_DIGITS` digits) is a
+    :class:`~session_schedule.tools.written.WrittenNumber`: a tool gets it back in JSON text
+    (:func:`tool_arguments`), and the copy sent back to the model holds it as a string
+    (:func:`sendable`), as no request can carry it as a number. Lone surrogates stay (the tools
+    refuse them with their stable error; :func:`sendable` escapes them for the copy that is sent
+    back). Raises ``ValueError`` for a body that is not JSON."""
+    return loads_as_written(clip_depth(body, MAX_MODEL_JSON_DEPTH, _TOO_DEEP), constants=True)
 
 
 def tool_arguments(value: object) -> object:
     """The arguments of a tool call read by :func:`model_json`, as the tool gets them: the
-    values themselves, or, when they hold a :class:`WrittenNumber`, JSON text with each number
-    as the model wrote it — so that the tool answers exactly as ``ScheduleTools.call`` does for
-    that text (``invalid_selector``: a number too large, or not JSON), instead of the turn
-    failing on a value that no request can carry."""
-    if not _holds_written_number(value):
+    values themselves, or, when they hold a
+    :class:`~session_schedule.tools.written.WrittenNumber`, JSON text with each number as the
+    model wrote it — so that the tool answers exactly as ``ScheduleTools.call`` does for that
+    text (``invalid_selector``: a number too large, or not JSON), instead of the turn failing on
+    a value that no request can carry."""
+    if not holds_written_number(value):
         return value
-    return _json_text(value)
-
-
-def _holds_written_number(value: object) -> bool:
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, WrittenNumber):
-            return True
-        if isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
-
-
-def _json_text(value: object) -> str:
-    """``value`` as JSON text, a :class:`WrittenNumber` as its text and a lone surrogate as its
-    ``\\uXXXX`` escape (as the model wrote it). Recursive: :func:`model_json` bounds the depth."""
-    if isinstance(value, WrittenNumber):
-        return value.text
-    if isinstance(value, dict):
-        members = (f"{json.dumps(key)}:{_json_text(item)}" for key, item in value.items())
-        return "{" + ",".join(members) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(_json_text(item) for item in value) + "]"
-    return json.dumps(value)
+    return json_text(value)
 
 
 def _shown(number: WrittenNumber) -> str:
