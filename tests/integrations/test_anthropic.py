@@ -4,6 +4,7 @@ a failed turn that leaves the conversation valid."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import httpx2
@@ -12,6 +13,7 @@ from anthropic import AsyncAnthropic
 
 from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
 from session_schedule.integrations.anthropic import AnthropicConversation, schedule_tools
+from session_schedule.integrations.common import Answer
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
 from tests.integrations.examples import FOLLOW_UP, load
@@ -161,8 +163,10 @@ HOSTILE_INPUTS = {
     "10,000 deep": (b'{"prompt": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", "invalid_selector"),
     "5,000 digits": (
         b'{"prompt": "stretch", "after_seconds": ' + b"9" * 5_000 + b"}",
-        "invalid_rule",
+        "invalid_selector",
     ),
+    "1e400": (b'{"prompt": "stretch", "after_seconds": 1e400}', "invalid_selector"),
+    "NaN": (b'{"prompt": "stretch", "after_seconds": NaN}', "invalid_selector"),
     "not an object": (b'"stretch in a minute"', "invalid_selector"),
 }
 
@@ -172,6 +176,91 @@ async def test_hostile_tool_use_input_gets_the_tools_stable_error(kind: str) -> 
     """Such input once made the SDK's JSON reader raise, or the next request fail to encode:
     the turn failed and the model never learnt why."""
     tool_input, code = HOSTILE_INPUTS[kind]
+    answers, requests = (turn := await _one_tool_use(tool_input)).answers, turn.requests
+    assert [answer.text for answer in answers] == ["sorry"]
+    assert len(requests) == 2
+    result = requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
+    assert result["type"] == "tool_result"
+    assert result["tool_use_id"] == "tu_1"
+    assert json.loads(result["content"])["error"]["code"] == code
+
+
+NUMBERS = {
+    "1e400": b"1e400",
+    "-1e400": b"-1e400",
+    "NaN": b"NaN",
+    "-Infinity": b"-Infinity",
+    "5,000 digits": b"9" * 5_000,
+    "2,000 digits": b"9" * 2_000,
+}
+
+
+@pytest.mark.parametrize("kind", list(NUMBERS))
+async def test_a_number_no_request_can_carry_gets_the_error_call_gives_for_its_text(
+    kind: str,
+) -> None:
+    """``1e400`` and ``NaN`` once failed the turn (the next request could not encode them),
+    and a 5,000-digit number came back ``invalid_rule`` with a shortened text where ``call``
+    answers ``invalid_selector``: the tool now reads the input as the model wrote it."""
+    tool_input = b'{"prompt": "stretch", "after_seconds": ' + NUMBERS[kind] + b"}"
+    turn = await _one_tool_use(tool_input)
+    assert [answer.text for answer in turn.answers] == ["sorry"]
+    result = turn.requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
+    assert json.loads(result["content"]) == turn.direct
+    assert turn.direct["ok"] is False
+    echoed = turn.requests[1]["messages"][-2]["content"][0]["input"]["after_seconds"]  # type: ignore[index]
+    assert isinstance(echoed, str)  # the model sees what it wrote, as text
+    assert turn.active == []
+
+
+async def test_an_out_of_range_number_is_refused_with_the_whole_message() -> None:
+    turn = await _one_tool_use(b'{"prompt": "stretch", "after_seconds": 1e400}')
+    requests = turn.requests
+    assert [answer.text for answer in turn.answers] == ["sorry"]
+    result = requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
+    assert json.loads(result["content"]) == {
+        "ok": False,
+        "error": {
+            "code": "invalid_selector",
+            "message": "a number in the arguments is too large to represent; send numbers such "
+            'as {"prompt": "...", "after_seconds": 600}.',
+        },
+    }
+    assert requests[1]["messages"][-2]["content"][0]["input"] == {  # type: ignore[index]
+        "prompt": "stretch",
+        "after_seconds": "1e400",
+    }
+
+
+async def test_a_tool_use_id_with_a_lone_surrogate_gets_its_result_back() -> None:
+    """The id once made the next request fail to encode after the tool had run: the
+    reminder was set and the model never learnt it."""
+    turn = await _one_tool_use(
+        b'{"prompt": "stretch", "after_seconds": 60}', tool_id=b'"tu_\\ud800"'
+    )
+    requests = turn.requests
+    assert [answer.text for answer in turn.answers] == ["sorry"]
+    use = requests[1]["messages"][-2]["content"][0]  # type: ignore[index]
+    result = requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
+    assert use["id"] == result["tool_use_id"] == "tu_\\ud800"
+    assert json.loads(result["content"])["schedule"]["id"] == "sch_1"
+    assert turn.active == ["sch_1"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OneToolUse:
+    answers: tuple[Answer, ...]
+    requests: list[dict[str, object]]
+    """The requests' bodies, decoded."""
+    active: list[object]
+    """The ids of the active reminders after the turn."""
+    direct: dict[str, object]
+    """What ``ScheduleTools.call`` answers for the same input as JSON text, after the turn."""
+
+
+async def _one_tool_use(tool_input: bytes, *, tool_id: bytes = b'"tu_1"') -> OneToolUse:
+    """One turn in which the model calls ``schedule_create`` with ``tool_input`` (its JSON as
+    the API would send it), then answers "sorry"."""
     requests: list[dict[str, object]] = []
 
     def endpoint(request: httpx2.Request) -> httpx2.Response:
@@ -181,9 +270,8 @@ async def test_hostile_tool_use_input_gets_the_tools_stable_error(kind: str) -> 
             body = (
                 b'{"id": "m1", "type": "message", "role": "assistant", "model": "m", '
                 b'"stop_reason": "tool_use", "stop_sequence": null, ' + usage + b', "content": '
-                b'[{"type": "tool_use", "id": "tu_1", "name": "schedule_create", "input": '
-                + tool_input
-                + b"}]}"
+                b'[{"type": "tool_use", "id": ' + tool_id + b', "name": "schedule_create", '
+                b'"input": ' + tool_input + b"}]}"
             )
         else:
             body = (
@@ -202,13 +290,12 @@ async def test_hostile_tool_use_input_gets_the_tools_stable_error(kind: str) -> 
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint)),
     )
-    conversation = AnthropicConversation(turns, client, ScheduleTools(schedule), model="m")
+    tools = ScheduleTools(schedule)
+    conversation = AnthropicConversation(turns, client, tools, model="m")
     async with client, schedule, turns:
         conversation.submit("Remind me to stretch.")
         answers = await asyncio.wait_for(conversation.wait_answers(1), 5)
-    assert [answer.text for answer in answers] == ["sorry"]
-    assert len(requests) == 2
-    result = requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
-    assert result["type"] == "tool_result"
-    assert result["tool_use_id"] == "tu_1"
-    assert json.loads(result["content"])["error"]["code"] == code
+        listed = await tools.call("schedule_list", {})
+        direct = await tools.call("schedule_create", tool_input)
+    active = [view["id"] for view in listed["schedules"]]  # type: ignore[attr-defined]
+    return OneToolUse(answers=answers, requests=requests, active=active, direct=direct)

@@ -152,3 +152,78 @@ async def test_a_turn_that_keeps_calling_tools_fails_and_leaves_no_trace(
     assert conversation.messages == []
     assert conversation.answers == ()
     assert "the model was still calling tools after 2 requests" in caplog.text
+
+
+LONE_SURROGATES = {
+    "in the call id": ('{"prompt": "stretch", "after_seconds": 60}', "call_\ud800"),
+    "in the arguments": ('{"prompt": "\ud800", "after_seconds": 60}', "call_1"),
+}
+
+
+@pytest.mark.parametrize("kind", list(LONE_SURROGATES))
+async def test_a_lone_surrogate_from_the_model_still_gets_the_tools_result_back(
+    kind: str,
+) -> None:
+    """A lone surrogate in a call's id or arguments once made the next request fail to encode
+    after the tool had run: the reminder was set, the turn failed and the model never learnt
+    either. The conversation keeps the call with the surrogate escaped, and the result refers
+    to it."""
+    arguments, call_id = LONE_SURROGATES[kind]
+    requests: list[dict[str, object]] = []
+
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        requests.append(json.loads(request.content))
+        if len(requests) == 1:
+            function = {"name": "schedule_create", "arguments": arguments}
+            call = {"id": call_id, "type": "function", "function": function}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        else:
+            message = {"role": "assistant", "content": "done"}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m"}
+        # ensure_ascii: the surrogate travels as the JSON escape a model's output holds.
+        content = json.dumps({**body, "choices": [choice]}, ensure_ascii=True).encode()
+        return httpx2.Response(200, content=content, headers={"content-type": "application/json"})
+
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    session = await MemorySessionStore().create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    client = AsyncOpenAI(
+        api_key="offline",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint)),
+    )
+    tools = ScheduleTools(schedule)
+    conversation = OpenAIConversation(turns, client, tools, model="m")
+    async with client, schedule, turns:
+        conversation.submit("Remind me to stretch.")
+        answers = await asyncio.wait_for(conversation.wait_answers(1), 5)
+        listed = await tools.call("schedule_list", {})
+    assert [answer.text for answer in answers] == ["done"]
+    assert len(requests) == 2
+    messages = requests[1]["messages"]
+    assert isinstance(messages, list)
+    sent_call, sent_result = messages[-2:]
+    sent_id = sent_call["tool_calls"][0]["id"]
+    assert sent_result["tool_call_id"] == sent_id
+    result = json.loads(sent_result["content"])
+    active = [view["id"] for view in listed["schedules"]]  # type: ignore[attr-defined]
+    if kind == "in the call id":
+        assert sent_id == "call_\\ud800"
+        assert result["schedule"]["id"] == "sch_1"
+        assert active == ["sch_1"]
+    else:
+        assert sent_call["tool_calls"][0]["function"]["arguments"] == (
+            '{"prompt": "\\ud800", "after_seconds": 60}'
+        )
+        assert result == {
+            "ok": False,
+            "error": {
+                "code": "invalid_prompt",
+                "message": "`prompt` contains the lone surrogate U+D800 at index 0, half of a "
+                "character that cannot be encoded; send the whole character or remove it.",
+            },
+        }
+        assert active == []

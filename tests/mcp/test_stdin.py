@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from session_schedule.mcp.stdin import MAX_DEPTH, StdinLines, screen
+from session_schedule.mcp.stdin import ARGUMENTS_TEXT, MAX_DEPTH, StdinLines, screen
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.jsonl import JsonlSessionStore
 
@@ -130,6 +130,69 @@ def test_a_line_that_does_not_decode_gets_the_json_rpc_error_it_deserves(
     assert json.loads(answered) == answer
 
 
+def tool_call(
+    arguments: bytes, *, name: bytes = b'"schedule_create"', head: bytes = b'"id": 7, '
+) -> bytes:
+    return (
+        b'{"jsonrpc": "2.0", '
+        + head
+        + b'"method": "tools/call", "params": {"name": '
+        + name
+        + b', "arguments": '
+        + arguments
+        + b', "_meta": {"progressToken": 1}}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        (b'{"prompt": "\\ud800", "after_seconds": 60}', '{"prompt":"\\ud800","after_seconds":60}'),
+        (b'{"prompt": "p", "after_seconds": 1e400}', '{"prompt":"p","after_seconds":1e400}'),
+        (
+            b'{"prompt": "p", "after_seconds": ' + b"9" * 5000 + b"}",
+            '{"prompt":"p","after_seconds":' + "9" * 5000 + "}",
+        ),
+        (b'["\\udc00", -1e999]', '["\\udc00",-1e999]'),
+    ],
+)
+def test_a_tool_call_that_does_not_decode_only_for_its_arguments_reaches_the_tool(
+    arguments: bytes, text: str
+) -> None:
+    """A model's broken emoji or 1e400 in a tool's arguments was answered -32700, a protocol
+    error the model never sees: the line now reaches the SDK with the arguments as JSON text,
+    which the server hands to the tool."""
+    passed, answered = screen(tool_call(arguments))
+    assert answered is None
+    assert passed is not None
+    assert json.loads(passed) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "schedule_create", "_meta": {"progressToken": 1}, ARGUMENTS_TEXT: text},
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "answer"),
+    [
+        (tool_call(b'{"prompt": "p", "after_seconds": NaN}'), error(-32700, NOT_JSON, 7)),
+        (tool_call(b"{}", name=b'"\\ud800"'), error(-32700, NOT_JSON, 7)),
+        (
+            tool_call(b'{"prompt": "p"}', head=b'"id": 7, "x": 1e400, '),
+            error(-32700, "a number in the message is out of range; send smaller numbers.", 7),
+        ),
+        (tool_call(b'{"prompt": "\\ud800"}', head=b""), None),  # a notification
+    ],
+)
+def test_a_tool_call_that_does_not_decode_elsewhere_is_still_a_parse_error(
+    line: bytes, answer: dict[str, object] | None
+) -> None:
+    text, answered = screen(line)
+    assert text is None
+    assert (answered and json.loads(answered)) == answer
+
+
 def test_good_messages_pass_and_blank_lines_and_bad_notifications_get_no_answer() -> None:
     assert screen(PING) == (PING.decode(), None)
     assert screen(b"  \r") == (None, None)
@@ -215,3 +278,94 @@ async def test_a_real_server_answers_every_bad_line_and_goes_on_serving(tmp_path
         async with asyncio.timeout(30):
             await process.wait()
     assert process.returncode == 0
+
+
+async def test_a_real_server_gives_the_tools_error_for_arguments_the_sdk_would_refuse(
+    tmp_path: Path,
+) -> None:
+    """Arguments that do not decode (a lone surrogate, 1e400) were answered -32700, and
+    arguments that are not an object -32602 with empty data: protocol errors the model never
+    sees. Each is now the tool's error, ``isError: true`` with its ``{"ok": false}`` JSON."""
+    session = await JsonlSessionStore(tmp_path).create(now=SystemClock().now())
+    await session.close()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "session_schedule",
+        "--data-dir",
+        str(tmp_path),
+        "mcp",
+        session.id,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    too_large = (
+        "a number in the arguments is too large to represent; send numbers such as "
+        '{"prompt": "...", "after_seconds": 600}.'
+    )
+    surrogate = (
+        "`prompt` contains the lone surrogate U+D800 at index 0, half of a character that cannot "
+        "be encoded; send the whole character or remove it."
+    )
+    calls = [
+        (b'{"prompt": "\\ud800", "after_seconds": 60}', "invalid_prompt", surrogate),
+        (b'{"prompt": "p", "after_seconds": 1e400}', "invalid_selector", too_large),
+        (b'{"prompt": "p", "after_seconds": ' + b"9" * 5000 + b"}", "invalid_selector", too_large),
+        (b"[1, 2]", "invalid_selector", "the arguments must be a JSON object, not an array."),
+        (b'"60"', "invalid_selector", "the arguments must be a JSON object, not a string."),
+    ]
+    lines = [
+        b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": '
+        b'"schedule_create", "arguments": %s}}' % (number, arguments)
+        for number, (arguments, _, _) in enumerate(calls, 20)
+    ]
+    take = (
+        b'{"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {"name": '
+        b'"schedule_followups_take", "arguments": [1]}}'
+    )
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 10,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "stdin-test", "version": "1"},
+        },
+    }
+    try:
+        async with asyncio.timeout(30):
+            process.stdin.write(json.dumps(initialize).encode() + b"\n")
+            assert json.loads(await process.stdout.readline())["id"] == 10
+            process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            process.stdin.write(b"\n".join([*lines, take]) + b"\n")
+            await process.stdin.drain()
+            answers = {}
+            for _ in range(len(lines) + 1):
+                answer = json.loads(await process.stdout.readline())
+                answers[answer["id"]] = answer
+    finally:
+        process.stdin.close()
+        async with asyncio.timeout(30):
+            await process.wait()
+    assert process.returncode == 0
+    expected = {
+        number: {"ok": False, "error": {"code": code, "message": message}}
+        for number, (_, code, message) in enumerate(calls, 20)
+    }
+    expected[30] = {
+        "ok": False,
+        "error": {
+            "code": "invalid_selector",
+            "message": "schedule_followups_take takes no arguments; call it with {}.",
+        },
+    }
+    assert sorted(answers) == sorted(expected)
+    for number, result in expected.items():
+        answer = answers[number]["result"]
+        assert answer["isError"] is True
+        assert "structuredContent" not in answer
+        assert [json.loads(item["text"]) for item in answer["content"]] == [result]

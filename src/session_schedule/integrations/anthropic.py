@@ -24,7 +24,7 @@ from session_schedule.integrations.common import (
     ToolResult,
     ToolUse,
     model_json,
-    sendable,
+    tool_arguments,
     tool_specs,
 )
 from session_schedule.runtime.turns import TurnQueue
@@ -106,18 +106,18 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
             system=self._request_system(),
         )
         # Read here, not by the SDK: a tool_use input nested thousands deep or holding a
-        # 5,000-digit number makes its JSON reader raise, and a lone surrogate in one makes the
-        # next request fail to encode — each from the model's output, which must get the
-        # tool's stable error instead (see :func:`model_json`).
+        # 5,000-digit number makes its JSON reader raise, and one holding 1e400 or NaN makes
+        # the next request fail to encode — each from the model's output, which must get the
+        # tool's stable error instead (see :func:`model_json` and :func:`tool_arguments`; the
+        # conversation keeps the :func:`sendable` copy of the message).
         content = _blocks(model_json(raw.http_response.content))
-        sent = cast("list[ContentBlockParam]", sendable(content))
         return Reply(
-            message={"role": "assistant", "content": sent},
+            message={"role": "assistant", "content": cast("list[ContentBlockParam]", content)},
             tool_uses=tuple(
                 ToolUse(
                     id=str(block.get("id")),
                     name=str(block.get("name")),
-                    arguments=block.get("input"),
+                    arguments=tool_arguments(block.get("input")),
                 )
                 for block in content
                 if block.get("type") == "tool_use"

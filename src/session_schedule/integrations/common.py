@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Final, Generic, TypeVar, cast, final
@@ -49,6 +48,12 @@ from session_schedule.tools.catalog import ToolName
 from session_schedule.tools.handlers import ScheduleTools
 from session_schedule.tools.nesting import clip_depth
 from session_schedule.tools.schemas import Schema
+from session_schedule.tools.written import (
+    WrittenNumber,
+    holds_written_number,
+    json_text,
+    loads_as_written,
+)
 
 
 @final
@@ -398,14 +403,19 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
         self._messages.append(self._user_message(text))
         for _ in range(self._max_tool_rounds):
             reply = await self._request(self._messages)
-            self._messages.append(reply.message)
+            # What the model wrote goes back to it in the next request, and a lone surrogate in
+            # it (an id, a tool call's arguments text) would fail that request after the tools
+            # ran: the copy kept is :func:`sendable`, the tools get the model's own values.
+            self._messages.append(cast("MessageT", sendable(reply.message)))
             if not reply.tool_uses:
                 return reply.text
             results = [
                 ToolResult(use=use, content=await self._tools.call_json(use.name, use.arguments))
                 for use in reply.tool_uses
             ]
-            self._messages.extend(self._result_messages(results))
+            self._messages.extend(
+                cast("MessageT", sendable(message)) for message in self._result_messages(results)
+            )
         raise RuntimeError(
             f"the model was still calling tools after {self._max_tool_rounds} requests"
         )
@@ -426,36 +436,52 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
 MAX_MODEL_JSON_DEPTH: Final = 64
 """How deep a model API response may nest before deeper values are replaced (a tool's own
 arguments nest far less: deeper input gets the tool's ``too deep`` error either way)."""
-MAX_NUMBER_DIGITS: Final = 1_000
-"""The longest integer read from a model API response as a number; a longer one becomes text
-(which the tool refuses with its stable error)."""
 _TOO_DEEP: Final = b'"[nested too deep to read]"'
+_SHOWN_NUMBER_CHARS: Final = 24
+"""How much of a :class:`~session_schedule.tools.written.WrittenNumber` the copy sent back to
+the model shows."""
 
 
 def model_json(body: bytes) -> object:
     """A model API response body as JSON values, whatever the model put in it: values nested
     more than :data:`MAX_MODEL_JSON_DEPTH` deep are replaced by a string saying so
-    (:func:`~session_schedule.tools.nesting.clip_depth`, before any recursive reader), and
-    integers of more than :data:`MAX_NUMBER_DIGITS` digits are read as text. Lone surrogates
-    stay (the tools refuse them with their stable error; :func:`sendable` escapes them for the
-    copy that is sent back). Raises ``ValueError`` for a body that is not JSON."""
-    return json.loads(clip_depth(body, MAX_MODEL_JSON_DEPTH, _TOO_DEEP), parse_int=_bounded_int)
+    (:func:`~session_schedule.tools.nesting.clip_depth`, before any recursive reader), and a
+    number that no Python number holds as written (``1e400``, ``NaN``, more than
+    :data:`~session_schedule.tools.written.MAX_NUMBER_DIGITS` digits) is a
+    :class:`~session_schedule.tools.written.WrittenNumber`: a tool gets it back in JSON text
+    (:func:`tool_arguments`), and the copy sent back to the model holds it as a string
+    (:func:`sendable`), as no request can carry it as a number. Lone surrogates stay (the tools
+    refuse them with their stable error; :func:`sendable` escapes them for the copy that is sent
+    back). Raises ``ValueError`` for a body that is not JSON."""
+    return loads_as_written(clip_depth(body, MAX_MODEL_JSON_DEPTH, _TOO_DEEP), constants=True)
 
 
-def _bounded_int(text: str) -> int | str:
-    digits = text.lstrip("-")
-    if len(digits) > MAX_NUMBER_DIGITS:
-        return f"{text[:12]}… (a number of {len(digits)} digits)"
-    return int(text)
+def tool_arguments(value: object) -> object:
+    """The arguments of a tool call read by :func:`model_json`, as the tool gets them: the
+    values themselves, or, when they hold a
+    :class:`~session_schedule.tools.written.WrittenNumber`, JSON text with each number as the
+    model wrote it — so that the tool answers exactly as ``ScheduleTools.call`` does for that
+    text (``invalid_selector``: a number too large, or not JSON), instead of the turn failing on
+    a value that no request can carry."""
+    if not holds_written_number(value):
+        return value
+    return json_text(value)
+
+
+def _shown(number: WrittenNumber) -> str:
+    text = number.text
+    if len(text) <= _SHOWN_NUMBER_CHARS:
+        return text
+    return f"{text[:12]}… (a number written in {len(text)} characters)"
 
 
 def sendable(value: object) -> object:
     """``value`` (JSON values) with every lone surrogate in its strings, keys too, written as
-    ``\\uXXXX``, so that it encodes as UTF-8 in the next request; iterative."""
-    if isinstance(value, str):
-        return escape_unencodable(value)
+    ``\\uXXXX``, so that it encodes as UTF-8 in the next request, and every
+    :class:`WrittenNumber` as a string showing it (a request carries no such number);
+    iterative."""
     if not isinstance(value, dict | list):
-        return value
+        return _sendable_scalar(value)
     root: list[object] = [value]
     pending: list[tuple[object, list[object] | dict[str, object], object]] = [(value, root, 0)]
     while pending:
@@ -472,8 +498,16 @@ def sendable(value: object) -> object:
             _put(parent, slot, items)
             pending.extend((child, items, index) for index, child in enumerate(item))
         else:
-            _put(parent, slot, escape_unencodable(item) if isinstance(item, str) else item)
+            _put(parent, slot, _sendable_scalar(item))
     return root[0]
+
+
+def _sendable_scalar(value: object) -> object:
+    if isinstance(value, str):
+        return escape_unencodable(value)
+    if isinstance(value, WrittenNumber):
+        return _shown(value)
+    return value
 
 
 def _put(parent: list[object] | dict[str, object], slot: object, value: object) -> None:

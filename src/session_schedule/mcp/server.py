@@ -56,12 +56,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Protocol, Self, cast, final, get_args
@@ -74,7 +76,7 @@ require("mcp", purpose="the MCP server")  # before anything imports the SDK (or 
 
 import anyio
 from mcp import types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
@@ -89,7 +91,7 @@ from session_schedule.core.errors import ErrorCode, ScheduleError
 from session_schedule.core.framing import occurrence_keys
 from session_schedule.core.visible import frame_escape
 from session_schedule.mcp.agent import PullAgent
-from session_schedule.mcp.stdin import StdinLines, claimed_stdin, fd_reader
+from session_schedule.mcp.stdin import ARGUMENTS_TEXT, StdinLines, claimed_stdin, fd_reader
 from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.live import LiveSchedule, Settings
@@ -230,6 +232,7 @@ class ScheduleMcpServer:
                 on_subscriptions_listen=ListenHandler(self._bus),
                 on_set_logging_level=self._set_level,
             )
+        self.server.middleware.append(_arguments_as_text)
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized
         )
@@ -281,9 +284,11 @@ class ScheduleMcpServer:
     ) -> types.CallToolResult:
         self._remember(ctx)
         result: ToolResult | TakeResult
+        text_arguments = _ARGUMENTS_TEXT.get()
+        arguments = params.arguments if text_arguments is None else text_arguments
         if params.name == TAKE_TOOL:
             await self.acknowledge()
-            result = await self._take(params.arguments)
+            result = await self._take(arguments)
             if isinstance(result, TakeResult) and result.followup is not None:
                 if ctx.request_id is None:  # a request always has one
                     self._agent.requeue(result.followup)
@@ -297,7 +302,7 @@ class ScheduleMcpServer:
                     message=result.error.message,
                 )
         else:
-            result = await self._tools.call_typed(params.name, params.arguments)
+            result = await self._tools.call_typed(params.name, arguments)
             if isinstance(result, DeleteResult) and result.deleted:
                 await self._after_delete()
         # Hidden characters as JSON escapes, as in every tool result a model reads as text.
@@ -384,7 +389,12 @@ class ScheduleMcpServer:
 
     # -- taking ------------------------------------------------------------------------------
 
-    async def _take(self, arguments: Mapping[str, object] | None) -> TakeResult | ErrorResult:
+    async def _take(self, arguments: Mapping[str, object] | str | None) -> TakeResult | ErrorResult:
+        if isinstance(arguments, str):  # what the SDK would not have given (see _arguments_as_text)
+            return _error(
+                "invalid_selector",
+                f"{TAKE_TOOL} takes no arguments; call it with {{}}.",
+            )
         if arguments:
             given = ", ".join(f"`{key}`" for key in sorted(arguments))
             return _error(
@@ -662,6 +672,37 @@ def _frame_keys(text: str) -> list[str]:
     host reads, so a text taken from it (after a restart too) has its keys read back from the
     frame, where no prompt can forge one (a prompt is embedded on its own escaped line)."""
     return list(occurrence_keys(text))
+
+
+_ARGUMENTS_TEXT: ContextVar[str | None] = ContextVar("_ARGUMENTS_TEXT", default=None)
+"""The arguments of the ``tools/call`` being handled as JSON text, when the SDK could not have
+given them to the handler (see :func:`_arguments_as_text`)."""
+
+
+async def _arguments_as_text(
+    ctx: ServerRequestContext[None, object], call_next: CallNext
+) -> HandlerResult:
+    """Server middleware: a ``tools/call`` whose arguments the SDK would refuse before the
+    handler runs — not a JSON object (the SDK answers ``-32602`` "Invalid request parameters"),
+    or moved to :data:`~session_schedule.mcp.stdin.ARGUMENTS_TEXT` by the stdin reader (a lone
+    surrogate or a number out of range in them, which do not decode) — reaches the handler
+    without them, and the handler gives the tool their JSON text instead: the model gets the
+    tool's error (``isError: true``), as for any other mistake in its arguments."""
+    params = ctx.params
+    if ctx.method != "tools/call" or not isinstance(params, Mapping):
+        return await call_next(ctx)
+    text = params.get(ARGUMENTS_TEXT)
+    arguments = params.get("arguments")
+    if not isinstance(text, str):
+        if arguments is None or isinstance(arguments, Mapping):
+            return await call_next(ctx)
+        text = msgspec.json.encode(arguments).decode()  # the SDK decoded it: it encodes
+    rest = {key: item for key, item in params.items() if key not in {"arguments", ARGUMENTS_TEXT}}
+    token = _ARGUMENTS_TEXT.set(text)
+    try:
+        return await call_next(dataclasses.replace(ctx, params=rest))
+    finally:
+        _ARGUMENTS_TEXT.reset(token)
 
 
 def _error(code: ErrorCode, message: str) -> ErrorResult:

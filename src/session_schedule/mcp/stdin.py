@@ -17,6 +17,12 @@ itself:
   error) for what does not decode, ``-32600`` (invalid request) for the rest, with the request's
   ``id`` when one could be read and ``null`` otherwise, as JSON-RPC 2.0 says. A notification
   (no ``id``) that does not decode as one gets no answer, as notifications never do.
+
+  One exception: a ``tools/call`` request that does not decode only because of its
+  ``arguments`` — a lone surrogate escape (a broken emoji a model wrote) or a number out of
+  range (``1e400``) in them — is the model's mistake, which the model must hear about as the
+  tool's error. Such a line reaches the SDK rewritten (:func:`arguments_as_text`): the
+  arguments as JSON text under :data:`ARGUMENTS_TEXT`, which the server hands to the tool.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Final, final
 
@@ -34,6 +41,7 @@ from mcp import types
 
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.tools.nesting import json_depth
+from session_schedule.tools.written import holds_written_number, json_text, loads_as_written
 
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest line read (a message, its newline excluded); a longer one is answered -32600."""
@@ -42,6 +50,14 @@ MAX_DEPTH: Final = 64
 READ_BYTES: Final = 65536
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
+ARGUMENTS_TEXT: Final = f"session-schedule/arguments-text-{secrets.token_hex(8)}"
+"""The ``tools/call`` params key under which :func:`arguments_as_text` puts the arguments as
+JSON text. It holds a random part, drawn once per process, so that no client can send it."""
+_OUT_OF_RANGE: Final = "a number in the message is out of range; send smaller numbers."
+_NOT_JSON: Final = (
+    "the message is not valid JSON (a lone surrogate escape, say); send one JSON-RPC message "
+    "per line."
+)
 
 _encoder = msgspec.json.Encoder()
 
@@ -180,14 +196,13 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
         )
     try:
         value = msgspec.json.decode(line)
-    except msgspec.ValidationError:
-        return _refused(line, "a number in the message is out of range; send smaller numbers.")
-    except (msgspec.DecodeError, RecursionError):
-        return _refused(
-            line,
-            "the message is not valid JSON (a lone surrogate escape, say); send one JSON-RPC "
-            "message per line.",
-        )
+    except (msgspec.DecodeError, RecursionError) as error:
+        rewritten = arguments_as_text(text)
+        if rewritten is None:
+            out_of_range = isinstance(error, msgspec.ValidationError)
+            return _refused(line, _OUT_OF_RANGE if out_of_range else _NOT_JSON)
+        line, text = rewritten, rewritten.decode()
+        value = msgspec.json.decode(line)
     if isinstance(value, list):
         return None, _error(
             None,
@@ -219,6 +234,37 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
             "the message is not a valid JSON-RPC 2.0 request; send jsonrpc, id, method and params.",
         )
     return text, None
+
+
+def arguments_as_text(text: str) -> bytes | None:
+    """``text``, a ``tools/call`` request that msgspec refuses only for what its ``arguments``
+    hold — a lone surrogate escape, a number out of range — with the arguments moved to
+    :data:`ARGUMENTS_TEXT` as JSON text (numbers as written, lone surrogates as their escapes:
+    the tool answers as ``ScheduleTools.call`` does for that text); ``None`` for any other line
+    (not JSON — ``NaN`` is not —, not such a request, or the rest of it holding one too).
+
+    ``text`` is at most :data:`MAX_DEPTH` deep (checked before), so the standard library's
+    decoder, which reads lone surrogates, does not recurse far."""
+    try:
+        value = loads_as_written(text, constants=False)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or value.get("method") != "tools/call":
+        return None
+    if type(value.get("id")) not in {str, int}:
+        return None  # a notification, or an id no answer can carry: refused as before
+    params = value.get("params")
+    if not isinstance(params, dict) or "arguments" not in params:
+        return None
+    rest = {key: item for key, item in params.items() if key != "arguments"}
+    rest[ARGUMENTS_TEXT] = json_text(params["arguments"])
+    message = {**value, "params": rest}
+    if holds_written_number(message):
+        return None
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError:  # a lone surrogate outside the arguments
+        return None
 
 
 def _error(request_id: str | int | None, code: int, message: str) -> str:
