@@ -47,6 +47,7 @@ from session_schedule.session import (
     user_message,
 )
 from session_schedule.session.codec import Source
+from session_schedule.session.jsonl import files as jsonl_files
 from session_schedule.session.jsonl import opening as jsonl_opening
 from session_schedule.session.jsonl import store as jsonl_store
 from session_schedule.session.lines import Scan
@@ -348,6 +349,32 @@ def test_sessions_reports_an_unreadable_header_beside_the_others(
     assert run(data, "sessions") == 0
     out = capsys.readouterr().out
     assert f"{OTHER}   ?" in out
+
+
+def test_sessions_lists_a_file_it_may_not_read_beside_the_others(
+    data: Path,
+    session: SessionId,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_session(data, OTHER)
+    opening = jsonl_files.open_session_file
+
+    def refusing(path: Path, flags: int, source: Source) -> int:
+        if path.name == f"{OTHER}.jsonl":  # as a file of mode 000 is to its non-root owner
+            raise PermissionError(13, "Permission denied", str(path))
+        return opening(path, flags, source)
+
+    monkeypatch.setattr(jsonl_opening, "open_session_file", refusing)
+    assert run(data, "sessions", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in rows] == [session, OTHER]
+    assert rows[0]["problem"] is None
+    assert rows[1]["createdAt"] is None
+    assert rows[1]["problem"] == (
+        f"session {OTHER} cannot be read: {OTHER}.jsonl could not be opened or read (Permission "
+        "denied); check the file's owner and permissions, and the disk"
+    )
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

@@ -191,3 +191,54 @@ def test_the_old_chat_store_words_still_name_the_data_directorys_files(
     assert f"store: sqlite:{tmp_path / 'sessions.db'}\n" in out
     assert f"--store sqlite:{tmp_path / 'sessions.db'} chat s_" in out
     assert (tmp_path / "sessions.db").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["check", SESSION], ["show", SESSION], ["list", SESSION], ["sessions"], ["host"]],
+    ids=" ".join,
+)
+def test_a_damaged_sqlite_database_is_exit_5_with_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    path = tmp_path / "s.db"
+    asyncio.run(_build(f"sqlite:{path}"))
+    with path.open("r+b") as file:
+        file.truncate(8192)
+    code, out, err = _run(capsys, *argv, "--store", f"sqlite:{path}")
+    concerning = f"session {SESSION} cannot be read: " if len(argv) > 1 else ""
+    assert (code, out) == (5, "")
+    assert err == (
+        f"session-schedule: {concerning}the SQLite database {path} is damaged (database disk "
+        "image is malformed); it was left untouched for inspection — recover what it holds "
+        f"with `sqlite3 {path} .recover`, or restore it from a backup\n"
+    )
+
+
+@pytest.mark.parametrize("argv", [["check", SESSION], ["sessions"]], ids=" ".join)
+def test_a_directory_named_as_a_sqlite_database_is_exit_6(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    path = tmp_path / "s.db"
+    path.mkdir()
+    code, out, err = _run(capsys, *argv, "--store", f"sqlite:{path}")
+    concerning = f"session {SESSION} is out of reach: " if len(argv) > 1 else ""
+    assert (code, out) == (6, "")
+    assert err == (
+        f"session-schedule: {concerning}the SQLite database {path} cannot be used (it is a "
+        "directory, not a database file); check the file, its directory and the disk, then try "
+        "again\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv", [["sessions"], ["check", SESSION], ["list", SESSION]], ids=" ".join
+)
+def test_a_file_named_as_a_jsonl_store_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a directory\n")
+    code, out, err = _run(capsys, *argv, "--store", f"jsonl:{path}")
+    assert (code, out) == (6, "")
+    assert err == f"session-schedule: [Errno 20] it is not a directory: '{path}'\n"

@@ -528,3 +528,146 @@ async def test_closing_the_last_session_leaves_the_store_no_connection(tmp_path:
     assert not Path(f"{where}-shm").exists()
     snapshot = await store.read(SID)
     assert payloads(snapshot.entries) == [("message", turn(2))]
+
+
+def damage_page(store: SqliteSessionStore, name: str, count: int | None = None) -> None:
+    """XOR the last ``count`` bytes (all, when ``None``) of the root page of table or index
+    ``name`` in the database file, as a disk that returns wrong bytes would leave them."""
+    with connect(store) as connection:
+        found = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,))
+        root = found.fetchone()[0]
+        size = connection.execute("PRAGMA page_size").fetchone()[0]
+    length = size if count is None else count
+    with store.path.open("r+b") as file:
+        file.seek(root * size - length)
+        damaged = bytes(byte ^ 0x55 for byte in file.read(length))
+        file.seek(root * size - length)
+        file.write(damaged)
+
+
+def recover_advice(store: SqliteSessionStore) -> str:
+    return (
+        f"; it was left untouched for inspection — recover what it holds with "
+        f"`sqlite3 {store.path} .recover`, or restore it from a backup"
+    )
+
+
+class TestDamagedDatabase:
+    """Damage SQLite itself finds in the file is ``SessionCorrupt``, any other failure of the
+    database a ``SessionError``: never a bare ``sqlite3`` error."""
+
+    @contract_test
+    async def test_a_truncated_database_is_corrupt_for_every_use(
+        self, store: SqliteSessionStore
+    ) -> None:
+        await make_good_session(store)
+        with store.path.open("r+b") as file:
+            file.truncate(8192)
+        damaged = f"the SQLite database {store.path} is damaged (database disk image is malformed)"
+        for attempt in (store.open, store.read, lambda sid: store.fork(sid, at=0, now=NOW)):
+            with pytest.raises(SessionCorrupt) as caught:
+                await attempt(SID)
+            assert str(caught.value) == f"session {SID} cannot be read: {damaged}" + (
+                recover_advice(store)
+            )
+        for listing in (store.scan, store.list, lambda: store.due_sessions(NOW)):
+            with pytest.raises(SessionCorrupt) as caught:
+                await listing()
+            assert str(caught.value) == damaged + recover_advice(store)
+        other = SessionId("s_bbbbbbbbbbbb")
+        with pytest.raises(SessionCorrupt) as caught:
+            await store.create(now=NOW, session_id=other)
+        assert str(caught.value) == f"session {other} cannot be read: {damaged}" + (
+            recover_advice(store)
+        )
+
+    @contract_test
+    async def test_a_file_that_is_not_a_database(self, store: SqliteSessionStore) -> None:
+        store.path.write_bytes(b"not a database, but long enough to hold its header. " * 100)
+        with pytest.raises(SessionCorrupt) as caught:
+            await store.open(SID)
+        assert str(caught.value) == (
+            f"session {SID} cannot be read: the SQLite database {store.path} is damaged (SQLite "
+            "does not take it for a database: its first page is damaged, or it is another kind "
+            f"of file){recover_advice(store)}"
+        )
+
+    @pytest.mark.parametrize("table", ["checkpoints", "next_targets_by_target"])
+    @contract_test
+    async def test_unreadable_pages_of_derived_data_are_reported_not_skipped(
+        self, store: SqliteSessionStore, table: str
+    ) -> None:
+        await make_good_session(store)
+        damage_page(store, table)
+        damaged = f"the SQLite database {store.path} is damaged (database disk image is malformed)"
+        if table == "checkpoints":
+            with pytest.raises(SessionCorrupt) as caught:
+                await store.open(SID)
+            assert str(caught.value) == f"session {SID} cannot be read: {damaged}" + (
+                recover_advice(store)
+            )
+        else:
+            with pytest.raises(SessionCorrupt) as caught:
+                await store.due_sessions(parse_instant("2100-01-01T00:00:00.000Z"))
+            assert str(caught.value) == damaged + recover_advice(store)
+
+    @contract_test
+    async def test_a_damaged_index_of_sessions_is_not_a_missing_session(
+        self, store: SqliteSessionStore
+    ) -> None:
+        await make_good_session(store)
+        # Cells that point past their page: a lookup finds nothing rather than failing.
+        damage_page(store, "sqlite_autoindex_sessions_1", 64)
+        for attempt in (store.open, store.read):
+            with pytest.raises(SessionCorrupt) as caught:
+                await attempt(SID)
+            assert str(caught.value) == (
+                f"session {SID} cannot be read: the SQLite database {store.path} is damaged (its "
+                "table of sessions does not verify: On tree page 3 cell 0: Extends off end of "
+                f"page){recover_advice(store)}"
+            )
+
+    @contract_test
+    async def test_a_session_missing_from_a_sound_database_is_not_found(
+        self, store: SqliteSessionStore
+    ) -> None:
+        await make_good_session(store)
+        with pytest.raises(SessionNotFound):
+            await store.open(SessionId("s_bbbbbbbbbbbb"))
+
+    @contract_test
+    async def test_a_directory_in_the_databases_place(self, tmp_path: Path) -> None:
+        (tmp_path / "sessions.db").mkdir()
+        store = SqliteSessionStore(tmp_path / "sessions.db")
+        with pytest.raises(SessionError) as caught:
+            await store.open(SID)
+        assert type(caught.value) is SessionError
+        assert str(caught.value) == (
+            f"session {SID} is out of reach: the SQLite database {store.path} cannot be used "
+            "(it is a directory, not a database file); check the file, its directory and the "
+            "disk, then try again"
+        )
+
+    @contract_test
+    async def test_a_failing_database_is_a_storage_failure(
+        self, store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        await make_good_session(store)
+
+        def failing(path: Path, *, create: bool) -> sqlite3.Connection:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(sqlite_module, "_connect", failing)
+        with pytest.raises(SessionError) as caught:
+            await store.read(SID)
+        assert type(caught.value) is SessionError
+        assert str(caught.value) == (
+            f"session {SID} is out of reach: the SQLite database {store.path} cannot be used "
+            "(disk I/O error); check the file, its directory and the disk, then try again"
+        )
+        with pytest.raises(SessionError) as caught:
+            await store.due_sessions(NOW)
+        assert str(caught.value) == (
+            f"the SQLite database {store.path} cannot be used (disk I/O error); check the file, "
+            "its directory and the disk, then try again"
+        )

@@ -118,6 +118,40 @@ def not_a_regular_file(session_id: str, name: str, kind: str) -> SessionCorrupt:
     )
 
 
+def database_damaged(session_id: str, place: str, problem: str) -> SessionCorrupt:
+    """SQLite found the database file damaged (or not a database at all) while reading it:
+    the whole store is concerned, not one session's rows, and only SQLite's own tools repair
+    it."""
+    concerning = f"session {session_id} cannot be read: " if session_id else ""
+    return SessionCorrupt(
+        session_id,
+        f"{concerning}the SQLite database {place} is damaged ({problem}); it was left untouched "
+        f"for inspection — recover what it holds with `sqlite3 {place} .recover`, or restore it "
+        "from a backup",
+    )
+
+
+def database_unusable(session_id: str, place: str, problem: str) -> SessionError:
+    """The database could not be used for a reason other than damage (an I/O error, a lock
+    held too long, a file that cannot be opened): a storage failure, worth trying again."""
+    concerning = f"session {session_id} is out of reach: " if session_id else ""
+    return SessionError(
+        session_id,
+        f"{concerning}the SQLite database {place} cannot be used ({problem}); check the file, "
+        "its directory and the disk, then try again",
+    )
+
+
+def unreadable_session_file(session_id: str, name: str, reason: str) -> SessionError:
+    """A session's file that could not be read at all (its permissions, an I/O error): a storage
+    failure, not damage to what it holds."""
+    return SessionError(
+        session_id,
+        f"session {session_id} cannot be read: {name} could not be opened or read ({reason}); "
+        "check the file's owner and permissions, and the disk",
+    )
+
+
 def session_closed(session_id: str) -> SessionClosed:
     return SessionClosed(session_id, f"session {session_id} is closed; open it again to use it")
 

@@ -47,7 +47,7 @@ from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.core.records import InstantField, RecordStatus, ScheduleRecord
-from session_schedule.session.errors import SessionCorrupt
+from session_schedule.session.errors import SessionError
 from session_schedule.session.ids import SESSION_ID_PATTERN, SessionId
 
 if TYPE_CHECKING:
@@ -170,8 +170,10 @@ class SessionListing(NamedTuple):
 
     headers: tuple[SessionHeader, ...]
     """By creation instant, then id."""
-    problems: tuple[SessionCorrupt, ...]
-    """One error per session whose header could not be read, by id."""
+    problems: tuple[SessionError, ...]
+    """One error per session whose header could not be read, by id: ``SessionCorrupt`` for
+    stored bytes that are not a header, a plain ``SessionError`` for a file that could not be
+    read at all (its permissions, an I/O error)."""
 
 
 class SessionHandle(Protocol):
@@ -292,7 +294,8 @@ class SessionStore(Protocol):
     async def list(self) -> tuple[SessionHeader, ...]:
         """The headers of every stored session, by creation instant, then id.
 
-        Raises ``SessionCorrupt`` for the first session whose header cannot be read.
+        Raises ``SessionCorrupt`` for the first session whose header cannot be read (a plain
+        ``SessionError`` when its file cannot be read at all).
         """
         ...
 
@@ -337,7 +340,7 @@ def make_header(
     )
 
 
-def listing(headers: list[SessionHeader], problems: list[SessionCorrupt]) -> SessionListing:
+def listing(headers: list[SessionHeader], problems: Sequence[SessionError]) -> SessionListing:
     """The listing of ``headers`` and ``problems``, each in its documented order."""
     return SessionListing(
         tuple(sorted(headers, key=lambda header: (header.created_at, header.id))),

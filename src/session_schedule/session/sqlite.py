@@ -78,7 +78,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias, final
 
@@ -89,6 +89,8 @@ from session_schedule.session.codec import Source, check_seed_length, decode_hea
 from session_schedule.session.commit_lane import CommitLane
 from session_schedule.session.errors import (
     SessionError,
+    database_damaged,
+    database_unusable,
     session_busy,
     session_exists,
     session_not_found,
@@ -164,6 +166,8 @@ _RANGE: Final = (
     "SELECT position, type, data FROM entries"
     " WHERE session_id = ? AND position >= ? AND position < ? ORDER BY position"
 )
+_PROBLEMS_SHOWN: Final = 3
+"""How many of the problems ``PRAGMA quick_check`` lists an error message quotes."""
 CHUNK: Final = 1024
 """How many entries before those held in memory are read from the database at once."""
 _INSERT: Final = "INSERT INTO entries (session_id, position, type, data) VALUES (?, ?, ?, ?)"
@@ -386,17 +390,18 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> _Opened:
-            shared = _share(db.path, create=True)
-            return _guarded(
-                shared,
-                lambda: _create(
-                    db,
+            with _failures(db, chosen or ""):
+                shared = _share(db.path, create=True)
+                return _guarded(
                     shared,
-                    chosen,
-                    lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0),
-                    _insert_session,
-                ),
-            )
+                    lambda: _create(
+                        db,
+                        shared,
+                        chosen,
+                        lambda new_id: make_header(new_id, now=now, parent_id=None, seed_length=0),
+                        _insert_session,
+                    ),
+                )
 
         return await _own(job, self._lane)
 
@@ -405,8 +410,9 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> _Opened:
-            shared = _share_existing(db, checked)
-            return _guarded(shared, lambda: _open(db, shared, checked))
+            with _failures(db, checked):
+                shared = _share_existing(db, checked)
+                return _guarded(shared, lambda: _open(db, shared, checked))
 
         return await _own(job, self._lane)
 
@@ -423,8 +429,9 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> _Opened:
-            shared = _share_existing(db, parent)
-            return _guarded(shared, lambda: _fork(db, shared, parent, at, now, chosen))
+            with _failures(db, parent):
+                shared = _share_existing(db, parent)
+                return _guarded(shared, lambda: _fork(db, shared, parent, at, now, chosen))
 
         return await _own(job, self._lane)
 
@@ -433,11 +440,12 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> SessionSnapshot:
-            connection = _connect_existing(db, checked)
-            try:
-                loaded = _load(db, connection, checked)
-            finally:
-                connection.close()
+            with _failures(db, checked):
+                connection = _connect_existing(db, checked)
+                try:
+                    loaded = _load(db, connection, checked)
+                finally:
+                    connection.close()
             return SessionSnapshot(loaded.header, tuple(loaded.entries))
 
         return await asyncio.to_thread(job)
@@ -493,7 +501,7 @@ def _open(db: _Database, shared: _Shared, session_id: SessionId) -> _Opened:
     connection, owners = shared.connection, db.owners
     with shared.lock:
         if not _exists(connection, session_id):
-            raise session_not_found(session_id, db.place)
+            raise _missing(db, connection, session_id)
         _lock(db, session_id)
         try:
             connection.execute("BEGIN")
@@ -563,7 +571,7 @@ def _verified_checkpoint(
         "SELECT header FROM sessions WHERE id = ?", (session_id,)
     ).fetchone()
     if header_row is None:
-        raise session_not_found(session_id, db.place)
+        raise _missing(db, connection, session_id)
     header_bytes = _stored_bytes(header_row[0])
     header = decode_header(header_bytes, source)
     last = connection.execute(_ROW, (session_id, found.entries - 1)).fetchone()
@@ -592,11 +600,12 @@ def _read_range(db: _Database, session_id: SessionId, begin: int, end: int) -> l
     """Entries ``begin … end-1`` of an open session, strictly decoded, from a connection of
     their own (the session's connection belongs to its thread)."""
     source = db.source(session_id)
-    connection = _connect(db.path, create=False)
-    try:
-        rows = connection.execute(_RANGE, (session_id, begin, end)).fetchall()
-    finally:
-        connection.close()
+    with _failures(db, session_id):
+        connection = _connect(db.path, create=False)
+        try:
+            rows = connection.execute(_RANGE, (session_id, begin, end)).fetchall()
+        finally:
+            connection.close()
     return stores.decode_range(_stored_rows(rows), begin, end, source)
 
 
@@ -768,28 +777,30 @@ def _insert_fork(
 
 
 def _scan(db: _Database) -> SessionListing:
-    try:
-        connection = _connect(db.path, create=False)
-    except FileNotFoundError:
-        return listing([], [])
-    try:
-        rows = connection.execute("SELECT id, header FROM sessions").fetchall()
-    finally:
-        connection.close()
+    with _failures(db):
+        try:
+            connection = _connect(db.path, create=False)
+        except FileNotFoundError:
+            return listing([], [])
+        try:
+            rows = connection.execute("SELECT id, header FROM sessions").fetchall()
+        finally:
+            connection.close()
     return stores.header_listing(
         (db.source(_stored_text(session_id)), _stored_bytes(header)) for session_id, header in rows
     )
 
 
 def _due(db: _Database, before: Instant, limit: int) -> tuple[DueSession, ...]:
-    try:
-        connection = _connect(db.path, create=False)
-    except FileNotFoundError:
-        return ()
-    try:
-        rows = connection.execute(_DUE, (before, limit)).fetchall()
-    finally:
-        connection.close()
+    with _failures(db):
+        try:
+            connection = _connect(db.path, create=False)
+        except FileNotFoundError:
+            return ()
+        try:
+            rows = connection.execute(_DUE, (before, limit)).fetchall()
+        finally:
+            connection.close()
     return tuple(
         DueSession(SessionId(_stored_text(session_id)), Instant(target))
         for session_id, target in rows
@@ -889,6 +900,53 @@ def _upgrade(connection: sqlite3.Connection, path: Path) -> None:
         raise
 
 
+@contextmanager
+def _failures(db: _Database, session_id: str = "") -> Iterator[None]:
+    """Raise sqlite3's errors as the session layer's, naming ``session_id`` (none: the whole
+    store): damage SQLite finds in the file (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``) as
+    ``SessionCorrupt`` — pages of derived data (the index, checkpoints) included, for SQLite
+    cannot read past them and nothing here can rebuild them in place — and any other failure
+    (an I/O error, a lock held too long, a file that cannot be opened) as ``SessionError``.
+    Misuse of the driver (``ProgrammingError``, ``InterfaceError``) is a bug, and passes."""
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise
+    except sqlite3.Error as error:
+        code = getattr(error, "sqlite_errorcode", 0) & 0xFF  # the primary code
+        if code == sqlite3.SQLITE_NOTADB:
+            problem = (
+                "SQLite does not take it for a database: its first page is damaged, "
+                "or it is another kind of file"
+            )
+            raise database_damaged(session_id, db.place, problem) from error
+        if code == sqlite3.SQLITE_CORRUPT:
+            raise database_damaged(session_id, db.place, str(error)) from error
+        problem = str(error)
+        if code == sqlite3.SQLITE_CANTOPEN and db.path.is_dir():
+            problem = "it is a directory, not a database file"
+        raise database_unusable(session_id, db.place, problem) from error
+
+
+def _missing(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> SessionError:
+    """The error for a session the ``sessions`` table does not find: ``SessionNotFound``, unless
+    a check of that table and its index (``PRAGMA quick_check``, run only here: opens stay fast)
+    finds them damaged — a lookup through a damaged index can miss a row that is there."""
+    found = connection.execute("PRAGMA quick_check(sessions)").fetchall()
+    problems = [
+        line.strip()
+        for row in found
+        for line in _stored_text(row[0]).splitlines()
+        if line.strip() and not line.startswith("***")  # "*** in database main ***"
+    ]
+    if problems == ["ok"]:
+        return session_not_found(session_id, db.place)
+    shown = "; ".join(problems[:_PROBLEMS_SHOWN])
+    if len(problems) > _PROBLEMS_SHOWN:
+        shown += f"; {len(problems) - _PROBLEMS_SHOWN} more"
+    return database_damaged(session_id, db.place, f"its table of sessions does not verify: {shown}")
+
+
 def _exists(connection: sqlite3.Connection, session_id: SessionId) -> bool:
     found = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
     return found is not None
@@ -919,7 +977,7 @@ def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: Sessio
         (session_id,),
     ).fetchall()
     if found is None:
-        raise session_not_found(session_id, db.place)
+        raise _missing(db, connection, session_id)
     header = decode_header(_stored_bytes(found[0]), source)
     entries = stores.decode_rows(_stored_rows(rows), 0, source)
     check_seed_length(header, len(entries), source)

@@ -44,9 +44,11 @@ from session_schedule.session.codec import Source
 from session_schedule.session.descriptors import CachedDescriptor, DescriptorCache
 from session_schedule.session.errors import (
     SessionCorrupt,
+    SessionError,
     SessionNotFound,
     persistence_uncertain,
     session_busy,
+    unreadable_session_file,
 )
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.ids import SessionId, parse_session_id
@@ -317,7 +319,7 @@ def scan_directory(data_dir: Path) -> SessionListing:
     if not data_dir.is_dir():
         return listing([], [])
     headers: list[SessionHeader] = []
-    problems: list[SessionCorrupt] = []
+    problems: list[SessionError] = []
     for path in data_dir.iterdir():
         session_id = parse_session_id(path.name.removesuffix(SUFFIX))
         if session_id is None or not path.name.endswith(SUFFIX):
@@ -329,6 +331,10 @@ def scan_directory(data_dir: Path) -> SessionListing:
             continue
         except SessionCorrupt as problem:
             problems.append(problem)
+        except OSError as error:  # one file this user may not read: the others are listed
+            problems.append(
+                unreadable_session_file(session_id, path.name, error.strerror or str(error))
+            )
     return listing(headers, problems)
 
 

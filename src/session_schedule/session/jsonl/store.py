@@ -29,6 +29,7 @@ discipline of :mod:`.files`. What the store itself keeps:
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import stat
@@ -70,6 +71,7 @@ from session_schedule.session.port import (
     listed,
     make_header,
 )
+from session_schedule.session.private import NotPrivateFile
 from session_schedule.session.targets import check_limit, next_target_of
 from session_schedule.session.worker import Worker
 
@@ -125,7 +127,9 @@ class JsonlSessionStore:
         self._owning = Owning(self._owners, self._descriptors)
 
     def check_directory(self) -> None:
-        """Log a warning when others than its owner may write the data directory.
+        """Log a warning when others than its owner may write the data directory; raise
+        ``NotPrivateFile`` when it is not a directory (a regular file named as the store must
+        not read as an empty store), as creating a session there does.
 
         Whoever can write the data directory can plant or replace session files (a symbolic
         link, a FIFO, another session's file), so it should be private (mode ``0700``, as the
@@ -135,9 +139,12 @@ class JsonlSessionStore:
             if self._directory_checked:
                 return
             try:
-                mode = stat.S_IMODE(self._dir.stat().st_mode)
+                status = self._dir.stat()
             except FileNotFoundError:
                 return
+            if not stat.S_ISDIR(status.st_mode):
+                raise NotPrivateFile(errno.ENOTDIR, "it is not a directory", str(self._dir))
+            mode = stat.S_IMODE(status.st_mode)
             self._directory_checked = True
         if mode & 0o022:
             _log.warning(
