@@ -4,9 +4,11 @@ reads the same through every operator command, and the chat's hints name the sto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +18,12 @@ from session_schedule.cli import reading
 from session_schedule.cli.main import main
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import SessionId, user_message
-from session_schedule.session.location import opened_store, parse_store_url
+from session_schedule.session.location import (
+    PostgresLocation,
+    SqliteLocation,
+    opened_store,
+    parse_store_url,
+)
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 
@@ -107,6 +114,54 @@ def test_every_operator_command_reads_every_store_alike(
     code, out, err = _run(capsys, *argv[:1], "--store", url, *argv[1:])
     assert (code, err) == (0, "")
     assert out == expected
+
+
+def _edit_row(url: str, position: int, old: str, new: str) -> None:
+    """Replace ``old`` with ``new`` in the stored row ``position`` of the session, by hand."""
+    location = parse_store_url(url)
+    if isinstance(location, SqliteLocation):
+        with contextlib.closing(sqlite3.connect(location.path)) as connection, connection:
+            connection.execute(
+                "UPDATE entries SET data = replace(data, ?, ?) WHERE position = ?",
+                (old, new, position),
+            )
+        return
+    assert isinstance(location, PostgresLocation)
+    from tests.postgres import execute  # noqa: PLC0415 - needs psycopg
+
+    execute(
+        location.dsn,
+        f"UPDATE {location.schema}.entries SET data = convert_to(replace("
+        "convert_from(data, 'UTF8'), %s, %s), 'UTF8') WHERE position = %s",
+        old,
+        new,
+        position,
+    )
+
+
+@pytest.mark.parametrize("url", ["sqlite", "postgresql"], indirect=True)
+def test_check_finds_a_row_edited_by_hand_under_the_checkpoint(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows carry no checksum and an open from the checkpoint does not fold the rows it
+    covers: a reminder's prompt edited there once passed as sound while the live schedule
+    still delivered the checkpoint's."""
+    _edit_row(url, 2, "hourly check", "hourly chore")
+    code, out, _ = _run(capsys, "--store", url, "list", SESSION)
+    assert (code, "hourly chore" in out) == (0, True)
+    code, out, err = _run(capsys, "--store", url, "check", SESSION)
+    delete = (
+        "DELETE FROM checkpoints"
+        if url.startswith("sqlite:")
+        else f'DELETE FROM "{url.rpartition("schema=")[2]}".checkpoints'
+    )
+    assert (code, out) == (5, "")
+    assert err == (
+        f"session-schedule: session {SESSION} has derived data that contradicts its log: its "
+        "checkpoint (its row in the checkpoints table) is bound to its log but does not say "
+        "what the log says (its active reminders are not the log's); delete the checkpoint "
+        f"({delete} WHERE session_id = '{SESSION}'; it is rebuilt from the log)\n"
+    )
 
 
 def test_sessions_lists_the_sessions_of_any_store(

@@ -32,6 +32,7 @@ from session_schedule.session import (
     SessionError,
     SessionHandle,
     SessionId,
+    SessionNotFound,
     SessionSnapshot,
     SessionStore,
     user_message,
@@ -650,6 +651,64 @@ class TestSchemaAndDamage:
                 f"session {SID} is corrupt at its header ({place}): "
                 f"object missing required field `format`{UNTOUCHED}"
             ]
+
+    @contract_test
+    async def test_a_row_edited_by_hand_under_a_checkpoint_is_found_by_check(
+        self, dsn: str, schema: str
+    ) -> None:
+        """Rows carry no checksum: a covered row other than the last, edited by hand, still
+        decodes and leaves the checkpoint bound, so opening the session believes the
+        checkpoint's reminders while every read shows the row's. ``check``'s reading compares
+        the checkpoint with the fold of every row and says so."""
+
+        def edit(position: int, old: str, new: str) -> None:
+            execute(
+                dsn,
+                f"UPDATE {schema}.entries SET data = convert_to(replace("
+                "convert_from(data, 'UTF8'), %s, %s), 'UTF8') WHERE position = %s",
+                old,
+                new,
+                position,
+            )
+
+        async with PostgresSessionStore(dsn, schema=schema) as store:
+            async with await store.create(now=NOW, session_id=SID) as handle:
+                handle.append("schedule/change", schedule_create(1))
+                handle.append("schedule/change", schedule_create(2))
+                handle.append("message", turn(2))
+                await handle.barrier()
+            sound = await store.checked_read(SID)
+            assert (sound.snapshot, sound.problems) == (await store.read(SID), ())
+            edit(0, "reminder 1", "reminder X")
+            async with await store.open(SID) as handle:
+                assert handle.resume is not None
+                assert [record.prompt for record in handle.resume.records] == [
+                    "reminder 1",
+                    "reminder 2",
+                ]
+                assert "reminder X" in str(handle.entries[0].payload)
+            edited = await store.checked_read(SID)
+            assert edited.snapshot == await store.read(SID)
+            assert [record.prompt for record in edited.state.by_creation()] == [
+                "reminder X",
+                "reminder 2",
+            ]
+            assert edited.problems == (
+                "its checkpoint (its row in the checkpoints table) is bound to its log but does "
+                "not say what the log says (its active reminders are not the log's); delete the "
+                f"checkpoint (DELETE FROM \"{schema}\".checkpoints WHERE session_id = '{SID}'; "
+                "it is rebuilt from the log)",
+            )
+            execute(dsn, f"DELETE FROM {schema}.checkpoints WHERE session_id = %s", SID)
+            assert (await store.checked_read(SID)).problems == ()
+            async with await store.open(SID) as handle:
+                assert handle.resume is None
+            assert (await store.checked_read(SID)).problems == ()
+            # An edit of the last covered row unbinds the checkpoint: it would not be used.
+            edit(2, "turn 2", "turn X")
+            assert (await store.checked_read(SID)).problems == ()
+            with pytest.raises(SessionNotFound):
+                await store.checked_read(SessionId("s_bbbbbbbbbbbb"))
 
 
 async def _read(dsn: str, schema: str, session_id: SessionId) -> SessionSnapshot:

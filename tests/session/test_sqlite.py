@@ -485,6 +485,65 @@ class TestCorruption:
             f"- at `$.format`{UNTOUCHED}"
         ]
 
+    @contract_test
+    async def test_a_row_edited_by_hand_under_a_checkpoint_is_found_by_check(
+        self, store: SqliteSessionStore
+    ) -> None:
+        """Rows carry no checksum: a covered row other than the last, edited by hand, still
+        decodes and leaves the checkpoint bound, so opening the session believes the
+        checkpoint's reminders while every read shows the row's. ``check``'s reading compares
+        the checkpoint with the fold of every row and says so."""
+        async with await store.create(now=NOW, session_id=SID) as handle:
+            handle.append("schedule/change", schedule_create(1))
+            handle.append("schedule/change", schedule_create(2))
+            handle.append("message", turn(2))
+            await handle.barrier()
+        sound = await store.checked_read(SID)
+        assert (sound.snapshot, sound.problems) == (await store.read(SID), ())
+        assert [record.prompt for record in sound.state.by_creation()] == [
+            "reminder 1",
+            "reminder 2",
+        ]
+        self._execute(
+            store,
+            "UPDATE entries SET data = replace(data, 'reminder 1', 'reminder X') "
+            "WHERE position = 0",
+        )
+        async with await store.open(SID) as handle:
+            assert handle.resume is not None
+            assert [record.prompt for record in handle.resume.records] == [
+                "reminder 1",
+                "reminder 2",
+            ]
+            assert "reminder X" in str(handle.entries[0].payload)
+        edited = await store.checked_read(SID)
+        assert edited.snapshot == await store.read(SID)
+        assert [record.prompt for record in edited.state.by_creation()] == [
+            "reminder X",
+            "reminder 2",
+        ]
+        assert edited.problems == (
+            "its checkpoint (its row in the checkpoints table) is bound to its log but does not "
+            "say what the log says (its active reminders are not the log's); delete the "
+            f"checkpoint (DELETE FROM checkpoints WHERE session_id = '{SID}'; it is rebuilt from "
+            "the log)",
+        )
+        self._execute(store, f"DELETE FROM checkpoints WHERE session_id = '{SID}'")
+        assert (await store.checked_read(SID)).problems == ()
+        async with await store.open(SID) as handle:
+            assert handle.resume is None
+        assert (await store.checked_read(SID)).problems == ()  # the new one says what the log says
+        # An edit of the last covered row unbinds the checkpoint: it would not be used, so it is
+        # no problem (the session opens from its rows).
+        self._execute(
+            store, "UPDATE entries SET data = replace(data, 'turn 2', 'turn X') WHERE position = 2"
+        )
+        assert (await store.checked_read(SID)).problems == ()
+        async with await store.open(SID) as handle:
+            assert handle.resume is None
+        with pytest.raises(SessionNotFound):
+            await store.checked_read(SessionId("s_bbbbbbbbbbbb"))
+
 
 @pytest.mark.parametrize("kind", ["str", "pathlike"])
 async def test_the_store_takes_its_path_as_a_string_or_a_path_like(

@@ -1,17 +1,18 @@
 """``session-schedule check SESSION``: validate a session's whole log strictly.
 
 Every entry is read and strictly decoded, the schedule changes folded, and every tool result in
-the transcript must answer a call; a file store's torn tail is described and its derived files
-(checkpoints) compared with the log. It prints a one-line summary when the session is sound, with
-a warning for each tool call a stop or crash left without its result. With ``--overdue SECONDS``
-it is a monitoring probe: exit 1, naming them, when reminders are later than that.
+the transcript must answer a call; a file store's torn tail is described, and the derived data a
+store keeps (a checkpoint, JSONL's next-target index) compared with the log. It prints a
+one-line summary when the session is sound, with a warning for each tool call a stop or crash
+left without its result. With ``--overdue SECONDS`` it is a monitoring probe: exit 1, naming
+them, when reminders are later than that.
 """
 
 from __future__ import annotations
 
 import argparse
 from operator import attrgetter
-from typing import Final, final
+from typing import Final, Literal, final
 
 import msgspec
 
@@ -74,10 +75,12 @@ def run(arguments: argparse.Namespace) -> int:
         )
     derived = inspection.derived
     if derived:
-        return fail(
-            f"session {header.id} has derived files that contradict its log: " + "; ".join(derived),
-            EXIT_CORRUPT,
+        kept = (
+            "derived data that contradicts"
+            if inspection.derived_in == "rows"
+            else "derived files that contradict"
         )
+        return fail(f"session {header.id} has {kept} its log: " + "; ".join(derived), EXIT_CORRUPT)
     types = list(map(_type_of, entries))
     messages = types.count(MESSAGE_ENTRY_TYPE)
     changes = types.count(CHANGE_EVENT_TYPE)
@@ -137,12 +140,22 @@ class _Inspection(msgspec.Struct, frozen=True, kw_only=True):
     torn_lines: int = 0
     derived: tuple[str, ...] = ()
     """What the store's derived files (checkpoints) say that the log contradicts."""
+    derived_in: Literal["files", "rows"] = "files"
+    """Where the store keeps them: files beside the log (JSONL), rows beside its rows (SQLite,
+    PostgreSQL)."""
 
 
 async def _inspect(store: SessionStore, session_id: str) -> _Inspection:
     """The session as storage holds it, and its changes folded (raises like
     :func:`fold_snapshot`); a store that keeps a file per session (JSONL) also says what a torn
-    tail holds and whether its derived files agree with the log, folding the log once."""
+    tail holds and whether its derived files agree with the log, and a database store (SQLite,
+    PostgreSQL) whether its checkpoint does, each folding the log once."""
+    checked_read = getattr(store, "checked_read", None)
+    if checked_read is not None:
+        read = await checked_read(session_id)
+        return _Inspection(
+            snapshot=read.snapshot, state=read.state, derived=read.problems, derived_in="rows"
+        )
     inspect = getattr(store, "inspect", None)
     if inspect is None:
         snapshot = await store.read(session_id)

@@ -37,7 +37,10 @@ its own, so a few connections serve many sessions.
   its own error, a damaged one's lease put back as it was; a batch whose statement fails is
   served again one session at a time.
 - **Reads see commits only**: ``read``, ``list`` and ``fork`` see exactly what barriers made
-  durable, and neither take nor need the lease.
+  durable, and neither take nor need the lease. ``checked_read`` (``check``'s reading) also
+  compares the session's checkpoint with the fold of every row, in the same snapshot: rows carry
+  no checksum, and an open from a checkpoint does not notice a hand edit of a row before the
+  last one it covers.
 - **A fork copies its rows in SQL and is created with its checkpoint**
   (:mod:`session_schedule.session.forks`). It reads its parent in one snapshot: from the
   parent's checkpoint, verified as an open verifies it (bound to the log, the rows of its window
@@ -871,6 +874,33 @@ class PostgresSessionStore:
     async def read(self, session_id: str) -> SessionSnapshot:
         loaded = await self._snapshot(require_session_id(session_id))
         return SessionSnapshot(loaded.header, tuple(loaded.entries))
+
+    async def checked_read(self, session_id: str) -> stores.CheckedRead:
+        """Like :meth:`read`, and also whether the session's checkpoint says what its log says
+        (``check``'s reading, see :func:`.stores.checked_read`): its rows and its checkpoint read
+        in one snapshot, its changes folded once."""
+        checked = require_session_id(session_id)
+        await self._start()
+        async with self._connection() as connection, connection.transaction():
+            await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cursor = await connection.execute(self._sql.checkpoint, (checked,))
+            stored = await cursor.fetchone()
+            if stored is None:
+                raise session_not_found(checked, self._place)
+            cursor = await connection.execute(self._sql.entries, (checked,))
+            rows: list[Row] = await cursor.fetchall()
+        header_bytes, data = stored
+        return stores.checked_read(
+            header_bytes,
+            rows,
+            data,
+            self._source(checked),
+            # A statement the message names, never run (a session id needs no quoting).
+            delete=(
+                f"DELETE FROM {quoted(self._schema)}.checkpoints"  # noqa: S608
+                f" WHERE session_id = '{checked}'"
+            ),
+        )
 
     async def list(self) -> tuple[SessionHeader, ...]:
         return listed(await self.scan())

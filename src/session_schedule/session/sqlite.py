@@ -52,7 +52,10 @@ The database runs in WAL mode with ``synchronous=FULL``, so a commit is durable 
   become durable since the last, and on close; a transaction of checkpoints only is not synced
   (``synchronous = NORMAL``): a checkpoint lost to a power cut is written again. The entries
   before its window then leave memory and are read again, a range at a time, when asked for.
-  ``read`` still decodes every row.
+  ``read`` still decodes every row. Rows carry no checksum, so a row before ``n-1`` edited by
+  hand and still decoding is not seen by an open, which folds from the checkpoint:
+  :meth:`SqliteSessionStore.checked_read` (``check``'s reading) compares the checkpoint with the
+  fold of every row.
 - **A fork copies its rows in SQL and is written with its checkpoint**
   (:mod:`session_schedule.session.forks`). It reads its parent in one transaction: from the
   parent's checkpoint, verified as an open verifies it (bound to the log, the rows of its window
@@ -161,6 +164,8 @@ _SET_CHECKPOINT: Final = (
     " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data"
 )
 _HEADER: Final = "SELECT header FROM sessions WHERE id = ?"
+_CHECKPOINT: Final = "SELECT data FROM checkpoints WHERE session_id = ?"
+_ALL: Final = "SELECT position, type, data FROM entries WHERE session_id = ? ORDER BY position"
 _ROW: Final = "SELECT type, data FROM entries WHERE session_id = ? AND position = ?"
 _RANGE: Final = (
     "SELECT position, type, data FROM entries"
@@ -450,6 +455,38 @@ class SqliteSessionStore:
 
         return await asyncio.to_thread(job)
 
+    async def checked_read(self, session_id: str) -> stores.CheckedRead:
+        """Like :meth:`read`, and also whether the session's checkpoint says what its log says
+        (``check``'s reading, see :func:`.stores.checked_read`): its rows and its checkpoint read
+        in one transaction, its changes folded once."""
+        checked = require_session_id(session_id)
+        db = self._db
+
+        def job() -> stores.CheckedRead:
+            connection = _connect_existing(db, checked)
+            try:
+                connection.execute("BEGIN")
+                try:
+                    header = connection.execute(_HEADER, (checked,)).fetchone()
+                    rows = list(_stored_rows(connection.execute(_ALL, (checked,)).fetchall()))
+                    stored = connection.execute(_CHECKPOINT, (checked,)).fetchone()
+                finally:
+                    _rollback(connection)
+            finally:
+                connection.close()
+            if header is None:
+                raise session_not_found(checked, db.place)
+            return stores.checked_read(
+                _stored_bytes(header[0]),
+                rows,
+                None if stored is None else _stored_bytes(stored[0]),
+                db.source(checked),
+                # A statement the message names, never run (a session id needs no quoting).
+                delete=f"DELETE FROM checkpoints WHERE session_id = '{checked}'",  # noqa: S608
+            )
+
+        return await asyncio.to_thread(job)
+
     async def list(self) -> tuple[SessionHeader, ...]:
         return listed(await self.scan())
 
@@ -558,9 +595,7 @@ def _verified_checkpoint(
     from its window on, read in the caller's transaction; ``None`` when there is no checkpoint
     that matches the log (the reason is logged)."""
     source = db.source(session_id)
-    stored = connection.execute(
-        "SELECT data FROM checkpoints WHERE session_id = ?", (session_id,)
-    ).fetchone()
+    stored = connection.execute(_CHECKPOINT, (session_id,)).fetchone()
     if stored is None:
         return None
     found = checkpoint.decode_checkpoint(_stored_bytes(stored[0]), source)
@@ -971,11 +1006,8 @@ def _load(db: _Database, connection: sqlite3.Connection, session_id: SessionId) 
 def _load_rows(db: _Database, connection: sqlite3.Connection, session_id: SessionId) -> _Loaded:
     """The header and entries of a session, read in the transaction the caller holds."""
     source = db.source(session_id)
-    found = connection.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    rows = connection.execute(
-        "SELECT position, type, data FROM entries WHERE session_id = ? ORDER BY position",
-        (session_id,),
-    ).fetchall()
+    found = connection.execute(_HEADER, (session_id,)).fetchone()
+    rows = connection.execute(_ALL, (session_id,)).fetchall()
     if found is None:
         raise _missing(db, connection, session_id)
     header = decode_header(_stored_bytes(found[0]), source)

@@ -21,18 +21,29 @@ and every store binds its checkpoints to its own log (see
 5. **A checkpoint not used is logged, never raised** (:func:`report_rejected`): at ``info`` when
    it is of another version (an upgrade), at ``warning`` otherwise; the session then opens from
    its whole log.
+6. **``check`` compares a database checkpoint with the whole log** (:func:`checked_read`).
+   Rows carry no checksum of their own, and an open from a checkpoint reads only the rows from
+   its window on: a row before the last one it covers, edited by hand, still decodes, so only
+   a comparison of the checkpoint with the fold of every row tells that they disagree.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Generic, TypeVar, final
+from collections.abc import Iterable, Sequence
+from typing import Generic, NamedTuple, TypeVar, final
 
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import EntryDecoder, Source, check_seed_length, decode_header
 from session_schedule.session.errors import SessionCorrupt
-from session_schedule.session.port import LogEntry, SessionHeader, SessionListing, listing
+from session_schedule.session.port import (
+    LogEntry,
+    SessionHeader,
+    SessionListing,
+    SessionSnapshot,
+    listing,
+)
 
 R = TypeVar("R")
 
@@ -130,3 +141,58 @@ def report_rejected(log: logging.Logger, session_id: str, rejected: checkpoint.R
     """Log why a checkpoint was not used, to the store's own logger."""
     level = logging.INFO if rejected.reason == "version" else logging.WARNING
     log.log(level, "checkpoint of session %s not used (%s): %s", session_id, *rejected)
+
+
+@final
+class CheckedRead(NamedTuple):
+    """A database session as ``check`` reads it: whole, with its checkpoint, in one
+    transaction (see :func:`checked_read`)."""
+
+    snapshot: SessionSnapshot
+    state: ScheduleFold
+    """The fold of the log's changes."""
+    problems: tuple[str, ...]
+    """What its checkpoint says that its log does not, one clause each; none: ``()``."""
+
+
+def checked_read(
+    header_bytes: bytes,
+    rows: Sequence[tuple[object, str | bytes, bytes]],
+    stored: bytes | None,
+    source: Source,
+    *,
+    delete: str,
+) -> CheckedRead:
+    """The session whose stored header, rows (every one, in order) and checkpoint (``None``:
+    none) were read together, strictly decoded (raising as a whole read does), its changes
+    folded once (raising as :func:`~session_schedule.core.fold.fold` does), and what the
+    checkpoint says that the rows do not — when it is bound to them as an open would believe
+    it (entry ``n-1``'s digest), so that opening the session may use it instead of the rows.
+    A checkpoint that would not be believed (damaged, of another version, not bound) is no
+    problem: it is replaced. ``delete``: the statement that deletes the checkpoint, which the
+    problem names."""
+    header = decode_header(header_bytes, source)
+    entries = decode_rows(rows, 0, source)
+    check_seed_length(header, len(entries), source)
+    found = None if stored is None else checkpoint.decode_checkpoint(stored, source)
+    bound = None
+    if isinstance(found, checkpoint.CheckpointFile) and 1 <= found.entries <= len(rows):
+        _, stored_type, data = rows[found.entries - 1]
+        entry_type = stored_type if isinstance(stored_type, str) else stored_type.decode()
+        if checkpoint.row_digest(header_bytes, entry_type, data) == found.chain:
+            bound = found
+    state, difference = checkpoint.checked_fold(
+        bound, entries, seed=header.seed_length, session=header.id
+    )
+    problems = (
+        ()
+        if difference is None
+        else (
+            (
+                "its checkpoint (its row in the checkpoints table) is bound to its log but does "
+                f"not say what the log says ({difference}); delete the checkpoint ({delete}; it "
+                "is rebuilt from the log)"
+            ),
+        )
+    )
+    return CheckedRead(SessionSnapshot(header, tuple(entries)), state, problems)
