@@ -20,6 +20,7 @@ from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import (
     AtScheduleRecord,
+    CalendarScheduleRecord,
     Ends,
     EveryScheduleRecord,
 )
@@ -255,4 +256,34 @@ def test_no_occurrence_after_ends_until_is_delivered_after_a_downtime() -> None:
         "ends: this is its last delivery; it will not be delivered again\n"
         "occurrence key: sch_1@2026-12-01T10:00:00.000Z\n"
     ) in text
+    assert len(state) == 0
+
+
+def test_the_last_occurrence_of_a_calendar_rule_s_count_is_framed_as_the_last() -> None:
+    # No `ends`: the rule's own COUNT runs out with this delivery, and the frame says so rather
+    # than that it keeps recurring.
+    record = CalendarScheduleRecord(
+        id=SID,
+        prompt="stand up",
+        rule="FREQ=DAILY;COUNT=2",
+        local_time="09:00:00.000",
+        time_zone="UTC",
+        start_date="2026-12-02",
+        scheduled_at="2026-12-02T09:00:00.000Z",
+    )
+    state = state_of(create_change(record))
+    first = _deliver(state, "2026-12-02T09:00:00.000Z")
+    assert "ends:" not in first
+    assert "each keeps recurring until it is deleted. A prompt's" in first
+    assert _deliver(state, "2026-12-03T09:00:00.000Z") == (
+        BOUNDED_INTRO + "decided at: 2026-12-03T09:00:00.000Z\n"
+        "\n"
+        "reminder 1 of 1: sch_1\n"
+        "kind: calendar (FREQ=DAILY;COUNT=2 at 09:00 UTC)\n"
+        "due at: 2026-12-03T09:00:00.000Z\n"
+        "skipped occurrences: 0\n"
+        "ends: this is its last delivery; it will not be delivered again\n"
+        "occurrence key: sch_1@2026-12-03T09:00:00.000Z\n"
+        'prompt: "stand up"'
+    )
     assert len(state) == 0

@@ -21,6 +21,7 @@ import pytest
 from session_schedule.session import SessionId, SqliteSessionStore, checkpoint
 from session_schedule.session import sqlite as sqlite_module
 from session_schedule.session.checkpoint import CheckpointFile
+from session_schedule.session.errors import SessionError
 from session_schedule.session.postgres import PostgresSessionStore
 from tests.postgres import execute, migrated_schema, server_dsn
 from tests.session.database_forks import Tables, assert_fork_is_sound, decode_checkpoint
@@ -171,7 +172,8 @@ class SqliteForks(ForkedStore):
             raise sqlite3.OperationalError("disk I/O error")
 
         patch.setattr(sqlite_module, "_write_checkpoint", failing)
-        return sqlite3.OperationalError, "disk I/O error"
+        # The store reports a failing database as a storage failure, its cause in the message.
+        return SessionError, r"cannot be used \(disk I/O error\)"
 
     def arguments(self) -> list[str]:
         return ["sqlite", str(self.store.path)]

@@ -183,21 +183,31 @@ def plan_delivery(state: ScheduleFold, now: Instant) -> Delivery | None:
 
 def _with_end(state: ScheduleFold, occurrence: Occurrence, now: Instant) -> Occurrence:
     """``occurrence`` of a recurring record delivered at ``now``, with its :class:`End` when the
-    record has ``ends``: as the fold will move it on the dispatch (Rule 6)."""
+    record has ``ends``, or when this delivery ends it anyway (a calendar rule's ``COUNT`` or
+    ``UNTIL`` used up, no occurrence left before year 10000): as the fold will move it on the
+    dispatch (Rule 6)."""
     record = occurrence.record
-    ends = record_ends(record)
-    if ends is None or not isinstance(record, RECURRING_RECORDS):
+    if not isinstance(record, RECURRING_RECORDS):
         return occurrence
+    ends = record_ends(record)
+    grid = state.occurrence_of(record.id)
+    following = next_occurrence(record, grid, max(now, grid))
+    exhausted = following is None or following > MAX_INSTANT
+    if ends is None:
+        if not exhausted:
+            return occurrence
+        return msgspec.structs.replace(occurrence, end=End(last=True, runs_left=None, until=None))
     runs_left = None
     if ends.max_runs is not None:
         runs_left = ends.max_runs - state.status(record.id).runs - 1
-    grid = state.occurrence_of(record.id)
-    following = next_occurrence(record, grid, max(now, grid))
     last = (
         runs_left == 0
-        or following is None
-        or following > MAX_INSTANT
-        or (ends.until is not None and format_instant(Instant(following)) > ends.until)
+        or exhausted
+        or (
+            following is not None
+            and ends.until is not None
+            and format_instant(Instant(following)) > ends.until
+        )
     )
     return msgspec.structs.replace(
         occurrence, end=End(last=last, runs_left=runs_left, until=ends.until)
