@@ -659,6 +659,8 @@ EXAMPLE = "'FREQ=MONTHLY;BYDAY=1MO'"
         ("FREQ=MONTHLY; BYDAY=1MO", f"`rule` contains whitespace; remove it, as in {EXAMPLE}."),
         ("FREQ=MONTHLY\n", f"`rule` contains whitespace; remove it, as in {EXAMPLE}."),
         ("freq=monthly;byday=1mo", "`rule` must be upper case, such as 'FREQ=MONTHLY;BYDAY=1MO'."),
+        # Upper case would not make it right: what would still be wrong is said instead.
+        ("FREQ=DAILY;COUNT=1e3", "COUNT must be a whole number from 1 to 100000, not '1E3'."),
         (
             "FREQ=MONTHLY;",
             "`rule` has an empty part; separate parts with a single ';' and do not end the rule "

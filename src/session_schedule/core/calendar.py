@@ -131,6 +131,9 @@ def parse_rule(text: object) -> CalendarRule:
     if any(character.isspace() for character in text):
         raise _invalid(f"`rule` contains whitespace; remove it, as in {RULE_EXAMPLE}")
     if text != text.upper():
+        # Suggested only when it would be read: an upper-case rule wrong in another way gets
+        # that error (COUNT=1e3 is not made right by writing 1E3).
+        parse_rule(text.upper())
         raise _invalid(f"`rule` must be upper case, such as {text.upper()!r}")
     values: dict[str, str] = {}
     for part in text.split(";"):
