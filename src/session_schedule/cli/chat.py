@@ -218,8 +218,6 @@ def run(arguments: argparse.Namespace) -> int:
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
-    # A failed turn is shown as an error> line; its operator event need not repeat it.
-    logging.getLogger(EVENT_LOGGER).addFilter(_shown_in_the_chat)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
         require("cli", purpose="the chat on a terminal")
@@ -236,9 +234,17 @@ def run(arguments: argparse.Namespace) -> int:
         busy_wait=arguments.busy_wait,
         settings=schedule_settings(arguments),
     )
-    # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an interruption.
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_chat(options))
+    # A failed turn is shown as an error> line; its operator event need not repeat it (for as
+    # long as the chat runs: the logger is the process's).
+    events = logging.getLogger(EVENT_LOGGER)
+    events.addFilter(_shown_in_the_chat)
+    try:
+        # Ctrl-C is one of the ways to leave the chat, as Ctrl-D and /quit are: not an
+        # interruption.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_chat(options))
+    finally:
+        events.removeFilter(_shown_in_the_chat)
     return EXIT_OK
 
 

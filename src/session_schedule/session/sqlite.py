@@ -463,19 +463,20 @@ class SqliteSessionStore:
         db = self._db
 
         def job() -> stores.CheckedRead:
-            connection = _connect_existing(db, checked)
-            try:
-                connection.execute("BEGIN")
+            with _failures(db, checked):
+                connection = _connect_existing(db, checked)
                 try:
-                    header = connection.execute(_HEADER, (checked,)).fetchone()
-                    rows = list(_stored_rows(connection.execute(_ALL, (checked,)).fetchall()))
-                    stored = connection.execute(_CHECKPOINT, (checked,)).fetchone()
+                    connection.execute("BEGIN")
+                    try:
+                        header = connection.execute(_HEADER, (checked,)).fetchone()
+                        rows = list(_stored_rows(connection.execute(_ALL, (checked,)).fetchall()))
+                        stored = connection.execute(_CHECKPOINT, (checked,)).fetchone()
+                    finally:
+                        _rollback(connection)
+                    if header is None:
+                        raise _missing(db, connection, checked)
                 finally:
-                    _rollback(connection)
-            finally:
-                connection.close()
-            if header is None:
-                raise session_not_found(checked, db.place)
+                    connection.close()
             return stores.checked_read(
                 _stored_bytes(header[0]),
                 rows,
