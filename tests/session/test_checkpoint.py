@@ -150,6 +150,50 @@ async def test_a_torn_tail_after_the_checkpoint_is_cut(store: JsonlSessionStore)
     assert path.read_bytes() == intact
 
 
+@pytest.mark.parametrize("position", [1, 150, 199])
+@contract_test
+async def test_a_copy_of_an_entry_before_the_checkpoint_after_it_is_reported_at_open(
+    store: JsonlSessionStore, position: int
+) -> None:
+    # Before the window (entries 136 to 199), inside it, and its last entry: each a verbatim
+    # copy of an acknowledged line, which no power cut writes. Opening from the checkpoint
+    # reports it as a whole read does, and leaves the file as it is.
+    await write_history(store)
+    path = store.path_of(SID)
+    intact = path.read_bytes()
+    lines = intact.splitlines(keepends=True)
+    [copied] = [line for line in lines if line.startswith(b'{"seq":%d,' % position)]
+    path.write_bytes(intact + copied)
+    expected = (
+        f"session {SID} is corrupt at entry 200 (line {len(lines) + 1} of {SID}.jsonl): found "
+        f"entry {position} where entry 200 belongs: a line is missing, repeated or out of "
+        "order; the file was left untouched for inspection"
+    )
+    with pytest.raises(SessionCorrupt) as at_open:
+        await store.open(SID)
+    assert str(at_open.value) == expected
+    with pytest.raises(SessionCorrupt) as at_read:
+        await store.read(SID)
+    assert str(at_read.value) == expected
+    assert path.read_bytes() == intact + copied
+
+
+@contract_test
+async def test_a_line_that_only_claims_an_entry_before_the_checkpoint_is_a_torn_tail(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    path = store.path_of(SID)
+    intact = path.read_bytes()
+    [line] = [line for line in intact.splitlines(keepends=True) if line.startswith(b'{"seq":1,')]
+    path.write_bytes(intact + line.replace(b'"seq":1,', b'"seq":1, '))  # not a verbatim copy
+    assert (await store.inspect(SID)).torn_lines == 1
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert len(handle.entries) == 200
+    assert path.read_bytes() == intact
+
+
 @contract_test
 async def test_a_missing_checkpoint_is_rebuilt_silently(
     store: JsonlSessionStore, caplog: pytest.LogCaptureFixture

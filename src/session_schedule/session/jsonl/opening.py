@@ -23,7 +23,9 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
    intact entries that no commit record covers yet are fsync'd and then vouched for by a commit
    record, as a barrier would. Anything else that does not verify is corruption: it is reported
-   and the file is left byte-for-byte untouched.
+   and the file is left byte-for-byte untouched. That includes, after a checkpoint, a verbatim
+   copy of an entry's line from before it (read back from its segment, only for a line that
+   claims such an entry), as a whole read finds it.
 4. **Readers ignore a torn tail** (they do not cut it) and never use a checkpoint: ``read``,
    ``inspect`` and ``check`` verify every line. (A fork reads its parent in
    :mod:`.creation`.)
@@ -220,13 +222,6 @@ def _open_from_checkpoint(
         )
         return None
     after = TailStart(found.entries, found.offset, found.lines, found.chain)
-    parsed = scan_tail(
-        header, files.pread_all(fd, size - found.offset, found.offset), source, after=after
-    )
-    count = found.entries + len(parsed.entries)
-    last = parsed.checksums[-1] if parsed.checksums else found.chain
-    wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
-    first = found.entries - len(restored.window)
     header_end = TailStart(0, end + 1, 1, CHAIN_SEED)
     stored = stored_index(found.segments, header_end, after)
     if isinstance(stored, str) and found.segments:
@@ -238,6 +233,20 @@ def _open_from_checkpoint(
         if isinstance(stored, str)
         else Prefix(file, header, stored, source, stored=True)
     )
+    # A line after the checkpoint that claims an entry before it is compared with that entry's
+    # line (one segment read back, only then): a verbatim copy is corruption, as a whole read
+    # finds it, not a torn tail to cut.
+    parsed = scan_tail(
+        header,
+        files.pread_all(fd, size - found.offset, found.offset),
+        source,
+        after=after,
+        before=older.line_of,
+    )
+    count = found.entries + len(parsed.entries)
+    last = parsed.checksums[-1] if parsed.checksums else found.chain
+    wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
+    first = found.entries - len(restored.window)
     entries = LazyEntries(first, restored.window + parsed.entries, older.read, chunk=segments.CHUNK)
     checksums = new_checksums()
     checksums.append(found.chain)
