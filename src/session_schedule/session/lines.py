@@ -45,8 +45,9 @@ that is intact (its own checksum holds) says how many entries were *acknowledged
 
 A line whose checksum holds but whose content does not decode is corruption wherever it is: a
 power cut cannot produce it. Whole lines removed from the very end of the file together with
-their commit records cannot be told from a barrier that never happened; every other removal of an
-acknowledged line is reported.
+their commit records cannot be told from a barrier that never happened by the file alone (a
+checkpoint that covers them tells: see :mod:`session_schedule.session.jsonl.checkpoints`); every
+other removal of an acknowledged line is reported.
 
 A reader that wants the entries alone reads a file a block at a time (:func:`scan_blocks`), with
 the same findings as a read of the whole file (:func:`scan`). The common case of each line is

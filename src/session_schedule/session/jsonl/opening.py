@@ -15,7 +15,9 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    :mod:`.checkpoints`) spares the decoding of everything before its window: only the log's tail
    after its commit record is scanned, and the entries before the window are read back on
    demand (:class:`~.segments.Prefix`). One that does not bind is logged (at ``info`` for
-   another version, ``warning`` otherwise) and the whole log is read. A whole log is read a
+   another version, ``warning`` otherwise) and the whole log is read; should that log hold
+   fewer entries than the checkpoint (of this session) covers, entries made durable are gone,
+   and that is corruption (:func:`~.checkpoints.refuse_lost_entries`). A whole log is read a
    block of :data:`BLOCK` bytes at a time (:func:`~session_schedule.session.lines.scan_blocks`):
    its bytes and lines are never held whole, only the entries decoded from them.
 3. **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
@@ -57,6 +59,7 @@ from session_schedule.session.jsonl.checkpoints import (
     checkpoint_path,
     commit_ending_at,
     read_checkpoint,
+    refuse_lost_entries,
     window_verifies,
 )
 from session_schedule.session.jsonl.files import (
@@ -134,10 +137,15 @@ def open_session(path: Path, source: Source, owners: OwnerLocks, cache: Descript
     )
     try:
         with file.use() as fd:
-            resumed = _open_from_checkpoint(fd, file, checkpoint_path(path), source)
+            found = _checkpoint_of(checkpoint_path(path), source)
+            resumed = None if found is None else _open_from_checkpoint(fd, file, found, source)
             if resumed is not None:
                 return resumed
             parsed = scan_blocks(blocks_of(fd), source, keep_lines=False)
+            if found is not None and parsed.header.format == 2:
+                # A checkpoint that does not bind is no cache to use, but it still says how
+                # many entries had been made durable: a log that holds fewer has lost some.
+                refuse_lost_entries(found, len(parsed.entries), source)
             wrote = _recover(fd, parsed, torn=parsed.size - parsed.keep, source=source)
     except BaseException:
         file.close()  # and the ownership with it
@@ -179,16 +187,22 @@ def _lock(fd: int) -> bool:
     return True
 
 
-def _open_from_checkpoint(
-    fd: int, file: CachedDescriptor, where: Path, source: Source
-) -> Opened | None:
-    """The session opened from its checkpoint, or ``None`` when there is none that matches
-    the log (then the reason is logged and the whole log is read)."""
+def _checkpoint_of(where: Path, source: Source) -> checkpoint.CheckpointFile | None:
+    """The checkpoint at ``where`` when it decodes (of this version and session), otherwise
+    ``None``, with the reason logged unless there is none."""
     found = read_checkpoint(where, source)
     if isinstance(found, checkpoint.Rejected):
         if found.reason != "missing":
             report_rejected(_log, source.session_id, found)
         return None
+    return found
+
+
+def _open_from_checkpoint(
+    fd: int, file: CachedDescriptor, found: checkpoint.CheckpointFile, source: Source
+) -> Opened | None:
+    """The session opened from its checkpoint ``found``, or ``None`` when it does not match
+    the log (then the reason is logged and the whole log is read)."""
     size = os.fstat(fd).st_size
     head = files.pread_all(fd, min(size, HEADER_LIMIT + 1), 0)
     end = head.find(b"\n")
