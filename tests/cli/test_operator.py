@@ -50,7 +50,7 @@ from session_schedule.session.codec import Source
 from session_schedule.session.jsonl import files as jsonl_files
 from session_schedule.session.jsonl import opening as jsonl_opening
 from session_schedule.session.jsonl import store as jsonl_store
-from session_schedule.session.lines import Scan
+from session_schedule.session.lines import Scan, entry_line
 from session_schedule.session.port import LogEntry
 from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
 from session_schedule.session.targets import NextTarget
@@ -1143,10 +1143,51 @@ def test_check_a_torn_tail_of_whole_lines_is_reported_and_left_alone(
     assert capsys.readouterr().out == (
         f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
         "2 active reminders; the file ends in 4134 bytes (2 lines) written after the last "
-        "barrier that do not verify (a torn tail: appends a crash cut short or lost), which are "
-        "ignored and will be cut when the session is next opened\n"
+        "barrier, the first of which does not verify (a torn tail: an append a crash cut short "
+        "or lost, and those written after it), which are ignored and will be cut when the "
+        "session is next opened\n"
     )
     assert path.read_bytes() == before
+
+
+def test_check_a_torn_tail_of_a_bad_line_then_one_that_verifies_says_so(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # After the last barrier: a line that does not verify, then the next entry's line, chained
+    # from the last durable entry as its writer would have written it. Both are the torn tail
+    # (nothing after a line that does not verify is kept), but only the first fails to verify.
+    path = path_of(data, session)
+    content = path.read_bytes()
+    last = next(line for line in reversed(content.splitlines()) if line.startswith(b'{"seq":11,'))
+    late = b'{"role":"user","content":"late","at":"2026-11-29T22:00:00.000Z","origin":"person"}'
+    line, _ = entry_line(12, "message", late, int(last[-10:-2], 16))
+    with path.open("ab") as file:
+        file.write(b"garbage{\n" + line)
+    before = path.read_bytes()
+    assert run(data, "check", session) == 0
+    assert capsys.readouterr().out == (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        f"2 active reminders; the file ends in {9 + len(line)} bytes (2 lines) written after "
+        "the last barrier, the first of which does not verify (a torn tail: an append a crash "
+        "cut short or lost, and those written after it), which are ignored and will be cut "
+        "when the session is next opened\n"
+    )
+    assert path.read_bytes() == before
+
+
+def test_check_a_torn_tail_of_one_line_is_reported_and_left_alone(
+    data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = path_of(data, session)
+    with path.open("ab") as file:
+        file.write(bytes(20) + b"\n")
+    assert run(data, "check", session) == 0
+    assert capsys.readouterr().out == (
+        f"session {session} is sound: 12 entries (5 messages, 7 schedule changes), "
+        "2 active reminders; the file ends in 21 bytes (1 line) written after the last barrier "
+        "that does not verify (a torn tail: an append a crash cut short or lost), which is "
+        "ignored and will be cut when the session is next opened\n"
+    )
 
 
 def test_check_a_torn_last_line_is_reported_and_left_alone(

@@ -48,7 +48,8 @@ def reseal_entry(path: Path, position: int, entry_type: str, data: bytes) -> Non
 
 def remove_entry(path: Path, position: int) -> None:
     """Rewrite the session without entry ``position``, sealed and acknowledged throughout: the
-    file a writer that never appended that entry would have left."""
+    file a writer that never appended that entry would have left (so without the checkpoint of
+    the history that had it, which would count one entry more than this one holds)."""
     lines = path.read_bytes().split(b"\n")
     entries: list[tuple[str, bytes]] = []
     for line in lines[1:-1]:
@@ -63,3 +64,4 @@ def remove_entry(path: Path, position: int) -> None:
         rewritten.append(sealed)
     rewritten.append(commit_line(len(entries), previous))
     path.write_bytes(b"".join(rewritten))
+    path.with_suffix(".checkpoint").unlink(missing_ok=True)

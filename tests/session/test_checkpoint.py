@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from session_schedule.cli.main import main
 from session_schedule.core.changes import delete_change, dispatch_change
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
@@ -148,6 +149,135 @@ async def test_a_torn_tail_after_the_checkpoint_is_cut(store: JsonlSessionStore)
         assert handle.resume is not None
         assert len(handle.entries) == 200
     assert path.read_bytes() == intact
+
+
+@pytest.mark.parametrize("position", [1, 150, 199])
+@contract_test
+async def test_a_copy_of_an_entry_before_the_checkpoint_after_it_is_reported_at_open(
+    store: JsonlSessionStore, position: int
+) -> None:
+    # Before the window (entries 136 to 199), inside it, and its last entry: each a verbatim
+    # copy of an acknowledged line, which no power cut writes. Opening from the checkpoint
+    # reports it as a whole read does, and leaves the file as it is.
+    await write_history(store)
+    path = store.path_of(SID)
+    intact = path.read_bytes()
+    lines = intact.splitlines(keepends=True)
+    [copied] = [line for line in lines if line.startswith(b'{"seq":%d,' % position)]
+    path.write_bytes(intact + copied)
+    expected = (
+        f"session {SID} is corrupt at entry 200 (line {len(lines) + 1} of {SID}.jsonl): found "
+        f"entry {position} where entry 200 belongs: a line is missing, repeated or out of "
+        "order; the file was left untouched for inspection"
+    )
+    with pytest.raises(SessionCorrupt) as at_open:
+        await store.open(SID)
+    assert str(at_open.value) == expected
+    with pytest.raises(SessionCorrupt) as at_read:
+        await store.read(SID)
+    assert str(at_read.value) == expected
+    assert path.read_bytes() == intact + copied
+
+
+@contract_test
+async def test_a_line_that_only_claims_an_entry_before_the_checkpoint_is_a_torn_tail(
+    store: JsonlSessionStore,
+) -> None:
+    await write_history(store)
+    path = store.path_of(SID)
+    intact = path.read_bytes()
+    [line] = [line for line in intact.splitlines(keepends=True) if line.startswith(b'{"seq":1,')]
+    path.write_bytes(intact + line.replace(b'"seq":1,', b'"seq":1, '))  # not a verbatim copy
+    assert (await store.inspect(SID)).torn_lines == 1
+    async with await store.open(SID) as handle:
+        assert handle.resume is not None
+        assert len(handle.entries) == 200
+    assert path.read_bytes() == intact
+
+
+def _lost_entries(count: int) -> str:
+    return (
+        f"session {SID} is corrupt at entry {count} (the end of {SID}.jsonl): the log holds "
+        f"{count} entries (0 to {count - 1}), but its checkpoint {SID}.checkpoint vouches for 200 "
+        f"entries made durable: entries {count} to 199 are missing (the log was cut short or "
+        "replaced; a log replaced on purpose needs its checkpoint deleted); the file was left "
+        "untouched for inspection"
+    )
+
+
+@pytest.mark.parametrize("mid_line", [True, False])
+@contract_test
+async def test_a_log_cut_short_below_its_checkpoint_is_reported_by_the_open_and_check(
+    store: JsonlSessionStore, capsys: pytest.CaptureFixture[str], mid_line: bool
+) -> None:
+    # The checkpoint was written after an fsync made its 200 entries durable: a log that holds
+    # fewer has lost acknowledged entries, whether it ends in a torn line or at a line's end
+    # together with its commit records (which alone look like a barrier that never happened).
+    await write_history(store)
+    path = store.path_of(SID)
+    data = path.read_bytes()
+    cut = data.index(b'{"seq":120,') + (40 if mid_line else 0)
+    path.write_bytes(data[:cut])
+    saved = store.checkpoint_path(SID).read_bytes()
+    with pytest.raises(SessionCorrupt) as at_open:
+        await store.open(SID)
+    assert str(at_open.value) == _lost_entries(120)
+    with pytest.raises(SessionCorrupt) as at_check:
+        await store.derived_problems(SID)
+    assert str(at_check.value) == _lost_entries(120)
+    with pytest.raises(SessionCorrupt) as at_fork:
+        await store.fork(SID, now=NOW)
+    assert str(at_fork.value) == _lost_entries(120)
+    capsys.readouterr()
+    arguments = ["--store", f"jsonl:{path.parent}", "check", SID]
+    assert await asyncio.to_thread(main, arguments) == 5
+    assert capsys.readouterr().err == f"session-schedule: {_lost_entries(120)}\n"
+    assert path.read_bytes() == data[:cut]
+    assert store.checkpoint_path(SID).read_bytes() == saved
+
+
+@contract_test
+async def test_a_log_that_lost_only_its_unsynced_commit_record_opens_from_the_whole_log(
+    store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The commit record the checkpoint is bound to is written after the fsync, and becomes
+    # durable only with the next one: a power cut may take it while the checkpoint survives.
+    await write_history(store)
+    path = store.path_of(SID)
+    data = path.read_bytes()
+    last_commit = data.rindex(b"\n", 0, len(data) - 1) + 1
+    path.write_bytes(data[:last_commit] + b"\0" * 20)
+    expected = payloads((await store.read(SID)).entries)
+    assert len(expected) == 200
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        async with await store.open(SID) as handle:
+            assert handle.resume is None
+            assert payloads(handle.entries) == expected
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith(f"checkpoint of session {SID} not used (log mismatch)")
+    )
+    assert path.read_bytes() == data
+    assert await store.derived_problems(SID) == ()
+
+
+@contract_test
+async def test_a_session_created_under_a_stray_checkpoint_s_name_removes_it(
+    store: JsonlSessionStore,
+) -> None:
+    # A fork that crashed after its checkpoint was in place, before the fork had its name.
+    await write_history(store, OTHER)
+    stray = store.checkpoint_path(OTHER).read_bytes()
+    rewrite(store.checkpoint_path(OTHER), {"session": SID})
+    store.checkpoint_path(OTHER).rename(store.checkpoint_path(SID))
+    assert stray
+    async with await store.create(now=NOW, session_id=SID) as handle:
+        handle.append("message", turn(1))
+        await handle.barrier()
+    async with await store.open(SID) as handle:
+        assert len(handle.entries) == 1
+    assert await store.derived_problems(SID) == ()
 
 
 @contract_test

@@ -94,9 +94,12 @@ def store(tmp_path: Path) -> JsonlSessionStore:
 
 
 def write_session(store: JsonlSessionStore, content: bytes) -> Path:
+    """The session file as ``content`` (a new history: without the checkpoint an earlier
+    history's close left, which would count entries this one never held)."""
     store.data_dir.mkdir(exist_ok=True)
     path = store.path_of(SID)
     path.write_bytes(content)
+    store.checkpoint_path(SID).unlink(missing_ok=True)
     return path
 
 

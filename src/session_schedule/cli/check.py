@@ -96,13 +96,22 @@ def run(arguments: argparse.Namespace) -> int:
     ]
     if header.parent_id is not None:
         parts.append(f"forked from {header.parent_id} at entry {header.seed_length}")
-    if inspection.torn_lines:
-        lines = inspection.torn_lines
+    if inspection.torn_lines == 1:
         parts.append(
-            f"the file ends in {inspection.torn_bytes} bytes ({lines} line"
-            f"{'' if lines == 1 else 's'}) written after the last barrier that do not verify "
-            "(a torn tail: appends a crash cut short or lost), which are ignored and will be cut "
-            "when the session is next opened"
+            f"the file ends in {inspection.torn_bytes} bytes (1 line) written after the last "
+            "barrier that does not verify (a torn tail: an append a crash cut short or lost), "
+            "which is ignored and will be cut when the session is next opened"
+        )
+    elif inspection.torn_lines:
+        # The tail starts at its first line that does not verify: a later line may verify on its
+        # own, but no line after one that does not is kept (a power cut may have zero-filled or
+        # dropped any page written after the last fsync and kept a later one; see
+        # :mod:`session_schedule.session.lines`).
+        parts.append(
+            f"the file ends in {inspection.torn_bytes} bytes ({inspection.torn_lines} lines) "
+            "written after the last barrier, the first of which does not verify (a torn tail: "
+            "an append a crash cut short or lost, and those written after it), which are "
+            "ignored and will be cut when the session is next opened"
         )
     elif inspection.torn_bytes:
         parts.append(

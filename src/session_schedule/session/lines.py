@@ -45,8 +45,9 @@ that is intact (its own checksum holds) says how many entries were *acknowledged
 
 A line whose checksum holds but whose content does not decode is corruption wherever it is: a
 power cut cannot produce it. Whole lines removed from the very end of the file together with
-their commit records cannot be told from a barrier that never happened; every other removal of an
-acknowledged line is reported.
+their commit records cannot be told from a barrier that never happened by the file alone (a
+checkpoint that covers them tells: see :mod:`session_schedule.session.jsonl.checkpoints`); every
+other removal of an acknowledged line is reported.
 
 A reader that wants the entries alone reads a file a block at a time (:func:`scan_blocks`), with
 the same findings as a read of the whole file (:func:`scan`). The common case of each line is
@@ -288,18 +289,29 @@ class TailStart(NamedTuple):
     chain: int
 
 
-def scan_tail(header: SessionHeader, data: bytes, source: Source, *, after: TailStart) -> Scan:
+def scan_tail(
+    header: SessionHeader,
+    data: bytes,
+    source: Source,
+    *,
+    after: TailStart,
+    before: Callable[[int], bytes | None] | None = None,
+) -> Scan:
     """Read the lines of a format-2 file that follow ``after`` (``data``: the file's bytes from
     ``after.offset`` on) as :func:`scan` reads a whole file.
 
     The result's ``entries``, ``lines`` and ``checksums`` are the tail's; ``keep``, ``size`` and
-    ``kept_lines`` count from the start of the file. Raises like :func:`scan`.
+    ``kept_lines`` count from the start of the file. ``before``: what reads the line of an entry
+    before the tail (``n`` < ``after.entries``) again, so that a verbatim copy of one in the
+    tail is corruption, as :func:`scan` finds it — it is called only for a line that does not
+    verify and claims such an entry; without it, only the tail's own lines are compared. Raises
+    like :func:`scan`.
     """
     complete = data.rfind(b"\n") + 1
     lines = data[:complete].split(b"\n")
     lines.pop()
     ends = _Ends(after.offset + complete, after.offset + len(data))
-    return _scan_format_2(header, (lines,), ends, source, after=after)
+    return _scan_format_2(header, (lines,), ends, source, after=after, before=before)
 
 
 def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: replay speed
@@ -310,10 +322,12 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
     *,
     after: TailStart | None = None,
     earlier: _EarlierLines | None = None,
+    before: Callable[[int], bytes | None] | None = None,
 ) -> Scan:
     """The lines of ``blocks`` (the header's first, unless ``after`` says where they start);
     ``ends`` says where the complete lines end and where the file does, once ``blocks`` is
-    exhausted. ``earlier``: reads an earlier entry's line again instead of keeping them all."""
+    exhausted. ``earlier``: reads an earlier entry's line again instead of keeping them all;
+    ``before``: reads the line of an entry before ``after`` again (see :func:`scan_tail`)."""
     decoder = EntryDecoder(source)
     entry_lines: list[bytes] = []
     # ``checksums[i]`` is entry ``origin + i``'s; a tail keeps the one before it at index 0.
@@ -404,14 +418,20 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
                             checksums.append(checksum)
                             previous = checksum
                         else:
+                            line_number = line_base + base + index + 1
                             _refuse_a_repeat(
                                 line,
                                 entry_lines if earlier is None else earlier.line_of,
-                                line_base + base + index + 1,
+                                line_number,
                                 source,
                                 start=start,
                                 count=count - start,
                             )
+                            if before is not None:
+                                # A copy of an entry before the tail (the checkpoint's).
+                                _refuse_a_repeat(
+                                    line, before, line_number, source, count=start, position=count
+                                )
                             broken = _broken(lines, index, base, offset)
             finally:
                 # The entries before whatever raised are decoded first: their errors come first.
@@ -671,10 +691,11 @@ def _refuse_a_repeat(
     *,
     start: int = 0,
     count: int = 0,
+    position: int | None = None,
 ) -> None:
     """A copy of an earlier line (``earlier``: the lines of entries ``start …``, or what reads
     the ``n``-th of them again, with ``count`` of them) is corruption wherever it is: no power
-    cut writes one."""
+    cut writes one. ``position``: where ``line`` stands (by default, right after them)."""
     found = _SEQ.match(line)
     if found is None:
         return
@@ -685,7 +706,8 @@ def _refuse_a_repeat(
         return
     copied = earlier[seq - start] if isinstance(earlier, list) else earlier(seq - start)
     if copied == line:
-        position = start + count
+        if position is None:
+            position = start + count
         raise source.corrupt(position, _out_of_place(seq, position), line=line_number)
 
 

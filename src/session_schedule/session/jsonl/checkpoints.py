@@ -22,6 +22,13 @@ file ``<session id>.checkpoint`` beside the session's log. The rules this store 
    (:func:`bound_checkpoint`).
 5. **Derived data, checked on request.** :func:`checkpoint_problem` says what a checkpoint that
    would be believed says that its log does not (``check`` reports it).
+6. **A witness of durable entries.** A checkpoint is written only once the entries it covers
+   were made durable by an ``fsync`` (its commit record is written after that ``fsync``, and
+   it after its commit record). So a log that, its torn tail set aside, holds fewer entries than
+   a checkpoint of its session covers has lost acknowledged entries — no power cut loses them —
+   and that is corruption (:func:`refuse_lost_entries`), reported by the open and by ``check``
+   alike. A log that holds them all but not the commit record (which may have been lost with
+   unsynced bytes), or other bytes after them, merely does not bind: rule 1.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.session import checkpoint
 from session_schedule.session.codec import Source
-from session_schedule.session.errors import SessionError
+from session_schedule.session.errors import SessionError, session_corrupt
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import files
 from session_schedule.session.jsonl.files import open_session_file, read_all, write_all
@@ -94,6 +101,24 @@ def write_checkpoint(target: Path, data: bytes) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def refuse_lost_entries(found: checkpoint.CheckpointFile, count: int, source: Source) -> None:
+    """Raise ``SessionCorrupt`` when the log holds only ``count`` entries (its torn tail set
+    aside) while its checkpoint ``found`` (decoded, of this session) covers more: entries that
+    were made durable before the checkpoint was written are gone (rule 6)."""
+    if count >= found.entries:
+        return
+    held = "no entry" if count == 0 else f"{count} entries (0 to {count - 1})"
+    raise session_corrupt(
+        source.session_id,
+        f"at entry {count} (the end of {source.name})",
+        f"the log holds {held}, but its checkpoint {source.session_id}{checkpoint.SUFFIX} "
+        f"vouches for {found.entries} entries made durable: entries {count} to "
+        f"{found.entries - 1} are missing (the log was cut short or replaced; a log replaced on "
+        "purpose needs its checkpoint deleted)",
+        source.storage,
+    )
 
 
 _WINDOW_READ: Final = 1 << 16
@@ -212,7 +237,8 @@ def checkpoint_problem(
     """What the checkpoint beside ``log`` says that the log (``parsed``, read whole) does not,
     when it is bound to the log's commit record (so opening the session may use it): other
     reminders, pending turns or entries. ``None`` when it agrees, or would not be believed
-    (missing, damaged, stale: it is rebuilt from the log)."""
+    (missing, damaged, stale: it is rebuilt from the log). Raises ``SessionCorrupt`` when it
+    covers entries the log no longer holds (:func:`refuse_lost_entries`)."""
     found = _bound_file(log, parsed, source)
     if found is None:
         return None
@@ -226,7 +252,8 @@ def checked_fold(
 ) -> tuple[ScheduleFold, str | None]:
     """The fold of the log's changes (``parsed``, read whole; raises as
     :func:`~session_schedule.core.fold.fold` does) and :func:`checkpoint_problem`, with the
-    log's entries folded once (see :func:`.checkpoint.checked_fold`)."""
+    log's entries folded once (see :func:`.checkpoint.checked_fold`). Raises ``SessionCorrupt``
+    as :func:`checkpoint_problem` does."""
     return checkpoint.checked_fold(
         _bound_file(log, parsed, source),
         parsed.entries,
@@ -238,10 +265,14 @@ def checked_fold(
 def _bound_file(
     log: Path, parsed: Scan | SessionSnapshot, source: Source
 ) -> checkpoint.CheckpointFile | None:
-    """The checkpoint beside ``log`` when it decodes and is bound to the log's commit record."""
+    """The checkpoint beside ``log`` when it decodes and is bound to the log's commit record.
+
+    Raises ``SessionCorrupt`` when it decodes and covers more entries than the log holds
+    (:func:`refuse_lost_entries`)."""
     found = read_checkpoint(checkpoint_path(log), source)
     if not isinstance(found, checkpoint.CheckpointFile) or parsed.header.format != 2:
         return None
+    refuse_lost_entries(found, len(parsed.entries), source)
     fd = open_session_file(log, os.O_RDONLY, source)
     try:
         bound = found.offset <= os.fstat(fd).st_size and commit_ending_at(fd, found.offset) == (

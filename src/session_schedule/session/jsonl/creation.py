@@ -4,10 +4,11 @@
 (``.<session id>.<random>.tmp``, mode ``0600``), which is locked, fsync'd and then hard-linked to
 the session's name (``link`` never replaces an existing session) before the directory is
 fsync'd. A crash leaves either no session or a complete one (and perhaps a stray ``.tmp`` file,
-which nothing reads, or a fork's checkpoint without its fork, which binds to no other log). The
-new session is owned (its byte of the store's lock file, see
-:mod:`session_schedule.session.owners`) and its file locked before it has its public name, so no
-other owner can take it first; its descriptor is the process's descriptor cache's from then on.
+which nothing reads, or a fork's checkpoint without its fork, which a session created later
+under that name removes before it has the name). The new session is owned (its byte of the
+store's lock file, see :mod:`session_schedule.session.owners`) and its file locked before it has
+its public name, so no other owner can take it first; its descriptor is the process's
+descriptor cache's from then on.
 
 **A fork copies, it does not re-encode.** The parent is fsync'd first, so that what is copied is
 durable. A format-2 parent's lines are copied verbatim (their chain starts at the seed, so a
@@ -59,7 +60,12 @@ from session_schedule.session.errors import (
 from session_schedule.session.handle import LazyEntries
 from session_schedule.session.ids import SessionId, new_session_id
 from session_schedule.session.jsonl import segments
-from session_schedule.session.jsonl.checkpoints import bound_checkpoint, checkpoint_path
+from session_schedule.session.jsonl.checkpoints import (
+    bound_checkpoint,
+    checkpoint_path,
+    read_checkpoint,
+    refuse_lost_entries,
+)
 from session_schedule.session.jsonl.files import (
     SUFFIX,
     ensure_directory,
@@ -224,7 +230,13 @@ def fork_session(
             ) from error
         plan = _plan_from_checkpoint(fd, parent, parent_source, at)
         if plan is None:
-            plan = _plan_from_log(scan(read_all(fd), parent_source), at, parent_source)
+            parsed = scan(read_all(fd), parent_source)
+            found = read_checkpoint(checkpoint_path(parent), parent_source)
+            if isinstance(found, checkpoint.CheckpointFile) and parsed.header.format == 2:
+                # A parent that lost entries its checkpoint vouched for is refused, as its open
+                # refuses it.
+                refuse_lost_entries(found, len(parsed.entries), parent_source)
+            plan = _plan_from_log(parsed, at, parent_source)
         ensure_directory(data_dir)
         while True:
             session_id = chosen or new_session_id()
@@ -491,6 +503,9 @@ def _publish(
             _refuse_taken(name)
             placed = checkpoint_path(name)
             write_private(placed, checkpoint)
+        else:
+            _refuse_taken(name)
+            _remove_stray_checkpoint(name)
         os.link(temporary, name)
     except FileExistsError:
         os.close(fd)
@@ -505,6 +520,17 @@ def _publish(
     finally:
         temporary.unlink(missing_ok=True)
     return fd
+
+
+def _remove_stray_checkpoint(name: Path) -> None:
+    """Remove a checkpoint under the name of the session ``name``, which does not exist yet: one
+    a crashed fork left (rule 2), which would otherwise count entries the new log never held
+    (see :func:`.checkpoints.refuse_lost_entries`). The removal is made durable before the
+    session gets its name."""
+    stray = checkpoint_path(name)
+    if os.path.lexists(stray):
+        stray.unlink(missing_ok=True)
+        sync_directory(name.parent)
 
 
 def _refuse_taken(name: Path) -> None:

@@ -15,7 +15,9 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    :mod:`.checkpoints`) spares the decoding of everything before its window: only the log's tail
    after its commit record is scanned, and the entries before the window are read back on
    demand (:class:`~.segments.Prefix`). One that does not bind is logged (at ``info`` for
-   another version, ``warning`` otherwise) and the whole log is read. A whole log is read a
+   another version, ``warning`` otherwise) and the whole log is read; should that log hold
+   fewer entries than the checkpoint (of this session) covers, entries made durable are gone,
+   and that is corruption (:func:`~.checkpoints.refuse_lost_entries`). A whole log is read a
    block of :data:`BLOCK` bytes at a time (:func:`~session_schedule.session.lines.scan_blocks`):
    its bytes and lines are never held whole, only the entries decoded from them.
 3. **Opening repairs only a torn tail.** In format 2 that is everything from the first line that
@@ -23,7 +25,9 @@ An owner (:func:`open_session`) locks the file and reads it; a reader (:func:`re
    the bytes after the final newline. The tail is cut (``ftruncate`` + ``fsync``); in format 2,
    intact entries that no commit record covers yet are fsync'd and then vouched for by a commit
    record, as a barrier would. Anything else that does not verify is corruption: it is reported
-   and the file is left byte-for-byte untouched.
+   and the file is left byte-for-byte untouched. That includes, after a checkpoint, a verbatim
+   copy of an entry's line from before it (read back from its segment, only for a line that
+   claims such an entry), as a whole read finds it.
 4. **Readers ignore a torn tail** (they do not cut it) and never use a checkpoint: ``read``,
    ``inspect`` and ``check`` verify every line. (A fork reads its parent in
    :mod:`.creation`.)
@@ -57,6 +61,7 @@ from session_schedule.session.jsonl.checkpoints import (
     checkpoint_path,
     commit_ending_at,
     read_checkpoint,
+    refuse_lost_entries,
     window_verifies,
 )
 from session_schedule.session.jsonl.files import (
@@ -134,10 +139,15 @@ def open_session(path: Path, source: Source, owners: OwnerLocks, cache: Descript
     )
     try:
         with file.use() as fd:
-            resumed = _open_from_checkpoint(fd, file, checkpoint_path(path), source)
+            found = _checkpoint_of(checkpoint_path(path), source)
+            resumed = None if found is None else _open_from_checkpoint(fd, file, found, source)
             if resumed is not None:
                 return resumed
             parsed = scan_blocks(blocks_of(fd), source, keep_lines=False)
+            if found is not None and parsed.header.format == 2:
+                # A checkpoint that does not bind is no cache to use, but it still says how
+                # many entries had been made durable: a log that holds fewer has lost some.
+                refuse_lost_entries(found, len(parsed.entries), source)
             wrote = _recover(fd, parsed, torn=parsed.size - parsed.keep, source=source)
     except BaseException:
         file.close()  # and the ownership with it
@@ -179,16 +189,22 @@ def _lock(fd: int) -> bool:
     return True
 
 
-def _open_from_checkpoint(
-    fd: int, file: CachedDescriptor, where: Path, source: Source
-) -> Opened | None:
-    """The session opened from its checkpoint, or ``None`` when there is none that matches
-    the log (then the reason is logged and the whole log is read)."""
+def _checkpoint_of(where: Path, source: Source) -> checkpoint.CheckpointFile | None:
+    """The checkpoint at ``where`` when it decodes (of this version and session), otherwise
+    ``None``, with the reason logged unless there is none."""
     found = read_checkpoint(where, source)
     if isinstance(found, checkpoint.Rejected):
         if found.reason != "missing":
             report_rejected(_log, source.session_id, found)
         return None
+    return found
+
+
+def _open_from_checkpoint(
+    fd: int, file: CachedDescriptor, found: checkpoint.CheckpointFile, source: Source
+) -> Opened | None:
+    """The session opened from its checkpoint ``found``, or ``None`` when it does not match
+    the log (then the reason is logged and the whole log is read)."""
     size = os.fstat(fd).st_size
     head = files.pread_all(fd, min(size, HEADER_LIMIT + 1), 0)
     end = head.find(b"\n")
@@ -222,13 +238,6 @@ def _open_from_checkpoint(
         )
         return None
     after = TailStart(found.entries, found.offset, found.lines, found.chain)
-    parsed = scan_tail(
-        header, files.pread_all(fd, size - found.offset, found.offset), source, after=after
-    )
-    count = found.entries + len(parsed.entries)
-    last = parsed.checksums[-1] if parsed.checksums else found.chain
-    wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
-    first = found.entries - len(restored.window)
     header_end = TailStart(0, end + 1, 1, CHAIN_SEED)
     stored = stored_index(found.segments, header_end, after)
     if isinstance(stored, str) and found.segments:
@@ -240,6 +249,20 @@ def _open_from_checkpoint(
         if isinstance(stored, str)
         else Prefix(file, header, stored, source, stored=True)
     )
+    # A line after the checkpoint that claims an entry before it is compared with that entry's
+    # line (one segment read back, only then): a verbatim copy is corruption, as a whole read
+    # finds it, not a torn tail to cut.
+    parsed = scan_tail(
+        header,
+        files.pread_all(fd, size - found.offset, found.offset),
+        source,
+        after=after,
+        before=older.line_of,
+    )
+    count = found.entries + len(parsed.entries)
+    last = parsed.checksums[-1] if parsed.checksums else found.chain
+    wrote = _recover(fd, parsed, torn=size - parsed.keep, source=source, count=count, last=last)
+    first = found.entries - len(restored.window)
     entries = LazyEntries(first, restored.window + parsed.entries, older.read, chunk=segments.CHUNK)
     checksums = new_checksums()
     checksums.append(found.chain)

@@ -121,6 +121,21 @@ class Prefix:
             found.extend(entries[at - start.entries : end - start.entries])
         return found
 
+    def line_of(self, position: int) -> bytes:
+        """The line of entry ``position`` (before the checkpoint) as the log holds it, without
+        its newline, from the segment that holds it, verified as :meth:`read` verifies it.
+
+        Lines are not kept: this scans that segment again. It serves the rare line after a
+        checkpoint that claims to be an earlier entry (a verbatim copy is corruption), not the
+        reading of entries."""
+        start, _ = self._holding(position)
+        stop = self._starts[self._find(position) + 1]
+        try:
+            parsed = self._scan(start, self._pread(stop.offset - start.offset, start.offset))
+        except _MismatchError:
+            self._fail()
+        return parsed.lines[position - start.entries]
+
     def _holding(self, position: int) -> tuple[TailStart, list[LogEntry]]:
         """The segment that holds entry ``position``: where it starts, and its entries."""
         try:
