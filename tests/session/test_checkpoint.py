@@ -237,6 +237,24 @@ async def test_a_log_cut_short_below_its_checkpoint_is_reported_by_the_open_and_
 
 
 @contract_test
+async def test_a_checkpoint_written_after_check_read_the_log_is_not_a_loss(
+    store: JsonlSessionStore,
+) -> None:
+    # `check` reads the log, then the checkpoint, owning nothing: the owner may make more
+    # entries durable in between and write a checkpoint of them. That one is of a later state,
+    # not a witness of entries lost.
+    await write_history(store)
+    stale = await store.read(SID)
+    async with await store.open(SID) as handle:
+        await append_history(handle, 51, 60, dispatched=True)
+    assert len((await store.read(SID)).entries) > len(stale.entries)
+    assert await store.derived_problems(SID, read=stale) == ()
+    state, problems = await store.derived_check(SID, read=stale)
+    assert problems == ()
+    assert len(state) > 0
+
+
+@contract_test
 async def test_a_log_that_lost_only_its_unsynced_commit_record_opens_from_the_whole_log(
     store: JsonlSessionStore, caplog: pytest.LogCaptureFixture
 ) -> None:

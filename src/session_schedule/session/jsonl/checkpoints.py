@@ -121,6 +121,15 @@ def refuse_lost_entries(found: checkpoint.CheckpointFile, count: int, source: So
     )
 
 
+def holds_commit_of(fd: int, found: checkpoint.CheckpointFile) -> bool:
+    """Whether the log open at ``fd`` holds, now, the commit record the checkpoint ``found`` is
+    bound to (ending at its offset, vouching for its entries with its chain)."""
+    return found.offset <= os.fstat(fd).st_size and commit_ending_at(fd, found.offset) == (
+        found.entries,
+        found.chain,
+    )
+
+
 _WINDOW_READ: Final = 1 << 16
 """Bytes first read back from a checkpoint's commit record to verify its window's lines (the
 window's 64 lines, and the line before them, are a few kilobytes in a typical session)."""
@@ -267,18 +276,21 @@ def _bound_file(
 ) -> checkpoint.CheckpointFile | None:
     """The checkpoint beside ``log`` when it decodes and is bound to the log's commit record.
 
-    Raises ``SessionCorrupt`` when it decodes and covers more entries than the log holds
-    (:func:`refuse_lost_entries`)."""
+    ``parsed`` was read before the checkpoint, without owning the session (``check``), so its
+    owner may have made more entries durable meanwhile and written a checkpoint of them. One
+    that covers more entries than ``parsed`` holds is therefore of a later state when the file
+    now holds the commit record it is bound to (``None``: nothing to compare), and witnesses
+    lost entries when it does not (raises ``SessionCorrupt``, :func:`refuse_lost_entries`)."""
     found = read_checkpoint(checkpoint_path(log), source)
     if not isinstance(found, checkpoint.CheckpointFile) or parsed.header.format != 2:
         return None
-    refuse_lost_entries(found, len(parsed.entries), source)
     fd = open_session_file(log, os.O_RDONLY, source)
     try:
-        bound = found.offset <= os.fstat(fd).st_size and commit_ending_at(fd, found.offset) == (
-            found.entries,
-            found.chain,
-        )
+        bound = holds_commit_of(fd, found)
     finally:
         os.close(fd)
+    if len(parsed.entries) < found.entries:
+        if bound:
+            return None  # written after ``parsed`` was read: the log has grown since
+        refuse_lost_entries(found, len(parsed.entries), source)
     return found if bound else None

@@ -63,6 +63,7 @@ from session_schedule.session.jsonl import segments
 from session_schedule.session.jsonl.checkpoints import (
     bound_checkpoint,
     checkpoint_path,
+    holds_commit_of,
     read_checkpoint,
     refuse_lost_entries,
 )
@@ -232,9 +233,15 @@ def fork_session(
         if plan is None:
             parsed = scan(read_all(fd), parent_source)
             found = read_checkpoint(checkpoint_path(parent), parent_source)
-            if isinstance(found, checkpoint.CheckpointFile) and parsed.header.format == 2:
+            if (
+                isinstance(found, checkpoint.CheckpointFile)
+                and parsed.header.format == 2
+                and len(parsed.entries) < found.entries
+                and not holds_commit_of(fd, found)
+            ):
                 # A parent that lost entries its checkpoint vouched for is refused, as its open
-                # refuses it.
+                # refuses it. (One whose file holds them now, its commit record included, was
+                # read before its owner wrote them and that checkpoint: a snapshot to copy.)
                 refuse_lost_entries(found, len(parsed.entries), parent_source)
             plan = _plan_from_log(parsed, at, parent_source)
         ensure_directory(data_dir)
