@@ -659,3 +659,29 @@ async def test_arguments_that_are_not_json_are_answered_with_the_tool_s_own_exam
                 f"{example}.",
             },
         }
+
+
+async def test_a_refusal_that_cannot_be_traced_is_still_answered(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools, schedule, _ = await _tools()
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ValueError("instant 253402300801000 ms is outside years 0001-9999")
+
+    monkeypatch.setattr(schedule.events, "refused", broken)
+    try:
+        result = await tools.call("schedule_create", {"prompt": "p"})
+    finally:
+        await schedule.close()
+    assert result == {
+        "ok": False,
+        "error": {
+            "code": "invalid_selector",
+            "message": "give exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, "
+            "`calendar` (found none).",
+        },
+    }
+    assert caplog.records[-1].getMessage() == (
+        "the refusal of schedule tool 'schedule_create' could not be traced"
+    )

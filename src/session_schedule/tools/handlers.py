@@ -152,13 +152,18 @@ class ScheduleTools:
             schedule_id = _arguments(arguments, name).get("id")
         except ScheduleError:
             schedule_id = None  # arguments that are not an object name no reminder
-        self._schedule.events.refused(
-            self._schedule.now(),
-            tool=escape_unencodable(name) if isinstance(name, str) else f"<{_kind(name)}>",
-            code=error.code,
-            message=escape_unencodable(error.message),
-            schedule_id=escape_unencodable(schedule_id) if isinstance(schedule_id, str) else None,
-        )
+        shown_id = escape_unencodable(schedule_id) if isinstance(schedule_id, str) else None
+        try:
+            self._schedule.events.refused(
+                self._schedule.now(),
+                tool=escape_unencodable(name) if isinstance(name, str) else f"<{_kind(name)}>",
+                code=error.code,
+                message=escape_unencodable(error.message),
+                schedule_id=shown_id,
+            )
+        except Exception:
+            # Observing never breaks the answer (a clock read past year 9999, say).
+            logger.exception("the refusal of schedule tool %r could not be traced", name)
         return _failure(error)
 
     async def _dispatch(self, name: str, arguments: Mapping[str, object]) -> ToolResult:
