@@ -118,6 +118,53 @@ async def test_a_reminder_due_in_quiet_hours_comes_when_they_end() -> None:
     await world.session.close()
 
 
+async def test_a_deferral_whose_reminder_was_deleted_does_not_hide_the_next_one() -> None:
+    world = await _world(Settings(quiet_hours=NIGHT))
+    events: list[ScheduleEvent] = []
+    world.schedule.events.subscribe(events.append)
+    await world.schedule.create({"prompt": "deleted at night", "after_seconds": 3600})
+    await world.run_for(2 * 3600)
+    await world.schedule.delete({"id": "sch_1"})
+    await world.schedule.create({"prompt": "the next night", "after_seconds": 24 * 3600})
+    await world.run_for(2 * 24 * 3600)
+    deferred = [event for event in events if event.kind == "back-off"]
+    assert [(e.decided_at, e.outcome) for e in deferred] == [
+        ("2026-11-29T21:00:00.000Z", "quiet hours"),
+        ("2026-11-30T22:00:00.000Z", "quiet hours"),
+    ]
+    assert [_decided(text) for text in world.agent.followups] == ["2026-12-01T06:00:00.000Z"]
+    assert "deferred since: 2026-11-30T22:00:00.000Z," in world.agent.followups[0]
+    await world.schedule.close()
+    await world.session.close()
+
+
+async def test_a_quota_that_does_not_exist_is_refused_and_nothing_is_written() -> None:
+    world = await _world(Settings())
+    before = len(world.session.entries)
+    with pytest.raises(ValueError) as refused:
+        await world.schedule.set_quota("bogus", 3)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "'bogus' is not a quota; the quotas are turns_per_day, quiet_hours and max_active."
+    )
+    assert len(world.session.entries) == before
+    await world.schedule.close()
+    await world.session.close()
+
+
+async def test_settled_returns_once_the_owner_sleeps_on_the_virtual_clock() -> None:
+    world = await _world(Settings())
+    for seconds in (10, 11, 12):
+        await world.schedule.create({"prompt": f"in {seconds} s", "after_seconds": seconds})
+    await world.schedule.settled()
+    assert world.clock.next_deadline() == 10.0
+    world.clock.advance(10)
+    await world.schedule.settled()
+    # The owner delivered the first and sleeps until the second: its sleep is registered.
+    assert world.clock.next_deadline() == 1.0
+    await world.schedule.close()
+    await world.session.close()
+
+
 async def test_a_reminder_due_before_the_quiet_hours_is_not_deferred() -> None:
     world = await _world(Settings(quiet_hours=NIGHT))
     await world.schedule.create({"prompt": "before", "after_seconds": 59 * 60})

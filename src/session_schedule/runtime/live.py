@@ -872,6 +872,9 @@ class LiveSchedule:
             self._retry_until = None
         wakeup = next_wakeup(self._state)
         if wakeup is None or wakeup > now:
+            # Nothing waits: a hold or a deferral whose reminders were deleted meanwhile is
+            # over too, and the next one is reported anew.
+            self._held = self._deferred = None
             self._nothing_in_a_row = 0
             self._resting = True
             return wakeup
@@ -1123,6 +1126,10 @@ class LiveSchedule:
             sleeper.add_done_callback(lambda _: _settle(waiter))
         self._waiter = waiter
         try:
+            if sleeper is not None:
+                # That task starts first (a virtual clock registers its deadline as it does), so
+                # that the owner is parked only once it is really sleeping (see settled()).
+                await asyncio.sleep(0)
             await self._parked_while(waiter)
         finally:
             self._waiter = None
@@ -1242,6 +1249,10 @@ def _checked_quota(name: QuotaName, value: object, program_max_active: int) -> o
                 "off or default."
             )
         return value
+    if name != "max_active":
+        raise ValueError(
+            f"{name!r} is not a quota; the quotas are turns_per_day, quiet_hours and max_active."
+        )
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
