@@ -41,6 +41,21 @@ def test_resolve_prints_targets_and_errors(capsys: pytest.CaptureFixture[str]) -
     )
 
 
+def test_resolve_refuses_a_malformed_time_option_as_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Exit 2 with the tool's message, not 6 (a storage failure) as before.
+    for option in ("--after", "--resume"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["resolve", option, "garbage", "every 3600"])
+        assert stopped.value.code == 2
+        assert capsys.readouterr().err.endswith(
+            f"session-schedule resolve: error: argument {option}: 'garbage' is not an RFC 3339 "
+            "date-time; write YYYY-MM-DDTHH:MM:SS, an optional fraction, then 'Z' or an offset, "
+            "such as '2026-12-01T09:00:00+09:00'.\n"
+        )
+
+
 def test_resolve_lists_the_next_daily_occurrences(capsys: pytest.CaptureFixture[str]) -> None:
     arguments = ["resolve", "--after", "2027-03-12T12:00:00Z", "daily 02:30 America/New_York"]
     assert main(arguments) == 0

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from session_schedule.cli import reading
+from session_schedule.cli.history import overdue_lines
 from session_schedule.cli.main import main
 from session_schedule.cli.render import WIDTH
 from session_schedule.core.catalog import CATALOG
@@ -24,10 +25,11 @@ from session_schedule.core.changes import (
     delete_change,
     dispatch_change,
     miss_change,
+    pause_change,
     update_change,
 )
-from session_schedule.core.fold import ScheduleFold
-from session_schedule.core.ids import ScheduleId
+from session_schedule.core.fold import ScheduleFold, fold
+from session_schedule.core.ids import ScheduleId, make_schedule_id
 from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import (
     AfterScheduleRecord,
@@ -1635,3 +1637,20 @@ def test_a_command_s_result_is_never_formatted(tmp_path: Path) -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     assert result.reprs == 0
+
+
+def test_check_overdue_leaves_paused_reminders_out() -> None:
+    # A paused reminder is never due (SPEC §11): the probe must not raise an alarm for it.
+    record = EveryScheduleRecord(
+        id=make_schedule_id(1),
+        prompt="stand up",
+        every_seconds=3600,
+        scheduled_at="2026-11-29T20:00:00.000Z",
+    )
+    now = parse_instant("2026-11-30T20:00:00.000Z")
+    running = fold([(0, create_change(record))])
+    assert overdue_lines(running, now, 3600) == [
+        "reminder sch_1 is overdue by 1.0 d (due 2026-11-29T20:00:00.000Z), more than 3600 s"
+    ]
+    paused = fold([(0, create_change(record)), (1, pause_change(make_schedule_id(1)))])
+    assert overdue_lines(paused, now, 3600) == []

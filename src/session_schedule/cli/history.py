@@ -32,10 +32,11 @@ from session_schedule.session.history import HistoryRow, history_row, occurrence
 from session_schedule.session.provenance import made_by_reminders
 
 DESCRIPTION: Final = (
-    "Every occurrence of the session's reminders (or of reminder ID), oldest first: when it was "
-    "due, when its delivery was decided, its outcome — delivered, failed (after retries; the "
-    "cause is shown), pending (its turn has not finished), deleted (before it was delivered) — "
-    "how late it was and how many earlier occurrences a catch-up delivery covered (skipped). "
+    "Every occurrence of the session's reminders (or of reminder ID), in the order the log "
+    "records them: when it was due, when its delivery was decided, its outcome — delivered, "
+    "failed (after retries; the cause is shown), pending (its turn has not finished), missed "
+    "(decided later than its max_lateness_seconds allowed), deleted (before it was delivered) "
+    "— how late it was and how many earlier occurrences a catch-up delivery covered (skipped). "
     "Read from the log alone, while the session may be open elsewhere."
 )
 EXAMPLE: Final = "session-schedule history s_7k2m4q9x3v5b sch_2 --json"
@@ -113,12 +114,13 @@ def run(arguments: argparse.Namespace) -> int:
 
 def overdue_lines(state: ScheduleFold, now: Instant, seconds: float) -> list[str]:
     """One line per active reminder more than ``seconds`` overdue at ``now`` (``check
-    --overdue``), most overdue first."""
+    --overdue``), most overdue first. A paused reminder is never due (SPEC §11): never
+    overdue."""
     limit = now - seconds * MS_PER_SECOND
     late = sorted(
         (record_target(record), record.id)
         for record in state.ordered()
-        if record_target(record) < limit
+        if record_target(record) < limit and not state.status(record.id).paused
     )
     return [
         f"reminder {schedule_id} is overdue by {_duration((now - target) / MS_PER_SECOND)} "

@@ -87,6 +87,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--after",
         metavar="TIME",
+        type=_instant_option,
         help="list daily and calendar occurrences after this RFC 3339 time (default: now)",
     )
     manage = parser.add_argument_group(
@@ -118,15 +119,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     manage.add_argument(
         "--resume",
         metavar="INSTANT",
+        type=_instant_option,
         help="pause the reminder at --after and resume it at this RFC 3339 time",
     )
     parser.set_defaults(handler=_resolve)
 
 
+def _instant_option(text: str) -> Instant:
+    """An option's RFC 3339 time, as an instant; a malformed one is a usage error (exit 2),
+    with the message a tool would give."""
+    try:
+        return parse_rfc3339(text)
+    except ScheduleError as error:
+        raise argparse.ArgumentTypeError(error.message) from None
+
+
 def _resolve(arguments: argparse.Namespace) -> int:
     options = _options(arguments)
     if arguments.after is not None:
-        after = parse_rfc3339(arguments.after)
+        after = arguments.after
     elif options is not None or any(
         text.split()[:1] in (["daily"], ["calendar"]) for text in arguments.inputs
     ):
@@ -269,7 +280,7 @@ def _options(arguments: argparse.Namespace) -> Management | None:
         max_runs=arguments.max_runs,
         max_lateness=arguments.max_lateness,
         snooze=arguments.snooze,
-        resume=None if arguments.resume is None else parse_rfc3339(arguments.resume),
+        resume=arguments.resume,
     )
     return None if options == Management() else options
 
