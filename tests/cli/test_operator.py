@@ -892,15 +892,102 @@ def test_timeline_in_a_chosen_zone(
     assert capsys.readouterr().out == (
         f"session {session}: from 2026-11-30T08:30:00.000+09:00 (now) until "
         "2026-11-30T11:30:00.000+09:00\n"
-        "time (Asia/Tokyo)               id      kind    state                      prompt\n"
-        f"{'─' * 87}\n"
-        "2026-11-30T08:00:00.000+09:00   sch_2   every   overdue (skips 1 missed)   hourly check\n"
-        "2026-11-30T09:00:00.000+09:00   sch_2   every   scheduled                  hourly check\n"
-        "2026-11-30T10:00:00.000+09:00   sch_2   every   scheduled                  hourly check\n"
-        "2026-11-30T11:00:00.000+09:00   sch_2   every   scheduled                  hourly check\n"
+        "time (Asia/Tokyo)               id      kind    state                 prompt\n"
+        f"{'─' * 82}\n"
+        "2026-11-30T08:00:00.000+09:00   sch_2   every   overdue (1 skipped)   hourly check\n"
+        "2026-11-30T09:00:00.000+09:00   sch_2   every   scheduled             hourly check\n"
+        "2026-11-30T10:00:00.000+09:00   sch_2   every   scheduled             hourly check\n"
+        "2026-11-30T11:00:00.000+09:00   sch_2   every   scheduled             hourly check\n"
         "overdue reminders are delivered once, the next time the session is open live (a "
-        "recurring one with its latest due\noccurrence only)\n"
+        "recurring one with its latest due\noccurrence only, the earlier ones skipped)\n"
     )
+
+
+def test_timeline_lists_a_too_late_reminder_as_the_miss_the_owner_records(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reminder overdue by more than its ``max_lateness_seconds`` is not delivered (SPEC §11):
+    the timeline lists the occurrence the owner's ``miss`` names, then the reminder's next
+    target — the very misses the owner then records, as ``history`` shows them."""
+    records: list[ScheduleRecord] = [
+        EveryScheduleRecord(
+            id=ScheduleId("sch_1"),
+            prompt="half-hourly, on time",
+            every_seconds=1800,
+            scheduled_at="2026-11-29T20:05:00.000Z",
+            max_lateness_seconds=60,
+        ),
+        AtScheduleRecord(
+            id=ScheduleId("sch_2"),
+            prompt="at nine, on time",
+            scheduled_at="2026-11-29T21:00:00.000Z",
+            max_lateness_seconds=600,
+        ),
+        AtScheduleRecord(
+            id=ScheduleId("sch_3"),
+            prompt="at ten, on time",
+            scheduled_at="2026-11-29T22:00:00.000Z",
+            max_lateness_seconds=600,
+        ),
+        EveryScheduleRecord(
+            id=ScheduleId("sch_4"),
+            prompt="hourly, however late",
+            every_seconds=3600,
+            scheduled_at="2026-11-29T21:00:00.000Z",
+        ),
+    ]
+
+    async def write() -> None:
+        store = JsonlSessionStore(data)
+        async with await store.create(now=parse_instant(START), session_id=OTHER) as handle:
+            for record in records:
+                handle.append(CHANGE_EVENT_TYPE, create_change(record))
+            await handle.barrier()
+
+    asyncio.run(write())
+    assert run(data, "timeline", OTHER, "--until", "1h") == 0
+    assert capsys.readouterr().out == (
+        f"session {OTHER}: from 2026-11-29T23:30:00.000+00:00 (now) until "
+        "2026-11-30T00:30:00.000+00:00\n"
+        "time (UTC)                      id      kind    state                 prompt\n"
+        f"{'─' * 90}\n"
+        "2026-11-29T20:05:00.000+00:00   sch_1   every   missed                half-hourly, on time\n"
+        "2026-11-29T21:00:00.000+00:00   sch_2   at      missed                at nine, on time\n"
+        "2026-11-29T22:00:00.000+00:00   sch_3   at      missed                at ten, on time\n"
+        "2026-11-29T23:00:00.000+00:00   sch_4   every   overdue (2 skipped)   hourly, however late\n"
+        "2026-11-29T23:35:00.000+00:00   sch_1   every   scheduled             half-hourly, on time\n"
+        "2026-11-30T00:00:00.000+00:00   sch_4   every   scheduled             hourly, however late\n"
+        "2026-11-30T00:05:00.000+00:00   sch_1   every   scheduled             half-hourly, on time\n"
+        "overdue reminders are delivered once, the next time the session is open live (a "
+        "recurring one with its latest due\noccurrence only, the earlier ones skipped)\n"
+        "missed reminders are later than their max_lateness_seconds: the next time the session "
+        "is open live a miss is recorded\nfor them and nothing is delivered; a recurring one "
+        "goes on with its next target\n"
+    )
+    assert run(data, "timeline", OTHER, "--until", "1h", "--json") == 0
+    listed = json.loads(capsys.readouterr().out)["occurrences"]
+    assert [row["skipped"] for row in listed if row["state"] == "missed"] == [0, 0, 0]
+
+    async def open_live() -> None:
+        clock = FakeClock(NOW)
+        agent = FakeAgent()
+        async with (
+            await JsonlSessionStore(data).open(OTHER) as session,
+            LiveSchedule(session, agent, clock=clock) as schedule,
+        ):
+            for _ in range(3):
+                await schedule.settled()
+            await session.barrier()
+
+    asyncio.run(open_live())
+    assert run(data, "history", OTHER, "--json") == 0
+    rows = json.loads(capsys.readouterr().out)["occurrences"]
+    outcomes = {"missed": "missed", "overdue": "delivered"}
+    assert sorted((row["id"], row["dueAt"], row["outcome"], row["skipped"]) for row in rows) == [
+        (row["id"], row["scheduledAt"], outcomes[row["state"]], row["skipped"])
+        for row in listed
+        if row["state"] in outcomes
+    ]
 
 
 def test_timeline_json(data: Path, session: SessionId, capsys: pytest.CaptureFixture[str]) -> None:

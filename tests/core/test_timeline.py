@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
+from session_schedule.core.changes import create_change, snooze_change
 from session_schedule.core.daily import first_after, make_rule, occurrence_on
+from session_schedule.core.fold import fold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
 from session_schedule.core.records import (
@@ -14,7 +17,7 @@ from session_schedule.core.records import (
     Weekday,
 )
 from session_schedule.core.time_input import format_time_of_day, load_zone
-from session_schedule.core.timeline import build_timeline
+from session_schedule.core.timeline import build_timeline, record_misses
 
 UTC = load_zone("UTC")
 START = parse_instant("2026-01-01T00:00:00.000Z")
@@ -173,6 +176,83 @@ def test_an_overdue_daily_record_shows_its_latest_due_occurrence_then_the_next_o
         ("2026-01-05T09:00:00.000Z", "scheduled", 0),
     ]
     assert timeline.total == 3
+
+
+def test_a_reminder_later_than_its_max_lateness_is_listed_as_missed_then_its_next_target() -> None:
+    """SPEC §11: nothing is delivered; the owner's ``miss`` names the oldest overdue occurrence
+    (for a snoozed reminder, the one the snooze moved), and the reminder goes on with its first
+    target after the decision — not its latest due occurrence, and nothing counted as skipped."""
+    now = parse_instant("2026-01-03T10:00:00.000Z")
+    daily = msgspec.structs.replace(daily_utc("2026-01-01T09:00:00.000Z"), max_lateness_seconds=600)
+    hourly = msgspec.structs.replace(
+        every(3600, parse_instant("2026-01-03T08:00:00.000Z"), 2), max_lateness_seconds=60
+    )
+    state = fold(
+        enumerate(
+            [
+                create_change(daily),
+                create_change(hourly),
+                snooze_change(hourly.id, parse_instant("2026-01-03T09:00:00.000Z")),
+            ]
+        )
+    )
+    missed = record_misses(state, now)
+    assert [(miss.record.id, format_instant(miss.occurrence)) for miss in missed] == [
+        ("sch_1", "2026-01-01T09:00:00.000Z"),
+        ("sch_2", "2026-01-03T08:00:00.000Z"),
+    ]
+    assert record_misses(state, now) == ()
+    timeline = build_timeline(
+        state.ordered(),
+        now=now,
+        until=parse_instant("2026-01-03T12:00:00.000Z"),
+        zone=UTC,
+        limit=10,
+        statuses=state.statuses(),
+        missed=missed,
+    )
+    assert [(o.id, o.scheduled_at, o.state, o.skipped) for o in timeline.occurrences] == [
+        ("sch_1", "2026-01-01T09:00:00.000Z", "missed", 0),
+        ("sch_2", "2026-01-03T08:00:00.000Z", "missed", 0),
+        ("sch_2", "2026-01-03T11:00:00.000Z", "scheduled", 0),
+        ("sch_2", "2026-01-03T12:00:00.000Z", "scheduled", 0),
+    ]
+    assert timeline.total == 4
+
+
+def test_misses_repeat_as_the_owner_misses_one_shot_after_one_shot() -> None:
+    """The owner misses the earliest due one-shot per decision; the timeline lists every one
+    it will miss, and a one-shot within its lateness stays overdue (delivered)."""
+    now = parse_instant("2026-01-01T12:00:00.000Z")
+    one_shots = [
+        AtScheduleRecord(
+            id=ScheduleId(f"sch_{number}"),
+            prompt="p",
+            scheduled_at=target,
+            max_lateness_seconds=lateness,
+        )
+        for number, target, lateness in [
+            (1, "2026-01-01T09:00:00.000Z", 60),
+            (2, "2026-01-01T10:00:00.000Z", 60),
+            (3, "2026-01-01T11:00:00.000Z", 7200),
+        ]
+    ]
+    state = fold(enumerate([create_change(record) for record in one_shots]))
+    missed = record_misses(state, now)
+    timeline = build_timeline(
+        state.ordered(),
+        now=now,
+        until=Instant(now + 3_600_000),
+        zone=UTC,
+        limit=10,
+        statuses=state.statuses(),
+        missed=missed,
+    )
+    assert [(o.id, o.state) for o in timeline.occurrences] == [
+        ("sch_1", "missed"),
+        ("sch_2", "missed"),
+        ("sch_3", "overdue"),
+    ]
 
 
 def test_daily_windows_stop_at_year_9999_and_before_the_target() -> None:

@@ -2,7 +2,9 @@
 
 From now until ``--until`` (a duration or an instant), recurring reminders expanded, in the time
 zone chosen with ``--zone``, at most ``--limit`` of them (the next of each reminder first).
-Overdue reminders come first: they are delivered once, the next time the session is open live.
+Overdue reminders come first: they are delivered once, the next time the session is open live —
+or, later than their ``max_lateness_seconds``, recorded as missed then (SPEC §11), each listed as a
+``missed`` row before its next target, as the owner's own planning decides it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from session_schedule.cli.render import Table, Text, output, print_json, untrust
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import MAX_INSTANT, MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.time_input import format_local, load_zone, parse_rfc3339
-from session_schedule.core.timeline import build_timeline
+from session_schedule.core.timeline import build_timeline, record_misses
 
 DEFAULT_LIMIT: Final = 100
 DEFAULT_UNTIL: Final = "24h"
@@ -50,7 +52,8 @@ _UNIT_MS: Final = {
 DESCRIPTION: Final = (
     "The occurrences the session's active reminders will have from now until "
     "--until, recurring reminders expanded, in the time zone you choose. Overdue reminders "
-    "come first: they are delivered once, the next time the session is open live."
+    "come first: they are delivered once, the next time the session is open live, or, when "
+    "later than their max_lateness_seconds, recorded as missed instead (nothing delivered)."
 )
 EXAMPLE: Final = "session-schedule timeline s_7k2m4q9x3v5b --until 7d --zone Asia/Tokyo"
 
@@ -115,6 +118,7 @@ def run(arguments: argparse.Namespace) -> int:
         )
     snapshot = read_snapshot(arguments)
     folded = fold_snapshot(snapshot)
+    missed = record_misses(folded, now)  # as the owner would, were the session open now
     timeline = build_timeline(
         folded.ordered(),
         now=now,
@@ -122,6 +126,7 @@ def run(arguments: argparse.Namespace) -> int:
         zone=zone,
         limit=arguments.limit,
         statuses=folded.statuses(),
+        missed=missed,
     )
     if arguments.json:
         print_json(timeline)
@@ -141,10 +146,12 @@ def run(arguments: argparse.Namespace) -> int:
         )
         for occurrence in timeline.occurrences:
             state = Text(occurrence.state)
-            if occurrence.state == "overdue":
+            if occurrence.state == "missed":
+                state.stylize("red")
+            elif occurrence.state == "overdue":
                 state.stylize("bold yellow")
                 if occurrence.skipped:
-                    state.append(f" (skips {occurrence.skipped} missed)")
+                    state.append(f" ({occurrence.skipped} skipped)")
             table.add_row(
                 Text(occurrence.local),
                 Text(occurrence.id),
@@ -157,7 +164,17 @@ def run(arguments: argparse.Namespace) -> int:
             console.print(
                 Text(
                     "overdue reminders are delivered once, the next time the session is open live "
-                    "(a recurring one with its latest due occurrence only)",
+                    "(a recurring one with its latest due occurrence only, the earlier ones "
+                    "skipped)",
+                    style="dim",
+                )
+            )
+        if any(occurrence.state == "missed" for occurrence in timeline.occurrences):
+            console.print(
+                Text(
+                    "missed reminders are later than their max_lateness_seconds: the next time "
+                    "the session is open live a miss is recorded for them and nothing is "
+                    "delivered; a recurring one goes on with its next target",
                     style="dim",
                 )
             )

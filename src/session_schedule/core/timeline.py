@@ -9,7 +9,12 @@ window's length; counting them is O(1).
 
 With the fold's SPEC §11 statuses: a paused reminder has no occurrence; a snoozed one first its
 snoozed delivery, then its occurrences after the one the snooze moved; ``ends`` bounds a
-recurring reminder's occurrences (none after ``until``, at most the runs left).
+recurring reminder's occurrences (none after ``until``, at most the runs left). A reminder due
+later than its ``maxLatenessSeconds`` is not delivered: :func:`record_misses` applies the ``miss``
+changes the owner records first — the core's own :func:`~session_schedule.core.due.plan_misses`,
+so the view cannot drift from the owner — and the timeline lists each as a ``missed`` row (the
+occurrence the change names) before what the reminder does after it (its next target; a one-shot
+ends).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import heapq
 import itertools
 import zoneinfo
 from collections.abc import Iterable, Iterator, Mapping
-from typing import final
+from typing import Literal, TypeAlias, final
 
 import msgspec
 
@@ -34,7 +39,13 @@ from session_schedule.core.daily import (
     occurrence_on,
     rule_of,
 )
-from session_schedule.core.fold import next_every_target, next_occurrence, skipped_occurrences
+from session_schedule.core.due import plan_misses
+from session_schedule.core.fold import (
+    ScheduleFold,
+    next_every_target,
+    next_occurrence,
+    skipped_occurrences,
+)
 from session_schedule.core.ids import ScheduleId, id_number
 from session_schedule.core.instants import (
     MAX_INSTANT,
@@ -42,6 +53,7 @@ from session_schedule.core.instants import (
     Instant,
     format_instant,
     instant_of_canonical,
+    parse_instant,
 )
 from session_schedule.core.records import (
     NO_STATUS,
@@ -52,13 +64,16 @@ from session_schedule.core.records import (
     RecordKind,
     RecordStatus,
     ScheduleRecord,
-    ScheduleState,
     is_recurring,
     record_ends,
     record_kind,
     record_target,
 )
 from session_schedule.core.time_input import format_local
+
+TimelineState: TypeAlias = Literal["scheduled", "overdue", "missed"]
+"""``overdue``: delivered the next time the session is open live; ``missed``: recorded as missed
+then instead (SPEC §11, later than ``maxLatenessSeconds``), nothing delivered."""
 
 
 @final
@@ -71,9 +86,10 @@ class TimelineOccurrence(msgspec.Struct, frozen=True, kw_only=True, rename="came
     """The occurrence's target, canonical UTC."""
     local: str
     """The same instant in the chosen zone (RFC 3339 with its offset)."""
-    state: ScheduleState
+    state: TimelineState
     skipped: int
-    """For an overdue recurring reminder: the earlier due occurrences its delivery passes over."""
+    """For an overdue recurring reminder: the earlier due occurrences its delivery passes over
+    (0 for a missed one: a miss passes nothing over, as ``history`` records it)."""
     prompt: str
 
 
@@ -91,6 +107,38 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     occurrences: list[TimelineOccurrence]
 
 
+@final
+class TimelineMiss(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``miss`` change the owner records the next time it runs, with the record it misses."""
+
+    record: ScheduleRecord
+    """The record as it stood before the miss (a one-shot is gone after it)."""
+    occurrence: Instant
+    """The occurrence the change names: the record's oldest overdue one (for a snoozed record,
+    the occurrence the snooze moved)."""
+
+
+def record_misses(state: ScheduleFold, now: Instant) -> tuple[TimelineMiss, ...]:
+    """The misses the owner records when it runs at ``now``, applied to ``state`` as it applies
+    them, so ``state`` then holds what the owner goes on with (a recurring record at its first
+    target after ``now``, a missed one-shot ended).
+
+    :func:`~session_schedule.core.due.plan_misses` misses the earliest due one-shot only; the
+    owner's next decision misses the following one, so the rounds repeat until none is left. A
+    missed recurring record is due no more at ``now`` and a missed one-shot ends, so they do.
+    """
+    misses: list[TimelineMiss] = []
+    while planned := plan_misses(state, now):
+        for change in planned:
+            record = state.get(change.id)
+            if record is None:  # pragma: no cover - plan_misses names active records only
+                raise AssertionError(f"miss of {change.id}, which is not active")
+            occurrence = parse_instant(change.scheduled_at)
+            misses.append(TimelineMiss(record=record, occurrence=occurrence))
+            state.apply(change)
+    return tuple(misses)
+
+
 def build_timeline(
     records: Iterable[ScheduleRecord],
     *,
@@ -99,6 +147,7 @@ def build_timeline(
     zone: zoneinfo.ZoneInfo,
     limit: int,
     statuses: Mapping[ScheduleId, RecordStatus] | None = None,
+    missed: Iterable[TimelineMiss] = (),
 ) -> Timeline:
     """The occurrences of ``records`` up to ``until`` (inclusive), at most ``limit`` of them, in
     time order.
@@ -110,14 +159,16 @@ def build_timeline(
     rest of the room goes to the soonest other occurrences: one frequent rule never hides the
     others. Targets are computed with integer arithmetic from ``scheduledAt``, lazily, so the
     work follows ``limit``, not the length of the window. ``statuses`` are the fold's SPEC §11
-    statuses of the records (none: no record is paused or snoozed).
+    statuses of the records (none: no record is paused or snoozed); ``missed`` the misses
+    :func:`record_misses` applied to them, each listed first as a ``missed`` row of its own.
     """
     found = statuses or {}
     records = list(records)
     planned = [_planned(record, found.get(record.id, NO_STATUS), now, until) for record in records]
-    total = sum(count for _, count in planned)
-    streams = [stream for stream, _ in planned]
-    firsts: list[tuple[Instant, ScheduleRecord]] = []
+    misses: list[_Stream] = [iter([(miss.occurrence, miss.record, True)]) for miss in missed]
+    total = sum(count for _, count in planned) + len(misses)
+    streams = [*misses, *(stream for stream, _ in planned)]
+    firsts: list[_Item] = []
     for stream in streams:
         first = next(stream, None)
         if first is not None:
@@ -126,8 +177,8 @@ def build_timeline(
     later = heapq.merge(*streams, key=_order)
     chosen = sorted([*firsts, *itertools.islice(later, limit - len(firsts))], key=_order)
     occurrences = [
-        _occurrence(record, instant, zone, now, found.get(record.id, NO_STATUS))
-        for instant, record in chosen
+        _occurrence(record, instant, zone, now, found.get(record.id, NO_STATUS), missed=miss)
+        for instant, record, miss in chosen
     ]
     return Timeline(
         now=format_instant(now),
@@ -140,12 +191,14 @@ def build_timeline(
     )
 
 
-def _order(item: tuple[Instant, ScheduleRecord]) -> tuple[Instant, int]:
+_Item: TypeAlias = tuple[Instant, ScheduleRecord, bool]
+"""An occurrence, its record, and whether it is a miss."""
+_Stream: TypeAlias = Iterator[_Item]
+
+
+def _order(item: _Item) -> tuple[Instant, int]:
     """Time order, then creation order."""
     return item[0], id_number(item[1].id)
-
-
-_Stream = Iterator[tuple[Instant, ScheduleRecord]]
 
 
 def _planned(
@@ -163,7 +216,7 @@ def _planned(
     else:
         # The snoozed delivery, then the occurrences after the one it moved.
         snoozed = record_target(record)
-        head = [(snoozed, record)] if snoozed <= until or snoozed <= now else []
+        head = [(snoozed, record, False)] if snoozed <= until or snoozed <= now else []
         stream, count = iter(head), len(head)
         if isinstance(record, RECURRING_RECORDS):
             moved = instant_of_canonical(status.snoozed_from)
@@ -190,28 +243,26 @@ def _occurrences(record: ScheduleRecord, now: Instant, until: Instant) -> _Strea
         return
     if not isinstance(record, EveryScheduleRecord):
         if target <= until or target <= now:
-            yield target, record
+            yield target, record, False
         return
     interval = record.every_seconds * MS_PER_SECOND
     if target <= now:
         skipped = skipped_occurrences(target, now, record.every_seconds)
-        yield Instant(target + skipped * interval), record
+        yield Instant(target + skipped * interval), record, False
         target = Instant(next_every_target(target, now, record.every_seconds))
     while target <= min(until, MAX_INSTANT):
-        yield target, record
+        yield target, record, False
         target = Instant(target + interval)
 
 
-def _daily_occurrences(
-    record: DailyScheduleRecord, now: Instant, until: Instant
-) -> Iterator[tuple[Instant, ScheduleRecord]]:
+def _daily_occurrences(record: DailyScheduleRecord, now: Instant, until: Instant) -> _Stream:
     # The record's next delivery (its latest due occurrence when overdue), then the occurrences
     # after it, date by date.
     target = record_target(record)
     if target <= now:
-        yield latest_daily_due(record, now)[0], record
+        yield latest_daily_due(record, now)[0], record, False
     elif target <= until:
-        yield target, record
+        yield target, record, False
     else:
         return
     rule = rule_of(record)
@@ -223,19 +274,17 @@ def _daily_occurrences(
         occurrence = occurrence_on(rule, day)
         if occurrence > min(until, MAX_INSTANT):
             return
-        yield Instant(occurrence), record
+        yield Instant(occurrence), record, False
         day = listed_from(rule, day + 1)
 
 
-def _calendar_occurrences(
-    record: CalendarScheduleRecord, now: Instant, until: Instant
-) -> Iterator[tuple[Instant, ScheduleRecord]]:
+def _calendar_occurrences(record: CalendarScheduleRecord, now: Instant, until: Instant) -> _Stream:
     # As for a daily record: the next delivery, then the rule's later dates one by one.
     target = record_target(record)
     if target <= now:
-        yield latest_calendar_due(record, now)[0], record
+        yield latest_calendar_due(record, now)[0], record, False
     elif target <= until:
-        yield target, record
+        yield target, record, False
     else:
         return
     schedule = calendar.schedule_of(record)
@@ -244,7 +293,7 @@ def _calendar_occurrences(
         found = calendar.first_after(schedule, instant)
         if found is None or found[1] > min(until, MAX_INSTANT):
             return
-        yield Instant(found[1]), record
+        yield Instant(found[1]), record, False
         instant = Instant(found[1])
 
 
@@ -297,8 +346,10 @@ def _occurrence(
     zone: zoneinfo.ZoneInfo,
     now: Instant,
     status: RecordStatus,
+    *,
+    missed: bool = False,
 ) -> TimelineOccurrence:
-    overdue = instant <= now
+    overdue = instant <= now and not missed  # a miss passes nothing over: no count to make
     skipped = 0
     if status.snoozed_from is not None and instant == record_target(record):
         moved = instant_of_canonical(status.snoozed_from)
@@ -317,7 +368,7 @@ def _occurrence(
         kind=record_kind(record),
         scheduled_at=format_instant(instant),
         local=format_local(instant, zone),
-        state="overdue" if overdue else "scheduled",
+        state="missed" if missed else ("overdue" if overdue else "scheduled"),
         skipped=skipped,
         prompt=record.prompt,
     )
