@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 from session_schedule.cli import common
 from session_schedule.cli.main import main
 from session_schedule.session import SessionError, postgres_schema
+from session_schedule.session.location import PostgresLocation, setup_command
 from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.postgres_schema import SCHEMA_VERSION
 from tests.postgres import DSN_VARIABLE, drop_schema, execute, fresh_schema_name, server_dsn
@@ -85,6 +87,72 @@ def test_migrate_creates_a_missing_schema_and_reads_the_dsn_from_the_environment
     assert tables(dsn, schema) == TABLES
 
 
+def _url(dsn: str, schema: str) -> str:
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+@pytest.mark.parametrize("given", ["--store", "before", "variable", "--dsn", "dsn variable"])
+def test_the_store_url_names_the_schema_as_for_every_command(
+    dsn: str,
+    schema: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    given: str,
+) -> None:
+    """``?schema=`` is the schema, not a parameter for the driver, whichever way the URL comes;
+    ``--schema`` still wins over it."""
+    monkeypatch.delenv("SESSION_SCHEDULE_PG_DSN", raising=False)
+    monkeypatch.delenv("SESSION_SCHEDULE_STORE", raising=False)
+    url = _url(dsn, schema)
+    argv = {
+        "--store": ["db", "init", "--store", url],
+        "before": ["--store", url, "db", "init"],
+        "variable": ["db", "init"],
+        "--dsn": ["db", "init", "--dsn", url],
+        "dsn variable": ["db", "init"],
+    }[given]
+    if given == "variable":
+        monkeypatch.setenv("SESSION_SCHEDULE_STORE", url)
+    if given == "dsn variable":
+        monkeypatch.setenv("SESSION_SCHEDULE_PG_DSN", url)
+    where = f"schema {schema} of PostgreSQL database {database(dsn)}"
+    assert run(capsys, *argv) == (0, f"created {where} at version {SCHEMA_VERSION}\n", "")
+    assert tables(dsn, schema) == TABLES
+    other = f"{schema}_b"
+    try:
+        code, out, _ = run(capsys, *argv, "--schema", other)
+        assert (code, out) == (
+            0,
+            f"created schema {other} of PostgreSQL database {database(dsn)} "
+            f"at version {SCHEMA_VERSION}\n",
+        )
+    finally:
+        drop_schema(dsn, other)
+
+
+def test_the_command_a_missing_schema_names_creates_it_as_printed(
+    dsn: str, schema: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint names the store's database and schema, so that pasted it creates that schema,
+    not the default one, and needs no --dsn."""
+    monkeypatch.delenv("SESSION_SCHEDULE_PG_DSN", raising=False)
+    monkeypatch.delenv("SESSION_SCHEDULE_STORE", raising=False)
+    url = _url(dsn, schema)
+    code, out, err = run(capsys, "--store", url, "sessions")
+    command = f"session-schedule --store {shlex.quote(url)} db init"
+    assert (code, out, err) == (
+        6,
+        "",
+        f"session-schedule: schema {schema} of PostgreSQL database {database(dsn)} holds no "
+        f"session store; create it with `{command}`\n",
+    )
+    printed = shlex.split(err.split("`")[1])
+    assert printed[0] == "session-schedule"
+    assert run(capsys, *printed[1:])[0] == 0
+    assert tables(dsn, schema) == TABLES
+    assert run(capsys, "--store", url, "sessions") == (0, f"no sessions in {url}\n", "")
+
+
 def test_a_newer_schema_is_refused_and_left_alone(
     dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,11 +174,31 @@ def test_bad_invocations(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SESSION_SCHEDULE_PG_DSN", raising=False)
+    monkeypatch.delenv("SESSION_SCHEDULE_STORE", raising=False)
     assert run(capsys, "db", "init") == (
         2,
         "",
-        "session-schedule: db init needs --dsn or $SESSION_SCHEDULE_PG_DSN\n",
+        "session-schedule: db init needs the PostgreSQL store: --store postgresql://… (or "
+        "$SESSION_SCHEDULE_STORE), or --dsn (or $SESSION_SCHEDULE_PG_DSN)\n",
     )
+    assert run(capsys, "--store", "sqlite:s.db", "db", "migrate") == (
+        2,
+        "",
+        "session-schedule: db migrate sets up a PostgreSQL store, and --store names sqlite:s.db; "
+        "give a postgresql://… URL\n",
+    )
+    assert run(capsys, "db", "init", "--store", "postgresql:///x", "--dsn", "postgresql:///x") == (
+        2,
+        "",
+        "session-schedule: db init takes --dsn or --store, not both\n",
+    )
+    for url in ("--dsn", "--store"):
+        assert run(capsys, "db", "init", url, "postgresql:///x?schema=1abc") == (
+            2,
+            "",
+            "session-schedule: '1abc' cannot name a schema: use 1 to 63 lower-case letters, "
+            "digits or underscores, not starting with a digit\n",
+        )
     assert run(capsys, "db", "migrate", "--dsn", "postgresql:///x", "--schema", "Bad") == (
         2,
         "",
@@ -176,14 +264,15 @@ def test_an_older_schema_is_upgraded_by_migrate_only(
     where = f"schema {schema} of PostgreSQL database {database(dsn)}"
     with pytest.raises(SessionError) as refused:
         asyncio.run(PostgresSessionStore(dsn, schema=schema).list())
+    upgrade = setup_command(PostgresLocation(dsn=dsn, schema=schema), "migrate")
     assert refused.value.message == (
         f"{where} is at version {SCHEMA_VERSION}, but this program uses version {newer}; "
-        "upgrade it with `session-schedule db migrate`"
+        f"upgrade it with `{upgrade}`"
     )
     assert run(capsys, "db", "init", "--dsn", dsn, "--schema", schema) == (
         0,
         f"{where} is at version {SCHEMA_VERSION}; this program uses {newer}: upgrade it with "
-        "`session-schedule db migrate`\n",
+        f"`{upgrade}`\n",
         "",
     )
     assert "notes" not in tables(dsn, schema)

@@ -5,6 +5,7 @@ transcript when the person comes back."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 import socket
 import subprocess
@@ -12,8 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from session_schedule.cli.host import host_settings
-from session_schedule.cli.main import build_parser
+from session_schedule.cli.main import build_parser, main
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.harness.transcript import messages_of
@@ -287,3 +290,28 @@ def turns_queued(data_dir: Path, session_id: str) -> list[TurnQueued]:
 def finished_turns(data_dir: Path, session_id: str) -> list[TurnFinished]:
     snapshot = asyncio.run(JsonlSessionStore(data_dir).read(session_id))
     return [e.payload for e in snapshot.entries if isinstance(e.payload, TurnFinished)]
+
+
+def test_a_dsn_url_names_its_schema_as_store_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--dsn URL`` is ``--store URL``: its ``?schema=`` is the schema, not a parameter passed
+    to the driver (which refused it), and a bad one is a usage error."""
+    from tests.postgres import execute, fresh_schema_name, server_dsn  # noqa: PLC0415
+
+    dsn = server_dsn()
+    schema = fresh_schema_name()  # never created: the host stops at its first read
+    joined = "&" if "?" in dsn else "?"
+    url = f"{dsn}{joined}schema={schema}"
+    assert main(["host", "--dsn", url]) == 6
+    database = execute(dsn, "SELECT current_database()")[0][0]
+    where = f"schema {schema} of PostgreSQL database {database}"
+    assert capsys.readouterr() == (
+        "",
+        f"session-schedule: {where} holds no session store; create it with "
+        f"`session-schedule --store {shlex.quote(url)} db init`\n",
+    )
+    assert main(["host", "--dsn", f"{dsn}{joined}schema=Bad"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "session-schedule: 'Bad' cannot name a schema: use 1 to 63 lower-case letters, digits or "
+        "underscores, not starting with a digit\n",
+    )

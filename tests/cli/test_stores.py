@@ -212,6 +212,42 @@ def test_a_store_that_is_not_a_url_is_a_usage_error(
     )
 
 
+_COMMANDS_OF_A_SESSION = [
+    ["sessions"],
+    ["list", SESSION],
+    ["show", SESSION],
+    ["history", SESSION],
+    ["check", SESSION],
+    ["timeline", SESSION],
+    ["fork", SESSION],
+    ["chat"],
+    ["host"],
+]
+
+
+@pytest.mark.parametrize("argv", _COMMANDS_OF_A_SESSION, ids=" ".join)
+@pytest.mark.parametrize("given", ["option", "variable"])
+def test_a_url_schema_that_cannot_name_a_schema_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    given: str,
+) -> None:
+    """Not a traceback (exit 1) when the store first connects: one line, exit 2, every command
+    alike, with the rule a name must follow. No server is needed: nothing connects."""
+    url = "postgresql://app@127.0.0.1:1/app?schema=Bad"
+    if given == "option":
+        code, out, err = _run(capsys, *argv, "--store", url)
+    else:
+        monkeypatch.setenv("SESSION_SCHEDULE_STORE", url)
+        code, out, err = _run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err == (
+        "session-schedule: 'Bad' cannot name a schema: use 1 to 63 lower-case letters, digits or "
+        "underscores, not starting with a digit\n"
+    )
+
+
 def test_a_sqlite_chat_names_its_store_in_every_hint_and_resumes_from_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,7 +13,9 @@ from session_schedule.session.location import (
     SqliteLocation,
     StoreLocation,
     open_store,
+    parse_dsn,
     parse_store_url,
+    setup_command,
     store_url,
 )
 
@@ -118,3 +120,38 @@ def test_a_postgresql_url_may_name_the_schema_of_its_tables() -> None:
     assert parse_store_url(store_url(location)) == location
     with pytest.raises(ValueError, match="must name one schema"):
         parse_store_url("postgresql://app@db/app?schema=a&schema=b")
+
+
+@pytest.mark.parametrize("schema", ["Bad", "1abc", "a-b", "x" * 64])
+def test_a_url_schema_that_cannot_name_a_schema_is_refused_as_it_is_read(schema: str) -> None:
+    """The schema is checked with the URL, not when the store first connects: every command
+    refuses it as a usage error."""
+    for read in (parse_store_url, parse_dsn):
+        with pytest.raises(ValueError) as refused:
+            read(f"postgresql://app@db/app?schema={schema}")
+        assert str(refused.value) == (
+            f"{schema!r} cannot name a schema: use 1 to 63 lower-case letters, digits or "
+            "underscores, not starting with a digit"
+        )
+
+
+def test_a_dsn_is_a_url_with_its_schema_or_a_keyword_string() -> None:
+    assert parse_dsn("postgresql://app@db/app?schema=reminders&sslmode=require") == (
+        PostgresLocation(dsn="postgresql://app@db/app?sslmode=require", schema="reminders")
+    )
+    assert parse_dsn("host=db dbname=app") == PostgresLocation(dsn="host=db dbname=app")
+
+
+def test_the_setup_command_names_the_store_and_hides_the_password() -> None:
+    url = parse_store_url("postgresql://app:secret@db/app?schema=reminders")
+    assert isinstance(url, PostgresLocation)
+    assert setup_command(url, "init") == (
+        "session-schedule --store 'postgresql://app:***@db/app?schema=reminders' db init"
+    )
+    keywords = PostgresLocation(dsn="host=db password=secret", schema="reminders")
+    assert setup_command(keywords, "migrate") == (
+        "session-schedule db migrate --dsn 'host=db password=***' --schema reminders"
+    )
+    assert setup_command(PostgresLocation(dsn="postgresql://app@db/app"), "init") == (
+        "session-schedule --store postgresql://app@db/app db init"
+    )

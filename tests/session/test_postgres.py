@@ -38,6 +38,7 @@ from session_schedule.session import (
     user_message,
 )
 from session_schedule.session import postgres as postgres_module
+from session_schedule.session.location import PostgresLocation, setup_command
 from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.postgres_schema import migrate
 from session_schedule.testing.session_contract import (
@@ -573,9 +574,8 @@ class TestSchemaAndDamage:
             env={**os.environ, "PYTHONPATH": str(Path(session_schedule.__file__).parents[1])},
             check=True,
         )
-        assert finished.stdout.endswith(
-            "holds no session store; create it with `session-schedule db init`\n"
-        )
+        assert "holds no session store; create it with `session-schedule " in finished.stdout
+        assert finished.stdout.endswith(" db init`\n")
 
     @contract_test
     async def test_a_store_refuses_a_missing_older_or_newer_schema(self, dsn: str) -> None:
@@ -586,7 +586,8 @@ class TestSchemaAndDamage:
             with pytest.raises(SessionError) as caught:
                 await PostgresSessionStore(dsn, schema=name).list()
             assert caught.value.message == (
-                f"{where} holds no session store; create it with `session-schedule db init`"
+                f"{where} holds no session store; create it with "
+                f"`{setup_command(PostgresLocation(dsn=dsn, schema=name), 'init')}`"
             )
             migrate(dsn, schema=name)
             execute(dsn, f"INSERT INTO {name}.schema_version (version) VALUES (3)")

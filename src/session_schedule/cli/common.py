@@ -255,12 +255,13 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def add_schema_option(parser: argparse.ArgumentParser, *, metavar: str | None = None) -> None:
-    """Add ``--schema``: the PostgreSQL schema holding the store's tables."""
+    """Add ``--schema``: the PostgreSQL schema holding the store's tables. Its default is
+    ``None``, so that a URL's ``?schema=`` stands unless ``--schema`` is given."""
     parser.add_argument(
         "--schema",
-        default=DEFAULT_SCHEMA,
         metavar=metavar,
-        help=f"the PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA})",
+        help=f"the PostgreSQL schema holding the tables (default: the URL's ?schema=, else "
+        f"{DEFAULT_SCHEMA})",
     )
 
 

@@ -1,26 +1,42 @@
 """``session-schedule db init`` and ``db migrate``: the PostgreSQL store's schema, by the program.
 
-The database is ``--dsn``, else ``$SESSION_SCHEDULE_PG_DSN``. psycopg is imported only when one
-of these commands runs, so the rest of the program starts without it (it is the ``postgres``
-extra). Both commands are idempotent; both refuse a schema newer than this program's. The DSN is
-never printed (it may hold a password): messages name the database and the schema.
+The store is the one the other commands name: ``--dsn``, else ``--store``, else
+``$SESSION_SCHEDULE_STORE``, else ``$SESSION_SCHEDULE_PG_DSN``; a PostgreSQL URL's ``?schema=``
+is the schema, as for every command, and ``--schema`` overrides it. So the command a store prints
+for a missing schema (``session-schedule --store 'postgresql://…?schema=x' db init``) creates that
+schema. psycopg is imported only when one of these commands runs, so the rest of the program
+starts without it (it is the ``postgres`` extra). Both commands are idempotent; both refuse a
+schema newer than this program's. The DSN is never printed (it may hold a password): messages
+name the database and the schema.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING, Final
 
 from session_schedule.cli.common import (
+    DEFAULT_SCHEMA,
     DSN_VARIABLE,
     EXIT_OK,
     EXIT_STORAGE,
     EXIT_USAGE,
+    STORE_VARIABLE,
     HelpFormatter,
     add_schema_option,
     fail,
+    store_location,
 )
 from session_schedule.extras import require
+
+if TYPE_CHECKING:
+    from session_schedule.session.location import PostgresLocation
+
+STORE_HELP: Final = (
+    "the PostgreSQL store, as every command names it: postgresql://…, with ?schema=NAME for a "
+    f"schema other than {DEFAULT_SCHEMA} (default: ${STORE_VARIABLE})"
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +46,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="create or upgrade the PostgreSQL store's schema",
         description="The PostgreSQL session store keeps its tables in one schema of a database, "
         "created and upgraded only by these commands.",
-        epilog="example: session-schedule db init --dsn postgresql://app@db.internal/app",
+        epilog="example: session-schedule --store "
+        "'postgresql://app@db.internal/app?schema=reminders' db init",
         formatter_class=HelpFormatter,
     )
     actions = parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
@@ -43,7 +60,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 "existing schema is left as it is (run `db migrate` to upgrade an older one). "
                 "Refuses a schema newer than this program."
             ),
-            "session-schedule db init --dsn postgresql://app@db.internal/app",
+            "session-schedule db init --store 'postgresql://app@db.internal/app?schema=reminders'",
         ),
         (
             "migrate",
@@ -66,33 +83,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action.add_argument(
             "--dsn",
             metavar="DSN",
-            help=f"the database: a libpq connection string or URI (default: ${DSN_VARIABLE})",
+            help="the database, instead of --store: a libpq connection string, or a URL whose "
+            f"?schema= is the schema as for --store (default: ${DSN_VARIABLE}, when neither "
+            f"--store nor ${STORE_VARIABLE} is set)",
         )
+        # Also accepted before the command name (``session-schedule --store URL db init``).
+        action.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help=STORE_HELP)
         add_schema_option(action, metavar="NAME")
         action.set_defaults(handler=_run)
 
 
 def _run(arguments: argparse.Namespace) -> int:
-    dsn = arguments.dsn or os.environ.get(DSN_VARIABLE)
-    if not dsn:
-        return fail(f"db {arguments.db_command} needs --dsn or ${DSN_VARIABLE}", EXIT_USAGE)
+    location = _location(arguments)
+    if isinstance(location, str):
+        return fail(location, EXIT_USAGE)
     # Only these commands need the database driver: without the ``postgres`` extra this raises
     # MissingExtraError, which ``main`` reports in one line (exit 2).
     require("postgres", purpose="the PostgreSQL store")
     import psycopg  # noqa: PLC0415
 
-    from session_schedule.session.postgres_schema import (  # noqa: PLC0415
-        SCHEMA_VERSION,
-        check_schema_name,
-        migrate,
-    )
+    from session_schedule.session.location import setup_command  # noqa: PLC0415
+    from session_schedule.session.postgres_schema import SCHEMA_VERSION, migrate  # noqa: PLC0415
 
     try:
-        check_schema_name(arguments.schema)
-    except ValueError as error:
-        return fail(str(error), EXIT_USAGE)
-    try:
-        status = migrate(dsn, schema=arguments.schema, action=arguments.db_command)
+        status = migrate(location.dsn, schema=location.schema, action=arguments.db_command)
     except psycopg.Error as error:
         problem = " ".join(str(error).split())
         return fail(f"the database could not be used: {problem}", EXIT_STORAGE)
@@ -104,8 +118,49 @@ def _run(arguments: argparse.Namespace) -> int:
     elif status.after < SCHEMA_VERSION:
         print(
             f"{where} is at version {status.after}; this program uses {SCHEMA_VERSION}: "
-            "upgrade it with `session-schedule db migrate`"
+            f"upgrade it with `{setup_command(location, 'migrate')}`"
         )
     else:
         print(f"{where} is at version {status.after} already; nothing to do")
     return EXIT_OK
+
+
+def _location(arguments: argparse.Namespace) -> PostgresLocation | str:
+    """The store the command sets up: ``--dsn``, else ``--store``, else
+    ``$SESSION_SCHEDULE_STORE``, else ``$SESSION_SCHEDULE_PG_DSN``, in the schema ``--schema``
+    names, else its URL's ``?schema=``; a usage error's message otherwise."""
+    from session_schedule.session.location import (  # noqa: PLC0415
+        PostgresLocation,
+        check_schema_name,
+        parse_dsn,
+        store_url,
+    )
+
+    command = f"db {arguments.db_command}"
+    store = getattr(arguments, "store", None)
+    try:
+        if arguments.dsn and store:
+            return f"{command} takes --dsn or --store, not both"
+        if arguments.dsn:
+            location = parse_dsn(arguments.dsn)
+        elif store or os.environ.get(STORE_VARIABLE):
+            found = store_location(arguments)
+            if not isinstance(found, PostgresLocation):
+                named = "--store" if store else f"${STORE_VARIABLE}"
+                return (
+                    f"{command} sets up a PostgreSQL store, and {named} names "
+                    f"{store_url(found)}; give a postgresql://… URL"
+                )
+            location = found
+        elif os.environ.get(DSN_VARIABLE):
+            location = parse_dsn(os.environ[DSN_VARIABLE])
+        else:
+            return (
+                f"{command} needs the PostgreSQL store: --store postgresql://… (or "
+                f"${STORE_VARIABLE}), or --dsn (or ${DSN_VARIABLE})"
+            )
+        if arguments.schema is None:
+            return location
+        return PostgresLocation(dsn=location.dsn, schema=check_schema_name(arguments.schema))
+    except ValueError as error:
+        return str(error)

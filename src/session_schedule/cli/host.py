@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import signal
@@ -19,7 +18,6 @@ import sys
 from typing import Final
 
 from session_schedule.cli.common import (
-    DEFAULT_SCHEMA,
     DSN_VARIABLE,
     EXIT_OK,
     EXIT_STORAGE,
@@ -41,7 +39,13 @@ from session_schedule.cli.model import (
 from session_schedule.core.instants import Instant
 from session_schedule.extras import require
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
-from session_schedule.session.location import PostgresLocation, open_store, store_url
+from session_schedule.session.location import (
+    PostgresLocation,
+    check_schema_name,
+    open_store,
+    parse_dsn,
+    store_url,
+)
 from session_schedule.session.port import SessionStore
 
 DESCRIPTION: Final = (
@@ -179,26 +183,27 @@ def run(arguments: argparse.Namespace) -> int:
         dsn = os.environ.get(DSN_VARIABLE) or None
         if dsn is None:
             return fail(f"host --postgres needs ${DSN_VARIABLE}", EXIT_USAGE)
+    try:
+        # A --dsn URL is read as --store reads it: its ?schema= is the schema, not libpq's.
+        location = store_location(arguments) if dsn is None else parse_dsn(dsn)
+        if isinstance(location, PostgresLocation) and arguments.schema is not None:
+            # else the URL's ?schema=, or the default
+            location = PostgresLocation(
+                dsn=location.dsn, schema=check_schema_name(arguments.schema)
+            )
+    except ValueError as error:
+        return fail(str(error), EXIT_USAGE)
     logging.basicConfig(
         level=logging.INFO if arguments.verbose else logging.WARNING,
         format=_LOG_FORMAT,
         stream=sys.stderr,
     )
     settings = host_settings(arguments)
-    location = store_location(arguments) if dsn is None else PostgresLocation(dsn=dsn)
     if not isinstance(location, PostgresLocation):
         store = open_store(location)
         where = f"the sessions in {store_url(location)}"
         return asyncio.run(_serve(store, where, config, settings))
-    if arguments.schema != DEFAULT_SCHEMA:  # else the URL's ?schema=, or the default
-        location = dataclasses.replace(location, schema=arguments.schema)
     # Without the postgres extra, this raises MissingExtraError: one line, exit 2.
-    from session_schedule.session.postgres_schema import check_schema_name  # noqa: PLC0415
-
-    try:
-        check_schema_name(location.schema)
-    except ValueError as error:
-        return fail(str(error), EXIT_USAGE)
     store = open_store(location, lease_seconds=arguments.lease_seconds)
     import psycopg  # noqa: PLC0415 - only a PostgreSQL host needs the driver
 

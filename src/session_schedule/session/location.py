@@ -4,12 +4,16 @@
 - ``sqlite:PATH`` — every session in the SQLite database file ``PATH``;
 - ``postgresql://…`` (or ``postgres://…``) — every session in a PostgreSQL database, the URL
   being the libpq connection URI; a ``schema`` query parameter (``?schema=reminders``) names the
-  schema of the tables (default ``session_schedule``) and is not passed to the driver.
+  schema of the tables (default ``session_schedule``; see :func:`check_schema_name`) and is not
+  passed to the driver.
 
 A relative ``DIR`` or ``PATH`` is taken from the current directory. :func:`parse_store_url` reads
 a URL into a :data:`StoreLocation` (``ValueError`` with a one-sentence message otherwise),
 :func:`store_url` writes one back — the form every hint a program prints uses, with a
-PostgreSQL password hidden — and :func:`open_store` makes the store. Only :func:`open_store`
+PostgreSQL password hidden — and :func:`open_store` makes the store. :func:`parse_dsn` reads the
+``--dsn`` of the commands that name only a PostgreSQL database (a URL as here, or a libpq
+keyword string), and :func:`setup_command` prints the ``db`` command that creates or upgrades a
+location's schema. Only :func:`open_store`
 imports a backend, and only the one it opens: a PostgreSQL URL needs the ``postgres`` extra
 then, not before.
 """
@@ -18,11 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeAlias, assert_never, final
+from typing import Final, Literal, TypeAlias, assert_never, final
 
 from session_schedule.session.port import SessionStore
 
@@ -31,6 +36,9 @@ SCHEMES: Final = ("jsonl:DIR", "sqlite:PATH", "postgresql://…")
 POSTGRES_SCHEMA: Final = "session_schedule"
 """The schema a PostgreSQL URL's tables are in (the same as ``postgres_schema.DEFAULT_SCHEMA``,
 which needs the driver to import)."""
+_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}", re.ASCII)
+"""A schema name the store uses as it is: an SQL identifier that needs no quoting, and that
+PostgreSQL does not truncate (63 bytes)."""
 _PASSWORD: Final = re.compile(r"(?<=:)[^:@/]*(?=@)")
 """The password of a URI's ``user:password@`` part."""
 _PASSWORD_KEYWORD: Final = re.compile(r"^password=.*$")
@@ -63,6 +71,21 @@ class PostgresLocation:
 
 
 StoreLocation: TypeAlias = JsonlLocation | SqliteLocation | PostgresLocation
+
+
+def check_schema_name(name: str) -> str:
+    """``name`` when it can name the store's schema; ``ValueError`` otherwise.
+
+    Here, not with the tables (``postgres_schema``, which needs the driver): a store URL's
+    ``?schema=`` is checked as the URL is read, so that every command refuses a bad name as a
+    usage error before it connects.
+    """
+    if _SCHEMA_NAME.fullmatch(name) is None:
+        raise ValueError(
+            f"{name!r} cannot name a schema: use 1 to 63 lower-case letters, digits or "
+            "underscores, not starting with a digit"
+        )
+    return name
 
 
 def parse_store_url(text: str) -> StoreLocation:
@@ -104,10 +127,34 @@ def _postgres(text: str) -> PostgresLocation:
         return PostgresLocation(dsn=text)
     if len(schemas) > 1 or not schemas[0]:
         raise ValueError(f"the store URL {text!r} must name one schema, such as ?schema=reminders")
+    check_schema_name(schemas[0])
     rest = urllib.parse.urlencode([(key, value) for key, value in query if key != "schema"])
     return PostgresLocation(
         dsn=urllib.parse.urlunsplit(parts._replace(query=rest)), schema=schemas[0]
     )
+
+
+def parse_dsn(text: str) -> PostgresLocation:
+    """The location a ``--dsn`` names: a ``postgresql://`` (or ``postgres://``) URL read as
+    :func:`parse_store_url` reads it (its ``?schema=`` is the schema, not the driver's), or a
+    libpq keyword string (``host=db dbname=app``), which names the database alone.
+    ``ValueError`` for a URL whose ``?schema=`` is not a schema name."""
+    scheme, _, rest = text.partition(":")
+    if scheme.lower() in {"postgresql", "postgres"} and rest.startswith("//"):
+        return _postgres(text)
+    return PostgresLocation(dsn=text)
+
+
+def setup_command(location: PostgresLocation, action: Literal["init", "migrate"]) -> str:
+    """The ``session-schedule db`` command that creates (``init``) or upgrades (``migrate``)
+    the schema of ``location``, as it can be pasted (a password is shown as ``***``)."""
+    if "//" in location.dsn:
+        return f"session-schedule --store {shlex.quote(store_url(location))} db {action}"
+    words = [_PASSWORD_KEYWORD.sub("password=***", word) for word in location.dsn.split()]
+    command = f"session-schedule db {action} --dsn {shlex.quote(' '.join(words))}"
+    if location.schema != POSTGRES_SCHEMA:
+        command += f" --schema {location.schema}"
+    return command
 
 
 def store_url(location: StoreLocation) -> str:

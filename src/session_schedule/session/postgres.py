@@ -1001,7 +1001,7 @@ class PostgresSessionStore:
             cursor = await connection.execute(self._sql.version)
             row = await cursor.fetchone()
             found = None if row is None or row[0] is None else int(row[0])
-        problem = version_problem(found, database=database, schema=self._schema)
+        problem = version_problem(found, database=database, schema=self._schema, dsn=self._dsn)
         if problem is not None:
             raise problem
         return database

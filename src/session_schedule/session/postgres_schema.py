@@ -26,7 +26,6 @@ Each refusal names the schema, the objects and the roles.
 
 from __future__ import annotations
 
-import re
 from typing import Final, Literal, NamedTuple, final
 
 from session_schedule.extras import require
@@ -37,12 +36,11 @@ import psycopg
 from psycopg import sql
 
 from session_schedule.session.errors import SessionError
+from session_schedule.session.location import PostgresLocation, check_schema_name, setup_command
 
 DEFAULT_SCHEMA: Final = "session_schedule"
 SCHEMA_VERSION: Final = 2
 """The version this program reads and writes."""
-
-_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}", re.ASCII)
 
 # Step n brings a schema from version n - 1 to version n. ``{s}`` is the quoted schema name.
 _STEPS: Final[tuple[tuple[str, ...], ...]] = (
@@ -102,16 +100,6 @@ class SchemaStatus(NamedTuple):
     after: int
 
 
-def check_schema_name(name: str) -> str:
-    """``name`` when it can name the store's schema; ``ValueError`` otherwise."""
-    if _SCHEMA_NAME.fullmatch(name) is None:
-        raise ValueError(
-            f"{name!r} cannot name a schema: use 1 to 63 lower-case letters, digits or "
-            "underscores, not starting with a digit"
-        )
-    return name
-
-
 def quoted(schema: str) -> str:
     """The schema's name as an SQL identifier (``schema`` must pass :func:`check_schema_name`)."""
     return sql.Identifier(check_schema_name(schema)).as_string()
@@ -129,12 +117,19 @@ def version_queries(schema: str) -> tuple[str, str]:
     )
 
 
-def version_problem(found: int | None, *, database: str, schema: str) -> SessionError | None:
-    """Why a store cannot use a schema at version ``found`` (``None``: no schema), if it cannot."""
+def version_problem(
+    found: int | None, *, database: str, schema: str, dsn: str
+) -> SessionError | None:
+    """Why a store cannot use a schema at version ``found`` (``None``: no schema), if it cannot.
+
+    The command it names works as printed: it names the store's database and schema (``dsn``,
+    a password hidden), not the defaults of ``db init``."""
     where = f"schema {schema} of PostgreSQL database {database}"
+    location = PostgresLocation(dsn=dsn, schema=schema)
     if found is None or found == 0:
         return SessionError(
-            "", f"{where} holds no session store; create it with `session-schedule db init`"
+            "",
+            f"{where} holds no session store; create it with `{setup_command(location, 'init')}`",
         )
     if found > SCHEMA_VERSION:
         return newer_schema(found, where)
@@ -142,7 +137,7 @@ def version_problem(found: int | None, *, database: str, schema: str) -> Session
         return SessionError(
             "",
             f"{where} is at version {found}, but this program uses version {SCHEMA_VERSION}; "
-            "upgrade it with `session-schedule db migrate`",
+            f"upgrade it with `{setup_command(location, 'migrate')}`",
         )
     return None
 
