@@ -121,10 +121,11 @@ def refuse_lost_entries(found: checkpoint.CheckpointFile, count: int, source: So
     )
 
 
-def holds_commit_of(fd: int, found: checkpoint.CheckpointFile) -> bool:
-    """Whether the log open at ``fd`` holds, now, the commit record the checkpoint ``found`` is
-    bound to (ending at its offset, vouching for its entries with its chain)."""
-    return found.offset <= os.fstat(fd).st_size and commit_ending_at(fd, found.offset) == (
+def holds_commit_of(fd: int, found: checkpoint.CheckpointFile, size: int) -> bool:
+    """Whether the log open at ``fd``, ``size`` bytes long now, holds the commit record the
+    checkpoint ``found`` is bound to (ending at its offset, vouching for its entries with its
+    chain)."""
+    return found.offset <= size and commit_ending_at(fd, found.offset) == (
         found.entries,
         found.chain,
     )
@@ -226,11 +227,7 @@ def bound_checkpoint(fd: int, where: Path, source: Source) -> Bound | None:
         header = decode_header_line(start[:end], source)
     except (SessionError, ScheduleError):
         return None
-    if (
-        header.format != 2
-        or found.offset > size
-        or commit_ending_at(fd, found.offset) != (found.entries, found.chain)
-    ):
+    if header.format != 2 or not holds_commit_of(fd, found, size):
         return None
     restored = checkpoint.restore(found, source)
     if isinstance(restored, checkpoint.Rejected) or not window_verifies(
@@ -286,7 +283,7 @@ def _bound_file(
         return None
     fd = open_session_file(log, os.O_RDONLY, source)
     try:
-        bound = holds_commit_of(fd, found)
+        bound = holds_commit_of(fd, found, os.fstat(fd).st_size)
     finally:
         os.close(fd)
     if len(parsed.entries) < found.entries:

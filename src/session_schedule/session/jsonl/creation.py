@@ -237,7 +237,7 @@ def fork_session(
                 isinstance(found, checkpoint.CheckpointFile)
                 and parsed.header.format == 2
                 and len(parsed.entries) < found.entries
-                and not holds_commit_of(fd, found)
+                and not holds_commit_of(fd, found, os.fstat(fd).st_size)
             ):
                 # A parent that lost entries its checkpoint vouched for is refused, as its open
                 # refuses it. (One whose file holds them now, its commit record included, was

@@ -59,7 +59,7 @@ from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.jsonl import files, segments
 from session_schedule.session.jsonl.checkpoints import (
     checkpoint_path,
-    commit_ending_at,
+    holds_commit_of,
     read_checkpoint,
     refuse_lost_entries,
     window_verifies,
@@ -211,11 +211,7 @@ def _open_from_checkpoint(
     if end < 0:
         return None  # the whole-log read reports it
     header = decode_header_line(head[:end], source)
-    if (
-        header.format != 2
-        or found.offset > size
-        or commit_ending_at(fd, found.offset) != (found.entries, found.chain)
-    ):
+    if header.format != 2 or not holds_commit_of(fd, found, size):
         _log.warning(
             "checkpoint of session %s not used (log mismatch): the log has no commit record "
             "for %d entries with checksum %08x where it says",
