@@ -659,8 +659,9 @@ EXAMPLE = "'FREQ=MONTHLY;BYDAY=1MO'"
         ("FREQ=MONTHLY; BYDAY=1MO", f"`rule` contains whitespace; remove it, as in {EXAMPLE}."),
         ("FREQ=MONTHLY\n", f"`rule` contains whitespace; remove it, as in {EXAMPLE}."),
         ("freq=monthly;byday=1mo", "`rule` must be upper case, such as 'FREQ=MONTHLY;BYDAY=1MO'."),
-        # Upper case would not make it right: what would still be wrong is said instead.
-        ("FREQ=DAILY;COUNT=1e3", "COUNT must be a whole number from 1 to 100000, not '1E3'."),
+        # Upper case would not make it right: what would still be wrong is said instead, the
+        # value quoted as written.
+        ("FREQ=DAILY;COUNT=1e3", "COUNT must be a whole number from 1 to 100000, not '1e3'."),
         (
             "FREQ=MONTHLY;",
             "`rule` has an empty part; separate parts with a single ';' and do not end the rule "
@@ -829,6 +830,71 @@ EXAMPLE = "'FREQ=MONTHLY;BYDAY=1MO'"
     ],
 )
 def test_each_rejected_part_has_its_message(text: object, message: str) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        parse_rule(text)
+    assert (caught.value.code, caught.value.message) == ("invalid_rule", message)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("freq=daily;count=1e3", "COUNT must be a whole number from 1 to 100000, not '1e3'."),
+        ("FREQ=DAILY;COUNT=ß", "COUNT must be a whole number from 1 to 100000, not 'ß'."),
+        ("freq=daily;interval=two", "INTERVAL must be a whole number from 1 to 1000, not 'two'."),
+        (
+            "freq=secondly",
+            "FREQ must be DAILY, WEEKLY, MONTHLY or YEARLY (use `every_seconds` for a fixed "
+            "interval), not 'secondly'.",
+        ),
+        ("freq=fortnightly", "FREQ must be DAILY, WEEKLY, MONTHLY or YEARLY, not 'fortnightly'."),
+        (
+            "freq=yearly;bymonth=jan",
+            "BYMONTH must list months from 1 to 12, separated by commas, such as "
+            "'BYMONTH=1,7', not 'jan'.",
+        ),
+        (
+            "freq=monthly;byday=mo,tue",
+            "BYDAY must list the days MO, TU, WE, TH, FR, SA or SU, each optionally after an "
+            "ordinal, separated by commas, such as 'BYDAY=1MO,-1FR', not 'tue'.",
+        ),
+        (
+            "freq=monthly;byday=6mo",
+            "the ordinal of '6mo' in BYDAY must be from 1 to 5 or -5 to -1 (a month has at most "
+            "five of each weekday).",
+        ),
+        (
+            "freq=weekly;byday=+1mo",
+            "BYDAY '+1mo' has an ordinal, which only FREQ=MONTHLY, or FREQ=YEARLY with BYMONTH, "
+            "allows; write 'MO' or change FREQ.",
+        ),
+        (
+            "freq=yearly;byday=-1fr",
+            "BYDAY '-1fr' has an ordinal, which FREQ=YEARLY allows only with BYMONTH; add BYMONTH "
+            "or write 'FR'.",
+        ),
+        (
+            "freq=daily;until=2027-12-3l",
+            "UNTIL must be a local date written YYYYMMDD, such as 'UNTIL=20271231', not "
+            "'2027-12-3l'.",
+        ),
+        (
+            "freq=daily;rrule:x",
+            "'rrule:x' is not a rule part; write parts as NAME=VALUE separated by ';', such as "
+            f"{EXAMPLE}.",
+        ),
+        # The part's name is named, as the parts are spelled (upper case).
+        (
+            "freq=daily;byhour=9",
+            "BYHOUR is not supported; the time of day comes from `time`, so remove BYHOUR.",
+        ),
+        ("freq=daily;count=", "COUNT has no value; write COUNT=VALUE or remove it."),
+        # A value the message names as read, not quotes, is named in the canonical form.
+        ("freq=monthly;byday=mo,+1mo,1mo", "BYDAY lists '1MO' twice; list each day once."),
+    ],
+)
+def test_a_refusal_quotes_the_value_as_the_rule_writes_it(text: str, message: str) -> None:
+    # The rule is read upper-cased (so what is still wrong is said before its case), but a
+    # part's value is quoted as the model wrote it.
     with pytest.raises(ScheduleError) as caught:
         parse_rule(text)
     assert (caught.value.code, caught.value.message) == ("invalid_rule", message)

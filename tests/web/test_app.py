@@ -1546,3 +1546,128 @@ async def test_a_quota_that_cannot_hold_is_422_and_sets_nothing(
     assert response.json() == {"error": message}
     live = await offline.app.sessions.get(SessionId(session_id))
     assert list(live.session.entries) == []
+
+
+async def test_the_timeline_view_shows_overdue_and_missed_occurrences_as_the_cli_does(
+    online: Overlay, model: QueueModel
+) -> None:
+    session = await online.new_session()
+    calls = (
+        ToolCall(
+            id="call_1",
+            name="schedule_create",
+            arguments='{"prompt": "stretch", "every_seconds": 300, "max_lateness_seconds": 60}',
+        ),
+        ToolCall(
+            id="call_2",
+            name="schedule_create",
+            arguments='{"prompt": "drink", "every_seconds": 600}',
+        ),
+    )
+    model.replies += [ModelReply(content="", tool_calls=calls), ModelReply(content="Set.")]
+    await online.client.post(f"/api/sessions/{session}/prompts", json={"text": "set", "zone": None})
+    await online.settle(session)
+    path = f"/api/sessions/{session}/timeline"
+    on_time = (await online.client.get(path, params={"until": "2026-11-29T20:10:00Z"})).json()
+    assert on_time == {
+        "now": START,
+        "until": "2026-11-29T20:10:00.000Z",
+        "zone": "UTC",
+        "limit": 100,
+        "total": 3,
+        "truncated": False,
+        "occurrences": [
+            _row("sch_1", "20:05", "scheduled", "stretch"),
+            _row("sch_1", "20:10", "scheduled", "stretch"),
+            _row("sch_2", "20:10", "scheduled", "drink", kind="every"),
+        ],
+    }
+    # A long turn keeps the owner from deciding: both reminders come due meanwhile, sch_1 more
+    # than its 60 s late.
+    model.gate = asyncio.Event()
+    await online.client.post(
+        f"/api/sessions/{session}/prompts", json={"text": "think", "zone": None}
+    )
+    async with asyncio.timeout(15):
+        while len(model.seen) < 3:
+            await asyncio.sleep(0.01)
+    online.clock.advance(1900)  # 20:31:40
+    late = (await online.client.get(path, params={"until": "2026-11-29T21:00:00Z"})).json()
+    assert late == {
+        "now": "2026-11-29T20:31:40.000Z",
+        "until": "2026-11-29T21:00:00.000Z",
+        "zone": "UTC",
+        "limit": 100,
+        "total": 11,
+        "truncated": False,
+        "occurrences": [
+            # The miss the owner records, then the reminder from its next target on.
+            _row("sch_1", "20:05", "missed", "stretch"),
+            # Delivered once, its latest due occurrence, the two before it skipped.
+            _row("sch_2", "20:30", "overdue", "drink", skipped=2),
+            _row("sch_1", "20:35", "scheduled", "stretch"),
+            _row("sch_1", "20:40", "scheduled", "stretch"),
+            _row("sch_2", "20:40", "scheduled", "drink"),
+            _row("sch_1", "20:45", "scheduled", "stretch"),
+            _row("sch_1", "20:50", "scheduled", "stretch"),
+            _row("sch_2", "20:50", "scheduled", "drink"),
+            _row("sch_1", "20:55", "scheduled", "stretch"),
+            _row("sch_1", "21:00", "scheduled", "stretch"),
+            _row("sch_2", "21:00", "scheduled", "drink"),
+        ],
+    }
+    # The view is the owner's own decision: once the turn ends, the history has just that.
+    model.gate.set()
+    await online.settle(session)
+    rows = (await online.client.get(f"/api/sessions/{session}/history")).json()["occurrences"]
+    assert [(row["id"], row["dueAt"], row["outcome"], row["skipped"]) for row in rows] == [
+        ("sch_1", "2026-11-29T20:05:00.000Z", "missed", 0),
+        ("sch_2", "2026-11-29T20:30:00.000Z", "delivered", 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        (
+            "until=tomorrow",
+            "until must be an RFC 3339 instant with an offset, such as "
+            "'2026-12-01T09:00:00+09:00', not 'tomorrow'.",
+        ),
+        (
+            "until=2026-11-29T20:00:00",
+            "until must be an RFC 3339 instant with an offset, such as "
+            "'2026-12-01T09:00:00+09:00', not '2026-11-29T20:00:00'.",
+        ),
+        (
+            f"until={'9' * 100}",
+            "until must be an RFC 3339 instant with an offset, such as "
+            f"'2026-12-01T09:00:00+09:00', not '{'9' * 64}…'.",
+        ),
+        (
+            "until=2026-11-29T20:00:00Z",
+            "until '2026-11-29T20:00:00Z' is not after now (2026-11-29T20:00:00.000Z).",
+        ),
+    ],
+)
+async def test_a_timeline_window_that_is_not_a_later_instant_is_400(
+    offline: Overlay, query: str, error: str
+) -> None:
+    session = await offline.new_session()
+    response = await offline.client.get(f"/api/sessions/{session}/timeline?{query}")
+    assert (response.status_code, response.json()) == (400, {"error": error})
+
+
+def _row(
+    schedule_id: str, time: str, state: str, prompt: str, *, kind: str = "every", skipped: int = 0
+) -> dict[str, object]:
+    at = f"2026-11-29T{time}:00.000"
+    return {
+        "id": schedule_id,
+        "kind": kind,
+        "scheduledAt": f"{at}Z",
+        "local": f"{at}+00:00",
+        "state": state,
+        "skipped": skipped,
+        "prompt": prompt,
+    }

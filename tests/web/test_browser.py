@@ -23,9 +23,12 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from session_schedule.core.instants import Instant
+from session_schedule.core.quiet import QuietHours
+from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.ids import SessionId
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
+from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.web.app import OverlayApp, create_app
 from session_schedule.web.live import HANDOVER_LINE, LiveLimits
@@ -258,6 +261,62 @@ def stored_session(data: Path, turns: int) -> str:
     thread.start()
     thread.join()
     return created[0]
+
+
+def quiet_session(data: Path) -> str:
+    """A closed session whose two reminders came due an hour ago and, its quiet hours holding
+    them back until two hours from now, were never decided: sch_1 every 300 s, missed when more
+    than 60 s late; sch_2 every 600 s, delivered however late."""
+
+    async def create() -> str:
+        now = time.time_ns() // 1_000_000
+        clock = FakeClock(Instant(now - 3_600_000))
+        store = JsonlSessionStore(data)
+        async with (
+            await store.create(now=clock.now()) as session,
+            LiveSchedule(session, FakeAgent(), clock=clock) as schedule,
+        ):
+            await schedule.create(
+                {"prompt": "stretch", "every_seconds": 300, "max_lateness_seconds": 60}
+            )
+            await schedule.create({"prompt": "drink", "every_seconds": 600})
+            start, end = (
+                time.strftime("%H:%M", time.gmtime(now / 1000 + hours * 3600)) for hours in (-2, 2)
+            )
+            await schedule.set_quota(
+                "quiet_hours", QuietHours(start=start, end=end, time_zone="UTC")
+            )
+            await session.barrier()
+            return session.id
+
+    # In a thread of its own: Playwright's sync API runs an event loop in this one.
+    created: list[str] = []
+    thread = threading.Thread(target=lambda: created.append(asyncio.run(create())))
+    thread.start()
+    thread.join()
+    return created[0]
+
+
+def test_the_timeline_marks_the_misses_and_skips_the_session_will_record(
+    offline_server: Running, tmp_path: Path, open_page: Callable[[str, str], Page]
+) -> None:
+    session = quiet_session(tmp_path / "data")
+    page = open_page(f"{offline_server.url}#{session}", "Europe/Paris")
+    expect(page.locator(".schedule")).to_have_count(2)
+    # As `session-schedule timeline` lists them: sch_1's oldest due occurrence is the miss
+    # recorded once quiet hours end; sch_2 is delivered once, its five earlier occurrences
+    # skipped.
+    late = page.locator("#timeline-late li")
+    expect(late).to_have_count(4)
+    expect(late.nth(0)).to_have_text(re.compile(r"^sch_1 .+ missed$"))
+    expect(late.nth(1)).to_have_text(re.compile(r"^sch_2 .+ overdue \(5 skipped\)$"))
+    expect(late.nth(2)).to_have_text(re.compile(r"^Overdue reminders are delivered once"))
+    expect(late.nth(3)).to_have_text(re.compile(r"^Missed reminders are later than"))
+    expect(page.locator(".timeline .mark.missed")).to_have_count(1)
+    expect(page.locator(".timeline .mark.overdue")).to_have_count(1)
+    expect(page.locator(".timeline .mark.missed")).to_have_attribute(
+        "title", re.compile(r"^sch_1 · .+ · missed$")
+    )
 
 
 def test_a_long_session_shows_its_newest_page_and_earlier_pages_on_demand(

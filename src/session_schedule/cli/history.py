@@ -10,6 +10,7 @@ delivery that covered them.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Final, final
 
 import msgspec
@@ -24,10 +25,12 @@ from session_schedule.cli.common import (
     read_session,
 )
 from session_schedule.cli.render import Table, Text, output, print_json, untrusted
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleCreateChange
 from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.ids import parse_schedule_id
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant
 from session_schedule.core.records import record_target
+from session_schedule.session import LogEntry
 from session_schedule.session.history import HistoryRow, history_row, occurrence_history
 from session_schedule.session.provenance import made_by_reminders
 
@@ -55,7 +58,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = add_command(commands, "history", run, description=DESCRIPTION, example=EXAMPLE)
     add_session_argument(parser, "the session id (s_ and 12 characters)")
     parser.add_argument(
-        "id", metavar="ID", nargs="?", help="only this reminder's occurrences (sch_N)"
+        "id",
+        metavar="ID",
+        nargs="?",
+        help="only this reminder's occurrences (sch_N); an id no create in the session's log "
+        "made is a usage error",
     )
     add_json_flag(parser)
 
@@ -72,6 +79,12 @@ def run(arguments: argparse.Namespace) -> int:
     if schedule_id is not None and parse_schedule_id(schedule_id) is None:
         return fail(f"{schedule_id!r} is not a reminder id like sch_1", EXIT_USAGE)
     header, entries = read_session(arguments, arguments.session)
+    if schedule_id is not None and not _created(entries, schedule_id):
+        # A mistyped id would otherwise read as a reminder that never fired.
+        return fail(
+            f"session {header.id} never had a reminder {schedule_id}; check the reminder id",
+            EXIT_USAGE,
+        )
     runs = occurrence_history(entries, seed_length=header.seed_length, session=header.id)
     if schedule_id is not None:
         runs = [item for item in runs if item.schedule_id == schedule_id]
@@ -110,6 +123,16 @@ def run(arguments: argparse.Namespace) -> int:
             )
         console.print(table)
     return EXIT_OK
+
+
+def _created(entries: Sequence[LogEntry], schedule_id: str) -> bool:
+    """Whether a create in ``entries`` (inherited ones included) made reminder ``schedule_id``."""
+    return any(
+        entry.type == CHANGE_EVENT_TYPE
+        and isinstance(entry.payload, ScheduleCreateChange)
+        and entry.payload.schedule.id == schedule_id
+        for entry in entries
+    )
 
 
 def overdue_lines(state: ScheduleFold, now: Instant, seconds: float) -> list[str]:

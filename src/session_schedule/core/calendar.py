@@ -39,7 +39,7 @@ import math
 import re
 import zoneinfo
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, assert_never, final, get_args
 
@@ -122,7 +122,11 @@ class CalendarRule:
 def parse_rule(text: object) -> CalendarRule:
     """The rule ``text`` states (Rule 1).
 
-    Raises ``ScheduleError("invalid_rule")`` with a message naming the rejected part.
+    Raises ``ScheduleError("invalid_rule")`` with a message naming the rejected part. A rule
+    that is not upper case is read as if it were, so that one wrong in another way gets that
+    error first (``COUNT=1e3`` is not made right by writing ``1E3``), and the message quotes
+    the part's value as written; only a rule that is right once upper-cased is refused for its
+    case, with the upper-case rule as the suggestion.
     """
     if not isinstance(text, str):
         raise _invalid(f"`rule` must be a string of RRULE parts, such as {RULE_EXAMPLE}")
@@ -130,11 +134,16 @@ def parse_rule(text: object) -> CalendarRule:
         raise _invalid(f"`rule` is empty; give at least FREQ, such as {RULE_EXAMPLE}")
     if any(character.isspace() for character in text):
         raise _invalid(f"`rule` contains whitespace; remove it, as in {RULE_EXAMPLE}")
+    rule = _parse_parts(text)
     if text != text.upper():
-        # Suggested only when it would be read: an upper-case rule wrong in another way gets
-        # that error (COUNT=1e3 is not made right by writing 1E3).
-        parse_rule(text.upper())
         raise _invalid(f"`rule` must be upper case, such as {text.upper()!r}")
+    return rule
+
+
+def _parse_parts(text: str) -> CalendarRule:
+    """The rule ``text`` states, read as its upper-case form; each refusal quotes the value as
+    ``text`` has it. (Upper-casing leaves ``;``, ``=`` and ``,`` where they are and makes none,
+    so each part of ``text`` upper-cased is that part of the upper-case rule.)"""
     values: dict[str, str] = {}
     for part in text.split(";"):
         if not part:
@@ -142,7 +151,8 @@ def parse_rule(text: object) -> CalendarRule:
                 "`rule` has an empty part; separate parts with a single ';' and do not end "
                 "the rule with one"
             )
-        name, equals, value = part.partition("=")
+        written_name, equals, value = part.partition("=")
+        name = written_name.upper()
         if not equals or not _NAME.fullmatch(name):
             raise _invalid(
                 f"{part!r} is not a rule part; write parts as NAME=VALUE separated by ';', "
@@ -167,7 +177,7 @@ def parse_rule(text: object) -> CalendarRule:
         interval = _parse_number("INTERVAL", values["INTERVAL"], 1, MAX_INTERVAL)
     months = _parse_list("BYMONTH", values.get("BYMONTH"), _month, "1,7")
     month_days = _parse_list("BYMONTHDAY", values.get("BYMONTHDAY"), _month_day, "1,-1")
-    weekdays = _parse_weekdays(values.get("BYDAY"))
+    weekdays, written_days = _parse_weekdays(values.get("BYDAY"))
     set_positions = _parse_list("BYSETPOS", values.get("BYSETPOS"), _set_position, "-1")
     count = None
     if "COUNT" in values:
@@ -183,12 +193,13 @@ def parse_rule(text: object) -> CalendarRule:
         count=count,
         until=until,
     )
-    _check_combination(rule)
+    _check_combination(rule, written_days)
     return rule
 
 
-def _check_combination(rule: CalendarRule) -> None:
-    """Raise for parts that are well-formed alone but may not go together."""
+def _check_combination(rule: CalendarRule, written_days: Mapping[tuple[int, int], str]) -> None:
+    """Raise for parts that are well-formed alone but may not go together (``written_days``:
+    each BYDAY entry as the rule writes it)."""
     frequency, months, weekdays = rule.frequency, rule.months, rule.weekdays
     if rule.month_days and frequency == "WEEKLY":
         raise _invalid(
@@ -197,7 +208,7 @@ def _check_combination(rule: CalendarRule) -> None:
         )
     ordinal = next((item for item in weekdays if item[0]), None)
     if ordinal is not None:
-        shown = _format_weekday(ordinal)
+        shown = written_days[ordinal]
         if frequency in ("DAILY", "WEEKLY"):
             raise _invalid(
                 f"BYDAY {shown!r} has an ordinal, which only FREQ=MONTHLY, or FREQ=YEARLY with "
@@ -259,19 +270,21 @@ def _format_weekday(item: tuple[int, int]) -> str:
     return f"{ordinal or ''}{RULE_DAYS[weekday]}"
 
 
-def _parse_frequency(value: str) -> Frequency:
+def _parse_frequency(written: str) -> Frequency:
+    value = written.upper()
     for frequency in FREQUENCIES:
         if value == frequency:
             return frequency
     advice = ""
     if value in ("SECONDLY", "MINUTELY", "HOURLY"):
         advice = " (use `every_seconds` for a fixed interval)"
-    raise _invalid(f"FREQ must be DAILY, WEEKLY, MONTHLY or YEARLY{advice}, not {value!r}")
+    raise _invalid(f"FREQ must be DAILY, WEEKLY, MONTHLY or YEARLY{advice}, not {written!r}")
 
 
-def _parse_number(name: str, value: str, low: int, high: int) -> int:
+def _parse_number(name: str, written: str, low: int, high: int) -> int:
+    value = written.upper()
     if not _INTEGER.fullmatch(value) or value[0] in "+-" or not low <= int(value) <= high:
-        raise _invalid(f"{name} must be a whole number from {low} to {high}, not {value!r}")
+        raise _invalid(f"{name} must be a whole number from {low} to {high}, not {written!r}")
     return int(value)
 
 
@@ -300,11 +313,12 @@ def _parse_list(
     if value is None:
         return ()
     seen: set[int] = set()
-    for item in value.split(","):
+    for written in value.split(","):
+        item = written.upper()
         if not _INTEGER.fullmatch(item) or not allowed(int(item)):
             raise _invalid(
                 f"{name} must list {_LIST_RANGES[name]}, separated by commas, such as "
-                f"'{name}={example}', not {item!r}"
+                f"'{name}={example}', not {written!r}"
             )
         if int(item) in seen:
             raise _invalid(f"{name} lists {int(item)} twice; list each value once")
@@ -312,39 +326,44 @@ def _parse_list(
     return tuple(sorted(seen))
 
 
-def _parse_weekdays(value: str | None) -> tuple[tuple[int, int], ...]:
+def _parse_weekdays(
+    value: str | None,
+) -> tuple[tuple[tuple[int, int], ...], dict[tuple[int, int], str]]:
+    """The BYDAY entries ``value`` lists, in canonical order, and each as ``value`` writes it."""
     if value is None:
-        return ()
-    seen: set[tuple[int, int]] = set()
-    for item in value.split(","):
-        match = _BYDAY_ITEM.fullmatch(item)
+        return (), {}
+    seen: dict[tuple[int, int], str] = {}
+    for written in value.split(","):
+        match = _BYDAY_ITEM.fullmatch(written.upper())
         if match is None:
             raise _invalid(
                 "BYDAY must list the days MO, TU, WE, TH, FR, SA or SU, each optionally after "
-                f"an ordinal, separated by commas, such as 'BYDAY=1MO,-1FR', not {item!r}"
+                f"an ordinal, separated by commas, such as 'BYDAY=1MO,-1FR', not {written!r}"
             )
         ordinal = int(match.group(1) or "0")
         if match.group(1) is not None and not 1 <= abs(ordinal) <= 5:
             raise _invalid(
-                f"the ordinal of {item!r} in BYDAY must be from 1 to 5 or -5 to -1 (a month "
+                f"the ordinal of {written!r} in BYDAY must be from 1 to 5 or -5 to -1 (a month "
                 "has at most five of each weekday)"
             )
         entry = (ordinal, RULE_DAYS.index(match.group(2)))
         if entry in seen:
             raise _invalid(f"BYDAY lists {_format_weekday(entry)!r} twice; list each day once")
-        seen.add(entry)
-    return tuple(sorted(seen, key=lambda entry: (entry[1], entry[0] == 0, entry[0])))
+        seen[entry] = written
+    ordered = tuple(sorted(seen, key=lambda entry: (entry[1], entry[0] == 0, entry[0])))
+    return ordered, seen
 
 
-def _parse_until(value: str) -> int:
-    match = _UNTIL.fullmatch(value)
+def _parse_until(written: str) -> int:
+    match = _UNTIL.fullmatch(written.upper())
     if match is None:
         raise _invalid(
-            f"UNTIL must be a local date written YYYYMMDD, such as 'UNTIL=20271231', not {value!r}"
+            "UNTIL must be a local date written YYYYMMDD, such as 'UNTIL=20271231', "
+            f"not {written!r}"
         )
     year, month, day = (int(group) for group in match.groups())
     if year < 1 or not 1 <= month <= 12 or not 1 <= day <= days_in_month(year, month):
-        raise _invalid(f"UNTIL {value!r} is not a calendar date; give a date that exists")
+        raise _invalid(f"UNTIL {written!r} is not a calendar date; give a date that exists")
     return days_from_civil(year, month, day)
 
 

@@ -21,6 +21,11 @@ GET      ``/api/sessions/{id}/schedules``       the ``schedule_list`` view, for 
 GET      ``/api/sessions/{id}/history``         every occurrence of its reminders and its
                                                 outcome, and ``away``: the reminders answered
                                                 since the person's last message
+GET      ``/api/sessions/{id}/timeline``        ``?until=T``: its reminders' occurrences from
+                                                now until the RFC 3339 instant T (default: a
+                                                day on), as ``session-schedule timeline --json``
+                                                gives them: overdue ones with what they skip,
+                                                too-late ones as the misses the owner records
 GET      ``/api/sessions/{id}/events``          ``?from=P``: Server-Sent Events, the turns
                                                 from log position P on, then notices and turns
                                                 as they happen
@@ -74,7 +79,11 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from session_schedule.core.errors import ScheduleError
+from session_schedule.core.fold import fold
+from session_schedule.core.instants import MAX_INSTANT, MS_PER_DAY, Instant, format_instant
 from session_schedule.core.standing import standing
+from session_schedule.core.time_input import load_zone, parse_rfc3339
+from session_schedule.core.timeline import build_timeline, record_misses
 from session_schedule.runtime.clock import Clock
 from session_schedule.runtime.live import Settings
 from session_schedule.session.errors import (
@@ -94,7 +103,7 @@ from session_schedule.session.history import (
     occurrence_history,
 )
 from session_schedule.session.ids import SessionId, parse_session_id
-from session_schedule.session.port import SessionHeader, SessionStore
+from session_schedule.session.port import SessionHeader, SessionStore, schedule_changes
 from session_schedule.session.provenance import made_by_reminders
 from session_schedule.tools.catalog import TOOL_NAMES
 from session_schedule.tools.paging import MAX_LIST_LIMIT
@@ -161,6 +170,12 @@ class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
 
 STREAM_RETRY_SECONDS: Final = 15
 """What ``Retry-After`` says when every event stream is in use."""
+TIMELINE_LIMIT: Final = 100
+"""The most occurrences the timeline lists (the next of each reminder first), as the CLI's
+``timeline`` does by default."""
+TIMELINE_DEFAULT_MS: Final = MS_PER_DAY
+"""The timeline's window when the page names no ``until``: a day, as the CLI's."""
+_UTC: Final = load_zone("UTC")
 BUSY_RETRY_SECONDS: Final = 1
 """What ``Retry-After`` says when a session is held by another process (a host hands it over
 within seconds once asked)."""
@@ -314,6 +329,7 @@ class _Api:
             Route("/api/sessions/{session_id}/tools/{name}", self.post_tool, methods=["POST"]),
             Route("/api/sessions/{session_id}/schedules", self.schedules, methods=["GET"]),
             Route("/api/sessions/{session_id}/history", self.history, methods=["GET"]),
+            Route("/api/sessions/{session_id}/timeline", self.timeline, methods=["GET"]),
             Route("/api/sessions/{session_id}/quotas", self.quotas, methods=["GET", "POST"]),
             Route("/api/sessions/{session_id}/events", self.events, methods=["GET"]),
             Route("/api/sessions/{session_id}/opening", self.opening, methods=["GET"]),
@@ -482,6 +498,33 @@ class _Api:
             )
         )
 
+    async def timeline(self, request: Request) -> Response:
+        """The side panel's timeline: the ``timeline --json`` document of the session's log at
+        the session's now, in UTC (the page shows each time in the browser's zone)."""
+        live = await self._live(request)
+        now = live.chat.schedule.now()
+        until = _until(request.query_params.get("until"), now)
+        header = live.header
+        state = fold(
+            schedule_changes(live.session.entries),
+            seed_length=header.seed_length,
+            session=header.id,
+        )
+        # As the owner's next decision will record them (its agent may be busy with a turn,
+        # or its quotas holding reminders back), the same core the CLI's timeline reads.
+        missed = record_misses(state, now)
+        return _json(
+            build_timeline(
+                state.ordered(),
+                now=now,
+                until=until,
+                zone=_UTC,
+                limit=TIMELINE_LIMIT,
+                statuses=state.statuses(),
+                missed=missed,
+            )
+        )
+
     async def quotas(self, request: Request) -> Response:
         """The session's quotas (``web/quotas.py``); a POST sets some, as the chat does."""
         if request.method == "GET":
@@ -611,6 +654,24 @@ def _limit(text: str | None) -> int:
             400, f"limit must be an integer from 1 to {PAGE_TURNS}, not {shorten(text)!r}."
         )
     return int(text)
+
+
+def _until(text: str | None, now: Instant) -> Instant:
+    """The end of a timeline window: the RFC 3339 instant ``text`` (400 unless after ``now``),
+    or a day after ``now``."""
+    if text is None:
+        return Instant(min(now + TIMELINE_DEFAULT_MS, MAX_INSTANT))
+    try:
+        until = Instant(parse_rfc3339(text))
+    except ScheduleError:
+        raise HttpProblem(
+            400,
+            "until must be an RFC 3339 instant with an offset, such as "
+            f"'2026-12-01T09:00:00+09:00', not {shorten(text)!r}.",
+        ) from None
+    if until <= now:
+        raise HttpProblem(400, f"until {shorten(text)!r} is not after now ({format_instant(now)}).")
+    return until
 
 
 def _sentence(text: str) -> str:

@@ -27,6 +27,7 @@
     skew: 0, // server clock minus browser clock, in ms
     schedules: [],
     standings: {}, // id -> the reminder's standing in words (paused, snoozed until …), from the server
+    timeline: [], // the occurrences the server's timeline lists, missed and overdue ones first in time
     refreshTimer: null,
     pendingRefresh: false,
     offline: false,
@@ -344,7 +345,27 @@
       $("schedules-note").textContent = "";
     } catch (error) {
       $("schedules-note").textContent = error.message;
+      return;
     }
+    try {
+      await refreshTimeline(id);
+      if (id === state.sessionId) renderTimeline(serverNow());
+    } catch (error) {
+      $("schedules-note").textContent = error.message;
+    }
+  }
+
+  // The timeline's occurrences come from the server, as `session-schedule timeline` lists them:
+  // an overdue reminder's one delivery (with the occurrences it skips) and, past its
+  // max_lateness_seconds, the miss the session records instead.
+  async function refreshTimeline(id) {
+    if (!state.schedules.length) {
+      state.timeline = [];
+      return;
+    }
+    const until = new Date(serverNow() + timelineHorizon(serverNow())).toISOString();
+    const data = await api("GET", `${sessionPath(id, "timeline")}?until=${encodeURIComponent(until)}`);
+    if (id === state.sessionId) state.timeline = data.occurrences;
   }
 
   function describeRule(schedule) {
@@ -521,30 +542,37 @@
     }
   }
 
-  function occurrences(schedule, now, horizon) {
-    const first = Date.parse(schedule.scheduledAt);
-    // A daily or calendar record's later occurrences depend on its zone's rules: only the server
-    // resolves them, so the panel marks its next target alone.
-    if (schedule.kind !== "every") return [first];
-    const step = schedule.everySeconds * 1000;
-    const found = [];
-    for (let at = first; at <= now + horizon && found.length < 6; at += step) found.push(at);
-    return found.length ? found : [first];
+  function timelineHorizon(now) {
+    const latest = Math.max(...state.schedules.map((s) => Date.parse(s.scheduledAt)));
+    return Math.max(60000, (latest - now) * 1.15);
+  }
+
+  // An occurrence's state in the words of `session-schedule timeline`: "missed", or "overdue"
+  // with the count its delivery skips; a scheduled one says nothing more.
+  function occurrenceState(occurrence) {
+    if (occurrence.state === "overdue" && occurrence.skipped) {
+      return `overdue (${occurrence.skipped} skipped)`;
+    }
+    return occurrence.state === "scheduled" ? "" : occurrence.state;
   }
 
   function renderTimeline(now) {
     const timeline = $("timeline");
     timeline.replaceChildren();
+    const late = $("timeline-late");
+    late.replaceChildren();
     if (!state.schedules.length) return;
-    const latest = Math.max(...state.schedules.map((s) => Date.parse(s.scheduledAt)));
-    const horizon = Math.max(60000, (latest - now) * 1.15);
+    const horizon = timelineHorizon(now);
     const track = el("div", "track");
-    for (const schedule of state.schedules) {
-      for (const at of occurrences(schedule, now, horizon)) {
-        const mark = el("span", `mark ${schedule.kind}`);
-        mark.style.left = `${Math.min(100, Math.max(0, ((at - now) / horizon) * 100))}%`;
-        mark.title = `${schedule.id} · ${formatTime(new Date(at).toISOString())}`;
-        track.append(mark);
+    for (const occurrence of state.timeline) {
+      const at = Date.parse(occurrence.scheduledAt);
+      const shown = occurrenceState(occurrence);
+      const mark = el("span", `mark ${occurrence.kind} ${occurrence.state}`);
+      mark.style.left = `${Math.min(100, Math.max(0, ((at - now) / horizon) * 100))}%`;
+      mark.title = `${occurrence.id} · ${formatTime(occurrence.scheduledAt)}${shown ? ` · ${shown}` : ""}`;
+      track.append(mark);
+      if (shown) {
+        late.append(el("li", `outcome-${occurrence.state}`, `${occurrence.id} ${formatTime(occurrence.scheduledAt)} ${shown}`));
       }
     }
     timeline.append(track);
@@ -552,6 +580,27 @@
     scale.append(el("span", "", "now"));
     scale.append(el("span", "", formatHorizon(horizon)));
     timeline.append(scale);
+    const states = new Set(state.timeline.map((occurrence) => occurrence.state));
+    if (states.has("overdue")) {
+      late.append(
+        el(
+          "li",
+          "note",
+          "Overdue reminders are delivered once, when the session is next idle (a recurring one " +
+            "with its latest due occurrence only, the earlier ones skipped).",
+        ),
+      );
+    }
+    if (states.has("missed")) {
+      late.append(
+        el(
+          "li",
+          "note",
+          "Missed reminders are later than their max_lateness_seconds: a miss is recorded for " +
+            "them and nothing is delivered; a recurring one goes on with its next target.",
+        ),
+      );
+    }
   }
 
   function tick() {
@@ -747,6 +796,7 @@
     showEarlierControl();
     state.schedules = [];
     state.standings = {};
+    state.timeline = [];
     clearPending();
     if (switching) $("prompt").value = ""; // a draft belongs to the session it was typed in
     $("transcript").replaceChildren();
