@@ -13,7 +13,7 @@ from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools.handlers import ScheduleTools
-from session_schedule.tools.paging import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_PAGE_CHARS
+from session_schedule.tools.paging import MAX_PAGE_CHARS
 
 START = "2026-11-29T20:00:00.000Z"
 
@@ -72,18 +72,64 @@ async def test_a_full_session_comes_back_in_pages_each_within_the_bound(
         assert page["total"] == 100
         assert len(msgspec.json.encode(page)) <= MAX_PAGE_CHARS + largest_view + 200
     assert len(pages) == 34  # three 4,000-character reminders fit 16,000 characters, not four
+    # A null limit and the largest one page the same way: by the character budget.
+    assert await all_pages(tools, limit=100) == pages
+    assert ids_of(pages[0]) == ids[:3]
+    assert pages[0]["next_cursor"] == f"2026-11-29T20:10:02.000Z/{ids[2]}"
 
 
-async def test_small_reminders_come_limit_at_a_time(tools: ScheduleTools) -> None:
+@pytest.mark.parametrize("count", [25, 60])
+async def test_short_reminders_all_come_back_in_one_call(tools: ScheduleTools, count: int) -> None:
+    """SPEC §8: schedule_list returns the active views; a null limit bounded a page at 20."""
+    ids = await fill(tools, count, 10)
+    for arguments in ({}, {"cursor": None, "limit": None}):
+        result = await tools.call("schedule_list", arguments)
+        assert result == {
+            "ok": True,
+            "now": START,
+            "schedules": [
+                {
+                    "kind": "after",
+                    "id": schedule_id,
+                    "prompt": f"r{index} xxxxxx",
+                    "afterSeconds": 600 + index,
+                    "scheduledAt": f"2026-11-29T20:{10 + index // 60}:{index % 60:02d}.000Z",
+                    "state": "scheduled",
+                    "deliveryMode": "session-local",
+                    "runs": 0,
+                    "lastRun": None,
+                }
+                for index, schedule_id in enumerate(ids)
+            ],
+            "next_cursor": None,
+            "total": count,
+        }
+
+
+async def test_an_explicit_limit_still_bounds_the_page(tools: ScheduleTools) -> None:
     ids = await fill(tools, 45, 10)
-    pages = await all_pages(tools)
-    assert [len(ids_of(page)) for page in pages] == [DEFAULT_LIST_LIMIT, DEFAULT_LIST_LIMIT, 5]
-    assert [len(ids_of(page)) for page in await all_pages(tools, limit=MAX_LIST_LIMIT)] == [45]
+    assert [len(ids_of(page)) for page in await all_pages(tools, limit=20)] == [20, 20, 5]
+    assert [len(ids_of(page)) for page in await all_pages(tools, limit=100)] == [45]
     assert [item for page in await all_pages(tools, limit=7) for item in ids_of(page)] == ids
-    # No arguments at all is the first page, as ever.
-    first = await tools.call("schedule_list", {})
-    assert ids_of(first) == ids[:DEFAULT_LIST_LIMIT]
-    assert first["next_cursor"] == f"2026-11-29T20:10:19.000Z/{ids[DEFAULT_LIST_LIMIT - 1]}"
+    first = await tools.call("schedule_list", {"limit": 1})
+    assert ids_of(first) == ids[:1]
+    assert first["next_cursor"] == f"2026-11-29T20:10:00.000Z/{ids[0]}"
+    assert first["total"] == 45
+
+
+async def test_a_full_session_of_short_reminders_pages_by_characters(
+    tools: ScheduleTools,
+) -> None:
+    """100 short reminders pass the character budget: a null limit still pages them."""
+    ids = await fill(tools, 100, 10)
+    pages = await all_pages(tools)
+    assert [len(ids_of(page)) for page in pages] == [85, 15]
+    assert [item for page in pages for item in ids_of(page)] == ids
+    assert all(page["total"] == 100 for page in pages)
+    assert pages[0]["next_cursor"] == f"2026-11-29T20:11:24.000Z/{ids[84]}"
+    # With limit 100 the character budget still ends the page at the same reminder.
+    at_most = await tools.call("schedule_list", {"limit": 100})
+    assert at_most == pages[0]
 
 
 async def test_a_cursor_survives_creates_and_deletes_between_calls(tools: ScheduleTools) -> None:
@@ -103,23 +149,23 @@ async def test_a_cursor_survives_creates_and_deletes_between_calls(tools: Schedu
     [
         (
             {"limit": 0},
-            f"limit must be a whole number from 1 to {MAX_LIST_LIMIT}, or null for "
-            f"{DEFAULT_LIST_LIMIT}.",
+            "limit must be a whole number from 1 to 100, or null for as many reminders as fit "
+            "in one page.",
         ),
         (
-            {"limit": MAX_LIST_LIMIT + 1},
-            f"limit must be a whole number from 1 to {MAX_LIST_LIMIT}, or null for "
-            f"{DEFAULT_LIST_LIMIT}.",
+            {"limit": 101},
+            "limit must be a whole number from 1 to 100, or null for as many reminders as fit "
+            "in one page.",
         ),
         (
             {"limit": True},
-            f"limit must be a whole number from 1 to {MAX_LIST_LIMIT}, or null for "
-            f"{DEFAULT_LIST_LIMIT}.",
+            "limit must be a whole number from 1 to 100, or null for as many reminders as fit "
+            "in one page.",
         ),
         (
             {"limit": 2.5},
-            f"limit must be a whole number from 1 to {MAX_LIST_LIMIT}, or null for "
-            f"{DEFAULT_LIST_LIMIT}.",
+            "limit must be a whole number from 1 to 100, or null for as many reminders as fit "
+            "in one page.",
         ),
         *(
             (

@@ -1452,16 +1452,18 @@ async def test_the_side_panel_shows_every_reminder_across_the_pages_a_model_gets
 ) -> None:
     session = await offline.new_session()
     live = await offline.app.sessions.get(SessionId(session))
-    for index in range(75):
+    # 1,000-character prompts: about 13 to a model's page of 16,000 characters.
+    prompts = [f"r{index} " + "x" * 1_000 for index in range(75)]
+    for index, prompt in enumerate(prompts):
         created = await live.chat.tools.call(
-            "schedule_create", {"prompt": f"r{index}", "after_seconds": 60 + index}
+            "schedule_create", {"prompt": prompt, "after_seconds": 60 + index}
         )
         assert created["ok"] is True
     model_page = await live.chat.tools.call("schedule_list", {})
     assert model_page["total"] == 75
     assert model_page["next_cursor"] is not None
     view = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()
-    assert [item["prompt"] for item in view["schedules"]] == [f"r{n}" for n in range(75)]
+    assert [item["prompt"] for item in view["schedules"]] == prompts
     assert (view["next_cursor"], view["total"]) == (None, 75)
 
 

@@ -136,8 +136,8 @@ class DeleteArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @final
 class ListArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``schedule_list``: which page of the active reminders (both null: the first, of the
-    default size)."""
+    """``schedule_list``: which page of the active reminders (both null: the first, holding
+    every reminder that fits the page's character budget)."""
 
     cursor: str | None = None
     limit: int | None = None

@@ -19,7 +19,7 @@ from session_schedule.core.arguments import (
 )
 from session_schedule.core.records import MIN_EVERY_SECONDS
 from session_schedule.core.rules import Limits
-from session_schedule.tools.paging import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_PAGE_CHARS
+from session_schedule.tools.paging import MAX_LIST_LIMIT, MAX_PAGE_CHARS
 from session_schedule.tools.results import (
     CreateResult,
     DeleteResult,
@@ -198,16 +198,18 @@ _CALENDAR: Final = (
 _LIST: Final = (
     "List the reminders still active in this conversation, soonest first: their ids, rules, "
     "prompts and target times in UTC, and whether each is still scheduled or overdue (due, "
-    "and waiting for you to be idle). Also returns the current time in UTC (now). Returns "
-    "one page at a time: total counts every active reminder, and next_cursor, when not null, "
-    "fetches the next page; ask for more pages only when you need the reminders on them."
+    "and waiting for you to be idle). Also returns the current time in UTC (now). One call "
+    f"returns every active reminder unless together they pass about {MAX_PAGE_CHARS} "
+    "characters; then it returns them a page at a time: total counts every active reminder, "
+    "and next_cursor, when not null, fetches the next page; ask for more pages only when you "
+    "need the reminders on them."
 )
 _CURSOR: Final = (
     "null for the first page, or the next_cursor a previous schedule_list call returned."
 )
 _LIMIT: Final = (
-    f"At most this many reminders in the page, from 1 to {MAX_LIST_LIMIT}; null for "
-    f"{DEFAULT_LIST_LIMIT}. A page also stops before its reminders pass about "
+    f"At most this many reminders in the page, from 1 to {MAX_LIST_LIMIT}; null (usual) for "
+    f"as many as fit in one page. A page always stops before its reminders pass about "
     f"{MAX_PAGE_CHARS} characters."
 )
 _DELETE: Final = (

@@ -3,9 +3,11 @@
 A session may hold :attr:`~session_schedule.core.rules.Limits.max_active` reminders of
 :attr:`~session_schedule.core.rules.Limits.max_prompt_chars` each — hundreds of thousands of
 characters, which a single ``schedule_list`` once put into the model's request. A call now
-returns one page: at most ``limit`` reminders (:data:`DEFAULT_LIST_LIMIT` when null, at most
-:data:`MAX_LIST_LIMIT`), and never more than :data:`MAX_PAGE_CHARS` characters of reminders
-beyond the first (the first is always included, so a page is at most that plus one reminder).
+returns one page: never more than :data:`MAX_PAGE_CHARS` characters of reminders beyond the
+first (the first is always included, so a page is at most that plus one reminder), and at most
+``limit`` reminders when the caller gives one (1 to :data:`MAX_LIST_LIMIT`). With ``limit`` null
+the character budget alone bounds the page, so a session of short reminders (60 or more)
+gets every one in the first call, as SPEC §8 has ``schedule_list`` return the active views.
 ``next_cursor`` continues where the page ended (null: it was the last); ``total`` counts every
 active reminder.
 
@@ -24,9 +26,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import id_number, parse_schedule_id
 from session_schedule.core.instants import canonical_instant
 
-DEFAULT_LIST_LIMIT: Final = 20
-"""Reminders in a ``schedule_list`` page when ``limit`` is null."""
-MAX_LIST_LIMIT: Final = 50
+MAX_LIST_LIMIT: Final = 100
 """The largest ``limit`` a ``schedule_list`` call may ask for."""
 MAX_PAGE_CHARS: Final = 16_000
 """A page holds reminders until their JSON text passes this many characters (the first always)."""
@@ -37,9 +37,10 @@ Key = tuple[str, int]
 """A reminder's place in the list: its target time (canonical text) and its id's number."""
 
 
-def list_arguments(arguments: Mapping[str, object]) -> tuple[Key | None, int]:
+def list_arguments(arguments: Mapping[str, object]) -> tuple[Key | None, int | None]:
     """The page ``arguments`` ask for: after which reminder (``None``: from the first), and how
-    many at most. Raises ``ScheduleError`` (``invalid_selector``) for anything else."""
+    many at most (``None``: as many as fit :data:`MAX_PAGE_CHARS`). Raises ``ScheduleError``
+    (``invalid_selector``) for anything else."""
     unknown = sorted(set(arguments) - _ARGUMENTS)
     if unknown:
         names = ", ".join(f"`{name}`" for name in unknown)
@@ -49,15 +50,14 @@ def list_arguments(arguments: Mapping[str, object]) -> tuple[Key | None, int]:
             '{"cursor": null, "limit": null} for the first page.',
         )
     limit = arguments.get("limit")
-    if limit is None:
-        count = DEFAULT_LIST_LIMIT
-    else:
+    count: int | None = None
+    if limit is not None:
         whole = _whole_number(limit)
         if whole is None or not 1 <= whole <= MAX_LIST_LIMIT:
             raise ScheduleError(
                 "invalid_selector",
-                f"limit must be a whole number from 1 to {MAX_LIST_LIMIT}, or null for "
-                f"{DEFAULT_LIST_LIMIT}.",
+                f"limit must be a whole number from 1 to {MAX_LIST_LIMIT}, or null for as many "
+                "reminders as fit in one page.",
             )
         count = whole
     cursor = arguments.get("cursor")
@@ -77,18 +77,21 @@ def page(
     views: Sequence[V],
     *,
     after: Key | None,
-    limit: int,
+    limit: int | None,
     key: Callable[[V], Key],
     size: Callable[[V], int],
 ) -> tuple[list[V], str | None]:
-    """The page of ``views`` (in the list's order) after ``after``, and its ``next_cursor``."""
+    """The page of ``views`` (in the list's order) after ``after``, and its ``next_cursor``: at
+    most ``limit`` views (``None``: no count bound), within :data:`MAX_PAGE_CHARS`."""
     start = 0
     if after is not None:
         while start < len(views) and key(views[start]) <= after:
             start += 1
     chosen: list[V] = []
     used = 0
-    for view in views[start : start + limit]:
+    end = len(views) if limit is None else min(len(views), start + limit)
+    for index in range(start, end):
+        view = views[index]
         cost = size(view)
         if chosen and used + cost > MAX_PAGE_CHARS:
             break

@@ -106,7 +106,6 @@ from session_schedule.session.ids import SessionId, parse_session_id
 from session_schedule.session.port import SessionHeader, SessionStore, schedule_changes
 from session_schedule.session.provenance import made_by_reminders
 from session_schedule.tools.catalog import TOOL_NAMES
-from session_schedule.tools.paging import MAX_LIST_LIMIT
 from session_schedule.tools.results import ErrorResult, ListResult
 from session_schedule.web.bodies import (
     DEFAULT_BODY_SECONDS,
@@ -452,10 +451,10 @@ class _Api:
     async def schedules(self, request: Request) -> Response:
         live = await self._live(request)
         # The side panel shows every active reminder: the pages a model gets, put together.
-        result = await live.chat.tools.call_typed("schedule_list", {"limit": MAX_LIST_LIMIT})
+        result = await live.chat.tools.call_typed("schedule_list", {})
         while isinstance(result, ListResult) and result.next_cursor is not None:
             following = await live.chat.tools.call_typed(
-                "schedule_list", {"cursor": result.next_cursor, "limit": MAX_LIST_LIMIT}
+                "schedule_list", {"cursor": result.next_cursor}
             )
             if not isinstance(following, ListResult):
                 result = following
