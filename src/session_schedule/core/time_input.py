@@ -433,8 +433,9 @@ def _offset_ms(offset: timedelta | None) -> int:
 def _candidates(zone: zoneinfo.ZoneInfo, wall: int) -> list[int]:
     """The UTC instants ``wall`` maps to under the offsets zoneinfo gives its two folds."""
     if wall < _SAFE_LOW:
-        # Before 0001-01-02 a datetime may not hold the wall time (it has no year 0); no zone
-        # changes its offset there (the tests check every zone), so its first offset is exact.
+        # Before 0001-01-02 a datetime may not hold the wall time (it has no year 0). Before
+        # its first transition a zone keeps its first offset, and none has a transition before
+        # 0001-01-03 (the tests check every zone), so that offset is exact here.
         offset = _offset_at(zone, MIN_INSTANT)
         return [wall - offset, wall - offset]
     days, ms_of_day = divmod(wall, MS_PER_DAY)
