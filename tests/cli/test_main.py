@@ -56,6 +56,35 @@ def test_resolve_refuses_a_malformed_time_option_as_a_usage_error(
         )
 
 
+def test_resolve_shows_an_instant_before_year_0001_as_past(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Only the upper end of the range is time_out_of_range: earlier is simply in the past.
+    inputs = [
+        "0000-12-31T23:00:00-02:00",
+        "0001-01-01T00:00:00+00:01",
+        "0001-01-01 00:00 Asia/Tokyo",
+    ]
+    assert main(["resolve", *inputs]) == 0
+    assert capsys.readouterr().out == (
+        "0000-12-31T23:00:00-02:00  ->  0001-01-01T01:00:00.000Z\n"
+        "0001-01-01T00:00:00+00:01  ->  0000-12-31T23:59:00.000Z  (before "
+        "0001-01-01T00:00:00.000Z: in the past, a model gets not_future)\n"
+        "0001-01-01 00:00 Asia/Tokyo  ->  0000-12-31T14:41:01.000Z  (before "
+        "0001-01-01T00:00:00.000Z: in the past, a model gets not_future)\n"
+    )
+    # A decision time before the range is a usage error: no record can hold it.
+    for option in ("--after", "--resume"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["resolve", option, "0001-01-01T00:00:00+00:01", "every 3600"])
+        assert stopped.value.code == 2
+        assert capsys.readouterr().err.endswith(
+            f"session-schedule resolve: error: argument {option}: '0001-01-01T00:00:00+00:01' is "
+            "before 0001-01-01T00:00:00.000Z, the earliest instant Schedule can represent; "
+            "choose a later time.\n"
+        )
+
+
 def test_resolve_lists_the_next_daily_occurrences(capsys: pytest.CaptureFixture[str]) -> None:
     arguments = ["resolve", "--after", "2027-03-12T12:00:00Z", "daily 02:30 America/New_York"]
     assert main(arguments) == 0

@@ -1082,6 +1082,13 @@ def test_timeline_until_in_the_past_is_a_usage_error(
         f"session-schedule: --until 2026-11-29T23:30:00Z is not after now ({NOW}); give a "
         "later instant or a duration such as 36h\n",
     )
+    # Before year 0001 (RFC 3339 allows year 0000) is in the past too.
+    assert run(data, "timeline", session, "--until", "0001-01-01T00:00:00+00:01") == 2
+    assert capsys.readouterr() == (
+        "",
+        f"session-schedule: --until 0001-01-01T00:00:00+00:01 is not after now ({NOW}); give a "
+        "later instant or a duration such as 36h\n",
+    )
 
 
 def test_timeline_with_nothing_in_the_window(

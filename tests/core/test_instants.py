@@ -17,6 +17,7 @@ from session_schedule.core.instants import (
     canonical_instant,
     civil_from_days,
     days_from_civil,
+    describe_instant,
     format_instant,
     milliseconds,
     parse_instant,
@@ -62,6 +63,29 @@ def test_civil_days_round_trip(days: int) -> None:
 def test_format_refuses_out_of_range(ms: int) -> None:
     with pytest.raises(ValueError, match=r"outside years 0001-9999"):
         format_instant(Instant(ms))
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (MIN_INSTANT, "0001-01-01T00:00:00.000Z"),
+        (MAX_INSTANT, "9999-12-31T23:59:59.999Z"),
+        (0, "1970-01-01T00:00:00.000Z"),
+        # Outside the range, the year as ISO 8601 writes it; year 0000 is a leap year.
+        (MIN_INSTANT - 1, "0000-12-31T23:59:59.999Z"),
+        (MIN_INSTANT - 307 * 86_400_000, "0000-02-29T00:00:00.000Z"),
+        (MIN_INSTANT - 366 * 86_400_000, "0000-01-01T00:00:00.000Z"),
+        (MIN_INSTANT - 366 * 86_400_000 - 60_000, "-0001-12-31T23:59:00.000Z"),
+        (MAX_INSTANT + 1, "10000-01-01T00:00:00.000Z"),
+    ],
+)
+def test_describe_instant(ms: int, text: str) -> None:
+    assert describe_instant(ms) == text
+
+
+@given(st.integers(min_value=MIN_INSTANT, max_value=MAX_INSTANT))
+def test_describe_instant_is_the_canonical_form_in_the_range(ms: int) -> None:
+    assert describe_instant(ms) == format_instant(Instant(ms))
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from datetime import time as time_of_day
 from importlib import resources
 from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import assume, example, given, settings
@@ -26,7 +27,10 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import (
     MAX_INSTANT,
     MIN_INSTANT,
+    MS_PER_DAY,
     Instant,
+    days_from_civil,
+    describe_instant,
     format_instant,
     parse_instant,
 )
@@ -46,7 +50,7 @@ NAIVE_EPOCH = datetime(1970, 1, 1)
 SELECTOR_CODES = {"invalid_selector", "invalid_time_zone", "time_out_of_range"}
 
 DATE_ADVICE = (
-    "use a year from 0001 to 9999, a month from 01 to 12 and a day that exists in that month"
+    "use a year from 0000 to 9999, a month from 01 to 12 and a day that exists in that month"
 )
 TIME_ADVICE = (
     "use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second)"
@@ -63,7 +67,7 @@ def error_of(call: Callable[[], object]) -> tuple[str, str]:
     return caught.value.code, caught.value.message
 
 
-def outcome(call: Callable[[], Instant]) -> Instant | ScheduleError:
+def outcome(call: Callable[[], int]) -> int | ScheduleError:
     try:
         return call()
     except ScheduleError as error:
@@ -113,13 +117,6 @@ def too_late(subject: str) -> str:
     return (
         f"{subject} is after 9999-12-31T23:59:59.999Z, the latest instant Schedule can "
         "represent; choose an earlier time."
-    )
-
-
-def too_early(subject: str) -> str:
-    return (
-        f"{subject} is before 0001-01-01T00:00:00.000Z, the earliest instant Schedule can "
-        "represent; choose a later time."
     )
 
 
@@ -199,8 +196,41 @@ def wrong_keys(fix: str) -> str:
     ],
 )
 def test_rfc3339_accepted(text: str, expected: str) -> None:
-    assert format_instant(parse_rfc3339(text)) == expected
+    assert format_instant(Instant(parse_rfc3339(text))) == expected
     assert parse_at(text) == parse_rfc3339(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Year 0000 (RFC 3339's date-fullyear is any four digits): proleptic Gregorian, where
+        # 0000 is a leap year. An instant before 0001 is returned; it is simply in the past.
+        ("0000-12-31T23:00:00-02:00", "0001-01-01T01:00:00.000Z"),
+        ("0000-12-31T23:59:59.999Z", "0000-12-31T23:59:59.999Z"),
+        ("0000-02-29T12:00:00Z", "0000-02-29T12:00:00.000Z"),
+        ("0000-03-01T00:00:00Z", "0000-03-01T00:00:00.000Z"),
+        ("0000-01-01T00:00:00Z", "0000-01-01T00:00:00.000Z"),
+        ("0000-01-01T00:00:00-23:59", "0000-01-01T23:59:00.000Z"),
+        ("0000-01-01T00:00:00+23:59", "-0001-12-31T00:01:00.000Z"),
+        # Year 0001 east of UTC: before 0001-01-01T00:00:00.000Z.
+        ("0001-01-01T00:00:00+00:01", "0000-12-31T23:59:00.000Z"),
+        ("0001-01-01T00:30:00+01:00", "0000-12-31T23:30:00.000Z"),
+        ("0001-01-01T00:00:00.999+00:00", "0001-01-01T00:00:00.999Z"),
+    ],
+)
+def test_rfc3339_before_the_range_is_a_past_instant(text: str, expected: str) -> None:
+    instant = parse_rfc3339(text)
+    assert describe_instant(instant) == expected
+    assert parse_at(text) == instant
+
+
+def test_rfc3339_year_zero_counts_its_leap_day() -> None:
+    # 0000-03-01 is 366 days before 0001-03-01 and 60 days after 0000-01-01.
+    march = parse_rfc3339("0000-03-01T00:00:00Z")
+    assert parse_rfc3339("0001-03-01T00:00:00Z") - march == 365 * MS_PER_DAY
+    assert march - parse_rfc3339("0000-01-01T00:00:00Z") == 60 * MS_PER_DAY
+    assert parse_rfc3339("0001-01-01T00:00:00Z") - march == 306 * MS_PER_DAY
+    assert parse_rfc3339("0001-01-01T00:00:00Z") == MIN_INSTANT
 
 
 @pytest.mark.parametrize(
@@ -318,8 +348,12 @@ def test_rfc3339_offset_out_of_range(text: str, offset: str) -> None:
         "2026-13-01T09:00:00Z",
         "2026-00-10T09:00:00Z",
         "2026-12-00T09:00:00Z",
-        "0000-01-01T00:00:00Z",
-        "0000-12-31T23:00:00-01:00",
+        "0000-02-30T00:00:00Z",
+        "0000-04-31T00:00:00Z",
+        "0000-13-01T00:00:00Z",
+        "0000-00-01T00:00:00Z",
+        "0000-01-00T00:00:00-01:00",
+        "0100-02-29T00:00:00Z",
         # The date is checked before the time of day.
         "2026-02-30T24:00:00Z",
     ],
@@ -348,8 +382,6 @@ def test_rfc3339_impossible_time(text: str) -> None:
     [
         ("9999-12-31T23:30:00-05:00", too_late("'9999-12-31T23:30:00-05:00'")),
         ("9999-12-31T23:59:59.999-00:01", too_late("'9999-12-31T23:59:59.999-00:01'")),
-        ("0001-01-01T00:30:00+01:00", too_early("'0001-01-01T00:30:00+01:00'")),
-        ("0001-01-01T00:00:00+00:01", too_early("'0001-01-01T00:00:00+00:01'")),
     ],
 )
 def test_rfc3339_out_of_range(text: str, message: str) -> None:
@@ -418,7 +450,7 @@ def test_rfc3339_out_of_range(text: str, message: str) -> None:
     ],
 )
 def test_local_accepted(day: str, wall: str, zone: str, expected: str) -> None:
-    assert format_instant(resolve_local(day, wall, zone)) == expected
+    assert format_instant(Instant(resolve_local(day, wall, zone))) == expected
     assert parse_at({"date": day, "time": wall, "time_zone": zone}) == resolve_local(
         day, wall, zone
     )
@@ -568,7 +600,8 @@ def test_zone_in_the_wrong_case(name: str, suggestion: str) -> None:
         ("2026-13-01", "09:00", impossible_date("2026-13-01")),
         ("2026-00-01", "09:00", impossible_date("2026-00-01")),
         ("2026-01-00", "09:00", impossible_date("2026-01-00")),
-        ("0000-01-01", "09:00", impossible_date("0000-01-01")),
+        ("0000-02-30", "09:00", impossible_date("0000-02-30")),
+        ("0000-00-01", "09:00", impossible_date("0000-00-01")),
         ("2026-02-30", "nine", impossible_date("2026-02-30")),
         ("2026-12-01", "9:00", bad_time_form("9:00")),
         ("2026-12-01", "09", bad_time_form("09")),
@@ -623,17 +656,31 @@ def test_local_checks_the_zone_first() -> None:
             "America/New_York",
             too_late("9999-12-31 19:00 in America/New_York"),
         ),
-        ("0001-01-01", "00:30", "Asia/Tokyo", too_early("0001-01-01 00:30 in Asia/Tokyo")),
-        (
-            "0001-01-01",
-            "09:18:58.999",
-            "Asia/Tokyo",
-            too_early("0001-01-01 09:18:58.999 in Asia/Tokyo"),
-        ),
     ],
 )
 def test_local_out_of_range(day: str, wall: str, zone: str, message: str) -> None:
     assert error_of(lambda: resolve_local(day, wall, zone)) == ("time_out_of_range", message)
+
+
+@pytest.mark.parametrize(
+    ("day", "wall", "zone", "expected"),
+    [
+        # East of UTC on 0001-01-01: before 0001-01-01T00:00:00.000Z, in the past.
+        ("0001-01-01", "00:00", "Asia/Tokyo", "0000-12-31T14:41:01.000Z"),
+        ("0001-01-01", "09:18:58.999", "Asia/Tokyo", "0000-12-31T23:59:59.999Z"),
+        # Year 0000, read with the offset the zone's data starts with (local mean time).
+        ("0000-12-31", "23:00", "UTC", "0000-12-31T23:00:00.000Z"),
+        ("0000-12-31", "23:00", "America/New_York", "0001-01-01T03:56:02.000Z"),
+        ("0000-02-29", "12:00", "Europe/Paris", "0000-02-29T11:50:39.000Z"),
+        ("0000-01-01", "00:00", "Asia/Tokyo", "-0001-12-31T14:41:01.000Z"),
+    ],
+)
+def test_local_before_the_range_is_a_past_instant(
+    day: str, wall: str, zone: str, expected: str
+) -> None:
+    instant = resolve_local(day, wall, zone)
+    assert describe_instant(instant) == expected
+    assert parse_at({"date": day, "time": wall, "time_zone": zone}) == instant
 
 
 # The `at` selector as a model sends it.
@@ -742,10 +789,15 @@ def test_at_selector_passes_on_the_form_errors(value: object, code: str, message
 
 
 def test_at_selector_past_instants_are_not_its_concern() -> None:
-    assert format_instant(parse_at("1970-01-01T00:00:00Z")) == "1970-01-01T00:00:00.000Z"
-    assert format_instant(
+    assert describe_instant(parse_at("1970-01-01T00:00:00Z")) == "1970-01-01T00:00:00.000Z"
+    assert describe_instant(
         parse_at({"date": "1999-12-31", "time": "23:59", "time_zone": "Europe/Paris"})
     ) == ("1999-12-31T22:59:00.000Z")
+    # Not even before the range: those are past instants, for the caller's future check.
+    assert parse_at("0001-01-01T00:00:00+00:01") == MIN_INSTANT - 60_000
+    assert describe_instant(
+        parse_at({"date": "0001-01-01", "time": "00:00", "time_zone": "Asia/Tokyo"})
+    ) == ("0000-12-31T14:41:01.000Z")
 
 
 # Zones.
@@ -871,9 +923,13 @@ def test_every_supported_zone_resolves_the_ends_of_the_range() -> None:
             result = outcome(functools.partial(resolve_local, day, wall, name))
             if isinstance(result, ScheduleError):
                 assert result.code == "time_out_of_range", (name, day, wall)
+                assert day.startswith("9999"), (name, day, wall)
+            elif result < MIN_INSTANT:
+                # East of UTC on 0001-01-01: a past instant before the range.
+                assert day.startswith("0001"), (name, day, wall)
             else:
-                assert MIN_INSTANT <= result <= MAX_INSTANT
-                assert parse_rfc3339(format_local(result, zone)) == result
+                assert result <= MAX_INSTANT
+                assert parse_rfc3339(format_local(Instant(result), zone)) == result
 
 
 # Display in a zone.
@@ -907,7 +963,7 @@ def test_every_supported_zone_resolves_the_ends_of_the_range() -> None:
 def test_format_local(instant: str, zone: str, expected: str) -> None:
     text = format_local(parse_instant(instant), load_zone(zone))
     assert text == expected
-    assert format_instant(parse_rfc3339(text)) == instant
+    assert describe_instant(parse_rfc3339(text)) == instant
 
 
 @pytest.mark.parametrize("instant", [MIN_INSTANT - 1, MAX_INSTANT + 1])
@@ -945,7 +1001,11 @@ local_objects = st.fixed_dictionaries(
 )
 
 
-def assert_total(call: Callable[[], Instant]) -> None:
+EARLIEST_NAMED: Final = (days_from_civil(0, 1, 1) - 1) * MS_PER_DAY
+"""Earlier than any instant an ``at`` can name: 0000-01-01 less an offset under a day."""
+
+
+def assert_total(call: Callable[[], int]) -> None:
     result = outcome(call)
     if isinstance(result, ScheduleError):
         assert result.code in SELECTOR_CODES
@@ -953,7 +1013,7 @@ def assert_total(call: Callable[[], Instant]) -> None:
         assert not result.message[0].isupper()
     else:
         assert type(result) is int
-        assert MIN_INSTANT <= result <= MAX_INSTANT
+        assert EARLIEST_NAMED < result <= MAX_INSTANT
 
 
 @settings(max_examples=300)
@@ -997,9 +1057,10 @@ def rfc3339_fields(draw: st.DrawFn) -> tuple[str, int]:
 @given(rfc3339_fields())
 @example(("9999-12-31T23:30:00-05:00", MAX_INSTANT + 1 + 16_200_000))
 @example(("0001-01-01T00:30:00+01:00", MIN_INSTANT - 1_800_000))
+@example(("0000-12-31T23:00:00-02:00", MIN_INSTANT + 3_600_000))
 def test_rfc3339_agrees_with_datetime(case: tuple[str, int]) -> None:
     text, ms = case
-    if MIN_INSTANT <= ms <= MAX_INSTANT:
+    if ms <= MAX_INSTANT:
         assert parse_rfc3339(text) == ms
     else:
         assert error_of(lambda: parse_rfc3339(text))[0] == "time_out_of_range"

@@ -98,6 +98,10 @@ def _error(code: str, message: str) -> dict[str, object]:
         ("schedule_delete", {"id": 3}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got 3.")),
         ("schedule_create", {"prompt": "p", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
         ("schedule_create", {"prompt": "p", "at": "2026-11-29T19:00:00Z"}, _error("not_future", "`at` names 2026-11-29T19:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
+        ("schedule_create", {"prompt": "p", "at": "0001-01-01T00:00:00+00:01"}, _error("not_future", "`at` names 0000-12-31T23:59:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
+        ("schedule_create", {"prompt": "p", "at": {"date": "0001-01-01", "time": "00:00", "time_zone": "Asia/Tokyo"}}, _error("not_future", "`at` names 0000-12-31T14:41:01.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
+        ("schedule_create", {"prompt": "p", "at": "0000-12-31T23:00:00-02:00"}, _error("not_future", "`at` names 0001-01-01T01:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future.")),
+        ("schedule_create", {"prompt": "p", "at": "9999-12-31T23:30:00-05:00"}, _error("time_out_of_range", "'9999-12-31T23:30:00-05:00' is after 9999-12-31T23:59:59.999Z, the latest instant Schedule can represent; choose an earlier time.")),
     ],
 )  # fmt: skip
 async def test_everything_a_model_can_cause_comes_back_as_an_error_result(

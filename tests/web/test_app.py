@@ -1650,6 +1650,11 @@ async def test_the_timeline_view_shows_overdue_and_missed_occurrences_as_the_cli
             "until=2026-11-29T20:00:00Z",
             "until '2026-11-29T20:00:00Z' is not after now (2026-11-29T20:00:00.000Z).",
         ),
+        # Before year 0001: in the past like any other past instant.
+        (
+            "until=0000-12-31T23:00:00Z",
+            "until '0000-12-31T23:00:00Z' is not after now (2026-11-29T20:00:00.000Z).",
+        ),
     ],
 )
 async def test_a_timeline_window_that_is_not_a_later_instant_is_400(

@@ -35,6 +35,7 @@ from session_schedule.core.instants import (
     Instant,
     civil_from_days,
     days_from_civil,
+    describe_instant,
     format_instant,
 )
 from session_schedule.core.records import (
@@ -129,9 +130,16 @@ def _instant_option(text: str) -> Instant:
     """An option's RFC 3339 time, as an instant; a malformed one is a usage error (exit 2),
     with the message a tool would give."""
     try:
-        return parse_rfc3339(text)
+        instant = parse_rfc3339(text)
     except ScheduleError as error:
         raise argparse.ArgumentTypeError(error.message) from None
+    if instant < MIN_INSTANT:
+        # A decision time, not a target: it must be one a record can hold.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is before {format_instant(MIN_INSTANT)}, the earliest instant Schedule "
+            "can represent; choose a later time."
+        )
+    return Instant(instant)
 
 
 def _resolve(arguments: argparse.Namespace) -> int:
@@ -192,7 +200,11 @@ def resolve(text: str, *, after: Instant) -> tuple[bool, str]:
         instant = parse_at(at_argument(text))
     except ScheduleError as error:
         return False, f"{text}  ->  {error.code}: {error.message}"
-    return True, f"{text}  ->  {format_instant(instant)}"
+    line = f"{text}  ->  {describe_instant(instant)}"
+    if instant < MIN_INSTANT:
+        # In the past like any other past target, but before the range records can hold.
+        line += f"  (before {format_instant(MIN_INSTANT)}: in the past, a model gets not_future)"
+    return True, line
 
 
 def _daily(text: str, words: list[str], after: Instant) -> tuple[bool, str]:

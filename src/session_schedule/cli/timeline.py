@@ -94,28 +94,30 @@ class Until(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     """As the user wrote it."""
     milliseconds: int
-    """The duration, or the instant."""
+    """The duration, or the instant (which may precede year 0001: a time in the past)."""
     relative: bool
     """Whether ``milliseconds`` is a duration from now."""
 
-    def resolve(self, now: Instant) -> Instant:
-        """The window's end as seen at ``now`` (a duration reaching past year 9999 stops there)."""
+    def resolve(self, now: Instant) -> int:
+        """The window's end as seen at ``now`` (a duration reaching past year 9999 stops there;
+        an instant before year 0001 stays before it)."""
         if not self.relative:
-            return Instant(self.milliseconds)
-        return Instant(min(now + self.milliseconds, MAX_INSTANT))
+            return self.milliseconds
+        return min(now + self.milliseconds, MAX_INSTANT)
 
 
 def run(arguments: argparse.Namespace) -> int:
     now = reading.clock.now()
     until_argument: Until = arguments.until
     zone: zoneinfo.ZoneInfo = arguments.zone
-    until = until_argument.resolve(now)
-    if until <= now:
+    end = until_argument.resolve(now)
+    if end <= now:
         return fail(
             f"--until {until_argument.text} is not after now ({format_instant(now)}); "
             "give a later instant or a duration such as 36h",
             EXIT_USAGE,
         )
+    until = Instant(end)
     snapshot = read_snapshot(arguments)
     folded = fold_snapshot(snapshot)
     missed = record_misses(folded, now)  # as the owner would, were the session open now

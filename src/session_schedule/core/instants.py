@@ -111,6 +111,25 @@ def format_instant(instant: Instant) -> str:
     return _date_text(days) + _HOUR_MINUTE[minutes] + _SECOND[second] + _MILLISECOND[ms]
 
 
+def describe_instant(ms: int) -> str:
+    """``ms`` (epoch milliseconds) written for a message: its canonical text when it is in the
+    representable range, otherwise the same fields with the year as ISO 8601 writes years
+    outside 0001-9999 (``0000``, ``-0001``, ``10000``) — an instant before the range is a time
+    in the past that a message still names exactly. Never stored: the durable form is only
+    :func:`format_instant`'s."""
+    if MIN_INSTANT <= ms <= MAX_INSTANT:
+        return format_instant(Instant(ms))
+    days, ms_of_day = divmod(ms, MS_PER_DAY)
+    year, month, day = civil_from_days(days)
+    seconds, fraction = divmod(ms_of_day, MS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    year_text = f"-{-year:04d}" if year < 0 else f"{year:04d}"
+    return (
+        f"{year_text}-{month:02d}-{day:02d}T{_HOUR_MINUTE[minutes]}{_SECOND[second]}"
+        f"{_MILLISECOND[fraction]}"
+    )
+
+
 @lru_cache(maxsize=4096)
 def _date_text(days: int) -> str:
     year, month, day = civil_from_days(days)

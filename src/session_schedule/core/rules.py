@@ -49,6 +49,7 @@ from session_schedule.core.instants import (
     MAX_INSTANT,
     MS_PER_SECOND,
     Instant,
+    describe_instant,
     format_instant,
 )
 from session_schedule.core.prompts import prompt_fault
@@ -218,14 +219,21 @@ def _record(
             start_date=calendar.start_date,
             scheduled_at=format_instant(calendar.first_target),
         )
-    target = parse_at(value)
+    target = _future(parse_at(value), "at", now)
+    return AtScheduleRecord(id=schedule_id, prompt=prompt, scheduled_at=format_instant(target))
+
+
+def _future(target: int, name: str, now: Instant) -> Instant:
+    """``target``, the instant the argument ``name`` names (parsed, so not past the upper end of
+    the range), when it is after ``now``; else ``not_future`` (SPEC §8 "Targets"). A target
+    before the range is in the past like any other and is named in the extended year form."""
     if target <= now:
         raise ScheduleError(
             "not_future",
-            f"`at` names {format_instant(target)}, which is not after the current time "
+            f"`{name}` names {describe_instant(target)}, which is not after the current time "
             f"{format_instant(now)}; choose a time in the future.",
         )
-    return AtScheduleRecord(id=schedule_id, prompt=prompt, scheduled_at=format_instant(target))
+    return Instant(target)
 
 
 def _with_options(
@@ -281,13 +289,7 @@ def _ends(value: object, *, now: Instant, runs: int) -> Ends | None:
         )
     until: str | None = None
     if value.get("until") is not None:
-        instant = _named_instant(value["until"], "ends.until")
-        if instant <= now:
-            raise ScheduleError(
-                "not_future",
-                f"`ends.until` names {format_instant(instant)}, which is not after the current "
-                f"time {format_instant(now)}; choose a time in the future.",
-            )
+        instant = _future(_named_instant(value["until"], "ends.until"), "ends.until", now)
         until = format_instant(instant)
     max_runs: int | None = None
     if value.get("max_runs") is not None:
@@ -309,8 +311,9 @@ def _ends(value: object, *, now: Instant, runs: int) -> Ends | None:
     return Ends(until=until, max_runs=max_runs)
 
 
-def _named_instant(value: object, name: str) -> Instant:
-    """The instant ``value`` names, read as an ``at`` value is; errors name ``name``."""
+def _named_instant(value: object, name: str) -> int:
+    """The instant ``value`` names, read as an ``at`` value is (:func:`parse_at`: possibly
+    before the range, never after it); errors name ``name``."""
     try:
         return parse_at(value)
     except ScheduleError as error:
@@ -535,14 +538,7 @@ def _snooze_instant(value: object, now: Instant) -> Instant:
                 f"{_show(value['after_seconds'])}.",
             )
         return _offset_target(now, seconds)
-    until = _named_instant(value["until"], "snooze.until")
-    if until <= now:
-        raise ScheduleError(
-            "not_future",
-            f"`snooze.until` names {format_instant(until)}, which is not after the current "
-            f"time {format_instant(now)}; choose a time in the future.",
-        )
-    return until
+    return _future(_named_instant(value["until"], "snooze.until"), "snooze.until", now)
 
 
 def decide_delete(

@@ -10,7 +10,12 @@ mean — nothing here ever falls back to an ambient zone:
 Checks run in the order of SPEC §8 — shape, then zone or offset, then the calendar, then the
 range — and every failure is a :class:`ScheduleError` (``invalid_selector``,
 ``invalid_time_zone`` or ``time_out_of_range``). Whether the instant is in the future is the
-caller's question: this module has no clock.
+caller's question: this module has no clock. The range checked here is its upper end only
+(SPEC §8 "Targets"): an instant before ``0001-01-01T00:00:00.000Z`` — which RFC 3339's year
+``0000`` or an offset east of UTC on 0001-01-01 can name — is a time in the past, returned as
+epoch milliseconds below :data:`MIN_INSTANT` for the caller's future check to refuse with
+``not_future``. Years are proleptic Gregorian, ``0000`` (a leap year) included; all calendar
+arithmetic is on integers, since ``datetime`` has no year 0.
 
 Zone data comes only from the bundled ``tzdata`` package, read as package resources, never from
 the host's ``/usr/share/zoneinfo``, so a result does not depend on the machine. A local wall time
@@ -102,21 +107,24 @@ _FORMS: Final = (
     "or an object with the keys `date`, `time` and `time_zone`"
 )
 _DATE_ADVICE: Final = (
-    "use a year from 0001 to 9999, a month from 01 to 12 and a day that exists in that month"
+    "use a year from 0000 to 9999, a month from 01 to 12 and a day that exists in that month"
 )
 _TIME_ADVICE: Final = (
     "use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second)"
 )
 
 
-def parse_at(value: object) -> Instant:
-    """The instant an ``at`` selector names, ``value`` being the JSON-decoded argument.
+def parse_at(value: object) -> int:
+    """The instant an ``at`` selector names, ``value`` being the JSON-decoded argument, as epoch
+    milliseconds.
 
     A string is read by :func:`parse_rfc3339`; an object must have exactly the string members
     ``date``, ``time`` and ``time_zone`` and is read by :func:`resolve_local`. Raises
     :class:`ScheduleError` — ``invalid_selector``, ``invalid_time_zone`` or
-    ``time_out_of_range`` — and nothing else, whatever ``value`` is. The instant may lie in the
-    past: checking that it is in the future is the caller's job.
+    ``time_out_of_range`` (past the upper end of the range) — and nothing else, whatever
+    ``value`` is. The instant may lie in the past, even before :data:`MIN_INSTANT` (then it is
+    no :data:`Instant`): checking that it is in the future is the caller's job, and an instant
+    after the decision time is in range.
     """
     if isinstance(value, str):
         return parse_rfc3339(value)
@@ -135,15 +143,19 @@ def parse_at(value: object) -> Instant:
     raise ScheduleError("invalid_selector", f"`at` must be {_FORMS}, not {describe_value(value)}.")
 
 
-def parse_rfc3339(text: str) -> Instant:
-    """The instant an RFC 3339 §5.6 ``date-time`` with a UTC offset names.
+def parse_rfc3339(text: str) -> int:
+    """The instant an RFC 3339 §5.6 ``date-time`` with a UTC offset names, as epoch
+    milliseconds.
 
     Accepts exactly ``YYYY-MM-DD`` ``T``/``t`` ``HH:MM:SS``, an optional ``.`` and one or more
-    digits, then ``Z``/``z`` or ``±HH:MM`` (``-00:00`` reads as UTC). Fraction digits beyond the
-    millisecond are truncated. Raises :class:`ScheduleError`: ``invalid_time_zone`` for an offset
-    beyond ±23:59, ``time_out_of_range`` when the instant is outside years 0001-9999 in UTC, and
+    digits, then ``Z``/``z`` or ``±HH:MM`` (``-00:00`` reads as UTC); the year may be ``0000``
+    (proleptic Gregorian, a leap year). Fraction digits beyond the millisecond are truncated.
+    Raises :class:`ScheduleError`: ``invalid_time_zone`` for an offset beyond ±23:59,
+    ``time_out_of_range`` when the instant is after ``9999-12-31T23:59:59.999Z``, and
     ``invalid_selector`` for every other malformation (no offset, another separator or notation,
-    an impossible date or time of day).
+    an impossible date or time of day). An instant before ``0001-01-01T00:00:00.000Z`` (in year
+    0000, or in year -0001 for ``0000-01-01`` east of UTC) is returned as it is: it lies in the
+    past, below :data:`MIN_INSTANT`.
     """
     match = _RFC3339.fullmatch(text)
     if match is None:
@@ -170,21 +182,24 @@ def parse_rfc3339(text: str) -> Instant:
     ms = int((fraction or "")[:3].ljust(3, "0"))
     instant = instant_from_fields(year, month, day, hour, minute, second, ms)
     instant -= offset * _MS_PER_MINUTE
-    if not in_range(instant):
-        raise _out_of_range(repr(text), instant)
-    return Instant(instant)
+    if instant > MAX_INSTANT:
+        raise _out_of_range(repr(text))
+    return instant
 
 
-def resolve_local(date: str, time: str, time_zone: str) -> Instant:
-    """The instant at which the wall clocks of ``time_zone`` show ``date`` and ``time``.
+def resolve_local(date: str, time: str, time_zone: str) -> int:
+    """The instant at which the wall clocks of ``time_zone`` show ``date`` and ``time``, as
+    epoch milliseconds.
 
-    ``date`` is ``YYYY-MM-DD`` (a real date, years 0001-9999); ``time`` is ``HH:MM``,
-    ``HH:MM:SS`` or ``HH:MM:SS.f`` with 1-3 fraction digits; ``time_zone`` is a name
+    ``date`` is ``YYYY-MM-DD`` (a real proleptic Gregorian date, years 0000-9999); ``time`` is
+    ``HH:MM``, ``HH:MM:SS`` or ``HH:MM:SS.f`` with 1-3 fraction digits; ``time_zone`` is a name
     :func:`is_supported_zone` accepts. A repeated wall time (an overlap) resolves to the earlier
-    instant. Raises :class:`ScheduleError`: ``invalid_time_zone`` for the zone,
-    ``invalid_selector`` for a malformed or impossible date or time and for a wall time the zone
-    skips (a gap, named in the message), ``time_out_of_range`` when the instant is outside years
-    0001-9999 in UTC.
+    instant. Before year 0001 a zone keeps the offset its data starts with (local mean time).
+    Raises :class:`ScheduleError`: ``invalid_time_zone`` for the zone, ``invalid_selector`` for a
+    malformed or impossible date or time and for a wall time the zone skips (a gap, named in the
+    message), ``time_out_of_range`` when the instant is after ``9999-12-31T23:59:59.999Z``. An
+    instant before ``0001-01-01T00:00:00.000Z`` is returned as it is: it lies in the past, below
+    :data:`MIN_INSTANT`.
     """
     zone = load_zone(time_zone)
     date_match = _LOCAL_DATE.fullmatch(date)
@@ -206,9 +221,9 @@ def resolve_local(date: str, time: str, time_zone: str) -> Instant:
             "invalid_selector", _gap_message(f"{date} {time}", time_zone, zone, wall, candidates)
         )
     instant = min(reproducing)
-    if not in_range(instant):
-        raise _out_of_range(f"{date} {time} in {time_zone}", instant)
-    return Instant(instant)
+    if instant > MAX_INSTANT:
+        raise _out_of_range(f"{date} {time} in {time_zone}")
+    return instant
 
 
 def parse_wall_time(time: str) -> int:
@@ -417,6 +432,12 @@ def _offset_ms(offset: timedelta | None) -> int:
 
 def _candidates(zone: zoneinfo.ZoneInfo, wall: int) -> list[int]:
     """The UTC instants ``wall`` maps to under the offsets zoneinfo gives its two folds."""
+    if wall < _SAFE_LOW:
+        # Before 0001-01-02 a datetime may not hold the wall time (it has no year 0). Before
+        # its first transition a zone keeps its first offset, and none has a transition before
+        # 0001-01-03 (the tests check every zone), so that offset is exact here.
+        offset = _offset_at(zone, MIN_INSTANT)
+        return [wall - offset, wall - offset]
     days, ms_of_day = divmod(wall, MS_PER_DAY)
     year, month, day = civil_from_days(days)
     seconds, ms = divmod(ms_of_day, MS_PER_SECOND)
@@ -529,21 +550,18 @@ def describe_value(value: object) -> str:
 
 
 def _is_real_date(year: int, month: int, day: int) -> bool:
-    return year >= 1 and 1 <= month <= 12 and 1 <= day <= days_in_month(year, month)
+    return year >= 0 and 1 <= month <= 12 and 1 <= day <= days_in_month(year, month)
 
 
 def _is_real_time(hour: int, minute: int, second: int) -> bool:
     return hour <= 23 and minute <= 59 and second <= 59
 
 
-def _out_of_range(subject: str, instant: int) -> ScheduleError:
-    if instant > MAX_INSTANT:
-        bound, direction = f"after {format_instant(MAX_INSTANT)}, the latest", "an earlier"
-    else:
-        bound, direction = f"before {format_instant(MIN_INSTANT)}, the earliest", "a later"
+def _out_of_range(subject: str) -> ScheduleError:
     return ScheduleError(
         "time_out_of_range",
-        f"{subject} is {bound} instant Schedule can represent; choose {direction} time.",
+        f"{subject} is after {format_instant(MAX_INSTANT)}, the latest instant Schedule can "
+        "represent; choose an earlier time.",
     )
 
 

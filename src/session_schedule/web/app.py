@@ -661,7 +661,7 @@ def _until(text: str | None, now: Instant) -> Instant:
     if text is None:
         return Instant(min(now + TIMELINE_DEFAULT_MS, MAX_INSTANT))
     try:
-        until = Instant(parse_rfc3339(text))
+        until = parse_rfc3339(text)  # possibly before year 0001: then in the past, refused below
     except ScheduleError:
         raise HttpProblem(
             400,
@@ -670,7 +670,7 @@ def _until(text: str | None, now: Instant) -> Instant:
         ) from None
     if until <= now:
         raise HttpProblem(400, f"until {shorten(text)!r} is not after now ({format_instant(now)}).")
-    return until
+    return Instant(until)
 
 
 def _sentence(text: str) -> str:
