@@ -388,3 +388,22 @@ def test_getting_started_names_the_operator_commands_that_need_no_extra() -> Non
     named = re.findall(r"`([a-z]+)`", found.group(1))
     working = [argv[0] for argv in WORKING if argv[0] in {c.name for c in COMMANDS}]
     assert named == [name for name in working if name not in {"chat", "resolve", "walkthrough"}]
+
+
+def test_the_web_overlay_guide_names_the_options_serve_shares_with_the_chat() -> None:
+    from session_schedule.cli.main import build_parser, register_all  # noqa: PLC0415
+
+    parser = build_parser()
+    register_all(parser)
+    commands = dict(docs_hooks._subcommands(parser))
+    serve, chat = (
+        {option for action in commands[name]._actions for option in action.option_strings}
+        for name in ("serve", "chat")
+    )
+    text = " ".join((ROOT / "docs/guides/web-overlay.md").read_text().split())
+    shared = re.search(r"`--model` and `--base-url` choose .*? are the chat's options too", text)
+    chats = re.search(r"The chat's (.*?) are not options of `serve`", text)
+    assert shared is not None
+    assert chats is not None
+    assert set(re.findall(r"`(--[a-z-]+)`", shared.group())) == (serve & chat) - {"-h", "--help"}
+    assert set(re.findall(r"`(--[a-z-]+)`", chats.group(1))) == chat - serve
