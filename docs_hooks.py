@@ -105,11 +105,10 @@ def tools_reference() -> str:
 
 
 def catalog_reference() -> str:
-    import session_schedule.cli.definitions  # noqa: F401, PLC0415 - registers every durable type
-    from session_schedule.core.catalog import CATALOG  # noqa: PLC0415
+    from session_schedule.session.entry_types import complete_catalog  # noqa: PLC0415
 
     parts: list[str] = []
-    for entry in CATALOG:
+    for entry in complete_catalog():
         versions = ", ".join(str(version) for version in entry.versions)
         parts += [
             f"### `{entry.name}`\n\n",

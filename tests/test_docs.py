@@ -338,3 +338,72 @@ def test_the_host_settings_table_gives_the_codes_defaults() -> None:
     assert settings.schedule == Settings()
     row = f"| `max_open` / `max_opening` | {settings.max_open:,} / {settings.max_opening:,} |"
     assert row in (ROOT / page).read_text()
+
+
+# -- what the pages list of the program ------------------------------------------------------
+
+_CODE = re.compile(r"`((?:[^`\\]|\\.)+)`")
+"""A code span of a table cell; a ``|`` in it is written ``\\|``."""
+
+
+def _first_cells(page: str, heading: str) -> list[str]:
+    """The code spans of the first column of the table under ``heading`` (a ``|`` unescaped)."""
+    text = (ROOT / page).read_text()
+    section = text.split(f"{heading}\n", 1)[1].split("\n#", 1)[0]
+    cells = re.findall(r"^\| (.+?) \| .+ \|$", section, re.MULTILINE)
+    return [span.replace("\\|", "|") for cell in cells for span in _CODE.findall(cell)]
+
+
+def test_the_chat_commands_table_lists_every_command_help_prints() -> None:
+    from session_schedule.cli.slash import HELP  # noqa: PLC0415
+
+    printed = [
+        re.split(r"\s{2,}", line.strip())[0] for line in HELP.splitlines() if line.startswith("  /")
+    ]
+    listed = _first_cells("docs/reference/chat-commands.md", "# Chat commands")
+    assert [form for form in printed if form not in listed] == []
+    # ... and nothing /help does not know, but for the other names of /help and /quit.
+    assert {form.split()[0] for form in listed} == {form.split()[0] for form in printed} | {
+        "/?",
+        "/exit",
+    }
+
+
+def test_the_chat_guide_lists_every_command_but_those_with_guides_of_their_own() -> None:
+    listed = {
+        span.split()[0] for span in _first_cells("docs/guides/chat.md", "## Looking into sessions")
+    }
+    with_guides = {"chat", "serve", "mcp", "host", "db"}
+    assert listed == {command.name for command in COMMANDS} - with_guides
+
+
+def test_getting_started_names_the_operator_commands_that_need_no_extra() -> None:
+    from tests.cli.test_installs import WORKING  # noqa: PLC0415
+
+    text = " ".join((ROOT / "docs/getting-started.md").read_text().split())
+    found = re.search(
+        r"The operator commands \(([^)]*)\), `resolve`, `walkthrough` and the chat", text
+    )
+    assert found is not None
+    named = re.findall(r"`([a-z]+)`", found.group(1))
+    working = [argv[0] for argv in WORKING if argv[0] in {c.name for c in COMMANDS}]
+    assert named == [name for name in working if name not in {"chat", "resolve", "walkthrough"}]
+
+
+def test_the_web_overlay_guide_names_the_options_serve_shares_with_the_chat() -> None:
+    from session_schedule.cli.main import build_parser, register_all  # noqa: PLC0415
+
+    parser = build_parser()
+    register_all(parser)
+    commands = dict(docs_hooks._subcommands(parser))
+    serve, chat = (
+        {option for action in commands[name]._actions for option in action.option_strings}
+        for name in ("serve", "chat")
+    )
+    text = " ".join((ROOT / "docs/guides/web-overlay.md").read_text().split())
+    shared = re.search(r"`--model` and `--base-url` choose .*? are the chat's options too", text)
+    chats = re.search(r"The chat's (.*?) are not options of `serve`", text)
+    assert shared is not None
+    assert chats is not None
+    assert set(re.findall(r"`(--[a-z-]+)`", shared.group())) == (serve & chat) - {"-h", "--help"}
+    assert set(re.findall(r"`(--[a-z-]+)`", chats.group(1))) == chat - serve

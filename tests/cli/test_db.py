@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -184,8 +185,8 @@ def test_bad_invocations(
     assert run(capsys, "--store", "sqlite:s.db", "db", "migrate") == (
         2,
         "",
-        "session-schedule: db migrate sets up a PostgreSQL store, and --store names sqlite:s.db; "
-        "give a postgresql://… URL\n",
+        f"session-schedule: db migrate sets up a PostgreSQL store, and --store names "
+        f"sqlite:{Path.cwd() / 's.db'}; give a postgresql://… URL\n",
     )
     assert run(capsys, "db", "init", "--store", "postgresql:///x", "--dsn", "postgresql:///x") == (
         2,

@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import re
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,6 +270,47 @@ def test_a_sqlite_chat_names_its_store_in_every_hint_and_resumes_from_it(
     assert '"prompt":"drink water"' in out
     code, out, _ = _run(capsys, "--store", url, "sessions", "--json")
     assert [summary["id"] for summary in json.loads(out)] == [found.group(2)]
+
+
+@pytest.mark.parametrize(
+    ("options", "banner"),
+    [
+        (["--store", "sqlite:my sessions.db"], "sqlite:{here}/my sessions.db"),
+        (["--store", "jsonl:sessions"], "jsonl:{here}/sessions"),
+        (["--data-dir", "data dir"], "jsonl:{here}/data dir"),
+        (["--data-dir", "data", "--store", "sqlite"], "sqlite:{here}/data/sessions.db"),
+    ],
+    ids=["sqlite-file", "jsonl-directory", "data-dir", "data-dir-sqlite"],
+)
+def test_a_hint_naming_a_relative_store_works_from_another_directory(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    options: list[str],
+    banner: str,
+) -> None:
+    for name in ("SESSION_SCHEDULE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("SESSION_SCHEDULE_STORE", raising=False)
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setattr("sys.stdin", io.StringIO("/create in 1 hour drink water\n"))
+    code, out, _ = _run(capsys, *options, "chat")
+    assert code == 0
+    assert f"store: {banner.format(here=here)}\n" in out
+    found = re.search(r"resume it with: (session-schedule .+ chat (s_\w+))\n", out)
+    assert found is not None, out
+    hint = shlex.split(found.group(1))
+    # The hint, run as printed from another directory, resumes the session from the same store.
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr("sys.stdin", io.StringIO("/list\n"))
+    code, out, err = _run(capsys, *hint[1:])
+    assert (code, err) == (0, "")
+    assert f"resumed session {found.group(2)}" in out
+    assert '"prompt":"drink water"' in out
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_the_old_chat_store_words_still_name_the_data_directorys_files(

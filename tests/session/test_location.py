@@ -92,6 +92,14 @@ def test_a_location_is_written_back_without_its_password(location: StoreLocation
     assert store_url(location) == url
 
 
+def test_a_relative_location_is_written_back_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert store_url(parse_store_url("jsonl:sessions")) == f"jsonl:{tmp_path / 'sessions'}"
+    assert store_url(parse_store_url("sqlite:s.db")) == f"sqlite:{tmp_path / 's.db'}"
+
+
 def test_a_written_url_reads_back_as_the_same_location() -> None:
     for location in (
         JsonlLocation(directory=Path("/d")),

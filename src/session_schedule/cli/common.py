@@ -86,7 +86,8 @@ def store_location(arguments: argparse.Namespace) -> StoreLocation:
 
 
 def store_words(arguments: argparse.Namespace) -> str:
-    """The options a printed command needs to name the same store: `` --store URL``, or
+    """The options a printed command needs to name the same store, quoted for a shell and with
+    an absolute path, so that the command works from any directory: `` --store URL``, or
     `` --data-dir DIR`` for the data directory given on the command line, or nothing."""
     from session_schedule.session.location import JsonlLocation, store_url  # noqa: PLC0415
 
@@ -94,7 +95,7 @@ def store_words(arguments: argparse.Namespace) -> str:
     if location == JsonlLocation(directory=data_dir(arguments)):
         if getattr(arguments, "data_dir", None) is None:
             return ""
-        return f" --data-dir {shlex.quote(str(location.directory))}"
+        return f" --data-dir {shlex.quote(str(location.directory.absolute()))}"
     return f" --store {shlex.quote(store_url(location))}"
 
 

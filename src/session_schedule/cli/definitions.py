@@ -12,12 +12,9 @@ from typing import Final, Literal, assert_never
 
 import msgspec
 
-# The session package registers every durable type it writes (``message`` among them) in the
-# persistence catalog when it is imported; ``catalog`` relies on that.
-import session_schedule.session  # noqa: F401
 from session_schedule.cli.common import EXIT_OK, add_command
 from session_schedule.cli.render import print_json
-from session_schedule.core.catalog import CATALOG
+from session_schedule.session.entry_types import complete_catalog
 from session_schedule.tools.adapters import anthropic_tools, mcp_tools, openai_tools
 from session_schedule.tools.catalog import tool_definitions
 
@@ -63,7 +60,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _catalog(_arguments: argparse.Namespace) -> int:
-    print(msgspec.json.format(CATALOG.to_json(), indent=2).decode())
+    print(msgspec.json.format(complete_catalog().to_json(), indent=2).decode())
     return EXIT_OK
 
 

@@ -14,6 +14,8 @@ General layout:
                  queue);
 - ``framework`` — the ``framework/messages`` entry type (a framework adapter's own conversation
                  history, kept in the log) and its reader;
+- ``quotas``   — the ``schedule/quotas`` entry type (the quotas a person set for the session);
+- ``entry_types`` — every durable entry type registered: the complete persistence catalog;
 - ``codec``    — the envelope and payload bytes shared by the file and database backends;
 - ``lines``    — the JSONL file's line formats (1 and 2: sequence numbers, chained checksums,
                  commit records) and the scan that tells a torn tail from corruption;
@@ -44,9 +46,11 @@ from typing import TYPE_CHECKING, Final
 
 from session_schedule.extras import lazy_exports
 
-# The ``message``, ``turn/queued``, ``turn/finished`` and ``framework/messages`` entry types
-# register themselves in the persistence catalog when their modules are imported, and every
-# store decodes entries of those types: importing any part of this package imports them.
+# The durable entry types (``message``, ``turn/queued``, ``turn/finished``,
+# ``framework/messages``, ``schedule/quotas``) register themselves in the persistence catalog when
+# their modules are imported, and every store decodes entries of those types: importing any part
+# of this package imports them all (``entry_types``).
+from session_schedule.session import entry_types as entry_types
 from session_schedule.session.framework import FRAMEWORK_MESSAGES_TYPE as FRAMEWORK_MESSAGES_TYPE
 from session_schedule.session.framework import FrameworkMessages as FrameworkMessages
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE as MESSAGE_ENTRY_TYPE

@@ -9,13 +9,12 @@
 
 A relative ``DIR`` or ``PATH`` is taken from the current directory. :func:`parse_store_url` reads
 a URL into a :data:`StoreLocation` (``ValueError`` with a one-sentence message otherwise),
-:func:`store_url` writes one back — the form every hint a program prints uses, with a
-PostgreSQL password hidden — and :func:`open_store` makes the store. :func:`parse_dsn` reads the
-``--dsn`` of the commands that name only a PostgreSQL database (a URL as here, or a libpq
-keyword string), and :func:`setup_command` prints the ``db`` command that creates or upgrades a
-location's schema. Only :func:`open_store`
-imports a backend, and only the one it opens: a PostgreSQL URL needs the ``postgres`` extra
-then, not before.
+:func:`store_url` writes one back — the form every hint a program prints uses, with an absolute
+path and a PostgreSQL password hidden — and :func:`open_store` makes the store.
+:func:`parse_dsn` reads the ``--dsn`` of the commands that name only a PostgreSQL database (a URL
+as here, or a libpq keyword string), and :func:`setup_command` prints the ``db`` command that
+creates or upgrades a location's schema. Only :func:`open_store` imports a backend, and only the
+one it opens: a PostgreSQL URL needs the ``postgres`` extra then, not before.
 """
 
 from __future__ import annotations
@@ -158,12 +157,15 @@ def setup_command(location: PostgresLocation, action: Literal["init", "migrate"]
 
 
 def store_url(location: StoreLocation) -> str:
-    """The URL of ``location``, for people to read and paste (a password is shown as ``***``)."""
+    """The URL of ``location``, for people to read and paste (a password is shown as ``***``).
+
+    A relative directory or file is written from the current directory, absolute: a printed
+    command names the same store wherever it is run from."""
     match location:
         case JsonlLocation(directory=directory):
-            return f"jsonl:{directory}"
+            return f"jsonl:{directory.absolute()}"
         case SqliteLocation(path=path):
-            return f"sqlite:{path}"
+            return f"sqlite:{path.absolute()}"
         case PostgresLocation(dsn=dsn, schema=schema):
             if "//" not in dsn:  # a libpq keyword string (the host's --dsn): not a URL
                 words = [_PASSWORD_KEYWORD.sub("password=***", word) for word in dsn.split()]
