@@ -212,8 +212,12 @@ def test_the_history_command_prints_the_week_as_json_and_as_a_table(
     table = capsys.readouterr().out
     assert table.startswith(f"session {session_id}: 5 occurrences\n")
     assert "failed      0 s     0         AuthenticationError (HTTP" in table
-    assert main(["history", session_id, "sch_2", "--data-dir", str(tmp_path)]) == 0
-    assert capsys.readouterr().out == f"session {session_id}: 0 occurrences of sch_2\n"
+    # No create made sch_2: a mistyped id is a usage error, not a reminder that never fired.
+    assert main(["history", session_id, "sch_2", "--data-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"session-schedule: session {session_id} never had a reminder sch_2; "
+        "check the reminder id\n"
+    )
     assert main(["history", session_id, "two", "--data-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err.endswith("'two' is not a reminder id like sch_1\n")
 
