@@ -239,6 +239,26 @@ def test_the_settings_that_bound_a_takeover_are_options() -> None:
     assert host_settings(build_parser().parse_args(["host"])) == HostSettings()
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--poll", "0.001", "'0.001' is less than 0.01 seconds; a shorter wait lets the host spin"),
+        ("--max-wait-seconds", "1e-6", "'1e-6' is less than 0.01 seconds; a shorter wait lets the host spin"),
+        ("--busy-retry", "0", "'0' is not a positive number of seconds"),
+        ("--failed-retry-seconds", "inf", "'inf' is not a positive number of seconds"),
+    ],
+)  # fmt: skip
+def test_a_wait_that_would_let_the_host_spin_is_a_usage_error(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["host", option, value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"session-schedule host: error: argument {option}: {message}"
+    )
+
+
 def test_the_issues_reproduction_a_reminder_due_while_the_endpoint_is_down(
     tmp_path: Path,
 ) -> None:

@@ -18,6 +18,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.ids import ScheduleId, make_schedule_id
 from session_schedule.core.instants import MAX_INSTANT, MIN_INSTANT, Instant, format_instant
+from session_schedule.core.prompts import trim
 from session_schedule.core.records import (
     MAX_SAFE_INTEGER,
     WEEKDAYS,
@@ -42,7 +43,7 @@ prompts = (
         min_size=1,
         max_size=40,
     )
-    .map(str.strip)
+    .map(trim)
     .filter(bool)
 )
 local_times = st.integers(min_value=0, max_value=86_400_000 - 1).map(format_time_of_day)

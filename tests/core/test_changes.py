@@ -26,6 +26,7 @@ from session_schedule.core.changes import (
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
+from session_schedule.core.prompts import WHITE_SPACE
 from session_schedule.core.records import (
     AfterScheduleRecord,
     AtScheduleRecord,
@@ -244,6 +245,22 @@ def _corrupt(detail: str) -> str:
         ),
         (
             b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":"\\u001fcall mum","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt contains the control character U+001F at index 0; only newline and "
+                "tab are allowed - at `$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
+            b'"prompt":"stretch\xc2\x85","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
+            _corrupt(
+                "the prompt has leading or trailing whitespace; a create stores it trimmed - at "
+                "`$.schedule.prompt`"
+            ),
+        ),
+        (
+            b'{"operation":"create","version":1,"schedule":{"kind":"at","id":"sch_1",'
             b'"prompt":"a\\u0000b","scheduledAt":"2026-11-29T20:01:30.000Z"}}',
             _corrupt(
                 "the prompt contains the control character U+0000 at index 1; only newline and "
@@ -378,7 +395,10 @@ def test_golden_v1_log_decodes_and_re_encodes_byte_for_byte() -> None:
         assert encode_change(decode_change(line, where=f"at line {number + 1}")) == line
 
 
-@given(st.text(max_size=12))
+@given(
+    st.text(max_size=12)
+    | st.text(st.sampled_from([*WHITE_SPACE, "\x1c", "\x1f", "\x00", "a", "\u00e9"]), max_size=6)
+)
 def test_the_decoder_accepts_a_prompt_exactly_when_a_create_stores_it(prompt: str) -> None:
     change = create_change(
         AtScheduleRecord(id=ScheduleId("sch_1"), prompt=prompt, scheduled_at=FUTURE)

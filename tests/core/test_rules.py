@@ -15,6 +15,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
+from session_schedule.core.prompts import WHITE_SPACE
 from session_schedule.core.records import (
     WEEKDAYS,
     AfterScheduleRecord,
@@ -22,7 +23,7 @@ from session_schedule.core.records import (
     DailyScheduleRecord,
     EveryScheduleRecord,
 )
-from session_schedule.core.rules import Limits, decide_create, decide_delete
+from session_schedule.core.rules import Limits, check_prompt, decide_create, decide_delete
 from tests.core.strategies import json_values
 
 NOW = parse_instant("2026-11-29T20:00:00.000Z")
@@ -104,6 +105,15 @@ TOKYO = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
         ({"prompt": " \n\t\u3000", "after_seconds": 5}, "invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do."),
         ({"prompt": "a\rb", "after_seconds": 5}, "invalid_prompt", "`prompt` contains the control character U+000D at index 1; only newline and tab are allowed."),
         ({"prompt": "a\x00", "after_seconds": 5}, "invalid_prompt", "`prompt` contains the control character U+0000 at index 1; only newline and tab are allowed."),
+        # U+001C to U+001F are control characters, not white space (though str.isspace says so):
+        # refused at either end as inside, never trimmed away
+        ({"prompt": "\x1fcall mum\x1e", "after_seconds": 60}, "invalid_prompt", "`prompt` contains the control character U+001F at index 0; only newline and tab are allowed."),
+        ({"prompt": "call mum\x1c", "after_seconds": 60}, "invalid_prompt", "`prompt` contains the control character U+001C at index 8; only newline and tab are allowed."),
+        ({"prompt": "\x1c", "after_seconds": 5}, "invalid_prompt", "`prompt` contains the control character U+001C at index 0; only newline and tab are allowed."),
+        ({"prompt": " \x1d ", "after_seconds": 5}, "invalid_prompt", "`prompt` contains the control character U+001D at index 0; only newline and tab are allowed."),
+        # white space that is also a control character: trimmed at the ends, refused inside
+        ({"prompt": "a\x85b", "after_seconds": 5}, "invalid_prompt", "`prompt` contains the control character U+0085 at index 1; only newline and tab are allowed."),
+        ({"prompt": "\x0ba\x0cb\r", "after_seconds": 5}, "invalid_prompt", "`prompt` contains the control character U+000C at index 1; only newline and tab are allowed."),
         # the prompt is checked first, even when the selector is also wrong
         ({"prompt": "", "bogus": 1}, "invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do."),
         # selector shape
@@ -159,6 +169,52 @@ def test_prompt_length_limit_counts_characters_after_trimming() -> None:
         "invalid_prompt",
         "`prompt` has 11 characters, more than the 10 allowed; shorten it.",
     )
+
+
+# Unicode's White_Space property as PropList.txt lists it.
+PROPLIST_WHITE_SPACE = [
+    *range(0x0009, 0x000D + 1),
+    *(0x0020, 0x0085, 0x00A0, 0x1680),
+    *range(0x2000, 0x200A + 1),
+    *(0x2028, 0x2029, 0x202F, 0x205F, 0x3000),
+]
+
+
+def test_the_prompt_rule_trims_exactly_unicodes_white_space() -> None:
+    assert sorted(map(ord, WHITE_SPACE)) == PROPLIST_WHITE_SPACE
+    for character in WHITE_SPACE:
+        assert create({"prompt": f"{character}p{character}", "after_seconds": 5}) == create(
+            {"prompt": "p", "after_seconds": 5}
+        )
+
+
+# Text rich in what the trim must tell apart: white space (some of it also control characters),
+# U+001C to U+001F (which str.isspace calls space) and other control characters.
+_EDGY_TEXT = st.text(
+    st.sampled_from([*WHITE_SPACE, "\x1c", "\x1d", "\x1e", "\x1f", "\x00", "\x7f"])
+    | st.characters(codec="utf-8"),
+    max_size=8,
+)
+
+
+@given(_EDGY_TEXT)
+def test_a_prompt_loses_only_white_space_at_its_ends(text: str) -> None:
+    start, end = 0, len(text)
+    while start < end and ord(text[start]) in PROPLIST_WHITE_SPACE:
+        start += 1
+    while end > start and ord(text[end - 1]) in PROPLIST_WHITE_SPACE:
+        end -= 1
+    trimmed = text[start:end]
+    try:
+        stored = check_prompt(text, 4000)
+    except ScheduleError as error:
+        assert error.code == "invalid_prompt"
+        assert not trimmed or any(
+            (ord(character) < 0x20 and character not in "\n\t") or 0x7F <= ord(character) <= 0x9F
+            for character in trimmed
+        )
+    else:
+        assert stored == trimmed
 
 
 def test_active_reminder_cap_names_the_cap() -> None:

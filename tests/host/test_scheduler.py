@@ -238,6 +238,38 @@ def test_settings_are_checked() -> None:
         ScheduleHost(MemorySessionStore(), Agents(), settings=HostSettings(max_open=0))
 
 
+_SPIN = "a shorter wait or back-off lets the host spin"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"poll_seconds": 1e-6}, f"poll_seconds must be at least 0.01 seconds, not 1e-06: {_SPIN}"),
+        ({"max_wait_seconds": 0.001}, f"max_wait_seconds must be at least 0.01 seconds, not 0.001: {_SPIN}"),
+        ({"busy_retry_seconds": 0.005}, f"busy_retry_seconds must be at least 0.01 seconds, not 0.005: {_SPIN}"),
+        ({"failed_retry_seconds": 0.0001}, f"failed_retry_seconds must be at least 0.01 seconds, not 0.0001: {_SPIN}"),
+        ({"queue_poll_seconds": 0.001}, f"queue_poll_seconds must be at least 0.01 seconds, not 0.001: {_SPIN}"),
+        ({"handover_check_seconds": 0.001}, f"handover_check_seconds must be at least 0.01 seconds, not 0.001: {_SPIN}"),
+        ({"poll_seconds": float("inf")}, "poll_seconds must be a finite number of seconds, not inf"),
+        ({"max_wait_seconds": float("inf")}, "max_wait_seconds must be a finite number of seconds, not inf"),
+        ({"drain_seconds": float("inf")}, "drain_seconds must be a finite number of seconds, not inf"),
+        ({"lead_seconds": float("nan")}, "lead_seconds must be positive, not nan"),
+    ],
+)  # fmt: skip
+def test_a_wait_that_would_let_the_host_spin_or_never_wake_is_refused(
+    fields: dict[str, float], message: str
+) -> None:
+    # A microsecond's poll re-read the index 26,000 times in 2 s; an infinite one never did.
+    settings = msgspec.structs.replace(HostSettings(), **fields)
+    with pytest.raises(ValueError) as refused:
+        ScheduleHost(MemorySessionStore(), Agents(), settings=settings)
+    assert str(refused.value) == message
+
+
+def test_a_short_lead_is_no_spin_and_is_accepted() -> None:
+    ScheduleHost(MemorySessionStore(), Agents(), settings=HostSettings(lead_seconds=0.001))
+
+
 @in_virtual_time
 async def test_the_hosts_own_run_turn_answers_through_the_turn_queue(
     store: MemorySessionStore, clock: FakeClock, agents: Agents

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -234,6 +235,53 @@ async def test_a_refused_followup_keeps_the_reminder_and_backs_off(world: World)
     await world.run_for(60)
     assert len(world.agent.followups) == 1
     assert world.dispatches() == [dispatch_change(ScheduleId("sch_1"))]
+
+
+_SPIN = "a shorter wait or back-off lets the owner spin"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"retry_initial_seconds": 0}, f"retry_initial_seconds must be at least 0.01 seconds, not 0: {_SPIN}"),
+        ({"retry_initial_seconds": 0.001}, f"retry_initial_seconds must be at least 0.01 seconds, not 0.001: {_SPIN}"),
+        ({"retry_max_seconds": -1}, f"retry_max_seconds must be at least 0.01 seconds, not -1: {_SPIN}"),
+        ({"max_wait_seconds": 0}, f"max_wait_seconds must be at least 0.01 seconds, not 0: {_SPIN}"),
+        ({"max_wait_seconds": 1e-6}, f"max_wait_seconds must be at least 0.01 seconds, not 1e-06: {_SPIN}"),
+        ({"retry_initial_seconds": float("nan")}, "retry_initial_seconds must be a finite number of seconds, not nan"),
+        ({"retry_max_seconds": float("inf")}, "retry_max_seconds must be a finite number of seconds, not inf"),
+        ({"max_wait_seconds": float("inf")}, "max_wait_seconds must be a finite number of seconds, not inf"),
+        ({"max_wait_seconds": float("-inf")}, "max_wait_seconds must be a finite number of seconds, not -inf"),
+        (
+            {"retry_max_seconds": 0.5},
+            "retry_max_seconds (0.5) must be at least retry_initial_seconds (1): the back-off "
+            "doubles from the first up to the second",
+        ),
+    ],
+)  # fmt: skip
+def test_a_wait_or_back_off_that_would_let_the_owner_spin_is_refused(
+    fields: dict[str, float], message: str
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        msgspec.structs.replace(Settings(), **fields)  # replace runs the same check
+    assert str(refused.value) == message
+
+
+async def test_the_shortest_back_off_asks_a_refusing_agent_at_most_100_times_a_second() -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    fastest = Settings(max_wait_seconds=0.01, retry_initial_seconds=0.01, retry_max_seconds=0.01)
+    async with LiveSchedule(session, agent, clock=clock, settings=fastest) as schedule:
+        world = World(store, session, clock, agent, schedule)
+        await schedule.create({"prompt": "stretch", "after_seconds": 60})
+        agent.refuse()
+        await world.run_for(60)
+        assert agent.refused == 1
+        await world.run_for(1)
+        assert agent.refused == 101
+    await session.close()
 
 
 @pytest.mark.parametrize("step", [-3600, 3600])

@@ -159,6 +159,7 @@ def _error(code: str, message: str) -> dict[str, object]:
         ({"id": "sch_1", "prompt": "stretch"}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
         ({"id": "sch_1", "paused": False}, _error("invalid_selector", "this update changes nothing about sch_1; give a new value for at least one field, or null for the fields to leave as they are.")),
         ({"id": "sch_1", "prompt": ""}, _error("invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do.")),
+        ({"id": "sch_1", "prompt": "walk\x1f"}, _error("invalid_prompt", "`prompt` contains the control character U+001F at index 4; only newline and tab are allowed.")),
         ({"id": "sch_1", "at": "2026-12-02T09:00:00Z", "every_seconds": 600}, _error("invalid_selector", "give at most one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar` to change the rule (found `at`, `every_seconds`).")),
         ({"id": "sch_1", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
         ({"id": "sch_1", "at": "2026-12-01T09:00:00Z"}, _error("not_future", "`at` names 2026-12-01T09:00:00.000Z, which is not after the current time 2026-12-01T10:00:00.000Z; choose a time in the future.")),

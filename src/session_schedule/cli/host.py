@@ -39,6 +39,7 @@ from session_schedule.cli.model import (
 from session_schedule.core.instants import Instant
 from session_schedule.extras import require
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
+from session_schedule.runtime.live import MIN_WAIT_SECONDS
 from session_schedule.session.location import (
     PostgresLocation,
     check_schema_name,
@@ -104,14 +105,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument(
         "--poll",
-        type=_positive,
+        type=_wait,
         default=defaults.poll_seconds,
         metavar="SECONDS",
         help=f"re-read the next-target index this often (default: {defaults.poll_seconds:g})",
     )
     parser.add_argument(
         "--busy-retry",
-        type=_positive,
+        type=_wait,
         default=defaults.busy_retry_seconds,
         metavar="SECONDS",
         help=f"try a session open elsewhere again this much later (default: "
@@ -119,7 +120,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument(
         "--max-wait-seconds",
-        type=_positive,
+        type=_wait,
         default=defaults.max_wait_seconds,
         metavar="SECONDS",
         help=f"never sleep longer than this before re-reading the clock; with --poll and "
@@ -128,7 +129,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument(
         "--failed-retry-seconds",
-        type=_positive,
+        type=_wait,
         default=defaults.failed_retry_seconds,
         metavar="SECONDS",
         help=f"try a session that failed to open, or whose schedule stopped (its lease taken "
@@ -156,6 +157,17 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _wait(text: str) -> float:
+    """A wait of the host's timer: positive, and at least ``MIN_WAIT_SECONDS`` (as the host's
+    settings require), so that the timer cannot spin."""
+    value = _positive(text)
+    if value < MIN_WAIT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is less than {MIN_WAIT_SECONDS:g} seconds; a shorter wait lets the host spin"
+        )
     return value
 
 

@@ -602,7 +602,9 @@ def _check_record(record: ScheduleRecord, where: str, *, plain: bool) -> None:
     """The rules no type states for a record a create or update writes."""
     prompt = record.prompt
     # A shortcut: a prompt without control characters (nor newline or tab) and lone surrogates
-    # is valid once it is also trimmed. Anything else goes through the prompt rule.
+    # is valid once it is also trimmed. Anything else goes through the prompt rule. (For such a
+    # prompt ``str.strip`` trims exactly the prompt rule's white space: the characters beyond it
+    # that it strips, U+001C to U+001F, are control characters.)
     if not (plain or prompt.isprintable()) or prompt.strip() != prompt:
         _check_prompt(prompt, where)
     ends = record_ends(record)

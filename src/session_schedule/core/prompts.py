@@ -1,12 +1,14 @@
 """The prompt rule (SPEC §8), one function shared by the create decision and the strict decoder.
 
-A prompt is stored trimmed of leading and trailing Unicode whitespace (``str.strip``); once
-trimmed it must be non-empty, at most a configurable number of characters long, free of lone
-surrogates (half characters that cannot be encoded) and of control characters (Unicode category
-``Cc``: U+0000 to U+001F and U+007F to U+009F) other than newline and tab. The create decision
-trims what a model sent and applies :func:`prompt_fault`; the strict decoder requires the stored
-prompt to be trimmed already and applies the same function, without the length limit (a host
-setting: a log written under a larger limit stays readable).
+A prompt is stored trimmed of leading and trailing Unicode whitespace: the characters with the
+``White_Space`` property (:data:`WHITE_SPACE`; not ``str.strip``, which also strips the control
+characters U+001C to U+001F). Once trimmed it must be non-empty, at most a configurable number
+of characters long, free of lone surrogates (half characters that cannot be encoded) and of
+control characters (Unicode category ``Cc``: U+0000 to U+001F and U+007F to U+009F) other than
+newline and tab. The create decision trims what a model sent (:func:`trim`) and applies
+:func:`prompt_fault`; the strict decoder requires the stored prompt to be trimmed already
+(:func:`is_trimmed`) and applies the same function, without the length limit (a host setting: a
+log written under a larger limit stays readable).
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ import re
 from typing import Final, Literal, NamedTuple, assert_never, final
 
 from session_schedule.core.visible import first_surrogate
+
+WHITE_SPACE: Final = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""The characters with Unicode's ``White_Space`` property (PropList.txt; unchanged since Unicode
+6.3 took U+180E out). ``str.isspace`` is true for these and for U+001C to U+001F, control
+characters a prompt refuses, which ``str.strip`` would silently drop. U+0009 to U+000D and U+0085
+are both white space and control characters: trimmed at the ends, refused inside."""
 
 # Category Cc is closed by Unicode's stability policy; a character class is far faster than
 # asking unicodedata about every character.
@@ -53,9 +64,18 @@ def prompt_fault(prompt: str, *, max_chars: int | None) -> PromptFault | None:
     return None
 
 
+def trim(text: str) -> str:
+    """``text`` without its leading and trailing :data:`WHITE_SPACE`."""
+    return text.strip(WHITE_SPACE)
+
+
 def is_trimmed(prompt: str) -> bool:
-    """Whether ``prompt`` has no leading or trailing whitespace, as ``str.strip`` sees it."""
-    return not prompt or not (prompt[0].isspace() or prompt[-1].isspace())
+    """Whether ``prompt`` has no leading or trailing :data:`WHITE_SPACE`.
+
+    A prompt stored before the trim was :data:`WHITE_SPACE` (when it was ``str.strip``) never
+    starts or ends with U+001C to U+001F either, so this refuses no prompt a create ever wrote.
+    """
+    return not prompt or not (prompt[0] in WHITE_SPACE or prompt[-1] in WHITE_SPACE)
 
 
 def describe_fault(fault: PromptFault) -> str:

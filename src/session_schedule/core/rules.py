@@ -52,7 +52,7 @@ from session_schedule.core.instants import (
     describe_instant,
     format_instant,
 )
-from session_schedule.core.prompts import prompt_fault
+from session_schedule.core.prompts import prompt_fault, trim
 from session_schedule.core.records import (
     MAX_SAFE_INTEGER,
     MIN_EVERY_SECONDS,
@@ -573,7 +573,7 @@ def check_prompt(value: object, max_chars: int) -> str:
             "invalid_prompt",
             f"`prompt` must be a string with the reminder's content, got {_show(value)}.",
         )
-    prompt = value.strip()
+    prompt = trim(value)
     fault = prompt_fault(prompt, max_chars=max_chars)
     if fault is None:
         return prompt

@@ -85,6 +85,7 @@ import errno
 import hashlib
 import heapq
 import logging
+import math
 import os
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -96,7 +97,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import ScheduleEvent
-from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.runtime.live import MIN_WAIT_SECONDS, LiveSchedule, Settings
 from session_schedule.session.barrier import barriers_at_work
 from session_schedule.session.errors import (
     SessionBusy,
@@ -851,6 +852,19 @@ def _after(now: Instant, seconds: float) -> Instant:
     return Instant(now + round(seconds * MS_PER_SECOND))
 
 
+_LOOP_SECONDS: Final = frozenset(
+    {
+        "poll_seconds",
+        "max_wait_seconds",
+        "busy_retry_seconds",
+        "failed_retry_seconds",
+        "queue_poll_seconds",
+        "handover_check_seconds",
+    }
+)
+"""The settings that pace the host's timer: each at least ``MIN_WAIT_SECONDS``."""
+
+
 def _check(settings: HostSettings) -> None:
     positive = (
         "lead_seconds",
@@ -866,6 +880,14 @@ def _check(settings: HostSettings) -> None:
         value = getattr(settings, name)
         if not value > 0:
             raise ValueError(f"{name} must be positive, not {value}")
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number of seconds, not {value}")
+        if name in _LOOP_SECONDS and value < MIN_WAIT_SECONDS:
+            # As a live Schedule's waits: the timer would wake, or poll, without pause.
+            raise ValueError(
+                f"{name} must be at least {MIN_WAIT_SECONDS:g} seconds, not {value:g}: a "
+                "shorter wait or back-off lets the host spin"
+            )
     for name in ("max_open", "max_opening", "due_limit"):
         value = getattr(settings, name)
         if value < 1:

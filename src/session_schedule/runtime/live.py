@@ -195,9 +195,22 @@ def _settle(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+MIN_WAIT_SECONDS = 0.01
+"""The shortest ``max_wait_seconds``, ``retry_initial_seconds`` and ``retry_max_seconds`` a
+:class:`Settings` accepts. With 0 the owner spins (tens of thousands of refused follow-ups a
+second, or a core kept busy re-reading the clock); a microsecond is hardly better (the owner's
+instants are whole milliseconds). From 10 ms on, a permanently refusing agent is asked at most
+100 times a second and an idle owner wakes at most that often."""
+_TIMINGS = ("max_wait_seconds", "retry_initial_seconds", "retry_max_seconds")
+
+
 @final
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every knob of a live Schedule; the defaults are documented in docs/concepts/schedule.md."""
+    """Every knob of a live Schedule; the defaults are documented in docs/concepts/schedule.md.
+
+    Raises ``ValueError`` for a wait or back-off that is not a finite number of seconds of at
+    least :data:`MIN_WAIT_SECONDS`, or a ``retry_max_seconds`` below ``retry_initial_seconds``.
+    """
 
     limits: Limits = Limits()
     max_wait_seconds: float = 30.0
@@ -216,6 +229,23 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """The most reminder turns queued within any 24 hours; ``None``: no such quota."""
     quiet_hours: QuietHours | None = None
     """The person's quiet hours: a delivery due within them waits until they end."""
+
+    def __post_init__(self) -> None:
+        for name in _TIMINGS:
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number of seconds, not {value}")
+            if value < MIN_WAIT_SECONDS:
+                raise ValueError(
+                    f"{name} must be at least {MIN_WAIT_SECONDS:g} seconds, not {value:g}: a "
+                    "shorter wait or back-off lets the owner spin"
+                )
+        if self.retry_max_seconds < self.retry_initial_seconds:
+            raise ValueError(
+                f"retry_max_seconds ({self.retry_max_seconds:g}) must be at least "
+                f"retry_initial_seconds ({self.retry_initial_seconds:g}): the back-off doubles "
+                "from the first up to the second"
+            )
 
 
 QuotaName = Literal["turns_per_day", "quiet_hours", "max_active"]
