@@ -332,6 +332,14 @@ operations = st.one_of(
 @given(st.lists(operations, max_size=25))
 # The same snooze twice: the second changes nothing, so it is refused (SPEC §11).
 @example([("create", "every", 300, None, None), *[("update", 1, None, None, 600, None)] * 2])
+# The same snooze again with the rule it has: the rule is no change, so the snooze is none either.
+@example(
+    [
+        ("create", "every", 300, None, None),
+        ("update", 1, None, None, 2000, None),
+        ("update", 1, ("every", 300), None, 2000, None),
+    ]
+)
 def test_the_core_agrees_with_an_independent_model_of_section_11(
     steps: list[tuple[object, ...]],
 ) -> None:

@@ -241,8 +241,8 @@ async def test_the_reminders_answered_since_the_persons_last_message(tmp_path: P
     meanwhile = away(entries, seed_length=header.seed_length)
     assert (meanwhile.answered, meanwhile.failed, meanwhile.since) == (4, 1, 0)
     assert meanwhile.line() == (
-        "4 reminders were answered since your last message (1 could not be delivered; see the "
-        "history)"
+        "3 reminders were answered since your last message, and 1 could not be delivered (see "
+        "the history)"
     )
     async with await store.open(session_id) as handle:
         handle.append(MESSAGE_ENTRY_TYPE, user_message("thanks", at=parse_instant(START)))
@@ -252,6 +252,16 @@ async def test_the_reminders_answered_since_the_persons_last_message(tmp_path: P
     assert (after.answered, after.since, after.line()) == (0, len(entries), None)
     one = msgspec.structs.replace(after, answered=1)
     assert one.line() == "1 reminder was answered since your last message"
+    # A failed reminder turn was not answered: it is not called so.
+    failed = msgspec.structs.replace(after, answered=1, failed=1)
+    assert failed.line() == (
+        "1 reminder could not be delivered since your last message (see the history)"
+    )
+    mixed = msgspec.structs.replace(after, answered=3, failed=2)
+    assert mixed.line() == (
+        "1 reminder was answered since your last message, and 2 could not be delivered (see the "
+        "history)"
+    )
 
 
 def test_a_missed_occurrence_and_a_snoozed_delivery_are_in_the_history() -> None:

@@ -42,7 +42,7 @@ from session_schedule.core.changes import (
 )
 from session_schedule.core.daily import first_after, make_rule
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import ScheduleFold, next_occurrence
+from session_schedule.core.fold import ScheduleFold, next_occurrence, rule_of
 from session_schedule.core.framing import DEFAULT_MAX_FRAME_CHARS
 from session_schedule.core.ids import ScheduleId, parse_schedule_id
 from session_schedule.core.instants import (
@@ -398,7 +398,10 @@ def decide_update(
                 f"{schedule_id} is paused and a paused reminder cannot be snoozed; resume it "
                 "(paused: false) to snooze it, or leave snooze null.",
             )
-        changes.extend(_snooze(snooze, record, now, current, status, new_rule=bool(given)))
+        # The fold keeps a snooze across an update that leaves the rule as it was (the same
+        # selector given again included): only a new rule clears it.
+        new_rule = rule_of(record, record.scheduled_at) != rule_of(stored, stored.scheduled_at)
+        changes.extend(_snooze(snooze, record, now, current, status, new_rule=new_rule))
     if paused is True and not status.paused:
         changes.append(pause_change(schedule_id))
     if not changes:

@@ -44,13 +44,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from session_schedule.extras import lazy_exports
-
 # The durable entry types (``message``, ``turn/queued``, ``turn/finished``,
 # ``framework/messages``, ``schedule/quotas``) register themselves in the persistence catalog when
 # their modules are imported, and every store decodes entries of those types: importing any part
 # of this package imports them all (``entry_types``).
-from session_schedule.session import entry_types as entry_types
+import session_schedule.session.entry_types  # noqa: F401 - registers every durable type
+from session_schedule.extras import lazy_exports
 from session_schedule.session.framework import FRAMEWORK_MESSAGES_TYPE as FRAMEWORK_MESSAGES_TYPE
 from session_schedule.session.framework import FrameworkMessages as FrameworkMessages
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE as MESSAGE_ENTRY_TYPE

@@ -506,10 +506,18 @@ class Away(msgspec.Struct, frozen=True, kw_only=True):
         """The one line a front end shows before the transcript continues, or ``None``."""
         if not self.answered:
             return None
-        were = "reminder was" if self.answered == 1 else "reminders were"
-        line = f"{self.answered} {were} answered since your last message"
+        delivered = self.answered - self.failed
+        if not delivered:
+            # Every one failed: none was answered.
+            reminders = "reminder" if self.failed == 1 else "reminders"
+            return (
+                f"{self.failed} {reminders} could not be delivered since your last message "
+                "(see the history)"
+            )
+        were = "reminder was" if delivered == 1 else "reminders were"
+        line = f"{delivered} {were} answered since your last message"
         if self.failed:
-            line += f" ({self.failed} could not be delivered; see the history)"
+            line += f", and {self.failed} could not be delivered (see the history)"
         return line
 
 

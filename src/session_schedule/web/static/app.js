@@ -530,9 +530,16 @@
     try {
       const data = await api("GET", sessionPath(id, "history"));
       if (id !== state.sessionId || !data.away.answered) return;
-      const count = data.away.answered;
-      let text = `${count} reminder${count === 1 ? " was" : "s were"} answered since your last message`;
-      if (data.away.failed) text += ` (${data.away.failed} could not be delivered; see the history)`;
+      // The wording of Away.line (session/history.py): failed ones are not called answered.
+      const failed = data.away.failed;
+      const delivered = data.away.answered - failed;
+      let text;
+      if (!delivered) {
+        text = `${failed} reminder${failed === 1 ? "" : "s"} could not be delivered since your last message (see the history)`;
+      } else {
+        text = `${delivered} reminder${delivered === 1 ? " was" : "s were"} answered since your last message`;
+        if (failed) text += `, and ${failed} could not be delivered (see the history)`;
+      }
       notice(text, "info");
       for (const item of $("transcript").querySelectorAll(".turn.followup")) {
         if (Number(item.dataset.position) >= data.away.since) item.classList.add("away");
