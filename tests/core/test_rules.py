@@ -152,7 +152,8 @@ TOKYO = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
         ({"prompt": "p", "at": "0000-02-29T12:00:00Z"}, "not_future", "`at` names 0000-02-29T12:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future."),
         ({"prompt": "p", "at": "0000-01-01T00:00:00+23:59"}, "not_future", "`at` names -0001-12-31T00:01:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future."),
         ({"prompt": "p", "at": {"date": "0000-12-31", "time": "23:00", "time_zone": "America/New_York"}}, "not_future", "`at` names 0001-01-01T03:56:02.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future."),
-        ({"prompt": "p", "every_seconds": 600, "ends": {"until": "0001-01-01T00:30:00+01:00", "max_runs": None}}, "not_future", "`ends.until` names 0000-12-31T23:30:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future."),
+        ({"prompt": "p", "every_seconds": 600, "ends": {"until": "0001-01-01T00:30:00+01:00", "max_runs": None}}, "invalid_rule", "`ends.until` 0000-12-31T23:30:00.000Z is not after the current time 2026-11-29T20:00:00.000Z, so not after the reminder's first target; choose a later end or leave it null."),
+        ({"prompt": "p", "every_seconds": 600, "ends": {"until": "2020-01-01T00:00:00Z", "max_runs": None}}, "invalid_rule", "`ends.until` 2020-01-01T00:00:00.000Z is not after the current time 2026-11-29T20:00:00.000Z, so not after the reminder's first target; choose a later end or leave it null."),
         # a year-0000 date that does not exist is still an impossible date
         ({"prompt": "p", "at": "0000-02-30T00:00:00Z"}, "invalid_selector", "'0000-02-30T00:00:00Z' contains an impossible date; use a year from 0000 to 9999, a month from 01 to 12 and a day that exists in that month."),
     ],

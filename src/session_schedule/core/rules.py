@@ -289,8 +289,17 @@ def _ends(value: object, *, now: Instant, runs: int) -> Ends | None:
         )
     until: str | None = None
     if value.get("until") is not None:
-        instant = _future(_named_instant(value["until"], "ends.until"), "ends.until", now)
-        until = format_instant(instant)
+        instant = _named_instant(value["until"], "ends.until")
+        if instant <= now:
+            # Not after the current time, so not after the first target either: SPEC §11's
+            # code for an end that cannot hold (an `at` or a snooze in the past is not_future).
+            raise ScheduleError(
+                "invalid_rule",
+                f"`ends.until` {describe_instant(instant)} is not after the current time "
+                f"{format_instant(now)}, so not after the reminder's first target; choose a later "
+                "end or leave it null.",
+            )
+        until = format_instant(Instant(instant))
     max_runs: int | None = None
     if value.get("max_runs") is not None:
         max_runs = _json_integer(value["max_runs"])
