@@ -38,6 +38,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from session_schedule.integrations.common import (
     MAX_MODEL_JSON_DEPTH,
+    NESTED_TOO_DEEP,
     Conversation,
     SyncBridge,
     tool_specs,
@@ -174,7 +175,6 @@ tool's ``too deep`` error either way."""
 
 _HELD_INTEGERS: Final = range(-(2**63), 2**64)
 """The integers msgpack encodes (a signed or an unsigned 64-bit integer)."""
-_NESTED_TOO_DEEP: Final = "[nested too deep to read]"
 
 
 def _holdable(arguments: object) -> bool:
@@ -199,7 +199,7 @@ def _json_text(value: object, depth: int = 1) -> str:
     writer stops at 4,300 digits), lone surrogates escaped, and arrays and objects deeper than
     :data:`MAX_HELD_DEPTH` replaced by a string saying so. Recursive, ``depth`` being bounded."""
     if isinstance(value, dict | list | tuple) and depth > MAX_HELD_DEPTH:
-        return json.dumps(_NESTED_TOO_DEEP)
+        return json.dumps(NESTED_TOO_DEEP)
     if isinstance(value, dict):
         members = (
             f"{json.dumps(str(key))}:{_json_text(item, depth + 1)}" for key, item in value.items()
