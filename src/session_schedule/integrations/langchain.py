@@ -245,17 +245,18 @@ def _held(message: BaseMessage) -> BaseMessage:
     """
     if not isinstance(message, AIMessage):
         return message
-    stand_ins = {
-        call["id"]: {STAND_IN_KEY: _json_text(call["args"])}
-        for call in message.tool_calls
-        if call["id"] is not None and not _holdable(call["args"])
-    }
-    if not stand_ins:
+    if all(_holdable(call["args"]) for call in message.tool_calls):
         return message
-    calls = [
-        {**call, "args": stand_ins[call["id"]]} if call["id"] in stand_ins else call
-        for call in message.tool_calls
-    ]
+    calls: list[ToolCall] = []
+    stand_ins: dict[str, dict[str, str]] = {}
+    for call in message.tool_calls:
+        if _holdable(call["args"]):
+            calls.append(call)
+            continue
+        stand_in = {STAND_IN_KEY: _json_text(call["args"])}
+        calls.append(ToolCall(name=call["name"], args=stand_in, id=call["id"], type="tool_call"))
+        if call["id"] is not None:
+            stand_ins[call["id"]] = stand_in
     content = message.content
     if isinstance(content, list):
         content = [_held_block(block, stand_ins) for block in content]
