@@ -19,9 +19,17 @@ from openai.types.chat import (
     ChatCompletionUserMessageParam,
 )
 from pydantic_ai import Agent
-from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
+from session_schedule.integrations.common import NESTED_TOO_DEEP
 from session_schedule.integrations.openai import OpenAIConversation
 from session_schedule.integrations.pydantic_ai import PydanticAIConversation, schedule_tools
 from session_schedule.session.framework import (
@@ -215,3 +223,84 @@ async def test_a_turn_cut_by_a_crash_runs_again_and_its_messages_are_kept_once()
         {"role": "assistant", "content": "Nice to meet you, Ada."},
     ]
     await _client.close()
+
+
+def _deep(levels: int, inner: object = ()) -> object:
+    """``levels`` arrays one inside the other, around ``inner`` (nothing by default)."""
+    value: object = list(inner) if isinstance(inner, tuple) else [inner]
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+_CREATE = {"prompt": "stretch", "at": None, "every_seconds": None, "daily_at": None}
+_TOO_DEEP = (
+    "the arguments nest arrays or objects more than 8 levels deep; send a flat JSON object such "
+    'as {"prompt": "...", "after_seconds": 600}.'
+)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kept", "code", "message"),
+    [
+        (
+            {**_CREATE, "after_seconds": 10**5_000},
+            {**_CREATE, "after_seconds": "100000000000… (a number written in 5001 characters)"},
+            "invalid_rule",
+            "after_seconds must be a positive whole number of seconds, got a number of 5,001 digits.",
+        ),
+        (
+            {**_CREATE, "after_seconds": 60, "prompt": _deep(200)},
+            # The message, its parts, the call and its arguments are the first 4 levels of 64.
+            {**_CREATE, "after_seconds": 60, "prompt": _deep(60, NESTED_TOO_DEEP)},
+            "invalid_selector",
+            _TOO_DEEP,
+        ),
+    ],
+)
+async def test_arguments_the_log_cannot_hold_are_kept_shown_and_the_turn_completes(
+    arguments: dict[str, object], kept: dict[str, object], code: str, message: str
+) -> None:
+    """A framework that decodes a tool call's arguments itself can hand over an integer longer
+    than the log writes: the turn once failed when its messages were stored. The kept copy shows
+    such a number as a string and cuts nesting past 64 levels (the log's encoder refuses about
+    1,000), as the OpenAI and Anthropic adapters do when they read a response; the model got the
+    tool's stable error."""
+    clock = FakeClock("2026-11-29T20:00:00.000Z")
+    store = MemorySessionStore()
+    session = await store.create(now=clock.now())
+    turns = TurnQueue(session, clock=clock)
+    schedule = LiveSchedule(session, turns, clock=clock)
+    results: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart):
+            results.append(last.model_response_str())
+            return ModelResponse(parts=[TextPart("Could not.")])
+        return ModelResponse(parts=[ToolCallPart("schedule_create", arguments, "call_1")])
+
+    agent = Agent(FunctionModel(model), tools=schedule_tools(ScheduleTools(schedule)))
+    conversation = PydanticAIConversation(turns, agent, durable=True)
+    async with schedule, turns:
+        conversation.submit("Remind me.")
+        (answer,) = await asyncio.wait_for(conversation.wait_answers(1), 5)
+    assert answer.text == "Could not."
+    assert [json.loads(result) for result in results] == [
+        {"ok": False, "error": {"code": code, "message": message}}
+    ]
+    [entry] = _kept(session)
+    stored = entry.messages[1]["parts"]
+    assert isinstance(stored, list)
+    assert stored[0]["args"] == kept
+    await session.close()
+
+    session = await store.open(session.id)
+    reopened = PydanticAIConversation(TurnQueue(session, clock=clock), agent, durable=True)
+    [_request, response, _result, _answer] = reopened.history
+    assert isinstance(response, ModelResponse)
+    call = response.parts[0]
+    assert isinstance(call, ToolCallPart)
+    assert call.args == kept
+    await session.close()

@@ -6,13 +6,23 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from session_schedule import LiveSchedule, ScheduleTools, TurnQueue
-from session_schedule.integrations.langchain import agent_graph, schedule_tools
+from session_schedule.integrations.langchain import (
+    MAX_HELD_DEPTH,
+    STAND_IN_KEY,
+    LangGraphConversation,
+    agent_graph,
+    schedule_tools,
+)
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
 from tests.integrations.examples import FOLLOW_UP, load
@@ -27,10 +37,15 @@ CREATE = {
 
 
 @pytest.fixture
-async def schedule() -> AsyncIterator[LiveSchedule]:
+async def turns() -> TurnQueue:
     clock = FakeClock("2026-11-29T20:00:00.000Z")
     session = await MemorySessionStore().create(now=clock.now())
-    live = LiveSchedule(session, TurnQueue(session, clock=clock), clock=clock)
+    return TurnQueue(session, clock=clock)
+
+
+@pytest.fixture
+async def schedule(turns: TurnQueue) -> AsyncIterator[LiveSchedule]:
+    live = LiveSchedule(turns.session, turns, clock=turns.clock)
     async with live:
         yield live
 
@@ -173,3 +188,111 @@ async def test_hostile_arguments_get_the_tools_stable_error_not_an_exception(
     assert isinstance(answered, ToolMessage)
     assert (answered.tool_call_id, answered.name) == ("call_9", "schedule_create")
     assert json.loads(str(answered.content)) == expected
+
+
+HUGE = (
+    "after_seconds must be a positive whole number of seconds, got 1000000000000000000000000000000."
+)
+
+
+@pytest.mark.parametrize("checkpointer", ["memory", "sqlite"])
+@pytest.mark.parametrize(
+    ("arguments", "code", "message"),
+    [
+        ({**CREATE, "after_seconds": 10**30}, "invalid_rule", HUGE),
+        (
+            {**CREATE, "after_seconds": 10**5_000},
+            "invalid_rule",
+            "after_seconds must be a positive whole number of seconds, got a number of 5,001 digits.",
+        ),
+        ({**CREATE, "prompt": _deep(300)}, "invalid_selector", TOO_DEEP),
+        ({**CREATE, "prompt": _deep(10_000)}, "invalid_selector", TOO_DEEP),
+    ],
+)
+async def test_a_graph_run_answers_arguments_its_checkpointer_cannot_hold(
+    schedule: LiveSchedule,
+    turns: TurnQueue,
+    checkpointer: str,
+    arguments: dict[str, object],
+    code: str,
+    message: str,
+) -> None:
+    """The model's reply is checkpointed before its tool calls run: these arguments once failed
+    the whole run in the checkpoint serializer (msgpack holds no integer past 64 bits, no
+    nesting about 250 deep). The call keeps its id with stand-in arguments, and the tool answers
+    as it does for the arguments the model sent; the conversation goes on."""
+    call = {"type": "tool_call", "id": "call_9", "name": "schedule_create", "args": arguments}
+    model = load("langgraph_reminders").ScriptedChatModel(
+        messages=iter(
+            [AIMessage("", tool_calls=[call]), AIMessage("Could not."), AIMessage("Hello again.")]
+        )
+    )
+    async with AsyncExitStack() as stack:
+        saver: BaseCheckpointSaver[str] = (
+            InMemorySaver()
+            if checkpointer == "memory"
+            else await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(":memory:"))
+        )
+        graph = agent_graph(model, schedule_tools(ScheduleTools(schedule)), checkpointer=saver)
+        conversation = LangGraphConversation(turns, graph)
+        assert await conversation.run("Remind me.") == "Could not."
+        assert await conversation.run("Hi.") == "Hello again."
+        messages = await conversation.messages()
+    assert [type(message).__name__ for message in messages] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "HumanMessage",
+        "AIMessage",
+    ]
+    held, answer = messages[1], messages[2]
+    assert isinstance(held, AIMessage)
+    assert isinstance(answer, ToolMessage)
+    [held_call] = held.tool_calls
+    assert (held_call["id"], held_call["name"]) == ("call_9", "schedule_create")
+    assert list(held_call["args"]) == [STAND_IN_KEY]
+    assert (answer.tool_call_id, answer.name) == ("call_9", "schedule_create")
+    expected = {"ok": False, "error": {"code": code, "message": message}}
+    assert json.loads(answer.text) == expected
+    # The tool answers the stand-in as it answers the arguments the model sent.
+    create = _by_name(schedule_tools(ScheduleTools(schedule)))["schedule_create"]
+    direct = await create.ainvoke(call)
+    assert isinstance(direct, ToolMessage)
+    assert json.loads(direct.text) == expected
+
+
+async def test_arguments_a_checkpointer_holds_are_kept_as_the_model_sent_them(
+    schedule: LiveSchedule, turns: TurnQueue
+) -> None:
+    arguments = {**CREATE, "after_seconds": 2**64 - 1, "prompt": _deep(MAX_HELD_DEPTH - 2)}
+    call = {"type": "tool_call", "id": "call_9", "name": "schedule_create", "args": arguments}
+    model = load("langgraph_reminders").ScriptedChatModel(
+        messages=iter([AIMessage("", tool_calls=[call]), AIMessage("Could not.")])
+    )
+    graph = agent_graph(model, schedule_tools(ScheduleTools(schedule)))
+    conversation = LangGraphConversation(turns, graph)
+    assert await conversation.run("Remind me.") == "Could not."
+    held = (await conversation.messages())[1]
+    assert isinstance(held, AIMessage)
+    assert held.tool_calls[0]["args"] == arguments
+
+
+async def test_a_tool_use_block_of_the_call_holds_the_stand_in_too(
+    schedule: LiveSchedule, turns: TurnQueue
+) -> None:
+    arguments = {**CREATE, "after_seconds": 10**30}
+    call = {"type": "tool_call", "id": "toolu_1", "name": "schedule_create", "args": arguments}
+    block = {"type": "tool_use", "id": "toolu_1", "name": "schedule_create", "input": arguments}
+    model = load("langgraph_reminders").ScriptedChatModel(
+        messages=iter([AIMessage([block], tool_calls=[call]), AIMessage("Could not.")])
+    )
+    graph = agent_graph(model, schedule_tools(ScheduleTools(schedule)))
+    conversation = LangGraphConversation(turns, graph)
+    assert await conversation.run("Remind me.") == "Could not."
+    held, answer = (await conversation.messages())[1:3]
+    assert isinstance(held, AIMessage)
+    stand_in = {STAND_IN_KEY: json.dumps(arguments, separators=(",", ":"))}
+    assert held.tool_calls[0]["args"] == stand_in
+    assert held.content == [{**block, "input": stand_in}]
+    assert json.loads(answer.text)["error"]["message"] == HUGE

@@ -29,6 +29,7 @@ import asyncio
 import concurrent.futures
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import ClassVar, Final, Generic, TypeVar, cast, final
 
 import msgspec
@@ -49,6 +50,7 @@ from session_schedule.tools.handlers import ScheduleTools
 from session_schedule.tools.nesting import clip_depth
 from session_schedule.tools.schemas import Schema
 from session_schedule.tools.written import (
+    MAX_NUMBER_DIGITS,
     WrittenNumber,
     holds_written_number,
     json_text,
@@ -436,6 +438,9 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
 MAX_MODEL_JSON_DEPTH: Final = 64
 """How deep a model API response may nest before deeper values are replaced (a tool's own
 arguments nest far less: deeper input gets the tool's ``too deep`` error either way)."""
+NESTED_TOO_DEEP: Final = "[nested too deep to read]"
+"""What stands for values nested deeper than :data:`MAX_MODEL_JSON_DEPTH` in a copy that is
+kept or sent."""
 _TOO_DEEP: Final = b'"[nested too deep to read]"'
 _SHOWN_NUMBER_CHARS: Final = 24
 """How much of a :class:`~session_schedule.tools.written.WrittenNumber` the copy sent back to
@@ -477,29 +482,41 @@ def _shown(number: WrittenNumber) -> str:
 
 def sendable(value: object) -> object:
     """``value`` (JSON values) with every lone surrogate in its strings, keys too, written as
-    ``\\uXXXX``, so that it encodes as UTF-8 in the next request, and every
-    :class:`WrittenNumber` as a string showing it (a request carries no such number);
-    iterative."""
+    ``\\uXXXX``, so that it encodes as UTF-8 in the next request, every
+    :class:`WrittenNumber` — and every integer of more than
+    :data:`~session_schedule.tools.written.MAX_NUMBER_DIGITS` digits — as a string showing it
+    (a request carries no such number, the log writes none), and every array or object nested
+    more than :data:`MAX_MODEL_JSON_DEPTH` deep as :data:`NESTED_TOO_DEEP` (a message a
+    framework decoded itself, such as a tool call's arguments, can hold both: the log's encoder
+    would refuse them); iterative."""
     if not isinstance(value, dict | list):
         return _sendable_scalar(value)
     root: list[object] = [value]
-    pending: list[tuple[object, list[object] | dict[str, object], object]] = [(value, root, 0)]
+    pending: list[tuple[object, list[object] | dict[str, object], object, int]] = [
+        (value, root, 0, 1)
+    ]
     while pending:
-        item, parent, slot = pending.pop()
-        if isinstance(item, dict):
+        item, parent, slot, depth = pending.pop()
+        if isinstance(item, dict | list) and depth > MAX_MODEL_JSON_DEPTH:
+            _put(parent, slot, NESTED_TOO_DEEP)
+        elif isinstance(item, dict):
             copy: dict[str, object] = {}
             _put(parent, slot, copy)
             for key, child in item.items():
                 name = escape_unencodable(key)
                 copy[name] = None
-                pending.append((child, copy, name))
+                pending.append((child, copy, name, depth + 1))
         elif isinstance(item, list):
             items: list[object] = [None] * len(item)
             _put(parent, slot, items)
-            pending.extend((child, items, index) for index, child in enumerate(item))
+            pending.extend((child, items, index, depth + 1) for index, child in enumerate(item))
         else:
             _put(parent, slot, _sendable_scalar(item))
     return root[0]
+
+
+_LONG_INTEGER_BITS: Final = int(MAX_NUMBER_DIGITS * 3.32)
+"""Fewer bits than any integer of more than :data:`MAX_NUMBER_DIGITS` digits has."""
 
 
 def _sendable_scalar(value: object) -> object:
@@ -507,6 +524,14 @@ def _sendable_scalar(value: object) -> object:
         return escape_unencodable(value)
     if isinstance(value, WrittenNumber):
         return _shown(value)
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value.bit_length() > _LONG_INTEGER_BITS
+    ):
+        text = str(Decimal(value))  # exact, however long: str(value) stops at 4,300 digits
+        if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+            return _shown(WrittenNumber(text))
     return value
 
 

@@ -13,8 +13,10 @@ from session_schedule.extras import require
 require("langchain", purpose="session_schedule.integrations.langchain")
 
 import asyncio
+import json
 import uuid
 from collections.abc import Awaitable, Sequence
+from decimal import Decimal
 from typing import Final, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -35,6 +37,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from session_schedule.integrations.common import (
+    MAX_MODEL_JSON_DEPTH,
+    NESTED_TOO_DEEP,
     Conversation,
     SyncBridge,
     tool_specs,
@@ -43,7 +47,13 @@ from session_schedule.integrations.common import (
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.tools.handlers import MAX_ARGUMENT_DEPTH, ScheduleTools
 
-__all__ = ["LangGraphConversation", "MessagesGraph", "agent_graph", "schedule_tools"]
+__all__ = [
+    "STAND_IN_KEY",
+    "LangGraphConversation",
+    "MessagesGraph",
+    "agent_graph",
+    "schedule_tools",
+]
 
 MessagesGraph = CompiledStateGraph[MessagesState, None, MessagesState, MessagesState]
 """A compiled LangGraph graph over a list of messages, as :func:`agent_graph` builds."""
@@ -87,7 +97,9 @@ class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base d
     """A schedule tool that answers arguments LangChain's own machinery cannot take — nested
     past the interpreter's recursion limit, or an integer too long to print (LangChain prints
     every input for its callbacks) — with the tool's stable error, as every other mistake is
-    answered, instead of an exception: such a call goes straight to the tool."""
+    answered, instead of an exception: such a call goes straight to the tool. So do the
+    stand-in arguments :func:`agent_graph` puts in place of arguments its checkpointer cannot
+    hold (:data:`STAND_IN_KEY`): the tool is called with the arguments they stand for."""
 
     bridge: SyncBridge
 
@@ -97,7 +109,7 @@ class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base d
         config: RunnableConfig | None = None,
         **kwargs: object,
     ) -> object:
-        hostile = _hostile(input)
+        hostile = _stand_in(input) or _hostile(input)
         if hostile is None:
             return await super().ainvoke(input, config, **kwargs)
         arguments, call_id = hostile
@@ -109,7 +121,7 @@ class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base d
         config: RunnableConfig | None = None,
         **kwargs: object,
     ) -> object:
-        hostile = _hostile(input)
+        hostile = _stand_in(input) or _hostile(input)
         if hostile is None:
             return super().invoke(input, config, **kwargs)
         arguments, call_id = hostile
@@ -123,6 +135,11 @@ class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base d
 
 MAX_SAFE_BITS: Final = 10_000
 """An integer of more bits (about 3,000 digits) is too long for LangChain to print."""
+
+
+def _call_id(call: object) -> str | None:
+    call_id = call.get("id") if isinstance(call, dict) and call.get("type") == "tool_call" else None
+    return call_id if isinstance(call_id, str) else None
 
 
 def _hostile(call: object) -> tuple[object, str | None] | None:
@@ -143,8 +160,122 @@ def _hostile(call: object) -> tuple[object, str | None] | None:
             pending.extend((child, depth + 1) for child in children)
     else:
         return None
-    call_id = call.get("id") if is_call and isinstance(call, dict) else None
-    return arguments, call_id if isinstance(call_id, str) else None
+    return arguments, _call_id(call)
+
+
+STAND_IN_KEY: Final = "session_schedule_arguments"
+"""The one key of the arguments :func:`agent_graph` puts in place of a tool call's arguments
+that its checkpointer cannot hold: their value is those arguments as JSON text."""
+
+MAX_HELD_DEPTH: Final = MAX_MODEL_JSON_DEPTH
+"""The deepest nesting of arrays and objects kept in a tool call's arguments in a graph's state.
+LangGraph's checkpoint serializer (msgpack) refuses a message whose values nest about 250 levels
+deep; any nesting past :data:`~session_schedule.tools.handlers.MAX_ARGUMENT_DEPTH` gets the
+tool's ``too deep`` error either way."""
+
+_HELD_INTEGERS: Final = range(-(2**63), 2**64)
+"""The integers msgpack encodes (a signed or an unsigned 64-bit integer)."""
+
+
+def _holdable(arguments: object) -> bool:
+    """Whether a checkpointer can hold ``arguments``: every integer in msgpack's range, nothing
+    nested deeper than :data:`MAX_HELD_DEPTH`. Iterative."""
+    pending: list[tuple[object, int]] = [(arguments, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value not in _HELD_INTEGERS:
+                return False
+        elif isinstance(value, dict | list | tuple):
+            if depth > MAX_HELD_DEPTH:
+                return False
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    return True
+
+
+def _json_text(value: object, depth: int = 1) -> str:
+    """``value`` as JSON text, every integer written out in full (however long: Python's own
+    writer stops at 4,300 digits), lone surrogates escaped, and arrays and objects deeper than
+    :data:`MAX_HELD_DEPTH` replaced by a string saying so. Recursive, ``depth`` being bounded."""
+    if isinstance(value, dict | list | tuple) and depth > MAX_HELD_DEPTH:
+        return json.dumps(NESTED_TOO_DEEP)
+    if isinstance(value, dict):
+        members = (
+            f"{json.dumps(str(key))}:{_json_text(item, depth + 1)}" for key, item in value.items()
+        )
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_json_text(item, depth + 1) for item in value) + "]"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(Decimal(value))
+    try:
+        return json.dumps(value)
+    except TypeError:  # no JSON value: no model's JSON makes one
+        return json.dumps(repr(value))
+
+
+def _read_integer(text: str) -> int:
+    return int(Decimal(text))  # exact, however long: int(text) stops at 4,300 digits
+
+
+def _stand_in(call: object) -> tuple[object, str | None] | None:
+    """``(arguments, tool call id)`` of an invocation with stand-in arguments (see
+    :data:`STAND_IN_KEY`): the arguments they stand for, else ``None``. Text that does not
+    decode is given to the tool as it is, which answers it with its own error."""
+    is_call = isinstance(call, dict) and call.get("type") == "tool_call"
+    arguments = call.get("args") if is_call and isinstance(call, dict) else call
+    if not (isinstance(arguments, dict) and len(arguments) == 1):
+        return None
+    text = arguments.get(STAND_IN_KEY)
+    if not isinstance(text, str):
+        return None
+    try:
+        decoded: object = json.loads(text, parse_int=_read_integer)
+    except (ValueError, RecursionError, ArithmeticError):
+        decoded = text
+    return decoded, _call_id(call)
+
+
+def _held(message: BaseMessage) -> BaseMessage:
+    """The model's ``message`` as a checkpointer can hold it: each tool call's arguments that it
+    cannot (see :func:`_holdable`) replaced by stand-in arguments (:data:`STAND_IN_KEY`), in the
+    call and in a content block of the same id (a ``tool_use`` block's ``input``), the call's id
+    kept, so that the tool answers the arguments it was sent and the result pairs with the call.
+    """
+    if not isinstance(message, AIMessage):
+        return message
+    if all(_holdable(call["args"]) for call in message.tool_calls):
+        return message
+    calls: list[ToolCall] = []
+    stand_ins: dict[str, dict[str, str]] = {}
+    for call in message.tool_calls:
+        if _holdable(call["args"]):
+            calls.append(call)
+            continue
+        stand_in = {STAND_IN_KEY: _json_text(call["args"])}
+        calls.append(ToolCall(name=call["name"], args=stand_in, id=call["id"], type="tool_call"))
+        if call["id"] is not None:
+            stand_ins[call["id"]] = stand_in
+    content = message.content
+    if isinstance(content, list):
+        content = [_held_block(block, stand_ins) for block in content]
+    return message.model_copy(update={"tool_calls": calls, "content": content})
+
+
+def _held_block(
+    block: str | dict[str, object], stand_ins: dict[str, dict[str, str]]
+) -> str | dict[str, object]:
+    if not isinstance(block, dict):
+        return block
+    block_id = block.get("id")
+    if not isinstance(block_id, str) or block_id not in stand_ins:
+        return block
+    held = dict(block)
+    for key in ("input", "args"):
+        if key in held:
+            held[key] = stand_ins[block_id]
+    return held
 
 
 class _AsyncFunction(Protocol):
@@ -175,6 +306,12 @@ def agent_graph(
     """A tool-calling graph: the model answers or calls tools, the tools run, the model sees
     their results, until it answers. ``model.bind_tools(tools, strict=strict)`` gives the model
     the tools; ``checkpointer`` (an ``InMemorySaver`` by default) keeps each thread's messages.
+
+    A tool call whose arguments the checkpointer cannot hold — an integer outside msgpack's
+    64 bits, nesting deeper than :data:`MAX_HELD_DEPTH` — is kept with stand-in arguments, the
+    original ones as JSON text under :data:`STAND_IN_KEY`: a schedule tool answers them as it
+    answers the original arguments (with its stable error), where the graph's checkpoint would
+    otherwise have failed. A tool of your own gets the stand-in arguments as they are.
     """
     bound = model.bind_tools(tools, strict=strict)
 
@@ -186,7 +323,7 @@ def agent_graph(
         messages = state["messages"]
         if isinstance(context, str):
             messages = [SystemMessage(context), *messages]
-        return {"messages": [await bound.ainvoke(messages)]}
+        return {"messages": [_held(await bound.ainvoke(messages))]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("model", call_model)
