@@ -213,6 +213,17 @@ _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 INSTALL_TABLES = ["README.md", "docs/getting-started.md"]
 
 
+README_MAX_LINES = 250
+"""The README is the front page, not the manual: the docs hold the rest."""
+
+
+def test_the_readme_is_at_most_250_lines() -> None:
+    lines = len((ROOT / "README.md").read_text().splitlines())
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines, more than {README_MAX_LINES}: move detail into docs/"
+    )
+
+
 @pytest.mark.parametrize("page", ["README.md", "CONTRIBUTING.md"])
 def test_a_front_page_links_only_to_files_that_exist(page: str) -> None:
     targets = [t for t in _LINK.findall((ROOT / page).read_text()) if "://" not in t]

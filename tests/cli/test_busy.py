@@ -5,12 +5,16 @@ virtual time."""
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
+from session_schedule.cli.common import EXIT_STORAGE, exit_code_for
 from session_schedule.runtime.opening import RETRY_SECONDS as BUSY_RETRY_SECONDS
 from session_schedule.runtime.opening import open_when_free
 from session_schedule.session.errors import SessionBusy
+from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.testing.clock import FakeClock
 
@@ -73,3 +77,29 @@ async def test_a_free_session_opens_without_a_word() -> None:
     opened = await open_when_free(store, created.id, clock=clock, note=notes.append)
     assert (opened.id, notes) == (created.id, [])
     await opened.close()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+async def test_a_hand_over_request_file_that_is_not_a_regular_file_is_one_storage_error(
+    tmp_path: Path, kind: str
+) -> None:
+    """The request beside a held session's file is refused as what it is — one line, exit 6 —
+    not followed through a link, not waited on as a FIFO."""
+    clock = FakeClock(START)
+    store = JsonlSessionStore(tmp_path)
+    holder = await store.create(now=clock.now())
+    request = tmp_path / f"{holder.id}.handover"
+    if kind == "fifo":
+        os.mkfifo(request)
+        found = "a named pipe (FIFO)"
+    else:
+        request.symlink_to(tmp_path / "elsewhere")
+        found = "a symbolic link"
+    with pytest.raises(OSError) as raised:
+        await open_when_free(store, holder.id, clock=clock, wait_seconds=2, note=print)
+    assert exit_code_for(raised.value) == EXIT_STORAGE
+    assert str(raised.value) == (
+        f"[Errno {raised.value.errno}] it is {found}, not a regular file: '{request}'"
+    )
+    assert not (tmp_path / "elsewhere").exists()
+    await holder.close()

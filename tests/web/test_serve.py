@@ -535,6 +535,36 @@ def test_a_real_server_serves_and_stops_on_ctrl_c_with_a_page_still_open(
     assert "Application shutdown complete." in err
 
 
+def test_a_real_server_logs_refused_websocket_handshakes_as_one_count(
+    served: tuple[subprocess.Popen[str], str],
+) -> None:
+    """100 WebSocket upgrades, each refused (403): uvicorn's two lines for each are not
+    written, only the app's count of refusals."""
+    process, url = served
+    port = int(url.partition("?token=")[0].rstrip("/").rpartition(":")[2])
+    handshake = (
+        b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    for _ in range(100):
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS) as sock:
+            sock.sendall(handshake)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 403 ")
+    process.send_signal(signal.SIGINT)
+    assert process.wait(WAIT_SECONDS) == 0
+    _, err = process.communicate(timeout=WAIT_SECONDS)
+    assert "WebSocket /ws" not in err
+    assert "connection rejected" not in err
+    refusals = [line for line in err.splitlines() if "websockets are not served" in line]
+    assert refusals == [
+        "WARNING:     session_schedule.web.security: refused 1 request since the last report: "
+        "websockets are not served (first WEBSOCKET /ws; from 127.0.0.1)"
+    ]
+
+
 def test_a_real_server_with_few_descriptors_survives_a_flood_of_idle_sockets(
     tmp_path: Path,
 ) -> None:

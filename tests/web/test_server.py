@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx2
 import msgspec
 import pytest
+from uvicorn.protocols.websockets import auto as websockets_auto
 
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.web.app import create_app
@@ -284,3 +285,90 @@ def test_the_connection_limit_stays_below_half_the_descriptor_limit(
     monkeypatch.setattr(resource, "getrlimit", lambda _kind: (256, 4096))
     assert Limits(max_connections=200).connections() == 128
     assert Limits(max_connections=100).connections() == 100
+
+
+WEBSOCKET_HEADERS = (
+    "Connection: Upgrade, close\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+)
+
+
+def _sent(port: int, head: str, times: int) -> set[int]:
+    """The statuses of ``times`` requests with ``head`` (a request line and headers, a
+    ``Connection`` header that closes it among them), each on its own connection."""
+    statuses: set[int] = set()
+    for _ in range(times):
+        with connect(port) as sock:
+            sock.sendall(f"{head}Host: 127.0.0.1\r\n\r\n".encode())
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            statuses.add(int(data.split()[1]))
+    return statuses
+
+
+def uvicorn_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("uvicorn")]
+
+
+def test_refused_websocket_handshakes_are_counted_not_logged_one_line_each(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with serving(tmp_path, Limits()) as served:
+        started = len(uvicorn_lines(caplog))
+        # The app refuses every WebSocket (403) and counts it in its refusal log.
+        assert _sent(served.port, f"GET /ws HTTP/1.1\r\n{WEBSOCKET_HEADERS}", 100) == {403}
+        # A handshake the WebSocket library rejects itself: no key, the wrong version.
+        invalid = "GET /ws HTTP/1.1\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n"
+        assert _sent(served.port, invalid, 50) == {400}
+        # An upgrade to something else is answered as a plain request; uvicorn's warning about
+        # it is counted.
+        h2c = "GET /api/info HTTP/1.1\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n"
+        assert _sent(served.port, h2c, 50) == {200}
+        during = uvicorn_lines(caplog)[started:]
+    assert during == []
+    assert server_lines(caplog) == [
+        "uvicorn: rejected WebSocket handshakes that are not valid (400 Bad Request) "
+        "(once since the last report)",
+        "uvicorn: Unsupported upgrade request (once since the last report)",
+    ]
+    assert [
+        r.getMessage() for r in caplog.records if r.name == "session_schedule.web.security"
+    ] == [
+        "refused 1 request since the last report: websockets are not served (first WEBSOCKET "
+        "/ws; from 127.0.0.1)"
+    ]
+
+
+def test_without_a_websocket_library_upgrade_requests_are_counted_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web extra brings no WebSocket library: uvicorn then answers an upgrade as a plain
+    request and warns twice for each — once counted, the advice to install one dropped."""
+    monkeypatch.setattr(websockets_auto, "AutoWebSocketsProtocol", None)
+    caplog.set_level(logging.INFO)
+    with serving(tmp_path, Limits()) as served:
+        started = len(uvicorn_lines(caplog))
+        assert _sent(served.port, f"GET /api/info HTTP/1.1\r\n{WEBSOCKET_HEADERS}", 100) == {200}
+        during = uvicorn_lines(caplog)[started:]
+    assert during == []
+    assert server_lines(caplog) == [
+        "uvicorn: Unsupported upgrade request (once since the last report)"
+    ]
+
+
+def test_uvicorn_errors_still_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    with serving(tmp_path, Limits()):
+        uvicorn_error = logging.getLogger("uvicorn.error")
+        uvicorn_error.error("Exception in ASGI application\n")
+        uvicorn_error.error('%s - "WebSocket %s" %d', "127.0.0.1:1", "/ws", 500)
+        uvicorn_error.warning("something uvicorn has not said before")
+    assert [
+        r.getMessage() for r in caplog.records if r.name == "uvicorn.error" and r.levelno > 20
+    ] == [
+        "Exception in ASGI application\n",
+        '127.0.0.1:1 - "WebSocket /ws" 500',
+        "something uvicorn has not said before",
+    ]

@@ -1,9 +1,10 @@
 """``session-schedule list SESSION``: a session's active reminders as the model sees them.
 
 Soonest first, each with its state (scheduled, overdue or paused, and under it the standing of a
-reminder managed in place: :mod:`session_schedule.core.standing`) and delivery mode — what
-``schedule_list`` would tell the model now, every reminder on one page. With ``--json``, exactly
-the ``schedule_list`` result.
+reminder managed in place: :mod:`session_schedule.core.standing`), delivery mode and, under its
+prompt, the reminder turn it was set (or last changed) during — what ``schedule_list`` would tell
+the model now, every reminder on one page. With ``--json``, exactly the ``schedule_list`` result,
+``setDuring`` included (:mod:`session_schedule.session.provenance`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from session_schedule.cli.render import (
 from session_schedule.core.instants import format_instant
 from session_schedule.core.records import make_view
 from session_schedule.core.standing import standing
-from session_schedule.runtime.live import with_runs
+from session_schedule.runtime.live import with_provenance, with_runs
 from session_schedule.session.history import OccurrenceLog
+from session_schedule.session.provenance import ProvenanceLog
 from session_schedule.tools.results import ListResult
 
 DESCRIPTION: Final = (
     "The active reminders of a session, soonest first, each with its state "
-    "(scheduled, or overdue) and delivery mode — what schedule_list would tell the model "
-    "now. With --json, exactly the schedule_list result."
+    "(scheduled, or overdue), delivery mode and, when a reminder turn set or last changed it, "
+    "that turn — what schedule_list would tell the model now. With --json, exactly the "
+    "schedule_list result."
 )
 EXAMPLE: Final = "session-schedule list s_7k2m4q9x3v5b --json"
 
@@ -54,8 +57,13 @@ def run(arguments: argparse.Namespace) -> int:
         seed_length=snapshot.header.seed_length, session=snapshot.header.id, keep=False
     )
     history.feed(snapshot.entries)
+    provenance = ProvenanceLog(seed_length=snapshot.header.seed_length)
+    provenance.feed(snapshot.entries)
     views = [
-        with_runs(make_view(record, now, state.status(record.id)), history)
+        with_provenance(
+            with_runs(make_view(record, now, state.status(record.id)), history),
+            provenance.of(record.id),
+        )
         for record in state.ordered()
     ]
     # Every reminder, on one page: the operator reads the whole list.
@@ -82,13 +90,16 @@ def run(arguments: argparse.Namespace) -> int:
             shown: Cell = Text(view.state, style="bold yellow" if view.state == "overdue" else "")
             if words := standing(view, beside_state=True):  # SPEC 11's standing, under it
                 shown = Group(shown, Text(words, style="dim"))
+            prompt: Cell = untrusted(view.prompt)
+            if isinstance(view.set_during, str):  # the reminder turn, under the prompt
+                prompt = Group(prompt, Text(f"set during {view.set_during}", style="dim"))
             table.add_row(
                 Text(view.id),
                 Text(rule_text(view)),
                 Text(view.scheduled_at),
                 shown,
                 Text(view.delivery_mode),
-                untrusted(view.prompt),
+                prompt,
             )
         console.print(table)
         return EXIT_OK

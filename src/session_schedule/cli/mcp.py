@@ -12,11 +12,13 @@ import logging
 from typing import Final
 
 from session_schedule.cli.common import (
+    EXIT_CORRUPT,
     EXIT_OK,
     HelpFormatter,
     add_quotas,
     add_session_argument,
     data_dir,
+    fail,
     schedule_settings,
     store_location,
 )
@@ -51,9 +53,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(arguments: argparse.Namespace) -> int:
-    """The ``mcp`` command. Session errors escape for ``main`` to report (3 not found, 4 busy)."""
+    """The ``mcp`` command. Session errors escape for ``main`` to report (3 not found, 4 busy); an
+    outbox that cannot be read as one is reported here (5, as a corrupt session log is)."""
     # The server module imports the optional SDK, which it checks for first: without the ``mcp``
     # extra this raises MissingExtraError, which ``main`` reports in one line (exit 2).
+    from session_schedule.mcp.agent import OutboxCorruptError  # noqa: PLC0415
     from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
     from session_schedule.session.location import (  # noqa: PLC0415
         JsonlLocation,
@@ -84,5 +88,8 @@ def run(arguments: argparse.Namespace) -> int:
                 settings=settings,
             )
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    except OutboxCorruptError as error:
+        return fail(str(error), EXIT_CORRUPT)
     return EXIT_OK

@@ -5,8 +5,10 @@ marked), each schedule change on one line with what the fold made of it: a recur
 next target after a dispatch or a miss, or why it ended (its last run under ``ends.max_runs``, no
 occurrence left up to ``ends.until``, none before year 10000); a one-shot's end, with what became
 of its delivery as the occurrence history reads it (delivered, failed with its cause, its turn not
-finished yet, missed). A fork's inherited entries are marked. A change the fold rejects is marked
-where it stands, and the command exits 5 after showing every entry.
+finished yet, missed); a create, update, pause, resume or snooze made during a reminder turn ends
+``; set during reminder sch_1@…``, as the reminder's ``setDuring`` names that turn
+(:mod:`session_schedule.session.provenance`). A fork's inherited entries are marked. A change the
+fold rejects is marked where it stands, and the command exits 5 after showing every entry.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from session_schedule.core.records import (
 from session_schedule.core.standing import LAST_RUN, NO_LATER_TARGET, no_occurrence_left
 from session_schedule.session import MESSAGE_ENTRY_TYPE, LogEntry, MessageEntry, SessionHeader
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun, describe_failure
+from session_schedule.session.provenance import SETTING_CHANGES, Provenance, ProvenanceLog
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
@@ -69,7 +72,8 @@ DESCRIPTION: Final = (
     "schedule change: after a dispatch or a miss, a recurring reminder's next target or why it "
     "ended (its last run under ends.max_runs, no occurrence left up to ends.until), a "
     "one-shot's end with what became of it (delivered, failed with its cause, its turn not "
-    "finished, missed). A fork's inherited entries are marked. Exits 5 when a schedule change "
+    "finished, missed), and the reminder turn a create, update, pause, resume or snooze was made "
+    "during. A fork's inherited entries are marked. Exits 5 when a schedule change "
     "breaks the fold's rules, after showing the entries."
 )
 EXAMPLE: Final = "session-schedule show s_7k2m4q9x3v5b"
@@ -131,6 +135,8 @@ class _Replay:
         self.problem: ScheduleError | None = None
         self._seed_length = header.seed_length
         self._runs = runs
+        # The turn in progress at each entry, to say which reminder turn made a change.
+        self._provenance = ProvenanceLog(seed_length=header.seed_length)
         # Every record ever created, inherited ones included, as its latest create or update
         # wrote it, to name a change's kind.
         self._records: dict[ScheduleId, ScheduleRecord] = {}
@@ -141,13 +147,16 @@ class _Replay:
         if entry.position >= self._seed_length:
             prefix = Text()
         payload = entry.payload
+        turn = self._provenance.current()
+        self._provenance.feed((entry,))
         if entry.type == MESSAGE_ENTRY_TYPE and isinstance(payload, MessageEntry):
             return Text(payload.at), _message_body(payload, prefix)
         if entry.type == CHANGE_EVENT_TYPE and isinstance(payload, CHANGE_CLASSES):
             time = ""
             if isinstance(payload, ScheduleDispatchChange) and isinstance(payload.accepted_at, str):
                 time = payload.accepted_at
-            return Text(time), self._change(entry.position, payload, prefix)
+            line = self._change(entry.position, payload, prefix, turn)
+            return Text(time), line
         if entry.type == TURN_QUEUED_TYPE and isinstance(payload, TurnQueued):
             label = Text.assemble(prefix, ("turn/queued", "bold"), f" · {payload.origin}")
             if payload.occurrences:
@@ -165,8 +174,18 @@ class _Replay:
         text = untrusted(f"{entry.type} {_JSON.encode(payload).decode()}")
         return Text(), Text.assemble(prefix, text)
 
-    def _change(self, position: int, change: ScheduleChange, prefix: Text) -> Cell:
+    def _change(
+        self, position: int, change: ScheduleChange, prefix: Text, turn: Provenance
+    ) -> Cell:
+        """The line of ``change``, made while ``turn`` was in progress."""
         line = _change_line(change, self._records.get(_change_id(change)), prefix)
+        if (
+            isinstance(change, SETTING_CHANGES)
+            and turn.made_by == "reminder"
+            and position >= self._seed_length
+        ):
+            # What setDuring says of the reminder in the views (session/provenance.py Rule 4).
+            line.append(f"; set during {turn.text()}")
         if isinstance(change, ScheduleCreateChange | ScheduleUpdateChange):
             self._records[change.schedule.id] = change.schedule
         if self.problem is not None:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Final, Protocol, final, runtime_checkable
 
 from session_schedule.session.ids import SessionId
-from session_schedule.session.private import FILE_MODE
+from session_schedule.session.private import FILE_MODE, NotPrivateFile, irregular_kind
 
 REQUEST_SECONDS: Final = 5.0
 """A request lapses this long after it was last renewed."""
@@ -90,7 +90,10 @@ class RequestFiles:
 
     def _touch(self, path: Path) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-        fd = os.open(path, flags, FILE_MODE)
+        try:
+            fd = os.open(path, flags, FILE_MODE)
+        except OSError as error:
+            raise _refusal(path, error) from None
         try:
             os.utime(fd)
         finally:
@@ -107,6 +110,19 @@ class RequestFiles:
             if now - modified < REQUEST_SECONDS:
                 found.add(session_id)
         return frozenset(found)
+
+
+def _refusal(path: Path, error: OSError) -> OSError:
+    """``error`` from opening the request file ``path``, saying what is there instead of a
+    regular file when that is why (a FIFO with no reader fails with ``ENXIO``, a link with
+    ``ELOOP``)."""
+    try:
+        kind = irregular_kind(os.lstat(path).st_mode)
+    except OSError:
+        return error
+    if kind is None:
+        return error
+    return NotPrivateFile(error.errno or 0, f"it is {kind}, not a regular file", str(path))
 
 
 def _unlink(path: Path) -> None:

@@ -30,13 +30,18 @@ import errno
 import fcntl
 import hashlib
 import os
-import stat
 import struct
 import threading
 from pathlib import Path
 from typing import Final, final
 
-from session_schedule.session.private import FILE_MODE, OPEN_FLAGS, NotPrivateFile, irregular_kind
+from session_schedule.session.private import (
+    FILE_MODE,
+    OPEN_FLAGS,
+    NotPrivateFile,
+    irregular_kind,
+    refused_kind,
+)
 
 _OFFSET_BITS: Final = 62
 _F_OFD_SETLK: Final[int] = getattr(fcntl, "F_OFD_SETLK", 37)
@@ -134,9 +139,12 @@ class OwnerLocks:
         try:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | OPEN_FLAGS, FILE_MODE)
         except OSError as error:
-            if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            kind = refused_kind(error)
+            if kind is not None:
                 raise NotPrivateFile(
-                    error.errno, "the owners' lock file is not a regular file", str(self._path)
+                    error.errno or errno.EINVAL,
+                    f"the owners' lock file is {kind}, not a regular file",
+                    str(self._path),
                 ) from None
             raise
         try:
@@ -163,8 +171,10 @@ class OwnerLocks:
 
 def _check_regular(path: Path, mode: int) -> None:
     kind = irregular_kind(mode)
-    if kind is not None or not stat.S_ISREG(mode):
-        raise NotPrivateFile(errno.EINVAL, f"it is {kind or 'not a regular file'}", str(path))
+    if kind is not None:
+        raise NotPrivateFile(
+            errno.EINVAL, f"the owners' lock file is {kind}, not a regular file", str(path)
+        )
 
 
 def lock_files_held() -> int:

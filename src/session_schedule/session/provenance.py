@@ -30,7 +30,7 @@ made outside any recorded turn leaves the provenance as it was.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 
@@ -76,13 +76,15 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
 
 
 OUTSIDE = Provenance(made_by="outside")
-_CHANGED_IN_PLACE = (
+CHANGED_IN_PLACE: Final = (
     ScheduleUpdateChange,
     SchedulePauseChange,
     ScheduleResumeChange,
     ScheduleSnoozeChange,
 )
 """The changes a tool call makes to a reminder in place (Rule 4)."""
+SETTING_CHANGES: Final = (ScheduleCreateChange, *CHANGED_IN_PLACE)
+"""The changes that make the turn in progress a reminder's provenance (Rules 1 and 4)."""
 
 
 def changed_during(before: Provenance, turn: Provenance) -> Provenance:
@@ -177,7 +179,7 @@ class ProvenanceLog:
                 self._pending[first] = (self._pending[first][0], True)
         elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, ScheduleCreateChange):
             self._made[ScheduleId(payload.schedule.id)] = self.current()
-        elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, _CHANGED_IN_PLACE):
+        elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, CHANGED_IN_PLACE):
             schedule_id = ScheduleId(payload.id)
             self._made[schedule_id] = changed_during(self.of(schedule_id), self.current())
 

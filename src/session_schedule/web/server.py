@@ -20,8 +20,10 @@ connections until the process runs out of descriptors — and then logs every fa
   of opening or of its previous response, else it is closed: idle and slow-loris sockets do not
   pile up. A request's body has its own deadline in the app (408).
 - **Logs.** What an attacker can repeat at will — connections closed to make room, refused ones,
-  failed ``accept`` calls (``EMFILE``), malformed requests — is logged as a count, at most once
-  per ``log_seconds`` for each kind.
+  failed ``accept`` calls (``EMFILE``), malformed requests, upgrade requests, WebSocket
+  handshakes not valid — is logged as a count, at most once per ``log_seconds`` for each kind.
+  uvicorn's own lines for the WebSocket handshakes the app refused are dropped: the app counts
+  each in its refusal log (``websockets are not served``). An error always logs.
 """
 
 from __future__ import annotations
@@ -50,8 +52,23 @@ GRACEFUL_SHUTDOWN_SECONDS: Final = 5
 ACCEPT_OUT_OF_RESOURCES: Final = "socket.accept() out of system resource"
 """What asyncio reports when ``accept`` fails for want of descriptors or memory."""
 _UVICORN_REPEATS: Final = frozenset(
-    {"Invalid HTTP request received.", "Exceeded concurrency limit."}
+    {
+        "Invalid HTTP request received.",
+        "Exceeded concurrency limit.",
+        "Unsupported upgrade request.",
+    }
 )
+"""uvicorn's per-request warnings, counted instead of logged."""
+_WEBSOCKET_REFUSED: Final = frozenset({'%s - "WebSocket %s" 403', '%s - "WebSocket %s" %d'})
+"""uvicorn's line for a WebSocket handshake the app refused (every protocol it has writes it).
+The security middleware refuses every WebSocket and counts it in its own refusal log, so these
+are dropped, not counted twice."""
+_HANDSHAKE_REJECTED: Final = "connection rejected (%d %s)"
+"""What the ``websockets`` library writes (through uvicorn's logger) for each handshake it
+answers with an error: the app's refusal (403), or one it rejects itself as not valid."""
+_NO_WEBSOCKET_LIBRARY: Final = "No supported WebSocket library detected."
+"""The start of uvicorn's advice, after each upgrade request, to install a WebSocket library:
+beside the point, as the overlay serves no WebSockets."""
 
 
 @final
@@ -134,15 +151,30 @@ class IntervalLog:
 
 @final
 class _RepeatFilter(logging.Filter):
-    """Passes uvicorn's per-request warnings that a client can repeat at will on to an
-    :class:`IntervalLog` instead of the log."""
+    """Passes uvicorn's per-request lines that a client can repeat at will on to an
+    :class:`IntervalLog` instead of the log, and drops its lines for the WebSocket handshakes the
+    app refused (the app counts those). An error always logs."""
 
     def __init__(self, log: IntervalLog) -> None:
         super().__init__()
         self._log = log
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        if record.msg in _WEBSOCKET_REFUSED:
+            return False
+        if record.msg == _HANDSHAKE_REJECTED and isinstance(record.args, tuple):
+            status, *reason = record.args
+            if status != 403:  # a 403 is the app's refusal, which it counts
+                said = " ".join(str(part) for part in (status, *reason))
+                self._log.count(
+                    f"uvicorn: rejected WebSocket handshakes that are not valid ({said})"
+                )
+            return False
         message = record.getMessage()
+        if message.startswith(_NO_WEBSOCKET_LIBRARY):
+            return False
         if message not in _UVICORN_REPEATS:
             return True
         self._log.count(f"uvicorn: {message.rstrip('.')}")
