@@ -619,3 +619,14 @@ def test_update_pause_resume_and_snooze_lines(line: str, expected: object) -> No
 )
 def test_quota_commands_are_read(line: str, expected: Command) -> None:
     assert parse_line(line) == expected
+
+
+def test_a_prompt_keeps_the_control_characters_the_tool_refuses() -> None:
+    """Only Unicode white space is trimmed: U+001C to U+001F reach the tool, which refuses a
+    prompt holding them, rather than vanishing from the ends of the line."""
+    assert parse_line("/create in 10m call mum\x1f") == CallTool(
+        name="schedule_create", arguments={"prompt": "call mum\x1f", "after_seconds": 600}
+    )
+    assert parse_line("/update sch_1 prompt call mum\x1c") == CallTool(
+        name="schedule_update", arguments={"id": "sch_1", "prompt": "call mum\x1c"}
+    )

@@ -6,10 +6,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from session_schedule.core.changes import CHANGE_EVENT_TYPE
+from session_schedule.core.changes import CHANGE_EVENT_TYPE, snooze_change
+from session_schedule.core.fold import fold
+from session_schedule.core.ids import ScheduleId
+from session_schedule.core.instants import parse_instant
+from session_schedule.runtime import live
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
-from session_schedule.session.port import SessionHandle
+from session_schedule.session.port import SessionHandle, schedule_changes
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools.handlers import ScheduleTools
@@ -119,6 +123,52 @@ async def test_a_snooze_to_the_instant_it_is_snoozed_to_changes_nothing(world: W
     world.clock.advance(60)
     later = await world.tools.call("schedule_update", snooze)
     assert later["schedule"]["snoozedUntil"] == "2026-12-01T10:17:40.000Z"  # type: ignore[index]
+
+
+async def test_the_rule_it_has_given_again_keeps_its_snooze_and_the_checks_of_one(
+    world: World,
+) -> None:
+    """The same rule given again is no new rule: the fold keeps the snooze, so an end before it
+    is refused as without the rule, never written for the fold to reject."""
+    daily = {"time": "09:00", "time_zone": "UTC", "weekdays": None}
+    await world.tools.call("schedule_create", {"prompt": "p", "daily_at": daily})
+    snoozed = await world.tools.call(
+        "schedule_update", {"id": "sch_1", "snooze": {"until": "2026-12-02T12:00:00Z"}}
+    )
+    assert snoozed["ok"] is True
+    written = world.count()
+    ends = {"until": "2026-12-02T10:00:00Z", "max_runs": None}
+    refused = {
+        "ok": False,
+        "error": {
+            "code": "invalid_rule",
+            "message": "the reminder is snoozed until 2026-12-02T12:00:00.000Z, after the new end "
+            "`ends.until` 2026-12-02T10:00:00.000Z; choose a later end, or snooze it to an "
+            "earlier time first.",
+        },
+    }
+    for arguments in ({"daily_at": daily, "ends": ends}, {"ends": ends}):
+        assert await world.tools.call("schedule_update", {"id": "sch_1", **arguments}) == refused
+    assert world.count() == written
+    listed = await world.tools.call("schedule_list", {})
+    assert listed["schedules"][0]["snoozedUntil"] == "2026-12-02T12:00:00.000Z"  # type: ignore[index]
+
+
+async def test_a_change_the_fold_refuses_is_never_written(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were a decision ever wrong (a change the fold does not accept), the tool answers
+    internal_error and the log stays one that folds: a change is folded before it is written."""
+    await world.tools.call("schedule_create", {"prompt": "p", "every_seconds": 600})
+    await world.tools.call("schedule_update", {"id": "sch_1", "paused": True})
+    written = world.count()
+    wrong = snooze_change(ScheduleId("sch_1"), parse_instant("2026-12-01T11:00:00.000Z"))
+    monkeypatch.setattr(live, "decide_update", lambda *_, **__: (ScheduleId("sch_1"), (wrong,)))
+    answer = await world.tools.call("schedule_update", {"id": "sch_1", "prompt": "q"})
+    assert answer["error"]["code"] == "internal_error"  # type: ignore[index]
+    assert world.count() == written
+    folded = fold(schedule_changes(world.session.entries), session=world.session.header.id)
+    assert folded.status(ScheduleId("sch_1")).paused
 
 
 async def test_a_new_rule_replaces_the_old_one_as_if_created_now(world: World) -> None:

@@ -1665,6 +1665,14 @@ async def test_a_timeline_window_that_is_not_a_later_instant_is_400(
     assert (response.status_code, response.json()) == (400, {"error": error})
 
 
+async def test_a_timeline_window_past_year_9999_ends_where_the_range_ends(offline: Overlay) -> None:
+    session = await offline.new_session()
+    path = f"/api/sessions/{session}/timeline"
+    response = await offline.client.get(path, params={"until": "9999-12-31T23:30:00-05:00"})
+    assert response.status_code == 200
+    assert response.json()["until"] == "9999-12-31T23:59:59.999Z"
+
+
 def _row(
     schedule_id: str, time: str, state: str, prompt: str, *, kind: str = "every", skipped: int = 0
 ) -> dict[str, object]:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, assert_never, final
 
+from session_schedule.core.prompts import trim
 from session_schedule.core.quiet import QuietHours, parse_quiet_hours
 
 HELP: Final = """\
@@ -184,7 +185,9 @@ Command: TypeAlias = Say | CallTool | Local | SetQuota | Usage
 
 def parse_line(line: str) -> Command:
     """What ``line`` asks for. Never raises."""
-    text = line.strip()
+    # Unicode white space only (``str.strip`` also drops U+001C to U+001F, control characters
+    # the tool refuses in a prompt, which it must see to say so).
+    text = trim(line)
     if text.startswith("//"):
         return Say(text=text[1:])
     if not text.startswith("/"):
@@ -375,7 +378,7 @@ def read_duration(text: str) -> Duration | DurationProblem:
         return DurationProblem(kind=kind, word=first, seconds=0, rest="")
     if seconds > _MAX_INT64:
         return DurationProblem(kind="too_long", word=text[:end].strip(), seconds=0, rest="")
-    return Duration(seconds=seconds, rest=text[end:].strip())
+    return Duration(seconds=seconds, rest=trim(text[end:]))
 
 
 def _starts_a_part(words: list[tuple[str, int]]) -> bool:
@@ -587,13 +590,13 @@ def _with_prompt(selector: dict[str, object], prompt: str, *, optional: bool = F
 def _unquoted(prompt: str) -> str:
     """``prompt`` without the double quotes around all of it, if it has them."""
     if len(prompt) >= 2 and prompt[0] == prompt[-1] == '"':
-        return prompt[1:-1].strip()
+        return trim(prompt[1:-1])
     return prompt
 
 
 def _split(text: str) -> tuple[str, str]:
     """The first word of ``text`` and the rest, its inner spacing kept."""
-    parts = text.strip().split(maxsplit=1)
+    parts = trim(text).split(maxsplit=1)
     if not parts:
         return "", ""
-    return parts[0], parts[1].strip() if len(parts) > 1 else ""
+    return parts[0], trim(parts[1]) if len(parts) > 1 else ""

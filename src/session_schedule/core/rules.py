@@ -382,9 +382,12 @@ def decide_update(
             replaced = msgspec.structs.replace(replaced, ends=ends)
         record = replaced
     record = _with_options(record, arguments, now=now, runs=status.runs)
+    # Whether the rule changes: the fold keeps a snooze across an update that leaves the rule as
+    # it was (the same selector given again included), and only a new rule clears it.
+    new_rule = rule_of(record, record.scheduled_at) != rule_of(stored, stored.scheduled_at)
     if arguments.get("ends") is None:
-        _check_ends_hold(record, moved=bool(given))
-    elif status.snoozed_from is not None and not given:
+        _check_ends_hold(record, moved=new_rule)
+    elif status.snoozed_from is not None and not new_rule:
         _check_snooze_within(record, current.scheduled_at)
     changes: list[ScheduleChange] = []
     if record != stored:
@@ -407,9 +410,6 @@ def decide_update(
                 f"{schedule_id} is paused and a paused reminder cannot be snoozed; resume it "
                 "(paused: false) to snooze it, or leave snooze null.",
             )
-        # The fold keeps a snooze across an update that leaves the rule as it was (the same
-        # selector given again included): only a new rule clears it.
-        new_rule = rule_of(record, record.scheduled_at) != rule_of(stored, stored.scheduled_at)
         changes.extend(_snooze(snooze, record, now, current, status, new_rule=new_rule))
     if paused is True and not status.paused:
         changes.append(pause_change(schedule_id))

@@ -1178,11 +1178,21 @@ class LiveSchedule:
     # -- the log -----------------------------------------------------------------------------
 
     def _append(self, change: ScheduleChange) -> None:
+        # Folded first, then appended: the fold applies a change whole or not at all, so one it
+        # refuses (a decision it does not accept, which would be a bug) is never written, and
+        # the log always folds. After a failed append the handle is poisoned: the state held
+        # here is never read again.
+        position = len(self._session.entries)
         try:
-            position = self._session.append(CHANGE_EVENT_TYPE, change)
+            self._state.apply(change, position=position)
+        except ScheduleError as error:
+            raise RuntimeError(
+                f"the fold refuses a change this Schedule decided: {error.message}"
+            ) from error
+        try:
+            self._session.append(CHANGE_EVENT_TYPE, change)
         except PersistenceUncertain as error:
             raise error.as_schedule_error() from None
-        self._state.apply(change, position=position)
 
     async def _barrier(self) -> None:
         try:
@@ -1211,7 +1221,8 @@ def plain_with_runs(view: ReadOnlyDict, history: OccurrenceLog) -> ReadOnlyDict:
 
 
 def with_provenance(view: ScheduleView, made: Provenance) -> ScheduleView:
-    """``view`` with ``setDuring`` when a reminder turn created its reminder."""
+    """``view`` with ``setDuring`` when a reminder turn created its reminder or last changed
+    it (``made``: that provenance)."""
     if made.made_by != "reminder":
         return view
     return msgspec.structs.replace(view, set_during=made.text())

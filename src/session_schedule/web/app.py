@@ -656,13 +656,16 @@ def _limit(text: str | None) -> int:
 
 
 def _until(text: str | None, now: Instant) -> Instant:
-    """The end of a timeline window: the RFC 3339 instant ``text`` (400 unless after ``now``),
-    or a day after ``now``."""
+    """The end of a timeline window: the RFC 3339 instant ``text`` (400 unless after ``now``;
+    one past year 9999 is the end of the range, as far as any reminder goes), or a day after
+    ``now``."""
     if text is None:
         return Instant(min(now + TIMELINE_DEFAULT_MS, MAX_INSTANT))
     try:
         until = parse_rfc3339(text)  # possibly before year 0001: then in the past, refused below
-    except ScheduleError:
+    except ScheduleError as error:
+        if error.code == "time_out_of_range":
+            return MAX_INSTANT
         raise HttpProblem(
             400,
             "until must be an RFC 3339 instant with an offset, such as "

@@ -9,6 +9,7 @@
   const SESSION_ID = /^s_[0-9a-z]{12}$/;
   const NOTICE_MS = 20000;
   const OPENING_POLL_MS = 500;
+  const LAST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
   const LABELS = {
     person: "You",
@@ -363,7 +364,9 @@
       state.timeline = [];
       return;
     }
-    const until = new Date(serverNow() + timelineHorizon(serverNow())).toISOString();
+    // Never past 9999-12-31T23:59:59.999Z: a later date is written with a six-digit year,
+    // which is no RFC 3339 instant.
+    const until = new Date(Math.min(serverNow() + timelineHorizon(serverNow()), LAST_INSTANT_MS)).toISOString();
     const data = await api("GET", `${sessionPath(id, "timeline")}?until=${encodeURIComponent(until)}`);
     if (id === state.sessionId) state.timeline = data.occurrences;
   }
