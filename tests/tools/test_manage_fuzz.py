@@ -1,0 +1,334 @@
+"""Random sequences of management calls and clock advances through the real tools (SPEC §11, §12).
+
+Each example drives :class:`ScheduleTools` on a live Schedule over a memory Session, in virtual
+time, with mostly plausible calls: creates of every kind (with ends and lateness), updates with
+every combination of fields, deletes, lists, and clock advances (small and large, across the DST
+changes of Europe/London and America/New_York) during which the owner delivers and records misses.
+After every step: no result is ``internal_error`` or ``corrupt_schedule_log``, a refused call
+appended nothing, the owner has not stopped, and the Session's log folds. At the end, a Schedule
+opened again on the same log lists the same reminders. Set ``SESSION_SCHEDULE_FUZZ_EXAMPLES`` to
+run more examples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from session_schedule.core.changes import CHANGE_EVENT_TYPE
+from session_schedule.core.fold import fold
+from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session.memory import MemorySessionStore
+from session_schedule.session.port import SessionHandle, schedule_changes
+from session_schedule.testing.agent import FakeAgent
+from session_schedule.testing.clock import FakeClock
+from session_schedule.tools.handlers import ScheduleTools
+
+EXAMPLES = int(os.environ.get("SESSION_SCHEDULE_FUZZ_EXAMPLES", "150"))
+
+STARTS = (
+    "2026-12-01T10:00:00.000Z",
+    "2026-10-24T22:30:00.000Z",  # a day before London's autumn change
+    "2027-03-27T23:10:00.000Z",  # London springs forward at 01:00 UTC the next morning
+    "2027-03-13T20:00:00.000Z",  # New York springs forward on 14 March
+    "2027-01-31T08:00:00.000Z",  # a month's last day
+)
+ZONES = ("UTC", "Europe/London", "America/New_York", "Asia/Tokyo")
+TIMES = ("00:30", "01:30", "02:30", "09:00", "23:59:59")
+RULES = (
+    "FREQ=MONTHLY;BYMONTHDAY=-1",
+    "FREQ=WEEKLY;BYDAY=MO,FR",
+    "FREQ=DAILY;COUNT=3",
+    "FREQ=DAILY",
+    "FREQ=WEEKLY;INTERVAL=2;BYDAY=SU",
+    "FREQ=MONTHLY;BYDAY=1MO",
+    "FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU",
+    "FREQ=DAILY;UNTIL=20270105",
+)
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+# An instant is drawn as an offset in seconds from the clock when the call is made (so most are
+# in the future), then given as RFC 3339 or in the local form.
+offsets = st.one_of(
+    st.integers(-3600, 3 * 86400),
+    st.sampled_from([1, 299, 300, 3600, 86400, 7 * 86400, 40 * 86400]),
+)
+instants = st.one_of(
+    st.tuples(st.just("instant"), offsets, st.sampled_from((None, *ZONES))),
+    # Near the reminder's next delivery or its end, where the checks between them lie.
+    st.tuples(
+        st.sampled_from(["scheduledAt", "until"]),
+        st.sampled_from([-86400, -3600, -1, 0, 1, 3600, 86400]),
+        st.sampled_from((None, "UTC", "Europe/London")),
+    ),
+)
+seconds = st.one_of(st.sampled_from([1, 60, 300, 600, 3600, 86400]), st.integers(1, 200_000))
+daily = st.fixed_dictionaries(
+    {
+        "time": st.sampled_from(TIMES),
+        "time_zone": st.sampled_from(ZONES),
+        "weekdays": st.one_of(
+            st.none(), st.lists(st.sampled_from(WEEKDAYS), min_size=1, max_size=3, unique=True)
+        ),
+    }
+)
+calendar = st.fixed_dictionaries(
+    {
+        "rule": st.sampled_from(RULES),
+        "time": st.sampled_from(TIMES),
+        "time_zone": st.sampled_from(ZONES),
+    },
+    optional={"start_date": st.sampled_from(["2026-10-01", "2026-12-31", "2027-03-28"])},
+)
+selectors = st.one_of(
+    st.fixed_dictionaries({"after_seconds": seconds}),
+    st.fixed_dictionaries({"at": instants}),
+    st.fixed_dictionaries({"every_seconds": st.sampled_from([300, 600, 3600, 86400, 90061])}),
+    st.fixed_dictionaries({"daily_at": daily}),
+    st.fixed_dictionaries({"calendar": calendar}),
+)
+ends = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {
+            "until": st.one_of(st.none(), instants),
+            "max_runs": st.one_of(st.none(), st.integers(1, 4)),
+        }
+    ),
+)
+lateness = st.one_of(st.none(), st.sampled_from([1, 60, 600, 3600, 86400]))
+prompts = st.sampled_from(["stretch", "walk", "tea"])
+
+
+@st.composite
+def creates(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    arguments: dict[str, Any] = {"prompt": draw(prompts), **draw(selectors)}
+    arguments["ends"] = draw(ends)
+    arguments["max_lateness_seconds"] = draw(lateness)
+    return ("create", arguments)
+
+
+@st.composite
+def updates(draw: st.DrawFn) -> tuple[str, int, dict[str, Any]]:
+    arguments: dict[str, Any] = {}
+    if draw(st.booleans()):
+        arguments["prompt"] = draw(prompts)
+    choice = draw(st.sampled_from(["none", "none", "new", "same"]))
+    if choice == "new":
+        arguments.update(draw(selectors))
+    elif choice == "same":
+        arguments["same"] = True  # replaced by the reminder's own rule when the call is made
+    if draw(st.booleans()):
+        arguments["paused"] = draw(st.one_of(st.none(), st.booleans()))
+    if draw(st.booleans()):
+        arguments["snooze"] = draw(
+            st.one_of(
+                st.none(),
+                st.fixed_dictionaries({"after_seconds": seconds}),
+                st.fixed_dictionaries({"until": instants}),
+            )
+        )
+    if draw(st.booleans()):
+        arguments["ends"] = draw(ends)
+    if draw(st.booleans()):
+        arguments["max_lateness_seconds"] = draw(lateness)
+    return ("update", draw(st.integers(0, 5)), arguments)
+
+
+STEPS = {
+    "create": creates(),
+    "update": updates(),
+    "delete": st.tuples(st.just("delete"), st.integers(0, 5)),
+    "list": st.tuples(st.just("list")),
+    "jump": st.tuples(st.just("jump"), st.integers(-3600, 3600)),
+    "advance": st.tuples(
+        st.just("advance"),
+        st.one_of(
+            st.integers(1, 600),
+            st.sampled_from([299, 300, 3600, 86400, 3 * 86400, 40 * 86400]),
+            st.integers(1, 10 * 86400),
+        ),
+    ),
+}
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
+    """A list of steps of a few kinds (swarm testing: some examples only create and update,
+    others also delete, jump or advance), so that rarer sequences come up often enough."""
+    kinds = draw(st.sets(st.sampled_from(sorted(STEPS)), min_size=1))
+    weighted = [STEPS[kind] for kind in sorted(kinds | {"create"})]
+    weighted += [STEPS["update"]] * 2 if "update" in kinds else []
+    return draw(st.lists(st.one_of(weighted), max_size=30))
+
+
+REFUSALS_NEVER_EXPECTED = {"internal_error", "corrupt_schedule_log"}
+
+
+def _resolve(value: Any, now: Instant, view: dict[str, Any] | None = None) -> Any:
+    """Turn each drawn instant into its text (or local form) at the time of the call: from the
+    clock, or from the updated reminder's next delivery or end."""
+    if isinstance(value, tuple) and value and value[0] in ("instant", "scheduledAt", "until"):
+        base, offset, zone = value
+        origin: Instant = now
+        if base == "scheduledAt" and view is not None:
+            origin = parse_instant(view["scheduledAt"])
+        elif base == "until" and view is not None and (view.get("ends") or {}).get("until"):
+            origin = parse_instant(view["ends"]["until"])
+        text = format_instant(Instant(origin + offset * 1000))
+        if zone is None:
+            return text
+        # The local form, as a wall-clock reading in ``zone``: the date and time of the UTC
+        # reading, read in the zone (plausible, and across DST sometimes in a gap or overlap).
+        return {"date": text[:10], "time": text[11:19], "time_zone": zone}
+    if isinstance(value, dict):
+        return {key: _resolve(item, now, view) for key, item in value.items()}
+    return value
+
+
+def _own_rule(view: dict[str, Any]) -> dict[str, Any]:
+    """The selector that gives a listed reminder its own rule again."""
+    kind = view["kind"]
+    if kind == "every":
+        return {"every_seconds": view["everySeconds"]}
+    if kind == "daily":
+        return {
+            "daily_at": {
+                "time": view["time"],
+                "time_zone": view["timeZone"],
+                "weekdays": view["weekdays"],
+            }
+        }
+    if kind == "calendar":
+        selector = {"rule": view["rule"], "time": view["time"], "time_zone": view["timeZone"]}
+        if "startDate" in view:
+            selector["start_date"] = view["startDate"]
+        return {"calendar": selector}
+    return {"at": view["scheduledAt"]}
+
+
+def _pick(views: dict[str, dict[str, Any]], index: int) -> str:
+    """An active reminder's id, mostly; now and then one that is not active."""
+    if index == 0 or not views:
+        return f"sch_{index + 1}"
+    return sorted(views)[index % len(views)]
+
+
+class Run:
+    def __init__(self, store: MemorySessionStore, session: SessionHandle, clock: FakeClock):
+        self.store = store
+        self.session = session
+        self.clock = clock
+        self.schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+        self.tools = ScheduleTools(self.schedule)
+        self.trace: list[object] = []
+
+    def count(self) -> int:
+        return sum(1 for entry in self.session.entries if entry.type == CHANGE_EVENT_TYPE)
+
+    async def views(self) -> dict[str, dict[str, Any]]:
+        listed = await self.tools.call("schedule_list", {})
+        assert listed.get("ok", True) is not False, listed
+        return {view["id"]: dict(view) for view in listed["schedules"]}  # type: ignore[attr-defined]
+
+    async def run_for(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass, waking the owner at each of its deadlines."""
+        remaining = seconds
+        await self.schedule.settled()
+        while True:
+            step = self.clock.next_deadline()
+            if step is None or step > remaining:
+                self.clock.advance(remaining)
+                await self.schedule.settled()
+                return
+            self.clock.advance(step)
+            remaining -= step
+            await self.schedule.settled()
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        before = self.count()
+        result = await self.tools.call(name, arguments)
+        self.trace.append((self.clock.now_text(), name, arguments, result))
+        if result.get("ok") is False:
+            code = result["error"]["code"]  # type: ignore[index]
+            assert code not in REFUSALS_NEVER_EXPECTED, self.trace
+            assert self.count() == before, self.trace
+        return result
+
+    def check(self) -> None:
+        assert self.schedule.failure is None, (self.schedule.failure, self.trace)
+        fold(schedule_changes(self.session.entries), session=self.session.header.id)
+
+    async def step(self, step: tuple[Any, ...]) -> None:
+        now = self.clock.now()
+        if step[0] == "create":
+            await self.call("schedule_create", _resolve(step[1], now))
+        elif step[0] == "update":
+            views = await self.views()
+            schedule_id = _pick(views, step[1])
+            arguments = _resolve(step[2], now, views.get(schedule_id))
+            if arguments.pop("same", False) and schedule_id in views:
+                arguments.update(_own_rule(views[schedule_id]))
+            await self.call("schedule_update", {"id": schedule_id, **arguments})
+        elif step[0] == "delete":
+            await self.call("schedule_delete", {"id": _pick(await self.views(), step[1])})
+        elif step[0] == "list":
+            await self.call("schedule_list", {})
+        elif step[0] == "jump":
+            self.trace.append(("jump", step[1]))
+            await self.schedule.settled()
+            self.clock.jump(step[1])  # the wall clock stepped (NTP), elapsed time unmoved
+            await self.schedule.settled()
+        else:
+            self.trace.append(("advance", step[1]))
+            if step[1] <= 3600:
+                await self.run_for(step[1])  # every wake-up on the way, deliveries one by one
+            else:
+                await self.schedule.settled()  # downtime: one wake-up, catching up at once
+                self.clock.advance(step[1])
+                await self.schedule.settled()
+        self.check()
+
+
+async def _run(start: str, program: list[tuple[Any, ...]]) -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(start)
+    session = await store.create(now=clock.now())
+    run = Run(store, session, clock)
+    await run.schedule.start()
+    try:
+        for step in program:
+            await run.step(step)
+        await run.schedule.settled()
+        before = await run.views()
+    finally:
+        await run.schedule.close()
+    await session.close()
+    reopened = await store.open(session.id)
+    again = Run(store, reopened, clock)
+    again.trace = run.trace
+    await again.schedule.start()
+    try:
+        assert await again.views() == before, run.trace
+        again.check()
+    finally:
+        await again.schedule.close()
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.sampled_from(STARTS), programs())
+def test_random_management_keeps_a_log_that_folds(start: str, program: list[Any]) -> None:
+    asyncio.run(_run(start, program))
+
+
+def test_the_starts_are_instants() -> None:
+    assert all(format_instant(parse_instant(start)) == start for start in STARTS)
