@@ -260,9 +260,21 @@ class Run:
             assert self.count() == before, self.trace
         return result
 
-    def check(self) -> None:
+    async def check(self) -> None:
+        """The owner runs, the log folds, and the fold of the log from its start (the replay
+        path) holds what the live Schedule (built change by change) lists."""
+        await self.schedule.settled()
         assert self.schedule.failure is None, (self.schedule.failure, self.trace)
-        fold(schedule_changes(self.session.entries), session=self.session.header.id)
+        listed = await self.views()
+        # No await from the list to the fold: the owner delivers nothing in between.
+        folded = fold(schedule_changes(self.session.entries), session=self.session.header.id)
+        replayed = {view["id"]: dict(view) for view in folded.plain_views(self.clock.now())}
+        assert sorted(listed) == sorted(replayed), self.trace
+        for schedule_id, view in replayed.items():
+            # ``runs`` and ``lastRun`` come from the log's history, not the fold.
+            keys = set(view) - {"runs", "lastRun"}
+            shown = {key: listed[schedule_id].get(key) for key in keys}
+            assert shown == {key: view[key] for key in keys}, (schedule_id, self.trace)
 
     async def step(self, step: tuple[Any, ...]) -> None:
         now = self.clock.now()
@@ -292,7 +304,7 @@ class Run:
                 await self.schedule.settled()  # downtime: one wake-up, catching up at once
                 self.clock.advance(step[1])
                 await self.schedule.settled()
-        self.check()
+        await self.check()
 
 
 async def _run(start: str, program: list[tuple[Any, ...]]) -> None:
@@ -315,7 +327,7 @@ async def _run(start: str, program: list[tuple[Any, ...]]) -> None:
     await again.schedule.start()
     try:
         assert await again.views() == before, run.trace
-        again.check()
+        await again.check()
     finally:
         await again.schedule.close()
 
