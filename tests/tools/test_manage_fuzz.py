@@ -145,6 +145,7 @@ STEPS = {
     "update": updates(),
     "delete": st.tuples(st.just("delete"), st.integers(0, 5)),
     "list": st.tuples(st.just("list")),
+    "busy": st.tuples(st.just("busy"), st.booleans()),
     "jump": st.tuples(st.just("jump"), st.integers(-3600, 3600)),
     "advance": st.tuples(
         st.just("advance"),
@@ -224,7 +225,8 @@ class Run:
         self.store = store
         self.session = session
         self.clock = clock
-        self.schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+        self.agent = FakeAgent()
+        self.schedule = LiveSchedule(session, self.agent, clock=clock)
         self.tools = ScheduleTools(self.schedule)
         self.trace: list[object] = []
 
@@ -291,6 +293,14 @@ class Run:
             await self.call("schedule_delete", {"id": _pick(await self.views(), step[1])})
         elif step[0] == "list":
             await self.call("schedule_list", {})
+        elif step[0] == "busy":
+            # The user's turn starts (deliveries wait for it) or ends.
+            self.trace.append(("busy", step[1]))
+            await self.schedule.settled()
+            if step[1] and not self.agent.busy and not self.agent.in_maintenance:
+                self.agent.start_turn()
+            elif not step[1] and self.agent.busy:
+                self.agent.finish_turn()
         elif step[0] == "jump":
             self.trace.append(("jump", step[1]))
             await self.schedule.settled()
@@ -316,6 +326,8 @@ async def _run(start: str, program: list[tuple[Any, ...]]) -> None:
     try:
         for step in program:
             await run.step(step)
+        if run.agent.busy:
+            run.agent.finish_turn()
         await run.schedule.settled()
         before = await run.views()
     finally:
