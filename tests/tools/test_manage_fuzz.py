@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE
-from session_schedule.core.fold import fold
+from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.instants import Instant, format_instant, parse_instant
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
@@ -272,6 +272,14 @@ class Run:
         folded = fold(schedule_changes(self.session.entries), session=self.session.header.id)
         replayed = {view["id"]: dict(view) for view in folded.plain_views(self.clock.now())}
         assert sorted(listed) == sorted(replayed), self.trace
+        # A checkpoint holds the records and their statuses; resumed from it, the same views.
+        resumed = ScheduleFold.resumed(
+            folded.by_creation(),
+            highest_id=folded.highest_id,
+            session=self.session.header.id,
+            statuses=tuple(folded.statuses().items()),
+        )
+        assert resumed.plain_views(self.clock.now()) == folded.plain_views(self.clock.now())
         for schedule_id, view in replayed.items():
             # ``runs`` and ``lastRun`` come from the log's history, not the fold.
             keys = set(view) - {"runs", "lastRun"}
