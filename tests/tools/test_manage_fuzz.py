@@ -123,8 +123,9 @@ def updates(draw: st.DrawFn) -> tuple[str, int, dict[str, Any]]:
         arguments.update(draw(selectors))
     elif choice == "same":
         arguments["same"] = True  # replaced by the reminder's own rule when the call is made
-    if draw(st.booleans()):
-        arguments["paused"] = draw(st.one_of(st.none(), st.booleans()))
+    paused = draw(st.sampled_from(["absent", "absent", "null", "true", "false"]))
+    if paused != "absent":
+        arguments["paused"] = {"null": None, "true": True, "false": False}[paused]
     if draw(st.booleans()):
         arguments["snooze"] = draw(
             st.one_of(
@@ -137,7 +138,7 @@ def updates(draw: st.DrawFn) -> tuple[str, int, dict[str, Any]]:
         arguments["ends"] = draw(ends)
     if draw(st.booleans()):
         arguments["max_lateness_seconds"] = draw(lateness)
-    return ("update", draw(st.integers(0, 5)), arguments)
+    return ("update", draw(st.integers(0, 7)), arguments)
 
 
 STEPS = {
@@ -163,9 +164,10 @@ def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     """A list of steps of a few kinds (swarm testing: some examples only create and update,
     others also delete, jump or advance), so that rarer sequences come up often enough."""
     kinds = draw(st.sets(st.sampled_from(sorted(STEPS)), min_size=1))
-    weighted = [STEPS[kind] for kind in sorted(kinds | {"create"})]
-    weighted += [STEPS["update"]] * 2 if "update" in kinds else []
-    return draw(st.lists(st.one_of(weighted), max_size=30))
+    weighted = [STEPS[kind] for kind in sorted(kinds)]
+    weighted += [STEPS["update"]] * 4 if "update" in kinds else []
+    # Without more creates, one reminder goes through every step.
+    return [draw(creates()), *draw(st.lists(st.one_of(weighted), min_size=4, max_size=30))]
 
 
 REFUSALS_NEVER_EXPECTED = {"internal_error", "corrupt_schedule_log"}
@@ -215,7 +217,7 @@ def _own_rule(view: dict[str, Any]) -> dict[str, Any]:
 
 def _pick(views: dict[str, dict[str, Any]], index: int) -> str:
     """An active reminder's id, mostly; now and then one that is not active."""
-    if index == 0 or not views:
+    if (index == 0 and len(views) < 3) or not views:
         return f"sch_{index + 1}"
     return sorted(views)[index % len(views)]
 
