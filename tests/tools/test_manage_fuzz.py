@@ -7,7 +7,7 @@ changes of Europe/London and America/New_York) during which the owner delivers a
 After every step: no result is ``internal_error`` or ``corrupt_schedule_log``, a refused call
 appended nothing, the owner has not stopped, and the Session's log folds. At the end, a Schedule
 opened again on the same log lists the same reminders. Set ``SESSION_SCHEDULE_FUZZ_EXAMPLES`` to
-run more examples.
+run more examples, and ``SESSION_SCHEDULE_FUZZ_STEPS`` for longer programs.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE
 from session_schedule.core.fold import ScheduleFold, fold
-from session_schedule.core.instants import Instant, format_instant, parse_instant
+from session_schedule.core.instants import MAX_INSTANT, Instant, format_instant, parse_instant
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle, schedule_changes
@@ -30,6 +30,7 @@ from session_schedule.testing.clock import FakeClock
 from session_schedule.tools.handlers import ScheduleTools
 
 EXAMPLES = int(os.environ.get("SESSION_SCHEDULE_FUZZ_EXAMPLES", "150"))
+STEPS_AT_MOST = int(os.environ.get("SESSION_SCHEDULE_FUZZ_STEPS", "30"))
 
 STARTS = (
     "2026-12-01T10:00:00.000Z",
@@ -37,6 +38,7 @@ STARTS = (
     "2027-03-27T23:10:00.000Z",  # London springs forward at 01:00 UTC the next morning
     "2027-03-13T20:00:00.000Z",  # New York springs forward on 14 March
     "2027-01-31T08:00:00.000Z",  # a month's last day
+    "9999-12-29T22:00:00.000Z",  # near the end of time, where recurring reminders end
 )
 ZONES = ("UTC", "Europe/London", "America/New_York", "Asia/Tokyo")
 TIMES = ("00:30", "01:30", "02:30", "09:00", "23:59:59")
@@ -167,9 +169,13 @@ def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     weighted = [STEPS[kind] for kind in sorted(kinds)]
     weighted += [STEPS["update"]] * 4 if "update" in kinds else []
     # Without more creates, one reminder goes through every step.
-    return [draw(creates()), *draw(st.lists(st.one_of(weighted), min_size=4, max_size=30))]
+    return [
+        draw(creates()),
+        *draw(st.lists(st.one_of(weighted), min_size=4, max_size=STEPS_AT_MOST)),
+    ]
 
 
+LAST_CLOCK = parse_instant("9999-12-31T23:59:00.000Z")
 REFUSALS_NEVER_EXPECTED = {"internal_error", "corrupt_schedule_log"}
 
 
@@ -183,7 +189,7 @@ def _resolve(value: Any, now: Instant, view: dict[str, Any] | None = None) -> An
             origin = parse_instant(view["scheduledAt"])
         elif base == "until" and view is not None and (view.get("ends") or {}).get("until"):
             origin = parse_instant(view["ends"]["until"])
-        text = format_instant(Instant(origin + offset * 1000))
+        text = format_instant(Instant(min(origin + offset * 1000, MAX_INSTANT)))
         if zone is None:
             return text
         # The local form, as a wall-clock reading in ``zone``: the date and time of the UTC
@@ -231,6 +237,11 @@ class Run:
         self.schedule = LiveSchedule(session, self.agent, clock=clock)
         self.tools = ScheduleTools(self.schedule)
         self.trace: list[object] = []
+
+    def time_left(self) -> int:
+        """Whole seconds the wall clock may still move forward: a machine's clock stays within
+        the years every instant is written in (0001-9999)."""
+        return max(0, (LAST_CLOCK - self.clock.now()) // 1000)
 
     def count(self) -> int:
         return sum(1 for entry in self.session.entries if entry.type == CHANGE_EVENT_TYPE)
@@ -314,15 +325,18 @@ class Run:
         elif step[0] == "jump":
             self.trace.append(("jump", step[1]))
             await self.schedule.settled()
-            self.clock.jump(step[1])  # the wall clock stepped (NTP), elapsed time unmoved
+            self.clock.jump(
+                min(step[1], self.time_left())
+            )  # the wall clock stepped (NTP), elapsed time unmoved
             await self.schedule.settled()
         else:
             self.trace.append(("advance", step[1]))
-            if step[1] <= 3600:
-                await self.run_for(step[1])  # every wake-up on the way, deliveries one by one
+            seconds = min(step[1], self.time_left())
+            if seconds <= 3600:
+                await self.run_for(seconds)  # every wake-up on the way, deliveries one by one
             else:
                 await self.schedule.settled()  # downtime: one wake-up, catching up at once
-                self.clock.advance(step[1])
+                self.clock.advance(seconds)
                 await self.schedule.settled()
         await self.check()
 
