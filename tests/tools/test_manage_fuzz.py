@@ -273,6 +273,13 @@ class Run:
             code = result["error"]["code"]  # type: ignore[index]
             assert code not in REFUSALS_NEVER_EXPECTED, self.trace
             assert self.count() == before, self.trace
+        elif name in ("schedule_create", "schedule_update"):
+            assert self.count() > before, self.trace
+            written = self.count()
+            view = result["schedule"]
+            listed = await self.views()
+            if self.count() == written:  # the owner delivered nothing meanwhile
+                assert listed[view["id"]] == view, self.trace  # type: ignore[index]
         return result
 
     async def check(self) -> None:
