@@ -149,6 +149,7 @@ STEPS = {
     "delete": st.tuples(st.just("delete"), st.integers(0, 5)),
     "list": st.tuples(st.just("list")),
     "busy": st.tuples(st.just("busy"), st.booleans()),
+    "reopen": st.tuples(st.just("reopen")),
     "jump": st.tuples(st.just("jump"), st.integers(-3600, 3600)),
     "advance": st.tuples(
         st.just("advance"),
@@ -237,6 +238,15 @@ class Run:
         self.schedule = LiveSchedule(session, self.agent, clock=clock)
         self.tools = ScheduleTools(self.schedule)
         self.trace: list[object] = []
+
+    async def reopen(self) -> None:
+        await self.schedule.close()
+        await self.session.close()
+        self.session = await self.store.open(self.session.id)
+        self.agent = FakeAgent()
+        self.schedule = LiveSchedule(self.session, self.agent, clock=self.clock)
+        self.tools = ScheduleTools(self.schedule)
+        await self.schedule.start()
 
     def time_left(self) -> int:
         """Whole seconds the wall clock may still move forward: a machine's clock stays within
@@ -329,6 +339,15 @@ class Run:
                 self.agent.start_turn()
             elif not step[1] and self.agent.busy:
                 self.agent.finish_turn()
+        elif step[0] == "reopen":
+            # The process restarts: the Session is opened again and a new Schedule folds it.
+            self.trace.append(("reopen",))
+            if self.agent.busy:
+                self.agent.finish_turn()  # a held delivery is made before the restart
+            await self.schedule.settled()
+            before = await self.views()
+            await self.reopen()
+            assert await self.views() == before, self.trace
         elif step[0] == "jump":
             self.trace.append(("jump", step[1]))
             await self.schedule.settled()
@@ -351,28 +370,15 @@ class Run:
 async def _run(start: str, program: list[tuple[Any, ...]]) -> None:
     store = MemorySessionStore()
     clock = FakeClock(start)
-    session = await store.create(now=clock.now())
-    run = Run(store, session, clock)
+    run = Run(store, await store.create(now=clock.now()), clock)
     await run.schedule.start()
     try:
         for step in program:
             await run.step(step)
-        if run.agent.busy:
-            run.agent.finish_turn()
-        await run.schedule.settled()
-        before = await run.views()
+        await run.step(("reopen",))
+        await run.check()
     finally:
         await run.schedule.close()
-    await session.close()
-    reopened = await store.open(session.id)
-    again = Run(store, reopened, clock)
-    again.trace = run.trace
-    await again.schedule.start()
-    try:
-        assert await again.views() == before, run.trace
-        await again.check()
-    finally:
-        await again.schedule.close()
 
 
 @settings(
