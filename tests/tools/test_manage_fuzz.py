@@ -150,12 +150,16 @@ STEPS = {
     "list": st.tuples(st.just("list")),
     "busy": st.tuples(st.just("busy"), st.booleans()),
     "reopen": st.tuples(st.just("reopen")),
-    "jump": st.tuples(st.just("jump"), st.integers(-3600, 3600)),
+    "jump": st.tuples(
+        st.just("jump"),
+        # Also exactly a lateness past a target, the edge between a late delivery and a miss.
+        st.one_of(st.integers(-3600, 3600), st.sampled_from([-1, 1, 60, 600, 3600, 86400])),
+    ),
     "advance": st.tuples(
         st.just("advance"),
         st.one_of(
             st.integers(1, 600),
-            st.sampled_from([299, 300, 3600, 86400, 3 * 86400, 40 * 86400]),
+            st.sampled_from([1, 60, 299, 300, 600, 3600, 86400, 3 * 86400, 40 * 86400]),
             st.integers(1, 10 * 86400),
         ),
     ),
