@@ -304,7 +304,7 @@ class Run:
         listed = await self.views()
         # No await from the list to the fold: the owner delivers nothing in between.
         folded = fold(schedule_changes(self.session.entries), session=self.session.header.id)
-        replayed = {view["id"]: dict(view) for view in folded.plain_views(self.clock.now())}
+        replayed = {str(view["id"]): dict(view) for view in folded.plain_views(self.clock.now())}
         assert sorted(listed) == sorted(replayed), self.trace
         # A checkpoint holds the records and their statuses; resumed from it, the same views.
         resumed = ScheduleFold.resumed(
