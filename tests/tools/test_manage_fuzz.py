@@ -1,13 +1,18 @@
-"""Random sequences of management calls and clock advances through the real tools (SPEC §11, §12).
+"""Random sequences of management calls and clock steps through the real tools (SPEC §11, §12).
 
 Each example drives :class:`ScheduleTools` on a live Schedule over a memory Session, in virtual
 time, with mostly plausible calls: creates of every kind (with ends and lateness), updates with
-every combination of fields, deletes, lists, and clock advances (small and large, across the DST
-changes of Europe/London and America/New_York) during which the owner delivers and records misses.
-After every step: no result is ``internal_error`` or ``corrupt_schedule_log``, a refused call
-appended nothing, the owner has not stopped, and the Session's log folds. At the end, a Schedule
-opened again on the same log lists the same reminders. Set ``SESSION_SCHEDULE_FUZZ_EXAMPLES`` to
-run more examples, and ``SESSION_SCHEDULE_FUZZ_STEPS`` for longer programs.
+every combination of fields (the reminder's own rule given again included), deletes, lists,
+clock advances (small and large, across the DST changes of Europe/London and America/New_York)
+during which the owner delivers and records misses, wall-clock jumps either way, the user's turn
+holding deliveries back, and restarts. After every step: no result is ``internal_error`` or
+``corrupt_schedule_log``; a refused call appended nothing; an accepted create or update appended
+and answered the view the list then shows; the owner has not stopped (a decision of
+:mod:`session_schedule.core.due` the fold refuses stops it); the Session's log folds from its
+start to what the live Schedule lists; and a checkpoint of that fold resumes to the same views.
+A restart (mid-program and at the end) lists the same reminders. Set
+``SESSION_SCHEDULE_FUZZ_EXAMPLES`` to run more examples, and ``SESSION_SCHEDULE_FUZZ_STEPS`` for
+longer programs.
 """
 
 from __future__ import annotations
