@@ -829,6 +829,8 @@ def test_a_page_whose_stream_comes_back_to_a_session_being_handed_over_shows_the
         page = open_page(first.url, "Europe/Paris")
         session = session_of(page)
         port = int(first.url.rstrip("/").rsplit(":", 1)[1])
+        # Stopped once the opening's requests are answered: one cut off would show a notice.
+        expect(page.locator(f"body[data-opened='{session}']")).to_have_count(1)
     expect(page.locator("#status")).not_to_have_text("live")
     held: list[str] = []
     ready, release = threading.Event(), threading.Event()

@@ -798,6 +798,7 @@
   async function openSession(id) {
     const valid = SESSION_ID.test(id);
     const switching = id !== state.sessionId;
+    delete document.body.dataset.opened;
     closeStream();
     state.sessionId = valid ? id : null;
     state.next = 0;
@@ -841,6 +842,9 @@
     await refreshSchedules();
     await refreshQuotas();
     await showAway(id);
+    // Every request of the opening has been answered (what a test waits for before it stops
+    // the server: a request cut off by the stop would show a notice of its own).
+    if (state.sessionId === id) document.body.dataset.opened = id;
   }
 
   // -- quotas (GET/POST /api/sessions/{id}/quotas) ---------------------------------------------
