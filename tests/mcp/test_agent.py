@@ -21,6 +21,7 @@ from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle
 from session_schedule.testing.clock import FakeClock
+from tests.virtual_time import run_for
 
 START = "2026-11-29T20:00:00.000Z"
 TAKE_SECONDS = 10.0
@@ -39,17 +40,7 @@ class World:
         self.announcements.append(self.clock.now_text())
 
     async def run_for(self, seconds: float) -> None:
-        remaining = seconds
-        await self.schedule.settled()
-        while True:
-            step = self.clock.next_deadline()
-            if step is None or step > remaining:
-                self.clock.advance(remaining)
-                await self.schedule.settled()
-                return
-            self.clock.advance(step)
-            remaining -= step
-            await self.schedule.settled()
+        await run_for(self.schedule, self.clock, seconds)
 
     async def take(self) -> str | None:
         """A take while the owner runs: the owner hands over what is due, if anything."""

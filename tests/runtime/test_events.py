@@ -18,6 +18,7 @@ from session_schedule.session.port import SessionHandle
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools.handlers import ScheduleTools
+from tests.virtual_time import run_for
 
 START = "2026-11-29T20:00:00.000Z"
 
@@ -32,17 +33,7 @@ class World:
     events: list[ScheduleEvent] = field(default_factory=list)
 
     async def run_for(self, seconds: float) -> None:
-        remaining = seconds
-        await self.schedule.settled()
-        while True:
-            step = self.clock.next_deadline()
-            if step is None or step > remaining:
-                self.clock.advance(remaining)
-                await self.schedule.settled()
-                return
-            self.clock.advance(step)
-            remaining -= step
-            await self.schedule.settled()
+        await run_for(self.schedule, self.clock, seconds)
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ from session_schedule.session.port import SessionHandle
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools import ScheduleTools
+from tests.virtual_time import run_for
 
 START = "2026-11-29T20:00:00.000Z"
 
@@ -49,17 +50,7 @@ class World:
 
     async def run_for(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass, waking the owner at each of its deadlines."""
-        remaining = seconds
-        await self.schedule.settled()
-        while True:
-            step = self.clock.next_deadline()
-            if step is None or step > remaining:
-                self.clock.advance(remaining)
-                await self.schedule.settled()
-                return
-            self.clock.advance(step)
-            remaining -= step
-            await self.schedule.settled()
+        await run_for(self.schedule, self.clock, seconds)
 
     async def reopen(self, agent: FakeAgent | None = None) -> None:
         """Close the live Schedule and the handle, then open the Session live again."""

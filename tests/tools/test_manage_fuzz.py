@@ -33,6 +33,7 @@ from session_schedule.session.port import SessionHandle, schedule_changes
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools.handlers import ScheduleTools
+from tests.virtual_time import run_for
 
 EXAMPLES = int(os.environ.get("SESSION_SCHEDULE_FUZZ_EXAMPLES", "150"))
 STEPS_AT_MOST = int(os.environ.get("SESSION_SCHEDULE_FUZZ_STEPS", "30"))
@@ -272,17 +273,7 @@ class Run:
 
     async def run_for(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass, waking the owner at each of its deadlines."""
-        remaining = seconds
-        await self.schedule.settled()
-        while True:
-            step = self.clock.next_deadline()
-            if step is None or step > remaining:
-                self.clock.advance(remaining)
-                await self.schedule.settled()
-                return
-            self.clock.advance(step)
-            remaining -= step
-            await self.schedule.settled()
+        await run_for(self.schedule, self.clock, seconds)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         before = self.count()
