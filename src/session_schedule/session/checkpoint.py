@@ -67,7 +67,6 @@ first entry (no quotas entry can precede it: no library that wrote one wrote tha
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, NamedTuple, cast, final
 
@@ -85,6 +84,7 @@ from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.records import NO_STATUS, RecordStatus, ScheduleRecord
 from session_schedule.session.codec import Source, decode_payload, encode_payload
+from session_schedule.session.crc import crc32
 from session_schedule.session.errors import SessionCorrupt
 from session_schedule.session.history import OccurrenceLog, OccurrenceRun
 from session_schedule.session.port import LogEntry, ResumePoint, schedule_changes
@@ -465,7 +465,7 @@ def seal(content: CheckpointFile, *, chain: int | None = None) -> bytes:
     if chain is not None:
         content = msgspec.structs.replace(content, chain=chain)
     body = _ENCODER.encode(content)
-    return b"%08x\n" % zlib.crc32(body) + body
+    return b"%08x\n" % crc32(body) + body
 
 
 def encode_checkpoint(
@@ -486,7 +486,7 @@ def _payload(entry: LogEntry) -> bytes:
 def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
     """The checkpoint in ``data`` if it is intact, of this version and of ``source``'s session."""
     seal, _, body = data.partition(b"\n")
-    if len(seal) != 8 or seal.strip(b"0123456789abcdef") or int(seal, 16) != zlib.crc32(body):
+    if len(seal) != 8 or seal.strip(b"0123456789abcdef") or int(seal, 16) != crc32(body):
         return Rejected("damaged", "it does not match its checksum")
     try:
         found = _DECODER.decode(body)

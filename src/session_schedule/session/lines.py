@@ -26,11 +26,13 @@ one line per entry, and after every barrier a commit record::
   (Its own ``crc`` is not chained; commit records are not entries.) A fork's ``seedLength``
   vouches for its copied entries the same way.
 
-**The checksum is CRC-32** (``zlib.crc32``, the standard library's C implementation, about
-0.2 µs for a 200-byte line). It is not a defence against an adversary — nothing in a file its
-reader can write is — but a detector of damage: every burst of up to 32 bits, and all but 2⁻³²
-of the rest. CRC-32C would detect as well; its advantage is hardware speed on long buffers, which
-lines of a few hundred bytes do not need, so the format takes no extra dependency for it.
+**The checksum is CRC-32**, zlib's (computed by ``zlib_ng.crc32``, the same function as the
+standard library's ``zlib.crc32`` with folding by carry-less multiplication where the CPU has it:
+about 0.1 µs for a 200-byte line, against 0.26 µs for the standard library's table-driven one,
+which made it a tenth of opening a long log). It is not a defence against an adversary — nothing
+in a file its reader can write is — but a detector of damage: every burst of up to 32 bits, and
+all but 2⁻³² of the rest. CRC-32C would detect as well; the format keeps zlib's CRC-32, which
+any language's standard library computes.
 
 **Reading back.** The scan verifies each line in order: the checksum against the chain, ``seq``
 against the position, then the payload with its type's strict decoder. The first line that does
@@ -66,7 +68,6 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
@@ -85,6 +86,7 @@ from session_schedule.session.codec import (
     encode_header,
     header_line,
 )
+from session_schedule.session.crc import crc32
 from session_schedule.session.port import LogEntry, SessionHeader
 
 Format: TypeAlias = Literal[1, 2]
@@ -116,20 +118,20 @@ def new_checksums() -> Checksums:
 def sealed_header_line(header: SessionHeader) -> bytes:
     """Line 1 of a format-2 file, with its ``\\n``."""
     body = _HEADER_START + encode_header(header)
-    return _seal(body, zlib.crc32(body))
+    return _seal(body, crc32(body))
 
 
 def entry_line(position: int, entry_type: str, data: bytes, previous: int) -> tuple[bytes, int]:
     """The format-2 line (with its ``\\n``) of entry ``position`` and its chained checksum."""
     body = b'{"seq":%d,"type":%b,"data":%b' % (position, _ENCODER.encode(entry_type), data)
-    checksum = zlib.crc32(body, previous)
+    checksum = crc32(body, previous)
     return _seal(body, checksum), checksum
 
 
 def commit_line(count: int, checksum: int) -> bytes:
     """The commit record (with its ``\\n``) saying entries ``0 … count-1`` are durable."""
     body = b'{"ack":%d,"chain":"%08x"' % (count, checksum)
-    return _seal(body, zlib.crc32(body))
+    return _seal(body, crc32(body))
 
 
 def header_line_for(header: SessionHeader) -> bytes:
@@ -234,7 +236,7 @@ def decode_header_line(line: bytes, source: Source) -> SessionHeader:
     sealed = _unseal(line)
     if sealed is not None:
         body, stored = sealed
-        if zlib.crc32(body) != stored:
+        if crc32(body) != stored:
             raise source.corrupt(None, "the header does not match its checksum")
         line = body + b"}"
     header = decode_envelope_header(line, source, formats=FORMATS)
@@ -345,7 +347,6 @@ def _scan_format_2(  # noqa: PLR0915 - one loop over every line on purpose: repl
     count = start
     acknowledged = kept_acknowledged = max(header.seed_length, after.entries)
     broken: _Break | None = None
-    crc32 = zlib.crc32
     keep_lines = earlier is None
     # ``base``: the index among all lines of the block's first line (the header's is 0), which
     # starts at file offset ``offset``.
@@ -524,7 +525,7 @@ def _verified_block(
         commits = list(compress(lines, is_commit))
         if list(map(_cut, commits, repeat(_BODY_SLICE))) != expected or b"".join(
             map(_cut, commits, repeat(_SEAL_SLICE))
-        ) != _seals_of(array("I", map(zlib.crc32, expected))):
+        ) != _seals_of(array("I", map(crc32, expected))):
             return None
     return _Block(entries, types, payloads, entry_numbers, checksums, acknowledged)
 
@@ -564,7 +565,7 @@ def _verified_entries(
     if _LITTLE_ENDIAN:
         stated.byteswap()
     checksums.extend(
-        map(zlib.crc32, map(_cut, entries, repeat(_BODY_SLICE)), array("I", (previous,)) + stated)
+        map(crc32, map(_cut, entries, repeat(_BODY_SLICE)), array("I", (previous,)) + stated)
     )
     # Each seal must be exactly that of the checksum computed: so the one it states is that one,
     # and the next line's register started from it.
@@ -661,7 +662,7 @@ def _expected_commit(count: int, chain: int) -> bytes:
     """The commit record line (without its newline) for ``count`` entries, the last with the
     chained checksum ``chain``."""
     body = b'{"ack":%d,"chain":"%08x"' % (count, chain)
-    return body + _SEAL_FORM % zlib.crc32(body)
+    return body + _SEAL_FORM % crc32(body)
 
 
 def stated_entry_checksum(line: bytes, position: int) -> int | None:
@@ -679,7 +680,7 @@ def _verify(line: bytes, previous: int) -> int | None:
     if sealed is None:
         return None
     body, stored = sealed
-    checksum = zlib.crc32(body, previous)
+    checksum = crc32(body, previous)
     return checksum if checksum == stored else None
 
 
@@ -790,7 +791,7 @@ def _commit(line: bytes, line_number: int) -> _Commit | None:
         return None
     body, stored = sealed
     found = _COMMIT.fullmatch(body)
-    if found is None or zlib.crc32(body) != stored:
+    if found is None or crc32(body) != stored:
         return None
     return _Commit(int(found[1]), int(found[2], 16), line_number)
 

@@ -82,7 +82,7 @@ class SessionHeader(
 
 
 @final
-class LogEntry(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class LogEntry(msgspec.Struct, frozen=True, gc=False):
     """One entry of a session: its position, its catalog type and its decoded payload."""
 
     position: int
