@@ -1,21 +1,28 @@
-"""Virtual time for tests of a live Schedule: let time pass as the owner would see it."""
+"""Virtual time for tests of a live Schedule or a host: let time pass as the owner would see it."""
 
 from __future__ import annotations
 
-from session_schedule.runtime.live import LiveSchedule
+from typing import Protocol
+
 from session_schedule.testing.clock import FakeClock
 
 
-async def run_for(schedule: LiveSchedule, clock: FakeClock, seconds: float) -> None:
-    """Let ``seconds`` of virtual time pass, waking the owner at each of its deadlines."""
+class Settles(Protocol):
+    """A live Schedule or a host: what runs on the clock's deadlines, and says when it is idle."""
+
+    async def settled(self) -> None: ...
+
+
+async def run_for(owner: Settles, clock: FakeClock, seconds: float) -> None:
+    """Let ``seconds`` of virtual time pass, waking ``owner`` at each of its deadlines."""
     remaining = seconds
-    await schedule.settled()
+    await owner.settled()
     while True:
         step = clock.next_deadline()
         if step is None or step > remaining:
             clock.advance(remaining)
-            await schedule.settled()
+            await owner.settled()
             return
         clock.advance(step)
         remaining -= step
-        await schedule.settled()
+        await owner.settled()

@@ -24,8 +24,9 @@ from session_schedule.session.postgres import PostgresSessionStore
 from session_schedule.session.sqlite import SqliteSessionStore
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import CHANGE, at_create
-from tests.host.test_scheduler import Agents, run_for
+from tests.host.test_scheduler import Agents
 from tests.postgres import migrated_schema, server_dsn
+from tests.virtual_time import run_for
 
 START = "2026-11-29T20:00:00.000Z"
 SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
@@ -96,7 +97,7 @@ async def _until_opened(
         await _front_end_sleeping(clock, host, opening)
         if opening.done():
             return
-        await run_for(clock, host, RETRY_SECONDS)
+        await run_for(host, clock, RETRY_SECONDS)
 
 
 @asynccontextmanager
@@ -127,7 +128,7 @@ async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
     agents = Agents()
     session_id = await _session_with(store, clock, 120)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 95)
+        await run_for(host, clock, 95)
         assert host.open_sessions == {session_id}
         async with _front_end(front, clock, host, session_id) as (handle, notes, took):
             assert handle.id == session_id
@@ -135,11 +136,11 @@ async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
             assert took <= 2
             assert host.open_sessions == frozenset()
             assert host.stats.handed_over == 1
-            await run_for(clock, host, 15)  # the host tries again and is refused meanwhile
+            await run_for(host, clock, 15)  # the host tries again and is refused meanwhile
             assert host.open_sessions == frozenset()
-        await run_for(clock, host, SETTINGS.busy_retry_seconds + 1)
+        await run_for(host, clock, SETTINGS.busy_retry_seconds + 1)
         assert host.open_sessions == {session_id}  # taken back
-        await run_for(clock, host, 20)  # past the target
+        await run_for(host, clock, 20)  # past the target
     assert await _dispatched(store, session_id) == ["sch_1"]
     assert len(agents.followups(session_id)) == 1
 
@@ -156,7 +157,7 @@ async def _turn_then_hand_over(store: SessionStore, front: SessionStore) -> None
     agents = Agents()
     session_id = await _session_with(store, clock, 120, 125)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 95)
+        await run_for(host, clock, 95)
         (agent,) = agents.made[session_id]
         agent.start_turn()  # a turn runs: the session is not closed under it
         notes: list[str] = []
@@ -165,7 +166,7 @@ async def _turn_then_hand_over(store: SessionStore, front: SessionStore) -> None
         )
         for _ in range(6):
             await _front_end_sleeping(clock, host, opening)
-            await run_for(clock, host, RETRY_SECONDS)
+            await run_for(host, clock, RETRY_SECONDS)
         assert not opening.done()
         assert host.open_sessions == {session_id}
         agent.finish_turn()
@@ -201,7 +202,7 @@ async def test_a_host_whose_hand_over_requests_fail_for_a_while_logs_once_and_ha
 
     monkeypatch.setattr(store, "handover_requests", failing)
     async with ScheduleHost(store, Agents(), clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 95)
+        await run_for(host, clock, 95)
         assert host.open_sessions == {session_id}
         failures = 6  # from now on, while the host holds the session
         with caplog.at_level("INFO", logger="session_schedule.host"):

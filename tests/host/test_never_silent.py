@@ -30,6 +30,7 @@ from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, MessageEntry
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import CHANGE, at_create
+from tests.virtual_time import run_for
 
 START = "2026-11-29T20:00:00.000Z"
 
@@ -93,20 +94,6 @@ async def hosted(
             yield host
 
 
-async def run_for(clock: FakeClock, host: ScheduleHost, seconds: float) -> None:
-    remaining = seconds
-    await host.settled()
-    while True:
-        step = clock.next_deadline()
-        if step is None or step > remaining:
-            clock.advance(remaining)
-            await host.settled()
-            return
-        clock.advance(step)
-        remaining -= step
-        await host.settled()
-
-
 async def session_with(data: Path, clock: FakeClock, *targets: tuple[int, int]) -> SessionId:
     """A session with ``(number, seconds from now)`` one-shots."""
     async with await JsonlSessionStore(data).create(now=clock.now()) as handle:
@@ -123,13 +110,13 @@ async def test_the_reproduction_delivers_once_the_endpoint_comes_back(tmp_path: 
     session_id = await session_with(tmp_path, clock, (1, 32))
     settings = HostSettings(schedule=Settings())
     async with hosted(tmp_path, clock, endpoint, settings) as host:
-        await run_for(clock, host, 60)
+        await run_for(host, clock, 60)
         refused = endpoint.calls
         assert refused >= 3  # due at +32 s, tried at once, then after about 1-2 s and 2-4 s
         assert host.stats.turn_retries == refused
         assert host.stats.turns_failed == 0
         endpoint.down = False  # the endpoint is back
-        await run_for(clock, host, 120)
+        await run_for(host, clock, 120)
         assert endpoint.calls == refused + 1
         assert host.stats.turns_failed == 0
     _, entries = await JsonlSessionStore(tmp_path).read(session_id)
@@ -155,7 +142,7 @@ async def test_a_host_against_an_endpoint_failing_half_its_calls_loses_nothing(
         for s in range(1, 9)
     ]
     async with hosted(tmp_path, clock, endpoint, HostSettings()) as host:
-        await run_for(clock, host, 1800)  # a simulated half hour
+        await run_for(host, clock, 1800)  # a simulated half hour
         assert host.stats.turns_failed == 0
         retries = host.stats.turn_retries
     dispatched = 0

@@ -22,6 +22,7 @@ from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.testing.session_contract import CHANGE, at_create
 from session_schedule.tools.handlers import ScheduleTools
+from tests.virtual_time import run_for
 
 START = "2026-11-29T20:00:00.000Z"
 SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
@@ -56,21 +57,6 @@ class Agents:
 
     def followups(self, session_id: SessionId) -> list[str]:
         return [text for agent in self.made.get(session_id, []) for text in agent.followups]
-
-
-async def run_for(clock: FakeClock, host: ScheduleHost, seconds: float) -> None:
-    """Let ``seconds`` of virtual time pass, waking the host at each of its deadlines."""
-    remaining = seconds
-    await host.settled()
-    while True:
-        step = clock.next_deadline()
-        if step is None or step > remaining:
-            clock.advance(remaining)
-            await host.settled()
-            return
-        clock.advance(step)
-        remaining -= step
-        await host.settled()
 
 
 async def session_with(
@@ -109,21 +95,21 @@ async def test_a_session_opens_before_its_target_delivers_and_closes_when_idle(
     due = await session_with(store, clock, 120, 125)
     quiet = await session_with(store, clock)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 80)
+        await run_for(host, clock, 80)
         assert host.open_sessions == frozenset()
-        await run_for(clock, host, 15)  # 95 s: within the 30 s lead of the first target
+        await run_for(host, clock, 15)  # 95 s: within the 30 s lead of the first target
         assert host.open_sessions == {due}
         assert agents.followups(due) == []
-        await run_for(clock, host, 25)  # 120 s: the first reminder is due
+        await run_for(host, clock, 25)  # 120 s: the first reminder is due
         assert len(agents.followups(due)) == 1
         assert host.open_sessions == {due}  # the second is 5 s away
-        await run_for(clock, host, 5)
+        await run_for(host, clock, 5)
         assert len(agents.followups(due)) == 2
         assert host.open_sessions == frozenset()  # nothing active: closed
         assert await dispatched(store, due) == ["sch_1", "sch_2"]
         assert quiet not in agents.made
         assert host.stats.opened == host.stats.closed == 1
-        await run_for(clock, host, 3600)
+        await run_for(host, clock, 3600)
         assert host.stats.opened == 1
 
 
@@ -137,15 +123,15 @@ async def test_more_due_sessions_than_max_open_are_opened_in_order_as_others_clo
         lead_seconds=30, poll_seconds=600, max_open=2, max_opening=1, queue_poll_seconds=600
     )
     async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
-        await run_for(clock, host, 59)
+        await run_for(host, clock, 59)
         assert len(host.open_sessions) == 2  # the rest wait in the queue, not for the poll
-        await run_for(clock, host, 5)  # 64 s: every target has come, long before the next poll
+        await run_for(host, clock, 5)  # 64 s: every target has come, long before the next poll
         for session_id in sessions:
             assert len(agents.followups(session_id)) == 1
             assert await dispatched(store, session_id) == ["sch_1"]
         assert list(agents.made) == sessions[::-1]
         assert host.stats.polls == 1
-        await run_for(clock, host, 1)
+        await run_for(host, clock, 1)
         assert host.open_sessions == frozenset()
         assert host.stats.opened == host.stats.closed == 5
 
@@ -157,11 +143,11 @@ async def test_a_session_held_elsewhere_is_skipped_and_retried(
     session_id = await session_with(store, clock, 60)
     held = await store.open(session_id)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 90)
+        await run_for(host, clock, 90)
         assert host.open_sessions == frozenset()
         assert host.stats.busy >= 10  # tried every 5 s from the lead on
         await held.close()
-        await run_for(clock, host, 5)
+        await run_for(host, clock, 5)
         assert len(agents.followups(session_id)) == 1
         assert "sch_1@" in agents.followups(session_id)[0]
         assert await dispatched(store, session_id) == ["sch_1"]
@@ -173,17 +159,17 @@ async def test_a_reminder_created_in_a_hosted_session_is_timed_by_the_host(
 ) -> None:
     session_id = await session_with(store, clock, 10)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 1)
+        await run_for(host, clock, 1)
         assert host.open_sessions == {session_id}
         schedule_of = agents.made[session_id][0]
         assert schedule_of.followups == []
         # A tool call while it is open (the model's, in the follow-up turn, say).
         live = host._slots[session_id].schedule
         await live.create({"prompt": "again", "after_seconds": 20})
-        await run_for(clock, host, 10)
+        await run_for(host, clock, 10)
         assert len(agents.followups(session_id)) == 1
         assert host.open_sessions == {session_id}  # the new one is due within the lead
-        await run_for(clock, host, 11)
+        await run_for(host, clock, 11)
         assert len(agents.followups(session_id)) == 2
         assert host.open_sessions == frozenset()
 
@@ -195,16 +181,16 @@ async def test_a_poisoned_session_is_closed_and_reopened_from_storage(
     session_id = await session_with(store, clock, 5)
     settings = HostSettings(lead_seconds=30, poll_seconds=10, failed_retry_seconds=20)
     async with ScheduleHost(store, agents, clock=clock, settings=settings) as host:
-        await run_for(clock, host, 1)
+        await run_for(host, clock, 1)
         assert host.open_sessions == {session_id}
         store.fail_next_barrier()
-        await run_for(clock, host, 5)
+        await run_for(host, clock, 5)
         # The follow-up was queued, its dispatch not confirmed: closed, nothing recorded.
         assert len(agents.followups(session_id)) == 1
         assert host.open_sessions == frozenset()
         assert host.stats.failed == 1
         assert await dispatched(store, session_id) == []
-        await run_for(clock, host, 20)
+        await run_for(host, clock, 20)
         # At-least-once: delivered again from storage, with the same occurrence key.
         followups = agents.followups(session_id)
         assert len(followups) == 2
@@ -219,14 +205,14 @@ async def test_a_busy_agent_keeps_its_session_open_until_idle(
 ) -> None:
     session_id = await session_with(store, clock, 5)
     async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 1)
+        await run_for(host, clock, 1)
         agent = agents.made[session_id][0]
         agent.start_turn()
-        await run_for(clock, host, 60)
+        await run_for(host, clock, 60)
         assert agent.followups == []  # never into a running turn
         assert host.open_sessions == {session_id}
         agent.finish_turn()
-        await run_for(clock, host, 0)
+        await run_for(host, clock, 0)
         assert len(agent.followups) == 1
         assert host.open_sessions == frozenset()
 
@@ -287,10 +273,10 @@ async def test_the_hosts_own_run_turn_answers_through_the_turn_queue(
 
     factory = turn_queue_agents(run_turn_for)
     async with ScheduleHost(store, factory, clock=clock, settings=SETTINGS) as host:
-        await run_for(clock, host, 6)
+        await run_for(host, clock, 6)
         assert [sid for sid, _ in ran] == [session_id]
         assert "sch_1@2026-11-29T20:00:05.000Z" in ran[0][1]
-        await run_for(clock, host, 10)
+        await run_for(host, clock, 10)
         assert len(ran) == 2
         assert "sch_2@" in ran[1][1]
     del agents
@@ -321,7 +307,7 @@ async def test_a_turn_cut_off_by_a_host_that_stops_is_answered_by_the_next_host(
     # The drain is measured in real time; the slow answer never ends in it.
     settings = msgspec.structs.replace(SETTINGS, drain_seconds=0.01)
     async with ScheduleHost(store, turn_queue_agents(slow), clock=clock, settings=settings) as host:
-        await run_for(clock, host, 6)
+        await run_for(host, clock, 6)
         assert len(started) == 1
     assert answered == []
     # The session has no reminder left, but its turn is unfinished: it is due at once.
@@ -329,9 +315,9 @@ async def test_a_turn_cut_off_by_a_host_that_stops_is_answered_by_the_next_host(
     async with ScheduleHost(
         store, turn_queue_agents(quick), clock=clock, settings=settings
     ) as host:
-        await run_for(clock, host, SETTINGS.poll_seconds)
+        await run_for(host, clock, SETTINGS.poll_seconds)
         assert answered == started
-        await run_for(clock, host, SETTINGS.poll_seconds)
+        await run_for(host, clock, SETTINGS.poll_seconds)
         assert host.open_sessions == frozenset()
     assert await store.due_sessions(Instant(clock.now() + 3600 * MS_PER_SECOND)) == ()
     assert await dispatched(store, session_id) == ["sch_1"]
@@ -344,14 +330,14 @@ def test_a_busy_retry_lasts_its_elapsed_time_whatever_the_wall_clock_does(step: 
         session_id = await session_with(store, clock, 60)
         held = await store.open(session_id)
         async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-            await run_for(clock, host, 40)  # opened at the lead (+30 s), found busy, retried
+            await run_for(host, clock, 40)  # opened at the lead (+30 s), found busy, retried
             assert host.stats.busy >= 1
             assert host.stats.opened == 0
             await held.close()
             clock.jump(step)
-            await run_for(clock, host, 4.999)
+            await run_for(host, clock, 4.999)
             assert host.stats.opened == 0
-            await run_for(clock, host, 0.001)
+            await run_for(host, clock, 0.001)
             assert host.stats.opened == 1
 
     asyncio.run(test(MemorySessionStore(), FakeClock(START), Agents()))
@@ -365,14 +351,14 @@ def test_a_refusal_back_off_lasts_its_elapsed_time_whatever_the_wall_clock_does(
         agents.refusing = True
         session_id = await session_with(store, clock, -7200)  # two hours overdue
         async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-            await run_for(clock, host, 0)
+            await run_for(host, clock, 0)
             [agent] = agents.made[session_id]
             assert agent.refused == 1  # then a back-off of 1 s
             agent.accept()
             clock.jump(step)
-            await run_for(clock, host, 0.999)
+            await run_for(host, clock, 0.999)
             assert agent.followups == []
-            await run_for(clock, host, 0.001)
+            await run_for(host, clock, 0.001)
             assert len(agent.followups) == 1
             assert await dispatched(store, session_id) == ["sch_1"]
 

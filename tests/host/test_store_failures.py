@@ -20,7 +20,8 @@ from session_schedule.session.ids import SessionId
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import DueSession, SessionHandle
 from session_schedule.testing.clock import FakeClock
-from tests.host.test_scheduler import START, Agents, dispatched, run_for, session_with
+from tests.host.test_scheduler import START, Agents, dispatched, session_with
+from tests.virtual_time import run_for
 
 SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, failed_retry_seconds=20)
 
@@ -72,10 +73,10 @@ def test_a_failing_index_read_is_retried_at_the_next_poll(
 
         monkeypatch.setattr(store, "due_sessions", due_sessions)
         async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-            await run_for(clock, host, 25)
+            await run_for(host, clock, 25)
             assert agents.followups(session_id) == []
             assert host.failure is None
-            await run_for(clock, host, 10)  # the fourth poll reads the index
+            await run_for(host, clock, 10)  # the fourth poll reads the index
             assert len(agents.followups(session_id)) == 1
             assert await dispatched(store, session_id) == ["sch_1"]
             assert host.failure is None
@@ -107,15 +108,15 @@ def test_a_session_that_fails_to_open_is_retried_and_others_are_delivered(
 
         monkeypatch.setattr(store, "open", open_session)
         async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-            await run_for(clock, host, 10)
+            await run_for(host, clock, 10)
             assert len(agents.followups(fine)) == 1
             assert agents.followups(troubled) == []
             assert host.stats.failed == 1
             assert host._opening == set()
-            await run_for(clock, host, 20)  # the first retry fails again
+            await run_for(host, clock, 20)  # the first retry fails again
             assert agents.followups(troubled) == []
             assert host.stats.failed == 2
-            await run_for(clock, host, 20)
+            await run_for(host, clock, 20)
             assert len(agents.followups(troubled)) == 1
             assert await dispatched(store, troubled) == ["sch_1"]
             assert host.open_sessions == frozenset()
@@ -153,11 +154,11 @@ def test_a_session_whose_pass_fails_is_closed_and_opened_again(
 
         monkeypatch.setattr(host, "_open", open_and_break)
         async with host:
-            await run_for(clock, host, 10)
+            await run_for(host, clock, 10)
             assert agents.followups(session_id) == []
             assert host.open_sessions == frozenset()
             assert host.stats.failed == 1
-            await run_for(clock, host, 20)
+            await run_for(host, clock, 20)
             assert len(agents.followups(session_id)) == 1
             assert await dispatched(store, session_id) == ["sch_1"]
             assert host.failure is None
@@ -191,12 +192,12 @@ def test_out_of_descriptors_the_host_cycles_due_sessions_through_the_ones_it_has
 
         monkeypatch.setattr(store, "open", open_session)
         async with ScheduleHost(store, agents, clock=clock, settings=SETTINGS) as host:
-            await run_for(clock, host, 10)
+            await run_for(host, clock, 10)
             # Each queued session is opened as soon as a delivered one closes (Rule 8), and the
             # one refused is tried again after 5 s, well before the 20 s a failed open waits.
             delivered = [session_id for session_id in due if agents.followups(session_id)]
             assert delivered == due
-            await run_for(clock, host, 15)
+            await run_for(host, clock, 15)
             assert all(len(agents.followups(session_id)) == 1 for session_id in due)
             assert host.stats.failed == 0
             assert host.stats.out_of_descriptors >= 1
