@@ -446,6 +446,28 @@ async def test_the_failure_count_is_reported_when_the_interval_ends_even_if_all_
     assert refusals(caplog)[1] == failure_line(1, peers="10.1.1.1")
 
 
+async def test_flushing_the_refusal_logs_reports_what_waits_and_nothing_twice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failures = TokenFailures(interval=0.05)
+    log = RefusalLog(interval=0.05)
+    for _ in range(3):
+        failures.failed("10.1.1.1")
+        log.refused("the Host header names a host not served here", "10.1.1.1", "GET /")
+    failures.flush()
+    log.flush()
+    failures.flush()
+    log.flush()
+    await asyncio.sleep(0.2)  # the reports the intervals had planned were cancelled
+    kind = "the Host header names a host not served here"
+    assert refusals(caplog) == [
+        failure_line(1, peers="10.1.1.1"),
+        refusal_line(kind, "GET /", peers="10.1.1.1"),
+        failure_line(2, peers="10.1.1.1"),
+        refusal_line(kind, "GET /", count=2, peers="10.1.1.1"),
+    ]
+
+
 def test_the_token_cookie_is_named_after_the_port() -> None:
     assert token_cookie_name(8765) == "session_schedule_token_8765"
 

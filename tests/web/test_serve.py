@@ -539,7 +539,8 @@ def test_a_real_server_logs_refused_websocket_handshakes_as_one_count(
     served: tuple[subprocess.Popen[str], str],
 ) -> None:
     """100 WebSocket upgrades, each refused (403): uvicorn's two lines for each are not
-    written, only the app's count of refusals."""
+    written, only the app's count of refusals: the first at once, the rest as the server
+    stops."""
     process, url = served
     port = int(url.partition("?token=")[0].rstrip("/").rpartition(":")[2])
     handshake = (
@@ -561,7 +562,9 @@ def test_a_real_server_logs_refused_websocket_handshakes_as_one_count(
     refusals = [line for line in err.splitlines() if "websockets are not served" in line]
     assert refusals == [
         "WARNING:     session_schedule.web.security: refused 1 request since the last report: "
-        "websockets are not served (first WEBSOCKET /ws; from 127.0.0.1)"
+        "websockets are not served (first WEBSOCKET /ws; from 127.0.0.1)",
+        "WARNING:     session_schedule.web.security: refused 99 requests since the last report: "
+        "websockets are not served (first WEBSOCKET /ws; from 127.0.0.1)",
     ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import re
 import socket
 import threading
 import time
@@ -129,9 +130,16 @@ def test_many_idle_sockets_leave_room_for_a_real_request_and_a_small_log(
             except ConnectionError:
                 pass
         assert still_open < 40
-    assert server_lines(caplog) == [
+    # The first at once, the rest counted: logged as the server stops.
+    first, rest = server_lines(caplog)
+    assert first == (
         "closed the longest idle connection to make room (40 open) (once since the last report)"
-    ]
+    )
+    assert re.fullmatch(
+        r"closed the longest idle connection to make room \(40 open\) \(2\d\d times since the "
+        r"last report\)",
+        rest,
+    )
     assert len(caplog.text) < 4000
 
 
@@ -179,7 +187,8 @@ def test_idle_and_slow_loris_heads_are_closed_after_the_head_deadline(
             kept.sendall(b"GET /api/info HTTP/1.1\r\n")
             assert closed_by_server(kept)
     assert server_lines(caplog) == [
-        "closed connections that sent no complete request in time (once since the last report)"
+        "closed connections that sent no complete request in time (once since the last report)",
+        "closed connections that sent no complete request in time (2 times since the last report)",
     ]
 
 
@@ -221,7 +230,8 @@ def test_a_request_that_is_not_http_gets_a_json_400_with_the_security_headers(
                 for name, value in SECURITY_HEADERS.items():
                     assert headers[name] == value
     assert server_lines(caplog) == [
-        "uvicorn: Invalid HTTP request received (once since the last report)"
+        "uvicorn: Invalid HTTP request received (once since the last report)",
+        "uvicorn: Invalid HTTP request received (49 times since the last report)",
     ]
     assert "Invalid HTTP request received" not in "".join(
         r.getMessage() for r in caplog.records if r.name == "uvicorn.error"
@@ -328,16 +338,21 @@ def test_refused_websocket_handshakes_are_counted_not_logged_one_line_each(
         assert _sent(served.port, h2c, 50) == {200}
         during = uvicorn_lines(caplog)[started:]
     assert during == []
+    rejected = "uvicorn: rejected WebSocket handshakes that are not valid (400 Bad Request)"
+    # The first of each kind at once, the rest as the server stops (in the order of the kinds).
     assert server_lines(caplog) == [
-        "uvicorn: rejected WebSocket handshakes that are not valid (400 Bad Request) "
-        "(once since the last report)",
+        f"{rejected} (once since the last report)",
         "uvicorn: Unsupported upgrade request (once since the last report)",
+        f"{rejected} (49 times since the last report)",
+        "uvicorn: Unsupported upgrade request (49 times since the last report)",
     ]
     assert [
         r.getMessage() for r in caplog.records if r.name == "session_schedule.web.security"
     ] == [
         "refused 1 request since the last report: websockets are not served (first WEBSOCKET "
-        "/ws; from 127.0.0.1)"
+        "/ws; from 127.0.0.1)",
+        "refused 99 requests since the last report: websockets are not served (first WEBSOCKET "
+        "/ws; from 127.0.0.1)",
     ]
 
 
@@ -354,7 +369,8 @@ def test_without_a_websocket_library_upgrade_requests_are_counted_too(
         during = uvicorn_lines(caplog)[started:]
     assert during == []
     assert server_lines(caplog) == [
-        "uvicorn: Unsupported upgrade request (once since the last report)"
+        "uvicorn: Unsupported upgrade request (once since the last report)",
+        "uvicorn: Unsupported upgrade request (99 times since the last report)",
     ]
 
 
@@ -371,4 +387,30 @@ def test_uvicorn_errors_still_log(tmp_path: Path, caplog: pytest.LogCaptureFixtu
         "Exception in ASGI application\n",
         '127.0.0.1:1 - "WebSocket /ws" 500',
         "something uvicorn has not said before",
+    ]
+
+
+async def test_flushing_an_interval_log_reports_what_waits_and_nothing_twice() -> None:
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    target = logging.getLogger("tests.web.interval.flush")
+    target.addHandler(handler := Collect())
+    try:
+        log = IntervalLog(0.05, target=target)
+        for _ in range(3):
+            log.count("a")  # the first at once, two waiting for the interval to end
+        log.count("b")
+        log.flush()
+        log.flush()  # nothing waits any more
+        await asyncio.sleep(0.2)  # the report the interval had planned was cancelled
+    finally:
+        target.removeHandler(handler)
+    assert lines == [
+        "a (once since the last report)",
+        "b (once since the last report)",
+        "a (2 times since the last report)",
     ]

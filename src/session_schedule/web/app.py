@@ -220,11 +220,12 @@ class _CountedStream(StreamingResponse):
 @final
 class OverlayApp(Starlette):
     """The Starlette app, with the live Sessions it serves (``sessions.close_streams()`` ends
-    the event streams before a server stops; the lifespan closes the Sessions) and its event
-    stream slots."""
+    the event streams before a server stops; the lifespan closes the Sessions), its event
+    stream slots and its access policy (whose aggregate logs a stopping server flushes)."""
 
     sessions: LiveSessions
     streams: StreamSlots
+    policy: AccessPolicy
 
 
 def create_app(
@@ -249,6 +250,7 @@ def create_app(
     are limited to ``new_sessions`` (else 429), on the ``monotonic`` clock.
     """
     live_limits = live_limits or LiveLimits()
+    policy = policy or access_policy("127.0.0.1")
     sessions = LiveSessions(store, model=model, clock=clock, settings=settings, limits=live_limits)
     streams = StreamSlots(live_limits.max_streams)
     api = _Api(
@@ -275,7 +277,7 @@ def create_app(
 
     app = OverlayApp(
         routes=api.routes(),
-        middleware=[Middleware(SecurityMiddleware, policy=policy or access_policy("127.0.0.1"))],
+        middleware=[Middleware(SecurityMiddleware, policy=policy)],
         exception_handlers={
             HttpProblem: _problem,
             HTTPException: _http_exception,
@@ -289,6 +291,7 @@ def create_app(
     )
     app.sessions = sessions
     app.streams = streams
+    app.policy = policy
     return app
 
 

@@ -172,6 +172,15 @@ class TokenFailures:
         self._peers.clear()
         self._logged_at = now
 
+    def flush(self) -> None:
+        """Log the count not logged yet, whatever is left of the interval (a server that
+        stops)."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        self._logged_at = None
+        self.report()
+
     def _report_later(self, delay: float) -> None:
         if self._flush is not None:
             return
@@ -251,6 +260,16 @@ class RefusalLog:
         )
         del self._pending[kind]
         self._logged_at[kind] = now
+
+    def flush(self) -> None:
+        """Log every kind's count not logged yet, whatever is left of its interval (a server
+        that stops)."""
+        for handle in self._flushes.values():
+            handle.cancel()
+        self._flushes.clear()
+        for kind in list(self._pending):
+            self._logged_at.pop(kind, None)
+            self.report(kind)
 
     def _report_later(self, kind: str, delay: float) -> None:
         if kind in self._flushes:

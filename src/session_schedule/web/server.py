@@ -134,6 +134,16 @@ class IntervalLog:
         del self._counts[what]
         self._logged_at[what] = now
 
+    def flush(self) -> None:
+        """Log every count not logged yet, whatever is left of its interval: what a server that
+        stops would otherwise take with it."""
+        for handle in self._flushes.values():
+            handle.cancel()
+        self._flushes.clear()
+        for what in list(self._counts):
+            self._logged_at.pop(what, None)
+            self.report(what)
+
     def _report_later(self, what: str, delay: float) -> None:
         if what in self._flushes:
             return
@@ -329,6 +339,10 @@ class OverlayServer(uvicorn.Server):
         finally:
             logging.getLogger("uvicorn.error").removeFilter(self._filter)
             asyncio.get_running_loop().set_exception_handler(self._fallback)
+            # The counts still waiting for their interval to end are logged now, not lost.
+            self._log.flush()
+            self._app.policy.failures.flush()
+            self._app.policy.refusals.flush()
 
 
 def bind(host: str, port: int, *, backlog: int = 128) -> socket.socket:
