@@ -79,7 +79,6 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from session_schedule.core.errors import ScheduleError
-from session_schedule.core.fold import fold
 from session_schedule.core.instants import MAX_INSTANT, MS_PER_DAY, Instant, format_instant
 from session_schedule.core.standing import standing
 from session_schedule.core.time_input import load_zone, parse_rfc3339
@@ -103,7 +102,7 @@ from session_schedule.session.history import (
     occurrence_history,
 )
 from session_schedule.session.ids import SessionId, parse_session_id
-from session_schedule.session.port import SessionHeader, SessionStore, schedule_changes
+from session_schedule.session.port import SessionHeader, SessionStore
 from session_schedule.session.provenance import made_by_reminders
 from session_schedule.tools.catalog import TOOL_NAMES
 from session_schedule.tools.results import ErrorResult, ListResult
@@ -506,12 +505,7 @@ class _Api:
         live = await self._live(request)
         now = live.chat.schedule.now()
         until = _until(request.query_params.get("until"), now)
-        header = live.header
-        state = fold(
-            schedule_changes(live.session.entries),
-            seed_length=header.seed_length,
-            session=header.id,
-        )
+        state = live.state()
         # As the owner's next decision will record them (its agent may be busy with a turn,
         # or its quotas holding reminders back), the same core the CLI's timeline reads.
         missed = record_misses(state, now)

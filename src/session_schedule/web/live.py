@@ -40,6 +40,7 @@ from typing import Final, TypeAlias, final
 
 import msgspec
 
+from session_schedule.core.fold import ScheduleFold
 from session_schedule.core.instants import MIN_INSTANT, Instant
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
@@ -57,6 +58,7 @@ from session_schedule.session.port import (
     SessionHeader,
     SessionListing,
     SessionStore,
+    schedule_changes,
 )
 
 logger = logging.getLogger(__name__)
@@ -204,6 +206,8 @@ class LiveSession:
         self._subscribers: set[Subscription] = set()
         self._stack = AsyncExitStack()
         self._chat: LiveChat | None = None
+        self._folded: tuple[ScheduleFold, int] | None = None
+        """The fold of the log's changes and how many entries it has read (see :meth:`state`)."""
         self.last_used: Instant | None = None
         """When a request last used it (set by :class:`LiveSessions`)."""
 
@@ -237,6 +241,24 @@ class LiveSession:
             self._session.entries, limit, end=before, max_entries=MAX_PAGE_ENTRIES
         )
         return TurnPage(turns=_views(entries), before=earlier or None)
+
+    def state(self) -> ScheduleFold:
+        """The fold of the log's changes, as :func:`~session_schedule.core.fold.fold` of the
+        whole log makes it, in a copy of its own: the page polls the timeline while a reminder
+        is overdue, so the fold is kept between calls and reads only the entries appended since
+        (the copy costs what the active reminders do). Raises ``corrupt_schedule_log`` as the
+        fold does."""
+        header, entries = self._session.header, self._session.entries
+        state, read = self._folded or (ScheduleFold(session=header.id), 0)
+        self._folded = None  # until the replay has succeeded: it may stop half-way
+        state.replay(schedule_changes(entries[read:]), seed_length=header.seed_length)
+        self._folded = state, len(entries)
+        return ScheduleFold.resumed(
+            state.by_creation(),
+            highest_id=state.highest_id,
+            session=header.id,
+            statuses=state.statuses().items(),
+        )
 
     @property
     def healthy(self) -> bool:
