@@ -102,7 +102,9 @@ def test_resolve_lists_the_next_daily_occurrences(capsys: pytest.CaptureFixture[
     assert capsys.readouterr().out == (
         "daily 12:00 Pacific/Apia fri  ->  the next 5 after 2011-12-20T00:00:00.000Z:\n"
         "  fri 2011-12-23T12:00:00.000-10:00  =  2011-12-23T22:00:00.000Z\n"
-        "  fri 2011-12-31T00:00:00.000+14:00  =  2011-12-30T10:00:00.000Z"
+        # Friday 2011-12-30's occurrence, where the gap that skipped the whole day ends: on
+        # Saturday's date, and shown with Saturday's weekday.
+        "  sat 2011-12-31T00:00:00.000+14:00  =  2011-12-30T10:00:00.000Z"
         "  (2011-12-30 has no 12:00: the clocks jump)\n"
         "  fri 2012-01-06T12:00:00.000+14:00  =  2012-01-05T22:00:00.000Z\n"
         "  fri 2012-01-13T12:00:00.000+14:00  =  2012-01-12T22:00:00.000Z\n"

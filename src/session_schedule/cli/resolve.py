@@ -9,6 +9,7 @@ and the fold — so what it prints is what a model's tool calls would get, error
 from __future__ import annotations
 
 import argparse
+import zoneinfo
 from typing import Final, final
 
 import msgspec
@@ -223,8 +224,8 @@ def _daily(text: str, words: list[str], after: Instant) -> tuple[bool, str]:
         occurrence = occurrence_on(rule, day)
         if occurrence > MAX_INSTANT:
             break
-        local = format_local(Instant(occurrence), zone)
-        line = f"  {WEEKDAYS[weekday_of(day)]} {local}  =  {format_instant(Instant(occurrence))}"
+        local, reading = _reading(Instant(occurrence), zone)
+        line = f"  {reading}"
         year, month, date = civil_from_days(day)
         if not local.startswith(f"{year:04d}-{month:02d}-{date:02d}T{daily.local_time}"):
             line += f"  ({year:04d}-{month:02d}-{date:02d} has no {short_time(daily.local_time)}"
@@ -264,8 +265,8 @@ def _calendar(text: str, words: list[str], after: Instant) -> tuple[bool, str]:
     )
     lines = [heading]
     for day, occurrence in upcoming(schedule, after, OCCURRENCES_SHOWN):
-        local = format_local(occurrence, zone)
-        line = f"  {WEEKDAYS[weekday_of(day)]} {local}  =  {format_instant(occurrence)}"
+        local, reading = _reading(occurrence, zone)
+        line = f"  {reading}"
         year, month, date = civil_from_days(day)
         if not local.startswith(f"{year:04d}-{month:02d}-{date:02d}T{found.local_time}"):
             line += f"  ({year:04d}-{month:02d}-{date:02d} has no {short_time(found.local_time)}"
@@ -430,8 +431,15 @@ def _delivered(occurrence: Occurrence, decided: Instant, max_lateness: int | Non
 def _when(record: ScheduleRecord, instant: Instant) -> str:
     """``instant`` in UTC, after its local reading for a record with a zone."""
     if isinstance(record, DailyScheduleRecord | CalendarScheduleRecord):
-        local = format_local(instant, load_zone(record.time_zone))
-        year, month, date = (int(part) for part in local[:10].split("-"))
-        weekday = WEEKDAYS[weekday_of(days_from_civil(year, month, date))]
-        return f"{weekday} {local}  =  {format_instant(instant)}"
+        return _reading(instant, load_zone(record.time_zone))[1]
     return format_instant(instant)
+
+
+def _reading(instant: Instant, zone: zoneinfo.ZoneInfo) -> tuple[str, str]:
+    """``instant``'s local time in ``zone``, and the text that shows it: the weekday of that
+    local date (where the clocks skip a whole day, as Pacific/Apia's did, not the weekday of the
+    day the occurrence belongs to), the local time and the instant in UTC."""
+    local = format_local(instant, zone)
+    year, month, date = (int(part) for part in local[:10].split("-"))
+    weekday = WEEKDAYS[weekday_of(days_from_civil(year, month, date))]
+    return local, f"{weekday} {local}  =  {format_instant(instant)}"
