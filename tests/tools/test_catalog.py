@@ -6,10 +6,12 @@ Regenerate after a deliberate change with ``SESSION_SCHEDULE_UPDATE_SNAPSHOTS=1`
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import msgspec
 
+from session_schedule.core.calendar import parse_rule
 from session_schedule.core.rules import Limits
 from session_schedule.tools import catalog
 from session_schedule.tools.catalog import ERROR_SCHEMA, tool_definitions
@@ -73,6 +75,15 @@ def test_descriptions_tell_the_model_what_it_must_know() -> None:
         "'FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1'",
     ):
         assert rule in calendar
+    # The tool's own description says three of them too, next to their phrasings, and every
+    # rule a model reads is one the tool accepts.
+    assert re.findall(r"FREQ=[A-Z0-9=;,-]+", create.description) == [
+        "FREQ=MONTHLY;BYDAY=1MO",
+        "FREQ=WEEKLY;INTERVAL=2;BYDAY=FR",
+        "FREQ=YEARLY;BYMONTH=4;BYMONTHDAY=1",
+    ]
+    for rule in re.findall(r"FREQ=[A-Z0-9=;,-]*[A-Z0-9]", create.description + calendar):
+        parse_rule(rule)
     assert "For every day or chosen weekdays use daily_at" in calendar
     assert "1200 for every 20 minutes" in properties["every_seconds"]["description"]
     assert "use daily_at instead" in properties["every_seconds"]["description"]
