@@ -309,10 +309,8 @@ class EntryDecoder:
         # entry takes the next value of its type. Every step over the whole chunk runs in C
         # (``map``, ``call``): the chunk holds a thousand entries of a few types.
         of_type: dict[str, list[bytes]] = {entry_type: [] for entry_type in set(types)}
-        deque(
-            map(call, map({t: p.append for t, p in of_type.items()}.__getitem__, types), payloads),
-            0,
-        )
+        appenders = {entry_type: grouped.append for entry_type, grouped in of_type.items()}
+        deque(map(call, map(appenders.__getitem__, types), payloads), 0)
         values: dict[str, Iterator[object]] = {}
         doubtful: list[str] = []
         for entry_type, grouped in of_type.items():
