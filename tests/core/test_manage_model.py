@@ -190,9 +190,11 @@ class Model:
             if reminder.kind == "after":
                 del self.reminders[schedule_id]
                 continue
-            if not late and reminder.max_runs is not None:
+            # SPEC §11: "the record ends with its max_runs-th dispatch": every dispatch since
+            # the create counts, whether or not the reminder had a max_runs then.
+            if not late:
                 reminder.runs += 1
-                if reminder.runs >= reminder.max_runs:
+                if reminder.max_runs is not None and reminder.runs >= reminder.max_runs:
                     del self.reminders[schedule_id]
                     continue
             reminder.target = reminder.after(max(now, reminder.target))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import msgspec
 import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, snooze_change
@@ -12,11 +14,14 @@ from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.runtime import live
 from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session.ids import SessionId
+from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle, schedule_changes
 from session_schedule.testing.agent import FakeAgent
 from session_schedule.testing.clock import FakeClock
 from session_schedule.tools.handlers import ScheduleTools
+from tests.virtual_time import run_for
 
 START = "2026-12-01T10:00:00.000Z"
 
@@ -280,3 +285,79 @@ async def test_create_with_ends_and_lateness_writes_version_3(world: World) -> N
     assert created["schedule"]["runsLeft"] == 2  # type: ignore[index]
     [entry] = [e for e in world.session.entries if e.type == CHANGE_EVENT_TYPE]
     assert entry.payload.version == 3  # type: ignore[attr-defined]
+
+
+# -- max_runs counts every delivery since the create (SPEC §11) -------------------------------
+
+
+async def test_max_runs_given_later_counts_the_deliveries_made_before_it() -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    schedule = LiveSchedule(session, agent, clock=clock)
+    await schedule.start()
+    tools = ScheduleTools(schedule)
+    try:
+        await tools.call("schedule_create", {"prompt": "stretch", "every_seconds": 600})
+        await run_for(schedule, clock, 1200)  # delivered at 10:10 and 10:20
+        assert len(agent.followups) == 2
+        assert await tools.call(
+            "schedule_update", {"id": "sch_1", "ends": {"until": None, "max_runs": 2}}
+        ) == _error(
+            "invalid_rule",
+            "`ends.max_runs` is 2, but the reminder has already been delivered 2 times; give a "
+            "larger number or leave it null.",
+        )
+        bounded = await tools.call(
+            "schedule_update", {"id": "sch_1", "ends": {"until": None, "max_runs": 3}}
+        )
+        assert bounded["schedule"]["runsLeft"] == 1  # type: ignore[index]
+        # Its end dropped and given again: the count goes on from the create all the same.
+        await tools.call("schedule_update", {"id": "sch_1", "ends": None})
+        again = await tools.call(
+            "schedule_update", {"id": "sch_1", "ends": {"until": None, "max_runs": 4}}
+        )
+        assert again["schedule"]["runsLeft"] == 2  # type: ignore[index]
+        await run_for(schedule, clock, 3600)
+        # The 3rd and 4th deliveries, then the end.
+        assert len(agent.followups) == 4
+        assert "its last delivery; it will not be delivered again" in agent.followups[-1]
+        assert (await tools.call("schedule_list", {}))["total"] == 0
+    finally:
+        await schedule.close()
+
+
+async def test_the_runs_of_a_reminder_without_ends_survive_a_restart(tmp_path: Path) -> None:
+    # A checkpoint (format 6) counts the runs of a recurring reminder that has no `ends`.
+    store = JsonlSessionStore(tmp_path)
+    clock = FakeClock(START)
+    async with await store.create(now=clock.now()) as session:
+        schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+        await schedule.start()
+        await ScheduleTools(schedule).call(
+            "schedule_create", {"prompt": "stretch", "every_seconds": 600}
+        )
+        await run_for(schedule, clock, 1200)
+        await schedule.close()
+    session_id = session.id
+    assert read_checkpoint_statuses(store, session_id) == [["sch_1", False, None, 2, None]]
+    async with await store.open(session_id) as session:
+        assert session.resume is not None
+        schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+        await schedule.start()
+        try:
+            bounded = await ScheduleTools(schedule).call(
+                "schedule_update", {"id": "sch_1", "ends": {"until": None, "max_runs": 3}}
+            )
+            assert bounded["schedule"]["runsLeft"] == 1  # type: ignore[index]
+        finally:
+            await schedule.close()
+    # The whole log folds to the same count.
+    snapshot = await store.read(session_id)
+    assert fold(schedule_changes(snapshot.entries)).status(ScheduleId("sch_1")).runs == 2
+
+
+def read_checkpoint_statuses(store: JsonlSessionStore, session_id: SessionId) -> object:
+    body = store.checkpoint_path(session_id).read_bytes().partition(b"\n")[2]
+    return msgspec.json.decode(body)["statuses"]

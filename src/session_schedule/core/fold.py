@@ -37,7 +37,10 @@ Rule 6 — SPEC §11 manages a record in place, with version-3 changes on an act
 of them on a record that is not active is corruption). The fold keeps, beside each record that
 carries ``ends`` or ``maxLatenessSeconds`` or has been paused or snoozed, a
 :class:`~session_schedule.core.records.RecordStatus`: whether it is paused, the occurrence a
-snooze stands for, the runs made, and the resume time of a one-shot resumed late. A record's
+snooze stands for, the runs made, and the resume time of a one-shot resumed late. The runs of a
+recurring record are its dispatches since it was created, counted whether or not it has a
+``maxRuns`` yet (a later update may give it one: SPEC §11, "the record ends with its
+``max_runs``-th dispatch"); a record with no other status has only its count, kept apart. A record's
 ``scheduledAt`` is always its next delivery (the snooze instant while snoozed); a recurring
 record's *grid target* ``T`` is its next occurrence, which a snooze does not move.
 
@@ -221,6 +224,9 @@ class ScheduleFold:
         # but for one set look-up per dispatch), and the ids of the paused ones.
         self._status: dict[ScheduleId, RecordStatus] = {}
         self._paused: set[ScheduleId] = set()
+        # The runs (dispatches) of each recurring record that has no status, by id: what its
+        # status would count, were it given one (an update adding ``ends.maxRuns``, a pause).
+        self._plain_runs: dict[ScheduleId, int] = {}
         self._highest_id = 0
         # Due one-shots take priority over recurring batches (SPEC §6), so the two are kept apart.
         self._heaps: tuple[list[_Slot], list[_Slot]] | None = None
@@ -293,12 +299,21 @@ class ScheduleFold:
         return self._records.get(schedule_id)
 
     def status(self, schedule_id: ScheduleId) -> RecordStatus:
-        """The fold's status of the active record ``schedule_id`` (Rule 6)."""
-        return self._status.get(schedule_id, NO_STATUS)
+        """The fold's status of the active record ``schedule_id`` (Rule 6), its runs counted."""
+        status = self._status.get(schedule_id)
+        if status is not None:
+            return status
+        runs = self._plain_runs.get(schedule_id)
+        return NO_STATUS if runs is None else RecordStatus(runs=runs)
 
     def statuses(self) -> dict[ScheduleId, RecordStatus]:
-        """The status of each active record that has one (Rule 6), in a new dict."""
-        return dict(self._status)
+        """The status of each active record that has one (Rule 6), a record that has only made
+        runs included, in a new dict."""
+        found = {
+            schedule_id: RecordStatus(runs=runs) for schedule_id, runs in self._plain_runs.items()
+        }
+        found.update(self._status)
+        return found
 
     def occurrence_of(self, schedule_id: ScheduleId) -> Instant:
         """The occurrence the active record's next delivery stands for: its target, or while
@@ -315,7 +330,7 @@ class ScheduleFold:
     def snapshottable(self) -> bool:
         """Whether the active records, recreated as they stand, make this state: no record is
         paused, snoozed, counted or resumed late (Rule 6)."""
-        return all(status == NO_STATUS for status in self._status.values())
+        return not self._plain_runs and all(status == NO_STATUS for status in self._status.values())
 
     def next_id(self) -> ScheduleId:
         """The id the next create must use: greater than any in the stream."""
@@ -442,6 +457,8 @@ class ScheduleFold:
         records = self._records
         targets = self._every_targets
         statuses = self._status
+        plain_runs = self._plain_runs
+        runs_of = plain_runs.get
         stale = self._stale
         active = records.get
         mark_stale = stale.add
@@ -490,6 +507,7 @@ class ScheduleFold:
                     if schedule_id in targets:
                         del targets[schedule_id]
                         stale.discard(schedule_id)
+                        plain_runs.pop(schedule_id, None)
                     continue
                 accepted_at = change.accepted_at
                 if accepted_at is msgspec.UNSET and (
@@ -517,6 +535,7 @@ class ScheduleFold:
                         if following <= MAX_INSTANT:
                             targets[schedule_id] = following
                             mark_stale(schedule_id)
+                            plain_runs[schedule_id] = runs_of(schedule_id, 0) + 1
                             continue
                 self._dispatch(current, accepted_at, position)
         finally:
@@ -564,6 +583,7 @@ class ScheduleFold:
             return None
         self._every_targets[schedule_id] = following
         self._stale.add(schedule_id)
+        self._plain_runs[schedule_id] = self._plain_runs.get(schedule_id, 0) + 1
         return current, target, decided_at
 
     def _apply_active(
@@ -585,7 +605,7 @@ class ScheduleFold:
     def _dispatch(
         self, record: ScheduleRecord, accepted_at: str | msgspec.UnsetType, position: int | None
     ) -> None:
-        status = self._status.get(record.id, NO_STATUS)
+        status = self.status(record.id)
         if status.paused:
             raise self._corrupt(position, f"dispatch of {record.id}, which is paused")
         if not isinstance(record, RECURRING_RECORDS):
@@ -610,17 +630,11 @@ class ScheduleFold:
                 f"dispatch of {record.id} was accepted at {accepted_at}, "
                 f"before its target {format_instant(Instant(delivery))}",
             )
-        if record.id not in self._status:
-            self._advance(record, next_occurrence(record, grid, decided_at_ms), status)
-            return
-        # Runs are counted while there is a ``maxRuns`` to count them against.
+        runs = status.runs + 1
         ends = record_ends(record)
-        runs = status.runs
-        if ends is not None and ends.max_runs is not None:
-            runs += 1
-            if runs >= ends.max_runs:
-                self._end(record)
-                return
+        if ends is not None and ends.max_runs is not None and runs >= ends.max_runs:
+            self._end(record)
+            return
         following = next_occurrence(record, grid, max(decided_at_ms, grid))
         self._advance(record, following, RecordStatus(runs=runs))
 
@@ -657,15 +671,24 @@ class ScheduleFold:
         if schedule_id in self._every_targets:
             del self._every_targets[schedule_id]
             self._stale.discard(schedule_id)
+            self._plain_runs.pop(schedule_id, None)
         if schedule_id in self._status:
             del self._status[schedule_id]
             self._paused.discard(schedule_id)
 
     def _put_status(self, record: ScheduleRecord, status: RecordStatus) -> None:
-        if status == NO_STATUS and not is_managed(record):
+        """Hold ``status`` for the active ``record``: one without a SPEC §11 field whose status
+        is only its runs keeps just its count (so a replay still applies its dispatches
+        inline)."""
+        if not is_managed(record) and status == RecordStatus(runs=status.runs):
             self._status.pop(record.id, None)
+            if status.runs:
+                self._plain_runs[record.id] = status.runs
+            else:
+                self._plain_runs.pop(record.id, None)
         else:
             self._status[record.id] = NO_STATUS if status == NO_STATUS else status
+            self._plain_runs.pop(record.id, None)
         if status.paused:
             self._paused.add(record.id)
         else:
@@ -691,7 +714,7 @@ class ScheduleFold:
         if schedule_id in self._stale:
             self._refresh(schedule_id)
         record = self._records[schedule_id]
-        status = self._status.get(schedule_id, NO_STATUS)
+        status = self.status(schedule_id)
         grid = self._grid(record, status)
         if type(change) is ScheduleUpdateChange:
             self._update(record, change.schedule, status, grid, position)
@@ -828,7 +851,7 @@ class ScheduleFold:
         if self._heaps is not None and record.id not in self._paused:
             heapq.heappush(self._heaps[is_recurring(record)], _slot(record))
         if self._order is not None:
-            self._order.add(record, self._status.get(record.id, NO_STATUS))
+            self._order.add(record, self.status(record.id))
 
     def _refresh(self, schedule_id: ScheduleId) -> None:
         self._stale.discard(schedule_id)
@@ -877,6 +900,8 @@ def _impossible_status(record: ScheduleRecord, status: RecordStatus) -> str | No
         return "is both paused and snoozed"
     if status.runs < 0:
         return "counts fewer than no runs"
+    if status.runs and not is_recurring(record):
+        return "counts runs, which a one-shot never makes"
     ends = record_ends(record)
     if ends is not None and ends.max_runs is not None and status.runs >= ends.max_runs:
         return f"counts {status.runs} runs, and its `ends.maxRuns` is {ends.max_runs}"

@@ -62,6 +62,13 @@ see :mod:`session_schedule.session.provenance`) and ``quotas`` (the session's la
 turns keeps its depth and a person's quotas hold when a session opens from a checkpoint. A
 format-2, 3 or 4 checkpoint is read as one without them: provenance is then read from the log's
 first entry (no quotas entry can precede it: no library that wrote one wrote that format).
+
+Format 6 counts the runs of every active recurring record: one with no other status has a
+``statuses`` entry holding only its runs (SPEC §11 counts ``max_runs`` against every dispatch
+since the record was created, and an update may give a reminder its ``max_runs`` after it has
+run). Earlier formats counted runs only for a record with ``ends``: a format-2 to 5 checkpoint
+is used only when no active recurring record lacks a status (so none has runs it did not count);
+otherwise the session opens from its log.
 """
 
 from __future__ import annotations
@@ -82,7 +89,7 @@ from session_schedule.core.changes import (
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold
 from session_schedule.core.ids import ScheduleId
-from session_schedule.core.records import NO_STATUS, RecordStatus, ScheduleRecord
+from session_schedule.core.records import NO_STATUS, RecordStatus, ScheduleRecord, is_recurring
 from session_schedule.session.codec import Source, decode_payload, encode_payload
 from session_schedule.session.crc import crc32
 from session_schedule.session.errors import SessionCorrupt
@@ -96,13 +103,17 @@ from session_schedule.session.turns import (
     TurnFinished,
 )
 
-CHECKPOINT_VERSION: Final = 5
-READABLE: Final = frozenset({2, 3, 4, CHECKPOINT_VERSION})
-"""The checkpoint formats this library uses: format 4 is format 5 without ``provenance`` and
-``quotas``, format 3 format 4 without ``statuses`` and ``runs``, format 2 format 3 without
-``segments``."""
+CHECKPOINT_VERSION: Final = 6
+READABLE: Final = frozenset({2, 3, 4, 5, CHECKPOINT_VERSION})
+"""The checkpoint formats this library uses: format 5 is format 6 without the runs of recurring
+records that have no other status, format 4 format 5 without ``provenance`` and ``quotas``,
+format 3 format 4 without ``statuses`` and ``runs``, format 2 format 3 without ``segments``."""
 _RUNS_SINCE: Final = 4
 """The first format that records ``runs``."""
+_PROVENANCE_SINCE: Final = 5
+"""The first format that records ``provenance`` and ``quotas``."""
+_EVERY_RUN_SINCE: Final = 6
+"""The first format that counts the runs of every recurring record."""
 SUFFIX: Final = ".checkpoint"
 WINDOW: Final = 64
 """How many entries before the checkpoint's position it holds, decoded on open."""
@@ -517,8 +528,8 @@ def decode_checkpoint(data: bytes, source: Source) -> CheckpointFile | Rejected:
     if (
         (found.checkpoint >= _RUNS_SINCE) != (found.runs is not None)
         or (found.checkpoint < _RUNS_SINCE and found.statuses)
-        or (found.checkpoint >= CHECKPOINT_VERSION) != (found.provenance is not None)
-        or (found.checkpoint < CHECKPOINT_VERSION and found.quotas)
+        or (found.checkpoint >= _PROVENANCE_SINCE) != (found.provenance is not None)
+        or (found.checkpoint < _PROVENANCE_SINCE and found.quotas)
         or len(found.quotas) > 1
     ):
         return Rejected("invalid", "its fields are not those of its format")
@@ -573,6 +584,14 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
                 for entry in found.statuses
             ],
         )
+        if found.checkpoint < _EVERY_RUN_SINCE:
+            uncounted = _uncounted(state)
+            if uncounted is not None:
+                return Rejected(
+                    "version",
+                    f"it is of checkpoint format {found.checkpoint}, which does not count the "
+                    f"runs of {uncounted}",
+                )
         runs = None if found.runs is None else _runs(found, state)
         if isinstance(runs, str):
             return Rejected("invalid", runs)
@@ -610,6 +629,16 @@ def restore(found: CheckpointFile, source: Source) -> Checkpoint | Rejected:
         person_turns,
         quotas,
     )
+
+
+def _uncounted(state: ScheduleFold) -> ScheduleId | None:
+    """An active recurring record of ``state`` that has no status: one whose runs a checkpoint
+    before format 6 did not count (``None`` when there is none)."""
+    statuses = state.statuses()
+    for record in state.by_creation():
+        if is_recurring(record) and record.id not in statuses:
+            return record.id
+    return None
 
 
 def _provenance(
