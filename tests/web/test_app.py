@@ -721,13 +721,14 @@ async def test_a_body_too_large_is_refused_while_it_streams(offline: Overlay) ->
     assert "content-length" not in response.request.headers
 
 
-async def test_a_non_numeric_content_length_is_400(offline: Overlay) -> None:
+@pytest.mark.parametrize("length", [b"12abc", b"\xb2"])  # a superscript two: int() refuses it
+async def test_a_non_numeric_content_length_is_400(offline: Overlay, length: bytes) -> None:
     session = await offline.new_session()
     response = await send_raw(
         offline.app,
         "POST",
         f"/api/sessions/{session}/prompts",
-        [(b"content-type", b"application/json"), (b"content-length", b"12abc")],
+        [(b"content-type", b"application/json"), (b"content-length", length)],
         b'{"text": "hi", "zone": null}',
     )
     assert response == (400, {"error": "the Content-Length header is not a number."})
@@ -1208,6 +1209,11 @@ async def test_a_session_shows_its_newest_turns_and_pages_back_to_the_first(
         ("limit=101", "limit must be an integer from 1 to 100, not '101'."),
         ("limit=0100", "limit must be an integer from 1 to 100, not '0100'."),
         ("limit=ten", "limit must be an integer from 1 to 100, not 'ten'."),
+        # Digits of other scripts: a superscript two, which int() refuses, and an Arabic-Indic
+        # one, which it would read.
+        ("limit=%C2%B2", "limit must be an integer from 1 to 100, not '\u00b2'."),
+        ("before=%C2%B9", "before must be a non-negative integer, not '\u00b9'."),
+        ("before=%D9%A1", "before must be a non-negative integer, not '\u0661'."),
     ],
 )
 async def test_a_page_of_turns_refuses_bad_parameters(
@@ -1305,6 +1311,12 @@ async def test_the_event_stream_ends_when_the_server_stops(offline: Overlay) -> 
             "",
             [(b"last-event-id", b"1e3")],
             "Last-Event-ID must be a non-negative integer, not '1e3'.",
+        ),
+        ("from=%C2%B2", [], "from must be a non-negative integer, not '\u00b2'."),
+        (
+            "",
+            [(b"last-event-id", b"\xb2")],
+            "Last-Event-ID must be a non-negative integer, not '\u00b2'.",
         ),
     ],
 )

@@ -131,7 +131,17 @@ async def test_refusals_before_the_token_check_are_logged_as_a_count_per_interva
 
 @pytest.mark.parametrize(
     "host",
-    [None, b"", b"127.0.0.1:abc", b"127.0.0.1:", b"[::1", b"[::1]x", b"a b:1", b"x@127.0.0.1"],
+    [
+        None,
+        b"",
+        b"127.0.0.1:abc",
+        b"127.0.0.1:",
+        b"[::1",
+        b"[::1]x",
+        b"a b:1",
+        b"x@127.0.0.1",
+        b"127.0.0.1:\xb2",  # a superscript two: a digit to str.isdigit, not to int()
+    ],
 )
 async def test_a_missing_or_malformed_host_is_400(
     overlay: Overlay, caplog: pytest.LogCaptureFixture, host: bytes | None

@@ -637,7 +637,9 @@ def _position(text: str | None, name: str, default: None) -> int | None: ...
 def _position(text: str | None, name: str, default: int | None) -> int | None:
     if text is None:
         return default
-    if not text.isdigit() or len(text) > 12:
+    # ASCII digits only: str.isdigit also takes superscripts, which int() refuses, and other
+    # scripts' digits, which it reads.
+    if not (text.isascii() and text.isdigit()) or len(text) > 12:
         raise HttpProblem(400, f"{name} must be a non-negative integer, not {shorten(text)!r}.")
     return int(text)
 
@@ -645,7 +647,7 @@ def _position(text: str | None, name: str, default: int | None) -> int | None:
 def _limit(text: str | None) -> int:
     if text is None:
         return PAGE_TURNS
-    if not text.isdigit() or len(text) > 3 or not 1 <= int(text) <= PAGE_TURNS:
+    if not (text.isascii() and text.isdigit()) or len(text) > 3 or not 1 <= int(text) <= PAGE_TURNS:
         raise HttpProblem(
             400, f"limit must be an integer from 1 to {PAGE_TURNS}, not {shorten(text)!r}."
         )

@@ -101,7 +101,7 @@ async def read_body(
     with 408 when it has not all arrived within ``timeout`` seconds."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not (declared.isascii() and declared.isdigit()):
             raise HttpProblem(400, "the Content-Length header is not a number.")
         if int(declared) > limit:
             raise HttpProblem(413, f"the body is larger than {limit} bytes; send less.")

@@ -535,9 +535,10 @@ def _split_host(value: str) -> tuple[str, int] | None:
         return None
     if not rest:
         return name, 80
-    if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6:
+    port = rest[1:]
+    if not rest.startswith(":") or not (port.isascii() and port.isdigit()) or len(rest) > 6:
         return None
-    return name, int(rest[1:])
+    return name, int(port)
 
 
 def _bearer(value: str | None) -> str | None:
