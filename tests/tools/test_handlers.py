@@ -372,6 +372,9 @@ _LONE = "\ud83d"
         ("schedule_create", b'{"prompt":"\xff","after_seconds":5}', _error("invalid_selector", 'the arguments are not valid UTF-8 text; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", f'{{"prompt":"{_LONE}","after_seconds":5}}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 0, half of a character that cannot be encoded; send the whole character or remove it.")),
         ("schedule_create", '{"prompt":"buy \\ud83d","after_seconds":5}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
+        # The same text as UTF-8 bytes: the same answer.
+        ("schedule_create", b'{"prompt":"buy \\ud83d","after_seconds":5}', _error("invalid_prompt", "`prompt` contains the lone surrogate U+D83D at index 4, half of a character that cannot be encoded; send the whole character or remove it.")),
+        ("schedule_create", bytearray(b'{"prompt":"p","after_seconds":5'), _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),
         ("schedule_create", '{"prompt":"p","\\udc00":1}', _error("invalid_selector", "unknown argument `\\udc00`; schedule_create takes `prompt`, exactly one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, and optionally `ends` and `max_lateness_seconds`.")),
         ("schedule_delete", '{"id":"sch_\\ud83d"}', {"ok": True, "id": "sch_\\ud83d", "deleted": False}),
         ("schedule_create", '{"prompt":"\\ud83d","after_seconds":NaN}', _error("invalid_selector", 'the arguments are not valid JSON; send a JSON object such as {"prompt": "...", "after_seconds": 600}.')),

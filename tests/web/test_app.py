@@ -917,6 +917,38 @@ async def test_bad_tool_calls_are_refused(
     assert (response.status_code, response.json()) == (status, {"error": error})
 
 
+async def test_a_lone_surrogate_in_a_tool_call_is_the_tools_answer(offline: Overlay) -> None:
+    # As a browser's JSON.stringify writes a lone surrogate: its escape. The tool says which value
+    # holds it, as it does for a model; JSON that is not JSON stays a refusal of the request.
+    session = await offline.new_session()
+    path = f"/api/sessions/{session}/tools/schedule_create"
+    response = await offline.client.post(
+        path, content=b'{"prompt": "a\\ud800b", "after_seconds": 60}', headers=JSON
+    )
+    assert (response.status_code, response.json()) == (
+        200,
+        {
+            "ok": False,
+            "error": {
+                "code": "invalid_prompt",
+                "message": "`prompt` contains the lone surrogate U+D800 at index 1, half of a "
+                "character that cannot be encoded; send the whole character or remove it.",
+            },
+        },
+    )
+    for body, status, error in (
+        (b'{"prompt": "a\\ud800b", "after_seconds": NaN}', 400, "the body is not valid JSON."),
+        (
+            b'{"prompt": "a\\ud800b", "prompt": "c", "after_seconds": 60}',
+            422,
+            "the body has the key 'prompt' more than once; send each key once.",
+        ),
+        (b'["\\ud800"]', 422, "the body has the wrong shape: expected `object`, got `array`."),
+    ):
+        response = await offline.client.post(path, content=body, headers=JSON)
+        assert (response.status_code, response.json()) == (status, {"error": error})
+
+
 async def test_with_a_model_the_person_does_not_call_tools(online: Overlay) -> None:
     session = await online.new_session()
     response = await online.client.post(f"/api/sessions/{session}/tools/schedule_list", json={})

@@ -23,6 +23,7 @@ frame) recorded by the first attempt stay, and the model is asked again from the
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
@@ -308,11 +309,19 @@ class ChatAgent:
         )
 
     async def _person_tool_call(self, name: str, arguments: Mapping[str, object]) -> str:
-        text = msgspec.json.encode(arguments).decode()
+        try:
+            text = msgspec.json.encode(arguments).decode()
+        except UnicodeEncodeError:
+            # A lone surrogate (a browser's JSON.stringify writes one as its escape): kept as
+            # that escape, which the tool reads, and refuses naming the value that holds it.
+            text = json.dumps(arguments, separators=(",", ":"))
         call = ToolCall(id=f"person_{len(self._session.entries)}", name=name, arguments=text)
-        self._append(assistant_message("", at=self._clock.now(), tool_calls=(call,)))
+        # Stored as a model's call is: arguments the log cannot hold as JSON, as their text.
+        self._append(assistant_message("", at=self._clock.now(), tool_calls=(_storable(call, 1),)))
         result = await self._call_tool(name, text)
-        self._append(tool_message(result, at=self._clock.now(), tool_call_id=call.id))
+        self._append(
+            tool_message(storable_text(result), at=self._clock.now(), tool_call_id=call.id)
+        )
         await self._session.barrier()
         return result
 

@@ -345,8 +345,15 @@ def _decode(text: str | bytes | bytearray, example: str) -> object:
         ) from None
     except (UnicodeEncodeError, msgspec.DecodeError):
         if not isinstance(text, str):
-            # msgspec 0.23 and later report invalid UTF-8 in a string as malformed JSON.
-            raise (_not_utf8(example) if _json_but_for_utf8(text) else _not_json(example)) from None
+            raw = text
+            try:
+                # Valid UTF-8 may still hold a lone surrogate's escape, read leniently below.
+                text = bytes(raw).decode()
+            except UnicodeDecodeError:
+                # msgspec 0.23 and later report invalid UTF-8 in a string as malformed JSON.
+                raise (
+                    _not_utf8(example) if _json_but_for_utf8(raw) else _not_json(example)
+                ) from None
         if not _SURROGATE_TEXT.search(text):
             raise _not_json(example) from None
     else:

@@ -424,7 +424,13 @@ class _Api:
             raise HttpProblem(
                 409, "a model drives the tools in this server; ask it in a prompt instead."
             )
-        arguments = await self._body(request, dict[str, object], empty={})
+        arguments = await read_json(
+            request,
+            dict[str, object],
+            empty={},
+            timeout=self._body_seconds,
+            lone_surrogates=True,
+        )
         live = await self._sessions.get(session_id)
         logger.info("tool call %s by the person in session %s", name, live.id)
         called = live.chat.agent.submit_tool(name, arguments)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Annotated, Final, TypeVar, final
 
 import msgspec
@@ -59,21 +60,27 @@ async def read_json(
     *,
     empty: T | None = None,
     timeout: float = DEFAULT_BODY_SECONDS,
+    lone_surrogates: bool = False,
 ) -> T:
     """The request body decoded strictly as ``shape``; ``empty`` stands for an empty body (which
     is refused when ``empty`` is ``None``). The body must arrive within ``timeout`` seconds.
-    Raises :class:`HttpProblem`."""
+    ``lone_surrogates``: see :func:`decode_json`. Raises :class:`HttpProblem`."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != "application/json":
         raise HttpProblem(415, "send the body as JSON, with 'Content-Type: application/json'.")
     body = await read_body(request, timeout=timeout)
     if not body and empty is not None:
         return empty
-    return decode_json(body, shape)
+    return decode_json(body, shape, lone_surrogates=lone_surrogates)
 
 
-def decode_json(body: bytes, shape: type[T]) -> T:
-    """``body`` decoded strictly as ``shape``; raises :class:`HttpProblem` (400 or 422)."""
+def decode_json(body: bytes, shape: type[T], *, lone_surrogates: bool = False) -> T:
+    """``body`` decoded strictly as ``shape``; raises :class:`HttpProblem` (400 or 422).
+
+    With ``lone_surrogates`` (a tool's arguments), a string may hold a lone surrogate's escape,
+    as a browser's ``JSON.stringify`` writes one (``"\\ud83d"``): such a body is read by the
+    standard library's parser instead, so that the tool says which value holds it, as it does
+    for a model."""
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
@@ -87,7 +94,16 @@ def decode_json(body: bytes, shape: type[T]) -> T:
     except msgspec.ValidationError as error:
         raise HttpProblem(422, f"the body has the wrong shape: {_lower(str(error))}.") from None
     except msgspec.DecodeError:
-        raise HttpProblem(400, "the body is not valid JSON.") from None
+        if not (lone_surrogates and _SURROGATE_ESCAPE.search(body)):
+            raise HttpProblem(400, "the body is not valid JSON.") from None
+        try:
+            parsed = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        except ValueError:
+            raise HttpProblem(400, "the body is not valid JSON.") from None
+        try:
+            return msgspec.convert(parsed, type=shape, strict=True)
+        except msgspec.ValidationError as error:
+            raise HttpProblem(422, f"the body has the wrong shape: {_lower(str(error))}.") from None
     # msgspec keeps the last of repeated keys; the stdlib parser (safe now: valid, shallow JSON)
     # shows every one, so a body cannot mean two things to two readers.
     json.loads(body, object_pairs_hook=_unique_keys)
@@ -122,6 +138,14 @@ async def read_body(
             {"connection": "close"},
         ) from None
     return b"".join(chunks)
+
+
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+"""The JSON escape of a surrogate (paired or lone), which the strict decoder refuses alone."""
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"JSON has no {name}")
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
