@@ -361,3 +361,31 @@ async def test_the_runs_of_a_reminder_without_ends_survive_a_restart(tmp_path: P
 def read_checkpoint_statuses(store: JsonlSessionStore, session_id: SessionId) -> object:
     body = store.checkpoint_path(session_id).read_bytes().partition(b"\n")[2]
     return msgspec.json.decode(body)["statuses"]
+
+
+async def test_a_reminder_with_no_occurrence_left_is_not_resumed_and_the_error_says_why(
+    world: World,
+) -> None:
+    # Its own rule spent while paused (COUNT=2): only a new rule would help.
+    calendar = {"rule": "FREQ=DAILY;COUNT=2", "time": "09:00", "time_zone": "UTC"}
+    await world.tools.call("schedule_create", {"prompt": "twice", "calendar": calendar})
+    # Its end (ends.until) passed while paused: a later end would help.
+    ends = {"until": "2026-12-01T11:00:00Z", "max_runs": None}
+    await world.tools.call(
+        "schedule_create", {"prompt": "bounded", "every_seconds": 600, "ends": ends}
+    )
+    for schedule_id in ("sch_1", "sch_2"):
+        await world.tools.call("schedule_update", {"id": schedule_id, "paused": True})
+    world.clock.set("2026-12-05T10:00:00.000Z")
+    before = world.count()
+    assert await world.tools.call("schedule_update", {"id": "sch_1", "paused": False}) == _error(
+        "invalid_rule",
+        "sch_1's rule has no occurrence left after now, so it cannot be resumed; give it a new "
+        "rule or delete it.",
+    )
+    assert await world.tools.call("schedule_update", {"id": "sch_2", "paused": False}) == _error(
+        "invalid_rule",
+        "sch_2 has no occurrence left before its end, so it cannot be resumed; change its end "
+        "(ends) or delete it.",
+    )
+    assert world.count() == before

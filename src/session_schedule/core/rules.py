@@ -473,15 +473,19 @@ def _check_resumable(record: ScheduleRecord, now: Instant) -> None:
     if not isinstance(record, RECURRING_RECORDS):
         return
     following = next_occurrence(record, record_target(record), now)
+    if following is None or following > MAX_INSTANT:
+        # The rule itself is spent (a calendar rule's COUNT or UNTIL, or the end of the range):
+        # no `ends` would give it another occurrence.
+        raise ScheduleError(
+            "invalid_rule",
+            f"{record.id}'s rule has no occurrence left after now, so it cannot be resumed; "
+            "give it a new rule or delete it.",
+        )
     ends = record_ends(record)
     if (
-        following is None
-        or following > MAX_INSTANT
-        or (
-            ends is not None
-            and ends.until is not None
-            and format_instant(Instant(following)) > ends.until
-        )
+        ends is not None
+        and ends.until is not None
+        and format_instant(Instant(following)) > ends.until
     ):
         raise ScheduleError(
             "invalid_rule",
