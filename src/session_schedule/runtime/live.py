@@ -824,7 +824,10 @@ class LiveSchedule:
 
     async def settled(self) -> None:
         """Return once the owner is parked — sleeping, or waiting for the agent to be idle — and
-        no queue item is running or waiting. For tests in virtual time."""
+        no queue item is running or waiting. For tests in virtual time: settle *before* moving
+        the fake clock too, after a tool call, so that the owner has taken the call in and sleeps
+        until the right deadline (a clock moved while it is still deciding is seen only when its
+        current sleep, at most ``max_wait_seconds``, ends)."""
         while True:
             await self._parked.wait()
             for _ in range(8):
