@@ -402,6 +402,16 @@ def test_a_model_without_a_key_or_an_endpoint_exits_2(
             "model 'm' needs an API key: set OPENAI_API_KEY, or give --base-url for a local "
             "endpoint that needs none",
         ),
+        # A placeholder copied from the docs (an ellipsis), a key pasted with its newline.
+        *(
+            (
+                None,
+                {"OPENAI_API_KEY": key},
+                "OPENAI_API_KEY holds a character an HTTP header cannot carry (only printable "
+                "ASCII, without spaces around it); set it to the key itself",
+            )
+            for key in ("\u2026", "sk-abc\n", " sk-abc")
+        ),
     ],
 )
 def test_model_configuration_problems(

@@ -59,6 +59,13 @@ def model_config(
                 "such as http://localhost:11434/v1"
             )
     key = environ.get("OPENAI_API_KEY") or None
+    if key is not None and not (key.isascii() and key.isprintable() and key.strip() == key):
+        # Sent in the Authorization header, which takes printable ASCII only: such a key fails
+        # every request, deep in the HTTP client.
+        return (
+            "OPENAI_API_KEY holds a character an HTTP header cannot carry (only printable ASCII, "
+            "without spaces around it); set it to the key itself"
+        )
     if key is None:
         if url is None:
             return (
