@@ -262,6 +262,8 @@ async def test_update_errors_are_whole_sentences_and_append_nothing(
         ({"prompt": "p", "every_seconds": 600, "ends": {"until": "2026-12-01T10:10:00Z", "max_runs": None}}, _error("invalid_rule", "`ends.until` 2026-12-01T10:10:00.000Z is not after the reminder's first target 2026-12-01T10:10:00.000Z; choose a later end or leave it null.")),
         ({"prompt": "p", "every_seconds": 600, "ends": {"until": {"date": "2026-12-01", "time": "25:00", "time_zone": "UTC"}, "max_runs": None}}, _error("invalid_selector", "`time` '25:00' is an impossible time of day; use hours 00-23, minutes 00-59 and seconds 00-59 (there is no 24:00 and no leap second).")),
         ({"prompt": "p", "every_seconds": 600, "max_lateness_seconds": 1.5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, or null to deliver however late, got 1.5.")),
+        # A Python caller's dict may have keys that are not strings.
+        ({"prompt": "p", "every_seconds": 600, "ends": {2: 1, "x": 3}}, _error("invalid_selector", "unknown member `2`, `x` of `ends`; it takes `until` and `max_runs`.")),
     ],
 )  # fmt: skip
 async def test_create_checks_ends_and_lateness(

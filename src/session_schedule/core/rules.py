@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal, assert_never, final
 
 import msgspec
@@ -281,7 +281,7 @@ def _ends(value: object, *, now: Instant, runs: int) -> Ends | None:
             "invalid_selector",
             f"`ends` must be an object {{until, max_runs}} or null, not {_show(value)}.",
         )
-    unknown = sorted(set(value) - ENDS_KEYS)
+    unknown = sorted(set(value) - ENDS_KEYS, key=str)
     if unknown:
         raise ScheduleError(
             "invalid_selector",
@@ -532,7 +532,7 @@ def _snooze_instant(value: object, now: Instant) -> Instant:
             "invalid_selector",
             f"`snooze` must be an object {{until}} or {{after_seconds}}, not {_show(value)}.",
         )
-    unknown = sorted(set(value) - SNOOZE_KEYS)
+    unknown = sorted(set(value) - SNOOZE_KEYS, key=str)
     if unknown:
         raise ScheduleError(
             "invalid_selector",
@@ -657,8 +657,9 @@ def _offset_target(now: Instant, seconds: int) -> Instant:
     return Instant(target)
 
 
-def _names(keys: list[str]) -> str:
-    return ", ".join(f"`{escape_unencodable(key)}`" for key in keys)
+def _names(keys: Sequence[object]) -> str:
+    """Keys named in a message: a Python caller's dict may have keys that are not strings."""
+    return ", ".join(f"`{escape_unencodable(str(key))}`" for key in keys)
 
 
 def _digits(value: int) -> int:
