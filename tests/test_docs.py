@@ -42,9 +42,9 @@ LANGUAGES = {"python", "console", "json", "text"}
 MODEL_VARIABLES = ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 PG_VARIABLE = "SESSION_SCHEDULE_PG_DSN"
 KNOWN_COMMANDS = {
-    # Installing from the package index: what the install tables say each extra brings is
-    # checked below against pyproject.toml.
-    "pip install": "an install from the package index",
+    # Installing from the package index, or from a clone (`pip install '.[cli]'`): what the
+    # install tables say each extra brings is checked below against pyproject.toml.
+    "pip install": "an install from the package index or a clone",
     "pipx install": "an install from the package index",
     "uv tool install": "an install from the package index",
     "export ": "sets a variable for the lines after it",

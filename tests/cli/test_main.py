@@ -39,6 +39,12 @@ def test_resolve_prints_targets_and_errors(capsys: pytest.CaptureFixture[str]) -
         "'2026-12-01T09:00:00+09:00'.\n"
         "2026-12-01T09:00:00Z  ->  2026-12-01T09:00:00.000Z\n"
     )
+    # An every input without a SPEC §11 option: not "'every 3600' is not an RFC 3339 date-time".
+    assert main(["resolve", "every 3600"]) == 1
+    assert capsys.readouterr().out == (
+        "every 3600  ->  'every SECONDS' is taken only with the managing options (SPEC 11): add "
+        "--until, --max-runs, --max-lateness, --snooze or --resume\n"
+    )
 
 
 def test_resolve_refuses_a_malformed_time_option_as_a_usage_error(
@@ -185,12 +191,18 @@ def test_resolve_lists_the_next_calendar_occurrences(capsys: pytest.CaptureFixtu
         "2027-01-01T00:00:00Z",
         "calendar FREQ=MONTHLY;BYHOUR=3 02:30 UTC",
     ]
-    assert main([*arguments, "calendar FREQ=DAILY 09:00 UTC 2027-01-01 extra"]) == 1
+    extra = [
+        "calendar FREQ=DAILY 09:00 UTC 2027-01-01 extra",
+        "calendar FREQ=DAILY;X-FOO=1 09:00 UTC",
+    ]
+    assert main([*arguments, *extra]) == 1
     assert capsys.readouterr().out == (
         "calendar FREQ=MONTHLY;BYHOUR=3 02:30 UTC  ->  invalid_rule: BYHOUR is not supported; the "
         "time of day comes from `time`, so remove BYHOUR.\n"
         "calendar FREQ=DAILY 09:00 UTC 2027-01-01 extra  ->  write it as calendar RULE TIME ZONE "
         "[START], e.g. 'calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris'\n"
+        "calendar FREQ=DAILY;X-FOO=1 09:00 UTC  ->  invalid_rule: X-FOO is not a supported rule "
+        "part; use FREQ, INTERVAL, BYMONTH, BYMONTHDAY, BYDAY, BYSETPOS, COUNT or UNTIL.\n"
     )
 
 

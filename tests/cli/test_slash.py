@@ -34,6 +34,17 @@ UNREADABLE = (
     "{!r} is not a duration; write numbers with units, largest first, such as 90s, 10m, "
     "5 minutes, 2h30m or 1 day"
 )
+NO_FIXED_LENGTH = (
+    "{!r} is not a duration: months and years have no fixed length; write weeks or days, such "
+    "as 4w or 30d"
+)
+OUT_OF_ORDER = (
+    "{!r} has its units out of order; write them largest first, such as 2h30m or 1 hour 30 minutes"
+)
+REPEATED_UNIT = (
+    "{!r} gives a unit twice; write each unit once, largest first, such as 2h30m or 1 hour 30 "
+    "minutes"
+)
 
 
 def create(**arguments: object) -> CallTool:
@@ -188,11 +199,15 @@ PHRASINGS = [
             "mon-fri", "a reminder every day at 09:00 UTC with the prompt 'mon-fri standup'"
         ),
     ),
-    ("/create in 1 month x", Usage(message=UNREADABLE.format("1 month"), usage=CREATE_USAGE)),
+    # Months are refused because they have no fixed length, and the message says so.
+    ("/create in 1 month x", Usage(message=NO_FIXED_LENGTH.format("1 month"), usage=CREATE_USAGE)),
+    ("/create in 2y x", Usage(message=NO_FIXED_LENGTH.format("2y"), usage=CREATE_USAGE)),
     ("/create in 5 minutes", Usage(message=MISSING_PROMPT, usage=CREATE_USAGE)),
     ("/create in soon x", Usage(message=UNREADABLE.format("soon"), usage=CREATE_USAGE)),
     ("/create in 1.5h x", Usage(message=UNREADABLE.format("1.5h"), usage=CREATE_USAGE)),
-    ("/create in 30m 1h x", Usage(message=UNREADABLE.format("1h"), usage=CREATE_USAGE)),
+    # What is wrong is the order of the units, not the second one.
+    ("/create in 30m 2h x", Usage(message=OUT_OF_ORDER.format("30m 2h"), usage=CREATE_USAGE)),
+    ("/create in 5m 5m x", Usage(message=REPEATED_UNIT.format("5m 5m"), usage=CREATE_USAGE)),
 ]
 
 
@@ -371,7 +386,7 @@ def test_lines_are_read_into_commands(line: str, expected: Command) -> None:
         (
             "/create after 30m1h x",
             Usage(
-                message=UNREADABLE.format("30m1h"),
+                message=OUT_OF_ORDER.format("30m1h"),
                 usage=CREATE_USAGE,
             ),
         ),
@@ -459,9 +474,11 @@ def test_unreadable_lines_give_a_message_and_the_usage(line: str, expected: Usag
         ("s", DurationProblem(kind="unreadable", word="s", seconds=0, rest="")),
         ("-5m", DurationProblem(kind="unreadable", word="-5m", seconds=0, rest="")),
         ("+5m", DurationProblem(kind="unreadable", word="+5m", seconds=0, rest="")),
-        ("5m 5m", DurationProblem(kind="unreadable", word="5m", seconds=0, rest="")),
-        ("5 s 1 h", DurationProblem(kind="unreadable", word="1 h", seconds=0, rest="")),
-        ("2 months", DurationProblem(kind="unreadable", word="2 months", seconds=0, rest="")),
+        ("5m 5m", DurationProblem(kind="repeated_unit", word="5m 5m", seconds=0, rest="")),
+        ("5 s 1 h", DurationProblem(kind="out_of_order", word="5 s 1 h", seconds=0, rest="")),
+        ("1h 2h", DurationProblem(kind="repeated_unit", word="1h 2h", seconds=0, rest="")),
+        ("2 months", DurationProblem(kind="no_fixed_length", word="2 months", seconds=0, rest="")),
+        ("1h1mo", DurationProblem(kind="no_fixed_length", word="1h1mo", seconds=0, rest="")),
         ("٣s", DurationProblem(kind="unreadable", word="٣s", seconds=0, rest="")),
         ("²", DurationProblem(kind="unreadable", word="²", seconds=0, rest="")),
         ("1" * 41 + "s", DurationProblem(kind="too_long", word="1" * 41 + "s", seconds=0, rest="")),
@@ -483,6 +500,21 @@ def test_read_duration(text: str, expected: Duration | DurationProblem) -> None:
             "give a duration, such as 90s, 10m or 5 minutes",
         ),
         (DurationProblem(kind="unreadable", word="x", seconds=0, rest=""), UNREADABLE.format("x")),
+        (
+            DurationProblem(kind="no_fixed_length", word="1 month", seconds=0, rest=""),
+            "'1 month' is not a duration: months and years have no fixed length; write weeks or "
+            "days, such as 4w or 30d",
+        ),
+        (
+            DurationProblem(kind="out_of_order", word="30m 2h", seconds=0, rest=""),
+            "'30m 2h' has its units out of order; write them largest first, such as 2h30m or "
+            "1 hour 30 minutes",
+        ),
+        (
+            DurationProblem(kind="repeated_unit", word="5m 5m", seconds=0, rest=""),
+            "'5m 5m' gives a unit twice; write each unit once, largest first, such as 2h30m or "
+            "1 hour 30 minutes",
+        ),
         (
             DurationProblem(kind="bare_number", word="5", seconds=5, rest=""),
             "'5' has no unit; write 5s, 5m or 5h, or quote a prompt that starts with a number",

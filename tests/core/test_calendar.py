@@ -711,6 +711,28 @@ EXAMPLE = "'FREQ=MONTHLY;BYDAY=1MO'"
             "DTSTART is not a supported rule part; use FREQ, INTERVAL, BYMONTH, BYMONTHDAY, "
             "BYDAY, BYSETPOS, COUNT or UNTIL.",
         ),
+        # NAME=VALUE with a name the subset does not take (an RFC 5545 x-name, say) is told
+        # so, not that it is not NAME=VALUE.
+        (
+            "FREQ=DAILY;X-FOO=1",
+            "X-FOO is not a supported rule part; use FREQ, INTERVAL, BYMONTH, BYMONTHDAY, "
+            "BYDAY, BYSETPOS, COUNT or UNTIL.",
+        ),
+        (
+            "FREQ=DAILY;BYDAY2=MO",
+            "BYDAY2 is not a supported rule part; use FREQ, INTERVAL, BYMONTH, BYMONTHDAY, "
+            "BYDAY, BYSETPOS, COUNT or UNTIL.",
+        ),
+        (
+            "FREQ=DAILY;X_FOO=1",
+            "'X_FOO=1' is not a rule part; write parts as NAME=VALUE separated by ';', such as "
+            f"{EXAMPLE}.",
+        ),
+        (
+            "FREQ=DAILY;=1",
+            "'=1' is not a rule part; write parts as NAME=VALUE separated by ';', such as "
+            f"{EXAMPLE}.",
+        ),
         ("FREQ=DAILY;FREQ=WEEKLY", "FREQ is given twice; give each part once."),
         ("FREQ=DAILY;COUNT=", "COUNT has no value; write COUNT=VALUE or remove it."),
         (
@@ -888,6 +910,11 @@ def test_each_rejected_part_has_its_message(text: object, message: str) -> None:
             "BYHOUR is not supported; the time of day comes from `time`, so remove BYHOUR.",
         ),
         ("freq=daily;count=", "COUNT has no value; write COUNT=VALUE or remove it."),
+        (
+            "freq=daily;x-foo=1",
+            "X-FOO is not a supported rule part; use FREQ, INTERVAL, BYMONTH, BYMONTHDAY, "
+            "BYDAY, BYSETPOS, COUNT or UNTIL.",
+        ),
         # A value the message names as read, not quotes, is named in the canonical form.
         ("freq=monthly;byday=mo,+1mo,1mo", "BYDAY lists '1MO' twice; list each day once."),
     ],

@@ -193,8 +193,9 @@ async def test_create_list_delete_and_errors_are_tool_errors(
         (
             unknown,
             "invalid_selector",
+            # Every tool the server offers, the take included.
             "there is no tool 'schedule_cancel'; the schedule tools are schedule_create, "
-            "schedule_list, schedule_delete, schedule_update.",
+            "schedule_list, schedule_delete, schedule_update, schedule_followups_take.",
         ),
         (
             take_with_arguments,

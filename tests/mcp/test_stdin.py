@@ -42,10 +42,12 @@ def error(code: int, message: str, request_id: object = None) -> dict[str, objec
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-NOT_JSON = (
-    "the message is not valid JSON (a lone surrogate escape, say); send one JSON-RPC message per "
-    "line."
+NOT_JSON = "the message is not valid JSON; send one JSON-RPC message per line."
+LONE_SURROGATE = (
+    "the message is not valid JSON: it holds a lone surrogate escape, half of a character that "
+    "cannot be encoded; send the whole character or remove it."
 )
+NOT_A_NUMBER = "the message is not valid JSON: JSON has no NaN or Infinity; send finite numbers."
 BAD_ID = "the id must be a string or an integer; send the request again with one."
 
 
@@ -54,12 +56,12 @@ BAD_ID = "the id must be a string or an integer; send the request again with one
     [
         (
             b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\ud800"}}',
-            error(-32700, NOT_JSON, 1),
+            error(-32700, LONE_SURROGATE, 1),
         ),
         (
             # An id that no answer could carry.
             b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping", "params": {"x": "\\ud800"}}',
-            error(-32700, NOT_JSON),
+            error(-32700, LONE_SURROGATE),
         ),
         (
             b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"n": ' + b"7" * 4301 + b"}}",
@@ -119,6 +121,12 @@ BAD_ID = "the id must be a string or an integer; send the request again with one
         (b"\xff\xfe", error(-32700, "the message is not valid UTF-8; send UTF-8 JSON.")),
         (b'"text"', error(-32600, "the message is not a JSON-RPC object; send one per line.")),
         (b"{", error(-32700, NOT_JSON)),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": "ping",}', error(-32700, NOT_JSON)),
+        (
+            # NaN and Infinity are not JSON: said so (the message once suggested a lone surrogate).
+            b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"x": -Infinity}}',
+            error(-32700, NOT_A_NUMBER, 5),
+        ),
     ],
 )
 def test_a_line_that_does_not_decode_gets_the_json_rpc_error_it_deserves(
@@ -176,8 +184,8 @@ def test_a_tool_call_that_does_not_decode_only_for_its_arguments_reaches_the_too
 @pytest.mark.parametrize(
     ("line", "answer"),
     [
-        (tool_call(b'{"prompt": "p", "after_seconds": NaN}'), error(-32700, NOT_JSON, 7)),
-        (tool_call(b"{}", name=b'"\\ud800"'), error(-32700, NOT_JSON, 7)),
+        (tool_call(b'{"prompt": "p", "after_seconds": NaN}'), error(-32700, NOT_A_NUMBER, 7)),
+        (tool_call(b"{}", name=b'"\\ud800"'), error(-32700, LONE_SURROGATE, 7)),
         (
             tool_call(b'{"prompt": "p"}', head=b'"id": 7, "x": 1e400, '),
             error(-32700, "a number in the message is out of range; send smaller numbers.", 7),

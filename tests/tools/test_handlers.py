@@ -145,6 +145,25 @@ async def test_a_tool_name_that_is_not_a_string_is_an_invalid_selector(
     ] * 3
 
 
+async def test_a_host_s_other_tools_are_listed_with_the_schedule_tools() -> None:
+    """The MCP server offers schedule_followups_take too: a call naming no tool lists it."""
+    _, schedule, _ = await _tools()
+    offering = ScheduleTools(schedule, also_offered=("schedule_followups_take",))
+    names = (
+        "the schedule tools are schedule_create, schedule_list, schedule_delete, "
+        "schedule_update, schedule_followups_take."
+    )
+    try:
+        assert await offering.call("schedule_snooze", {}) == _error(
+            "invalid_selector", f"there is no tool 'schedule_snooze'; {names}"
+        )
+        assert await offering.call(cast(str, None), {}) == _error(
+            "invalid_selector", f"the tool name must be a string, not null; {names}"
+        )
+    finally:
+        await schedule.close()
+
+
 async def test_a_bug_becomes_internal_error_and_is_logged(
     tools: ScheduleTools, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

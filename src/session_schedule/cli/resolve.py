@@ -65,6 +65,10 @@ CALENDAR_FORM_HELP = (
     "calendar RULE TIME ZONE [START], e.g. 'calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris'"
 )
 OCCURRENCES_SHOWN: Final = 5
+EVERY_NEEDS_OPTIONS: Final = (
+    "'every SECONDS' is taken only with the managing options (SPEC 11): add --until, "
+    "--max-runs, --max-lateness, --snooze or --resume"
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -197,6 +201,8 @@ def resolve(text: str, *, after: Instant) -> tuple[bool, str]:
         return _daily(text, words[1:], after)
     if words[:1] == ["calendar"]:
         return _calendar(text, words[1:], after)
+    if words[:1] == ["every"]:
+        return False, f"{text}  ->  {EVERY_NEEDS_OPTIONS}"
     try:
         instant = parse_at(at_argument(text))
     except ScheduleError as error:

@@ -270,7 +270,15 @@ class Duration:
     """The text after the duration, its inner spacing kept (empty when nothing follows)."""
 
 
-DurationProblemKind: TypeAlias = Literal["missing", "unreadable", "bare_number", "too_long"]
+DurationProblemKind: TypeAlias = Literal[
+    "missing",
+    "unreadable",
+    "no_fixed_length",
+    "out_of_order",
+    "repeated_unit",
+    "bare_number",
+    "too_long",
+]
 
 
 @final
@@ -280,7 +288,8 @@ class DurationProblem:
 
     kind: DurationProblemKind
     word: str
-    """The word at fault (empty when ``kind`` is ``missing``)."""
+    """The word at fault (empty when ``kind`` is ``missing``); for ``out_of_order`` and
+    ``repeated_unit``, the duration up to the part at fault (``30m 2h``)."""
     seconds: int
     """For ``bare_number``: the seconds read before the number, plus the number as seconds —
     what a reading of the number as seconds would give."""
@@ -297,6 +306,21 @@ class DurationProblem:
                 return (
                     f"{self.word!r} is not a duration; write numbers with units, largest first, "
                     "such as 90s, 10m, 5 minutes, 2h30m or 1 day"
+                )
+            case "no_fixed_length":
+                return (
+                    f"{self.word!r} is not a duration: months and years have no fixed length; "
+                    "write weeks or days, such as 4w or 30d"
+                )
+            case "out_of_order":
+                return (
+                    f"{self.word!r} has its units out of order; write them largest first, such "
+                    "as 2h30m or 1 hour 30 minutes"
+                )
+            case "repeated_unit":
+                return (
+                    f"{self.word!r} gives a unit twice; write each unit once, largest first, "
+                    "such as 2h30m or 1 hour 30 minutes"
                 )
             case "bare_number":
                 return (
@@ -326,14 +350,26 @@ def read_duration(text: str) -> Duration | DurationProblem:
     position = 0
     end = 0
 
-    def add(number: str, unit: str) -> bool:
+    def add(number: str, unit: str) -> DurationProblemKind | None:
+        """Add ``number`` of ``unit``; ``None`` when it can be, else why not."""
         nonlocal seconds, smallest
+        if unit.lower() in _NO_FIXED_LENGTH:
+            return "no_fixed_length"
         size = _UNITS.get(unit.lower())
-        if size is None or (smallest is not None and size >= smallest):
-            return False
+        if size is None:
+            return "unreadable"
+        if smallest is not None and size >= smallest:
+            return "repeated_unit" if size == smallest else "out_of_order"
         seconds += int(number) * size
         smallest = size
-        return True
+        return None
+
+    def refused(kind: DurationProblemKind, word: str, word_end: int) -> DurationProblem:
+        """The problem ``kind`` with ``word``: for a unit in the wrong place, the duration up to
+        its end (``30m 2h``), so that the message shows the order it is in."""
+        if kind in {"out_of_order", "repeated_unit"}:
+            word = text[:word_end].strip()
+        return DurationProblem(kind=kind, word=word, seconds=0, rest="")
 
     while position < len(words):
         word, word_end = words[position]
@@ -342,23 +378,18 @@ def read_duration(text: str) -> Duration | DurationProblem:
             return DurationProblem(kind="too_long", word=word, seconds=0, rest="")
         lowered = word.lower()
         if _GLUED.fullmatch(lowered):
-            parts = _GLUED_PART.findall(lowered)
-            if not all(add(number, unit) for number, unit in parts):
-                return DurationProblem(kind="unreadable", word=word, seconds=0, rest="")
+            for number, unit in _GLUED_PART.findall(lowered):
+                if (problem := add(number, unit)) is not None:
+                    return refused(problem, word, word_end)
             position, end = position + 1, word_end
             continue
         if _NUMBER.fullmatch(word) or (lowered in {"a", "an"} and smallest is None):
             number = "1" if lowered in {"a", "an"} else word
-            if following.lower() in _NO_FIXED_LENGTH:
-                return DurationProblem(
-                    kind="unreadable", word=f"{word} {following}", seconds=0, rest=""
-                )
-            if following.lower() in _UNITS:
-                if not add(number, following):
-                    return DurationProblem(
-                        kind="unreadable", word=f"{word} {following}", seconds=0, rest=""
-                    )
-                position, end = position + 2, words[position + 1][1]
+            if following.lower() in _UNITS or following.lower() in _NO_FIXED_LENGTH:
+                following_end = words[position + 1][1]
+                if (problem := add(number, following)) is not None:
+                    return refused(problem, f"{word} {following}", following_end)
+                position, end = position + 2, following_end
                 continue
             if lowered in {"a", "an"}:
                 break

@@ -90,7 +90,10 @@ _UNSUPPORTED: Final = {
     "BYYEARDAY": "use BYMONTH with BYMONTHDAY instead",
     "WKST": "weeks always start on Monday, so remove WKST",
 }
-_NAME: Final = re.compile(r"[A-Z]+", re.ASCII)
+_NAME: Final = re.compile(r"[A-Z][A-Z0-9-]*", re.ASCII)
+"""A part's name as RFC 5545 writes one (an iana-token or an x-name such as ``X-FOO``: letters,
+digits and hyphens), upper-cased: a part so named is ``NAME=VALUE``, whether or not the subset
+takes it."""
 _INTEGER: Final = re.compile(r"[+-]?[0-9]{1,6}", re.ASCII)
 _BYDAY_ITEM: Final = re.compile(r"([+-]?[0-9]{1,2})?(MO|TU|WE|TH|FR|SA|SU)", re.ASCII)
 _UNTIL: Final = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})", re.ASCII)

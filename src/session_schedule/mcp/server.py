@@ -196,7 +196,7 @@ class ScheduleMcpServer:
     def __init__(self, schedule: LiveSchedule, agent: PullAgent, *, session: str) -> None:
         self._schedule = schedule
         self._agent = agent
-        self._tools = ScheduleTools(schedule)
+        self._tools = ScheduleTools(schedule, also_offered=(TAKE_TOOL,))
         self._session_id = session
         self._peer: ServerSession | None = None
         self._subscribed = False

@@ -54,9 +54,13 @@ ARGUMENTS_TEXT: Final = f"session-schedule/arguments-text-{secrets.token_hex(8)}
 """The ``tools/call`` params key under which :func:`arguments_as_text` puts the arguments as
 JSON text. It holds a random part, drawn once per process, so that no client can send it."""
 _OUT_OF_RANGE: Final = "a number in the message is out of range; send smaller numbers."
-_NOT_JSON: Final = (
-    "the message is not valid JSON (a lone surrogate escape, say); send one JSON-RPC message "
-    "per line."
+_NOT_JSON: Final = "the message is not valid JSON; send one JSON-RPC message per line."
+_LONE_SURROGATE: Final = (
+    "the message is not valid JSON: it holds a lone surrogate escape, half of a character that "
+    "cannot be encoded; send the whole character or remove it."
+)
+_NOT_A_NUMBER: Final = (
+    "the message is not valid JSON: JSON has no NaN or Infinity; send finite numbers."
 )
 
 _encoder = msgspec.json.Encoder()
@@ -200,7 +204,7 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
         rewritten = arguments_as_text(text)
         if rewritten is None:
             out_of_range = isinstance(error, msgspec.ValidationError)
-            return _refused(line, _OUT_OF_RANGE if out_of_range else _NOT_JSON)
+            return _refused(line, _OUT_OF_RANGE if out_of_range else _why_not_json(text))
         line, text = rewritten, rewritten.decode()
         value = msgspec.json.decode(line)
     if isinstance(value, list):
@@ -234,6 +238,26 @@ def screen(line: bytes) -> tuple[str | None, str | None]:
             "the message is not a valid JSON-RPC 2.0 request; send jsonrpc, id, method and params.",
         )
     return text, None
+
+
+def _why_not_json(text: str) -> str:
+    """The message for ``text``, a line msgspec refuses as malformed JSON, naming why where
+    that is one thing: it decodes but for a lone surrogate escape (which the standard
+    library's decoder reads), or for ``NaN`` or ``Infinity`` (which it reads when asked to).
+
+    ``text`` is at most :data:`MAX_DEPTH` deep (checked before), so that decoder does not
+    recurse far."""
+    try:
+        loads_as_written(text, constants=False)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        return _LONE_SURROGATE
+    try:
+        loads_as_written(text, constants=True)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+    return _NOT_A_NUMBER
 
 
 def arguments_as_text(text: str) -> bytes | None:

@@ -55,9 +55,13 @@ _INTERNAL_ERROR = (
 class ScheduleTools:
     """The Schedule tools of one live Session, ready for a model's tool calls."""
 
-    def __init__(self, schedule: LiveSchedule) -> None:
+    def __init__(self, schedule: LiveSchedule, *, also_offered: tuple[str, ...] = ()) -> None:
+        """``also_offered``: the names of the other tools the host offers next to these (the
+        MCP server's ``schedule_followups_take``), listed with them when a call names a tool
+        that is none of them."""
         self._schedule = schedule
         self._described: tuple[ToolDefinition, ...] | None = None
+        self._offered = ", ".join((*TOOL_NAMES, *also_offered))
 
     @property
     def definitions(self) -> tuple[ToolDefinition, ...]:
@@ -139,7 +143,7 @@ class ScheduleTools:
     ) -> _Result | ErrorResult:
         """``run(name, arguments)``, with every failure turned into its result."""
         try:
-            return await run(_tool_name(name), _arguments(arguments, name))
+            return await run(_tool_name(name, self._offered), _arguments(arguments, name))
         except ScheduleError as error:
             return self._refuse(name, arguments, error)
         except Exception:
@@ -193,7 +197,7 @@ class ScheduleTools:
             return UpdateResult(ok=True, schedule=await self._schedule.update(arguments))
         raise ScheduleError(
             "invalid_selector",
-            f"there is no tool {name!r}; the schedule tools are {', '.join(TOOL_NAMES)}.",
+            f"there is no tool {name!r}; the schedule tools are {self._offered}.",
         )
 
     async def _create_plain(self, _name: str, arguments: Mapping[str, object]) -> dict[str, object]:
@@ -224,13 +228,13 @@ class ScheduleTools:
         }
 
 
-def _tool_name(name: object) -> str:
-    """``name``, checked to be text: callers typed ``str`` can still pass anything at run time."""
+def _tool_name(name: object, offered: str) -> str:
+    """``name``, checked to be text: callers typed ``str`` can still pass anything at run time
+    (``offered``: the names of the tools, for the message)."""
     if not isinstance(name, str):
         raise ScheduleError(
             "invalid_selector",
-            f"the tool name must be a string, not {_kind(name)}; "
-            f"the schedule tools are {', '.join(TOOL_NAMES)}.",
+            f"the tool name must be a string, not {_kind(name)}; the schedule tools are {offered}.",
         )
     return name
 
