@@ -210,6 +210,9 @@ def test(pytest_args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if not argv or argv[0] not in {"run", "test", "bench", "docs", "setup"}:
         print(__doc__, file=sys.stderr)
         return 2
