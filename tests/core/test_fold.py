@@ -19,6 +19,7 @@ from session_schedule.core.changes import (
     decode_change,
     delete_change,
     dispatch_change,
+    update_change,
 )
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.fold import ScheduleFold, fold, next_every_target, skipped_occurrences
@@ -36,6 +37,7 @@ from session_schedule.core.records import (
     AtScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
+    RecordStatus,
     ScheduleRecord,
     Weekday,
     make_views,
@@ -690,3 +692,35 @@ def _dispatching_every_first(
     except ScheduleError as error:
         return error.message, _outcome(state)
     return None, _outcome(state)
+
+
+def test_the_runs_of_a_reminder_are_kept_across_a_change_to_a_one_shot_and_end_with_it() -> None:
+    # Every delivery since the create counts toward a later max_runs (SPEC §11), also those made
+    # before an update turned the reminder into a one-shot; they go when it ends.
+    every = EveryScheduleRecord(
+        id=ScheduleId("sch_1"),
+        prompt="p",
+        every_seconds=600,
+        scheduled_at="2026-12-01T09:10:00.000Z",
+    )
+    at = AtScheduleRecord(
+        id=ScheduleId("sch_1"), prompt="p", scheduled_at="2026-12-01T12:00:00.000Z"
+    )
+    changes: list[ScheduleChange] = [
+        create_change(every),
+        dispatch_change(ScheduleId("sch_1"), parse_instant("2026-12-01T09:10:00.000Z")),
+        dispatch_change(ScheduleId("sch_1"), parse_instant("2026-12-01T09:20:00.000Z")),
+        update_change(at),
+    ]
+    state = fold(enumerate(changes))
+    assert state.statuses() == {ScheduleId("sch_1"): RecordStatus(runs=2)}
+    # A snapshot of it (a checkpoint's) is possible.
+    resumed = ScheduleFold.resumed(
+        state.by_creation(), highest_id=state.highest_id, statuses=state.statuses().items()
+    )
+    assert resumed.statuses() == state.statuses()
+    for folded in (state, resumed):
+        folded.apply(dispatch_change(ScheduleId("sch_1")))
+        assert (len(folded), folded.statuses()) == (0, {})
+    # Replayed as one log, the one-shot's dispatch takes its runs with it.
+    assert fold(enumerate([*changes, dispatch_change(ScheduleId("sch_1"))])).statuses() == {}

@@ -507,13 +507,15 @@ class ScheduleFold:
                     if schedule_id in targets:
                         del targets[schedule_id]
                         stale.discard(schedule_id)
-                        plain_runs.pop(schedule_id, None)
+                    plain_runs.pop(schedule_id, None)
                     continue
                 accepted_at = change.accepted_at
                 if accepted_at is msgspec.UNSET and (
                     type(current) is AfterScheduleRecord or type(current) is AtScheduleRecord
                 ):
                     del records[schedule_id]  # Rule 3: a one-shot dispatch ends the record
+                    # Runs it made while it was recurring (an update changed its rule) go too.
+                    plain_runs.pop(schedule_id, None)
                     continue
                 if type(current) is EveryScheduleRecord and type(accepted_at) is str:
                     # Rule 4 inline for the commonest change of a long log; anything but the
@@ -671,7 +673,7 @@ class ScheduleFold:
         if schedule_id in self._every_targets:
             del self._every_targets[schedule_id]
             self._stale.discard(schedule_id)
-            self._plain_runs.pop(schedule_id, None)
+        self._plain_runs.pop(schedule_id, None)
         if schedule_id in self._status:
             del self._status[schedule_id]
             self._paused.discard(schedule_id)
@@ -900,8 +902,6 @@ def _impossible_status(record: ScheduleRecord, status: RecordStatus) -> str | No
         return "is both paused and snoozed"
     if status.runs < 0:
         return "counts fewer than no runs"
-    if status.runs and not is_recurring(record):
-        return "counts runs, which a one-shot never makes"
     ends = record_ends(record)
     if ends is not None and ends.max_runs is not None and status.runs >= ends.max_runs:
         return f"counts {status.runs} runs, and its `ends.maxRuns` is {ends.max_runs}"

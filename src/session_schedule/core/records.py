@@ -247,7 +247,8 @@ class RecordStatus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     snoozed_from: str | None = None
     """While snoozed: the occurrence the snoozed delivery stands for (canonical instant)."""
     runs: int = 0
-    """Dispatches made since the record was created (a recurring record's; a miss is none)."""
+    """Dispatches made as a recurring record since it was created (kept when an update makes it a
+    one-shot, for a later ``maxRuns``; a miss is none)."""
     late_from: str | None = None
     """A one-shot resumed after its target: the resume time, from which lateness is measured."""
 
