@@ -258,17 +258,31 @@ def test_failed_accepts_are_logged_once_per_interval(
     assert "Traceback" not in caplog.text
 
 
+class _Collect(logging.Handler):
+    """The messages logged to the logger it is added to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def collected(name: str) -> Iterator[tuple[logging.Logger, list[str]]]:
+    """The logger ``name`` and the messages logged to it within the block."""
+    target = logging.getLogger(name)
+    target.addHandler(handler := _Collect())
+    try:
+        yield target, handler.lines
+    finally:
+        target.removeHandler(handler)
+
+
 def test_an_interval_log_reports_counts_per_kind() -> None:
     now = [0.0]
-    lines: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            lines.append(record.getMessage())
-
-    target = logging.getLogger("tests.web.interval")
-    target.addHandler(handler := Collect())
-    try:
+    with collected("tests.web.interval") as (target, lines):
         log = IntervalLog(60, target=target, monotonic=lambda: now[0])
         for _ in range(5):
             log.count("a")
@@ -278,8 +292,6 @@ def test_an_interval_log_reports_counts_per_kind() -> None:
         now[0] = 60
         log.count("a")
         log.report("b")
-    finally:
-        target.removeHandler(handler)
     assert lines == [
         "a (once since the last report)",
         "b (once since the last report)",
@@ -391,15 +403,7 @@ def test_uvicorn_errors_still_log(tmp_path: Path, caplog: pytest.LogCaptureFixtu
 
 
 async def test_flushing_an_interval_log_reports_what_waits_and_nothing_twice() -> None:
-    lines: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            lines.append(record.getMessage())
-
-    target = logging.getLogger("tests.web.interval.flush")
-    target.addHandler(handler := Collect())
-    try:
+    with collected("tests.web.interval.flush") as (target, lines):
         log = IntervalLog(0.05, target=target)
         for _ in range(3):
             log.count("a")  # the first at once, two waiting for the interval to end
@@ -407,8 +411,6 @@ async def test_flushing_an_interval_log_reports_what_waits_and_nothing_twice() -
         log.flush()
         log.flush()  # nothing waits any more
         await asyncio.sleep(0.2)  # the report the interval had planned was cancelled
-    finally:
-        target.removeHandler(handler)
     assert lines == [
         "a (once since the last report)",
         "b (once since the last report)",

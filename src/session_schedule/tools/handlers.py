@@ -38,6 +38,7 @@ from session_schedule.tools.results import (
     ToolResult,
     UpdateResult,
 )
+from session_schedule.tools.written import refuse_constant
 
 logger = logging.getLogger(__name__)
 _Result = TypeVar("_Result")
@@ -367,7 +368,7 @@ def _decode(text: str | bytes | bytearray, example: str) -> object:
     # JSON text holding a lone surrogate (raw, or the escape a model wrote as "\ud83d"): read it
     # leniently so that the checks can say which value holds it (a prompt: invalid_prompt).
     try:
-        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+        return json.loads(text, parse_constant=refuse_constant, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise _too_deep(example) from None
     except ValueError:
@@ -421,10 +422,6 @@ def _json_but_for_utf8(data: bytes | bytearray) -> bool:
             return False
         return True
     return False
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})

@@ -36,7 +36,7 @@ def loads_as_written(text: str | bytes, *, constants: bool) -> object:
         text,
         parse_int=_read_int,
         parse_float=_read_float,
-        parse_constant=WrittenNumber if constants else _not_json,
+        parse_constant=WrittenNumber if constants else refuse_constant,
     )
 
 
@@ -51,7 +51,9 @@ def _read_float(text: str) -> float | WrittenNumber:
     return value if math.isfinite(value) else WrittenNumber(text)
 
 
-def _not_json(name: str) -> object:
+def refuse_constant(name: str) -> object:
+    """A ``parse_constant`` for the standard library's reader that refuses ``NaN``,
+    ``Infinity`` and ``-Infinity``, which are not JSON (``ValueError``)."""
     raise ValueError(f"{name} is not JSON")
 
 

@@ -19,6 +19,7 @@ import msgspec
 from starlette.requests import Request
 
 from session_schedule.tools.nesting import json_depth
+from session_schedule.tools.written import refuse_constant
 from session_schedule.web.problems import HttpProblem, shorten
 
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -97,7 +98,9 @@ def decode_json(body: bytes, shape: type[T], *, lone_surrogates: bool = False) -
         if not (lone_surrogates and _SURROGATE_ESCAPE.search(body)):
             raise HttpProblem(400, "the body is not valid JSON.") from None
         try:
-            parsed = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+            parsed = json.loads(
+                body, parse_constant=refuse_constant, object_pairs_hook=_unique_keys
+            )
         except ValueError:
             raise HttpProblem(400, "the body is not valid JSON.") from None
         try:
@@ -142,10 +145,6 @@ async def read_body(
 
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 """The JSON escape of a surrogate (paired or lone), which the strict decoder refuses alone."""
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"JSON has no {name}")
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
