@@ -335,3 +335,19 @@ def test_a_dsn_url_names_its_schema_as_store_does(capsys: pytest.CaptureFixture[
         "session-schedule: 'Bad' cannot name a schema: use 1 to 63 lower-case letters, digits or "
         "underscores, not starting with a digit\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "given"),
+    [
+        (["host", "--store", "sqlite:s.db", "--dsn", "postgresql:///x"], "--dsn"),
+        (["--store", "sqlite:s.db", "host", "--dsn", "postgresql:///x"], "--dsn"),
+        (["host", "--postgres", "--store", "sqlite:s.db"], "--postgres"),
+    ],
+)
+def test_two_stores_on_the_command_line_are_a_usage_error(
+    arguments: list[str], given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store`` and ``--dsn`` (or ``--postgres``) name two stores: neither silently wins."""
+    assert main(arguments) == 2
+    assert capsys.readouterr().err == f"session-schedule: host takes {given} or --store, not both\n"

@@ -424,6 +424,20 @@ def test_offline_a_daily_reminder_is_created_from_the_form(
     expect(page.locator(".schedule-rule")).to_have_text("daily 09:00 Asia/Tokyo, mon wed fri")
 
 
+def test_a_rules_time_of_day_shows_its_seconds_when_they_are_not_zero(
+    offline_server: Running, open_page: Callable[[str, str], Page]
+) -> None:
+    page = open_page(offline_server.url, "Asia/Tokyo")
+    form = page.locator("#create-form")
+    form.locator("select[name=rule]").select_option("daily_at")
+    form.locator("input[name=prompt]").fill("standup")
+    form.locator("input[name=time]").fill("09:00:30")
+    form.locator("input[name=weekdays][value=mon]").check()
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".turn.tool")).to_have_count(1)
+    expect(page.locator(".schedule-rule")).to_have_text("daily 09:00:30 Asia/Tokyo, mon")
+
+
 def test_sessions_are_created_forked_and_switched_from_the_page(
     server: Running, open_page: Callable[[str, str], Page]
 ) -> None:

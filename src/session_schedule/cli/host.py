@@ -191,6 +191,9 @@ def run(arguments: argparse.Namespace) -> int:
     if config is not None:
         require("openai", purpose="chatting with a model")
     dsn: str | None = arguments.dsn
+    if getattr(arguments, "store", None) and (dsn is not None or arguments.postgres):
+        given = "--dsn" if dsn is not None else "--postgres"
+        return fail(f"host takes {given} or --store, not both", EXIT_USAGE)
     if arguments.postgres:
         dsn = os.environ.get(DSN_VARIABLE) or None
         if dsn is None:

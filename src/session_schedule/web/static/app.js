@@ -371,15 +371,22 @@
     if (id === state.sessionId) state.timeline = data.occurrences;
   }
 
+  // A rule's canonical HH:MM:SS.sss without the zero seconds and milliseconds, as the frames
+  // and the terminal show it (09:00, 09:00:30, 23:59:59.500).
+  function shortTime(time) {
+    const trimmed = time.endsWith(".000") ? time.slice(0, -4) : time;
+    return trimmed.length === 8 && trimmed.endsWith(":00") ? trimmed.slice(0, 5) : trimmed;
+  }
+
   function describeRule(schedule) {
     if (schedule.kind === "after") return `after ${schedule.afterSeconds} s`;
     if (schedule.kind === "every") return `every ${schedule.everySeconds} s`;
     if (schedule.kind === "daily") {
       const days = schedule.weekdays.length === 7 ? "every day" : schedule.weekdays.join(" ");
-      return `daily ${schedule.time.slice(0, 5)} ${schedule.timeZone}, ${days}`;
+      return `daily ${shortTime(schedule.time)} ${schedule.timeZone}, ${days}`;
     }
     if (schedule.kind === "calendar") {
-      return `calendar ${schedule.rule} at ${schedule.time.slice(0, 5)} ${schedule.timeZone}`;
+      return `calendar ${schedule.rule} at ${shortTime(schedule.time)} ${schedule.timeZone}`;
     }
     return "at";
   }
