@@ -12,9 +12,10 @@
 
 The generated reference (``docs_hooks.py``) is checked here too: it fails loudly on an unknown
 part, and covers every tool and every command. So is what the pages state about the code: the
-README's and CONTRIBUTING's links, both install tables against ``pyproject.toml``, the picture of
-the floors against ``tests/test_layout.py``, the settings tables against the code's defaults,
-and the performance page against the scripts in ``benchmarks/``.
+README's and CONTRIBUTING's links and the headings they name, both install tables against
+``pyproject.toml``, the picture of the floors against ``tests/test_layout.py``, the settings
+tables against the code's defaults, and the performance page against the scripts in
+``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import markdown  # type: ignore[import-untyped]  # Python-Markdown, which MkDocs uses
 import pytest
 
 import docs_hooks
@@ -230,6 +232,40 @@ def test_a_front_page_links_only_to_files_that_exist(page: str) -> None:
     assert targets
     for target in targets:
         assert (ROOT / target).exists(), f"{page} links to {target}, which does not exist"
+
+
+_ANCHORED_LINK = re.compile(r"\]\((docs/[^)#\s]+\.md)#([^)\s]+)\)")
+"""A link to a heading of a documentation page: its path and its anchor."""
+
+
+def _anchors(page: Path) -> set[str]:
+    """The ids the site gives the headings of ``page``: Python-Markdown's ``toc`` with the
+    extensions of ``mkdocs.yml`` that shape headings, on the page with its generated parts."""
+    converter = markdown.Markdown(
+        extensions=["admonition", "attr_list", "tables", "toc", "pymdownx.superfences"]
+    )
+    converter.convert(docs_hooks.expand(page.read_text()))
+    found: set[str] = set()
+    pending = list(converter.toc_tokens)
+    while pending:
+        token = pending.pop()
+        found.add(token["id"])
+        pending.extend(token["children"])
+    return found
+
+
+def test_a_front_pages_links_into_the_docs_name_headings_that_exist() -> None:
+    """``mkdocs build --strict`` checks the anchors of the site's own pages, not those of the
+    README and CONTRIBUTING.md: a renamed heading ("The three tools" became "The four tools")
+    left a link to it dead."""
+    checked = 0
+    for page in ("README.md", "CONTRIBUTING.md"):
+        for target, anchor in _ANCHORED_LINK.findall((ROOT / page).read_text()):
+            assert anchor in _anchors(ROOT / target), (
+                f"{page} links to {target}#{anchor}, but that page has no heading {anchor!r}"
+            )
+            checked += 1
+    assert checked
 
 
 def _requirement_name(requirement: str) -> str:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from session_schedule.core.rules import Limits as Limits
     from session_schedule.core.time_context import time_context as time_context
     from session_schedule.runtime.agent import Agent as Agent
+    from session_schedule.runtime.agent import AgentClosed as AgentClosed
     from session_schedule.runtime.agent import FollowUp as FollowUp
     from session_schedule.runtime.clock import Clock as Clock
     from session_schedule.runtime.clock import SystemClock as SystemClock
@@ -79,6 +80,7 @@ _EXPORTS: Final = {
     "Limits": "session_schedule.core.rules",
     "time_context": "session_schedule.core.time_context",
     "Agent": "session_schedule.runtime.agent",
+    "AgentClosed": "session_schedule.runtime.agent",
     "FollowUp": "session_schedule.runtime.agent",
     "Clock": "session_schedule.runtime.clock",
     "SystemClock": "session_schedule.runtime.clock",
@@ -104,6 +106,7 @@ _EXPORTS: Final = {
 
 __all__ = [
     "Agent",
+    "AgentClosed",
     "AgentQueue",
     "Clock",
     "ErrorCode",

@@ -144,6 +144,36 @@ def test_a_command_that_needs_an_extra_says_which_in_one_line(
     assert sorted(tmp_path.iterdir()) == before
 
 
+HELP_COMMANDS: Final = sorted({argv[0] for argv, _ in NEEDING_AN_EXTRA})
+"""The commands that need an extra to run: their help needs none."""
+
+
+def _help(blocked: str, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", PROGRAM, blocked, command, "--help"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**_environment(), "COLUMNS": "100"},
+        check=False,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("install", ["core", "cli"])
+@pytest.mark.parametrize("command", HELP_COMMANDS)
+def test_the_help_of_a_command_that_needs_an_extra_needs_none(
+    install: Install, command: str
+) -> None:
+    """``serve --help`` once printed the missing-extra line and exited 2 (the others printed
+    their help): each prints the help the full install prints."""
+    full = _help("no_such_module_to_block", command)
+    assert (full.returncode, full.stderr) == (0, "")
+    assert full.stdout.startswith(f"usage: session-schedule {command} ")
+    result = _help(",".join(sorted(MISSING[install])), command)
+    assert (result.returncode, result.stdout, result.stderr) == (0, full.stdout, "")
+
+
 @pytest.mark.parametrize("install", ["core", "cli"])
 def test_the_host_runs_on_the_data_directory_without_any_extra(
     tmp_path: Path, install: Install

@@ -182,7 +182,32 @@ async def test_hostile_tool_use_input_gets_the_tools_stable_error(kind: str) -> 
     result = requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
     assert result["type"] == "tool_result"
     assert result["tool_use_id"] == "tu_1"
+    assert result["is_error"] is True
     assert json.loads(result["content"])["error"]["code"] == code
+
+
+async def test_a_refused_tool_call_goes_back_flagged_is_error_with_the_same_text() -> None:
+    """The Messages API's ``is_error`` was never set: the refusal read as a success."""
+    turn = await _one_tool_use(b'{"prompt": "", "after_seconds": 60}')
+    assert turn.requests[1]["messages"][-1] == {  # type: ignore[index]
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "tu_1",
+                "content": '{"ok":false,"error":{"code":"invalid_prompt","message":"`prompt` is '
+                'empty; say what the reminder should prompt you to do."}}',
+                "is_error": True,
+            }
+        ],
+    }
+
+
+async def test_a_tool_call_that_succeeds_goes_back_without_is_error() -> None:
+    turn = await _one_tool_use(b'{"prompt": "stretch", "after_seconds": 60}')
+    result = turn.requests[1]["messages"][-1]["content"][0]  # type: ignore[index]
+    assert sorted(result) == ["content", "tool_use_id", "type"]
+    assert json.loads(result["content"])["ok"] is True
 
 
 NUMBERS = {

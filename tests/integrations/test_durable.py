@@ -277,7 +277,8 @@ async def test_arguments_the_log_cannot_hold_are_kept_shown_and_the_turn_complet
         del info
         last = messages[-1].parts[-1]
         if isinstance(last, ToolReturnPart):
-            results.append(last.model_response_str())
+            assert last.outcome == "failed"
+            results.append(last.model_response_str(wrap_if_error=False))
             return ModelResponse(parts=[TextPart("Could not.")])
         return ModelResponse(parts=[ToolCallPart("schedule_create", arguments, "call_1")])
 

@@ -98,6 +98,33 @@ async def test_a_tool_answers_a_models_mistake_with_a_result(schedule: LiveSched
     assert refused["error"]["code"] == "invalid_rule"
 
 
+EMPTY_PROMPT = (
+    '{"ok":false,"error":{"code":"invalid_prompt","message":"`prompt` is empty; say what the '
+    'reminder should prompt you to do."}}'
+)
+
+
+async def test_a_refused_tool_call_answers_a_tool_message_of_status_error(
+    schedule: LiveSchedule,
+) -> None:
+    """It once answered ``status="success"`` with the ``{"ok": false}`` text; the content is the
+    same text either way, from async and sync code, and a plain invocation gets the text."""
+    create = _by_name(schedule_tools(ScheduleTools(schedule)))["schedule_create"]
+    refused = {**CREATE, "prompt": ""}
+    call = {"type": "tool_call", "id": "call_1", "name": "schedule_create", "args": refused}
+    expected = ToolMessage(
+        content=EMPTY_PROMPT, name="schedule_create", tool_call_id="call_1", status="error"
+    )
+    assert await create.ainvoke(call) == expected
+    assert await asyncio.to_thread(create.invoke, call) == expected
+    assert await create.ainvoke(refused) == EMPTY_PROMPT
+    assert await asyncio.to_thread(create.invoke, refused) == EMPTY_PROMPT
+    made = await create.ainvoke({**call, "args": CREATE})
+    assert isinstance(made, ToolMessage)
+    assert made.status == "success"
+    assert json.loads(str(made.content))["ok"] is True
+
+
 async def test_a_sync_call_on_the_loops_own_thread_is_refused(schedule: LiveSchedule) -> None:
     tools = _by_name(schedule_tools(ScheduleTools(schedule)))
     with pytest.raises(RuntimeError) as caught:
@@ -186,7 +213,11 @@ async def test_hostile_arguments_get_the_tools_stable_error_not_an_exception(
     call = {"type": "tool_call", "id": "call_9", "name": "schedule_create", "args": arguments}
     answered = await create.ainvoke(call)
     assert isinstance(answered, ToolMessage)
-    assert (answered.tool_call_id, answered.name) == ("call_9", "schedule_create")
+    assert (answered.tool_call_id, answered.name, answered.status) == (
+        "call_9",
+        "schedule_create",
+        "error",
+    )
     assert json.loads(str(answered.content)) == expected
 
 

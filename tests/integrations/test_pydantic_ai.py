@@ -114,26 +114,46 @@ HOSTILE = {
 @pytest.mark.parametrize("kind", list(HOSTILE))
 async def test_hostile_arguments_get_the_tools_stable_error(kind: str) -> None:
     arguments, expected = HOSTILE[kind]
-    assert await _answer(arguments) == expected
+    part = await _answer(arguments)
+    assert (part.outcome, part.content) == ("failed", expected)
+
+
+async def test_a_refused_call_is_a_failed_tool_return_with_the_same_text() -> None:
+    """It was ``outcome="success"``: PydanticAI could not send the refusal through a
+    provider's error flag. A provider without one gets PydanticAI's ``{"error": ...}`` form."""
+    text = (
+        '{"ok":false,"error":{"code":"invalid_prompt","message":"`prompt` is empty; say what '
+        'the reminder should prompt you to do."}}'
+    )
+    part = await _answer('{"prompt": "", "after_seconds": 60}')
+    assert (part.outcome, part.content) == ("failed", text)
+    assert part.model_response_str(wrap_if_error=False) == text
+    assert json.loads(part.model_response_str()) == {"error": text}
+    made = await _answer('{"prompt": "stretch", "after_seconds": 60}')
+    assert made.outcome == "success"
+    assert isinstance(made.content, str)
+    assert json.loads(made.content)["ok"] is True
 
 
 async def test_a_result_escapes_hidden_characters_as_the_frame_does() -> None:
-    answer = await _answer(
+    part = await _answer(
         '{"prompt": "buy milk\U000e0041\u202e", "after_seconds": 60, "at": null, '
         '"every_seconds": null, "daily_at": null, "calendar": null, "ends": null, '
         '"max_lateness_seconds": null}'
     )
+    answer = part.model_response_str()
     assert "\U000e0041" not in answer
     assert "\u202e" not in answer
     assert '"prompt":"buy milk\\udb40\\udc41\\u202e"' in answer
 
 
-async def _answer(arguments: str) -> str:
-    """What the model reads back after calling ``schedule_create`` with ``arguments``."""
+async def _answer(arguments: str) -> ToolReturnPart:
+    """The tool return the model gets back after calling ``schedule_create`` with
+    ``arguments`` (the run goes on to the model's answer)."""
     clock = FakeClock("2026-11-29T20:00:00.000Z")
     session = await MemorySessionStore().create(now=clock.now())
     schedule = LiveSchedule(session, TurnQueue(session, clock=clock), clock=clock)
-    answers: list[str] = []
+    answers: list[ToolReturnPart] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         del info
@@ -141,10 +161,11 @@ async def _answer(arguments: str) -> str:
             return ModelResponse(parts=[ToolCallPart("schedule_create", arguments, "call_1")])
         part = messages[-1].parts[0]
         assert isinstance(part, ToolReturnPart)
-        answers.append(part.model_response_str())
+        answers.append(part)
         return ModelResponse(parts=[TextPart("ok")])
 
     agent = Agent(FunctionModel(model), tools=schedule_tools(ScheduleTools(schedule)))
-    await agent.run("hello")
+    result = await agent.run("hello")
     await session.close()
+    assert result.output == "ok"
     return answers[0]

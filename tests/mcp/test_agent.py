@@ -18,6 +18,7 @@ from session_schedule.core.framing import frame
 from session_schedule.core.instants import parse_instant
 from session_schedule.mcp.agent import FollowupNotTakenError, PullAgent
 from session_schedule.runtime.live import LiveSchedule
+from session_schedule.session.history import occurrence_history
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle
 from session_schedule.testing.clock import FakeClock
@@ -129,6 +130,29 @@ async def test_a_take_receives_the_frame_and_only_then_is_the_dispatch_recorded(
     assert [dispatch.id for dispatch in world.dispatches()] == [view.id]
     assert await world.schedule.pending() is None
     assert await world.schedule.active() == (decided, [])
+
+
+async def test_a_one_shot_taken_has_no_decision_time_in_the_history_a_recurring_one_has(
+    world: World,
+) -> None:
+    """As ``history --help`` and the MCP and outcomes guides say: a take queues no turn, and a
+    one-shot's decision time is its queued turn's; a recurring dispatch records its own."""
+    await world.schedule.create({"prompt": "stretch", "after_seconds": 90})
+    await world.schedule.create({"prompt": "water", "every_seconds": 600})
+    await world.run_for(120)
+    assert await world.take() is not None
+    await world.run_for(600)
+    assert await world.take() is not None
+    runs = occurrence_history(world.session.entries)
+    assert [(run.key, run.outcome, run.decided_at, run.lateness_seconds) for run in runs] == [
+        ("sch_1@2026-11-29T20:01:30.000Z", "delivered", None, None),
+        (
+            "sch_2@2026-11-29T20:10:00.000Z",
+            "delivered",
+            parse_instant("2026-11-29T20:12:00.000Z"),
+            120.0,
+        ),
+    ]
 
 
 async def test_due_one_shots_are_taken_one_per_take_and_re_announced(world: World) -> None:

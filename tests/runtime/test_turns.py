@@ -11,7 +11,7 @@ import pytest
 
 from session_schedule import LiveSchedule, ScheduleTools, Turn, TurnQueue
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchChange
-from session_schedule.runtime.agent import FollowUp
+from session_schedule.runtime.agent import AgentClosed, FollowUp
 from session_schedule.session.errors import PersistenceUncertain, SessionCorrupt
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.port import SessionHandle
@@ -413,6 +413,59 @@ async def test_straight_line_construction_with_a_live_schedule(world: World) -> 
     assert types[queued_reminder + 1] == CHANGE_EVENT_TYPE
     payload = world.session.entries[queued_reminder + 1].payload
     assert isinstance(payload, ScheduleDispatchChange)
+
+
+async def test_a_delivery_due_once_the_queue_closed_is_declined_quietly(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``async with schedule, turns:`` the queue closes first: a reminder due then was
+    logged as a failed follow-up with a traceback, and a back-off. Nothing is lost, nothing is
+    reported: the reminder stays active for the next time the session is live."""
+    caplog.set_level(logging.DEBUG)
+    turns = TurnQueue(world.session, world.host.run_turn, clock=world.clock)
+    world.host.turns = turns
+    schedule = LiveSchedule(world.session, turns, clock=world.clock)
+    tools = ScheduleTools(schedule)
+    events: list[object] = []
+    schedule.events.subscribe(events.append)
+    async with schedule:
+        async with turns:
+            await tools.call("schedule_create", {"prompt": "stretch", "after_seconds": 60})
+            await schedule.settled()
+        caplog.clear()
+        world.clock.advance(60)
+        await schedule.settled()
+        listed = await tools.call("schedule_list", {})
+    assert [view["id"] for view in listed["schedules"]] == ["sch_1"]  # type: ignore[attr-defined]
+    assert world.entries(TURN_QUEUED_TYPE) == []
+    assert [
+        payload
+        for payload in world.entries(CHANGE_EVENT_TYPE)
+        if isinstance(payload, ScheduleDispatchChange)
+    ] == []
+    assert [event.kind for event in events] == ["create"]  # type: ignore[attr-defined]
+    # One debug line, no traceback: no failure, no back-off.
+    assert [
+        (record.levelno, record.getMessage(), record.exc_info) for record in caplog.records
+    ] == [
+        (
+            logging.DEBUG,
+            "follow-up for sch_1@2026-11-29T20:01:00.000Z in session "
+            f"{world.session.id} was declined, the agent is closed (the turn queue is closed); "
+            "the reminder stays active",
+            None,
+        )
+    ]
+
+
+async def test_a_closed_queue_refuses_with_agent_closed(world: World) -> None:
+    await world.turns.start()
+    await world.turns.close()
+    with pytest.raises(AgentClosed) as caught:
+        world.turns.followup(FRAME)
+    assert str(caught.value) == "the turn queue is closed"
+    with pytest.raises(RuntimeError, match=r"^the turn queue is closed$"):
+        world.turns.submit("hello")
 
 
 @dataclass

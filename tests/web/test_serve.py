@@ -21,6 +21,7 @@ import pytest
 
 from session_schedule.cli import serve as serve_cli
 from session_schedule.cli.main import add_store_option
+from session_schedule.web import server as web_server
 from session_schedule.web.app import OverlayApp
 from session_schedule.web.live import LiveLimits
 from session_schedule.web.server import Limits, bind
@@ -224,7 +225,7 @@ def first_address(capsys: pytest.CaptureFixture[str]) -> str:
 def test_the_generated_token_is_kept_0600_and_survives_a_restart(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     monkeypatch.delenv("SESSION_SCHEDULE_TOKEN", raising=False)
     data = tmp_path / "new" / "data"
     old_umask = os.umask(0)
@@ -333,7 +334,7 @@ class _ConnectAtStart:
 def test_the_address_is_printed_once_the_server_listens(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _ConnectAtStart)
+    monkeypatch.setattr(web_server, "OverlayServer", _ConnectAtStart)
     _ConnectAtStart.connected.clear()
     assert run(["--data-dir", str(tmp_path), "serve", "--port", "0"]) == 0
     assert capsys.readouterr().out.startswith("session-schedule: the web overlay is at http://")
@@ -367,8 +368,8 @@ def test_a_non_loopback_host_gets_a_generated_token_printed_at_start(
         bound.append((host, port))
         return bind("127.0.0.1", 0)  # the test binds nothing else
 
-    monkeypatch.setattr(serve_cli, "bind", bind_loopback)
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "bind", bind_loopback)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0", "--port", "8080"]  # noqa: S104
     assert run(argv) == 0
@@ -389,7 +390,7 @@ def test_a_non_loopback_host_gets_a_generated_token_printed_at_start(
 def test_a_token_given_on_loopback_is_required_too(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--token", STRONG]
     assert run(argv) == 0
@@ -400,7 +401,7 @@ def test_a_token_given_on_loopback_is_required_too(
 def test_loopback_gets_a_generated_token_too(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     assert run(["--data-dir", str(tmp_path), "serve", "--port", "0"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -416,7 +417,7 @@ def test_the_token_comes_from_the_environment_or_a_file_so_ps_does_not_show_it(
     tmp_path: Path,
     source: str,
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0"]
     if source == "variable":
@@ -442,7 +443,7 @@ def test_the_token_comes_from_the_environment_or_a_file_so_ps_does_not_show_it(
 def test_the_limits_are_configurable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     _FakeServer.limits.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--max-connections", "50"]
@@ -460,7 +461,7 @@ def test_the_limits_are_configurable(
 def test_no_token_on_loopback_serves_without_one_and_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     assert run(["--data-dir", str(tmp_path), "serve", "--port", "0", "--no-token"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -475,7 +476,7 @@ def test_no_token_on_loopback_serves_without_one_and_says_so(
 def test_a_model_with_a_local_endpoint_is_announced(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     argv = ["--data-dir", str(tmp_path), "serve", "--port", "0", "--model", "llama3.2"]
     argv += ["--base-url", "http://127.0.0.1:9/v1", "--no-token"]
@@ -621,7 +622,7 @@ def test_a_real_server_with_few_descriptors_survives_a_flood_of_idle_sockets(
 def test_the_overlay_serves_the_store_it_is_given_and_names_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(serve_cli, "OverlayServer", _FakeServer)
+    monkeypatch.setattr(web_server, "OverlayServer", _FakeServer)
     _FakeServer.apps.clear()
     url = f"sqlite:{tmp_path / 'sessions.db'}"
     argv = ["--data-dir", str(tmp_path / "unused"), "--store", url, "serve", "--port", "0"]
@@ -632,3 +633,14 @@ def test_the_overlay_serves_the_store_it_is_given_and_names_it(
         == f"session-schedule: offline mode (you call the tools on the page); sessions in {url}"
     )
     assert [status for _, status in _FakeServer.apps] == [401]
+
+
+def test_the_commands_defaults_are_the_overlays() -> None:
+    """``serve`` states them itself, so that its help needs no ``web`` extra."""
+    live = LiveLimits()
+    assert (Limits().max_connections, live.max_live, live.max_streams, live.idle_seconds) == (
+        serve_cli.MAX_CONNECTIONS,
+        serve_cli.MAX_LIVE,
+        serve_cli.MAX_PAGES,
+        serve_cli.IDLE_CLOSE_SECONDS,
+    )

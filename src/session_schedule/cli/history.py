@@ -40,6 +40,8 @@ DESCRIPTION: Final = (
     "failed (after retries; the cause is shown), pending (its turn has not finished), missed "
     "(decided later than its max_lateness_seconds allowed), deleted (before it was delivered) "
     "— how late it was and how many earlier occurrences a catch-up delivery covered (skipped). "
+    "A one-shot's decision time is when its turn was queued: one taken through the MCP server "
+    "(schedule_followups_take), which queues no turn, shows none and no lateness (-). "
     "Read from the log alone, while the session may be open elsewhere."
 )
 EXAMPLE: Final = "session-schedule history s_7k2m4q9x3v5b sch_2 --json"

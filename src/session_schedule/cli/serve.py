@@ -24,7 +24,7 @@ import secrets
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from session_schedule.cli.common import (
     EXIT_OK,
@@ -53,10 +53,16 @@ from session_schedule.session.private import (
     read_private,
     write_private,
 )
-from session_schedule.web.app import create_app
-from session_schedule.web.live import LiveLimits, ModelFactory
-from session_schedule.web.security import access_policy, is_loopback, is_wildcard
-from session_schedule.web.server import Limits, OverlayServer, bind
+
+if TYPE_CHECKING:
+    from session_schedule.web.live import ModelFactory
+
+# The overlay's own defaults (``web.server.Limits``, ``web.live.LiveLimits``), stated here so that
+# ``serve --help`` needs no ``web`` extra: the overlay is imported only when the command runs.
+MAX_CONNECTIONS: Final = 200
+MAX_LIVE: Final = 100
+MAX_PAGES: Final = 64
+IDLE_CLOSE_SECONDS: Final = 1800
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
@@ -144,37 +150,43 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--max-connections",
         metavar="N",
         type=_positive,
-        default=Limits().max_connections,
-        help=f"open connections at most (default {Limits().max_connections})",
+        default=MAX_CONNECTIONS,
+        help=f"open connections at most (default {MAX_CONNECTIONS})",
     )
     parser.add_argument(
         "--max-live",
         metavar="N",
         type=_positive,
-        default=LiveLimits().max_live,
-        help=f"live sessions at most (default {LiveLimits().max_live})",
+        default=MAX_LIVE,
+        help=f"live sessions at most (default {MAX_LIVE})",
     )
     parser.add_argument(
         "--max-pages",
         metavar="N",
         type=_positive,
-        default=LiveLimits().max_streams,
-        help=f"open pages (event streams) at most (default {LiveLimits().max_streams}; at most "
+        default=MAX_PAGES,
+        help=f"open pages (event streams) at most (default {MAX_PAGES}; at most "
         "half of --max-connections, so requests always find a connection)",
     )
     parser.add_argument(
         "--idle-close",
         metavar="SECONDS",
         type=_positive,
-        default=LiveLimits().idle_seconds,
+        default=IDLE_CLOSE_SECONDS,
         help="close a live session without reminders, turn or open page after this long idle "
-        f"(default {LiveLimits().idle_seconds})",
+        f"(default {IDLE_CLOSE_SECONDS})",
     )
     add_quotas(parser)
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
+    # The overlay needs the ``web`` extra, checked first and imported only now (the command's
+    # help needs none): without it this raises MissingExtraError, which ``main`` reports in one
+    # line (exit 2), the data directory untouched.
+    require("web", purpose="the web overlay")
+    from session_schedule.web.server import bind  # noqa: PLC0415
+
     host: str = arguments.host
     # A refusal leaves the data directory as it was: the model is checked before the token,
     # which may be generated and kept there.
@@ -206,6 +218,11 @@ async def _serve(
     token: str | None,
     config: ModelConfig | None,
 ) -> None:
+    from session_schedule.web.app import create_app  # noqa: PLC0415
+    from session_schedule.web.live import LiveLimits  # noqa: PLC0415
+    from session_schedule.web.security import access_policy  # noqa: PLC0415
+    from session_schedule.web.server import Limits, OverlayServer  # noqa: PLC0415
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     location = store_location(arguments)
     async with connect(config) as connection, opened_store(location) as store:
@@ -240,6 +257,8 @@ def _announce(
     config: ModelConfig | None,
     place: str,
 ) -> None:
+    from session_schedule.web.security import is_wildcard  # noqa: PLC0415
+
     port: int = sock.getsockname()[1]
     shown = "127.0.0.1" if is_wildcard(host) else host.strip("[]")
     if ":" in shown:
@@ -276,6 +295,8 @@ def _token(
     arguments: argparse.Namespace, environ: Mapping[str, str], directory: Path
 ) -> str | _Refusal | None:
     """The access token to require (``None``: ``--no-token``), or why the options are refused."""
+    from session_schedule.web.security import is_loopback  # noqa: PLC0415
+
     if arguments.no_token:
         if not is_loopback(arguments.host):
             return _Refusal(

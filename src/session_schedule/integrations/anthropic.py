@@ -52,7 +52,7 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
     """A Messages API conversation fed by ``turns``: each turn — a host prompt or a reminder —
     is a user message on the same ``messages`` list, then requests to ``client`` until the model
     stops calling tools (each call runs through ``tools``; its result goes back as a
-    ``tool_result``).
+    ``tool_result``, with ``is_error: true`` when it is an ``{"ok": false, ...}`` error).
 
     ``messages`` continues an earlier conversation; :attr:`messages` is the conversation so far.
     A turn that fails (the API refuses a request, say) leaves no trace in it, so the next turn
@@ -133,10 +133,17 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
         return context if self._system is None else f"{self._system}\n\n{context}"
 
     def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageParam]:
-        blocks: list[ToolResultBlockParam] = [
-            {"type": "tool_result", "tool_use_id": result.use.id, "content": result.content}
-            for result in results
-        ]
+        blocks: list[ToolResultBlockParam] = []
+        for result in results:
+            block: ToolResultBlockParam = {
+                "type": "tool_result",
+                "tool_use_id": result.use.id,
+                "content": result.content,
+            }
+            if result.failed:
+                # The Messages API's flag for a tool call that failed; the text is the same.
+                block["is_error"] = True
+            blocks.append(block)
         return [{"role": "user", "content": blocks}]
 
 

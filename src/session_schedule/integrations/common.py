@@ -46,7 +46,7 @@ from session_schedule.session.framework import (
 )
 from session_schedule.tools.adapters import strict_schema
 from session_schedule.tools.catalog import ToolName
-from session_schedule.tools.handlers import ScheduleTools
+from session_schedule.tools.handlers import ScheduleTools, ToolText
 from session_schedule.tools.nesting import clip_depth
 from session_schedule.tools.schemas import Schema
 from session_schedule.tools.written import (
@@ -130,13 +130,23 @@ class SyncBridge:
         self._loop = loop
 
     async def call(self, name: str, arguments: object) -> str:
-        """The tool call, from asynchronous code on the Schedule's loop."""
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-        return await self._tools.call_json(name, arguments)
+        """The tool call, from asynchronous code on the Schedule's loop: its JSON text."""
+        return (await self.call_text(name, arguments)).text
 
     def call_sync(self, name: str, arguments: object) -> str:
-        """The tool call, from synchronous code in any thread but the loop's own.
+        """The tool call, from synchronous code in any thread but the loop's own: its JSON text
+        (see :meth:`call_text_sync`)."""
+        return self.call_text_sync(name, arguments).text
+
+    async def call_text(self, name: str, arguments: object) -> ToolText:
+        """:meth:`call`, and whether the result is an error (:class:`ToolText`)."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return await self._tools.call_text(name, arguments)
+
+    def call_text_sync(self, name: str, arguments: object) -> ToolText:
+        """The tool call, from synchronous code in any thread but the loop's own, and whether
+        its result is an error (:class:`ToolText`).
 
         Raises ``RuntimeError`` when called on the loop's thread (the loop would wait on itself:
         use the asynchronous call there), when the loop is unknown or not running, and when the
@@ -163,7 +173,7 @@ class SyncBridge:
                 f"{name} was called synchronously, but the event loop that runs the Schedule "
                 "is not running"
             )
-        future = asyncio.run_coroutine_threadsafe(self._tools.call_json(name, arguments), loop)
+        future = asyncio.run_coroutine_threadsafe(self._tools.call_text(name, arguments), loop)
         try:
             return future.result(self._timeout)
         except concurrent.futures.TimeoutError:
@@ -335,6 +345,9 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
 
     use: ToolUse
     content: str
+    failed: bool = False
+    """Whether the result is an error (``{"ok": false, ...}``): a provider that flags failed
+    tool calls (Anthropic's ``is_error``) says so beside the same text."""
 
 
 class ToolLoopConversation(Conversation, Generic[MessageT]):
@@ -411,10 +424,10 @@ class ToolLoopConversation(Conversation, Generic[MessageT]):
             self._messages.append(cast("MessageT", sendable(reply.message)))
             if not reply.tool_uses:
                 return reply.text
-            results = [
-                ToolResult(use=use, content=await self._tools.call_json(use.name, use.arguments))
-                for use in reply.tool_uses
-            ]
+            results: list[ToolResult] = []
+            for use in reply.tool_uses:
+                answer = await self._tools.call_text(use.name, use.arguments)
+                results.append(ToolResult(use=use, content=answer.text, failed=answer.failed))
             self._messages.extend(
                 cast("MessageT", sendable(message)) for message in self._result_messages(results)
             )

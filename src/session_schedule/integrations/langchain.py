@@ -29,7 +29,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -45,7 +45,7 @@ from session_schedule.integrations.common import (
     turn_metadata,
 )
 from session_schedule.runtime.turns import TurnQueue
-from session_schedule.tools.handlers import MAX_ARGUMENT_DEPTH, ScheduleTools
+from session_schedule.tools.handlers import MAX_ARGUMENT_DEPTH, ScheduleTools, ToolText
 
 __all__ = [
     "STAND_IN_KEY",
@@ -70,7 +70,10 @@ def schedule_tools(
     from synchronous code in any other thread — the call is routed onto that loop, which is the
     one running when the tools are built, or ``loop`` — and raises ``RuntimeError`` on the
     loop's own thread, where it would wait on itself. A tool returns the result as JSON text; a
-    model's mistake is an ``{"ok": false, ...}`` result, never an exception.
+    model's mistake is an ``{"ok": false, ...}`` result, never an exception. Invoked with a tool
+    call, a tool answers a ``ToolMessage`` whose ``status`` is ``"error"`` for such a result
+    (LangChain's way: the tool raises ``ToolException`` with the same JSON text, and its
+    ``handle_tool_error`` makes that text the message's content).
     """
     bridge = SyncBridge(tools, loop=loop)
     built: list[BaseTool] = []
@@ -84,6 +87,7 @@ def schedule_tools(
                 args_schema=dict(spec.parameters),
                 func=synchronous,
                 coroutine=asynchronous,
+                handle_tool_error=_error_text,
             )
         )
     return built
@@ -113,7 +117,7 @@ class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base d
         if hostile is None:
             return await super().ainvoke(input, config, **kwargs)
         arguments, call_id = hostile
-        return self._answer(await self.bridge.call(self.name, arguments), call_id)
+        return self._answer(await self.bridge.call_text(self.name, arguments), call_id)
 
     def invoke(
         self,
@@ -125,12 +129,19 @@ class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base d
         if hostile is None:
             return super().invoke(input, config, **kwargs)
         arguments, call_id = hostile
-        return self._answer(self.bridge.call_sync(self.name, arguments), call_id)
+        return self._answer(self.bridge.call_text_sync(self.name, arguments), call_id)
 
-    def _answer(self, content: str, call_id: str | None) -> str | ToolMessage:
+    def _answer(self, answer: ToolText, call_id: str | None) -> str | ToolMessage:
         if call_id is None:
-            return content
-        return ToolMessage(content=content, name=self.name, tool_call_id=call_id)
+            return answer.text
+        status = "error" if answer.failed else "success"
+        return ToolMessage(content=answer.text, name=self.name, tool_call_id=call_id, status=status)
+
+
+def _error_text(error: ToolException) -> str:
+    """The content of the ``ToolMessage`` of a tool call a schedule tool refused: the result's
+    JSON text, which the tool raised :class:`ToolException` with."""
+    return str(error.args[0])
 
 
 MAX_SAFE_BITS: Final = 10_000
@@ -288,12 +299,21 @@ class _SyncFunction(Protocol):
 
 def _functions(bridge: SyncBridge, name: str) -> tuple[_AsyncFunction, _SyncFunction]:
     async def call(**arguments: object) -> str:
-        return await bridge.call(name, arguments)
+        return _content(await bridge.call_text(name, arguments))
 
     def call_sync(**arguments: object) -> str:
-        return bridge.call_sync(name, arguments)
+        return _content(bridge.call_text_sync(name, arguments))
 
     return call, call_sync
+
+
+def _content(answer: ToolText) -> str:
+    """The tool's return value: the result's JSON text; raised as :class:`ToolException` when it
+    is an error, which the tool's ``handle_tool_error`` turns back into the same text — in a
+    ``ToolMessage`` of ``status="error"`` when the tool was invoked with a tool call."""
+    if answer.failed:
+        raise ToolException(answer.text)
+    return answer.text
 
 
 def agent_graph(

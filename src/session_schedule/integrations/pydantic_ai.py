@@ -13,7 +13,7 @@ require("pydantic-ai", purpose="session_schedule.integrations.pydantic_ai")
 from collections.abc import Awaitable, Sequence
 from typing import Final, Protocol
 
-from pydantic_ai import Agent, Tool
+from pydantic_ai import Agent, Tool, ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from session_schedule.integrations.common import (
@@ -41,7 +41,11 @@ def schedule_tools(tools: ScheduleTools) -> list[Tool[None]]:
     is bypassed), so hostile arguments — nested 10,000 deep, a 5,000-digit number, a lone
     surrogate — get the tool's stable error like any other mistake, never an exception or a
     parser's message. A tool returns the result as JSON text with hidden characters escaped
-    (``ScheduleTools.call_json``); a model's mistake is an ``{"ok": false, ...}`` result.
+    (``ScheduleTools.call_json``); a model's mistake is an ``{"ok": false, ...}`` result, which
+    the tool raises as PydanticAI's ``ToolFailed`` with that same text: the tool return part is
+    then ``outcome="failed"``, which PydanticAI sends through a provider's own error flag
+    (Anthropic's ``is_error``, say) and wraps as ``{"error": "<the text>"}`` for a provider that
+    has none. The run goes on, and no retry is counted.
     """
     built: list[Tool[None]] = []
     for spec in tool_specs(tools):
@@ -85,7 +89,10 @@ class _ToolFunction(Protocol):
 
 def _function(tools: ScheduleTools, spec: ToolSpec) -> _ToolFunction:
     async def call(**arguments: object) -> str:
-        return await tools.call_json(spec.name, arguments.get(_ARGUMENTS))
+        answer = await tools.call_text(spec.name, arguments.get(_ARGUMENTS))
+        if answer.failed:
+            raise ToolFailed(answer.text)
+        return answer.text
 
     call.__name__ = spec.name
     return call

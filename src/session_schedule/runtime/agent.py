@@ -10,6 +10,11 @@ lets go. A host implements this Protocol over its own agent loop — or hands it
 as delivered and lost. :func:`check_agent` refuses such an agent when the live Schedule starts,
 and :func:`discard_awaitable` catches one at call time.
 
+An agent that is shutting down — closed, or closing, so that it will run no more turns — raises
+:class:`AgentClosed` from ``followup()`` (or ``followup_keyed()``): Schedule records no dispatch
+and keeps the reminder, as for any refusal, but quietly — a shutdown is not a failed delivery.
+:class:`~session_schedule.runtime.turns.TurnQueue` raises it once it is closed.
+
 Two methods are optional:
 
 - ``followup_keyed(followup)``, plain like ``followup``: an agent that has one is handed the
@@ -39,6 +44,13 @@ PLAIN_METHODS: Final = ("followup", "begin_maintenance", "end_maintenance")
 ASYNC_METHODS: Final = ("wait_idle",)
 OPTIONAL_PLAIN_METHODS: Final = ("followup_keyed",)
 OPTIONAL_ASYNC_METHODS: Final = ("handed_over",)
+
+
+class AgentClosed(RuntimeError):  # noqa: N818 - named as SessionClosed is: a state
+    """The agent is closed (or closing) and takes no more turns: a follow-up it is handed is
+    declined, and nothing was queued. Schedule keeps the reminder active, records no dispatch and
+    logs no failure (a delivery due while a program shuts down is left for the next time the
+    session is live)."""
 
 
 @final
@@ -73,9 +85,10 @@ class Agent(Protocol):
         """Queue ``message`` as the next follow-up turn, synchronously, or raise.
 
         Returning means the turn was accepted; any exception means it was not, and Schedule
-        records no dispatch (the reminder stays active and is retried). An agent that also has
-        the optional ``followup_keyed(followup: FollowUp)`` is called there instead, with the
-        occurrence keys beside the same text.
+        records no dispatch (the reminder stays active and is retried). :class:`AgentClosed`
+        says the agent is shutting down: the same, without a failure being reported. An agent
+        that also has the optional ``followup_keyed(followup: FollowUp)`` is called there
+        instead, with the occurrence keys beside the same text.
         """
         ...
 

@@ -35,8 +35,11 @@ Rule 5 — **failure keeps the reminder.** If framing, ``followup()`` or ``hande
 ``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
 start already) — nothing is appended and the reminder stays active; the owner retries after a
 back-off that doubles up to ``retry_max_seconds``, so a permanently failing agent cannot make it
-spin. A back-off is elapsed time (``Clock.monotonic``), not a wall-clock instant: a step of the
-wall clock during it neither stretches nor shortens it (targets stay wall-clock, SPEC §8).
+spin. An agent that raises :class:`~session_schedule.runtime.agent.AgentClosed` (a closed turn
+queue, while a program shuts down) is treated the same way, but quietly: no failure or back-off
+is reported, a debug line is logged. A back-off is elapsed time (``Clock.monotonic``), not a
+wall-clock instant: a step of the wall clock during it neither stretches nor shortens it
+(targets stay wall-clock, SPEC §8).
 
 Rule 5a — **no busy loop.** Every pass of the owner's loop awaits something that yields to the
 event loop. "Nothing due" right after the wake-up said something was due can happen once (a
@@ -114,6 +117,7 @@ from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime import watch
 from session_schedule.runtime.agent import (
     Agent,
+    AgentClosed,
     FollowUp,
     check_agent,
     discard_awaitable,
@@ -144,7 +148,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Arguments = TypeVarTuple("Arguments")
-Outcome = Literal["delivered", "nothing due", "agent busy", "agent refused"]
+Outcome = Literal["delivered", "nothing due", "agent busy", "agent refused", "agent closed"]
 _BUSY_BEFORE_BACKOFF = 3
 """Consecutive "agent busy" outcomes after which the owner backs off instead of retrying."""
 _NOTHING_BEFORE_BACKOFF = 2
@@ -942,6 +946,13 @@ class LiveSchedule:
         self._nothing_in_a_row = self._nothing_in_a_row + 1 if outcome == "nothing due" else 0
         if outcome == "delivered":
             self._backoff = self._settings.retry_initial_seconds
+        elif outcome == "agent closed":
+            # The agent runs no more turns (the program is shutting down): wait as for a
+            # refusal, so that the owner cannot spin, but report nothing.
+            backoff = self._backoff
+            self._backoff = min(backoff * 2, self._settings.retry_max_seconds)
+            self._retry_until = self._clock.monotonic() + backoff
+            return Instant(self._clock.now() + math.ceil(backoff * MS_PER_SECOND))
         elif (
             outcome == "agent refused"
             or self._busy_in_a_row >= _BUSY_BEFORE_BACKOFF
@@ -1003,6 +1014,9 @@ class LiveSchedule:
                     occurrences=tuple(occurrence.key for occurrence in delivery.occurrences),
                 )
                 method, accepted = queue_followup(self._agent, followup)
+            except AgentClosed as error:
+                self._declined(delivery, error)
+                return "agent closed"
             except Exception as error:
                 self._events.followup_failed(delivery, error)
                 logger.exception(
@@ -1018,6 +1032,9 @@ class LiveSchedule:
                 return "agent refused"
             try:
                 await handed_over(self._agent)
+            except AgentClosed as error:
+                self._declined(delivery, error)
+                return "agent closed"
             except Exception as error:
                 self._events.followup_failed(delivery, error)
                 logger.exception(
@@ -1044,6 +1061,17 @@ class LiveSchedule:
             return "delivered"
         finally:
             discard_awaitable(_returned(self._agent.end_maintenance), "end_maintenance")
+
+    def _declined(self, delivery: Delivery, error: AgentClosed) -> None:
+        """A closed agent declined ``delivery``: nothing was queued, the reminder stays active
+        (Rule 5), and a shutdown is no failure to report."""
+        logger.debug(
+            "follow-up for %s in session %s was declined, the agent is closed (%s); the reminder "
+            "stays active",
+            ", ".join(occurrence.key for occurrence in delivery.occurrences),
+            self._session.id,
+            error,
+        )
 
     def _budget_allows_at(self, now: Instant) -> tuple[Instant, tuple[int, int]]:
         """The earliest instant from ``now`` on at which the follow-up budget and the daily

@@ -59,7 +59,7 @@ from typing import Generic, Self, TypeAlias, TypeVar, final
 import msgspec
 
 from session_schedule.core.framing import occurrence_keys
-from session_schedule.runtime.agent import FollowUp
+from session_schedule.runtime.agent import AgentClosed, FollowUp
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.retry import Diagnosis, TurnRetry, diagnose, next_wait
 from session_schedule.session.errors import PersistenceUncertain, SessionCorrupt
@@ -288,7 +288,8 @@ class TurnQueue:
 
         The turn is appended to the log at once; it is durable after the next barrier
         (:meth:`submit_durably` awaits it). Raises ``PersistenceUncertain`` — and queues
-        nothing — when the Session cannot take it, ``RuntimeError`` once the queue is closed.
+        nothing — when the Session cannot take it, :class:`AgentClosed` (a ``RuntimeError``) once
+        the queue is closed.
         """
         return self._accept(text, origin="host", occurrences=(), zone=zone)
 
@@ -361,7 +362,8 @@ class TurnQueue:
 
     def followup_keyed(self, followup: FollowUp) -> None:
         """Queue Schedule's follow-up as a turn with the occurrence keys it names, durably
-        ordered before the dispatch (Rule 1). Raises when the queue is closed or stopped, or the
+        ordered before the dispatch (Rule 1). Raises when the queue is closed
+        (:class:`AgentClosed`, which Schedule takes as a quiet refusal) or stopped, or the
         Session cannot take the entry — then nothing is queued."""
         if not followup.occurrences:
             raise ValueError("a follow-up must name the occurrences it delivers")
@@ -385,7 +387,7 @@ class TurnQueue:
             reason = str(self._failure) or type(self._failure).__name__
             raise RuntimeError(f"the turn queue stopped: {reason}")
         if self._closed:
-            raise RuntimeError("the turn queue is closed")
+            raise AgentClosed("the turn queue is closed")
 
     def _accept(
         self, text: str, *, origin: TurnOrigin, occurrences: tuple[str, ...], zone: str | None

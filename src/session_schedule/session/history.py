@@ -23,8 +23,9 @@ outcome        read from
 A reminder turn is queued (``turn/queued``, with the occurrence keys ``id@scheduledAt``) just
 before the dispatches it stands for, on the same handle; the dispatch is linked to the latest
 queued reminder turn naming its key. The decision time of a recurring dispatch is its
-``acceptedAt``; a one-shot's is the time its turn was queued. A fork's history starts at its fork
-point, as its schedule does.
+``acceptedAt``; a one-shot's is the time its turn was queued, so a one-shot an agent accepted
+without queuing a turn (the MCP server's ``schedule_followups_take``) has none, and no lateness.
+A fork's history starts at its fork point, as its schedule does.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class OccurrenceRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     due_at: Instant
     """When the occurrence was due (a catch-up: the latest due occurrence it delivered)."""
     decided_at: Instant | None
-    """When the delivery was decided (``None`` for a delete, which the log does not time)."""
+    """When the delivery was decided (``None`` for a delete, which the log does not time, and for a
+    one-shot accepted without a queued turn, as the MCP server's takes are)."""
     outcome: OccurrenceOutcome
     skipped: int = 0
     """Earlier due occurrences this delivery covered (outcome ``skipped``, counted here)."""

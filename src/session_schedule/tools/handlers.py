@@ -53,6 +53,16 @@ _INTERNAL_ERROR = (
 
 
 @final
+class ToolText(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call's result as the JSON text a model reads (:meth:`ScheduleTools.call_text`)."""
+
+    text: str
+    failed: bool
+    """Whether the result is an error, ``{"ok": false, "error": {...}}``: the call was refused
+    (or failed) and changed nothing."""
+
+
+@final
 class ScheduleTools:
     """The Schedule tools of one live Session, ready for a model's tool calls."""
 
@@ -123,14 +133,20 @@ class ScheduleTools:
         Never raises: every result a model can cause encodes; one that does not is a bug,
         logged and answered as ``internal_error``.
         """
+        return (await self.call_text(name, arguments)).text
+
+    async def call_text(self, name: str, arguments: object = None) -> ToolText:
+        """:meth:`call_json`, and whether the result is an error (``{"ok": false, ...}``), for
+        APIs that flag a failed tool call beside its text (Anthropic's ``is_error``, LangChain's
+        ``status="error"``, MCP's ``isError``). Never raises."""
         result = await self.call_typed(name, arguments)
         try:
-            return frame_escape(msgspec.json.encode(result).decode())
+            text = frame_escape(msgspec.json.encode(result).decode())
         except (UnicodeEncodeError, msgspec.EncodeError):
             logger.exception("schedule tool %r returned a result that does not encode", name)
-            return msgspec.json.encode(
-                _failure(ScheduleError("internal_error", _INTERNAL_ERROR))
-            ).decode()
+            failure = _failure(ScheduleError("internal_error", _INTERNAL_ERROR))
+            return ToolText(text=msgspec.json.encode(failure).decode(), failed=True)
+        return ToolText(text=text, failed=isinstance(result, ErrorResult))
 
     async def call_typed(self, name: str, arguments: object = None) -> ToolResult:
         """:meth:`call`, with the result as a typed value."""
