@@ -139,6 +139,9 @@ class Model:
                 new.snoozed, new.late_from = until, None
                 changed = True
         if paused is True and not old.paused:
+            # A pause clears the snooze; a one-shot's target had become the snooze instant.
+            if new.kind == "after" and new.snoozed is not None:
+                new.target = new.snoozed
             new.paused, new.snoozed, new.late_from = True, None, None
             changed = True
         if not changed:
@@ -340,6 +343,26 @@ operations = st.one_of(
         ("create", "every", 300, None, None),
         ("update", 1, None, None, 2000, None),
         ("update", 1, ("every", 300), None, 2000, None),
+    ]
+)
+# A snoozed one-shot paused, then resumed before and after its snooze instant.
+@example(
+    [
+        ("create", "after", 900, None, None),
+        ("update", 1, None, None, 2000, None),
+        ("update", 1, None, True, None, None),
+        ("update", 1, None, False, None, None),
+        ("advance", 3600),
+    ]
+)
+@example(
+    [
+        ("create", "after", 300, None, 30),
+        ("update", 1, None, None, 600, None),
+        ("update", 1, None, True, None, None),
+        ("advance", 900),
+        ("update", 1, None, False, None, None),
+        ("advance", 60),
     ]
 )
 def test_the_core_agrees_with_an_independent_model_of_section_11(

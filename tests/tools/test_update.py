@@ -10,6 +10,7 @@ import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, snooze_change
 from session_schedule.core.fold import fold
+from session_schedule.core.framing import occurrence_keys
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.runtime import live
@@ -391,3 +392,61 @@ async def test_a_reminder_with_no_occurrence_left_is_not_resumed_and_the_error_s
         "(ends) or delete it.",
     )
     assert world.count() == before
+
+
+# -- a snoozed one-shot, paused and resumed, keeps its snooze instant as its target (SPEC §11) --
+
+
+async def _snoozed_then_paused(resume_at: str) -> tuple[FakeAgent, list[str], dict[str, object]]:
+    """An `at 11:00` reminder snoozed at 10:55 until 12:00, paused at 11:30 and resumed at
+    ``resume_at``: the follow-ups made until 13:00, the keys they name, and the resumed view."""
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    schedule = LiveSchedule(session, agent, clock=clock)
+    await schedule.start()
+    tools = ScheduleTools(schedule)
+    try:
+        await tools.call(
+            "schedule_create", {"prompt": "call the bank", "at": "2026-12-01T11:00:00Z"}
+        )
+        await run_for(schedule, clock, 55 * 60)
+        await tools.call(
+            "schedule_update", {"id": "sch_1", "snooze": {"until": "2026-12-01T12:00:00Z"}}
+        )
+        await run_for(schedule, clock, 35 * 60)
+        paused = await tools.call("schedule_update", {"id": "sch_1", "paused": True})
+        assert paused["schedule"]["scheduledAt"] == "2026-12-01T12:00:00.000Z"  # type: ignore[index]
+        assert "snoozedUntil" not in paused["schedule"]  # type: ignore[operator]
+        await run_for(schedule, clock, (parse_instant(resume_at) - clock.now()) / 1000)
+        resumed = await tools.call("schedule_update", {"id": "sch_1", "paused": False})
+        await run_for(
+            schedule, clock, (parse_instant("2026-12-01T13:00:00.000Z") - clock.now()) / 1000
+        )
+    finally:
+        await schedule.close()
+    keys = [key for text in agent.followups for key in occurrence_keys(text)]
+    return agent, keys, resumed["schedule"]  # type: ignore[return-value]
+
+
+async def test_a_snoozed_one_shot_paused_and_resumed_before_the_snooze_is_delivered_then() -> None:
+    agent, keys, resumed = await _snoozed_then_paused("2026-12-01T11:31:00.000Z")
+    assert resumed["scheduledAt"] == "2026-12-01T12:00:00.000Z"
+    assert resumed["state"] == "scheduled"
+    assert keys == ["sch_1@2026-12-01T12:00:00.000Z"]
+    [text] = agent.followups
+    assert "decided at: 2026-12-01T12:00:00.000Z\n" in text
+    assert "due at: 2026-12-01T12:00:00.000Z\n" in text
+    assert "snoozed from:" not in text
+
+
+async def test_a_snoozed_one_shot_resumed_after_the_snooze_is_delivered_at_once() -> None:
+    agent, keys, resumed = await _snoozed_then_paused("2026-12-01T12:10:00.000Z")
+    assert resumed["scheduledAt"] == "2026-12-01T12:00:00.000Z"
+    assert resumed["state"] == "overdue"
+    assert keys == ["sch_1@2026-12-01T12:00:00.000Z"]
+    [text] = agent.followups
+    assert "decided at: 2026-12-01T12:10:00.000Z\n" in text
+    assert "due at: 2026-12-01T12:00:00.000Z\n" in text
+    assert "snoozed from:" not in text
