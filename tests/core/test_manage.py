@@ -295,6 +295,58 @@ def test_a_one_shot_resumed_after_its_target_measures_lateness_from_the_resume()
     assert len(state) == 0
 
 
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_paused_snoozed_one_shot_keeps_the_snooze_instant_as_its_target(indexed: bool) -> None:
+    """SPEC §11: a one-shot's target becomes the snooze instant S, and a pause clears the snooze
+    (no ``snoozedUntil``, no ``snoozed from``), not the target: resumed before S, it is due at S,
+    as the occurrence S."""
+    snoozed_until = "2026-12-01T11:00:00.000Z"
+    state = folded(
+        create_change(at("sch_1", T0)),
+        snooze_change(SID, instant(snoozed_until)),
+        pause_change(SID),
+        indexed=indexed,
+    )
+    assert state.status(SID) == RecordStatus(paused=True)
+    assert state.occurrence_of(SID) == instant(snoozed_until)
+    [view] = state.views(instant("2026-12-01T10:30:00.000Z"))
+    assert msgspec.to_builtins(view) == {
+        "kind": "at",
+        "id": "sch_1",
+        "prompt": "p",
+        "scheduledAt": snoozed_until,
+        "state": "paused",
+        "deliveryMode": "session-local",
+        "runs": 0,
+        "lastRun": None,
+        "paused": True,
+    }
+    state.apply(resume_change(SID, instant("2026-12-01T10:31:00.000Z")))
+    assert state.status(SID) == RecordStatus()
+    record = state.get(SID)
+    assert record is not None
+    assert record.scheduled_at == snoozed_until
+    assert state.earliest_one_shot() == record
+
+
+def test_a_paused_snoozed_one_shot_resumed_after_the_snooze_is_late_from_the_resume() -> None:
+    state = folded(
+        create_change(at("sch_1", T0, lateness=60)),
+        snooze_change(SID, instant("2026-12-01T11:00:00.000Z")),
+        pause_change(SID),
+        resume_change(SID, instant("2026-12-01T12:00:00.000Z")),
+    )
+    assert state.status(SID) == RecordStatus(late_from="2026-12-01T12:00:00.000Z")
+    with pytest.raises(ScheduleError):
+        state.apply(
+            miss_change(SID, instant(T0), instant("2026-12-01T12:01:00.001Z"))
+        )  # the occurrence is S now, not the original target
+    state.apply(
+        miss_change(SID, instant("2026-12-01T11:00:00.000Z"), instant("2026-12-01T12:01:00.001Z"))
+    )
+    assert len(state) == 0
+
+
 def test_an_update_that_keeps_the_rule_keeps_the_snooze() -> None:
     state = folded(
         create_change(at("sch_1", T0)),

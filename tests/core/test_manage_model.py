@@ -42,6 +42,7 @@ class Reminder:
     until: int | None = None
     lateness: int | None = None  # milliseconds
     late_from: int | None = None
+    prompt: str = "p"
 
     def delivery(self) -> int:
         return self.target if self.snoozed is None else self.snoozed
@@ -83,12 +84,22 @@ class Model:
         return None
 
     def update(self, schedule_id: str, rule: tuple[str, int] | None, paused: bool | None,
-               snooze: int | None, ends: tuple[int | None, int | None] | None) -> str | None:  # fmt: skip
+               snooze: int | None, ends: tuple[int | None, int | None] | None,
+               prompt: str | None = None) -> str | None:  # fmt: skip
+        # SPEC §11: the checks run in §8's order, the prompt first (before the id).
+        if prompt is not None and not prompt.strip():
+            return "invalid_prompt"
+        return self._update(schedule_id, rule, paused, snooze, ends, prompt)
+
+    def _update(self, schedule_id: str, rule: tuple[str, int] | None, paused: bool | None,
+                snooze: int | None, ends: tuple[int | None, int | None] | None,
+                prompt: str | None) -> str | None:  # fmt: skip
         old = self.reminders.get(schedule_id)
         if old is None:
             return "invalid_selector"
         new = Reminder(**vars(old))
-        changed = False
+        new.prompt = old.prompt if prompt is None else prompt
+        changed = new.prompt != old.prompt
         if rule is not None:
             kind, seconds = rule
             moved = (kind, seconds * SECOND, self.now + seconds * SECOND)
@@ -139,6 +150,9 @@ class Model:
                 new.snoozed, new.late_from = until, None
                 changed = True
         if paused is True and not old.paused:
+            # A pause clears the snooze; a one-shot's target had become the snooze instant.
+            if new.kind == "after" and new.snoozed is not None:
+                new.target = new.snoozed
             new.paused, new.snoozed, new.late_from = True, None, None
             changed = True
         if not changed:
@@ -278,6 +292,7 @@ def _agree(model: Model, system: System) -> None:
             make_view(record, system.now, system.state.status(ScheduleId(schedule_id)))
         )
         assert view["kind"] == reminder.kind
+        assert view["prompt"] == reminder.prompt
         assert view["scheduledAt"] == format_instant(Instant(reminder.delivery()))
         assert view.get("paused", False) == reminder.paused
         snoozed = None if reminder.snoozed is None else format_instant(Instant(reminder.snoozed))
@@ -323,6 +338,7 @@ operations = st.one_of(
         st.none() | st.booleans(),
         st.none() | st.sampled_from([60, 600, 2000]),
         ends_values,
+        st.none() | st.none() | st.sampled_from(["p", "q", " "]),
     ),
     st.tuples(st.just("delete"), st.integers(min_value=1, max_value=4)),
     st.tuples(st.just("advance"), seconds_list),
@@ -340,6 +356,28 @@ operations = st.one_of(
         ("create", "every", 300, None, None),
         ("update", 1, None, None, 2000, None),
         ("update", 1, ("every", 300), None, 2000, None),
+    ]
+)
+# An empty prompt is refused first, before the id is looked at (SPEC §8's order).
+@example([("update", 1, None, None, None, None, " "), ("create", "every", 300, None, None)])
+# A snoozed one-shot paused, then resumed before and after its snooze instant.
+@example(
+    [
+        ("create", "after", 900, None, None),
+        ("update", 1, None, None, 2000, None),
+        ("update", 1, None, True, None, None),
+        ("update", 1, None, False, None, None),
+        ("advance", 3600),
+    ]
+)
+@example(
+    [
+        ("create", "after", 300, None, 30),
+        ("update", 1, None, None, 600, None),
+        ("update", 1, None, True, None, None),
+        ("advance", 900),
+        ("update", 1, None, False, None, None),
+        ("advance", 60),
     ]
 )
 def test_the_core_agrees_with_an_independent_model_of_section_11(
@@ -363,19 +401,25 @@ def test_the_core_agrees_with_an_independent_model_of_section_11(
                 got = system.create(arguments)
                 event(f"create: {got}")
                 assert got == expected, (step, got, expected)
-            case ("update", int(number), rule, paused, snooze, ends):
+            case ("update", int(number), rule, paused, snooze, ends, *rest):
+                prompt = cast("str | None", rest[0] if rest else None)
                 schedule_id = f"sch_{number}"
                 ends_at: Bounds | None = None
                 bounds = cast("Bounds | None", ends)
                 if bounds is not None:
                     runs, end = bounds
                     ends_at = (runs, None if end is None else model.now + end)
-                arguments = {"id": schedule_id, "paused": paused, "ends": _ends_argument(ends_at)}
+                arguments = {
+                    "id": schedule_id,
+                    "prompt": prompt,
+                    "paused": paused,
+                    "ends": _ends_argument(ends_at),
+                }
                 if rule is not None:
                     arguments[f"{rule[0]}_seconds"] = rule[1]  # type: ignore[index]
                 if snooze is not None:
                     arguments["snooze"] = {"after_seconds": snooze, "until": None}
-                expected = model.update(schedule_id, rule, paused, snooze, ends_at)  # type: ignore[arg-type]
+                expected = model.update(schedule_id, rule, paused, snooze, ends_at, prompt)  # type: ignore[arg-type]
                 got = system.update(arguments)
                 event(f"update: {got}")
                 assert got == expected, (step, got, expected)

@@ -291,6 +291,60 @@ def test_a_missed_occurrence_and_a_snoozed_delivery_are_in_the_history() -> None
     ]
 
 
+def test_a_missed_snoozed_occurrence_is_due_at_its_snooze_instant() -> None:
+    """SPEC §11 measures lateness from the snooze instant S when snoozed: a miss of a snoozed
+    occurrence is due at S, as a delivery of it is, and keeps its key ``id@T``."""
+
+    async def run() -> list[tuple[str, str, str, float | None, str]]:
+        from session_schedule.session.memory import MemorySessionStore  # noqa: PLC0415
+        from session_schedule.testing.agent import FakeAgent  # noqa: PLC0415
+
+        clock = FakeClock(START)
+        handle = await MemorySessionStore().create(now=clock.now())
+        async with LiveSchedule(handle, FakeAgent(), clock=clock) as schedule:
+            # sch_1: T 21:00, S 22:00; sch_2: T 21:00, S 21:30 (then every hour).
+            await schedule.create(
+                {"prompt": "a", "after_seconds": 3600, "max_lateness_seconds": 600}
+            )
+            await schedule.create(
+                {"prompt": "b", "every_seconds": 3600, "max_lateness_seconds": 600}
+            )
+            await schedule.update({"id": "sch_1", "snooze": {"after_seconds": 7200}})
+            await schedule.update({"id": "sch_2", "snooze": {"after_seconds": 5400}})
+            await schedule.settled()
+            clock.set("2026-11-29T22:39:30.000Z")  # all at once: both snoozed deliveries late
+            await schedule.settled()
+            clock.advance(30)  # the owner's bounded wait: it reads the wall clock again
+            await schedule.settled()
+        return [
+            (
+                run.key,
+                format_instant(run.due_at),
+                "-" if run.decided_at is None else format_instant(run.decided_at),
+                run.lateness_seconds,
+                run.outcome,
+            )
+            for run in occurrence_history(handle.entries)
+        ]
+
+    assert asyncio.run(run()) == [
+        (
+            "sch_1@2026-11-29T21:00:00.000Z",
+            "2026-11-29T22:00:00.000Z",
+            "2026-11-29T22:40:00.000Z",
+            2400.0,
+            "missed",
+        ),
+        (
+            "sch_2@2026-11-29T21:00:00.000Z",
+            "2026-11-29T21:30:00.000Z",
+            "2026-11-29T22:40:00.000Z",
+            4200.0,
+            "missed",
+        ),
+    ]
+
+
 # -- feeding a batch is reading entry by entry ------------------------------------------------
 
 _BASE = parse_instant("2030-01-01T00:00:00.000Z")

@@ -10,6 +10,7 @@ import pytest
 
 from session_schedule.core.changes import CHANGE_EVENT_TYPE, snooze_change
 from session_schedule.core.fold import fold
+from session_schedule.core.framing import occurrence_keys
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import parse_instant
 from session_schedule.runtime import live
@@ -219,7 +220,7 @@ def _error(code: str, message: str) -> dict[str, object]:
         ({"id": "sch_1", "every_seconds": 60}, _error("frequency_too_high", "every_seconds must be at least 300 (5 minutes), got 60; choose a longer interval.")),
         ({"id": "sch_1", "at": "2026-12-01T09:00:00Z"}, _error("not_future", "`at` names 2026-12-01T09:00:00.000Z, which is not after the current time 2026-12-01T10:00:00.000Z; choose a time in the future.")),
         ({"id": "sch_1", "paused": "yes"}, _error("invalid_selector", '`paused` must be true (pause), false (resume) or null, got "yes".')),
-        ({"id": "sch_1", "paused": True, "snooze": {"after_seconds": 60, "until": None}}, _error("invalid_selector", "sch_1 is paused and a paused reminder cannot be snoozed; resume it (paused: false) to snooze it, or leave snooze null.")),
+        ({"id": "sch_1", "paused": True, "snooze": {"after_seconds": 60, "until": None}}, _error("invalid_selector", "sch_1 cannot be paused and snoozed in one call, since a paused reminder is never due; give `paused: true` to pause it or `snooze` to move its next delivery, and null for the other.")),
         ({"id": "sch_1", "snooze": {"after_seconds": 60, "until": "2026-12-01T11:00:00Z"}}, _error("invalid_selector", "`snooze` takes exactly one of `until` and `after_seconds` (found `until`, `after_seconds`).")),
         ({"id": "sch_1", "snooze": {"minutes": 5}}, _error("invalid_selector", "unknown member `minutes` of `snooze`; it takes `until` or `after_seconds`.")),
         ({"id": "sch_1", "snooze": "10m"}, _error("invalid_selector", '`snooze` must be an object {until} or {after_seconds}, not "10m".')),
@@ -236,7 +237,15 @@ def _error(code: str, message: str) -> dict[str, object]:
         ({"id": "sch_1", "ends": {"until": None, "max_runs": 0}}, _error("invalid_rule", "`ends.max_runs` must be a positive whole number of deliveries, got 0.")),
         ({"id": "sch_1", "ends": {"after": 3}}, _error("invalid_selector", "unknown member `after` of `ends`; it takes `until` and `max_runs`.")),
         ({"id": "sch_1", "after_seconds": 600, "ends": {"until": None, "max_runs": 2}}, _error("invalid_rule", "`ends` applies only to a recurring reminder (every_seconds, daily_at or calendar); leave it null for a one-time reminder.")),
-        ({"id": "sch_1", "max_lateness_seconds": -5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, or null to deliver however late, got -5.")),
+        ({"id": "sch_1", "max_lateness_seconds": -5}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, got -5; give one, or null to leave the reminder's limit as it is.")),
+        ({"id": "sch_1", "max_lateness_seconds": 0}, _error("invalid_rule", "max_lateness_seconds must be a positive whole number of seconds, got 0; give one, or null to leave the reminder's limit as it is.")),
+        # SPEC §11: the checks run in §8's order, and §8 checks the prompt first.
+        ({"id": "sch_1", "prompt": "", "colour": "red"}, _error("invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do.")),
+        ({"id": "sch_9", "prompt": ""}, _error("invalid_prompt", "`prompt` is empty; say what the reminder should prompt you to do.")),
+        ({"id": 7, "prompt": "walk\x1f"}, _error("invalid_prompt", "`prompt` contains the control character U+001F at index 4; only newline and tab are allowed.")),
+        ({"prompt": 5}, _error("invalid_prompt", "`prompt` must be a string with the reminder's content, got 5.")),
+        ({"id": 7, "prompt": "walk", "colour": "red"}, _error("invalid_selector", "unknown argument `colour`; schedule_update takes `id` and the fields to change: `prompt`, one of `after_seconds`, `at`, `every_seconds`, `daily_at`, `calendar`, `paused`, `snooze`, `ends`, `max_lateness_seconds`.")),
+        ({"prompt": "walk"}, _error("invalid_selector", "`id` must be the id string of a reminder (such as 'sch_1'), got nothing.")),
     ],
 )  # fmt: skip
 async def test_update_errors_are_whole_sentences_and_append_nothing(
@@ -391,3 +400,101 @@ async def test_a_reminder_with_no_occurrence_left_is_not_resumed_and_the_error_s
         "(ends) or delete it.",
     )
     assert world.count() == before
+
+
+# -- a snoozed one-shot, paused and resumed, keeps its snooze instant as its target (SPEC §11) --
+
+
+async def _snoozed_then_paused(resume_at: str) -> tuple[FakeAgent, list[str], dict[str, object]]:
+    """An `at 11:00` reminder snoozed at 10:55 until 12:00, paused at 11:30 and resumed at
+    ``resume_at``: the follow-ups made until 13:00, the keys they name, and the resumed view."""
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    schedule = LiveSchedule(session, agent, clock=clock)
+    await schedule.start()
+    tools = ScheduleTools(schedule)
+    try:
+        await tools.call(
+            "schedule_create", {"prompt": "call the bank", "at": "2026-12-01T11:00:00Z"}
+        )
+        await run_for(schedule, clock, 55 * 60)
+        await tools.call(
+            "schedule_update", {"id": "sch_1", "snooze": {"until": "2026-12-01T12:00:00Z"}}
+        )
+        await run_for(schedule, clock, 35 * 60)
+        paused = await tools.call("schedule_update", {"id": "sch_1", "paused": True})
+        assert paused["schedule"]["scheduledAt"] == "2026-12-01T12:00:00.000Z"  # type: ignore[index]
+        assert "snoozedUntil" not in paused["schedule"]  # type: ignore[operator]
+        await run_for(schedule, clock, (parse_instant(resume_at) - clock.now()) / 1000)
+        resumed = await tools.call("schedule_update", {"id": "sch_1", "paused": False})
+        await run_for(
+            schedule, clock, (parse_instant("2026-12-01T13:00:00.000Z") - clock.now()) / 1000
+        )
+    finally:
+        await schedule.close()
+    keys = [key for text in agent.followups for key in occurrence_keys(text)]
+    return agent, keys, resumed["schedule"]  # type: ignore[return-value]
+
+
+async def test_a_snoozed_one_shot_paused_and_resumed_before_the_snooze_is_delivered_then() -> None:
+    agent, keys, resumed = await _snoozed_then_paused("2026-12-01T11:31:00.000Z")
+    assert resumed["scheduledAt"] == "2026-12-01T12:00:00.000Z"
+    assert resumed["state"] == "scheduled"
+    assert keys == ["sch_1@2026-12-01T12:00:00.000Z"]
+    [text] = agent.followups
+    assert "decided at: 2026-12-01T12:00:00.000Z\n" in text
+    assert "due at: 2026-12-01T12:00:00.000Z\n" in text
+    assert "snoozed from:" not in text
+
+
+async def test_a_snoozed_one_shot_resumed_after_the_snooze_is_delivered_at_once() -> None:
+    agent, keys, resumed = await _snoozed_then_paused("2026-12-01T12:10:00.000Z")
+    assert resumed["scheduledAt"] == "2026-12-01T12:00:00.000Z"
+    assert resumed["state"] == "overdue"
+    assert keys == ["sch_1@2026-12-01T12:00:00.000Z"]
+    [text] = agent.followups
+    assert "decided at: 2026-12-01T12:10:00.000Z\n" in text
+    assert "due at: 2026-12-01T12:00:00.000Z\n" in text
+    assert "snoozed from:" not in text
+
+
+async def test_a_paused_reminder_is_not_snoozed_and_the_error_says_so(world: World) -> None:
+    await world.tools.call("schedule_create", {"prompt": "stretch", "every_seconds": 600})
+    await world.tools.call("schedule_update", {"id": "sch_1", "paused": True})
+    before = world.count()
+    refused = _error(
+        "invalid_selector",
+        "sch_1 is paused and a paused reminder cannot be snoozed; resume it (paused: false) to "
+        "snooze it, or leave snooze null.",
+    )
+    for paused in (None, True):
+        arguments = {"id": "sch_1", "paused": paused, "snooze": {"after_seconds": 60}}
+        assert await world.tools.call("schedule_update", arguments) == refused
+    assert world.count() == before
+
+
+async def test_the_rule_given_again_to_a_snoozed_reminder_says_how_to_move_it(
+    world: World,
+) -> None:
+    """The fold keeps a snooze across the same rule given again, so that update changes
+    nothing; the refusal says so, and what moves the delivery instead."""
+    await world.tools.call("schedule_create", {"prompt": "call mum", "at": "2026-12-01T12:00:00Z"})
+    await world.tools.call(
+        "schedule_update", {"id": "sch_1", "snooze": {"until": "2026-12-01T13:00:00Z"}}
+    )
+    before = world.count()
+    again = {"id": "sch_1", "at": "2026-12-01T12:00:00Z"}
+    assert await world.tools.call("schedule_update", again) == _error(
+        "invalid_selector",
+        "this update changes nothing about sch_1, which is snoozed until "
+        "2026-12-01T13:00:00.000Z: giving its rule again keeps the snooze; to move its delivery, "
+        "snooze it until another time, such as its own target 2026-12-01T12:00:00.000Z.",
+    )
+    assert world.count() == before
+    # Snoozed until its own target, it is delivered then.
+    moved = await world.tools.call(
+        "schedule_update", {"id": "sch_1", "snooze": {"until": "2026-12-01T12:00:00Z"}}
+    )
+    assert moved["schedule"]["scheduledAt"] == "2026-12-01T12:00:00.000Z"  # type: ignore[index]

@@ -47,7 +47,10 @@ record's *grid target* ``T`` is its next occurrence, which a snooze does not mov
 - *update* replaces the record under the same id. Paused stays paused; runs are kept (an update
   whose ``maxRuns`` is not above the runs made is corruption). A snooze stays only when the rule
   and target are unchanged (a prompt, ``ends`` or lateness edit), else it is cleared.
-- *pause* makes the record never due (pausing a paused one is corruption) and clears a snooze.
+- *pause* makes the record never due (pausing a paused one is corruption) and clears a snooze:
+  a recurring record goes back to its grid target ``T``; a snoozed one-shot keeps the snooze
+  instant ``S`` as its target (SPEC §11: "a one-shot's target becomes S"), so its occurrence
+  is ``S`` from then on and a resume before ``S`` delivers at ``S``.
 - *resume* (of a paused record only) at ``D``: a one-shot keeps its target, and if that passed,
   lateness is measured from ``D``; a recurring record moves to its first occurrence after ``D``.
 - *snooze* to ``S`` (not of a paused record, nor past ``ends.until``): the next delivery is at
@@ -724,8 +727,14 @@ class ScheduleFold:
         if type(change) is SchedulePauseChange:
             if status.paused:
                 raise self._corrupt(position, f"pause of {schedule_id}, which is paused already")
-            at_grid = msgspec.structs.replace(record, scheduled_at=format_instant(Instant(grid)))
-            self._replace(at_grid, RecordStatus(paused=True, runs=status.runs))
+            # A recurring record goes back to its grid; a one-shot keeps its target, which a
+            # snooze made the snooze instant (SPEC §11: "a one-shot's target becomes S").
+            held = (
+                msgspec.structs.replace(record, scheduled_at=format_instant(Instant(grid)))
+                if isinstance(record, RECURRING_RECORDS)
+                else record
+            )
+            self._replace(held, RecordStatus(paused=True, runs=status.runs))
             return
         if status.paused != (type(change) is ScheduleResumeChange):
             state = "is paused" if status.paused else "is not paused"

@@ -4,10 +4,11 @@ out.
 A decision is a pure function of the arguments a model sent, the folded state and the decision
 time ``now``. The checks of ``schedule_create`` run in SPEC §8's order and the first failure is
 reported: prompt → selector shape → rule value → zone/offset → parse → range → future, then
-``max_lateness_seconds`` and ``ends`` (SPEC §11). ``schedule_update`` checks the id, then each
-field it changes in the same order (prompt, selector, lateness, ends, paused, snooze), and
-decides the version-3 changes that carry it out. Integers follow JSON-Schema semantics (``300``
-and ``300.0`` are integers; ``true`` and ``"300"`` are not).
+``max_lateness_seconds`` and ``ends`` (SPEC §11). ``schedule_update`` checks a prompt it
+changes first (as §8 does), then for unknown arguments and the id, then each other field it
+changes in the same order (selector, lateness, ends, paused, snooze), and decides the version-3
+changes that carry it out. Integers follow JSON-Schema semantics (``300`` and ``300.0`` are
+integers; ``true`` and ``"300"`` are not).
 """
 
 from __future__ import annotations
@@ -237,18 +238,27 @@ def _future(target: int, name: str, now: Instant) -> Instant:
 
 
 def _with_options(
-    record: ScheduleRecord, arguments: Mapping[str, object], *, now: Instant, runs: int
+    record: ScheduleRecord,
+    arguments: Mapping[str, object],
+    *,
+    now: Instant,
+    runs: int,
+    update: bool = False,
 ) -> ScheduleRecord:
     """``record`` with the ``max_lateness_seconds`` and ``ends`` that ``arguments`` give (each
-    unchanged when absent or null); ``runs``: the runs the record has made."""
+    unchanged when absent or null); ``runs``: the runs the record has made; ``update``: whether
+    ``arguments`` are an update's (where null leaves a field as it is)."""
     lateness = arguments.get("max_lateness_seconds")
     if lateness is not None:
         seconds = _json_integer(lateness)
         if seconds is None or not 0 < seconds <= MAX_SAFE_INTEGER:
             raise ScheduleError(
                 "invalid_rule",
-                "max_lateness_seconds must be a positive whole number of seconds, or null to "
-                f"deliver however late, got {_show(lateness)}.",
+                f"max_lateness_seconds must be a positive whole number of seconds, got "
+                f"{_show(lateness)}; give one, or null to leave the reminder's limit as it is."
+                if update
+                else "max_lateness_seconds must be a positive whole number of seconds, or null "
+                f"to deliver however late, got {_show(lateness)}.",
             )
         record = msgspec.structs.replace(record, max_lateness_seconds=seconds)
     value = arguments.get("ends")
@@ -345,6 +355,9 @@ def decide_update(
     Raises ``ScheduleError`` (the create codes, for the field that fails first) when the
     arguments are malformed, name no active reminder, or change nothing.
     """
+    # SPEC §11: the checks run in §8's order, which checks the prompt first.
+    given_prompt = arguments.get("prompt")
+    prompt = None if given_prompt is None else check_prompt(given_prompt, limits.max_prompt_chars)
     unknown = [] if UPDATE_KEYS.issuperset(arguments) else sorted(set(arguments) - UPDATE_KEYS)
     if unknown:
         raise ScheduleError(
@@ -362,8 +375,7 @@ def decide_update(
     # The record as an update writes it: at its next occurrence, not at a snooze instant.
     stored = msgspec.structs.replace(current, scheduled_at=format_instant(occurrence))
     record = stored
-    if arguments.get("prompt") is not None:
-        prompt = check_prompt(arguments["prompt"], limits.max_prompt_chars)
+    if prompt is not None:
         record = msgspec.structs.replace(record, prompt=prompt)
     given = [key for key in SELECTORS if arguments.get(key) is not None]
     if len(given) > 1:
@@ -381,7 +393,7 @@ def decide_update(
         if ends is not None and is_recurring(replaced):
             replaced = msgspec.structs.replace(replaced, ends=ends)
         record = replaced
-    record = _with_options(record, arguments, now=now, runs=status.runs)
+    record = _with_options(record, arguments, now=now, runs=status.runs, update=True)
     # Whether the rule changes: the fold keeps a snooze across an update that leaves the rule as
     # it was (the same selector given again included), and only a new rule clears it.
     new_rule = rule_of(record, record.scheduled_at) != rule_of(stored, stored.scheduled_at)
@@ -404,22 +416,57 @@ def decide_update(
         changes.append(resume_change(schedule_id, now))
     snooze = arguments.get("snooze")
     if snooze is not None:
-        if paused is True or (status.paused and not resume):
-            raise ScheduleError(
-                "invalid_selector",
-                f"{schedule_id} is paused and a paused reminder cannot be snoozed; resume it "
-                "(paused: false) to snooze it, or leave snooze null.",
-            )
+        _check_snoozable(schedule_id, paused=status.paused and not resume, pausing=paused is True)
         changes.extend(_snooze(snooze, record, now, current, status, new_rule=new_rule))
     if paused is True and not status.paused:
         changes.append(pause_change(schedule_id))
     if not changes:
-        raise ScheduleError(
-            "invalid_selector",
-            f"this update changes nothing about {schedule_id}; give a new value for at least one "
-            "field, or null for the fields to leave as they are.",
+        raise _no_change(
+            schedule_id,
+            snoozed_until=current.scheduled_at if status.snoozed_from is not None else None,
+            target=stored.scheduled_at,
+            rule_given=bool(given),
         )
     return schedule_id, tuple(changes)
+
+
+def _check_snoozable(schedule_id: ScheduleId, *, paused: bool, pausing: bool) -> None:
+    """Refuse a snooze of a reminder that stays ``paused``, or that the same call is
+    ``pausing``."""
+    if paused:
+        raise ScheduleError(
+            "invalid_selector",
+            f"{schedule_id} is paused and a paused reminder cannot be snoozed; resume it "
+            "(paused: false) to snooze it, or leave snooze null.",
+        )
+    if pausing:
+        raise ScheduleError(
+            "invalid_selector",
+            f"{schedule_id} cannot be paused and snoozed in one call, since a paused reminder "
+            "is never due; give `paused: true` to pause it or `snooze` to move its next "
+            "delivery, and null for the other.",
+        )
+
+
+def _no_change(
+    schedule_id: ScheduleId, *, snoozed_until: str | None, target: str, rule_given: bool
+) -> ScheduleError:
+    """The refusal of an update that changes nothing about ``schedule_id``, whose occurrence
+    is ``target`` (``snoozed_until``: its snooze instant, when snoozed)."""
+    if snoozed_until is not None and rule_given:
+        # The rule given again is no new rule (its target, after now, is the occurrence the
+        # snooze moved), and the fold keeps the snooze across it.
+        return ScheduleError(
+            "invalid_selector",
+            f"this update changes nothing about {schedule_id}, which is snoozed until "
+            f"{snoozed_until}: giving its rule again keeps the snooze; to move its delivery, "
+            f"snooze it until another time, such as its own target {target}.",
+        )
+    return ScheduleError(
+        "invalid_selector",
+        f"this update changes nothing about {schedule_id}; give a new value for at least one "
+        "field, or null for the fields to leave as they are.",
+    )
 
 
 def _active_id(value: object, state: ScheduleFold) -> ScheduleId:

@@ -94,7 +94,8 @@ class OccurrenceRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """``id@scheduledAt``: the occurrence key its follow-up carried (for a deleted reminder, the
     key its next follow-up would have carried)."""
     due_at: Instant
-    """When the occurrence was due (a catch-up: the latest due occurrence it delivered)."""
+    """When the occurrence was due (a catch-up: the latest due occurrence it delivered; a
+    snoozed one, delivered or missed: the snooze instant)."""
     decided_at: Instant | None
     """When the delivery was decided (``None`` for a delete, which the log does not time, and for a
     one-shot accepted without a queued turn, as the MCP server's takes are)."""
@@ -318,7 +319,7 @@ class OccurrenceLog:
                     OccurrenceRun(
                         schedule_id=payload.id,
                         key=f"{payload.id}@{payload.scheduled_at}",
-                        due_at=parse_instant(payload.scheduled_at),
+                        due_at=_missed_due_at(self._state, payload),
                         decided_at=parse_instant(payload.accepted_at),
                         outcome="missed",
                         position=entry.position,
@@ -387,6 +388,15 @@ def _instant_of(text: str) -> Instant:
     """:func:`parse_instant` of ``text``, by the tables when they know it."""
     known = _known_instant(text)
     return parse_instant(text) if known is None else known
+
+
+def _missed_due_at(state: ScheduleFold, miss: ScheduleMissChange) -> Instant:
+    """When the occurrence ``miss`` names was due: the snooze instant while its record is
+    snoozed (SPEC §11 measures the lateness from it, as a delivery's), else the occurrence."""
+    record = state.get(miss.id)
+    if record is not None and state.status(miss.id).snoozed_from is not None:
+        return record_target(record)
+    return parse_instant(miss.scheduled_at)
 
 
 def _run(
