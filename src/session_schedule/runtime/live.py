@@ -31,6 +31,13 @@ due Every records in one batch), frames the turn, queues it with ``followup()`` 
 occurrence keys, to an agent's optional ``followup_keyed()``), awaits the agent's optional
 ``handed_over()``, appends the dispatch change(s) and awaits the barrier.
 
+Rule 4a — **a turn queued once is not queued again.** When every occurrence of a delivery is
+already named by a reminder turn in the log with no dispatch after it, its follow-up was queued
+and only the dispatch that records it was lost: the two are appended back to back and made
+durable by one barrier, so a power cut can keep the turn and drop the dispatch. The queue runs
+that turn again (it is unfinished, or ran already), so the dispatch is appended without queuing
+a second one, and the person is not reminded twice in a row.
+
 Rule 5 — **failure keeps the reminder.** If framing, ``followup()`` or ``handed_over()`` fails — or
 ``followup()`` returns an awaitable, which is closed unrun (an ``async def`` agent is refused at
 start already) — nothing is appended and the reminder stays active; the owner retries after a
@@ -1008,41 +1015,19 @@ class LiveSchedule:
                 for miss in misses:
                     self._events.missed(miss)
                 return "delivered"
-            try:
-                followup = FollowUp(
-                    text=self.frame(delivery),
-                    occurrences=tuple(occurrence.key for occurrence in delivery.occurrences),
-                )
-                method, accepted = queue_followup(self._agent, followup)
-            except AgentClosed as error:
-                self._declined(delivery, error)
-                return "agent closed"
-            except Exception as error:
-                self._events.followup_failed(delivery, error)
-                logger.exception(
-                    "follow-up for %s in session %s was not accepted; the reminder stays active",
-                    ", ".join(occurrence.key for occurrence in delivery.occurrences),
+            keys = tuple(occurrence.key for occurrence in delivery.occurrences)
+            if self._history_now().queued_undispatched(keys):
+                # Rule 4a: its turn is in the log already, and only the dispatch was lost.
+                logger.info(
+                    "follow-up for %s in session %s was queued before its dispatch was lost; "
+                    "the dispatch is recorded and no second turn is queued",
+                    ", ".join(keys),
                     self._session.id,
                 )
-                return "agent refused"
-            if discard_awaitable(accepted, method):
-                self._events.followup_failed(
-                    delivery, TypeError(f"{method}() returned an awaitable, which was discarded")
-                )
-                return "agent refused"
-            try:
-                await handed_over(self._agent)
-            except AgentClosed as error:
-                self._declined(delivery, error)
-                return "agent closed"
-            except Exception as error:
-                self._events.followup_failed(delivery, error)
-                logger.exception(
-                    "follow-up for %s in session %s was not handed over; the reminder stays active",
-                    ", ".join(occurrence.key for occurrence in delivery.occurrences),
-                    self._session.id,
-                )
-                return "agent refused"
+            else:
+                refused = await self._hand_over(delivery, keys)
+                if refused is not None:
+                    return refused
             self._recent.append(now)
             if self._per_day is not None:
                 self._today.append(now)
@@ -1061,6 +1046,44 @@ class LiveSchedule:
             return "delivered"
         finally:
             discard_awaitable(_returned(self._agent.end_maintenance), "end_maintenance")
+
+    async def _hand_over(self, delivery: Delivery, keys: tuple[str, ...]) -> Outcome | None:
+        """Frame ``delivery`` and queue it with the agent (Rules 4 and 5): ``None`` once the
+        agent has taken it, else the outcome of its refusal (nothing queued)."""
+        try:
+            method, accepted = queue_followup(
+                self._agent, FollowUp(text=self.frame(delivery), occurrences=keys)
+            )
+        except AgentClosed as error:
+            self._declined(delivery, error)
+            return "agent closed"
+        except Exception as error:
+            self._events.followup_failed(delivery, error)
+            logger.exception(
+                "follow-up for %s in session %s was not accepted; the reminder stays active",
+                ", ".join(keys),
+                self._session.id,
+            )
+            return "agent refused"
+        if discard_awaitable(accepted, method):
+            self._events.followup_failed(
+                delivery, TypeError(f"{method}() returned an awaitable, which was discarded")
+            )
+            return "agent refused"
+        try:
+            await handed_over(self._agent)
+        except AgentClosed as error:
+            self._declined(delivery, error)
+            return "agent closed"
+        except Exception as error:
+            self._events.followup_failed(delivery, error)
+            logger.exception(
+                "follow-up for %s in session %s was not handed over; the reminder stays active",
+                ", ".join(keys),
+                self._session.id,
+            )
+            return "agent refused"
+        return None
 
     def _declined(self, delivery: Delivery, error: AgentClosed) -> None:
         """A closed agent declined ``delivery``: nothing was queued, the reminder stays active

@@ -152,6 +152,10 @@ class OccurrenceLog:
         self._queued: dict[str, tuple[int, Instant]] = {}
         # The runs each unfinished turn delivers: their reminder and index in ``runs``.
         self._by_turn: dict[int, list[tuple[ScheduleId, int]]] = {}
+        # Reminder turns that finished before the dispatch of an occurrence they name: a power cut
+        # kept the turn and lost the dispatch, which a later open then recorded (runtime/live.py
+        # Rule 4a). The dispatch's run takes the turn's outcome when it is read.
+        self._early: dict[int, TurnFinished] = {}
         self.position = 0
         """How many entries have been fed."""
 
@@ -194,6 +198,14 @@ class OccurrenceLog:
         """The latest run of an active reminder (delivered, failed or pending) and how many it
         has had, or ``None`` before its first."""
         return self._last.get(schedule_id)
+
+    def queued_undispatched(self, keys: Iterable[str]) -> bool:
+        """Whether a reminder turn of the log already names every one of the occurrence
+        ``keys`` with no dispatch of it read since: the follow-up was queued, and the dispatch
+        that records it was lost (a power cut between the two appends, which one barrier makes
+        durable together, kept the first). Queuing it again would deliver it twice."""
+        queued = self._queued
+        return all(key in queued for key in keys)
 
     def feed(self, entries: Iterable[LogEntry]) -> None:
         """Read the next entries (the first not yet fed, in order). Raises
@@ -242,12 +254,14 @@ class OccurrenceLog:
                             )
                             previous = last_get(schedule_id)
                             last[schedule_id] = (made, 1 if previous is None else previous[1] + 1)
-                            if turn is not None:
-                                waiting(turn[0], []).append(
-                                    (schedule_id, len(runs) if keep else -1)
-                                )
                             if keep:
                                 runs.append(made)
+                            if turn is not None:
+                                waiting(turn[0], []).append(
+                                    (schedule_id, len(runs) - 1 if keep else -1)
+                                )
+                                if turn[0] in self._early:
+                                    finish(self._early[turn[0]])
                         elif (run := dispatch_run(payload, entry.position)) is not None:
                             add(run)
                             replay(((entry.position, payload),))
@@ -264,7 +278,7 @@ class OccurrenceLog:
                                 queued[key] = (entry.position, at)
                 elif entry_type == TURN_FINISHED_TYPE:
                     payload = entry.payload
-                    if isinstance(payload, TurnFinished) and payload.turn in by_turn:
+                    if isinstance(payload, TurnFinished) and (payload.turn in by_turn or queued):
                         finish(payload)
                 position = entry.position + 1
         finally:
@@ -346,8 +360,14 @@ class OccurrenceLog:
                 self._by_turn.setdefault(run.turn, []).append((run.schedule_id, index))
         if self._keep:
             self.runs.append(run)
+        if run.turn is not None and run.turn in self._early:
+            self._finish(self._early[run.turn])
 
     def _finish(self, finished: TurnFinished) -> None:
+        # A turn that names an occurrence not dispatched yet is kept for that dispatch (see
+        # ``_early``); a log without lost dispatches never keeps one.
+        if any(turn == finished.turn for turn, _ in self._queued.values()):
+            self._early[finished.turn] = finished
         for schedule_id, index in self._by_turn.pop(finished.turn, ()):
             last = self._last.get(schedule_id)
             current = last[0] if last is not None and last[0].turn == finished.turn else None
