@@ -272,9 +272,9 @@ def test_resuming_shows_the_history_and_delivers_overdue_reminders(tmp_path: Pat
     ]
 
 
-async def session_answered_by_a_host(data_dir: Path) -> str:
-    """A session whose every-5-minutes reminder was answered twice while it was closed, after
-    the person's last message."""
+async def session_delivered_offline_meanwhile(data_dir: Path) -> str:
+    """A session whose every-5-minutes reminder was delivered twice while it was closed, after
+    the person's last message, with no model to answer it (as an offline host records it)."""
     store = JsonlSessionStore(data_dir)
     clock = FakeClock(Instant(SystemClock().now() - 3600_000))
     async with await store.create(now=clock.now()) as session:
@@ -290,14 +290,19 @@ async def session_answered_by_a_host(data_dir: Path) -> str:
         return session.id
 
 
-def test_resuming_says_how_many_reminders_were_answered_meanwhile(tmp_path: Path) -> None:
-    session_id = asyncio.run(session_answered_by_a_host(tmp_path))
+def test_resuming_says_how_many_reminders_came_meanwhile_unanswered(tmp_path: Path) -> None:
+    """An offline host (no model) records each follow-up and nobody answers it: the note says
+    so, never that the reminders were answered."""
+    session_id = asyncio.run(session_delivered_offline_meanwhile(tmp_path))
     with ChatProcess(tmp_path, session_id) as chat:
         chat.expect("you> remind me\n")
         chat.expect("follow-up while you were away>\n")
         chat.expect("follow-up while you were away>\n")
         chat.expect("---\n")
-        chat.expect("note> 2 reminders were answered since your last message\n")
+        chat.expect(
+            "note> 2 reminders were delivered since your last message but not answered "
+            "(no model was connected)\n"
+        )
         finished = chat.finish()
     assert (finished.returncode, finished.stderr) == (0, "")
 

@@ -582,16 +582,68 @@ def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
         ("/resume sch_1 now", Usage(message="/resume takes one reminder id", usage=RESUME_USAGE)),
         ("/snooze sch_1 10m", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"after_seconds": 600}})),
         ("/snooze sch_1 5 minutes", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"after_seconds": 300}})),
-        ("/snooze sch_1 90", Usage(message="/snooze: '90' has no unit; write 90s, 90m or 90h, or quote a prompt that starts with a number", usage=SNOOZE_USAGE)),
         ("/snooze sch_1 2026-12-01T09:00:00+09:00", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00+09:00"}})),
         ("/snooze sch_1 2026-12-01T09:00:00", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00"}})),
-        ("/snooze sch_1", Usage(message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE)),
-        ("/snooze sch_1 10m please", Usage(message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE)),
-        ("/snooze sch_1 soon", Usage(message="/snooze: 'soon' is not a duration; write numbers with units, largest first, such as 90s, 10m, 5 minutes, 2h30m or 1 day", usage=SNOOZE_USAGE)),
     ],
 )  # fmt: skip
 def test_update_pause_resume_and_snooze_lines(line: str, expected: object) -> None:
     assert parse_line(line) == expected
+
+
+SNOOZE_FORMS_TEXT = (
+    "a duration such as 10m, 90s, 1h 30m or 2 days, or an RFC 3339 time such as "
+    "2026-12-01T09:00:00+09:00"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # /snooze takes no prompt: its messages say what it reads, never to quote a prompt.
+        ("/snooze sch_1 90", f"/snooze: '90' has no unit; write 90s, 90m or 90h (/snooze takes {SNOOZE_FORMS_TEXT})"),
+        ("/snooze sch_1 2h 30", f"/snooze: '30' has no unit; write 30s, 30m or 30h (/snooze takes {SNOOZE_FORMS_TEXT})"),
+        ("/snooze sch_1", f"/snooze takes a reminder id and {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 10m please", f"/snooze: 'please' follows '10m'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 1 hour 30 minutes more", f"/snooze: 'more' follows '1 hour 30 minutes'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 2026-12-01T09:00:00Z please", f"/snooze: 'please' follows '2026-12-01T09:00:00Z'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 soon", f"/snooze: 'soon' is not a duration or a time; give {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 2 months", "/snooze: '2 months' is not a duration: months and years have no fixed length; write weeks or days, such as 4w or 30d"),
+        ("/snooze sch_1 30m 2h", "/snooze: '30m 2h' has its units out of order; write them largest first, such as 2h30m or 1 hour 30 minutes"),
+    ],
+)  # fmt: skip
+def test_snooze_says_what_it_reads(line: str, message: str) -> None:
+    assert parse_line(line) == Usage(message=message, usage=SNOOZE_USAGE)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # An update changes the reminder it names: its messages never say it would create one.
+        ("/update sch_1 every 10 x", "/update sch_1 every 10 x is ambiguous: '10' has no unit, so it would change sch_1 into a reminder every 10 seconds with the prompt 'x'; write 10s, 10m or 10h (and quote a prompt that starts with a number)"),
+        ("/update sch_1 in 5", "/update sch_1 in 5 is ambiguous: '5' has no unit, so it would change sch_1 into a reminder once after 5 seconds, keeping its prompt; write 5s, 5m or 5h (and quote a prompt that starts with a number)"),
+        ("/update sch_1 daily 09:00 UTC sunday walk", "/update daily: 'sunday' could be a day or the start of the prompt (as typed, it would change sch_1 into a reminder every day at 09:00 UTC with the prompt 'sunday walk'); write days as mon tue wed thu fri sat sun, or quote the prompt"),
+        ("/update sch_1 at", "/update at: give a time"),
+        ("/update sch_1 at 09:00", "/update at 09:00: give the date and the time zone too, such as 2026-12-01 09:00 Asia/Tokyo"),
+        ("/update sch_1 daily", "/update daily: give the time and the time zone, such as daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon wed fri"),
+        ("/update sch_1 calendar", "/update calendar: give the rule, the time and the time zone, such as calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the start date, such as 2026-12-01"),
+    ],
+)  # fmt: skip
+def test_update_messages_say_it_changes_the_reminder(line: str, message: str) -> None:
+    assert parse_line(line) == Usage(message=message, usage=UPDATE_USAGE)
+
+
+@pytest.mark.parametrize(
+    ("line", "message", "usage"),
+    [
+        ("/create every 10 x", "/create every 10 x is ambiguous: '10' has no unit, so it would create a reminder every 10 seconds with the prompt 'x'; write 10s, 10m or 10h (and quote a prompt that starts with a number)", CREATE_USAGE),
+        ("/create daily 09:00 UTC sunday walk", "/create daily: 'sunday' could be a day or the start of the prompt (as typed, it would create a reminder every day at 09:00 UTC with the prompt 'sunday walk'); write days as mon tue wed thu fri sat sun, or quote the prompt", CREATE_USAGE),
+        ("/pause sch_1 now", "/pause takes one reminder id", PAUSE_USAGE),
+        ("/resume", "/resume takes one reminder id", RESUME_USAGE),
+        ("/delete sch_1 sch_2", "/delete takes one reminder id", DELETE_USAGE),
+    ],
+)  # fmt: skip
+def test_each_command_speaks_of_itself(line: str, message: str, usage: str) -> None:
+    assert parse_line(line) == Usage(message=message, usage=usage)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from session_schedule.core.changes import CHANGE_EVENT_TYPE, ScheduleDispatchCha
 from session_schedule.harness.agent import ChatEvent
 from session_schedule.harness.chat import LiveChat, live_chat
 from session_schedule.harness.model import ChatMessage, ModelError, ModelReply
+from session_schedule.session.history import away
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.message import ToolCall
 from session_schedule.testing.clock import FakeClock
@@ -405,3 +406,40 @@ async def test_a_followup_queued_in_the_middle_of_a_turn_waits_for_the_tool_resu
         ("assistant", "model"),
     ]
     assert model.seen[2][-1] == {"role": "user", "content": frame}
+
+
+async def test_the_away_line_says_which_reminders_were_answered_recorded_or_failed() -> None:
+    """A reminder answered by a model, one recorded while no model was connected (an offline
+    host or chat) and one whose turn failed are each named as what happened to them."""
+    clock = FakeClock(START)
+    session = await MemorySessionStore().create(now=clock.now())
+
+    async def one_reminder(model: ScriptedModel | None) -> None:
+        async with live_chat(session, model=model, clock=clock) as live:
+            clock.advance(300)
+            for _ in range(3):
+                await live.schedule.settled()
+                await live.agent.wait_idle()
+
+    async with live_chat(session, model=None, clock=clock) as live:
+        live.agent.submit("remind me")
+        await live.agent.submit_tool("schedule_create", {"prompt": "drink", "every_seconds": 300})
+        await live.agent.wait_idle()
+    await one_reminder(None)
+    assert away(session.entries).line() == (
+        "1 reminder was delivered since your last message but not answered (no model was connected)"
+    )
+    await one_reminder(ScriptedModel(replies=[ModelReply(content="time to drink")]))
+    await one_reminder(None)
+    assert away(session.entries).line() == (
+        "1 reminder was answered since your last message, and 2 were delivered but not "
+        "answered (no model was connected)"
+    )
+    await one_reminder(ScriptedModel(replies=[ModelError("the model refused", transient=False)]))
+    meanwhile = away(session.entries)
+    assert (meanwhile.answered, meanwhile.unanswered, meanwhile.failed) == (4, 2, 1)
+    assert meanwhile.line() == (
+        "1 reminder was answered since your last message, 2 were delivered but not answered "
+        "(no model was connected), and 1 could not be delivered (see the history)"
+    )
+    await session.close()

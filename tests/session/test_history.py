@@ -53,6 +53,7 @@ from session_schedule.runtime.retry import TurnRetry
 from session_schedule.runtime.turns import TurnQueue
 from session_schedule.session.history import (
     OCCURRENCE_OUTCOMES,
+    Away,
     OccurrenceLog,
     away,
     occurrence_history,
@@ -262,6 +263,28 @@ async def test_the_reminders_answered_since_the_persons_last_message(tmp_path: P
         "1 reminder was answered since your last message, and 2 could not be delivered (see the "
         "history)"
     )
+
+
+@pytest.mark.parametrize(
+    ("answered", "unanswered", "failed", "line"),
+    [
+        (0, 0, 0, None),
+        (2, 0, 0, "2 reminders were answered since your last message"),
+        (1, 1, 0, "1 reminder was delivered since your last message but not answered (no model was connected)"),
+        (2, 2, 0, "2 reminders were delivered since your last message but not answered (no model was connected)"),
+        (1, 0, 1, "1 reminder could not be delivered since your last message (see the history)"),
+        (3, 2, 0, "1 reminder was answered since your last message, and 2 were delivered but not answered (no model was connected)"),
+        (3, 1, 0, "2 reminders were answered since your last message, and 1 was delivered but not answered (no model was connected)"),
+        (3, 0, 2, "1 reminder was answered since your last message, and 2 could not be delivered (see the history)"),
+        (3, 2, 1, "2 reminders were delivered since your last message but not answered (no model was connected), and 1 could not be delivered (see the history)"),
+        (6, 2, 1, "3 reminders were answered since your last message, 2 were delivered but not answered (no model was connected), and 1 could not be delivered (see the history)"),
+    ],
+)  # fmt: skip
+def test_the_away_line_names_each_kind_of_reminder_turn(
+    answered: int, unanswered: int, failed: int, line: str | None
+) -> None:
+    meanwhile = Away(answered=answered, unanswered=unanswered, failed=failed, since=0)
+    assert meanwhile.line() == line
 
 
 def test_a_missed_occurrence_and_a_snoozed_delivery_are_in_the_history() -> None:

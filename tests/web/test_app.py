@@ -835,7 +835,10 @@ async def test_the_history_view_lists_occurrences_and_what_was_answered_meanwhil
         json={"prompt": "stretch", "every_seconds": 300},
     )
     empty = (await offline.client.get(f"/api/sessions/{session}/history")).json()
-    assert empty == {"occurrences": [], "away": {"answered": 0, "failed": 0, "since": 2}}
+    assert empty == {
+        "occurrences": [],
+        "away": {"answered": 0, "failed": 0, "since": 2, "unanswered": 0},
+    }
     offline.clock.advance(300)
     await offline.settle(session)
     page = (await offline.client.get(f"/api/sessions/{session}/history")).json()
@@ -852,8 +855,8 @@ async def test_the_history_view_lists_occurrences_and_what_was_answered_meanwhil
             "finishedAt": "2026-11-29T20:05:00.000Z",
         }
     ]
-    assert page["away"]["answered"] == 1
-    assert page["away"]["failed"] == 0
+    # Offline: the follow-up was recorded and nobody answered it.
+    assert page["away"] == {"answered": 1, "failed": 0, "since": 2, "unanswered": 1}
     [view] = (await offline.client.get(f"/api/sessions/{session}/schedules")).json()["schedules"]
     assert (view["runs"], view["lastRun"]) == (
         1,

@@ -84,7 +84,12 @@ from session_schedule.runtime.clock import SystemClock
 from session_schedule.runtime.events import EVENT_LOGGER
 from session_schedule.runtime.live import SessionQuotas, Settings
 from session_schedule.runtime.opening import WAIT_SECONDS, open_when_free
-from session_schedule.session.errors import PersistenceUncertain, SessionError
+from session_schedule.session.errors import (
+    PersistenceUncertain,
+    SessionBusy,
+    SessionError,
+    lease_seconds_left,
+)
 from session_schedule.session.history import away
 from session_schedule.session.ids import SessionId
 from session_schedule.session.location import StoreLocation, opened_store, store_url
@@ -273,13 +278,16 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
     if options.session is None:
         session = await store.create(now=clock.now())
     else:
-        session = await open_when_free(
-            store,
-            options.session,
-            clock=clock,
-            wait_seconds=options.busy_wait,
-            note=_note_on_stderr,
-        )
+        try:
+            session = await open_when_free(
+                store,
+                options.session,
+                clock=clock,
+                wait_seconds=options.busy_wait,
+                note=_note_on_stderr,
+            )
+        except SessionBusy as busy:
+            raise _busy_with_a_lease(busy) from None
     session_id = session.id
     async with connect(options.model) as connection:
         display = Display(
@@ -328,6 +336,22 @@ async def _chat_on(store: SessionStore, options: _Options) -> None:
                 reading.cancel()
             await asyncio.gather(reading, return_exceptions=True)
         display.banner([_resume_hint(options, session_id)])
+
+
+def _busy_with_a_lease(busy: SessionBusy) -> SessionBusy:
+    """``busy`` as the chat reports it (exit 4): where the holder's lease is what keeps the
+    session (PostgreSQL), a process that is gone cannot be closed, so the message says when the
+    lease lapses and what works then."""
+    left = lease_seconds_left(busy)
+    if left is None:
+        return busy
+    return SessionBusy(
+        busy.session_id,
+        f"session {busy.session_id} is held by another process whose lease lapses within "
+        f"{left} s if that process is gone; try again after that (or with a --busy-wait longer "
+        f"than {left} s), or close the session where it is open",
+        lease_left=busy.lease_left,
+    )
 
 
 def _note_on_stderr(text: str) -> None:

@@ -80,7 +80,12 @@ UPDATE_USAGE: Final = (
 )
 PAUSE_USAGE: Final = "/pause <id>, such as /pause sch_1"
 RESUME_USAGE: Final = "/resume <id>, such as /resume sch_1"
-SNOOZE_USAGE: Final = "/snooze <id> 10m|1h30m|2026-12-01T09:00:00+09:00"
+SNOOZE_USAGE: Final = "/snooze <id> 10m|1h 30m|2026-12-01T09:00:00+09:00"
+SNOOZE_FORMS: Final = (
+    "a duration such as 10m, 90s, 1h 30m or 2 days, or an RFC 3339 time such as "
+    "2026-12-01T09:00:00+09:00"
+)
+"""What ``/snooze`` reads after the reminder id, as its messages say it."""
 TURNS_PER_DAY_USAGE: Final = "/turns-per-day N|off|default, such as /turns-per-day 20"
 QUIET_HOURS_USAGE: Final = (
     "/quiet-hours START-END ZONE|off|default, such as /quiet-hours 22:00-07:00 Europe/Paris"
@@ -444,13 +449,9 @@ def _update(text: str) -> Command:
         if not prompt:
             return Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)
         return CallTool(name="schedule_update", arguments={"id": schedule_id, "prompt": prompt})
-    created = _create(rest, optional_prompt=True)
+    created = _create(rest, making=_Making(updating=schedule_id))
     if isinstance(created, Usage):
-        message = created.message.replace("/create", "/update", 1).replace(
-            "in, after, every, at, daily or calendar",
-            "in, after, every, at, daily, calendar or prompt",
-        )
-        return Usage(message=message, usage=UPDATE_USAGE)
+        return Usage(message=created.message, usage=UPDATE_USAGE)
     if not isinstance(created, CallTool):
         return Usage(message="/update: give a rule or a prompt", usage=UPDATE_USAGE)
     return CallTool(name="schedule_update", arguments={"id": schedule_id, **created.arguments})
@@ -459,49 +460,101 @@ def _update(text: str) -> Command:
 def _snooze(text: str) -> Command:
     schedule_id, rest = _split(text)
     if not schedule_id or not rest:
-        return Usage(
-            message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
-        )
+        return Usage(message=f"/snooze takes a reminder id and {SNOOZE_FORMS}", usage=SNOOZE_USAGE)
     snooze: dict[str, object]
     if _DATE.match(rest):
         when, extra = _split(rest)
         if extra:
-            return Usage(
-                message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
-            )
+            return _snooze_extra(when, extra)
         snooze = {"until": when}
     else:
         read = read_duration(rest)
         if not isinstance(read, Duration):
-            return Usage(message=f"/snooze: {read.message}", usage=SNOOZE_USAGE)
+            return Usage(message=_snooze_problem(read), usage=SNOOZE_USAGE)
         if read.rest:
-            return Usage(
-                message="/snooze takes a reminder id and a duration or a time", usage=SNOOZE_USAGE
-            )
+            return _snooze_extra(rest[: len(rest) - len(read.rest)].strip(), read.rest)
         snooze = {"after_seconds": read.seconds}
     return CallTool(name="schedule_update", arguments={"id": schedule_id, "snooze": snooze})
 
 
-def _create(text: str, *, optional_prompt: bool = False) -> Command:
+def _snooze_problem(problem: DurationProblem) -> str:
+    """Why ``/snooze`` cannot read its duration, in the words of a command that takes no
+    prompt."""
+    match problem.kind:
+        case "bare_number":
+            number = problem.word
+            return (
+                f"/snooze: {number!r} has no unit; write {number}s, {number}m or {number}h "
+                f"(/snooze takes {SNOOZE_FORMS})"
+            )
+        case "missing" | "unreadable":
+            return f"/snooze: {problem.word!r} is not a duration or a time; give {SNOOZE_FORMS}"
+        case "no_fixed_length" | "out_of_order" | "repeated_unit" | "too_long":
+            return f"/snooze: {problem.message}"
+        case _:
+            assert_never(problem.kind)
+
+
+def _snooze_extra(when: str, extra: str) -> Usage:
+    """``/snooze`` with words after its duration or time: it takes no prompt."""
+    return Usage(
+        message=f"/snooze: {extra!r} follows {when!r}; /snooze takes no prompt, only "
+        f"{SNOOZE_FORMS}",
+        usage=SNOOZE_USAGE,
+    )
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Making:
+    """Whose words a rule's messages are in: ``/create`` making a reminder, or ``/update``
+    changing the reminder ``updating`` (whose prompt is then optional)."""
+
+    updating: str | None = None
+
+    @property
+    def command(self) -> str:
+        return "/create" if self.updating is None else "/update"
+
+    @property
+    def line(self) -> str:
+        """The start of the line as typed, up to the rule."""
+        return "/create" if self.updating is None else f"/update {self.updating}"
+
+    def would(self, what: str, prompt: str) -> str:
+        """What the line would do, read as typed: ``what`` is the rule (``every 10 seconds``)."""
+        if self.updating is None:
+            made = f"create a reminder {what}"
+            return f"{made} with the prompt {prompt!r}" if prompt else made
+        changed = f"change {self.updating} into a reminder {what}"
+        return (
+            f"{changed} with the prompt {prompt!r}" if prompt else f"{changed}, keeping its prompt"
+        )
+
+
+_CREATING: Final = _Making()
+
+
+def _create(text: str, *, making: _Making = _CREATING) -> Command:
     when, rest = _split(text)
     match when.lower():
         case "after" | "in":
-            return _delayed("after_seconds", when, rest, optional_prompt=optional_prompt)
+            return _delayed("after_seconds", when, rest, making=making)
         case "every":
-            return _delayed("every_seconds", when, rest, optional_prompt=optional_prompt)
+            return _delayed("every_seconds", when, rest, making=making)
         case "at":
-            return _at(rest, optional_prompt=optional_prompt)
+            return _at(rest, making=making)
         case "daily":
-            return _daily(rest, optional_prompt=optional_prompt)
+            return _daily(rest, making=making)
         case "calendar":
-            return _calendar(rest, optional_prompt=optional_prompt)
+            return _calendar(rest, making=making)
         case "":
             return Usage(message="/create needs a time and a prompt", usage=CREATE_USAGE)
         case _:
-            return Usage(
-                message=f"/create {when}: start with in, after, every, at, daily or calendar",
-                usage=CREATE_USAGE,
-            )
+            forms = "in, after, every, at, daily or calendar"
+            if making.updating is not None:
+                forms = "in, after, every, at, daily, calendar or prompt"
+            return Usage(message=f"{making.command} {when}: start with {forms}", usage=CREATE_USAGE)
 
 
 def _delayed(
@@ -509,60 +562,57 @@ def _delayed(
     word: str,
     text: str,
     *,
-    optional_prompt: bool = False,
+    making: _Making,
 ) -> Command:
     read = read_duration(text)
     if isinstance(read, Duration):
-        return _with_prompt({key: read.seconds}, read.rest, optional=optional_prompt)
+        return _with_prompt({key: read.seconds}, read.rest, making=making)
     if read.kind == "missing":
-        return Usage(message=f"/create {word}: {read.message}", usage=CREATE_USAGE)
+        return Usage(message=f"{making.command} {word}: {read.message}", usage=CREATE_USAGE)
     if read.kind != "bare_number":
         return Usage(message=read.message, usage=CREATE_USAGE)
-    # Show what the line would have made had the number been taken as seconds.
+    # Show what the line would have done had the number been taken as seconds.
     kind = "once after" if key == "after_seconds" else "every"
-    would = f"a reminder {kind} {spoken_duration(read.seconds)}"
-    prompt = _unquoted(read.rest)
-    if prompt:
-        would += f" with the prompt {prompt!r}"
+    would = making.would(f"{kind} {spoken_duration(read.seconds)}", _unquoted(read.rest))
     number = read.word
     return Usage(
-        message=f"/create {word} {text.strip()} is ambiguous: {number!r} has no unit, so it would "
-        f"create {would}; write {number}s, {number}m or {number}h (and quote a prompt that starts "
-        "with a number)",
+        message=f"{making.line} {word} {text.strip()} is ambiguous: {number!r} has no unit, so "
+        f"it would {would}; write {number}s, {number}m or {number}h (and quote a prompt that "
+        "starts with a number)",
         usage=CREATE_USAGE,
     )
 
 
-def _at(text: str, *, optional_prompt: bool = False) -> Command:
+def _at(text: str, *, making: _Making) -> Command:
     first, rest = _split(text)
     if not first:
-        return Usage(message="/create at: give a time", usage=CREATE_USAGE)
+        return Usage(message=f"{making.command} at: give a time", usage=CREATE_USAGE)
     if _DATE.fullmatch(first):
         clock, rest = _split(rest)
         zone, prompt = _split(rest)
         if not clock or not zone:
             return Usage(
-                message=f"/create at {first}: give the time and the time zone too, "
+                message=f"{making.command} at {first}: give the time and the time zone too, "
                 f"such as {first} 09:00 Asia/Tokyo (or UTC)",
                 usage=CREATE_USAGE,
             )
         local = {"date": first, "time": clock, "time_zone": zone}
-        return _with_prompt({"at": local}, prompt, optional=optional_prompt)
+        return _with_prompt({"at": local}, prompt, making=making)
     if _CLOCK_TIME.fullmatch(first):
         return Usage(
-            message=f"/create at {first}: give the date and the time zone too, "
+            message=f"{making.command} at {first}: give the date and the time zone too, "
             f"such as 2026-12-01 {first} Asia/Tokyo",
             usage=CREATE_USAGE,
         )
-    return _with_prompt({"at": first}, rest, optional=optional_prompt)
+    return _with_prompt({"at": first}, rest, making=making)
 
 
-def _daily(text: str, *, optional_prompt: bool = False) -> Command:
+def _daily(text: str, *, making: _Making) -> Command:
     clock, rest = _split(text)
     zone, rest = _split(rest)
     if not clock or not zone:
         return Usage(
-            message="/create daily: give the time and the time zone, such as "
+            message=f"{making.command} daily: give the time and the time zone, such as "
             "daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon wed fri",
             usage=CREATE_USAGE,
         )
@@ -579,25 +629,25 @@ def _daily(text: str, *, optional_prompt: bool = False) -> Command:
         selector["weekdays"] = days
     if _DAY_LIKE.fullmatch(_split(prompt)[0].rstrip(",")):
         every = f"on {', '.join(days)}" if days else "every day"
+        would = making.would(f"{every} at {clock} {zone}", _unquoted(prompt))
         return Usage(
-            message=f"/create daily: {_split(prompt)[0]!r} could be a day or the start of the "
-            f"prompt (as typed, it would create a reminder {every} at {clock} {zone} with the "
-            f"prompt {_unquoted(prompt)!r}); write days as mon tue wed thu fri sat sun, or quote "
-            "the prompt",
+            message=f"{making.command} daily: {_split(prompt)[0]!r} could be a day or the start "
+            f"of the prompt (as typed, it would {would}); write days as mon tue wed thu fri sat "
+            "sun, or quote the prompt",
             usage=CREATE_USAGE,
         )
-    return _with_prompt({"daily_at": selector}, prompt, optional=optional_prompt)
+    return _with_prompt({"daily_at": selector}, prompt, making=making)
 
 
-def _calendar(text: str, *, optional_prompt: bool = False) -> Command:
+def _calendar(text: str, *, making: _Making) -> Command:
     rule, rest = _split(text)
     clock, rest = _split(rest)
     zone, rest = _split(rest)
     if not rule or not clock or not zone:
         return Usage(
-            message="/create calendar: give the rule, the time and the time zone, such as "
-            "calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the "
-            "start date, such as 2026-12-01",
+            message=f"{making.command} calendar: give the rule, the time and the time zone, "
+            "such as calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then "
+            "optionally the start date, such as 2026-12-01",
             usage=CREATE_USAGE,
         )
     selector: dict[str, object] = {"rule": rule, "time": clock, "time_zone": zone}
@@ -606,12 +656,12 @@ def _calendar(text: str, *, optional_prompt: bool = False) -> Command:
         selector["start_date"] = start
     else:
         prompt = rest
-    return _with_prompt({"calendar": selector}, prompt, optional=optional_prompt)
+    return _with_prompt({"calendar": selector}, prompt, making=making)
 
 
-def _with_prompt(selector: dict[str, object], prompt: str, *, optional: bool = False) -> Command:
+def _with_prompt(selector: dict[str, object], prompt: str, *, making: _Making) -> Command:
     prompt = _unquoted(prompt)
-    if not prompt and optional:
+    if not prompt and making.updating is not None:
         return CallTool(name="schedule_create", arguments=selector)
     if not prompt:
         return Usage(message="/create: the prompt is missing after the time", usage=CREATE_USAGE)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Final
 
 from session_schedule.runtime.clock import Clock
-from session_schedule.session.errors import SessionBusy
+from session_schedule.session.errors import SessionBusy, lease_seconds_left
 from session_schedule.session.handover import HandoverStore
 from session_schedule.session.ids import SessionId, require_session_id
 from session_schedule.session.port import SessionHandle, SessionStore
@@ -41,14 +41,15 @@ async def open_when_free(
         while True:
             try:
                 return await store.open(session_id)
-            except SessionBusy:
+            except SessionBusy as busy:
                 if clock.monotonic() >= deadline:
                     raise
                 if handover is not None:
                     requested = require_session_id(session_id)
                     await handover.request_handover(requested)
                 if not said:
-                    note(_waiting_line(session_id, wait_seconds, asked=handover is not None))
+                    asked = handover is not None
+                    note(_waiting_line(session_id, wait_seconds, asked=asked, busy=busy))
                     said = True
                 await clock.sleep(RETRY_SECONDS)
     finally:
@@ -56,14 +57,24 @@ async def open_when_free(
             await handover.withdraw_handover(requested)
 
 
-def _waiting_line(session_id: str, wait_seconds: float, *, asked: bool) -> str:
+def _lease_clause(busy: SessionBusy) -> str:
+    """What a holder's lease means for the wait: nothing where a holder that is gone lets the
+    session go at once."""
+    left = lease_seconds_left(busy)
+    if left is None:
+        return ""
+    return f"; if the process holding it is gone, its lease lapses within {left} s"
+
+
+def _waiting_line(session_id: str, wait_seconds: float, *, asked: bool, busy: SessionBusy) -> str:
+    lease = _lease_clause(busy)
+    waiting = f"waiting up to {wait_seconds:g} s (Ctrl-C gives up)"
     if asked:
         return (
             f"session {session_id} is open in another process — asked it to hand the session "
-            f"over (a host does within 2 s once its reminder is answered); waiting up to "
-            f"{wait_seconds:g} s (Ctrl-C gives up)"
+            f"over (a host does within 2 s once its reminder is answered){lease}; {waiting}"
         )
     return (
         f"session {session_id} is open in another process — a host delivering a reminder lets it "
-        f"go once the reminder is answered; waiting up to {wait_seconds:g} s (Ctrl-C gives up)"
+        f"go once the reminder is answered{lease}; {waiting}"
     )

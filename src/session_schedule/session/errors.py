@@ -10,6 +10,7 @@ are ``ValueError`` and are not caught by anyone.
 
 from __future__ import annotations
 
+import math
 from typing import Final, Literal, final
 
 from session_schedule.core.errors import ErrorCode, ScheduleError
@@ -45,6 +46,15 @@ class SessionExists(SessionError):  # noqa: N818
 @final
 class SessionBusy(SessionError):  # noqa: N818
     """The session is owned by another live handle, in this process or another one."""
+
+    lease_left: float | None
+    """For a store whose ownership is a lease (PostgreSQL): the seconds until the holder's lease
+    lapses unless renewed — a holder that is gone (killed) keeps the session until then.
+    ``None`` where a holder that is gone releases the session at once (a file lock)."""
+
+    def __init__(self, session_id: str, message: str, *, lease_left: float | None = None) -> None:
+        super().__init__(session_id, message)
+        self.lease_left = lease_left
 
 
 @final
@@ -94,12 +104,22 @@ def session_exists(session_id: str, place: str) -> SessionExists:
     )
 
 
-def session_busy(session_id: str) -> SessionBusy:
+def session_busy(session_id: str, *, lease_left: float | None = None) -> SessionBusy:
+    """``lease_left``: see :attr:`SessionBusy.lease_left`."""
     return SessionBusy(
         session_id,
         f"session {session_id} is open in another process or handle; "
         "close it there before opening it here",
+        lease_left=lease_left,
     )
+
+
+def lease_seconds_left(busy: SessionBusy) -> int | None:
+    """The whole seconds, at least 1, within which the lease of ``busy``'s holder lapses if the
+    holder is gone; ``None`` when the store has no lease."""
+    if busy.lease_left is None:
+        return None
+    return max(1, math.ceil(busy.lease_left))
 
 
 def session_corrupt(session_id: str, where: str, problem: str, storage: Storage) -> SessionCorrupt:

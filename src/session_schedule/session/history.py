@@ -525,39 +525,61 @@ def describe_failure(failure: TurnFailure) -> str:
 
 @final
 class Away(msgspec.Struct, frozen=True, kw_only=True):
-    """The reminder turns answered since the person's last message (see :func:`away`)."""
+    """The reminder turns finished since the person's last message (see :func:`away`)."""
 
     answered: int
-    """Reminder turns finished since then (completed or failed)."""
+    """Reminder turns finished since then: answered, recorded without an answer, or failed."""
     failed: int
-    """Of those, the ones recorded ``failed``."""
+    """Of those, the ones recorded ``failed``: nothing was delivered."""
     since: int
     """The log position the count starts from (just after the person's last message)."""
+    unanswered: int = 0
+    """Of those, the ones that completed with their follow-up recorded in the transcript and no
+    reply after it: delivered with no model connected to answer (an offline host or chat)."""
 
     def line(self) -> str | None:
-        """The one line a front end shows before the transcript continues, or ``None``."""
+        """The one line a front end shows before the transcript continues, or ``None``: each
+        kind of turn named as what happened to it — answered, delivered but not answered (no
+        model was connected), could not be delivered."""
         if not self.answered:
             return None
-        delivered = self.answered - self.failed
-        if not delivered:
-            # Every one failed: none was answered.
-            reminders = "reminder" if self.failed == 1 else "reminders"
-            return (
-                f"{self.failed} {reminders} could not be delivered since your last message "
-                "(see the history)"
+        replied = self.answered - self.unanswered - self.failed
+        kinds = (("answered", replied), ("unanswered", self.unanswered), ("failed", self.failed))
+        clauses: list[str] = []
+        for kind, count in kinds:
+            if not count:
+                continue
+            first = not clauses
+            subject = (
+                f"{count} {'reminder' if count == 1 else 'reminders'}" if first else str(count)
             )
-        were = "reminder was" if delivered == 1 else "reminders were"
-        line = f"{delivered} {were} answered since your last message"
-        if self.failed:
-            line += f", and {self.failed} could not be delivered (see the history)"
-        return line
+            was = "was" if count == 1 else "were"
+            since = " since your last message" if first else ""
+            match kind:
+                case "answered":
+                    clauses.append(f"{subject} {was} answered{since}")
+                case "unanswered":
+                    clauses.append(
+                        f"{subject} {was} delivered{since} but not answered "
+                        "(no model was connected)"
+                    )
+                case _:
+                    clauses.append(f"{subject} could not be delivered{since} (see the history)")
+        if len(clauses) == 1:
+            return clauses[0]
+        return ", ".join(clauses[:-1]) + ", and " + clauses[-1]
 
 
 def away(entries: Sequence[LogEntry], *, seed_length: int = 0) -> Away:
-    """The reminder turns answered in the session since the person's last message — by a host,
+    """The reminder turns finished in the session since the person's last message — by a host,
     or by a chat or page while nobody wrote. Read from the end of the log, back to that
-    message (or the fork point)."""
-    answered = failed = 0
+    message (or the fork point).
+
+    A completed turn is answered when a reply (a model's message) follows its follow-up in the
+    transcript before the turn finished, and unanswered when none does (the follow-up was
+    recorded with no model to answer it). A turn that recorded no follow-up at all (a
+    conversation loop of its own, keeping its transcript elsewhere) counts as answered."""
+    answered = failed = unanswered = 0
     position = len(entries)
     while position > seed_length:
         entry = entries[position - 1]
@@ -568,6 +590,27 @@ def away(entries: Sequence[LogEntry], *, seed_length: int = 0) -> Away:
             queued = entries[payload.turn].payload
             if isinstance(queued, TurnQueued) and queued.origin == "schedule":
                 answered += 1
-                failed += payload.outcome == "failed"
+                if payload.outcome == "failed":
+                    failed += 1
+                elif not _replied(entries, payload.turn, position - 1):
+                    unanswered += 1
         position -= 1
-    return Away(answered=answered, failed=failed, since=position)
+    return Away(answered=answered, failed=failed, unanswered=unanswered, since=position)
+
+
+def _replied(entries: Sequence[LogEntry], queued: int, finished: int) -> bool:
+    """Whether the reminder turn queued at ``queued`` and finished at ``finished`` has a
+    model's message after its follow-up; ``True`` when it recorded no follow-up.
+
+    Turns run one at a time, so the turn's messages lie after its ``turn/queued`` entry and
+    after the ``turn/finished`` of the turn before it; its follow-up comes first."""
+    for position in range(finished - 1, queued, -1):
+        payload = entries[position].payload
+        if isinstance(payload, TurnFinished):
+            break
+        if isinstance(payload, MessageEntry):
+            if payload.origin == "model":
+                return True
+            if payload.origin == "followup":
+                return False
+    return True

@@ -272,7 +272,12 @@ class _Statements:
             " SELECT %s, position, type, data FROM {s}.entries"
             " WHERE session_id = %s AND position < %s ORDER BY position"
         )
-        self.exists = q("SELECT 1 FROM {s}.sessions WHERE id = %s")
+        # A session's row, and the seconds its lease has left (NULL: no lease row).
+        self.exists = q(
+            "SELECT GREATEST(EXTRACT(EPOCH FROM l.expires_at - now()), 0)::float8"
+            " FROM {s}.sessions AS s LEFT JOIN {s}.leases AS l ON l.session_id = s.id"
+            " WHERE s.id = %s"
+        )
         self.header = q("SELECT header FROM {s}.sessions WHERE id = %s")
         self.entries = q(
             "SELECT position, type, data FROM {s}.entries WHERE session_id = %s ORDER BY position"
@@ -307,7 +312,11 @@ class _Statements:
             " FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::timestamptz[])"
             " AS w (session_id, epoch, holder, expires) WHERE l.session_id = w.session_id"
         )  # only rows acquire_many has just locked, in the same transaction
-        self.existing = q("SELECT id FROM {s}.sessions WHERE id = ANY(%s)")
+        self.existing = q(
+            "SELECT s.id, GREATEST(EXTRACT(EPOCH FROM l.expires_at - now()), 0)::float8"
+            " FROM {s}.sessions AS s LEFT JOIN {s}.leases AS l ON l.session_id = s.id"
+            " WHERE s.id = ANY(%s)"
+        )
         self.checkpoints_of = q(
             "SELECT id, header, data FROM {s}.sessions"
             " LEFT JOIN {s}.checkpoints ON checkpoints.session_id = sessions.id"
@@ -364,6 +373,11 @@ class _Statements:
             " SELECT session_id, %s FROM {s}.leases WHERE session_id = %s AND epoch = %s"
             " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data"
         )
+
+
+def _seconds(left: object) -> float | None:
+    """The seconds a lease has left as a query gives them (``None``: the session has no lease)."""
+    return float(left) if isinstance(left, int | float) else None
 
 
 def _locked(held: str) -> str:
@@ -774,8 +788,10 @@ class PostgresSessionStore:
             )
             acquired = await cursor.fetchone()
             if acquired is None:
-                if await self._exists(connection, checked):
-                    raise session_busy(checked)
+                cursor = await connection.execute(self._sql.exists, (checked,))
+                held = await cursor.fetchone()
+                if held is not None:
+                    raise session_busy(checked, lease_left=_seconds(held[0]))
                 raise session_not_found(checked, self._place)
             # Decoding fails inside the transaction: damaged content leaves the lease untouched.
             owned = await self._load_from_checkpoint(connection, checked, int(acquired[0]))
@@ -1116,10 +1132,10 @@ class PostgresSessionStore:
             refused = [session_id for session_id in wanted if session_id not in acquired]
             if refused:
                 cursor = await connection.execute(self._sql.existing, (refused,))
-                existing = {row[0] for row in await cursor.fetchall()}
+                existing = {row[0]: _seconds(row[1]) for row in await cursor.fetchall()}
                 for session_id in refused:
                     outcomes[session_id] = (
-                        session_busy(session_id)
+                        session_busy(session_id, lease_left=existing[session_id])
                         if session_id in existing
                         else session_not_found(session_id, self._place)
                     )
@@ -1374,10 +1390,6 @@ class PostgresSessionStore:
             # One snapshot for the header and every entry.
             await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             return await self._load(connection, session_id)
-
-    async def _exists(self, connection: Connection, session_id: SessionId) -> bool:
-        cursor = await connection.execute(self._sql.exists, (session_id,))
-        return await cursor.fetchone() is not None
 
     async def _load(self, connection: Connection, session_id: SessionId) -> _Loaded:
         """The committed header and entries of a session (``SessionNotFound`` if absent)."""

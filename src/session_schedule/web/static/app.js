@@ -540,16 +540,23 @@
     try {
       const data = await api("GET", sessionPath(id, "history"));
       if (id !== state.sessionId || !data.away.answered) return;
-      // The wording of Away.line (session/history.py): failed ones are not called answered.
+      // The wording of Away.line (session/history.py): each reminder turn named as what
+      // happened to it — answered, delivered with no model to answer it, or failed.
       const failed = data.away.failed;
-      const delivered = data.away.answered - failed;
-      let text;
-      if (!delivered) {
-        text = `${failed} reminder${failed === 1 ? "" : "s"} could not be delivered since your last message (see the history)`;
-      } else {
-        text = `${delivered} reminder${delivered === 1 ? " was" : "s were"} answered since your last message`;
-        if (failed) text += `, and ${failed} could not be delivered (see the history)`;
+      const unanswered = data.away.unanswered || 0;
+      const replied = data.away.answered - unanswered - failed;
+      const clauses = [];
+      for (const [kind, count] of [["answered", replied], ["unanswered", unanswered], ["failed", failed]]) {
+        if (!count) continue;
+        const first = !clauses.length;
+        const subject = first ? `${count} reminder${count === 1 ? "" : "s"}` : `${count}`;
+        const was = count === 1 ? "was" : "were";
+        const since = first ? " since your last message" : "";
+        if (kind === "answered") clauses.push(`${subject} ${was} answered${since}`);
+        else if (kind === "unanswered") clauses.push(`${subject} ${was} delivered${since} but not answered (no model was connected)`);
+        else clauses.push(`${subject} could not be delivered${since} (see the history)`);
       }
+      const text = clauses.length === 1 ? clauses[0] : `${clauses.slice(0, -1).join(", ")}, and ${clauses[clauses.length - 1]}`;
       notice(text, "info");
       for (const item of $("transcript").querySelectorAll(".turn.followup")) {
         if (Number(item.dataset.position) >= data.away.since) item.classList.add("away");
