@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -442,4 +443,37 @@ async def test_the_away_line_says_which_reminders_were_answered_recorded_or_fail
         "1 reminder was answered since your last message, 2 were delivered but not answered "
         "(no model was connected), and 1 could not be delivered (see the history)"
     )
+    await session.close()
+
+
+async def test_a_retried_turn_shows_the_model_the_calls_its_failed_attempt_made() -> None:
+    # The harness records each message as the turn goes, so the retry of an attempt that set a
+    # reminder and then failed sends the model that call and its result: it needs no note
+    # (the framework adapters, which drop a failed attempt's messages, add one).
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    down = ModelError("the model endpoint failed: 503", transient=True)
+    arguments = '{"prompt": "stretch", "after_seconds": 3600}'
+    model = ScriptedModel(replies=[create_call(arguments), down, ModelReply(content="done")])
+    async with live_chat(session, model=model, clock=clock) as live:
+        live.agent.submit("remind me to stretch in an hour")
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert len(model.seen) == 2  # the create, then the failed request; the retry waits
+        clock.advance(2)  # the first retry waits between 1 and 2 s
+        await live.agent.wait_idle()
+        listed = await live.tools.call_json("schedule_list", {})
+    retry = model.seen[-1]
+    assert [m["role"] for m in retry] == ["system", "user", "assistant", "tool"]
+    assert retry[2]["tool_calls"] == [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "schedule_create", "arguments": arguments},
+        }
+    ]
+    assert '"id":"sch_1"' in str(retry[3]["content"])
+    assert "running again" not in str(retry[0]["content"])
+    assert [view["id"] for view in json.loads(listed)["schedules"]] == ["sch_1"]
     await session.close()

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
     create_change,
+    delete_change,
+    dispatch_change,
     pause_change,
     snooze_change,
 )
@@ -18,7 +20,7 @@ from session_schedule.core.instants import Instant, parse_instant
 from session_schedule.core.records import AfterScheduleRecord
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
 from session_schedule.session.port import LogEntry
-from session_schedule.session.provenance import Provenance, ProvenanceLog
+from session_schedule.session.provenance import Provenance, ProvenanceLog, changes_during
 from session_schedule.session.turns import (
     TURN_FINISHED_TYPE,
     TURN_QUEUED_TYPE,
@@ -176,3 +178,39 @@ def test_feeding_batches_reads_what_reading_entry_by_entry_reads(
     assert batched.position == reference.position
     assert batched._pending == reference._pending
     assert batched._made == reference._made
+
+
+def test_what_a_turn_already_did_is_the_changes_made_while_it_was_in_progress() -> None:
+    log = Log()
+    earlier = log.host()
+    log.create(1)  # the earlier turn's
+    turn = log.host()  # queued while the earlier one runs
+    log.create(2)  # still the earlier turn's: it is in progress until it finishes
+    log.finish(earlier)
+    log.create(3)
+    log.add(CHANGE_EVENT_TYPE, dispatch_change(ScheduleId("sch_1")))  # Schedule's own
+    log.add(CHANGE_EVENT_TYPE, pause_change(ScheduleId("sch_3")))
+    log.add(CHANGE_EVENT_TYPE, delete_change(ScheduleId("sch_2")))
+    behind = log.host()  # queued behind the turn: its changes are the turn's until it finishes
+    log.add(CHANGE_EVENT_TYPE, snooze_change(ScheduleId("sch_3"), parse_instant(AT_TEXT)))
+    assert [
+        (type(change).__name__, _id(change)) for change in changes_during(log.entries, turn)
+    ] == [
+        ("ScheduleCreateChange", "sch_3"),
+        ("SchedulePauseChange", "sch_3"),
+        ("ScheduleDeleteChange", "sch_2"),
+        ("ScheduleSnoozeChange", "sch_3"),
+    ]
+    log.finish(turn)
+    log.create(4)  # the turn behind's
+    assert len(changes_during(log.entries, turn)) == 4
+    assert [_id(change) for change in changes_during(log.entries, behind)] == ["sch_4"]
+    assert [_id(change) for change in changes_during(log.entries, earlier)] == ["sch_1", "sch_2"]
+
+
+AT_TEXT = "2026-11-29T21:00:00.000Z"
+
+
+def _id(change: object) -> str:
+    record = getattr(change, "schedule", None)
+    return str(getattr(record, "id", None) or getattr(change, "id", ""))

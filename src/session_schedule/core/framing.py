@@ -26,6 +26,7 @@ from session_schedule.core.records import (
     CalendarScheduleRecord,
     DailyScheduleRecord,
     EveryScheduleRecord,
+    ScheduleRecord,
     is_recurring,
 )
 from session_schedule.core.standing import no_delivery_after
@@ -157,22 +158,9 @@ def _describe(
     set_during: str | None = None,
 ) -> list[str]:
     record = occurrence.record
-    match record:
-        case AfterScheduleRecord():
-            rule = f"after ({_seconds(record.after_seconds)} after it was set)"
-        case AtScheduleRecord():
-            rule = "at (a fixed time)"
-        case EveryScheduleRecord():
-            rule = f"every ({_seconds(record.every_seconds)})"
-        case DailyScheduleRecord():
-            rule = f"daily ({daily_rule_text(record)})"
-        case CalendarScheduleRecord():
-            rule = f"calendar ({calendar_rule_text(record)})"
-        case _:
-            assert_never(record)
     lines = [
         f"reminder {number} of {count}: {record.id}",
-        f"kind: {rule}",
+        f"kind: {kind_text(record)}",
         f"due at: {format_instant(occurrence.due_at)}",
     ]
     if occurrence.snoozed_from is not None:
@@ -190,6 +178,24 @@ def _describe(
         ]
     )
     return lines
+
+
+def kind_text(record: ScheduleRecord) -> str:
+    """What the ``kind:`` line of a frame says about ``record``: its kind and rule, such as
+    ``after (60 seconds after it was set)`` or ``daily (09:00 Europe/Paris, mon tue)``."""
+    match record:
+        case AfterScheduleRecord():
+            return f"after ({_seconds(record.after_seconds)} after it was set)"
+        case AtScheduleRecord():
+            return "at (a fixed time)"
+        case EveryScheduleRecord():
+            return f"every ({_seconds(record.every_seconds)})"
+        case DailyScheduleRecord():
+            return f"daily ({daily_rule_text(record)})"
+        case CalendarScheduleRecord():
+            return f"calendar ({calendar_rule_text(record)})"
+        case _:
+            assert_never(record)
 
 
 def ends_text(end: End) -> str:

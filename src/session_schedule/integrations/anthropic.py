@@ -57,7 +57,8 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
     ``messages`` continues an earlier conversation; :attr:`messages` is the conversation so far.
     A turn that fails (the API refuses a request, say) leaves no trace in it, so the next turn
     starts from a valid conversation. Each request's ``system`` is ``system`` followed by the
-    time context (the current time, and ``time_zone`` when given).
+    time context (the current time, ``time_zone`` when given, and a re-run note:
+    :meth:`~Conversation.model_context`).
 
     ``durable=True`` keeps the conversation in the Session's log, as ``framework/messages``
     entries of framework ``anthropic``, and continues the one kept there (see
@@ -128,8 +129,8 @@ class AnthropicConversation(ToolLoopConversation[MessageParam]):
         )
 
     def _request_system(self) -> str:
-        """``system``, after the time context (:meth:`time_context`)."""
-        context = self.time_context()
+        """``system``, then the time context and any re-run note (:meth:`model_context`)."""
+        context = self.model_context()
         return context if self._system is None else f"{self._system}\n\n{context}"
 
     def _result_messages(self, results: Sequence[ToolResult]) -> list[MessageParam]:

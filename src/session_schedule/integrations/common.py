@@ -21,6 +21,14 @@ framework uses for run metadata (:func:`turn_metadata`): LangGraph's ``config["m
 the Agents SDK's ``RunConfig.trace_metadata``, PydanticAI's ``metadata`` (``ctx.metadata`` in
 a tool). The adapters that talk to a model API directly (Anthropic, OpenAI) have no run to
 attach it to: their :attr:`Conversation.current_turn` is the turn being answered.
+
+A turn can run more than once — the queue retries a failed attempt, and a turn a crash cut short
+runs again after a restart — and an attempt's messages are dropped while its tool calls took
+effect. So :meth:`Conversation.run_turn` reads, as each attempt starts, the schedule changes the
+turn's earlier attempts made (:func:`~session_schedule.session.provenance.changes_during`), and
+every model request of the attempt carries the note naming them
+(:func:`~session_schedule.core.rerun.rerun_note`) after the time context
+(:meth:`Conversation.model_context`), so that the model does not make them twice.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import ClassVar, Final, Generic, TypeVar, cast, final
 import msgspec
 
 from session_schedule.core.framing import FRAME_TITLE
+from session_schedule.core.rerun import rerun_note
 from session_schedule.core.time_context import request_context
 from session_schedule.core.visible import escape_unencodable
 from session_schedule.runtime.turns import Turn, TurnQueue
@@ -44,6 +53,7 @@ from session_schedule.session.framework import (
     framework_history,
     framework_messages,
 )
+from session_schedule.session.provenance import changes_during
 from session_schedule.tools.adapters import strict_schema
 from session_schedule.tools.catalog import ToolName
 from session_schedule.tools.handlers import ScheduleTools, ToolText
@@ -202,14 +212,17 @@ class Conversation(ABC):
     :data:`PASTED_FRAME_MARK` in front. :attr:`answers` lists the model's final text for every
     turn that completed, in order.
 
-    Every model request also carries :meth:`time_context` — the current time, from the queue's
-    clock, and the person's ``time_zone`` when the host knows it — as the reference harness's
-    system message does, so the model can resolve "tomorrow at 9" (reminder turns included).
+    Every model request also carries :meth:`model_context`: the :meth:`time_context` — the
+    current time, from the queue's clock, and the person's ``time_zone`` when the host knows it
+    — as the reference harness's system message does, so the model can resolve "tomorrow at 9"
+    (reminder turns included); then, in an attempt that runs a turn again (a retry, or a turn a
+    crash cut short) after earlier attempts changed the schedule, :attr:`rerun_note`.
     """
 
     def __init__(self, turns: TurnQueue, *, time_zone: str | None = None) -> None:
         self._turns = turns
         self._time_zone = time_zone
+        self._rerun_note: str | None = None
         self._answers: list[Answer] = []
         self._answered = asyncio.Condition()
         turns.bind(self.run_turn)
@@ -227,6 +240,21 @@ class Conversation(ABC):
         """What the next model request says about time (:func:`request_context` now)."""
         zones = None if self._time_zone is None else [self._time_zone]
         return request_context(self._turns.clock.now(), zones=zones)
+
+    @property
+    def rerun_note(self) -> str | None:
+        """What the earlier attempts of the turn being answered changed in the schedule
+        (:func:`~session_schedule.core.rerun.rerun_note`), read from the log when this attempt
+        started; ``None`` for a first attempt, for one whose earlier attempts changed nothing,
+        and between turns."""
+        return self._rerun_note
+
+    def model_context(self) -> str:
+        """What the next model request carries besides the conversation: the
+        :meth:`time_context`, then the :attr:`rerun_note` when there is one."""
+        context = self.time_context()
+        note = self._rerun_note
+        return context if note is None else f"{context}\n\n{note}"
 
     @property
     def answers(self) -> tuple[Answer, ...]:
@@ -249,13 +277,23 @@ class Conversation(ABC):
         return self.answers
 
     async def run_turn(self, text: str) -> None:
-        """One turn: a new run of the framework on this conversation (the queue calls it)."""
+        """One attempt of a turn: a new run of the framework on this conversation (the queue
+        calls it), with the :attr:`rerun_note` of a retried or restored turn read first."""
         turn = self._turns.current
         if turn is None or turn.text != text:
             raise RuntimeError("run_turn runs the turn its TurnQueue is running, and no other")
         if not turn.reminder and FRAME_TITLE in text:
             text = PASTED_FRAME_MARK + text
-        answer = await self.run(text)
+        # Read once, as the attempt starts: the changes this attempt makes are not "earlier".
+        self._rerun_note = (
+            rerun_note(changes_during(self._turns.session.entries, turn.position))
+            if turn.attempt > 1 or turn.restored
+            else None
+        )
+        try:
+            answer = await self.run(text)
+        finally:
+            self._rerun_note = None
         async with self._answered:
             self._answers.append(Answer(turn=turn, text=answer))
             self._answered.notify_all()

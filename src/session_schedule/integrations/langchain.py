@@ -94,7 +94,8 @@ def schedule_tools(
 
 
 TIME_CONTEXT_KEY: Final = "session_schedule_time_context"
-"""The key of a run's time context in its configuration's ``configurable``."""
+"""The key of a run's time context in its configuration's ``configurable`` (with the re-run note
+of an attempt that runs a turn again: :meth:`Conversation.model_context`)."""
 
 
 class _ScheduleTool(StructuredTool):  # type: ignore[explicit-any]  # its base declares Any
@@ -362,9 +363,9 @@ class LangGraphConversation(Conversation):
     ``graph`` is compiled with a checkpointer (:func:`agent_graph` builds one); ``thread_id``
     names the thread (a new one by default; pass an earlier one to continue it). Each run's
     ``config["metadata"]`` holds the turn's :func:`turn_metadata` (its occurrence keys), and its
-    ``configurable`` the time context (the current time, and ``time_zone`` when given) under
-    :data:`TIME_CONTEXT_KEY`: :func:`agent_graph` puts it before the messages of every model
-    request; a graph of your own reads it there.
+    ``configurable`` the time context (the current time, ``time_zone`` when given, and a re-run
+    note: :meth:`~Conversation.model_context`) under :data:`TIME_CONTEXT_KEY`: :func:`agent_graph`
+    puts it before the messages of every model request; a graph of your own reads it there.
     """
 
     def __init__(
@@ -389,9 +390,10 @@ class LangGraphConversation(Conversation):
         return {"configurable": {"thread_id": self._thread_id}}
 
     def _run_config(self) -> RunnableConfig:
-        """:attr:`config`, with the time context of this run (read by :func:`agent_graph`)."""
+        """:attr:`config`, with the time context of this run and any re-run note
+        (:meth:`model_context`, read by :func:`agent_graph`)."""
         return {
-            "configurable": {"thread_id": self._thread_id, TIME_CONTEXT_KEY: self.time_context()}
+            "configurable": {"thread_id": self._thread_id, TIME_CONTEXT_KEY: self.model_context()}
         }
 
     async def messages(self) -> list[BaseMessage]:

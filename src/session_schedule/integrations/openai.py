@@ -63,8 +63,9 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
     ``messages`` continues an earlier conversation or starts it with a system message;
     :attr:`messages` is the conversation so far. A turn that fails (the API refuses a request,
     say) leaves no trace in it, so the next turn starts from a valid conversation. Each request
-    has a system message of the time context (the current time, and ``time_zone`` when given)
-    after the conversation's leading system messages; it is not kept in :attr:`messages`.
+    has a system message of the time context (the current time, ``time_zone`` when given, and a
+    re-run note: :meth:`~Conversation.model_context`) after the conversation's leading system
+    messages; it is not kept in :attr:`messages`.
 
     ``durable=True`` keeps the conversation in the Session's log, as ``framework/messages``
     entries of framework ``openai``, and continues the one kept there (see
@@ -103,9 +104,9 @@ class OpenAIConversation(ToolLoopConversation[ChatCompletionMessageParam]):
     async def _request(
         self, messages: list[ChatCompletionMessageParam]
     ) -> Reply[ChatCompletionMessageParam]:
-        # The time context follows the leading system messages, for this request only: it is
-        # not kept in ``messages``.
-        context: ChatCompletionMessageParam = {"role": "system", "content": self.time_context()}
+        # The time context (and a re-run note, :meth:`model_context`) follows the leading system
+        # messages, for this request only: it is not kept in ``messages``.
+        context: ChatCompletionMessageParam = {"role": "system", "content": self.model_context()}
         lead = next(
             (index for index, message in enumerate(messages) if message["role"] != "system"),
             len(messages),

@@ -70,7 +70,7 @@ class AgentsConversation(Conversation):
     ``Session``) to keep the conversation across restarts. ``run_config`` is passed to every run,
     its ``trace_metadata`` completed with the turn's :func:`turn_metadata` (its occurrence keys).
     Each run is of a copy of ``agent`` whose instructions end with the time context (the current
-    time, and ``time_zone`` when given).
+    time, ``time_zone`` when given, and a re-run note: :meth:`~Conversation.model_context`).
     """
 
     def __init__(
@@ -107,7 +107,7 @@ class AgentsConversation(Conversation):
                 base, trace_metadata={**(base.trace_metadata or {}), **turn_metadata(turn)}
             )
         agent = self._agent.clone(
-            instructions=_with_context(self._agent.instructions, self.time_context())
+            instructions=_with_context(self._agent.instructions, self.model_context())
         )
         result = await Runner.run(agent, text, session=self._session, run_config=run_config)
         return str(result.final_output)

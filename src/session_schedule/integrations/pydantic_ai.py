@@ -105,8 +105,8 @@ class PydanticAIConversation(Conversation):
     ``history`` continues an earlier conversation (for instance one stored with
     ``ModelMessagesTypeAdapter``); :attr:`history` is the conversation so far. Each run's
     ``metadata`` (``ctx.metadata`` in a tool) is the turn's :func:`turn_metadata` (its
-    occurrence keys), and the run adds the time context (the current time, and ``time_zone``
-    when given) to the agent's instructions.
+    occurrence keys), and the run adds the time context (the current time, ``time_zone``
+    when given, and a re-run note: :meth:`~Conversation.model_context`) to the agent's instructions.
 
     ``durable=True`` keeps the conversation in the Session's log: each completed run's new
     messages (``ModelMessagesTypeAdapter`` JSON) are appended as a ``framework/messages`` entry
@@ -144,7 +144,7 @@ class PydanticAIConversation(Conversation):
             text,
             message_history=self._history,
             metadata=metadata,
-            instructions=self.time_context(),
+            instructions=self.model_context(),
         )
         if self._durable:
             new = ModelMessagesTypeAdapter.dump_python(result.new_messages(), mode="json")

@@ -25,6 +25,12 @@ changed it), and its depth becomes the larger of the two — a depth never decre
 that snoozes or re-times itself from its own turn thus counts up by one each time, exactly as one
 that re-creates itself does, and cannot keep itself alive past the chain bound either. An update
 made outside any recorded turn leaves the provenance as it was.
+
+Rule 5 — **what a turn already did.** A turn can run more than once (a retried attempt, or a
+turn a crash cut short running again after a restart); its earlier attempts' tool calls took
+effect. They are the ``schedule/change`` entries after its ``turn/queued`` entry appended while
+it was the turn in progress (Rule 1) — after the last ``turn/finished`` of a turn queued before
+it — but for Schedule's own dispatches and misses (:data:`TOOL_CHANGES`, :func:`changes_during`).
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ import msgspec
 
 from session_schedule.core.changes import (
     CHANGE_EVENT_TYPE,
+    ScheduleChange,
     ScheduleCreateChange,
+    ScheduleDeleteChange,
     ScheduleDispatchChange,
     SchedulePauseChange,
     ScheduleResumeChange,
@@ -85,6 +93,8 @@ CHANGED_IN_PLACE: Final = (
 """The changes a tool call makes to a reminder in place (Rule 4)."""
 SETTING_CHANGES: Final = (ScheduleCreateChange, *CHANGED_IN_PLACE)
 """The changes that make the turn in progress a reminder's provenance (Rules 1 and 4)."""
+TOOL_CHANGES: Final = (*SETTING_CHANGES, ScheduleDeleteChange)
+"""The changes a tool call makes (Schedule itself appends the dispatches and misses)."""
 
 
 def changed_during(before: Provenance, turn: Provenance) -> Provenance:
@@ -216,3 +226,21 @@ def made_by_reminders(entries: Sequence[LogEntry], *, seed_length: int = 0) -> d
     provenance = ProvenanceLog(seed_length=seed_length)
     provenance.feed(entries)
     return provenance.made_by_reminders()
+
+
+def changes_during(entries: Sequence[LogEntry], turn: int) -> tuple[ScheduleChange, ...]:
+    """The changes the tools made while the turn queued at position ``turn`` of ``entries`` was
+    the turn in progress, in log order (Rule 5): what its earlier attempts did, read at the
+    start of another. Only the entries after ``turn`` are read (with their live view, a slice
+    of a session's entries: the turn runs, so every turn queued before it has finished)."""
+    changes: list[ScheduleChange] = []
+    for entry in entries[turn + 1 :]:
+        payload = entry.payload
+        if isinstance(payload, TurnFinished):
+            if payload.turn < turn:
+                changes.clear()  # an older turn was in progress until here: they were its
+            elif payload.turn == turn:
+                break
+        elif entry.type == CHANGE_EVENT_TYPE and isinstance(payload, TOOL_CHANGES):
+            changes.append(payload)
+    return tuple(changes)
