@@ -9,14 +9,17 @@ import io
 import json
 import re
 import shlex
+import socket
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 
 from session_schedule.cli import reading
 from session_schedule.cli.main import main
+from session_schedule.host import HostStats
 from session_schedule.runtime.live import LiveSchedule
 from session_schedule.session import SessionId, user_message
 from session_schedule.session.location import (
@@ -326,9 +329,52 @@ def test_the_old_chat_store_words_still_name_the_data_directorys_files(
     assert (tmp_path / "sessions.db").exists()
 
 
+class _ServesNothing:
+    """Stands in for the overlay's server: returns at once (a start that should have been
+    refused ends, rather than serving until stopped)."""
+
+    def __init__(self, app: object, *, limits: object) -> None:
+        del app, limits
+
+    async def serve(self, sockets: list[socket.socket]) -> None:
+        del sockets
+
+
+class _StopsAtOnce:
+    """Stands in for the host's scheduler: stops at once, having served nothing."""
+
+    def __init__(self, store: object, agents: object, *, settings: object) -> None:
+        del store, agents, settings
+        self.stats = HostStats()
+        self.failure: BaseException | None = None
+
+    async def __aenter__(self) -> _StopsAtOnce:
+        return self
+
+    async def __aexit__(self, *exception: object) -> None:
+        return None
+
+    async def wait_stopped(self) -> None:
+        return None
+
+
+@pytest.fixture
+def serving_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``host`` and ``serve`` start, if they start, and stop at once."""
+    monkeypatch.setattr("session_schedule.web.server.OverlayServer", _ServesNothing)
+    monkeypatch.setattr("session_schedule.cli.host.ScheduleHost", _StopsAtOnce)
+    for name in ("SESSION_SCHEDULE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+SERVING: Final = [["host"], ["serve", "--port", "0"]]
+"""The commands that serve a store until stopped."""
+
+
+@pytest.mark.usefixtures("serving_nothing")
 @pytest.mark.parametrize(
     "argv",
-    [["check", SESSION], ["show", SESSION], ["list", SESSION], ["sessions"], ["host"]],
+    [["check", SESSION], ["show", SESSION], ["list", SESSION], ["sessions"], *SERVING],
     ids=" ".join,
 )
 def test_a_damaged_sqlite_database_is_exit_5_with_what_to_do(
@@ -338,14 +384,16 @@ def test_a_damaged_sqlite_database_is_exit_5_with_what_to_do(
     asyncio.run(_build(f"sqlite:{path}"))
     with path.open("r+b") as file:
         file.truncate(8192)
-    code, out, err = _run(capsys, *argv, "--store", f"sqlite:{path}")
-    concerning = f"session {SESSION} cannot be read: " if len(argv) > 1 else ""
+    data_dir = tmp_path / "data"
+    code, out, err = _run(capsys, "--data-dir", str(data_dir), *argv, "--store", f"sqlite:{path}")
+    concerning = f"session {SESSION} cannot be read: " if SESSION in argv else ""
     assert (code, out) == (5, "")
     assert err == (
         f"session-schedule: {concerning}the SQLite database {path} is damaged (database disk "
         "image is malformed); it was left untouched for inspection — recover what it holds "
         f"with `sqlite3 {path} .recover`, or restore it from a backup\n"
     )
+    assert not data_dir.exists()  # no token kept for a store that was refused
 
 
 @pytest.mark.parametrize("argv", [["check", SESSION], ["sessions"]], ids=" ".join)
@@ -364,14 +412,43 @@ def test_a_directory_named_as_a_sqlite_database_is_exit_6(
     )
 
 
+@pytest.mark.usefixtures("serving_nothing")
 @pytest.mark.parametrize(
-    "argv", [["sessions"], ["check", SESSION], ["list", SESSION]], ids=" ".join
+    "argv", [["sessions"], ["check", SESSION], ["list", SESSION], *SERVING], ids=" ".join
 )
 def test_a_file_named_as_a_jsonl_store_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
+    """``host`` and ``serve`` too: before they say they started, not serving nothing."""
     path = tmp_path / "notes.txt"
     path.write_text("not a directory\n")
-    code, out, err = _run(capsys, *argv, "--store", f"jsonl:{path}")
+    data_dir = tmp_path / "data"
+    code, out, err = _run(capsys, "--data-dir", str(data_dir), *argv, "--store", f"jsonl:{path}")
     assert (code, out) == (6, "")
     assert err == f"session-schedule: [Errno 20] it is not a directory: '{path}'\n"
+    assert not data_dir.exists()  # no token kept for a store that was refused
+
+
+@pytest.mark.usefixtures("serving_nothing")
+@pytest.mark.parametrize("argv", [["sessions"], *SERVING], ids=" ".join)
+def test_a_postgresql_schema_that_does_not_exist_is_refused_with_the_command_that_creates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """``host`` and ``serve`` too: at start, not with a 409 and a traceback on every request."""
+    from tests.postgres import execute, fresh_schema_name, server_dsn  # noqa: PLC0415
+
+    dsn = server_dsn()
+    schema = fresh_schema_name()  # never created
+    url = f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+    data_dir = tmp_path / "data"
+    code, out, err = _run(capsys, "--data-dir", str(data_dir), *argv, "--store", url)
+    database = execute(dsn, "SELECT current_database()")[0][0]
+    assert (code, out) == (6, "")
+    assert err == (
+        f"session-schedule: schema {schema} of PostgreSQL database {database} holds no session "
+        f"store; create it with `session-schedule --store {shlex.quote(url)} db init`\n"
+    )
+    assert not data_dir.exists()
+    assert execute(
+        dsn, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", schema
+    ) == [(0,)]

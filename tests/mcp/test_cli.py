@@ -127,3 +127,33 @@ def test_an_owners_file_that_is_not_a_regular_file_is_one_line_and_exit_6(
     )
     assert (completed.returncode, completed.stdout) == (6, "")
     assert completed.stderr == f"session-schedule: {message}: '{owners}'\n"
+
+
+@pytest.mark.parametrize("kind", ["a file", "under a file"])
+def test_a_data_directory_that_cannot_hold_the_outbox_is_one_line_and_exit_6(
+    tmp_path: Path, kind: str
+) -> None:
+    """On a database store the outbox is the data directory's; one that cannot be made stops
+    the server at start, before a session is created, not with a traceback on every take."""
+    (tmp_path / "notes").write_text("not a directory\n")
+    data_dir = tmp_path / "notes" if kind == "a file" else tmp_path / "notes" / "data"
+    database = tmp_path / "sessions.db"
+    completed = subprocess.run(
+        [
+            *(sys.executable, "-m", "session_schedule", "--data-dir", str(data_dir)),
+            *("--store", f"sqlite:{database}", "mcp"),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    reason = "it is not a directory" if kind == "a file" else "Not a directory"
+    assert (completed.returncode, completed.stdout) == (6, "")
+    assert completed.stderr == (
+        f"session-schedule: the outbox of undelivered follow-ups cannot be kept in {data_dir} "
+        f"({reason}); choose another data directory with --data-dir or "
+        "$SESSION_SCHEDULE_DATA_DIR\n"
+    )
+    assert not database.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ from session_schedule.core.instants import parse_instant
 from session_schedule.mcp.server import PENDING_URI, TAKE_TOOL, TakeResult, take_tool
 from session_schedule.runtime.clock import SystemClock
 from session_schedule.session.jsonl import JsonlSessionStore
+from session_schedule.session.location import opened_store, parse_store_url
 from session_schedule.tools.adapters import mcp_tools
 from session_schedule.tools.catalog import tool_definitions
 
@@ -65,10 +67,16 @@ class Host:
 
 
 @asynccontextmanager
-async def connect(data_dir: Path, session_id: str) -> AsyncIterator[Host]:
+async def connect(
+    data_dir: Path, session_id: str, *, store: str | None = None, log: Path | None = None
+) -> AsyncIterator[Host]:
+    """The server of ``session_id`` in ``store`` (default: the data directory's JSONL files),
+    its stderr kept in ``log`` (default: a file in the data directory)."""
+    chosen = [] if store is None else ["--store", store]
+    log = data_dir / "server-stderr.txt" if log is None else log
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "session_schedule", "--data-dir", str(data_dir), "mcp", session_id],
+        args=["-m", "session_schedule", "--data-dir", str(data_dir), *chosen, "mcp", session_id],
         # The server imports the code under test (PYTHONPATH), not whatever is installed.
         env=dict(os.environ),
     )
@@ -85,7 +93,7 @@ async def connect(data_dir: Path, session_id: str) -> AsyncIterator[Host]:
         assert host is not None
         host.logs.append(params)
 
-    with (data_dir / "server-stderr.txt").open("a") as errlog:
+    with log.open("a") as errlog:
         async with (
             stdio_client(server, errlog=errlog) as (read, write),
             ClientSession(
@@ -95,8 +103,9 @@ async def connect(data_dir: Path, session_id: str) -> AsyncIterator[Host]:
             await client.initialize()
             host = Host(client)
             yield host
-    stderr = (data_dir / "server-stderr.txt").read_text()
-    assert f"session-schedule mcp: resumed session {session_id} in jsonl:{data_dir};" in stderr
+    stderr = log.read_text()
+    place = f"jsonl:{data_dir}" if store is None else store
+    assert f"session-schedule mcp: resumed session {session_id} in {place};" in stderr
     assert "Traceback" not in stderr
     assert "Warning" not in stderr
 
@@ -260,6 +269,30 @@ async def test_a_host_that_takes_gets_the_exact_frame_and_the_dispatch_is_record
         "session": session_id,
         "resource": PENDING_URI,
     }
+
+
+async def test_a_database_store_hands_over_a_reminder_when_the_data_directory_is_missing(
+    tmp_path: Path,
+) -> None:
+    """The outbox is kept in the data directory, which no database store makes: the server
+    makes it (parents too, ``0700``) before it serves, so the first take hands the reminder
+    over rather than failing to write the outbox on every take."""
+    store = f"sqlite:{tmp_path / 'sessions.db'}"
+    async with opened_store(parse_store_url(store)) as opened:
+        session = await opened.create(now=SystemClock().now())
+        await session.close()
+    data_dir = tmp_path / "never" / "made"
+    async with connect(data_dir, session.id, store=store, log=tmp_path / "stderr.txt") as host:
+        await _subscribe(host)
+        await host.call("schedule_create", {"prompt": "stretch", "after_seconds": 1})
+        await host.wait_for_update()
+        taken = await host.call(TAKE_TOOL, {})
+    result = msgspec.convert(taken.structured_content, TakeResult)
+    assert result.followup is not None
+    assert "stretch" in result.followup
+    assert result.more is False
+    modes = [stat.S_IMODE(path.stat().st_mode) for path in (data_dir.parent, data_dir)]
+    assert modes == [0o700, 0o700]
 
 
 async def test_a_host_that_never_takes_loses_nothing_across_a_restart(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,15 @@ from session_schedule.session.location import (
     PostgresLocation,
     SqliteLocation,
     StoreLocation,
+    check_store,
     open_store,
+    opened_store,
     parse_dsn,
     parse_store_url,
     setup_command,
     store_url,
 )
+from session_schedule.session.private import NotPrivateFile
 
 
 @pytest.mark.parametrize(
@@ -163,3 +167,25 @@ def test_the_setup_command_names_the_store_and_hides_the_password() -> None:
     assert setup_command(PostgresLocation(dsn="postgresql://app@db/app"), "init") == (
         "session-schedule --store postgresql://app@db/app db init"
     )
+
+
+def _check(location: StoreLocation) -> None:
+    async def check() -> None:
+        async with opened_store(location) as store:
+            await check_store(store)
+
+    asyncio.run(check())
+
+
+def test_check_store_refuses_a_file_named_as_a_jsonl_store(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a directory\n")
+    with pytest.raises(NotPrivateFile) as raised:
+        _check(JsonlLocation(directory=path))
+    assert str(raised.value) == f"[Errno 20] it is not a directory: '{path}'"
+
+
+def test_check_store_passes_a_store_not_created_yet_and_creates_nothing(tmp_path: Path) -> None:
+    _check(JsonlLocation(directory=tmp_path / "none" / "sessions"))
+    _check(SqliteLocation(path=tmp_path / "none" / "sessions.db"))
+    assert list(tmp_path.iterdir()) == []

@@ -36,13 +36,13 @@ from session_schedule.cli.model import (
     connect,
     model_config,
 )
-from session_schedule.core.instants import Instant
 from session_schedule.extras import require
 from session_schedule.host import HostSettings, ScheduleHost, reference_agents
 from session_schedule.runtime.live import MIN_WAIT_SECONDS
 from session_schedule.session.location import (
     PostgresLocation,
     check_schema_name,
+    check_store,
     open_store,
     parse_dsn,
     store_url,
@@ -241,8 +241,9 @@ async def _serve(
         closing = getattr(store, "close", None)
         if closing is not None:
             resources.push_async_callback(closing)
-        # A first read of the index: a store that cannot be used fails here, not in the timer.
-        await store.due_sessions(Instant(0))
+        # A store that cannot be used fails here, as every command reports it, before the
+        # line that says the host started — not in the timer, which would serve nothing.
+        await check_store(store)
         answered = f"answering with {config.name}" if config is not None else "offline"
         print(
             f"session-schedule host: keeping {where} live ({answered}); stop with Ctrl-C",

@@ -12,8 +12,10 @@ import logging
 from typing import Final
 
 from session_schedule.cli.common import (
+    DATA_DIR_VARIABLE,
     EXIT_CORRUPT,
     EXIT_OK,
+    EXIT_STORAGE,
     HelpFormatter,
     add_quotas,
     add_session_argument,
@@ -54,10 +56,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(arguments: argparse.Namespace) -> int:
     """The ``mcp`` command. Session errors escape for ``main`` to report (3 not found, 4 busy); an
-    outbox that cannot be read as one is reported here (5, as a corrupt session log is)."""
+    outbox that cannot be read as one is reported here (5, as a corrupt session log is), and a
+    data directory that cannot hold the outboxes too (6, a storage failure)."""
     # The server module imports the optional SDK, which it checks for first: without the ``mcp``
     # extra this raises MissingExtraError, which ``main`` reports in one line (exit 2).
-    from session_schedule.mcp.agent import OutboxCorruptError  # noqa: PLC0415
+    from session_schedule.mcp.agent import (  # noqa: PLC0415
+        OutboxCorruptError,
+        OutboxDirectoryError,
+    )
     from session_schedule.mcp.server import serve_stdio  # noqa: PLC0415 - the optional SDK
     from session_schedule.session.location import (  # noqa: PLC0415
         JsonlLocation,
@@ -92,4 +98,9 @@ def run(arguments: argparse.Namespace) -> int:
         asyncio.run(serve())
     except OutboxCorruptError as error:
         return fail(str(error), EXIT_CORRUPT)
+    except OutboxDirectoryError as error:
+        return fail(
+            f"{error}; choose another data directory with --data-dir or ${DATA_DIR_VARIABLE}",
+            EXIT_STORAGE,
+        )
     return EXIT_OK

@@ -45,7 +45,13 @@ from session_schedule.cli.model import (
 )
 from session_schedule.extras import require
 from session_schedule.harness.model import Model
-from session_schedule.session.location import opened_store, store_url
+from session_schedule.session.location import (
+    StoreLocation,
+    check_store,
+    opened_store,
+    store_url,
+)
+from session_schedule.session.port import SessionStore
 from session_schedule.session.private import (
     NotPrivateFile,
     file_mode,
@@ -181,51 +187,64 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(arguments: argparse.Namespace) -> int:
-    # The overlay needs the ``web`` extra, checked first and imported only now (the command's
-    # help needs none): without it this raises MissingExtraError, which ``main`` reports in one
-    # line (exit 2), the data directory untouched.
+    # The overlay needs the ``web`` extra, checked first and imported only once the command
+    # runs (its help needs none): without it this raises MissingExtraError, which ``main``
+    # reports in one line (exit 2), the data directory untouched. A refusal leaves the data
+    # directory as it was: the model and the store are checked before the token, which may be
+    # generated and kept there.
     require("web", purpose="the web overlay")
-    from session_schedule.web.server import bind  # noqa: PLC0415
-
-    host: str = arguments.host
-    # A refusal leaves the data directory as it was: the model is checked before the token,
-    # which may be generated and kept there.
     config = model_config(arguments.model, arguments.base_url, os.environ)
     if isinstance(config, str):
         return fail(config, EXIT_USAGE)
     if config is not None:
         require("openai", purpose="chatting with a model")
-    token = _token(arguments, os.environ, data_dir(arguments))
-    if isinstance(token, _Refusal):
-        return fail(token.message, EXIT_USAGE)
-    try:
-        sock = bind(host, arguments.port)
-    except OSError as error:
-        return fail(
-            f"cannot listen on {host}:{arguments.port} ({error.strerror or error}); "
-            "choose another --host or --port",
-            EXIT_USAGE,
-        )
-    with sock:
-        asyncio.run(_serve(arguments, sock, token=token, config=config))
+    return asyncio.run(_start(arguments, store_location(arguments), config))
+
+
+async def _start(
+    arguments: argparse.Namespace, location: StoreLocation, config: ModelConfig | None
+) -> int:
+    from session_schedule.web.server import bind  # noqa: PLC0415
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    async with opened_store(location) as store:
+        # A store that cannot be used is refused here, as every command refuses it (one line,
+        # exit 5 or 6 from ``main``), not on every request once the overlay says it started.
+        await check_store(store)
+        token = _token(arguments, os.environ, data_dir(arguments))
+        if isinstance(token, _Refusal):
+            return fail(token.message, EXIT_USAGE)
+        host: str = arguments.host
+        try:
+            sock = bind(host, arguments.port)
+        except OSError as error:
+            return fail(
+                f"cannot listen on {host}:{arguments.port} ({error.strerror or error}); "
+                "choose another --host or --port",
+                EXIT_USAGE,
+            )
+        with sock:
+            await _serve(
+                arguments, store, sock, token=token, config=config, place=store_url(location)
+            )
     return EXIT_OK
 
 
 async def _serve(
     arguments: argparse.Namespace,
+    store: SessionStore,
     sock: socket.socket,
     *,
     token: str | None,
     config: ModelConfig | None,
+    place: str,
 ) -> None:
     from session_schedule.web.app import create_app  # noqa: PLC0415
     from session_schedule.web.live import LiveLimits  # noqa: PLC0415
     from session_schedule.web.security import access_policy  # noqa: PLC0415
     from session_schedule.web.server import Limits, OverlayServer  # noqa: PLC0415
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    location = store_location(arguments)
-    async with connect(config) as connection, opened_store(location) as store:
+    async with connect(config) as connection:
         app = create_app(
             store,
             model=_factory(connection.model),
@@ -237,7 +256,7 @@ async def _serve(
                 max_streams=arguments.max_pages,
             ),
         )
-        _announce(arguments.host, sock, token=token, config=config, place=store_url(location))
+        _announce(arguments.host, sock, token=token, config=config, place=place)
         limits = Limits(max_connections=arguments.max_connections)
         await OverlayServer(app, limits=limits).serve(sockets=[sock])
 

@@ -43,7 +43,10 @@ The outbox holds prompt text: it is written ``0600`` whatever the umask, through
 file that is never a link, and read as the session files are — a symbolic link, FIFO or device
 in its place, or a file past :data:`MAX_OUTBOX_BYTES`, is refused
 (:class:`OutboxCorruptError`), never followed, waited on or read whole
-(:mod:`session_schedule.session.private`).
+(:mod:`session_schedule.session.private`). Its directory is made before the session is opened
+(:func:`outbox_directory`): missing, it is created ``0700`` with every missing parent, whatever
+the umask; one that cannot be made stops the server at start (:class:`OutboxDirectoryError`),
+not every take.
 
 A text is removed from the outbox only by :meth:`PullAgent.delivered`. A crash before that
 removal offers the text again after the restart, with the same occurrence key: delivery stays
@@ -64,6 +67,7 @@ import msgspec
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.session.private import (
     NotPrivateFile,
+    private_directory,
     read_private,
     sync_directory,
     write_private,
@@ -83,6 +87,27 @@ class FollowupNotTakenError(Exception):
 @final
 class OutboxCorruptError(Exception):
     """The outbox file of undelivered follow-ups cannot be read as one."""
+
+
+@final
+class OutboxDirectoryError(Exception):
+    """The directory of the outbox cannot be made or is not a directory."""
+
+
+def outbox_directory(directory: Path) -> None:
+    """Make ``directory`` the outbox's: left as it is when it is a directory, else created
+    ``0700`` with every missing parent (whatever the umask), durably. Raises
+    :class:`OutboxDirectoryError` saying why it cannot be."""
+    try:
+        if directory.is_dir():
+            return
+        private_directory(directory)
+        sync_directory(directory.parent)
+    except OSError as error:
+        raise OutboxDirectoryError(
+            f"the outbox of undelivered follow-ups cannot be kept in {directory} "
+            f"({error.strerror or error})"
+        ) from None
 
 
 @final

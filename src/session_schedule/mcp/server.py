@@ -90,7 +90,7 @@ from session_schedule.core.due import Delivery
 from session_schedule.core.errors import ErrorCode, ScheduleError
 from session_schedule.core.framing import occurrence_keys
 from session_schedule.core.visible import frame_escape
-from session_schedule.mcp.agent import PullAgent
+from session_schedule.mcp.agent import PullAgent, outbox_directory
 from session_schedule.mcp.stdin import ARGUMENTS_TEXT, StdinLines, claimed_stdin, fd_reader
 from session_schedule.mcp.stdout import StdoutWire, claimed_stdout, fd_writer
 from session_schedule.runtime.clock import Clock, SystemClock
@@ -597,8 +597,10 @@ async def serve_stdio(
 
     ``store`` is a store, or a directory of JSONL sessions. ``outbox_dir`` holds the file of
     follow-ups taken but not yet answered (default: the JSONL directory; required for another
-    store); ``place`` names the store in the line written to stderr (default: the directory).
-    While serving, fd 0 reads as empty and fd 1 writes to stderr
+    store); a missing one is created ``0700``, parents too, before the session is opened, and
+    one that cannot be raises :class:`~session_schedule.mcp.agent.OutboxDirectoryError`
+    (no session created or opened). ``place`` names the store in the line written to stderr
+    (default: the directory). While serving, fd 0 reads as empty and fd 1 writes to stderr
     (:func:`~session_schedule.mcp.stdin.claimed_stdin` and
     :func:`~session_schedule.mcp.stdout.claimed_stdout` serve the wire from private duplicates),
     so stray output never corrupts the protocol; both are restored on return. Every line read is
@@ -610,10 +612,16 @@ async def serve_stdio(
         # Every flush on the session's thread: the event loop keeps reading the host's requests
         # (its cancels among them) while a dispatch is made durable.
         store = JsonlSessionStore(directory, flush_on_loop=False)
-        outbox_dir = directory if outbox_dir is None else outbox_dir
         place = str(directory) if place is None else place
-    if outbox_dir is None:
+        if outbox_dir is None:
+            outbox_dir = directory  # the store makes it, with the session's file
+        else:
+            await asyncio.to_thread(outbox_directory, outbox_dir)
+    elif outbox_dir is None:
         raise ValueError("serve_stdio needs outbox_dir for a store that is not a directory")
+    else:
+        # No store makes this one: the first hand-over would fail, and every take after it.
+        await asyncio.to_thread(outbox_directory, outbox_dir)
     if session_id is None:
         session: SessionHandle = await store.create(now=clock.now())
         opened = "new session"

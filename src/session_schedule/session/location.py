@@ -10,7 +10,9 @@
 A relative ``DIR`` or ``PATH`` is taken from the current directory. :func:`parse_store_url` reads
 a URL into a :data:`StoreLocation` (``ValueError`` with a one-sentence message otherwise),
 :func:`store_url` writes one back — the form every hint a program prints uses, with an absolute
-path and a PostgreSQL password hidden — and :func:`open_store` makes the store.
+path and a PostgreSQL password hidden — :func:`open_store` makes the store, and
+:func:`check_store` uses it once, so that a program that serves a store refuses one that cannot
+be used before it says it started.
 :func:`parse_dsn` reads the ``--dsn`` of the commands that name only a PostgreSQL database (a URL
 as here, or a libpq keyword string), and :func:`setup_command` prints the ``db`` command that
 creates or upgrades a location's schema. Only :func:`open_store` imports a backend, and only the
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias, assert_never, final
 
+from session_schedule.core.instants import Instant
 from session_schedule.session.port import SessionStore
 
 SCHEMES: Final = ("jsonl:DIR", "sqlite:PATH", "postgresql://…")
@@ -217,3 +220,15 @@ async def opened_store(location: StoreLocation) -> AsyncIterator[SessionStore]:
         close = getattr(store, "close", None)
         if close is not None:
             await close()
+
+
+async def check_store(store: SessionStore) -> None:
+    """Use ``store`` once, as a program that serves it does before it says it started: a store
+    that cannot be used raises here what every command reports for it — a JSONL directory that
+    is a file (``NotPrivateFile``, exit 6), a damaged SQLite database (``SessionCorrupt``, exit
+    5), a PostgreSQL schema that is missing or older than the program (``SessionError`` naming
+    the ``db`` command that creates or upgrades it, exit 6). A store not created yet passes, and
+    is not created.
+
+    The read is the cheapest the port has: the first entry of the next-target index."""
+    await store.due_sessions(Instant(0), limit=1)

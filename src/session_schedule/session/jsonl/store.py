@@ -358,7 +358,12 @@ class JsonlSessionStore:
         (:mod:`.next_targets`), which reads a session's log only when its record is missing or
         stale."""
         check_limit(limit)
-        return await asyncio.to_thread(lambda: self._index.due(before, limit))
+
+        def job() -> tuple[DueSession, ...]:
+            self.check_directory()  # a file named as the store is not an empty store
+            return self._index.due(before, limit)
+
+        return await asyncio.to_thread(job)
 
     def _checked(self, path: Path) -> Path:
         self.check_directory()
