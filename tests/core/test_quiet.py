@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from session_schedule.core.instants import parse_instant
-from session_schedule.core.quiet import QuietHours, describe, quiet_until, quiet_window
+from session_schedule.core.quiet import (
+    QuietHours,
+    deferred_since,
+    describe,
+    quiet_until,
+    quiet_window,
+)
 
 NIGHT = quiet_window(QuietHours(start="22:00", end="07:00", time_zone="Europe/Paris"))
 
@@ -75,3 +81,29 @@ def test_quiet_hours_that_cannot_be_a_window_are_refused(hours: QuietHours, mess
     with pytest.raises(ValueError) as raised:
         quiet_window(hours)
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("due", "decided", "since"),
+    [
+        # Due within the quiet hours, decided as they end: since it was due.
+        ("2026-11-29T21:30:00.000Z", "2026-11-30T06:00:00.000Z", "2026-11-29T21:30:00.000Z"),
+        # Due before them, still waiting when they began (a busy agent, no owner): since 22:00.
+        ("2026-11-29T20:00:00.000Z", "2026-11-30T06:00:00.000Z", "2026-11-29T21:00:00.000Z"),
+        # Decided later than their end (nobody opened the session): the same.
+        ("2026-11-29T20:00:00.000Z", "2026-11-30T09:00:00.000Z", "2026-11-29T21:00:00.000Z"),
+        # Waiting over several nights: the latest quiet hours it waited through.
+        ("2026-11-20T20:00:00.000Z", "2026-11-30T06:00:00.000Z", "2026-11-29T21:00:00.000Z"),
+        # Due and decided before they began, or after they ended: not deferred.
+        ("2026-11-29T20:00:00.000Z", "2026-11-29T20:59:59.999Z", None),
+        ("2026-11-30T06:00:00.000Z", "2026-11-30T06:00:01.000Z", None),
+        # Decided within them (a clock step): they have not ended.
+        ("2026-11-29T21:30:00.000Z", "2026-11-29T22:00:00.000Z", None),
+        ("2026-11-29T21:30:00.000Z", "2026-11-29T21:30:00.000Z", None),
+    ],
+)
+def test_a_deferral_began_at_the_later_of_the_due_time_and_the_quiet_hours_it_waited_through(
+    due: str, decided: str, since: str | None
+) -> None:
+    found = deferred_since(NIGHT, parse_instant(due), parse_instant(decided))
+    assert found == (None if since is None else parse_instant(since))

@@ -276,3 +276,70 @@ async def test_a_log_that_never_sets_quotas_holds_no_quotas_entry() -> None:
     assert all(entry.type != "schedule/quotas" for entry in world.session.entries)
     await world.schedule.close()
     await world.session.close()
+
+
+async def _deferred_frame(*, reopen: bool) -> str:
+    """The follow-up of a reminder due at 22:01 UTC in quiet hours 22:00 to 23:00, from a
+    session kept open throughout, or closed at 22:02 and opened again at 22:32."""
+    clock = FakeClock("2026-12-01T21:59:00.000Z")
+    settings = Settings(quiet_hours=QuietHours(start="22:00", end="23:00", time_zone="UTC"))
+    store = MemorySessionStore()
+    session = await store.create(now=clock.now())
+    agent = FakeAgent()
+    schedule = LiveSchedule(session, agent, clock=clock, settings=settings)
+    await schedule.start()
+    world = World(store, session, clock, agent, schedule)
+    await schedule.create({"prompt": "p", "after_seconds": 120})
+    if reopen:
+        await world.run_for(180)
+        await schedule.close()
+        await session.close()
+        clock.advance(1800)
+        session = await store.open(session.id)
+        schedule = LiveSchedule(session, agent, clock=clock, settings=settings)
+        await schedule.start()
+        world = World(store, session, clock, agent, schedule)
+        await world.run_for(1900)
+    else:
+        await world.run_for(3700)
+    await schedule.close()
+    await session.close()
+    assert len(agent.followups) == 1
+    return agent.followups[0]
+
+
+async def test_deferred_since_is_when_the_deferral_began_however_often_the_session_reopened() -> (
+    None
+):
+    kept_open = await _deferred_frame(reopen=False)
+    reopened = await _deferred_frame(reopen=True)
+    assert reopened == kept_open
+    assert (
+        "decided at: 2026-12-01T23:00:00.000Z\n"
+        "deferred since: 2026-12-01T22:01:00.000Z, by the user's quiet hours (22:00 to 23:00 "
+        "UTC), which have just ended.\n"
+    ) in reopened
+
+
+async def test_a_reminder_opened_only_after_the_quiet_hours_says_it_was_deferred() -> None:
+    """Nobody watched the wait (no host): the frame still says since when quiet hours held
+    the reminder, and the same as an owner that watched it would."""
+    clock = FakeClock("2026-12-01T21:59:00.000Z")
+    settings = Settings(quiet_hours=QuietHours(start="22:00", end="23:00", time_zone="UTC"))
+    store = MemorySessionStore()
+    async with await store.create(now=clock.now()) as session:
+        await LiveSchedule(session, FakeAgent(), clock=clock, settings=settings).create(
+            {"prompt": "p", "after_seconds": 30}
+        )
+    clock.advance(2 * 3600)
+    agent = FakeAgent()
+    async with await store.open(session.id) as session:
+        schedule = LiveSchedule(session, agent, clock=clock, settings=settings)
+        await schedule.start()
+        await schedule.settled()
+        await schedule.close()
+    assert (
+        "decided at: 2026-12-01T23:59:00.000Z\n"
+        "deferred since: 2026-12-01T22:00:00.000Z, by the user's quiet hours (22:00 to 23:00 "
+        "UTC), which have just ended.\n"
+    ) in agent.followups[0]

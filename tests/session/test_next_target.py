@@ -12,6 +12,7 @@ from session_schedule.core.ids import make_schedule_id
 from session_schedule.core.instants import Instant, format_instant
 from session_schedule.session.ids import SessionId
 from session_schedule.session.port import LogEntry, make_header, schedule_changes
+from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
 from session_schedule.session.targets import next_target_of
 from session_schedule.session.turns import TurnFinished, TurnQueued
 from session_schedule.testing.session_contract import NOW, at_create, turn
@@ -22,7 +23,7 @@ SID = SessionId("s_aaaaaaaaaaaa")
 def _log(steps: list[tuple[int, int]]) -> list[LogEntry]:
     """Entries from ``(kind, number)`` steps: reminders created, dispatched and deleted, turns
     queued and finished (also finishes naming any position, and turns finished twice),
-    messages; each step that does not apply is a message."""
+    quotas set, messages; each step that does not apply is a message."""
     entries: list[LogEntry] = []
     active: list[int] = []
     queued: list[int] = []
@@ -63,6 +64,8 @@ def _log(steps: list[tuple[int, int]]) -> list[LogEntry]:
             # A turn finished a second time.
             named = finished_turns[number % len(finished_turns)]
             add("turn/finished", TurnFinished(version=1, turn=named, outcome="completed", at=at))
+        elif kind == 5:
+            add(QUOTAS_ENTRY_TYPE, quotas_entry(at=Instant(NOW + 60_000 * number), max_active=3))
         else:
             add("message", turn(number))
     return entries
@@ -93,3 +96,13 @@ def test_an_unfinished_turn_is_the_target_before_any_reminder() -> None:
     header = make_header(SID, now=Instant(NOW), parent_id=None, seed_length=0)
     folded = fold(schedule_changes(entries), session=SID)
     assert next_target_of(header, entries, folded=folded) == NOW + 60_000 * 7
+
+
+def test_quotas_set_after_the_earliest_target_are_the_target() -> None:
+    entries = _log([(0, 5), (5, 7), (0, 90)])
+    header = make_header(SID, now=Instant(NOW), parent_id=None, seed_length=0)
+    folded = fold(schedule_changes(entries), session=SID)
+    assert next_target_of(header, entries) == NOW + 60_000 * 7
+    assert next_target_of(header, entries, folded=folded) == NOW + 60_000 * 7
+    before = _log([(5, 3), (0, 5)])
+    assert next_target_of(header, before) == NOW + 60_000 * 5

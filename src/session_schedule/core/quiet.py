@@ -11,7 +11,7 @@ start; a delivery due then is deferred to that end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import final
+from typing import Final, final
 
 import msgspec
 
@@ -76,6 +76,38 @@ def quiet_until(window: QuietWindow, now: Instant) -> Instant | None:
     if opens is not None and opens[1] <= closes[1]:
         return None
     return Instant(closes[1])
+
+
+_LOOK_BACK_MS: Final = 3 * 86_400_000
+"""How far before a decision :func:`deferred_since` looks for quiet hours: a daily window
+recurs within it whatever DST does, so the latest one to end is found."""
+
+
+def deferred_since(window: QuietWindow, due: Instant, decided_at: Instant) -> Instant | None:
+    """When the quiet hours began to defer a delivery due at ``due`` and decided at
+    ``decided_at``: the later of ``due`` and the opening of the latest quiet window that ended
+    after ``due`` and at or before ``decided_at``; ``None`` when no such window held it.
+
+    A function of the instants alone (not of who watched the wait), so a delivery says the same
+    however often its session was closed and opened again meanwhile.
+    """
+    if due >= decided_at:
+        return None
+    cursor = max(due, decided_at - _LOOK_BACK_MS)
+    since: Instant | None = None
+    if cursor == due:
+        end = quiet_until(window, due)
+        if end is not None and end <= decided_at:
+            since = due
+    while True:
+        found = first_after(window.opens, cursor)
+        if found is None or found[1] >= decided_at:
+            return since
+        opening = Instant(found[1])
+        end = quiet_until(window, opening)
+        if end is not None and end <= decided_at:
+            since = opening
+        cursor = opening
 
 
 def parse_quiet_hours(text: str) -> QuietHours:

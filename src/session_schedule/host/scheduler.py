@@ -75,6 +75,18 @@ of the timer are opened by one task: one look at the hand-over requests for all 
 looks on its own if that fails), then their opens, ``max_opening`` at once, so that a store
 that serves opens arriving together in one transaction (PostgreSQL) gets them together. Each
 open still succeeds, is refused or fails on its own, with Rules 3 to 6.
+
+Rule 10 — **a held session is not reopened before its hold lifts.** A pass that leaves a due
+delivery held — the person's quiet hours, a spent budget of reminder turns — reports the hold
+and when it lifts (:attr:`~session_schedule.runtime.live.LiveSchedule.hold`); the session is
+closed as any other whose next pass is beyond the lead, and the host remembers the hold. While
+the index lists the session with the target the hold was waiting on, a poll plans its open for
+the instant the hold lifts, not at once (the index lists it as due all along: its target has
+passed), so the hold is seen, and logged, once. A different target in the index — a reminder
+changed, deleted or delivered elsewhere, a turn queued, the session's quotas set again (a
+``schedule/quotas`` entry lists a waiting session from its time) — or a session the index (read
+whole) no longer lists forgets the hold, and the session is planned as the index says. The
+memory is this host's alone; hosts sharing a store share only the store.
 """
 
 from __future__ import annotations
@@ -97,7 +109,7 @@ from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import MS_PER_SECOND, Instant
 from session_schedule.runtime.clock import Clock, SystemClock
 from session_schedule.runtime.events import ScheduleEvent
-from session_schedule.runtime.live import MIN_WAIT_SECONDS, LiveSchedule, Settings
+from session_schedule.runtime.live import MIN_WAIT_SECONDS, Hold, LiveSchedule, Settings
 from session_schedule.session.barrier import barriers_at_work
 from session_schedule.session.errors import (
     SessionBusy,
@@ -267,6 +279,9 @@ class ScheduleHost:
         self._ceiling: int | None = None
         """Rule 6: the sessions open when the process last ran out of descriptors (until the
         next poll)."""
+        self._holds: dict[SessionId, Hold] = {}
+        """Rule 10: the sessions closed while quiet hours or a quota held their deliveries, and
+        each hold, until it lifts or the index shows the session's log changed."""
         self._salt = os.urandom(16)
         """Orders the sessions due at the same instant for this host alone (Rule 8)."""
         self.stats = HostStats()
@@ -397,6 +412,15 @@ class ScheduleHost:
                 continue
             planned = self._planned.get(session_id)
             open_at = Instant(max(now, target - lead))
+            hold = self._holds.get(session_id)
+            # Rule 10. The index records the hold's ``listed`` target; a record written by an
+            # older version says the earliest ``target`` itself until the next commit rewrites it.
+            if hold is not None and target in (hold.listed, hold.target) and hold.until > now:
+                open_at = hold.until  # Rule 10: not before the hold lifts
+            elif hold is not None:
+                del self._holds[session_id]  # lifted, or the log changed: open as the index says
+                if planned is not None and planned[1] == "open":
+                    planned = None
             # A planned retry stands; a planned open moves earlier if the target did.
             if planned is None or (planned[1] == "open" and open_at < planned[0]):
                 self._plan(session_id, open_at, "open")
@@ -427,6 +451,11 @@ class ScheduleHost:
         for session_id, (_, plan, _) in list(self._planned.items()):
             if plan == "retry" and session_id not in due and not self._held(session_id):
                 del self._planned[session_id]  # its heap entries are stale now
+        for session_id in [held for held in self._holds if held not in due]:
+            # Rule 10: delivered or deleted elsewhere; the index plans it afresh once due.
+            del self._holds[session_id]
+            if (planned := self._planned.get(session_id)) is not None and planned[1] == "open":
+                del self._planned[session_id]
         # Its heap entry stays, and is skipped once popped.
         self._queued_ids &= due
 
@@ -652,6 +681,11 @@ class ScheduleHost:
             return
         finally:
             slot.stepping = False
+        hold = slot.schedule.hold
+        if hold is None:
+            self._holds.pop(session_id, None)
+        else:
+            self._holds[session_id] = hold
         if slot.handing_over:
             self._release_when_idle(session_id, slot)
             return

@@ -70,7 +70,12 @@ the program's ``Settings`` field by field (an active-reminder quota only lowers 
 Rule 5c — **one owner, or one driver.** By default each LiveSchedule runs its own owner task.
 Built with ``driven=True`` it runs none: a host that keeps many sessions live calls
 :meth:`LiveSchedule.step` — the very pass the owner loops over — from its own single timer, and
-learns of creates and deletes through ``on_wake``.
+learns of creates and deletes through ``on_wake``. After a pass, :attr:`LiveSchedule.hold` says
+whether quiet hours or a quota held a due delivery back, and until when (a host that closes the
+session meanwhile need not open it again before then). The frame's ``delayed since`` (for the
+daily quota) and ``deferred since`` are worked out from the log's turns, the due time and the
+quiet hours, not from when this Schedule first saw the hold: the same across a close and
+reopen.
 
 Rule 6 — **at-least-once.** A crash after ``followup()`` accepted a turn and before the dispatch is
 durable repeats that reminder after recovery, with the same occurrence key (``id@scheduledAt``).
@@ -86,6 +91,7 @@ only the entries appended since.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -105,7 +111,13 @@ from session_schedule.core.framing import Deferral, Delay, frame
 from session_schedule.core.ids import ScheduleId
 from session_schedule.core.instants import MS_PER_SECOND, Instant, format_instant, parse_instant
 from session_schedule.core.plain import ReadOnlyDict
-from session_schedule.core.quiet import QuietHours, describe, quiet_until, quiet_window
+from session_schedule.core.quiet import (
+    QuietHours,
+    deferred_since,
+    describe,
+    quiet_until,
+    quiet_window,
+)
 from session_schedule.core.records import (
     LastRun,
     RunOutcome,
@@ -149,6 +161,7 @@ from session_schedule.session.quotas import (
     QuotasEntry,
     quotas_entry,
 )
+from session_schedule.session.targets import listed_target
 from session_schedule.session.turns import TurnQueued
 
 logger = logging.getLogger(__name__)
@@ -259,6 +272,27 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
 
 
+HoldReason = Literal["follow-up budget", "quiet hours"]
+"""What holds due deliveries back: the budget of reminder turns (a minute's or a day's), or the
+person's quiet hours."""
+
+
+@final
+class Hold(msgspec.Struct, frozen=True, kw_only=True):
+    """Why the last pass delivered nothing although a reminder was due, and until when."""
+
+    reason: HoldReason
+    until: Instant
+    """When the hold lifts, as seen by the pass: the end of the quiet hours, or the instant the
+    budget allows a turn again."""
+    target: Instant
+    """The earliest target waiting under it."""
+    listed: Instant
+    """The session's next target as the store's index records it while the hold lasts (unless
+    an unfinished turn is earlier): ``target``, or the time the session's quotas were last set
+    when that is later. A different one there means its log changed."""
+
+
 QuotaName = Literal["turns_per_day", "quiet_hours", "max_active"]
 """The quotas a person sets for one session (:meth:`LiveSchedule.set_quota`)."""
 SetBy = Literal["session", "program"]
@@ -311,6 +345,7 @@ class LiveSchedule:
         "_held",
         "_held_by",
         "_history",
+        "_hold",
         "_life",
         "_limits",
         "_nothing_in_a_row",
@@ -335,7 +370,7 @@ class LiveSchedule:
         "_wake",
     )
 
-    def __init__(
+    def __init__(  # noqa: PLR0915 - every slot is given its value here, one statement each
         self,
         session: SessionHandle,
         agent: Agent,
@@ -389,6 +424,8 @@ class LiveSchedule:
         """How long the owner's current sleep until the next wake-up lasts, while it sleeps."""
         self._held: tuple[Instant, Instant] | None = None
         """When the budget first and last held back deliveries, while some of those wait."""
+        self._hold: Hold | None = None
+        """The hold the last pass left due deliveries under."""
         self._backoff = self._settings.retry_initial_seconds
         self._retry_until: float | None = None
         """The end of the current back-off on the clock's monotonic reading, if one runs: a
@@ -900,6 +937,15 @@ class LiveSchedule:
         return self._agent
 
     @property
+    def hold(self) -> Hold | None:
+        """The hold under which the last pass (:meth:`step`, or the owner's) left a due
+        delivery — quiet hours, or a spent budget of reminder turns — and when it lifts;
+        ``None`` when that pass was not held. A host that closes the session meanwhile need not
+        open it again before ``until`` unless its log changes (the new Schedule would hold it
+        again, and report the hold again)."""
+        return self._hold
+
+    @property
     def parked(self) -> bool:
         """Whether the owner (or a driven :meth:`step`) is waiting — for the agent to be idle,
         or sleeping — rather than working. For tests in virtual time."""
@@ -907,6 +953,7 @@ class LiveSchedule:
 
     async def _step(self) -> Instant | None:
         self._resting = False
+        self._hold = None
         now = self._clock.now()
         if self._retry_until is not None:
             remaining = self._retry_until - self._clock.monotonic()
@@ -932,6 +979,7 @@ class LiveSchedule:
                     detail=describe(self._quiet.hours),
                 )
             self._deferred = (now if self._deferred is None else self._deferred[0], now)
+            self._hold = self._held_until("quiet hours", quiet_end, wakeup)
             self._resting = True
             return quiet_end
         allowed_at, held_by = self._budget_allows_at(now)
@@ -946,6 +994,7 @@ class LiveSchedule:
                     detail=f"{limit} reminder follow-ups within {window} s",
                 )
             self._held = (now if self._held is None else self._held[0], now)
+            self._hold = self._held_until("follow-up budget", allowed_at, wakeup)
             return allowed_at
         await self._parked_while(self._agent.wait_idle())
         outcome = await self._queue.run(self._deliver_due)
@@ -986,6 +1035,14 @@ class LiveSchedule:
         # Delivered; or a turn started between idle and the queue slot, or the due reminder
         # went (a delete, a clock step back): look again at once.
         return self._clock.now()
+
+    def _held_until(self, reason: HoldReason, until: Instant, target: Instant) -> Hold:
+        """The hold of a pass that found ``target`` due and held it back until ``until``."""
+        chosen = self._chosen
+        listed = listed_target(target, None if chosen is None else parse_instant(chosen.at))
+        return Hold(
+            reason=reason, until=until, target=target, listed=target if listed is None else listed
+        )
 
     def _wake_owner(self) -> None:
         self._retry_until = None
@@ -1113,7 +1170,11 @@ class LiveSchedule:
         """When the reminder turns queued within the last ``seconds`` were queued, oldest first,
         read back from the end of the log."""
         now = self._clock.now()
-        since = now - seconds * MS_PER_SECOND
+        return self._turns_between(now - seconds * MS_PER_SECOND, now)
+
+    def _turns_between(self, since: int, now: Instant) -> list[Instant]:
+        """When the reminder turns queued after ``since`` and at or before ``now`` were queued,
+        oldest first, read back from the end of the log."""
         try:
             entries = self._session.entries
             found: list[Instant] = []
@@ -1132,25 +1193,38 @@ class LiveSchedule:
         return found
 
     def _delay(self, delivery: Delivery) -> Delay | None:
-        """Why ``delivery`` comes late, if the budget held it back."""
+        """Why ``delivery`` comes late, if the budget held it back.
+
+        The daily quota's hold is read from the log's reminder turns (the first instant from
+        the due time on at which they filled the quota), so it reads the same however often
+        the session was closed and opened meanwhile; the follow-up budget, kept in memory, from
+        what this Schedule saw.
+        """
+        due = min(record_target(occurrence.record) for occurrence in delivery.occurrences)
+        per_day = self._per_day
+        if per_day is not None and due < delivery.decided_at:
+            turns = self._turns_between(due - _DAY_SECONDS * MS_PER_SECOND, delivery.decided_at)
+            since = _full_since(turns, due, delivery.decided_at, per_day, _DAY_SECONDS)
+            if since is not None:
+                return Delay(since=since, limit=per_day, window_seconds=_DAY_SECONDS)
         if self._held is None:
             return None
         first, last = self._held
-        due = min(record_target(occurrence.record) for occurrence in delivery.occurrences)
         if due > last:
             return None
         limit, window = self._held_by
         return Delay(since=Instant(max(first, due)), limit=limit, window_seconds=window)
 
     def _deferral(self, delivery: Delivery) -> Deferral | None:
-        """Why ``delivery`` comes late, if quiet hours deferred it."""
-        if self._deferred is None or self._quiet is None:
+        """Why ``delivery`` comes late, if quiet hours deferred it: since when, from its due
+        time and the quiet hours alone (:func:`~session_schedule.core.quiet.deferred_since`)."""
+        if self._quiet is None:
             return None
-        first, last = self._deferred
         due = min(record_target(occurrence.record) for occurrence in delivery.occurrences)
-        if due > last:
+        since = deferred_since(self._quiet, due, delivery.decided_at)
+        if since is None:
             return None
-        return Deferral(since=Instant(max(first, due)), hours=describe(self._quiet.hours))
+        return Deferral(since=since, hours=describe(self._quiet.hours))
 
     def _bounded(self, wakeup: Instant | None, now: Instant) -> float:
         limit = self._settings.max_wait_seconds
@@ -1321,6 +1395,21 @@ def _window_allows_at(recent: list[Instant], now: Instant, limit: int, seconds: 
     if len(recent) < limit:
         return now
     return Instant(recent[-limit] + window)
+
+
+def _full_since(
+    turns: list[Instant], due: Instant, decided_at: Instant, limit: int, seconds: int
+) -> Instant | None:
+    """The first instant from ``due`` on, before ``decided_at``, at which ``limit`` of the turns
+    queued at ``turns`` (oldest first) fall within the last ``seconds``: when a quota of
+    ``limit`` turns in any ``seconds`` began to hold back a delivery due at ``due``; ``None``
+    when it never did."""
+    window = seconds * MS_PER_SECOND
+    for at in (due, *(turn for turn in turns if due < turn < decided_at)):
+        within = bisect.bisect_right(turns, at) - bisect.bisect_right(turns, at - window)
+        if within >= limit:
+            return at
+    return None
 
 
 def _checked_quota(name: QuotaName, value: object, program_max_active: int) -> object:

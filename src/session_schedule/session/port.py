@@ -161,7 +161,8 @@ class DueSession(NamedTuple):
 
     session_id: SessionId
     next_target: Instant
-    """Its earliest active target, or the queue time of its earliest unfinished turn."""
+    """Its earliest active target (or, when that is at or before the time its quotas were last
+    set, that time), or the queue time of its earliest unfinished turn."""
 
 
 @final
@@ -311,13 +312,15 @@ class SessionStore(Protocol):
         most ``limit`` (``ValueError`` when it is below 1). The next target is the earliest
         active reminder target, or the queue time of an unfinished turn (a ``turn/queued``
         entry no ``turn/finished`` entry answers) when that is earlier: a session whose turn
-        was cut off by a crash is due at once.
+        was cut off by a crash is due at once. An earliest reminder target at or before the
+        ``at`` of the session's latest ``schedule/quotas`` entry is listed as that ``at``, so a
+        change of quotas while reminders wait shows (:mod:`session_schedule.session.targets`).
 
         Answered from the store's next-target index, without reading any log: every commit
-        that holds ``schedule/change`` or ``turn/*`` entries records the session's next target
-        (or that it has none) with it. Only committed changes count; ownership is not
-        considered (a listed session may be open elsewhere). A session whose log the fold
-        rejects is indexed as having nothing active.
+        that holds ``schedule/change``, ``turn/*`` or ``schedule/quotas`` entries records the
+        session's next target (or that it has none) with it. Only committed changes count;
+        ownership is not considered (a listed session may be open elsewhere). A session whose
+        log the fold rejects is indexed as having nothing active.
         """
         ...
 

@@ -92,6 +92,7 @@ from session_schedule.session import (
 )
 from session_schedule.session.checkpoint import EVERY, WINDOW
 from session_schedule.session.handle import LazyEntries
+from session_schedule.session.quotas import QUOTAS_ENTRY_TYPE, quotas_entry
 from session_schedule.session.turns import turn_finished, turn_queued
 from session_schedule.testing.clock import FakeClock
 
@@ -755,6 +756,35 @@ class SessionStoreContract(abc.ABC):
             await reopened.barrier()
         assert await self.make_store(tmp_path).due_sessions(LATER) == ()
         assert await self.make_store(tmp_path).due_sessions(far) == (DueSession(handle.id, later),)
+
+    @contract_test
+    async def test_quotas_set_while_a_reminder_waits_show_in_the_index(
+        self, tmp_path: Path
+    ) -> None:
+        """A ``schedule/quotas`` entry after the earliest target lists the session from the
+        entry's ``at`` (still due, but the record changed: a host that remembers a hold sees
+        it); one before the target leaves the target as it is."""
+        store = self.make_store(tmp_path)
+        far = parse_instant("2031-01-01T00:00:00.000Z")
+        later = parse_instant("2030-06-01T00:00:00.000Z")
+        waiting = await store.create(now=NOW)
+        waiting.append(CHANGE, at_create(1, NOW))
+        waiting.append(QUOTAS_ENTRY_TYPE, quotas_entry(at=LATER, turns_per_day=5))
+        await waiting.barrier()
+        ahead = await store.create(now=NOW)
+        ahead.append(CHANGE, at_create(1, later))
+        ahead.append(QUOTAS_ENTRY_TYPE, quotas_entry(at=LATER, turns_per_day=5))
+        await ahead.barrier()
+        expected = (DueSession(waiting.id, LATER), DueSession(ahead.id, later))
+        assert await store.due_sessions(far) == expected
+        for handle in (waiting, ahead):
+            await handle.close()
+        assert await self.make_store(tmp_path).due_sessions(far) == expected
+        # Dispatched: the next target is the reminder's again (none here).
+        async with await self.make_store(tmp_path).open(waiting.id) as reopened:
+            reopened.append(CHANGE, dispatch_change(make_schedule_id(1)))
+            await reopened.barrier()
+        assert await self.make_store(tmp_path).due_sessions(far) == (DueSession(ahead.id, later),)
 
     @contract_test
     async def test_due_sessions_refuses_a_limit_below_one(self, tmp_path: Path) -> None:
