@@ -32,7 +32,7 @@ START = "2026-11-29T20:00:00.000Z"
 SETTINGS = HostSettings(lead_seconds=30, poll_seconds=10, busy_retry_seconds=5)
 WAITING = (
     "session {id} is open in another process — asked it to hand the session over (a host does "
-    "within 2 s once its reminder is answered); waiting up to 60 s (Ctrl-C gives up)"
+    "within 2 s once its reminder is answered); {lease}waiting up to 60 s (Ctrl-C gives up)"
 )
 
 Stores = Callable[[], SessionStore]
@@ -132,7 +132,13 @@ async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
         assert host.open_sessions == {session_id}
         async with _front_end(front, clock, host, session_id) as (handle, notes, took):
             assert handle.id == session_id
-            assert notes == [WAITING.format(id=session_id)]
+            # A PostgreSQL session is held by a lease, which lapses if its holder is gone.
+            lease = (
+                "if the process holding it is gone, its lease lapses within 15 s; "
+                if isinstance(store, PostgresSessionStore)
+                else ""
+            )
+            assert notes == [WAITING.format(id=session_id, lease=lease)]
             assert took <= 2
             assert host.open_sessions == frozenset()
             assert host.stats.handed_over == 1
