@@ -178,7 +178,7 @@ def _without(module: str, *argv: str, tmp_path: Path) -> subprocess.CompletedPro
         ),
         (
             "uvicorn",
-            ["serve", "--help"],
+            ["serve", "--port", "0"],
             "the web overlay needs the 'web' extra (uvicorn is not installed): "
             "pip install 'session-schedule[web]'",
         ),
