@@ -124,6 +124,12 @@ async def test_the_host_hands_an_idle_session_over_and_takes_it_back(stores: Sto
 
 async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
     clock = FakeClock(START)
+    # A PostgreSQL session is held by a lease, which lapses if its holder is gone.
+    lease = (
+        "if the process holding it is gone, its lease lapses within 15 s; "
+        if isinstance(store, PostgresSessionStore)
+        else ""
+    )
     assert isinstance(store, HandoverStore)
     agents = Agents()
     session_id = await _session_with(store, clock, 120)
@@ -132,12 +138,6 @@ async def _hand_over_and_back(store: SessionStore, front: SessionStore) -> None:
         assert host.open_sessions == {session_id}
         async with _front_end(front, clock, host, session_id) as (handle, notes, took):
             assert handle.id == session_id
-            # A PostgreSQL session is held by a lease, which lapses if its holder is gone.
-            lease = (
-                "if the process holding it is gone, its lease lapses within 15 s; "
-                if isinstance(store, PostgresSessionStore)
-                else ""
-            )
             assert notes == [WAITING.format(id=session_id, lease=lease)]
             assert took <= 2
             assert host.open_sessions == frozenset()
