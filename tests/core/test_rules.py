@@ -141,7 +141,7 @@ TOKYO = {"date": "2026-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}
         # range
         ({"prompt": "p", "at": "9999-12-31T23:30:00-05:00"}, "time_out_of_range", "'9999-12-31T23:30:00-05:00' is after 9999-12-31T23:59:59.999Z, the latest instant Schedule can represent; choose an earlier time."),
         ({"prompt": "p", "after_seconds": 2**53 - 1}, "time_out_of_range", "9007199254740991 seconds from now is past 9999-12-31T23:59:59.999Z, the latest time a reminder can have; choose a shorter delay."),
-        ({"prompt": "p", "every_seconds": 2**52}, "time_out_of_range", "4503599627370496 seconds from now is past 9999-12-31T23:59:59.999Z, the latest time a reminder can have; choose a shorter delay."),
+        ({"prompt": "p", "every_seconds": 2**52}, "time_out_of_range", "4503599627370496 seconds from now is past 9999-12-31T23:59:59.999Z, the latest time a reminder can have; choose a shorter interval."),
         # future
         ({"prompt": "p", "at": "2026-11-29T20:00:00Z"}, "not_future", "`at` names 2026-11-29T20:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future."),
         ({"prompt": "p", "at": "2026-11-29T20:00:00.0009Z"}, "not_future", "`at` names 2026-11-29T20:00:00.000Z, which is not after the current time 2026-11-29T20:00:00.000Z; choose a time in the future."),

@@ -164,7 +164,7 @@ def _record(
                 "invalid_rule",
                 f"after_seconds must be a positive whole number of seconds, got {_show(value)}.",
             )
-        target = _offset_target(now, seconds)
+        target = _offset_target(now, seconds, "delay")
         return AfterScheduleRecord(
             id=schedule_id,
             prompt=prompt,
@@ -184,7 +184,7 @@ def _record(
                 f"every_seconds must be at least {MIN_EVERY_SECONDS} (5 minutes), got {seconds}; "
                 "choose a longer interval.",
             )
-        target = _offset_target(now, seconds)
+        target = _offset_target(now, seconds, "interval")
         return EveryScheduleRecord(
             id=schedule_id,
             prompt=prompt,
@@ -600,7 +600,7 @@ def _snooze_instant(value: object, now: Instant) -> Instant:
                 "`snooze.after_seconds` must be a positive whole number of seconds, got "
                 f"{_show(value['after_seconds'])}.",
             )
-        return _offset_target(now, seconds)
+        return _offset_target(now, seconds, "delay")
     return _future(_named_instant(value["until"], "snooze.until"), "snooze.until", now)
 
 
@@ -693,15 +693,17 @@ def _json_integer(value: object) -> int | None:
     return None
 
 
-def _offset_target(now: Instant, seconds: int) -> Instant:
+def _offset_target(now: Instant, seconds: int, what: str) -> Instant:
+    """``seconds`` after ``now`` (``what``: the delay or the interval, for the message)."""
     target = now + seconds * MS_PER_SECOND
     if target > MAX_INSTANT:
         raise ScheduleError(
             "time_out_of_range",
             f"{seconds} seconds from now is past 9999-12-31T23:59:59.999Z, the latest time a "
-            "reminder can have; choose a shorter delay.",
+            f"reminder can have; choose a shorter {what}.",
         )
     return Instant(target)
+
 
 
 def _names(keys: Sequence[object]) -> str:
