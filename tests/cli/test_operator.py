@@ -183,6 +183,10 @@ def test_every_command_has_help_with_an_example(
         (["list"], "the following arguments are required: SESSION"),
         (["sessions", "--bogus"], "unrecognized arguments: --bogus"),
         (["timeline", SESSION, "--limit", "0"], "argument --limit: expected a positive whole"),
+        (
+            ["timeline", SESSION, "--limit", "100000000000000000000"],
+            "argument --limit: expected at most 1,000,000, got '100000000000000000000'",
+        ),
         (["fork", SESSION, "--at", "-1"], "argument --at: expected a whole number (0 or more)"),
         (["fork", SESSION, "--at", "x"], "argument --at: expected a whole number (0 or more)"),
         (["tools", "--format", "gemini"], "argument --format: invalid choice: 'gemini'"),

@@ -33,6 +33,8 @@ from session_schedule.core.time_input import format_local, load_zone, parse_rfc3
 from session_schedule.core.timeline import build_timeline, record_misses
 
 DEFAULT_LIMIT: Final = 100
+MAX_LIMIT: Final = 1_000_000
+"""The most occurrences ``--limit`` may ask for (a larger number is a usage error)."""
 DEFAULT_UNTIL: Final = "24h"
 
 _DURATION: Final = re.compile(r"([0-9]{1,12})([smhdw])", re.ASCII)
@@ -82,7 +84,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=_positive,
         default=DEFAULT_LIMIT,
         metavar="N",
-        help=f"show at most N occurrences (default: {DEFAULT_LIMIT})",
+        help=f"show at most N occurrences, up to {MAX_LIMIT:,} (default: {DEFAULT_LIMIT})",
     )
     add_json_flag(parser)
 
@@ -223,4 +225,6 @@ def _zone(text: str) -> zoneinfo.ZoneInfo:
 def _positive(text: str) -> int:
     if not text.isascii() or not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    if int(text) > MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_LIMIT:,}, got {text!r}")
     return int(text)
