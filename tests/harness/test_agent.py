@@ -160,9 +160,11 @@ async def test_a_reminder_turn_keeps_the_zone_the_person_set() -> None:
     assert "the user's time zone is Europe/Paris" in followup_system
 
 
-async def test_a_reminder_turn_without_a_zone_set_gets_no_zone_paragraph(
+async def test_a_reminder_turn_without_a_zone_set_is_told_to_ask(
     chat: Chat, model: ScriptedModel
 ) -> None:
+    """A reminder turn has no prompt to report a zone, and no zone was set: the zone is missing,
+    and the model is told to ask (SPEC §2), not left without a word about it."""
     model.replies += [
         create_call('{"prompt": "stretch", "after_seconds": 90}'),
         ModelReply(content="ok"),
@@ -173,7 +175,12 @@ async def test_a_reminder_turn_without_a_zone_set_gets_no_zone_paragraph(
     followup_system = model.seen[2][0]["content"]
     assert isinstance(followup_system, str)
     assert "Current time: 2026-11-29T20:01:30.000Z (UTC)." in followup_system
-    assert "Time context" not in followup_system
+    assert followup_system.endswith(
+        "Current time: 2026-11-29T20:01:30.000Z (UTC).\n"
+        "Time context for this turn: no time zone was reported with the user's messages. If the "
+        "user gives a date or time without a zone or UTC offset, ask which time zone they mean "
+        "before calling schedule_create; do not assume one."
+    )
 
 
 async def test_prompts_queued_during_a_turn_are_answered_together(

@@ -230,8 +230,10 @@ class ChatAgent:
             if turn.attempt == 1 and not recorded:
                 self._append(user_message(text, at=self._clock.now(), origin="followup"))
             # A reminder turn has no prompt to report a zone: the zone the person set (the
-            # chat's --time-zone) still holds, so the model reads times there as in their turns.
-            zones: list[str | None] | None = None if self._time_zone is None else [self._time_zone]
+            # chat's --time-zone) still holds, so the model reads times there as in their turns;
+            # without one the zone is unknown, and the model is told to ask (SPEC §2: missing
+            # provenance), as in a turn whose prompts reported none.
+            zones: list[str | None] = [] if self._time_zone is None else [self._time_zone]
         else:
             prompts = [turn] if turn.attempt == 1 else []
             for index, prompt in enumerate([*prompts, *self._turns.take_prompts()]):
