@@ -366,7 +366,7 @@ class OccurrenceLog:
     def _finish(self, finished: TurnFinished) -> None:
         # A turn that names an occurrence not dispatched yet is kept for that dispatch (see
         # ``_early``); a log without lost dispatches never keeps one.
-        if any(turn == finished.turn for turn, _ in self._queued.values()):
+        if self._queued and any(turn == finished.turn for turn, _ in self._queued.values()):
             self._early[finished.turn] = finished
         for schedule_id, index in self._by_turn.pop(finished.turn, ()):
             last = self._last.get(schedule_id)
