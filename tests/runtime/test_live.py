@@ -27,7 +27,7 @@ from session_schedule.core.rules import Limits
 from session_schedule.runtime import live as live_module
 from session_schedule.runtime.agent import FollowUp
 from session_schedule.runtime.events import ScheduleEvent
-from session_schedule.runtime.live import LiveSchedule, Settings
+from session_schedule.runtime.live import LiveSchedule, ScheduleClosedError, Settings
 from session_schedule.session.jsonl import JsonlSessionStore
 from session_schedule.session.memory import MemorySessionStore
 from session_schedule.session.message import MESSAGE_ENTRY_TYPE, user_message
@@ -885,7 +885,7 @@ async def test_a_closed_schedule_refuses_management_and_does_not_start_again() -
     schedule = LiveSchedule(session, FakeAgent(), clock=clock)
     async with schedule:
         await schedule.create({"prompt": "stretch", "after_seconds": 600})
-    with pytest.raises(RuntimeError) as refused:
+    with pytest.raises(ScheduleClosedError) as refused:
         await schedule.create({"prompt": "water", "after_seconds": 600})
     assert str(refused.value) == (
         "this LiveSchedule is closed: open the session again and start a new one"

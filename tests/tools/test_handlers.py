@@ -185,6 +185,38 @@ async def test_a_bug_becomes_internal_error_and_is_logged(
     assert caplog.text.count("KeyError: 'oops'") == 2
 
 
+async def test_a_closed_schedule_answers_one_sentence_and_logs_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = MemorySessionStore()
+    clock = FakeClock(START)
+    session = await store.create(now=clock.now())
+    schedule = LiveSchedule(session, FakeAgent(), clock=clock)
+    tools = ScheduleTools(schedule)
+    await schedule.start()
+    await schedule.close()
+    expected = _error(
+        "internal_error",
+        "this session is closed, so its reminders cannot be managed here; tell the user that "
+        "the session must be opened again.",
+    )
+    with caplog.at_level(logging.WARNING):
+        assert await tools.call("schedule_create", {"prompt": "p", "after_seconds": 60}) == expected
+        assert await tools.call("schedule_list") == expected
+    session_id = session.id
+    assert [
+        (record.levelname, record.getMessage(), record.exc_info) for record in caplog.records
+    ] == [
+        (
+            "WARNING",
+            f"schedule tool {name!r} called after session {session_id} was closed; "
+            "it must be opened again",
+            None,
+        )
+        for name in ("schedule_create", "schedule_list")
+    ]
+
+
 async def test_a_failed_barrier_is_persistence_uncertain() -> None:
     tools, schedule, store = await _tools()
     store.fail_next_barrier()

@@ -178,6 +178,16 @@ _DAY_SECONDS = 86_400
 
 
 @final
+class ScheduleClosedError(RuntimeError):
+    """A management call reached a :class:`LiveSchedule` after :meth:`LiveSchedule.close`: the
+    session must be opened again and a new one started. A ``RuntimeError``, as before."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__("this LiveSchedule is closed: open the session again and start a new one")
+        self.session_id = session_id
+
+
+@final
 class _Flag:
     """What :class:`asyncio.Event` is to the owner (``set``, ``clear``, ``is_set``, ``wait``),
     holding no queue of waiters until one waits: ten thousand idle schedules keep three each."""
@@ -499,13 +509,11 @@ class LiveSchedule:
         """``work`` in the agent's queue, on the folded log: a management call made before
         :meth:`start` folds it first (so no change is decided on a state that does not know
         the log, which could reuse an id); one made after :meth:`close` raises
-        ``RuntimeError``."""
+        :class:`ScheduleClosedError`."""
 
         async def run() -> T:
             if self._life == "closed":
-                raise RuntimeError(
-                    "this LiveSchedule is closed: open the session again and start a new one"
-                )
+                raise ScheduleClosedError(self._session.id)
             if self._life == "new":
                 self._fold_log()
             return await work()

@@ -20,7 +20,7 @@ import msgspec
 from session_schedule.core.errors import ScheduleError
 from session_schedule.core.instants import format_instant
 from session_schedule.core.visible import escape_unencodable, frame_escape
-from session_schedule.runtime.live import LiveSchedule
+from session_schedule.runtime.live import LiveSchedule, ScheduleClosedError
 from session_schedule.tools.adapters import (
     OpenAIShape,
     anthropic_tools,
@@ -49,6 +49,10 @@ MAX_ARGUMENT_DEPTH: Final = 8
 _INTERNAL_ERROR = (
     "the schedule tool failed unexpectedly; tell the user that reminders may not be working "
     "and do not retry this call now."
+)
+_CLOSED = (
+    "this session is closed, so its reminders cannot be managed here; tell the user that the "
+    "session must be opened again."
 )
 
 
@@ -163,6 +167,14 @@ class ScheduleTools:
             return await run(_tool_name(name, self._offered), _arguments(arguments, name))
         except ScheduleError as error:
             return self._refuse(name, arguments, error)
+        except ScheduleClosedError as closed:
+            # Not a bug of the tool: the host kept offering it after closing the schedule.
+            logger.warning(
+                "schedule tool %r called after session %s was closed; it must be opened again",
+                name,
+                closed.session_id,
+            )
+            return self._refuse(name, arguments, ScheduleError("internal_error", _CLOSED))
         except Exception:
             logger.exception("schedule tool %r failed", name)
             return self._refuse(name, arguments, ScheduleError("internal_error", _INTERNAL_ERROR))
