@@ -200,6 +200,32 @@ def test_chat_is_the_default_command(
     )
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["s_badid"],
+        ["chat", "s_badid"],
+        ["--data-dir", "DIR", "s_badid"],
+        ["s_badid", "--time-zone", "Asia/Tokyo"],
+    ],
+)
+def test_a_malformed_session_id_is_judged_by_chat_in_the_short_form_too(
+    argv: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    monkeypatch.setenv("SESSION_SCHEDULE_DATA_DIR", str(tmp_path))
+    argv = [str(tmp_path) if word == "DIR" else word for word in argv]
+    assert main(argv) == 3
+    assert capsys.readouterr() == (
+        "",
+        "session-schedule: 's_badid' is not a session id: expected s_ followed by 12 "
+        "lower-case letters or digits\n",
+    )
+
+
 def test_help_and_quit(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

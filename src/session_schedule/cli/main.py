@@ -43,6 +43,9 @@ $XDG_DATA_HOME/session-schedule (~/.local/share/session-schedule). The store is 
 ${STORE_VARIABLE}, else the data directory's JSONL files: jsonl:DIR, sqlite:PATH or
 postgresql://…"""
 
+SESSION_ID_PREFIX: Final = "s_"
+"""How every session id starts; a first word that starts so is taken as ``chat``'s session."""
+
 DATA_DIR_HELP = "where sessions are stored (one JSONL file each)"
 
 
@@ -226,7 +229,8 @@ def register_all(parser: argparse.ArgumentParser) -> None:
 
 def _with_default_command(parser: argparse.ArgumentParser, given: list[str]) -> list[str]:
     """``given``, with ``chat`` put before a session id that stands where the command would
-    (``session-schedule s_7k2m4q9x3v5b`` resumes that session's chat, the default command)."""
+    (``session-schedule s_7k2m4q9x3v5b`` resumes that session's chat, the default command).
+    Only the program's own options may come before the id; chat's go after it."""
     taking_a_value = {
         option
         for action in parser._actions
@@ -246,10 +250,9 @@ def _with_default_command(parser: argparse.ArgumentParser, given: list[str]) -> 
             continue
         if word in {command.name for command in COMMANDS}:
             return given
-        # Imported here, not at the top: a command name needs no part of the storage layer.
-        from session_schedule.session.ids import parse_session_id  # noqa: PLC0415
-
-        if parse_session_id(word) is not None:
+        # A word shaped like a session id, even a malformed one, is chat's to judge: it then
+        # answers as ``chat s_…`` does, not with argparse's list of commands.
+        if word.startswith(SESSION_ID_PREFIX):
             return [*given[:position], "chat", *given[position:]]
         return given
     return given
