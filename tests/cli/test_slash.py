@@ -573,9 +573,10 @@ def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
         ("/update sch_1 daily 09:00 UTC mon,fri", CallTool(name="schedule_update", arguments={"id": "sch_1", "daily_at": {"time": "09:00", "time_zone": "UTC", "weekdays": ["mon", "fri"]}})),
         ("/update sch_1 prompt  water the plants ", CallTool(name="schedule_update", arguments={"id": "sch_1", "prompt": "water the plants"})),
         ("/update sch_1", Usage(message="/update needs a reminder id and what to change", usage=UPDATE_USAGE)),
-        ("/update sch_1 prompt", Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)),
-        ("/update sch_1 weekly x", Usage(message="/update weekly: start with in, after, every, at, daily, calendar or prompt", usage=UPDATE_USAGE)),
-        ("/update sch_1 every", Usage(message="/update every: give a duration, such as 90s, 10m or 5 minutes", usage=UPDATE_USAGE)),
+        ("/update sch_1 prompt", Usage(message="/update sch_1 prompt: the new prompt is missing", usage=UPDATE_USAGE)),
+        ("/update sch_1 sunday", Usage(message="/update sch_1 sunday: start with in, after, every, at, daily, calendar or prompt", usage=UPDATE_USAGE)),
+        ("/update sch_1 weekly x", Usage(message="/update sch_1 weekly: start with in, after, every, at, daily, calendar or prompt", usage=UPDATE_USAGE)),
+        ("/update sch_1 every", Usage(message="/update sch_1 every: give a duration, such as 90s, 10m or 5 minutes", usage=UPDATE_USAGE)),
         ("/pause sch_1", CallTool(name="schedule_update", arguments={"id": "sch_1", "paused": True})),
         ("/resume sch_1", CallTool(name="schedule_update", arguments={"id": "sch_1", "paused": False})),
         ("/pause", Usage(message="/pause takes one reminder id", usage=PAUSE_USAGE)),
@@ -584,6 +585,9 @@ def test_any_line_is_read_without_raising(start: str, rest: str) -> None:
         ("/snooze sch_1 5 minutes", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"after_seconds": 300}})),
         ("/snooze sch_1 2026-12-01T09:00:00+09:00", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00+09:00"}})),
         ("/snooze sch_1 2026-12-01T09:00:00", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": "2026-12-01T09:00:00"}})),
+        # The local form, read as /create at reads it.
+        ("/snooze sch_1 2027-12-01 09:00 Asia/Tokyo", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": {"date": "2027-12-01", "time": "09:00", "time_zone": "Asia/Tokyo"}}})),
+        ("/snooze sch_1 2027-12-01 09:00 UTC", CallTool(name="schedule_update", arguments={"id": "sch_1", "snooze": {"until": {"date": "2027-12-01", "time": "09:00", "time_zone": "UTC"}}})),
     ],
 )  # fmt: skip
 def test_update_pause_resume_and_snooze_lines(line: str, expected: object) -> None:
@@ -591,8 +595,8 @@ def test_update_pause_resume_and_snooze_lines(line: str, expected: object) -> No
 
 
 SNOOZE_FORMS_TEXT = (
-    "a duration such as 10m, 90s, 1h 30m or 2 days, or an RFC 3339 time such as "
-    "2026-12-01T09:00:00+09:00"
+    "a duration such as 10m, 90s, 1h 30m or 2 days, or a time such as "
+    "2026-12-01T09:00:00+09:00 or 2026-12-01 09:00 Asia/Tokyo"
 )
 
 
@@ -606,6 +610,9 @@ SNOOZE_FORMS_TEXT = (
         ("/snooze sch_1 10m please", f"/snooze: 'please' follows '10m'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
         ("/snooze sch_1 1 hour 30 minutes more", f"/snooze: 'more' follows '1 hour 30 minutes'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
         ("/snooze sch_1 2026-12-01T09:00:00Z please", f"/snooze: 'please' follows '2026-12-01T09:00:00Z'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 2027-12-01 09:00 Asia/Tokyo please", f"/snooze: 'please' follows '2027-12-01 09:00 Asia/Tokyo'; /snooze takes no prompt, only {SNOOZE_FORMS_TEXT}"),
+        ("/snooze sch_1 2027-12-01", "/snooze sch_1 2027-12-01: give the time and the time zone too, such as 2027-12-01 09:00 Asia/Tokyo (or UTC), or an RFC 3339 time such as 2027-12-01T09:00:00+09:00"),
+        ("/snooze sch_1 2027-12-01 09:00", "/snooze sch_1 2027-12-01: give the time and the time zone too, such as 2027-12-01 09:00 Asia/Tokyo (or UTC), or an RFC 3339 time such as 2027-12-01T09:00:00+09:00"),
         ("/snooze sch_1 soon", f"/snooze: 'soon' is not a duration or a time; give {SNOOZE_FORMS_TEXT}"),
         ("/snooze sch_1 2 months", "/snooze: '2 months' is not a duration: months and years have no fixed length; write weeks or days, such as 4w or 30d"),
         ("/snooze sch_1 30m 2h", "/snooze: '30m 2h' has its units out of order; write them largest first, such as 2h30m or 1 hour 30 minutes"),
@@ -621,11 +628,11 @@ def test_snooze_says_what_it_reads(line: str, message: str) -> None:
         # An update changes the reminder it names: its messages never say it would create one.
         ("/update sch_1 every 10 x", "/update sch_1 every 10 x is ambiguous: '10' has no unit, so it would change sch_1 into a reminder every 10 seconds with the prompt 'x'; write 10s, 10m or 10h (and quote a prompt that starts with a number)"),
         ("/update sch_1 in 5", "/update sch_1 in 5 is ambiguous: '5' has no unit, so it would change sch_1 into a reminder once after 5 seconds, keeping its prompt; write 5s, 5m or 5h (and quote a prompt that starts with a number)"),
-        ("/update sch_1 daily 09:00 UTC sunday walk", "/update daily: 'sunday' could be a day or the start of the prompt (as typed, it would change sch_1 into a reminder every day at 09:00 UTC with the prompt 'sunday walk'); write days as mon tue wed thu fri sat sun, or quote the prompt"),
-        ("/update sch_1 at", "/update at: give a time"),
-        ("/update sch_1 at 09:00", "/update at 09:00: give the date and the time zone too, such as 2026-12-01 09:00 Asia/Tokyo"),
-        ("/update sch_1 daily", "/update daily: give the time and the time zone, such as daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon wed fri"),
-        ("/update sch_1 calendar", "/update calendar: give the rule, the time and the time zone, such as calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the start date, such as 2026-12-01"),
+        ("/update sch_1 daily 09:00 UTC sunday walk", "/update sch_1 daily: 'sunday' could be a day or the start of the prompt (as typed, it would change sch_1 into a reminder every day at 09:00 UTC with the prompt 'sunday walk'); write days as mon tue wed thu fri sat sun, or quote the prompt"),
+        ("/update sch_1 at", "/update sch_1 at: give a time"),
+        ("/update sch_1 at 09:00", "/update sch_1 at 09:00: give the date and the time zone too, such as 2026-12-01 09:00 Asia/Tokyo"),
+        ("/update sch_1 daily", "/update sch_1 daily: give the time and the time zone, such as daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon wed fri"),
+        ("/update sch_1 calendar", "/update sch_1 calendar: give the rule, the time and the time zone, such as calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then optionally the start date, such as 2026-12-01"),
     ],
 )  # fmt: skip
 def test_update_messages_say_it_changes_the_reminder(line: str, message: str) -> None:

@@ -54,6 +54,7 @@ commands:
   /resume sch_1                                     deliver again (from the next occurrence)
   /snooze sch_1 10m                                 make the next delivery 10 minutes from now
   /snooze sch_1 2026-12-01T09:00:00+09:00           or at a time (RFC 3339, with an offset)
+  /snooze sch_1 2026-12-01 09:00 Asia/Tokyo         or at a local time in a zone
   /delete sch_1                                     delete a reminder
   /quotas                                           this session's quotas, and who set each
   /turns-per-day 20|off|default                     at most 20 reminder turns in any 24 hours
@@ -80,10 +81,12 @@ UPDATE_USAGE: Final = (
 )
 PAUSE_USAGE: Final = "/pause <id>, such as /pause sch_1"
 RESUME_USAGE: Final = "/resume <id>, such as /resume sch_1"
-SNOOZE_USAGE: Final = "/snooze <id> 10m|1h 30m|2026-12-01T09:00:00+09:00"
+SNOOZE_USAGE: Final = (
+    "/snooze <id> 10m|1h 30m|2026-12-01T09:00:00+09:00|2026-12-01 09:00 Asia/Tokyo"
+)
 SNOOZE_FORMS: Final = (
-    "a duration such as 10m, 90s, 1h 30m or 2 days, or an RFC 3339 time such as "
-    "2026-12-01T09:00:00+09:00"
+    "a duration such as 10m, 90s, 1h 30m or 2 days, or a time such as "
+    "2026-12-01T09:00:00+09:00 or 2026-12-01 09:00 Asia/Tokyo"
 )
 """What ``/snooze`` reads after the reminder id, as its messages say it."""
 TURNS_PER_DAY_USAGE: Final = "/turns-per-day N|off|default, such as /turns-per-day 20"
@@ -447,7 +450,10 @@ def _update(text: str) -> Command:
     if word.lower() == "prompt":
         prompt = _unquoted(prompt)
         if not prompt:
-            return Usage(message="/update prompt: the new prompt is missing", usage=UPDATE_USAGE)
+            return Usage(
+                message=f"/update {schedule_id} prompt: the new prompt is missing",
+                usage=UPDATE_USAGE,
+            )
         return CallTool(name="schedule_update", arguments={"id": schedule_id, "prompt": prompt})
     created = _create(rest, making=_Making(updating=schedule_id))
     if isinstance(created, Usage):
@@ -464,6 +470,9 @@ def _snooze(text: str) -> Command:
     snooze: dict[str, object]
     if _DATE.match(rest):
         when, extra = _split(rest)
+        if _DATE.fullmatch(when):
+            # The local form, read as /create at reads it: DATE TIME ZONE.
+            return _snooze_local(schedule_id, when, extra)
         if extra:
             return _snooze_extra(when, extra)
         snooze = {"until": when}
@@ -475,6 +484,25 @@ def _snooze(text: str) -> Command:
             return _snooze_extra(rest[: len(rest) - len(read.rest)].strip(), read.rest)
         snooze = {"after_seconds": read.seconds}
     return CallTool(name="schedule_update", arguments={"id": schedule_id, "snooze": snooze})
+
+
+def _snooze_local(schedule_id: str, date: str, text: str) -> Command:
+    """``/snooze <id> DATE TIME ZONE``: until that local time, the tool resolving it as it
+    resolves ``at`` (a gap and an overlap are the tool's to judge)."""
+    clock, rest = _split(text)
+    zone, extra = _split(rest)
+    if not clock or not zone:
+        return Usage(
+            message=f"/snooze {schedule_id} {date}: give the time and the time zone too, such as "
+            f"{date} 09:00 Asia/Tokyo (or UTC), or an RFC 3339 time such as {date}T09:00:00+09:00",
+            usage=SNOOZE_USAGE,
+        )
+    if extra:
+        return _snooze_extra(f"{date} {clock} {zone}", extra)
+    until = {"date": date, "time": clock, "time_zone": zone}
+    return CallTool(
+        name="schedule_update", arguments={"id": schedule_id, "snooze": {"until": until}}
+    )
 
 
 def _snooze_problem(problem: DurationProblem) -> str:
@@ -511,10 +539,6 @@ class _Making:
     changing the reminder ``updating`` (whose prompt is then optional)."""
 
     updating: str | None = None
-
-    @property
-    def command(self) -> str:
-        return "/create" if self.updating is None else "/update"
 
     @property
     def line(self) -> str:
@@ -554,7 +578,7 @@ def _create(text: str, *, making: _Making = _CREATING) -> Command:
             forms = "in, after, every, at, daily or calendar"
             if making.updating is not None:
                 forms = "in, after, every, at, daily, calendar or prompt"
-            return Usage(message=f"{making.command} {when}: start with {forms}", usage=CREATE_USAGE)
+            return Usage(message=f"{making.line} {when}: start with {forms}", usage=CREATE_USAGE)
 
 
 def _delayed(
@@ -568,7 +592,7 @@ def _delayed(
     if isinstance(read, Duration):
         return _with_prompt({key: read.seconds}, read.rest, making=making)
     if read.kind == "missing":
-        return Usage(message=f"{making.command} {word}: {read.message}", usage=CREATE_USAGE)
+        return Usage(message=f"{making.line} {word}: {read.message}", usage=CREATE_USAGE)
     if read.kind != "bare_number":
         return Usage(message=read.message, usage=CREATE_USAGE)
     # Show what the line would have done had the number been taken as seconds.
@@ -586,13 +610,13 @@ def _delayed(
 def _at(text: str, *, making: _Making) -> Command:
     first, rest = _split(text)
     if not first:
-        return Usage(message=f"{making.command} at: give a time", usage=CREATE_USAGE)
+        return Usage(message=f"{making.line} at: give a time", usage=CREATE_USAGE)
     if _DATE.fullmatch(first):
         clock, rest = _split(rest)
         zone, prompt = _split(rest)
         if not clock or not zone:
             return Usage(
-                message=f"{making.command} at {first}: give the time and the time zone too, "
+                message=f"{making.line} at {first}: give the time and the time zone too, "
                 f"such as {first} 09:00 Asia/Tokyo (or UTC)",
                 usage=CREATE_USAGE,
             )
@@ -600,7 +624,7 @@ def _at(text: str, *, making: _Making) -> Command:
         return _with_prompt({"at": local}, prompt, making=making)
     if _CLOCK_TIME.fullmatch(first):
         return Usage(
-            message=f"{making.command} at {first}: give the date and the time zone too, "
+            message=f"{making.line} at {first}: give the date and the time zone too, "
             f"such as 2026-12-01 {first} Asia/Tokyo",
             usage=CREATE_USAGE,
         )
@@ -612,7 +636,7 @@ def _daily(text: str, *, making: _Making) -> Command:
     zone, rest = _split(rest)
     if not clock or not zone:
         return Usage(
-            message=f"{making.command} daily: give the time and the time zone, such as "
+            message=f"{making.line} daily: give the time and the time zone, such as "
             "daily 09:00 Asia/Tokyo (or UTC), then optionally days such as mon wed fri",
             usage=CREATE_USAGE,
         )
@@ -631,7 +655,7 @@ def _daily(text: str, *, making: _Making) -> Command:
         every = f"on {', '.join(days)}" if days else "every day"
         would = making.would(f"{every} at {clock} {zone}", _unquoted(prompt))
         return Usage(
-            message=f"{making.command} daily: {_split(prompt)[0]!r} could be a day or the start "
+            message=f"{making.line} daily: {_split(prompt)[0]!r} could be a day or the start "
             f"of the prompt (as typed, it would {would}); write days as mon tue wed thu fri sat "
             "sun, or quote the prompt",
             usage=CREATE_USAGE,
@@ -645,7 +669,7 @@ def _calendar(text: str, *, making: _Making) -> Command:
     zone, rest = _split(rest)
     if not rule or not clock or not zone:
         return Usage(
-            message=f"{making.command} calendar: give the rule, the time and the time zone, "
+            message=f"{making.line} calendar: give the rule, the time and the time zone, "
             "such as calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris (or UTC), then "
             "optionally the start date, such as 2026-12-01",
             usage=CREATE_USAGE,
