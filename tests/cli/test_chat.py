@@ -231,7 +231,10 @@ def test_help_and_quit(
 ) -> None:
     code, out, _ = run_chat(monkeypatch, capsys, tmp_path, stdin="/help\n/quit\nnot read\n")
     assert code == 0
-    assert "  /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time" in out
+    assert (
+        "  /create at 2026-12-01 09:00 Asia/Tokyo <prompt>\n"
+        "                                once, at a local time in a zone (or UTC)\n"
+    ) in out
     assert "not read" not in out
     transcript = messages_of(read(tmp_path, session_id_of(out)).entries)
     assert transcript == []
@@ -506,7 +509,10 @@ def test_chat_help_names_the_options_and_an_example(capsys: pytest.CaptureFixtur
     assert out.startswith("usage: session-schedule chat [-h] [--model MODEL] [--base-url URL]")
     for text in ("SESSION", "--time-zone ZONE", "$SESSION_SCHEDULE_MODEL", "$OPENAI_API_KEY"):
         assert text in out
-    assert "\nexample: session-schedule chat --model llama3.2 --base-url " in out
+    assert (
+        "\nexample: session-schedule chat --model llama3.2 \\\n"
+        "           --base-url http://localhost:11434/v1 --time-zone Europe/Paris\n"
+    ) in out
     assert "/create after 90s <prompt>" in out
 
 

@@ -135,13 +135,13 @@ Every turn is stored in the session, which can be resumed later (chat SESSION); 
 came due while it was closed are delivered then. Ctrl-D, Ctrl-C or /quit leaves."""
 
 EPILOG: Final = f"""\
-example: session-schedule chat --model llama3.2 --base-url http://localhost:11434/v1 \\
-           --time-zone Europe/Paris
+example: session-schedule chat --model llama3.2 \\
+           --base-url http://localhost:11434/v1 --time-zone Europe/Paris
 more examples:
-  session-schedule chat                               offline mode, in a new session
-  session-schedule chat --model gpt-4o-mini           OpenAI, with $OPENAI_API_KEY
-  session-schedule chat s_7k2m4q9x3v5b                resume a session
-  session-schedule s_7k2m4q9x3v5b                     the same: chat is the default command
+  session-schedule chat                        offline mode, in a new session
+  session-schedule chat --model gpt-4o-mini    OpenAI, with $OPENAI_API_KEY
+  session-schedule chat s_7k2m4q9x3v5b         resume a session
+  session-schedule s_7k2m4q9x3v5b              the same (chat is the default)
 
 {HELP}"""
 

@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 import textwrap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -204,6 +204,54 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         return _wrap(" ".join(text.split()), width, "")
+
+    def _format_usage(
+        self,
+        usage: str | None,
+        actions: Iterable[argparse.Action],
+        groups: Iterable[argparse._MutuallyExclusiveGroup],
+        prefix: str | None,
+    ) -> str:
+        """argparse's usage, unless a line of it is wider than the terminal (argparse keeps
+        each option, or group of options, whole after a long command name): then the command
+        name alone on the first line and the options filled below it, indented less."""
+        formatted = super()._format_usage(usage, actions, groups, prefix)
+        lines = formatted.rstrip("\n").splitlines()
+        if all(len(line) <= self._width for line in lines):
+            return formatted
+        shown = f"{prefix or 'usage: '}{self._prog}"
+        if not lines[0].startswith(shown):
+            return formatted  # a usage written by hand: as written
+        parts = _usage_parts(" ".join([lines[0][len(shown) :], *lines[1:]]))
+        indent = " " * len(prefix or "usage: ")
+        filled = [shown]
+        for part in parts:
+            if len(filled[-1]) + 1 + len(part) <= self._width:
+                filled[-1] += " " + part
+            else:
+                filled.append(indent + part)
+        return "\n".join(filled) + "\n\n"
+
+
+def _usage_parts(text: str) -> list[str]:
+    """The words of a usage line, a bracketed group (``[--a A | --b B]``) kept as one."""
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for character in text.strip():
+        if character == " " and depth == 0:
+            if current:
+                parts.append(current)
+            current = ""
+            continue
+        if character in "[(":
+            depth += 1
+        elif character in "])":
+            depth -= 1
+        current += character
+    if current:
+        parts.append(current)
+    return parts
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:

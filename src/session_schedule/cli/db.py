@@ -46,8 +46,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="create or upgrade the PostgreSQL store's schema",
         description="The PostgreSQL session store keeps its tables in one schema of a database, "
         "created and upgraded only by these commands.",
-        epilog="example: session-schedule --store "
-        "'postgresql://app@db.internal/app?schema=reminders' db init",
+        epilog="example: session-schedule \\\n"
+        "           --store 'postgresql://app@db.internal/app?schema=reminders' db init",
         formatter_class=HelpFormatter,
     )
     actions = parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
@@ -60,7 +60,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 "existing schema is left as it is (run `db migrate` to upgrade an older one). "
                 "Refuses a schema newer than this program."
             ),
-            "session-schedule db init --store 'postgresql://app@db.internal/app?schema=reminders'",
+            (
+                "session-schedule db init \\\n"
+                "           --store 'postgresql://app@db.internal/app?schema=reminders'"
+            ),
         ),
         (
             "migrate",

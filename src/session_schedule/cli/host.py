@@ -65,7 +65,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="keep every session with reminders live, answering reminders while chats are closed",
         description=DESCRIPTION,
         epilog="example: session-schedule host --model gpt-4.1-mini\n"
-        "example: session-schedule host --dsn postgresql://app@db.internal/app --lease-seconds 15",
+        "example: session-schedule host --dsn postgresql://app@db.internal/app \\\n"
+        "           --lease-seconds 15",
         formatter_class=HelpFormatter,
     )
     store = parser.add_mutually_exclusive_group()

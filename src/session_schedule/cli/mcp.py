@@ -28,7 +28,7 @@ from session_schedule.cli.common import (
 EPILOG: Final = """\
 example: session-schedule mcp s_7k2m4q9x3v5b
 more examples:
-  session-schedule mcp                     a new session; its id is printed on stderr
+  session-schedule mcp    a new session; its id is printed on stderr
 
 An MCP client starts this command and talks to it on stdin/stdout. A due reminder is not pushed:
 the client is told (resources/updated for schedule://followups/pending, and a log message) and

@@ -89,11 +89,15 @@ _CLASSES: Final = (
 _HEX: Final = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 
 EPILOG = f"""\
-example: session-schedule serve --model llama3.2 --base-url http://localhost:11434/v1
+example: session-schedule serve --model llama3.2 \\
+           --base-url http://localhost:11434/v1
 more examples:
-  session-schedule serve                              offline mode, on http://127.0.0.1:8765/
-  session-schedule serve --model gpt-4o-mini          OpenAI, with $OPENAI_API_KEY
-  session-schedule serve --host 0.0.0.0 --port 8080   other machines too, with a token
+  session-schedule serve
+      offline mode, on http://127.0.0.1:8765/
+  session-schedule serve --model gpt-4o-mini
+      OpenAI, with $OPENAI_API_KEY
+  session-schedule serve --host 0.0.0.0 --port 8080
+      other machines too, with a token
 
 The model is --model, else ${MODEL_VARIABLE}; without one the overlay runs offline and you call
 the tools from the page. The endpoint is --base-url, else $OPENAI_BASE_URL, else OpenAI's; the

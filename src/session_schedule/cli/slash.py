@@ -34,38 +34,63 @@ from typing import Final, Literal, TypeAlias, assert_never, final
 from session_schedule.core.prompts import trim
 from session_schedule.core.quiet import QuietHours, parse_quiet_hours
 
-HELP: Final = """\
+_COMMANDS_COLUMN: Final = 32
+"""Where a command's description starts; a longer command puts it on the next line."""
+_COMMANDS_TABLE: Final = (
+    ("/create in 5 minutes <prompt>", "once, after a delay: 90s, 10m, 2h30m, 1 day"),
+    ("/create after 90s <prompt>", "the same as in"),
+    ("/create every 10m <prompt>", "repeatedly, at a fixed rate (at least 5 minutes)"),
+    ("/create at 2026-12-01T09:00:00+09:00 <prompt>", "once, at an RFC 3339 time with an offset"),
+    ("/create at 2026-12-01 09:00 Asia/Tokyo <prompt>", "once, at a local time in a zone (or UTC)"),
+    ("/create daily 09:00 Asia/Tokyo <prompt>", "every day, at a local time in a zone"),
+    ("/create daily 09:00 UTC mon wed fri <prompt>", "on the days listed only (spaces or commas)"),
+    (
+        "/create calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris <prompt>",
+        "on the dates of a calendar rule (an RRULE)",
+    ),
+    (
+        "/create calendar FREQ=WEEKLY;INTERVAL=2 09:00 UTC 2026-12-04 <prompt>",
+        "counted from a start date",
+    ),
+    ("/list", "the active reminders"),
+    ("/update sch_1 every 20m [<prompt>]", "a new rule (any /create form), and prompt"),
+    ("/update sch_1 prompt <prompt>", "a new prompt; the time does not move"),
+    ("/pause sch_1", "stop deliveries until resumed"),
+    ("/resume sch_1", "deliver again (from the next occurrence)"),
+    ("/snooze sch_1 10m", "make the next delivery 10 minutes from now"),
+    ("/snooze sch_1 2026-12-01T09:00:00+09:00", "or at a time (RFC 3339, with an offset)"),
+    ("/snooze sch_1 2026-12-01 09:00 Asia/Tokyo", "or at a local time in a zone"),
+    ("/delete sch_1", "delete a reminder"),
+    ("/quotas", "this session's quotas, and who set each"),
+    ("/turns-per-day 20|off|default", "at most 20 reminder turns in any 24 hours"),
+    ("/quiet-hours 22:00-07:00 Europe/Paris", "reminders due then wait until they end"),
+    ("/quiet-hours off|default", "none, or the program's setting"),
+    ("/active-reminders 10|default", "at most 10 reminders active at once"),
+    ("/help", "this help"),
+    ("/quit", "leave (Ctrl-D too); the session can be resumed"),
+)
+"""Every command /help lists, by an example of it, and what it does."""
+
+
+def _commands_table() -> str:
+    """The table of commands, no line wider than 80 columns."""
+    lines: list[str] = []
+    for command, does in _COMMANDS_TABLE:
+        shown = f"  {command}"
+        if len(shown) + 2 <= _COMMANDS_COLUMN:
+            lines.append(shown.ljust(_COMMANDS_COLUMN) + does)
+        else:
+            lines.extend([shown, " " * _COMMANDS_COLUMN + does])
+    return "\n".join(lines)
+
+
+HELP: Final = f"""\
 commands:
-  /create in 5 minutes <prompt>                     once, after a delay: 90s, 10m, 2h30m, 1 day
-  /create after 90s <prompt>                        the same as in
-  /create every 10m <prompt>                        repeatedly, at a fixed rate (at least 5 minutes)
-  /create at 2026-12-01T09:00:00+09:00 <prompt>     once, at an RFC 3339 time with an offset
-  /create at 2026-12-01 09:00 Asia/Tokyo <prompt>   once, at a local time in a zone (or UTC)
-  /create daily 09:00 Asia/Tokyo <prompt>           every day, at a local time in a zone
-  /create daily 09:00 UTC mon wed fri <prompt>      on the days listed only (spaces or commas)
-  /create calendar FREQ=MONTHLY;BYDAY=1MO 09:00 Europe/Paris <prompt>
-                                                    on the dates of a calendar rule (an RRULE)
-  /create calendar FREQ=WEEKLY;INTERVAL=2 09:00 UTC 2026-12-04 <prompt>
-                                                    counted from a start date
-  /list                                             the active reminders
-  /update sch_1 every 20m [<prompt>]                a new rule (any /create form), and prompt
-  /update sch_1 prompt <prompt>                     a new prompt; the time does not move
-  /pause sch_1                                      stop deliveries until resumed
-  /resume sch_1                                     deliver again (from the next occurrence)
-  /snooze sch_1 10m                                 make the next delivery 10 minutes from now
-  /snooze sch_1 2026-12-01T09:00:00+09:00           or at a time (RFC 3339, with an offset)
-  /snooze sch_1 2026-12-01 09:00 Asia/Tokyo         or at a local time in a zone
-  /delete sch_1                                     delete a reminder
-  /quotas                                           this session's quotas, and who set each
-  /turns-per-day 20|off|default                     at most 20 reminder turns in any 24 hours
-  /quiet-hours 22:00-07:00 Europe/Paris             reminders due then wait until they end
-  /quiet-hours off|default                          none, or the program's setting
-  /active-reminders 10|default                      at most 10 reminders active at once
-  /help                                             this help
-  /quit                                             leave (Ctrl-D too); the session can be resumed
-A duration is numbers with units, largest first: 90s, 5m, 5 minutes, 2h30m, 1 hour 30 minutes.
-Put the prompt in double quotes when it starts with a number or a day name: in 10m "3 calls".
-Any other line is a message; start it with // to send a line that begins with /."""
+{_commands_table()}
+A duration is numbers with units, largest first: 90s, 5m, 5 minutes, 2h30m,
+1 hour 30 minutes. Put the prompt in double quotes when it starts with a number
+or a day name: in 10m "3 calls". Any other line is a message; start it with //
+to send a line that begins with /."""
 
 CREATE_USAGE: Final = (
     "/create in 5m|after 90s|every 10m|at 2026-12-01T09:00:00+09:00|at 2026-12-01 09:00 "
