@@ -705,7 +705,6 @@ def _offset_target(now: Instant, seconds: int, what: str) -> Instant:
     return Instant(target)
 
 
-
 def _names(keys: Sequence[object]) -> str:
     """Keys named in a message: a Python caller's dict may have keys that are not strings."""
     return ", ".join(f"`{escape_unencodable(str(key))}`" for key in keys)
