@@ -1119,17 +1119,8 @@ class LiveSchedule:
             method, accepted = queue_followup(
                 self._agent, FollowUp(text=self.frame(delivery), occurrences=keys)
             )
-        except AgentClosed as error:
-            self._declined(delivery, error)
-            return "agent closed"
         except Exception as error:
-            self._events.followup_failed(delivery, error)
-            logger.exception(
-                "follow-up for %s in session %s was not accepted; the reminder stays active",
-                ", ".join(keys),
-                self._session.id,
-            )
-            return "agent refused"
+            return self._refused(delivery, keys, error, "accepted")
         if discard_awaitable(accepted, method):
             self._events.followup_failed(
                 delivery, TypeError(f"{method}() returned an awaitable, which was discarded")
@@ -1137,18 +1128,27 @@ class LiveSchedule:
             return "agent refused"
         try:
             await handed_over(self._agent)
-        except AgentClosed as error:
+        except Exception as error:
+            return self._refused(delivery, keys, error, "handed over")
+        return None
+
+    def _refused(
+        self, delivery: Delivery, keys: tuple[str, ...], error: Exception, step: str
+    ) -> Outcome:
+        """The outcome of an agent that raised ``error`` as it was handed ``delivery`` (called
+        while that is handled): a quiet refusal when it is closed, else a failure, logged with
+        its traceback and reported."""
+        if isinstance(error, AgentClosed):
             self._declined(delivery, error)
             return "agent closed"
-        except Exception as error:
-            self._events.followup_failed(delivery, error)
-            logger.exception(
-                "follow-up for %s in session %s was not handed over; the reminder stays active",
-                ", ".join(keys),
-                self._session.id,
-            )
-            return "agent refused"
-        return None
+        self._events.followup_failed(delivery, error)
+        logger.exception(
+            "follow-up for %s in session %s was not %s; the reminder stays active",
+            ", ".join(keys),
+            self._session.id,
+            step,
+        )
+        return "agent refused"
 
     def _declined(self, delivery: Delivery, error: AgentClosed) -> None:
         """A closed agent declined ``delivery``: nothing was queued, the reminder stays active
