@@ -25,6 +25,7 @@ from session_schedule.session.jsonl.next_targets import (
     TargetIndexFile,
 )
 from session_schedule.session.jsonl.opening import read_log
+from session_schedule.session.private import read_private
 from session_schedule.testing.session_contract import CHANGE, NOW, at_create, turn
 
 TARGET = parse_instant("2030-01-01T00:00:00.000Z")
@@ -804,3 +805,34 @@ def test_a_line_read_half_written_is_read_whole_at_the_next_poll(tmp_path: Path)
         assert reader._index.due(FAR, 1000) == (DueSession(made, SOON),)
 
     asyncio.run(body())
+
+
+def test_sessions_created_together_in_a_new_directory_all_get_signed_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store's worker threads sign records at once when sessions are created together: the
+    first to read the key must not leave the others signing with none (their records did not
+    verify, and a fresh reader warned of them and read their logs again)."""
+
+    def slow_read(path: Path, *, limit: int) -> bytes | None:
+        time.sleep(0.05)  # the other threads reach the key meanwhile
+        return read_private(path, limit=limit)
+
+    monkeypatch.setattr("session_schedule.session.jsonl.next_targets.read_private", slow_read)
+
+    async def body() -> tuple[DueSession, ...]:
+        store = JsonlSessionStore(tmp_path / "sessions")
+
+        async def one(number: int) -> SessionId:
+            async with await store.create(now=NOW) as handle:
+                handle.append(CHANGE, at_create(1, Instant(TARGET + number)))
+                await handle.barrier()
+                return handle.id
+
+        made = await asyncio.gather(*(one(number) for number in range(8)))
+        assert len(set(made)) == 8
+        with caplog.at_level(logging.WARNING):
+            return await _due(JsonlSessionStore(store.data_dir))
+
+    assert len(asyncio.run(body())) == 8
+    assert "do not verify" not in caplog.text

@@ -129,6 +129,9 @@ class _Keys:
         self._path = data_dir / KEY_NAME
         self._key: bytes | None = None
         self._tried = False
+        self._lock = threading.Lock()
+        """Held while the key is read or made: the store's worker threads sign records at once
+        (sessions created together), and none may find it "tried" before it is known."""
 
     def sign(self, record: _Record) -> _Record:
         key = self._load()
@@ -141,9 +144,13 @@ class _Keys:
         return key is not None and hmac.compare_digest(record.mac, _digest(key, record))
 
     def _load(self) -> bytes | None:
-        if self._tried:
+        with self._lock:
+            if not self._tried:
+                self._key = self._first_load()
+                self._tried = True
             return self._key
-        self._tried = True
+
+    def _first_load(self) -> bytes | None:
         try:
             key = read_private(self._path, limit=_KEY_BYTES)
             if key is None:
@@ -167,7 +174,6 @@ class _Keys:
                 return None
             if len(key) != _KEY_BYTES:
                 return None
-        self._key = key
         return key
 
 
